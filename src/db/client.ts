@@ -1,0 +1,65 @@
+/**
+ * The database handle every repository receives. One `pg` pool, wrapped by Kysely.
+ *
+ * Two ways in:
+ * - `db.kysely`: the owner connection, for system work that must see across users by design
+ *   (session lookup by token hash, sign-in by email, migrations, workers). Keep it to
+ *   repositories that document why.
+ * - `db.withUser(userId, fn)`: a transaction that switches to the `platform_app` role (no
+ *   BYPASSRLS, not the owner) and sets `app.user_id`, so row-level security limits every query in
+ *   `fn` to that user's rows (§5 "database user context"). Both settings are transaction-local and
+ *   vanish at COMMIT/ROLLBACK, so a pooled connection never leaks one user's context to the next.
+ */
+import { Kysely, PostgresDialect, sql, type Transaction } from 'kysely';
+import pg from 'pg';
+import type { DB } from './schema.ts';
+
+export const APP_ROLE = 'platform_app';
+
+export type Tx = Transaction<DB>;
+
+export type Db = {
+  kysely: Kysely<DB>;
+  pool: pg.Pool;
+  /** Runs `fn` in a transaction as the RLS-bound role with `app.user_id` = userId. */
+  withUser<T>(userId: string, fn: (trx: Tx) => Promise<T>): Promise<T>;
+  /** Runs `fn` as the RLS-bound role with no user: per-user tables show no rows. */
+  withoutUser<T>(fn: (trx: Tx) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+};
+
+// int8 (e.g. count(*)) as a JS number: our counts stay far below 2^53.
+pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
+
+export function createDb(connectionString: string, options: { poolSize?: number; applicationName?: string } = {}): Db {
+  const pool = new pg.Pool({
+    connectionString,
+    max: options.poolSize ?? 10,
+    application_name: options.applicationName ?? 'agent-platform',
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client that errors (server restart) must not crash the process; the pool drops it.
+  pool.on('error', () => {});
+  const kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+
+  const asApp = <T>(userId: string, fn: (trx: Tx) => Promise<T>) =>
+    kysely.transaction().execute(async (trx) => {
+      // one round trip for both settings; `role` via set_config is SET LOCAL ROLE
+      await sql`select set_config('role', ${APP_ROLE}, true), set_config('app.user_id', ${userId}, true)`.execute(trx);
+      return fn(trx);
+    });
+
+  return {
+    kysely,
+    pool,
+    withUser: (userId, fn) => asApp(userId, fn),
+    withoutUser: (fn) => asApp('', fn),
+    close: () => kysely.destroy(),
+  };
+}
+
+/** PostgreSQL error code of a unique violation, for turning races into clean 409s. */
+export const isUniqueViolation = (err: unknown, constraint?: string): boolean => {
+  const e = err as { code?: string; constraint?: string };
+  return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
+};

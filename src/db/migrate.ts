@@ -1,0 +1,57 @@
+/**
+ * Forward-only SQL migrations from src/db/migrations (NNN_name.sql), each in its own
+ * transaction, all under a session advisory lock so two replicas starting together never both
+ * migrate: the second waits, then finds nothing left to do.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { APP_ROLE } from './client.ts';
+
+const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
+/** Arbitrary constant identifying "schema migration" among advisory locks. */
+const MIGRATION_LOCK_KEY = 727_274_001;
+
+export type MigrationResult = { applied: string[] };
+
+export function listMigrations(dir = MIGRATIONS_DIR): { id: string; sql: string }[] {
+  return readdirSync(dir)
+    .filter((f) => /^\d{3}_[\w-]+\.sql$/.test(f))
+    .sort()
+    .map((f) => ({ id: f.replace(/\.sql$/, ''), sql: readFileSync(join(dir, f), 'utf8') }));
+}
+
+export async function migrate(connectionString: string, dir = MIGRATIONS_DIR): Promise<MigrationResult> {
+  const client = new pg.Client({ connectionString, application_name: 'agent-platform-migrate' });
+  await client.connect();
+  const applied: string[] = [];
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const done = new Set((await client.query<{ id: string }>('SELECT id FROM schema_migrations')).rows.map((r) => r.id));
+    for (const m of listMigrations(dir)) {
+      if (done.has(m.id)) continue;
+      try {
+        await client.query('BEGIN');
+        await client.query(m.sql);
+        await client.query('INSERT INTO schema_migrations (id) VALUES ($1)', [m.id]);
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK');
+        throw new Error(`migration ${m.id} failed: ${(err as Error).message}`, { cause: err });
+      }
+      applied.push(m.id);
+    }
+    // Idempotent: the request role may use every table; row-level security decides which rows.
+    await client.query(`GRANT USAGE ON SCHEMA public TO ${APP_ROLE};
+      GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${APP_ROLE};
+      GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${APP_ROLE};
+      REVOKE ALL ON schema_migrations FROM ${APP_ROLE};`);
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+    await client.end();
+  }
+  return { applied };
+}

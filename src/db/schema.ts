@@ -1,0 +1,48 @@
+/**
+ * Kysely table types. One interface per table, named as in SQL; add a table here when a
+ * migration adds it. Columns with a database default are `Generated<>`.
+ */
+import type { ColumnType, Generated } from 'kysely';
+
+export type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+
+export interface UsersTable {
+  id: Generated<string>;
+  email: string;
+  name: string;
+  password_hash: string | null;
+  plan: Generated<'solo' | 'collective' | 'label' | 'network'>;
+  subscription_status: Generated<string>;
+  subscription_id: string | null;
+  credits: Generated<number>;
+  two_factor_enabled: Generated<boolean>;
+  referral_code: string;
+  referred_by: string | null;
+  wallet_address: string | null;
+  runtime_instance_id: string | null;
+  idp_sign_in_disabled: Generated<boolean>;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+export interface SessionsTable {
+  id: Generated<string>;
+  user_id: string;
+  token_hash: Buffer;
+  expires_at: Timestamp;
+  created_at: Generated<Date>;
+  user_agent: string | null;
+  ip: string | null;
+}
+
+export interface SiweNoncesTable {
+  nonce: string;
+  expires_at: Timestamp;
+  created_at: Generated<Date>;
+}
+
+export interface DB {
+  users: UsersTable;
+  sessions: SessionsTable;
+  siwe_nonces: SiweNoncesTable;
+}

@@ -1,0 +1,129 @@
+/**
+ * SQL of the accounts domain. Functions taking `Kysely<DB>` run on the owner connection because
+ * they must find a user or session before anyone is authenticated (sign-in by email, cookie
+ * lookup by token hash, wallet lookup); everything done on behalf of a signed-in user takes the
+ * RLS-bound transaction from `db.withUser`.
+ */
+import { sql, type Kysely } from 'kysely';
+import type { Tx } from '../../db/client.ts';
+import type { DB } from '../../db/schema.ts';
+
+type Conn = Kysely<DB> | Tx;
+
+const profileColumns = ['id', 'email', 'name', 'plan', 'credits', 'two_factor_enabled'] as const;
+
+export const accountsRepo = {
+  findUserForLogin(db: Conn, email: string) {
+    return db
+      .selectFrom('users')
+      .select(['id', 'name', 'email', 'password_hash'])
+      .where(sql<string>`lower(email)`, '=', email.toLowerCase())
+      .executeTakeFirst();
+  },
+
+  findUserByReferralCode(db: Conn, code: string) {
+    return db.selectFrom('users').select(['id']).where('referral_code', '=', code.toUpperCase()).executeTakeFirst();
+  },
+
+  insertUser(
+    db: Conn,
+    user: { email: string; name: string; passwordHash: string | null; referralCode: string; referredBy?: string | null; walletAddress?: string | null; credits?: number },
+  ) {
+    return db
+      .insertInto('users')
+      .values({
+        email: user.email,
+        name: user.name,
+        password_hash: user.passwordHash,
+        referral_code: user.referralCode,
+        referred_by: user.referredBy ?? null,
+        wallet_address: user.walletAddress ?? null,
+        credits: user.credits ?? 0,
+      })
+      .returning(['id', 'email', 'name'])
+      .executeTakeFirstOrThrow();
+  },
+
+  addCredits(db: Conn, userId: string, amount: number) {
+    return db
+      .updateTable('users')
+      .set((eb) => ({ credits: eb('credits', '+', amount), updated_at: sql`now()` }))
+      .where('id', '=', userId)
+      .execute();
+  },
+
+  findUserByWalletOrEmail(db: Conn, walletAddress: string, email: string) {
+    return db
+      .selectFrom('users')
+      .select(['id', 'name', 'email', 'wallet_address'])
+      .where((eb) => eb.or([eb('wallet_address', '=', walletAddress), eb(sql<string>`lower(email)`, '=', email)]))
+      .orderBy(sql`wallet_address is null`) // a wallet match beats an email match
+      .executeTakeFirst();
+  },
+
+  linkWallet(db: Conn, userId: string, walletAddress: string) {
+    return db
+      .updateTable('users')
+      .set({ wallet_address: walletAddress, updated_at: sql`now()` })
+      .where('id', '=', userId)
+      .where('wallet_address', 'is', null)
+      .execute();
+  },
+
+  getProfile(trx: Tx, userId: string) {
+    return trx.selectFrom('users').select(profileColumns).where('id', '=', userId).executeTakeFirst();
+  },
+
+  updateProfile(trx: Tx, userId: string, patch: { name?: string }) {
+    return trx
+      .updateTable('users')
+      .set({ ...patch, updated_at: sql`now()` })
+      .where('id', '=', userId)
+      .returning(profileColumns)
+      .executeTakeFirst();
+  },
+
+  insertSession(db: Conn, s: { userId: string; tokenHash: Buffer; expiresAt: Date; userAgent: string | null; ip: string | null }) {
+    return db
+      .insertInto('sessions')
+      .values({ user_id: s.userId, token_hash: s.tokenHash, expires_at: s.expiresAt, user_agent: s.userAgent, ip: s.ip })
+      .execute();
+  },
+
+  /** The session's user, when the token hash names a live session. */
+  findSessionUser(db: Conn, tokenHash: Buffer) {
+    return db
+      .selectFrom('sessions')
+      .innerJoin('users', 'users.id', 'sessions.user_id')
+      .select(['users.id', 'users.name', 'users.email'])
+      .where('sessions.token_hash', '=', tokenHash)
+      .where('sessions.expires_at', '>', sql<Date>`now()`)
+      .executeTakeFirst();
+  },
+
+  deleteSession(db: Conn, tokenHash: Buffer) {
+    return db.deleteFrom('sessions').where('token_hash', '=', tokenHash).execute();
+  },
+
+  deleteSessionsOfUser(db: Conn, userId: string) {
+    return db.deleteFrom('sessions').where('user_id', '=', userId).execute();
+  },
+
+  insertNonce(db: Conn, nonce: string, expiresAt: Date) {
+    return db.insertInto('siwe_nonces').values({ nonce, expires_at: expiresAt }).execute();
+  },
+
+  /** Deletes and reports the nonce if it exists and has not expired: single use by construction. */
+  async consumeNonce(db: Conn, nonce: string): Promise<boolean> {
+    const row = await db
+      .deleteFrom('siwe_nonces')
+      .where('nonce', '=', nonce)
+      .returning(['expires_at'])
+      .executeTakeFirst();
+    return !!row && row.expires_at.getTime() > Date.now();
+  },
+
+  deleteExpiredNonces(db: Conn) {
+    return db.deleteFrom('siwe_nonces').where('expires_at', '<', sql<Date>`now()`).execute();
+  },
+};

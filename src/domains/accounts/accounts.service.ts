@@ -1,0 +1,190 @@
+/**
+ * Accounts and sessions (§4.1): sign-up, password and wallet sign-in, database-backed sessions,
+ * the current user and profile updates.
+ */
+import { hash as argonHash, verify as argonVerify } from '@node-rs/argon2';
+import { randomBytes } from 'node:crypto';
+import { generateSiweNonce } from 'viem/siwe';
+import type { Hex } from 'viem';
+import { isAdminEmail, type Config } from '../../config/env.ts';
+import { LIMITS } from '../../config/limits.ts';
+import { isUniqueViolation, type Db } from '../../db/client.ts';
+import { randomToken, sha256 } from '../../lib/crypto.ts';
+import { badRequest, conflict, forbidden, notFound, tooManyRequests, unauthorized } from '../../lib/errors.ts';
+import type { RateLimiter } from '../../lib/rate-limiter.ts';
+import { accountsRepo } from './accounts.repo.ts';
+import type { BotVerifier } from './bot-verifier.ts';
+import { checkSiweMessage, type SignatureVerifier } from './siwe-verifier.ts';
+
+// argon2id (OWASP); @node-rs/argon2's Algorithm enum is a const enum, so name it by value
+const ARGON2ID = 2;
+// A real argon2id hash of a random password, verified against when the email is unknown so a
+// miss costs the same time as a hit (no user enumeration by timing).
+const DUMMY_HASH = argonHash(randomBytes(16).toString('hex'), { algorithm: ARGON2ID });
+
+export type SessionUser = { id: string; name: string; email: string; isAdmin: boolean };
+export type RequestMeta = { ip: string; userAgent: string | null };
+export type NewSession = { token: string; expiresAt: Date; user: { id: string; name: string } };
+
+const REFERRAL_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
+function newReferralCode(): string {
+  const bytes = randomBytes(8);
+  let out = '';
+  for (const b of bytes) out += REFERRAL_ALPHABET[b % REFERRAL_ALPHABET.length];
+  return out;
+}
+
+/** `Wallet 0x1234…abcd`: §2 "a fixed prefix and an abbreviated address". */
+export const walletDisplayName = (address: string) => `Wallet ${address.slice(0, 6)}...${address.slice(-4)}`;
+
+export type AccountsDeps = {
+  db: Db;
+  config: Pick<Config, 'ADMIN_EMAILS' | 'PUBLIC_URL' | 'SIWE_CHAIN_ID' | 'WALLET_EMAIL_DOMAIN' | 'REGISTER_RATE_LIMIT'>;
+  botVerifier: BotVerifier;
+  rateLimiter: RateLimiter;
+  signatureVerifier: SignatureVerifier;
+  now?: () => Date;
+};
+
+export function createAccountsService(deps: AccountsDeps) {
+  const { db, config } = deps;
+  const now = deps.now ?? (() => new Date());
+  const publicUrl = new URL(config.PUBLIC_URL);
+
+  async function createSession(userId: string, name: string, meta: RequestMeta): Promise<NewSession> {
+    const token = randomToken(32);
+    const expiresAt = new Date(now().getTime() + LIMITS.sessionTtlMs);
+    await accountsRepo.insertSession(db.kysely, { userId, tokenHash: sha256(token), expiresAt, userAgent: meta.userAgent, ip: meta.ip });
+    return { token, expiresAt, user: { id: userId, name } };
+  }
+
+  return {
+    /** §4.1 POST /api/register. Input is already shape-validated by the route schema. */
+    async register(
+      input: { email: string; password: string; name?: string | undefined; referralCode?: string | undefined; botToken?: string | undefined },
+      meta: RequestMeta,
+    ) {
+      const limit = await deps.rateLimiter.consume(`register:${meta.ip}`, config.REGISTER_RATE_LIMIT, LIMITS.registerWindowMs);
+      if (!limit.allowed) throw tooManyRequests('Too many requests', { retryAfter: Math.ceil(limit.retryAfterMs / 1000) });
+      if (!(await deps.botVerifier.verify(input.botToken, meta.ip))) throw forbidden('Bot detection failed');
+
+      const email = input.email.trim().toLowerCase();
+      const name = input.name?.trim() || email;
+      let referrerId: string | null = null;
+      if (input.referralCode) {
+        const referrer = await accountsRepo.findUserByReferralCode(db.kysely, input.referralCode);
+        if (!referrer) throw badRequest('Invalid referral code');
+        referrerId = referrer.id;
+      }
+      const passwordHash = await argonHash(input.password, { algorithm: ARGON2ID });
+      try {
+        return await db.kysely.transaction().execute(async (trx) => {
+          const user = await accountsRepo.insertUser(trx, {
+            email,
+            name,
+            passwordHash,
+            referralCode: newReferralCode(),
+            referredBy: referrerId,
+            credits: referrerId ? LIMITS.referralCredit : 0,
+          });
+          if (referrerId) await accountsRepo.addCredits(trx, referrerId, LIMITS.referralCredit);
+          return user;
+        });
+      } catch (err) {
+        // the unique index on lower(email) decides races: ten parallel sign-ups, one user
+        if (isUniqueViolation(err, 'users_email_lower_key')) throw conflict('User already exists');
+        throw err;
+      }
+    },
+
+    /** §4.1 POST /api/auth/login: 401 for an unknown email and a wrong password alike. */
+    async login(email: string, password: string, meta: RequestMeta): Promise<NewSession> {
+      const user = await accountsRepo.findUserForLogin(db.kysely, email.trim());
+      const ok = await argonVerify(user?.password_hash ?? (await DUMMY_HASH), password).catch(() => false);
+      if (!user || !user.password_hash || !ok) throw unauthorized('Invalid credentials');
+      return createSession(user.id, user.name, meta);
+    },
+
+    /** The user behind a cookie token, or null (unknown, expired or signed-out session). */
+    async sessionUser(token: string | undefined): Promise<SessionUser | null> {
+      if (!token || token.length > 128) return null;
+      const row = await accountsRepo.findSessionUser(db.kysely, sha256(token));
+      return row ? { ...row, isAdmin: isAdminEmail(config, row.email) } : null;
+    },
+
+    async signOut(token: string | undefined): Promise<void> {
+      if (token && token.length <= 128) await accountsRepo.deleteSession(db.kysely, sha256(token));
+    },
+
+    /** §4.1 GET|POST /api/auth/nonce: stored server-side, single use, 10 minutes. */
+    async issueNonce(): Promise<string> {
+      const nonce = generateSiweNonce();
+      await accountsRepo.insertNonce(db.kysely, nonce, new Date(now().getTime() + LIMITS.siweNonceTtlMs));
+      // opportunistic clean-up keeps the table small without a scheduler
+      if (Math.random() < 0.05) await accountsRepo.deleteExpiredNonces(db.kysely);
+      return nonce;
+    },
+
+    /** §4.1 POST /api/wallet-auth. */
+    async walletAuth(input: { address: string; message: string; signature: string }, meta: RequestMeta): Promise<NewSession> {
+      const check = checkSiweMessage(input, {
+        domain: publicUrl.host,
+        origin: publicUrl.origin,
+        chainId: config.SIWE_CHAIN_ID,
+        now: now(),
+      });
+      if (!check.ok) throw unauthorized(check.reason);
+      // consumed before the (slow, possibly remote) signature check: a nonce is spent by its
+      // first use whatever the outcome, so a replay never reaches the verifier
+      if (!(await accountsRepo.consumeNonce(db.kysely, check.nonce))) throw unauthorized('Invalid or expired nonce');
+      if (!(await deps.signatureVerifier.verify(check.address, input.message, input.signature as Hex))) {
+        throw unauthorized('Invalid signature');
+      }
+      const address = check.address.toLowerCase();
+      const email = `${address}@${config.WALLET_EMAIL_DOMAIN}`.toLowerCase();
+      const existing = await accountsRepo.findUserByWalletOrEmail(db.kysely, address, email);
+      if (existing) {
+        if (!existing.wallet_address) await accountsRepo.linkWallet(db.kysely, existing.id, address);
+        return createSession(existing.id, existing.name, meta);
+      }
+      try {
+        const user = await accountsRepo.insertUser(db.kysely, {
+          email,
+          name: walletDisplayName(check.address),
+          passwordHash: null,
+          referralCode: newReferralCode(),
+          walletAddress: address,
+        });
+        return createSession(user.id, user.name, meta);
+      } catch (err) {
+        // a parallel first sign-in of the same wallet created the user: sign in to that one
+        if (!isUniqueViolation(err)) throw err;
+        const raced = await accountsRepo.findUserByWalletOrEmail(db.kysely, address, email);
+        if (!raced) throw err;
+        return createSession(raced.id, raced.name, meta);
+      }
+    },
+
+    /** Current user (§4.1 "Current user and profile"), read under row-level security. */
+    async getProfile(userId: string) {
+      const row = await db.withUser(userId, (trx) => accountsRepo.getProfile(trx, userId));
+      if (!row) throw notFound('User not found');
+      return toProfile(row);
+    },
+
+    async updateProfile(userId: string, patch: { name?: string | undefined }) {
+      const name = patch.name?.trim();
+      if (name === undefined) throw badRequest('Nothing to update; send name');
+      if (name.length < 1 || name.length > LIMITS.profileNameMax) throw badRequest(`Name must be 1 to ${LIMITS.profileNameMax} characters`);
+      const row = await db.withUser(userId, (trx) => accountsRepo.updateProfile(trx, userId, { name }));
+      if (!row) throw notFound('User not found');
+      return toProfile(row);
+    },
+  };
+}
+
+function toProfile(row: { id: string; email: string; name: string; plan: string; credits: number; two_factor_enabled: boolean }) {
+  return { id: row.id, email: row.email, name: row.name, plan: row.plan, credits: row.credits, twoFactorEnabled: row.two_factor_enabled };
+}
+
+export type AccountsService = ReturnType<typeof createAccountsService>;

@@ -1,0 +1,48 @@
+/**
+ * The one error handler (DESIGN rule 3). Every error leaves as JSON `{ error, code?, ...extra }`:
+ * AppError as the service wrote it; validation and parser errors as 400; anything unexpected as
+ * a generic 500 whose detail stays in the log next to the request id.
+ */
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { isAppError } from '../../lib/errors.ts';
+
+/** Fastify's own 4xx codes we rewrite: the specification wants 400 for body problems. */
+const AS_BAD_REQUEST = new Set([
+  'FST_ERR_CTP_INVALID_MEDIA_TYPE', // unknown content type
+  'FST_ERR_CTP_INVALID_CONTENT_LENGTH',
+  'FST_ERR_CTP_EMPTY_JSON_BODY',
+  'FST_ERR_CTP_INVALID_JSON_BODY',
+]);
+
+export function registerErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    if (isAppError(err)) {
+      const body: Record<string, unknown> = { ...err.extra, error: err.message };
+      if (err.code !== undefined) body.code = err.code;
+      if (err.status >= 500) request.log.error({ err }, 'request failed');
+      return reply.code(err.status).send(body);
+    }
+    if (hasZodFastifySchemaValidationErrors(err)) {
+      const first = err.validation[0];
+      const field = first?.instancePath?.replace(/^\//, '').replace(/\//g, '.');
+      const message = first?.message ?? 'Invalid request';
+      // messages we wrote in the schemas are complete sentences; generic zod ones get the field
+      const text = /^[A-Z]/.test(message) || !field ? message : `${field}: ${message}`;
+      return reply.code(400).send({ error: text });
+    }
+    if (err.validation) return reply.code(400).send({ error: err.message });
+    const status = err.statusCode ?? 500;
+    if (status < 500) {
+      const code = err.code && AS_BAD_REQUEST.has(err.code) ? 400 : status;
+      if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return reply.code(code).send({ error: 'Unsupported content type; send application/json' });
+      if (err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY') return reply.code(400).send({ error: 'Body is not valid JSON' });
+      if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(413).send({ error: 'Request body too large' });
+      return reply.code(code).send({ error: err.message });
+    }
+    request.log.error({ err }, 'unhandled error');
+    return reply.code(500).send({ error: 'Internal server error' });
+  });
+
+  app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: 'Not found' }));
+}

@@ -1,0 +1,59 @@
+/**
+ * Logger and request-id options shared by both apps. Logs are pino JSON lines with the request
+ * id on every line; they never contain passwords, cookies, keys or tokens.
+ */
+import { randomUUID } from 'node:crypto';
+import type { FastifyServerOptions } from 'fastify';
+import type { IncomingMessage } from 'node:http';
+
+/** Query parameters whose values are secrets (webhook secret, OAuth code/state, tokens). */
+const SECRET_QUERY = /^(secret|token|code|state|key|api_?key|password|signature|access_token|refresh_token)$/i;
+
+export function redactUrl(url: string): string {
+  const q = url.indexOf('?');
+  if (q === -1) return url;
+  const params = new URLSearchParams(url.slice(q + 1));
+  for (const k of [...params.keys()]) if (SECRET_QUERY.test(k)) params.set(k, '[redacted]');
+  return `${url.slice(0, q)}?${params.toString()}`;
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+export function loggerOptions(level: string): FastifyServerOptions['logger'] {
+  return {
+    level,
+    redact: {
+      paths: [
+        'req.headers.authorization',
+        'req.headers.cookie',
+        'req.headers["x-bridge-secret"]',
+        'req.headers["x-hosting-secret"]',
+        'req.headers["payment-signature"]',
+        'res.headers["set-cookie"]',
+        '*.password',
+        '*.token',
+        '*.apiKey',
+        '*.privateKey',
+        '*.signature',
+      ],
+      censor: '[redacted]',
+    },
+    serializers: {
+      req: (req: { method: string; url: string; ip?: string; id?: string }) => ({
+        method: req.method,
+        url: redactUrl(req.url),
+        remoteAddress: req.ip,
+      }),
+    },
+  };
+}
+
+export const requestIdOptions = {
+  requestIdHeader: 'x-request-id',
+  requestIdLogLabel: 'reqId',
+  /** Honour a sane incoming x-request-id (tracing through a proxy); otherwise a fresh UUID. */
+  genReqId: (req: IncomingMessage): string => {
+    const incoming = req.headers['x-request-id'];
+    return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  },
+} satisfies Partial<FastifyServerOptions>;

@@ -1,0 +1,14 @@
+/** Small zod building blocks shared by route schemas. */
+import { z } from 'zod';
+
+/** A JSON object body; a missing or non-object body gets this message. */
+export const jsonBody = <T extends z.ZodRawShape>(shape: T) =>
+  z.object(shape, { error: 'Request body must be a JSON object' });
+
+/** `{ error }` (plus optional code) as every error response has it. */
+export const errorSchema = z
+  .object({ error: z.string(), code: z.string().optional() })
+  .loose()
+  .describe('Error: `error` is a human-readable message; `code` a stable identifier where the specification names one');
+
+export const okSchema = z.object({ ok: z.literal(true) });

@@ -1,0 +1,196 @@
+/**
+ * §4.1 accounts and sessions (except OAuth and security-event receivers), plus the current user
+ * and profile update whose paths the specification leaves "not shown" (documented here).
+ */
+import { z } from 'zod';
+import { LIMITS } from '../../../config/limits.ts';
+import type { AccountsService } from '../../../domains/accounts/accounts.service.ts';
+import type { App } from '../../shared/base-app.ts';
+import { errorSchema, jsonBody, okSchema } from '../../shared/schemas.ts';
+import { requestMeta, type SessionAuth } from '../../shared/session.ts';
+
+const REQUIRED = 'Email and password are required';
+const EMAIL = z.regexes.email;
+
+const registerBody = jsonBody({
+  email: z
+    .string({ error: REQUIRED })
+    .trim()
+    .min(1, { error: REQUIRED })
+    .max(320, { error: 'Invalid email format' })
+    .regex(EMAIL, { error: 'Invalid email format' }),
+  password: z
+    .string({ error: REQUIRED })
+    .min(1, { error: REQUIRED })
+    .min(LIMITS.passwordMinLength, { error: `Password must be at least ${LIMITS.passwordMinLength} characters` })
+    .max(LIMITS.passwordMaxLength, { error: `Password must be at most ${LIMITS.passwordMaxLength} characters` }),
+  name: z.string({ error: 'name must be a string' }).max(LIMITS.profileNameMax, { error: `Name must be at most ${LIMITS.profileNameMax} characters` }).optional(),
+  referralCode: z
+    .string({ error: 'Invalid referral code' })
+    .trim()
+    .max(LIMITS.referralCodeMaxLength, { error: 'Invalid referral code' })
+    .regex(/^[A-Za-z0-9-]*$/, { error: 'Invalid referral code' })
+    .optional()
+    .describe('Alphanumeric with hyphens, at most 20 characters, case-insensitive; the new user and the referrer each get credit'),
+  turnstileToken: z.string().max(4096).optional().describe('Bot-detection token (or header `cf-turnstile-response`)'),
+});
+
+const loginBody = jsonBody({
+  email: z.string({ error: REQUIRED }).trim().min(1, { error: REQUIRED }).max(320, { error: 'Invalid credentials' }),
+  password: z.string({ error: REQUIRED }).min(1, { error: REQUIRED }).max(LIMITS.passwordMaxLength, { error: 'Invalid credentials' }),
+});
+
+const WALLET_REQUIRED = 'address, message and signature are required';
+const walletBody = jsonBody({
+  address: z.string({ error: WALLET_REQUIRED }).min(1, { error: WALLET_REQUIRED }).regex(/^0x[0-9a-fA-F]{40}$/, { error: 'Invalid address' }),
+  message: z.string({ error: WALLET_REQUIRED }).min(1, { error: WALLET_REQUIRED }).max(4096, { error: 'Message too long' }),
+  signature: z
+    .string({ error: WALLET_REQUIRED })
+    .min(1, { error: WALLET_REQUIRED })
+    .max(20_000, { error: 'Signature too long' })
+    .regex(/^0x[0-9a-fA-F]*$/, { error: 'Signature must be 0x-prefixed hex' }),
+});
+
+const profileBody = jsonBody({
+  name: z.string({ error: 'name must be a string' }).optional().describe(`1 to ${LIMITS.profileNameMax} characters after trim`),
+});
+
+const signedIn = z.object({ ok: z.literal(true), user: z.object({ id: z.string(), name: z.string() }) });
+const profile = z.object({
+  id: z.string(),
+  email: z.string(),
+  name: z.string(),
+  plan: z.string(),
+  credits: z.number(),
+  twoFactorEnabled: z.boolean(),
+});
+const cookieSecurity = [{ sessionCookie: [] }];
+
+export function accountsRoutes(app: App, deps: { accounts: AccountsService; session: SessionAuth }) {
+  const { accounts, session } = deps;
+
+  app.post('/api/register', {
+    schema: {
+      tags: ['accounts'],
+      summary: 'Create an account',
+      description:
+        'Creates a user; no session is created (call login next). Emails are unique case-insensitively and stored lower-cased. ' +
+        'Bot detection (when configured) reads `turnstileToken` or the `cf-turnstile-response` header. Sign-ups are limited per IP ' +
+        '(REGISTER_RATE_LIMIT per hour; validated requests count).',
+      body: registerBody,
+      response: {
+        201: z.object({ id: z.string(), email: z.string(), name: z.string() }),
+        400: errorSchema,
+        403: errorSchema,
+        409: errorSchema,
+        429: errorSchema,
+      },
+    },
+    handler: async (request, reply) => {
+      const header = request.headers['cf-turnstile-response'];
+      const user = await accounts.register(
+        { ...request.body, botToken: request.body.turnstileToken ?? (typeof header === 'string' ? header : undefined) },
+        requestMeta(request),
+      );
+      return reply.code(201).send(user);
+    },
+  });
+
+  app.post('/api/auth/login', {
+    schema: {
+      tags: ['accounts'],
+      summary: 'Sign in with email and password',
+      description: 'Sets the `service-session` cookie (HttpOnly, SameSite=Lax, Path=/, 30 days, Secure when PUBLIC_URL is https). Email is case-insensitive.',
+      body: loginBody,
+      response: { 200: signedIn, 400: errorSchema, 401: errorSchema },
+    },
+    handler: async (request, reply) => {
+      const s = await accounts.login(request.body.email, request.body.password, requestMeta(request));
+      session.setCookie(reply, s);
+      return { ok: true as const, user: s.user };
+    },
+  });
+
+  app.get('/api/auth/session', {
+    schema: {
+      tags: ['accounts'],
+      summary: 'The current session',
+      description: 'Always 200: `{user:null}` without a valid session.',
+      response: {
+        200: z.object({ user: z.object({ id: z.string(), name: z.string(), email: z.string(), isAdmin: z.boolean() }).nullable() }),
+      },
+    },
+    handler: async (request) => ({ user: await session.user(request) }),
+  });
+
+  app.post('/api/auth/signout', {
+    schema: {
+      tags: ['accounts'],
+      summary: 'Sign out',
+      description: 'Deletes the session record and clears the cookie. Always 200.',
+      response: { 200: okSchema },
+    },
+    handler: async (request, reply) => {
+      await accounts.signOut(session.token(request));
+      session.clearCookie(reply);
+      return { ok: true as const };
+    },
+  });
+
+  const nonceRoute = {
+    schema: {
+      tags: ['accounts'],
+      summary: 'A SIWE nonce',
+      description: 'A random nonce for a wallet sign-in message; single use, valid 10 minutes. GET and POST are the same.',
+      response: { 200: z.object({ nonce: z.string() }) },
+    },
+    handler: async () => ({ nonce: await accounts.issueNonce() }),
+  };
+  app.get('/api/auth/nonce', nonceRoute);
+  app.post('/api/auth/nonce', nonceRoute);
+
+  app.post('/api/wallet-auth', {
+    schema: {
+      tags: ['accounts'],
+      summary: 'Sign in with Ethereum (SIWE)',
+      description:
+        'Verifies a SIWE message signed by `address`: its nonce must come from /api/auth/nonce (single use, 10 minutes); its domain ' +
+        'and URI must be this site (PUBLIC_URL); its chain id must be SIWE_CHAIN_ID. Smart-wallet signatures (ERC-1271, ERC-6492) are ' +
+        'verified through SIWE_RPC_URL. Creates the user `<address>@WALLET_EMAIL_DOMAIN` on first sign-in, or links the wallet to the ' +
+        'existing user with that email. Sets the session cookie.',
+      body: walletBody,
+      response: { 200: signedIn, 400: errorSchema, 401: errorSchema },
+    },
+    handler: async (request, reply) => {
+      const s = await accounts.walletAuth(request.body, requestMeta(request));
+      session.setCookie(reply, s);
+      return { ok: true as const, user: s.user };
+    },
+  });
+
+  app.get('/api/user', {
+    schema: {
+      tags: ['accounts'],
+      summary: 'The current user',
+      description: 'Path not shown in the specification (§4.1 "Current user and profile"); chosen as /api/user.',
+      security: cookieSecurity,
+      response: { 200: profile, 401: errorSchema, 404: errorSchema },
+    },
+    handler: async (request) => accounts.getProfile((await session.require(request)).id),
+  });
+
+  const updateProfile = {
+    schema: {
+      tags: ['accounts'],
+      summary: 'Update the current user',
+      description: 'POST or PATCH. Updatable field: `name` (1 to 64 characters after trim). Returns the updated user.',
+      security: cookieSecurity,
+      body: profileBody,
+      response: { 200: profile, 400: errorSchema, 401: errorSchema, 404: errorSchema },
+    },
+    handler: async (request: { body: { name?: string | undefined } } & Parameters<SessionAuth['require']>[0]) =>
+      accounts.updateProfile((await session.require(request)).id, request.body),
+  };
+  app.post('/api/user', updateProfile);
+  app.patch('/api/user', updateProfile);
+}

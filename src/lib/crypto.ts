@@ -1,0 +1,45 @@
+/**
+ * Secrets at rest and in comparison (DESIGN rule 6): SHA-256 for tokens and API keys,
+ * AES-256-GCM for secrets that must be read back, constant-time comparison everywhere.
+ */
+import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+export const sha256 = (value: string): Buffer => createHash('sha256').update(value).digest();
+export const sha256Hex = (value: string): string => createHash('sha256').update(value).digest('hex');
+
+/** A random token of `bytes` bytes from the CSPRNG, base64url-encoded. */
+export const randomToken = (bytes = 32): string => randomBytes(bytes).toString('base64url');
+
+/**
+ * Constant-time string comparison. Both sides are hashed first so neither the content nor the
+ * length of the secret leaks through timing (timingSafeEqual itself requires equal lengths).
+ */
+export function safeEqual(a: string, b: string): boolean {
+  return timingSafeEqual(sha256(a), sha256(b));
+}
+
+/** Parses a 32-byte key given as 64 hex chars or base64/base64url; throws on anything else. */
+export function parseKey(value: string): Buffer {
+  const v = value.trim();
+  const buf = /^[0-9a-fA-F]{64}$/.test(v) ? Buffer.from(v, 'hex') : Buffer.from(v, 'base64');
+  if (buf.length !== 32) throw new Error('key must be 32 bytes (64 hex characters or base64)');
+  return buf;
+}
+
+const VERSION = 'v1';
+
+/** AES-256-GCM; output `v1.<iv>.<tag>.<ciphertext>` (base64url parts), so the format can evolve. */
+export function encryptSecret(key: Buffer, plaintext: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+  return [VERSION, iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
+}
+
+export function decryptSecret(key: Buffer, sealed: string): string {
+  const [version, iv, tag, ct] = sealed.split('.');
+  if (version !== VERSION || !iv || !tag || ct === undefined) throw new Error('unrecognised sealed secret');
+  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+  decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+  return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
+}

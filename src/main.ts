@@ -1,0 +1,82 @@
+/**
+ * Start-up: parse config, open the database (embedded server when DATABASE_URL is unset), run
+ * migrations, wire the domains, start the app(s). `npm start` runs both apps;
+ * `npm start -- web` / `npm start -- backend` (or APP=web|backend) runs one.
+ */
+import { randomBytes } from 'node:crypto';
+import { ConfigError, loadConfig, type Config } from './config/env.ts';
+import { resolveSecrets, storedSecret } from './config/secrets.ts';
+import { createDb } from './db/client.ts';
+import { startEmbeddedPostgres, type EmbeddedServer } from './db/embedded.ts';
+import { migrate } from './db/migrate.ts';
+import { createPlatform } from './platform.ts';
+import type { App } from './http/shared/base-app.ts';
+
+function which(config: Config): 'all' | 'web' | 'backend' {
+  const arg = process.argv[2];
+  if (arg === 'web' || arg === 'backend' || arg === 'all') return arg;
+  if (arg !== undefined) throw new ConfigError(`Unknown app "${arg}": use web, backend or all`);
+  return config.APP;
+}
+
+async function main() {
+  let config: Config;
+  let mode: 'all' | 'web' | 'backend';
+  try {
+    config = loadConfig();
+    mode = which(config);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const secrets = resolveSecrets(config);
+
+  let embedded: EmbeddedServer | undefined;
+  let url = config.DATABASE_URL;
+  if (!url) {
+    const password = storedSecret(config.DATA_DIR, 'embeddedDbPassword', () => randomBytes(24).toString('base64url'));
+    embedded = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, password });
+    url = embedded.url;
+  }
+  const { applied } = await migrate(url);
+  const db = createDb(url, { poolSize: config.DATABASE_POOL_SIZE });
+  const platform = createPlatform({ config, db, secrets });
+
+  const apps: App[] = [];
+  const listen = async (build: () => Promise<App>, port: number, name: string) => {
+    const app = await build();
+    apps.push(app);
+    await app.listen({ host: config.HOST, port });
+    app.log.info({ app: name, url: `http://${config.HOST}:${port}` }, `${name} listening`);
+  };
+  if (mode !== 'backend') await listen(platform.buildWebApp, config.WEB_PORT, 'web');
+  if (mode !== 'web') await listen(platform.buildBackendApp, config.BACKEND_PORT, 'backend');
+  apps[0]?.log.info(
+    { database: embedded ? 'embedded' : 'DATABASE_URL', migrationsApplied: applied.length, docs: '/docs' },
+    'platform ready',
+  );
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    apps[0]?.log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 15_000);
+    force.unref();
+    await Promise.allSettled(apps.map((a) => a.close()));
+    await platform.close().catch(() => {});
+    await db.close().catch(() => {});
+    await embedded?.stop().catch(() => {});
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((err) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  process.exit(1);
+});
