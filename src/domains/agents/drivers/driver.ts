@@ -1,0 +1,71 @@
+/**
+ * One interface over every place an agent can run (DESIGN rule 4): the local driver (a child
+ * process per agent running src/runtime), the Render REST API, later Docker and Kubernetes.
+ * Drivers are chosen by HOSTING_DRIVER from a Record<Kind, Factory> so an unwired kind fails to
+ * compile. Drivers hold no platform state of their own beyond what they can rediscover (the
+ * local driver re-adopts its processes; remote drivers ask the hosting API).
+ */
+
+/** §3 Container health status values. */
+export type ContainerStatus = 'healthy' | 'starting' | 'running' | 'stopped' | 'suspended' | 'not_found' | 'error';
+
+/** Everything a driver needs to start one agent. */
+export type AgentDeploySpec = {
+  agentId: string;
+  userId: string;
+  /** solo | collective | label | network (or the resource plan names of §4.7) */
+  plan: string;
+  /** 48-char per-agent gateway token (§8); the agent's gateway requires it as a Bearer token */
+  gatewayToken: string;
+  /** per-agent scoped key the agent uses to reach the platform (never INTERNAL_API_KEY) */
+  platformApiKey: string;
+  /** the platform's backend URL the agent calls back to */
+  backendUrl: string;
+  /** the user's agent configuration (§2 configuration table); fixed §8 settings are applied on top */
+  config: Record<string, unknown>;
+  /** extra environment for the runtime (model provider base URL/key for the agent itself) */
+  env?: Record<string, string>;
+};
+
+export type Deployment = {
+  /** the driver's own id of the running unit (pid-based id, Render service id, …) */
+  externalId: string;
+  /** where the agent's gateway answers (http://127.0.0.1:<port> locally, https://<subdomain> remotely) */
+  url: string;
+  status: ContainerStatus;
+};
+
+export type AgentStats = {
+  cpu: number; // percent
+  memory: number; // bytes resident
+  memoryPercent: number;
+  network: { rxBytes: number; txBytes: number };
+  uptime: number; // seconds
+  pids: number;
+  status: ContainerStatus;
+};
+
+export type LogLine = { timestamp: string; level: 'debug' | 'info' | 'warn' | 'error'; message: string; source: string };
+
+export interface HostingDriver {
+  readonly kind: DriverKind;
+  /** Starts the agent; resolves once the unit exists (not necessarily healthy). Throws HostingUnavailableError when the platform cannot be reached. */
+  deploy(spec: AgentDeploySpec): Promise<Deployment>;
+  /** Current state as the hosting platform sees it; `not_found` when it has no such unit. */
+  status(agentId: string): Promise<{ status: ContainerStatus; url?: string }>;
+  restart(agentId: string): Promise<void>;
+  suspend(agentId: string): Promise<void>;
+  resume(agentId: string): Promise<void>;
+  /** Removes the unit; succeeds when it is already gone. */
+  delete(agentId: string): Promise<void>;
+  logs(agentId: string, options: { limit: number; level?: string }): Promise<LogLine[]>;
+  stats(agentId: string): Promise<AgentStats>;
+  /** Stops what this process owns on platform shutdown (local: child processes); remote drivers do nothing. */
+  shutdown(): Promise<void>;
+}
+
+export type DriverKind = 'local' | 'render';
+
+export class HostingUnavailableError extends Error {
+  override name = 'HostingUnavailableError';
+}
