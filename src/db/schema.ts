@@ -41,8 +41,36 @@ export interface SiweNoncesTable {
   created_at: Generated<Date>;
 }
 
+export type AgentStatus = 'pending' | 'provisioning' | 'running' | 'active' | 'stopped' | 'suspended' | 'error';
+
+export interface AgentsTable {
+  id: string;
+  user_id: string;
+  name: string;
+  model: Generated<string>;
+  ai_provider: Generated<string>;
+  plan: Generated<string>;
+  status: Generated<AgentStatus>;
+  subdomain: string;
+  url: string;
+  runtime_version: string | null;
+  verified: Generated<boolean>;
+  verification_type: string | null;
+  attestation_uid: string | null;
+  verified_at: Timestamp | null;
+  started_at: Timestamp | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+}
+
+/**
+ * All tables. Domains add theirs by module augmentation in their own `<domain>.tables.ts`
+ * (`declare module '../../db/schema.ts' { interface DB { my_table: MyTable } }`), so parallel
+ * work never edits this file.
+ */
 export interface DB {
   users: UsersTable;
   sessions: SessionsTable;
   siwe_nonces: SiweNoncesTable;
+  agents: AgentsTable;
 }
