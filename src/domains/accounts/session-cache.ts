@@ -1,0 +1,91 @@
+/**
+ * A short-lived in-process cache of cookie-token → session user, so an authenticated request
+ * does not need a PostgreSQL round trip each time (the session endpoint's throughput goal).
+ *
+ * Correctness rules:
+ * - Entries live at most `ttlMs` (default 5 s) and never past the session's own expiry.
+ * - Sign-out, revoking a user's sessions, or changing the user evicts at once in this process,
+ *   and, when REDIS_URL is set, in every replica through a Redis pub/sub channel. Without Redis
+ *   a replica that did not handle the sign-out may accept the old cookie for at most `ttlMs`.
+ * - Losing the cache is harmless (DESIGN: per-request state in memory only as a losable cache).
+ */
+import { Redis } from 'ioredis';
+
+export type CachedSession = { id: string; name: string; email: string; expiresAt: number };
+
+export interface SessionCache {
+  get(tokenHash: string): CachedSession | undefined;
+  set(tokenHash: string, session: CachedSession): void;
+  /** Evicts one session everywhere (sign-out). */
+  evictToken(tokenHash: string): void;
+  /** Evicts every session of a user everywhere (revocation, profile change). */
+  evictUser(userId: string): void;
+  close(): Promise<void>;
+}
+
+type Broadcast = { publish(message: string): void; close(): Promise<void> };
+
+export function createSessionCache(options: { ttlMs?: number; maxEntries?: number; redisUrl?: string; now?: () => number } = {}): SessionCache {
+  const ttlMs = options.ttlMs ?? 5000;
+  const maxEntries = options.maxEntries ?? 50_000;
+  const now = options.now ?? Date.now;
+  const entries = new Map<string, { session: CachedSession; until: number }>();
+
+  const dropToken = (tokenHash: string) => entries.delete(tokenHash);
+  const dropUser = (userId: string) => {
+    for (const [k, v] of entries) if (v.session.id === userId) entries.delete(k);
+  };
+  const apply = (message: string) => {
+    if (message.startsWith('t:')) dropToken(message.slice(2));
+    else if (message.startsWith('u:')) dropUser(message.slice(2));
+  };
+
+  const broadcast: Broadcast = options.redisUrl ? redisBroadcast(options.redisUrl, apply) : { publish() {}, close: async () => {} };
+
+  return {
+    get(tokenHash) {
+      const e = entries.get(tokenHash);
+      if (!e) return undefined;
+      const t = now();
+      if (e.until <= t || e.session.expiresAt <= t) {
+        entries.delete(tokenHash);
+        return undefined;
+      }
+      return e.session;
+    },
+    set(tokenHash, session) {
+      if (ttlMs <= 0) return;
+      // Map keeps insertion order: dropping the oldest entry bounds memory under a flood of tokens
+      if (entries.size >= maxEntries) entries.delete(entries.keys().next().value!);
+      entries.set(tokenHash, { session, until: now() + ttlMs });
+    },
+    evictToken(tokenHash) {
+      dropToken(tokenHash);
+      broadcast.publish(`t:${tokenHash}`);
+    },
+    evictUser(userId) {
+      dropUser(userId);
+      broadcast.publish(`u:${userId}`);
+    },
+    close: () => broadcast.close(),
+  };
+}
+
+const CHANNEL = 'platform:session-evictions';
+
+function redisBroadcast(url: string, onMessage: (m: string) => void): Broadcast {
+  const pub = new Redis(url, { maxRetriesPerRequest: 2 });
+  const sub = new Redis(url, { maxRetriesPerRequest: 2 });
+  pub.on('error', () => {});
+  sub.on('error', () => {});
+  void sub.subscribe(CHANNEL).catch(() => {});
+  sub.on('message', (_channel: string, message: string) => onMessage(message));
+  return {
+    publish(message) {
+      void pub.publish(CHANNEL, message).catch(() => {});
+    },
+    async close() {
+      await Promise.allSettled([pub.quit(), sub.quit()]);
+    },
+  };
+}
