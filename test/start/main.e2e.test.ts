@@ -1,0 +1,96 @@
+/**
+ * The run command (`npm start` = `node src/main.ts`) as a real process: both apps on the
+ * embedded PostgreSQL, clean stop on SIGTERM/SIGINT, a second start reuses the data, one app per
+ * process on request, and a bad setting stops start-up with one line (issue 2 items 2-4).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../src/db/embedded.ts';
+
+const root = join(import.meta.dirname, '..', '..');
+const dataDir = mkdtempSync(join(tmpdir(), 'platform-start-'));
+chmodSync(dataDir, 0o755); // the embedded server runs as the postgres OS user when we are root
+const children: ChildProcess[] = [];
+
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+function start(args: string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, ['src/main.ts', ...args], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, exited, output: () => output };
+}
+
+async function waitFor(url: string, timeoutMs = 30_000): Promise<Response> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await fetch(url);
+    } catch (err) {
+      if (Date.now() > until) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+describe('npm start (src/main.ts)', () => {
+  it('serves both apps on the embedded database, stops cleanly, and reuses its data', async () => {
+    const [web, backend] = [await freePort(), await freePort()];
+    const env = { WEB_PORT: String(web), BACKEND_PORT: String(backend) };
+    const first = start([], env);
+    const health = await waitFor(`http://127.0.0.1:${web}/api/health`);
+    expect(health.status).toBe(200);
+    expect((await (await waitFor(`http://127.0.0.1:${backend}/health`)).json()).status).toBe('ok');
+    const reg = await fetch(`http://127.0.0.1:${web}/api/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'persist@example.com', password: 'persisted-password' }),
+    });
+    expect(reg.status).toBe(201);
+
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    expect(existsSync(join(dataDir, 'pg', 'postmaster.pid'))).toBe(false); // PostgreSQL stopped too
+
+    const second = start([], env);
+    await waitFor(`http://127.0.0.1:${web}/api/health`);
+    const login = await fetch(`http://127.0.0.1:${web}/api/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'PERSIST@example.com', password: 'persisted-password' }),
+    });
+    expect(login.status).toBe(200);
+    second.child.kill('SIGINT');
+    expect(await second.exited).toBe(0);
+  }, 90_000);
+
+  it('`npm start -- backend` serves only the backend', async () => {
+    const [web, backend] = [await freePort(), await freePort()];
+    const p = start(['backend'], { WEB_PORT: String(web), BACKEND_PORT: String(backend) });
+    expect((await waitFor(`http://127.0.0.1:${backend}/health`)).status).toBe(200);
+    await expect(fetch(`http://127.0.0.1:${web}/api/health`)).rejects.toThrow();
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+  }, 90_000);
+
+  it('a bad setting stops start-up with one clear line', async () => {
+    const p = start([], { WEB_PORT: 'eighty' });
+    expect(await p.exited).toBe(1);
+    const lines = p.output().trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/WEB_PORT/);
+  }, 30_000);
+});
