@@ -53,7 +53,7 @@ describe('npm start (src/main.ts)', () => {
     const first = start([], env);
     const health = await waitFor(`http://127.0.0.1:${web}/api/health`);
     expect(health.status).toBe(200);
-    expect((await (await waitFor(`http://127.0.0.1:${backend}/health`)).json()).status).toBe('ok');
+    expect(((await (await waitFor(`http://127.0.0.1:${backend}/health`)).json()) as { status: string }).status).toBe('ok');
     const reg = await fetch(`http://127.0.0.1:${web}/api/register`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -1,0 +1,176 @@
+/**
+ * Per-user agent configuration with versioned backups (§2 "Agent configuration and backup",
+ * §4.2). A save backs up the configuration it replaces; a restore backs up the current one
+ * first. Each runs in one transaction holding the per-user configuration lock, so concurrent
+ * saves are applied one after another: the last to commit is the configuration, its
+ * predecessors are the backups, and never more than LIMITS.configBackupsKept are kept.
+ */
+import { LIMITS } from '../../config/limits.ts';
+import type { Db, Tx } from '../../db/client.ts';
+import { badRequest, notFound } from '../../lib/errors.ts';
+import { configRepo } from './config.repo.ts';
+import type { JsonObject } from './config.tables.ts';
+
+export type Plan = 'solo' | 'collective' | 'label' | 'network';
+export type ConfigActor = { id: string; isAdmin?: boolean };
+export type BackupSummary = { id: string; timestamp: string };
+
+export const INITIAL_BACKUP_ID = 'bkp_initial';
+
+/**
+ * Channel keys of the default configuration. §2 names them only `<messaging_a|b|c>`; we use the
+ * channel keys the agent runtime reads (`whatsapp` takes an allow-list, `telegram` and `discord`
+ * an enabled flag), plus the built-in `webchat`.
+ */
+export const DEFAULT_CHANNELS = { allowList: 'whatsapp', optional: ['telegram', 'discord'] } as const;
+
+/** Model and workspace of the default configuration (§2 leaves the values to us). */
+export const DEFAULT_MODEL = 'anthropic/claude-opus-4-6';
+export const DEFAULT_WORKSPACE = '/home/node/workspace';
+export const DEFAULT_RESET_TRIGGERS = ['/new', '/reset'] as const;
+
+/**
+ * The default configuration of §2 for a plan: `tools.profile` is `coding` for collective and
+ * above and `messaging` for solo; admins get network-level access (§2 Plans), hence `coding`.
+ */
+export function defaultConfig(plan: string | undefined, isAdmin = false): JsonObject {
+  const coding = isAdmin || (plan !== undefined && plan !== 'solo');
+  return {
+    logging: { level: 'info' },
+    agents: { defaults: { model: DEFAULT_MODEL, workspace: DEFAULT_WORKSPACE } },
+    tools: { profile: coding ? 'coding' : 'messaging' },
+    gateway: { bind: 'lan', auth: { mode: 'token' } },
+    channels: {
+      [DEFAULT_CHANNELS.allowList]: { allowFrom: [] },
+      [DEFAULT_CHANNELS.optional[0]]: { enabled: false },
+      [DEFAULT_CHANNELS.optional[1]]: { enabled: false },
+      webchat: { enabled: true },
+    },
+    session: { dmScope: 'per-channel-peer', resetTriggers: [...DEFAULT_RESET_TRIGGERS] },
+    skills: { install: { nodeManager: 'npm' } },
+  };
+}
+
+/** Depth of nested objects and arrays, iteratively (a hostile body must not blow the stack). */
+function nestingDepth(value: unknown): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [v, d] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (d > max) max = d;
+    if (max > LIMITS.configMaxDepth) return max;
+    for (const child of Object.values(v as object)) stack.push([child, d + 1]);
+  }
+  return max;
+}
+
+/** Strings PostgreSQL's jsonb refuses: NUL and unpaired UTF-16 surrogates. */
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * §4.2 "not serializable": the configuration must survive JSON serialization and storage as is.
+ * Returns the JSON object to store or throws 400.
+ */
+export function checkSerializable(config: JsonObject): JsonObject {
+  if (nestingDepth(config) > LIMITS.configMaxDepth) throw badRequest(`Config is not serializable: nested deeper than ${LIMITS.configMaxDepth} levels`);
+  let text: string;
+  try {
+    text = JSON.stringify(config);
+  } catch {
+    throw badRequest('Config is not serializable');
+  }
+  if (UNSTORABLE.test(text) || text.includes('\\u0000')) throw badRequest('Config is not serializable: contains a NUL character or an unpaired surrogate');
+  return JSON.parse(text) as JsonObject;
+}
+
+// PostgreSQL errors that mean "this JSON cannot be stored" (a last line of defence behind
+// checkSerializable): invalid text representation, untranslatable character, stack depth.
+const UNSTORABLE_CODES = new Set(['22P02', '22P05', '54001']);
+
+export type ConfigDeps = { db: Db; now?: () => Date };
+
+export function createConfigService(deps: ConfigDeps) {
+  const { db } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  const summaries = (rows: { id: string; created_at: Date }[]): BackupSummary[] =>
+    rows.map((r) => ({ id: r.id, timestamp: r.created_at.toISOString() }));
+
+  /**
+   * Inside the locked transaction: stores `previous` as a new backup and prunes to the limit.
+   * The first backup of a user who never saved is `bkp_initial`; later ones `bkp_<epoch_ms>`,
+   * bumped past the last id handed out so two saves in one millisecond still differ.
+   */
+  async function backUp(trx: Tx, userId: string, locked: { config: JsonObject | null; last_backup_ms: number }, previous: JsonObject) {
+    const t = now();
+    let id: string;
+    let lastMs = locked.last_backup_ms;
+    let createdAt = t;
+    if (locked.config === null) {
+      id = INITIAL_BACKUP_ID;
+    } else {
+      const ms = Math.max(t.getTime(), lastMs + 1);
+      lastMs = ms;
+      id = `bkp_${ms}`;
+      createdAt = new Date(ms);
+    }
+    await configRepo.insertBackup(trx, userId, { id, config: previous, createdAt });
+    await configRepo.pruneBackups(trx, userId, LIMITS.configBackupsKept);
+    return { id, lastMs };
+  }
+
+  async function run<T>(userId: string, fn: (trx: Tx) => Promise<T>): Promise<T> {
+    try {
+      return await db.withUser(userId, fn);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code && UNSTORABLE_CODES.has(code)) throw badRequest('Config is not serializable');
+      throw err;
+    }
+  }
+
+  return {
+    /** §4.2 GET /api/config: the saved configuration, or the plan's default when none is saved. */
+    async get(actor: ConfigActor) {
+      return db.withUser(actor.id, async (trx) => {
+        const row = await configRepo.findConfig(trx, actor.id);
+        const config = row?.config ?? defaultConfig(await configRepo.userPlan(trx, actor.id), actor.isAdmin);
+        return { config, backups: summaries(await configRepo.listBackups(trx, actor.id)) };
+      });
+    },
+
+    /** §4.2 POST /api/config: backs up the previous configuration, then saves `config`. */
+    async save(actor: ConfigActor, input: JsonObject) {
+      const config = checkSerializable(input);
+      return run(actor.id, async (trx) => {
+        const locked = await configRepo.lockConfig(trx, actor.id);
+        const previous = locked.config ?? defaultConfig(await configRepo.userPlan(trx, actor.id), actor.isAdmin);
+        const backup = await backUp(trx, actor.id, locked, previous);
+        await configRepo.saveConfig(trx, actor.id, config, backup.lastMs);
+        return { success: true as const, config, backupId: backup.id, backups: summaries(await configRepo.listBackups(trx, actor.id)) };
+      });
+    },
+
+    /** §4.2 PUT /api/config: backs up the current configuration, then restores `backupId`. */
+    async restore(actor: ConfigActor, backupId: string) {
+      return run(actor.id, async (trx) => {
+        const locked = await configRepo.lockConfig(trx, actor.id);
+        const target = await configRepo.findBackup(trx, actor.id, backupId);
+        if (!target) throw notFound('Backup not found');
+        const current = locked.config ?? defaultConfig(await configRepo.userPlan(trx, actor.id), actor.isAdmin);
+        const backup = await backUp(trx, actor.id, locked, current);
+        await configRepo.saveConfig(trx, actor.id, target.config, backup.lastMs);
+        return {
+          success: true as const,
+          config: target.config,
+          restoredFrom: target.id,
+          backupId: backup.id,
+          backups: summaries(await configRepo.listBackups(trx, actor.id)),
+        };
+      });
+    },
+  };
+}
+
+export type ConfigService = ReturnType<typeof createConfigService>;

@@ -1,0 +1,108 @@
+/** §4.3 API keys (session). */
+import { z } from 'zod';
+import { LIMITS } from '../../../config/limits.ts';
+import { invalidKey, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from '../../../domains/keys/keys.schemas.ts';
+import type { KeysService } from '../../../domains/keys/keys.service.ts';
+import type { App } from '../../shared/base-app.ts';
+import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import type { SessionAuth } from '../../shared/session.ts';
+
+const keySummary = z.object({
+  id: z.string(),
+  name: z.string(),
+  keyPreview: z.string().describe('The first 10 characters of the key (its lookup prefix)'),
+  createdAt: z.string(),
+  lastUsed: z.string().nullable().describe('When the key was last validated successfully; null if never'),
+});
+
+const createBody = jsonBody({
+  name: z
+    .string({ error: (issue) => (issue.input === undefined ? 'Name required' : 'Name must be a string') })
+    .describe(`1 to ${LIMITS.apiKeyNameMax} characters after trim`),
+});
+
+const idParams = z.object({ id: z.string() });
+const cookieSecurity = [{ sessionCookie: [] }];
+
+export function keysRoutes(app: App, deps: { keys: KeysService; session: SessionAuth }) {
+  const { keys, session } = deps;
+  const requireSession = async (request: Parameters<SessionAuth['require']>[0]) => {
+    await session.require(request);
+  };
+  const userId = async (request: Parameters<SessionAuth['require']>[0]) => (await session.require(request)).id;
+
+  app.get('/api/keys', {
+    schema: {
+      tags: ['keys'],
+      summary: 'List my API keys',
+      description: 'Newest first. The raw key is never returned after creation; `keyPreview` is its first 10 characters.',
+      security: cookieSecurity,
+      response: { 200: z.object({ keys: z.array(keySummary) }), 401: errorSchema },
+    },
+    handler: async (request) => ({ keys: await keys.list(await userId(request)) }),
+  });
+
+  app.post('/api/keys', {
+    preValidation: requireSession,
+    schema: {
+      tags: ['keys'],
+      summary: 'Create an API key',
+      description:
+        `\`name\` is required, 1 to ${LIMITS.apiKeyNameMax} characters after trim (400 \`Name required\` / too long). The key is ` +
+        '`sk_` followed by 40 base64url characters from the CSPRNG; it is returned in this response only and stored as a SHA-256 hash.',
+      security: cookieSecurity,
+      body: createBody,
+      response: {
+        201: z.object({ id: z.string(), name: z.string(), key: z.string(), createdAt: z.string() }),
+        400: errorSchema,
+        401: errorSchema,
+      },
+    },
+    handler: async (request, reply) => reply.code(201).send(await keys.create(await userId(request), request.body.name)),
+  });
+
+  app.post('/api/keys/validate', {
+    preValidation: requireSession,
+    schema: {
+      tags: ['keys'],
+      summary: 'Validate an API key',
+      description:
+        'Marked "planned; unavailable" in §4.3; implemented here with the same service call as the backend\'s POST /api/validate-key. ' +
+        'Needs a session (the section is S); the key may belong to any user, since holding it is the credential. ' + VALIDATION_DESCRIPTION,
+      security: cookieSecurity,
+      body: validateKeyBody,
+      response: { 200: keyProfile, 400: errorSchema, 401: invalidKey },
+    },
+    handler: async (request, reply) => {
+      const result = await keys.validate(request.body.apiKey);
+      return result.valid ? result : reply.code(401).send(result);
+    },
+  });
+
+  app.get('/api/keys/:id', {
+    schema: {
+      tags: ['keys'],
+      summary: 'One of my API keys',
+      description: '404 for an unknown id and for another user\'s key alike.',
+      security: cookieSecurity,
+      params: idParams,
+      response: { 200: keySummary, 401: errorSchema, 404: errorSchema },
+    },
+    handler: async (request) => keys.get(await userId(request), request.params.id),
+  });
+
+  app.delete('/api/keys/:id', {
+    schema: {
+      tags: ['keys'],
+      summary: 'Delete one of my API keys',
+      description: 'The key stops validating at once. 404 for an unknown id and for another user\'s key alike.',
+      security: cookieSecurity,
+      params: idParams,
+      response: { 200: z.object({ success: z.literal(true) }), 401: errorSchema, 404: errorSchema },
+    },
+    handler: async (request) => {
+      await keys.remove(await userId(request), request.params.id);
+      return { success: true as const };
+    },
+  });
+}
