@@ -1,0 +1,86 @@
+/**
+ * §6 / §4.12 hosting status webhook, plus a read of the latest record for the dashboard.
+ *
+ * The webhook lives in its own encapsulated plugin with a raw-text body parser: §6 wants the
+ * exact `400 {error:'Invalid payload'}` for bad JSON (the shared parser answers `Body is not
+ * valid JSON`), and hosting platforms do not all send `application/json`.
+ */
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { HostingStatusService } from '../../../domains/hosting-status/hosting-status.service.ts';
+import { badRequest, unauthorized } from '../../../lib/errors.ts';
+import type { App } from '../../shared/base-app.ts';
+import { errorSchema } from '../../shared/schemas.ts';
+import type { SessionAuth } from '../../shared/session.ts';
+
+const record = z.object({
+  status: z.string(),
+  name: z.string(),
+  message: z.string().nullable(),
+  eventType: z.string(),
+  receivedAt: z.string(),
+});
+
+function providedSecret(request: FastifyRequest): string | undefined {
+  const header = request.headers['x-hosting-secret'];
+  if (typeof header === 'string') return header;
+  const query = (request.query as Record<string, unknown> | undefined)?.secret;
+  return typeof query === 'string' ? query : undefined;
+}
+
+export async function hostingWebhookRoutes(app: App, deps: { hostingStatus: HostingStatusService; session: SessionAuth }) {
+  const { hostingStatus, session } = deps;
+
+  await app.register(async (scope: App) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
+
+    scope.post('/api/webhooks/hosting-status', {
+      // before the body is read: an unauthenticated sender learns nothing about payload handling
+      onRequest: async (request) => {
+        if (!hostingStatus.authorized(providedSecret(request))) throw unauthorized('Unauthorized');
+      },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Hosting platform status webhook',
+        description:
+          'When HOSTING_WEBHOOK_SECRET is set the request carries it in header `x-hosting-secret` or query `?secret=` (compared in constant ' +
+          'time; 401 otherwise); when unset every request is accepted. The body must be a JSON object (any content type); otherwise 400 ' +
+          '`{error:"Invalid payload"}`. Deployment payloads (`deployment:{id,status,url,service:{name}}`) give eventType `deployment`, ' +
+          'name = service name, message = deployment URL; status-page payloads give `incident` (message = newest `incident_updates[].body`) ' +
+          'or `component` (message null), name defaulting to `Hosting`; any other object gives eventType = its `type`. Precedence: ' +
+          'deployment, incident, component. The record is kept in the database (latest wins, read it with GET) and, when KV_REST_API_URL ' +
+          'and KV_REST_API_TOKEN are set, stored under key `hosting-status:latest` with a 7-day TTL; a key-value store failure is logged ' +
+          'and the webhook still answers 200.',
+        querystring: z.object({ secret: z.string().optional() }).loose(),
+        response: { 200: z.object({ received: z.literal(true), record }), 400: errorSchema, 401: errorSchema },
+      },
+      handler: async (request) => {
+        let payload: unknown;
+        try {
+          payload = typeof request.body === 'string' ? JSON.parse(request.body) : undefined;
+        } catch {
+          payload = undefined;
+        }
+        if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw badRequest('Invalid payload');
+        return { received: true as const, record: await hostingStatus.receive(payload as Record<string, unknown>) };
+      },
+    });
+  });
+
+  app.get('/api/webhooks/hosting-status', {
+    schema: {
+      tags: ['webhooks'],
+      summary: 'Latest hosting status record',
+      description:
+        'The newest record received by the webhook, from our database, for the dashboard: `{record}` or `{record:null}` before any ' +
+        'event. Needs a session (401).',
+      security: [{ sessionCookie: [] }],
+      response: { 200: z.object({ record: record.nullable() }), 401: errorSchema },
+    },
+    handler: async (request) => {
+      await session.require(request);
+      return { record: await hostingStatus.latest() };
+    },
+  });
+}

@@ -1,0 +1,128 @@
+/**
+ * §4.4 session wallet: GET /api/wallet (without `address`), POST /api/wallet and
+ * GET /api/wallet/address. The stablecoin balance lookup shares the GET path (with `?address=`);
+ * it is served by whichever domain passes `balanceByAddress`.
+ */
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { SessionWalletService } from '../../../domains/session-wallet/session-wallet.service.ts';
+import { AppError, badRequest } from '../../../lib/errors.ts';
+import type { App } from '../../shared/base-app.ts';
+import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import type { SessionAuth } from '../../shared/session.ts';
+
+const security = [{ sessionCookie: [] }];
+const ACTIONS = ['create', 'get_seed', 'export_seed'] as const;
+const INVALID_ACTION = `Invalid action; use one of ${ACTIONS.join(', ')}`;
+
+const walletView = z.union([
+  z.object({
+    address: z.string(),
+    balance: z.string(),
+    network: z.string(),
+    hasWallet: z.literal(true),
+    createdAt: z.string(),
+  }),
+  z.object({ address: z.null(), balance: z.literal('0'), network: z.string(), hasWallet: z.literal(false), message: z.string() }),
+  z.object({
+    agenticWallet: z.object({ status: z.literal('configured'), projectId: z.string().nullable(), features: z.array(z.string()) }),
+    instructions: z.string(),
+  }),
+]);
+
+const actionBody = jsonBody({
+  action: z.string({ error: INVALID_ACTION }).describe('`create`, `get_seed` or `export_seed`'),
+});
+
+const actionResult = z.union([
+  z.object({ address: z.string(), network: z.string(), message: z.string() }),
+  z.object({ address: z.string(), network: z.string(), createdAt: z.string(), warning: z.string() }),
+]);
+
+export type BalanceByAddress = (request: FastifyRequest, address: string) => Promise<unknown>;
+
+export function sessionWalletRoutes(
+  app: App,
+  deps: { sessionWallet: SessionWalletService; session: SessionAuth; balanceByAddress?: BalanceByAddress | undefined },
+) {
+  const { sessionWallet, session } = deps;
+
+  app.get('/api/wallet', {
+    schema: {
+      tags: ['wallet'],
+      summary: 'The session wallet (or the agentic wallet configuration)',
+      description:
+        'Without `address` (§4.4): when the custodial wallet provider (CDP) is configured, answers without auth ' +
+        '`{agenticWallet:{status,projectId,features}, instructions}`. Otherwise needs the session (401) and returns ' +
+        '`{address,balance,network,hasWallet,createdAt}`, or `{address:null,balance:"0",network,hasWallet:false,message}` before a wallet exists. ' +
+        '`network` is `base-sepolia`. `balance` is always "0": the session wallet balance is not read from a chain (no RPC call is made). ' +
+        'With `?address=` this path is the stablecoin balance lookup of §4.4 (500 while no balance reader is configured).',
+      querystring: z.object({ address: z.string().optional().describe('Stablecoin balance lookup (see above)') }),
+      response: { 200: walletView.or(z.unknown()), 401: errorSchema, 500: errorSchema },
+    },
+    handler: async (request) => {
+      const address = request.query.address;
+      if (address !== undefined) {
+        if (!deps.balanceByAddress) throw new AppError(500, undefined, 'Balance lookup not configured');
+        return deps.balanceByAddress(request, address);
+      }
+      const cdp = sessionWallet.cdpInfo();
+      if (cdp) return cdp;
+      return sessionWallet.get((await session.require(request)).id);
+    },
+  });
+
+  app.post('/api/wallet', {
+    onRequest: async (request) => {
+      await session.require(request);
+    },
+    schema: {
+      tags: ['wallet'],
+      summary: 'Create the session wallet or read its metadata',
+      description:
+        '`action`: `create` generates a key pair on the server and returns `{address,network,message}` (400 `Wallet already exists` ' +
+        'when the user has one: one wallet per user). `get_seed` returns metadata only, `{address,network,createdAt,warning}` ' +
+        '(404 without a wallet); no key material is ever returned. `export_seed` always answers 403. Any other action: 400. ' +
+        'The private key is stored AES-256-GCM encrypted with WALLET_ENCRYPTION_KEY.',
+      security,
+      body: actionBody,
+      response: { 200: actionResult, 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema },
+    },
+    handler: async (request) => {
+      const user = await session.require(request);
+      switch (request.body.action) {
+        case 'create':
+          return sessionWallet.create(user.id);
+        case 'get_seed':
+          return sessionWallet.seedInfo(user.id);
+        case 'export_seed':
+          return sessionWallet.exportSeed();
+        default:
+          throw badRequest(INVALID_ACTION);
+      }
+    },
+  });
+
+  app.get('/api/wallet/address', {
+    schema: {
+      tags: ['wallet'],
+      summary: "The signed-in user's wallet address",
+      description:
+        '200 `{authenticated:true,address}` (`address` is null until POST /api/wallet `create`). Without a session: 401 ' +
+        '`{authenticated:false,needsAuth:true,message}`. The `error`/`setup` variant of §4.4 is for configuration errors; ' +
+        'reading the session wallet address needs no configuration, so it does not occur here.',
+      security,
+      response: {
+        200: z.object({ authenticated: z.literal(true), address: z.string().nullable() }),
+        401: z.object({ authenticated: z.literal(false), needsAuth: z.literal(true), message: z.string() }),
+      },
+    },
+    handler: async (request, reply) => {
+      const user = await session.user(request);
+      if (!user) {
+        return reply.code(401).send({ authenticated: false as const, needsAuth: true as const, message: 'Sign in to see your wallet address' });
+      }
+      return { authenticated: true as const, address: await sessionWallet.address(user.id) };
+    },
+  });
+}
