@@ -1,3 +1,7 @@
+// Changes since first defined (all additive): AgentStats gained optional runtime counters
+// (messagesProcessed, messagesFailed, averageResponseTimeMs); AgentNotDeployedError added; deploy()
+// documented as idempotent (re-adopts a live unit launched with the same spec) — call it on platform
+// start for every agent marked running.
 /**
  * One interface over every place an agent can run (DESIGN rule 4): the local driver (a child
  * process per agent running src/runtime), the Render REST API, later Docker and Kubernetes.
@@ -43,16 +47,27 @@ export type AgentStats = {
   uptime: number; // seconds
   pids: number;
   status: ContainerStatus;
+  /** chat requests the runtime answered (built-in runtime; absent when the driver cannot know) */
+  messagesProcessed?: number;
+  /** chat requests that failed (upstream error, timeout) */
+  messagesFailed?: number;
+  /** mean time to answer a chat request, ms */
+  averageResponseTimeMs?: number;
 };
 
 export type LogLine = { timestamp: string; level: 'debug' | 'info' | 'warn' | 'error'; message: string; source: string };
 
 export interface HostingDriver {
   readonly kind: DriverKind;
-  /** Starts the agent; resolves once the unit exists (not necessarily healthy). Throws HostingUnavailableError when the platform cannot be reached. */
+  /**
+   * Starts the agent; resolves once the unit exists (not necessarily healthy). Throws HostingUnavailableError when the platform cannot be reached.
+   * Idempotent: when a live unit for the agent already runs from the same spec (token, configuration, platform key,
+   * model settings) it is adopted, not restarted; otherwise any old unit is replaced (so a rotated platform key restarts it). Call it on platform start for agents marked running.
+   */
   deploy(spec: AgentDeploySpec): Promise<Deployment>;
   /** Current state as the hosting platform sees it; `not_found` when it has no such unit. */
   status(agentId: string): Promise<{ status: ContainerStatus; url?: string }>;
+  /** Throws AgentNotDeployedError when there is nothing to restart/resume (never deployed, or a local process gone after a platform restart: deploy again). */
   restart(agentId: string): Promise<void>;
   suspend(agentId: string): Promise<void>;
   resume(agentId: string): Promise<void>;
@@ -68,4 +83,9 @@ export type DriverKind = 'local' | 'render';
 
 export class HostingUnavailableError extends Error {
   override name = 'HostingUnavailableError';
+}
+
+/** restart/resume/suspend of an agent the driver has no unit (or no launch spec) for: deploy it again. */
+export class AgentNotDeployedError extends Error {
+  override name = 'AgentNotDeployedError';
 }

@@ -1,0 +1,33 @@
+#!/usr/bin/env sh
+# Installs the OpenClaw agent runtime into DATA_DIR/openclaw, where the local hosting driver looks
+# for it when AGENT_RUNTIME=openclaw (it runs DATA_DIR/openclaw/node_modules/.bin/openclaw
+# `gateway run --port <free port> --bind loopback --auth token --token <agent token>` per agent).
+#
+# OpenClaw needs Node >= 24.16: run this through npm (`npm exec -- sh scripts/install-openclaw.sh`
+# or an npm script) so the repository's Node 24 from node_modules/.bin comes first on PATH.
+# About 650 MB and 330 packages; set OPENCLAW_VERSION to pin a version (default: latest).
+#
+#   DATA_DIR=./data sh scripts/install-openclaw.sh
+set -eu
+
+DATA_DIR="${DATA_DIR:-./data}"
+VERSION="${OPENCLAW_VERSION:-latest}"
+TARGET="$DATA_DIR/openclaw"
+
+# prefer the repository's Node 24 when it is installed
+HERE="$(cd "$(dirname "$0")/.." && pwd)"
+if [ -x "$HERE/node_modules/.bin/node" ]; then PATH="$HERE/node_modules/.bin:$PATH"; export PATH; fi
+
+if ! node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 24 || (a === 24 && b >= 16) ? 0 : 1)'; then
+  echo "install-openclaw: OpenClaw needs Node >= 24.16 (found $(node --version))" >&2
+  exit 1
+fi
+
+mkdir -p "$TARGET"
+[ -f "$TARGET/package.json" ] || printf '{ "name": "openclaw-runtime", "private": true }\n' > "$TARGET/package.json"
+npm install --prefix "$TARGET" --no-audit --no-fund "openclaw@$VERSION"
+
+BIN="$TARGET/node_modules/.bin/openclaw"
+if [ ! -e "$BIN" ]; then echo "install-openclaw: $BIN missing after install" >&2; exit 1; fi
+echo "OpenClaw $(node "$BIN" --version 2>/dev/null || echo '?') installed in $TARGET"
+echo "Run agents with it: AGENT_RUNTIME=openclaw DATA_DIR=$DATA_DIR npm start"

@@ -1,0 +1,55 @@
+/**
+ * The hosting driver registry (DESIGN rule 4): HOSTING_DRIVER picks a factory from a
+ * Record<DriverKind, Factory>, so adding a kind to DriverKind without wiring it fails to compile.
+ * `docker` and `kubernetes` are accepted by the configuration but not built yet: choosing them is
+ * a startup error, not a stub.
+ */
+import type { Config } from '../../../config/env.ts';
+import type { AgentDeploySpec, DriverKind, HostingDriver } from './driver.ts';
+import { createLocalDriver } from './local.driver.ts';
+import { createRenderDriver } from './render.driver.ts';
+
+export * from './driver.ts';
+export { agentEnvironment, planResources, PLATFORM_SECRET_ENV } from './agent-env.ts';
+export { createLocalDriver, type LocalDriverOptions } from './local.driver.ts';
+export { createRenderDriver, type RenderDriverOptions } from './render.driver.ts';
+
+export type DriverConfig = Pick<
+  Config,
+  'HOSTING_DRIVER' | 'HOSTING_API_URL' | 'HOSTING_API_KEY' | 'HOSTING_OWNER_ID' | 'AGENT_IMAGE' | 'AGENT_RUNTIME' | 'DATA_DIR'
+>;
+
+export type DriverDeps = {
+  /** local driver: where restart/resume find a deploy spec after a platform restart (the agents domain's stored agent) */
+  loadSpec?: (agentId: string) => Promise<AgentDeploySpec | undefined>;
+  /** local driver: extra environment for every agent (tests) */
+  extraEnv?: Record<string, string>;
+  /** local driver: SIGTERM → SIGKILL grace period */
+  stopGraceMs?: number;
+};
+
+type Factory = (config: DriverConfig, deps: DriverDeps) => HostingDriver;
+
+export const DRIVER_FACTORIES: Record<DriverKind, Factory> = {
+  local: (config, deps) =>
+    createLocalDriver({
+      dataDir: config.DATA_DIR,
+      runtime: config.AGENT_RUNTIME,
+      loadSpec: deps.loadSpec,
+      extraEnv: deps.extraEnv,
+      stopGraceMs: deps.stopGraceMs,
+    }),
+  render: (config) =>
+    createRenderDriver({
+      apiUrl: config.HOSTING_API_URL,
+      apiKey: config.HOSTING_API_KEY,
+      ownerId: config.HOSTING_OWNER_ID,
+      image: config.AGENT_IMAGE,
+    }),
+};
+
+export function createHostingDriver(config: DriverConfig, deps: DriverDeps = {}): HostingDriver {
+  const factory = (DRIVER_FACTORIES as Partial<Record<string, Factory>>)[config.HOSTING_DRIVER];
+  if (!factory) throw new Error(`HOSTING_DRIVER=${config.HOSTING_DRIVER} is not available yet (available: ${Object.keys(DRIVER_FACTORIES).join(', ')})`);
+  return factory(config, deps);
+}

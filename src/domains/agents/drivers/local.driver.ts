@@ -1,0 +1,422 @@
+/**
+ * The `local` driver (default): every agent is a child process on a free loopback port running
+ * the built-in runtime (src/runtime/main.ts, with this process's Node) or, with
+ * AGENT_RUNTIME=openclaw, the OpenClaw gateway installed by scripts/install-openclaw.sh.
+ *
+ * Layout per agent, under DATA_DIR/agents/<agentId>/:
+ *   driver-state.json   pid, port, sha256 of the gateway token and of the launch environment (no secret)
+ *   workspace/          the agent's workspace: openclaw.json (its configuration), logs/runtime.log
+ *                       (JSON lines, read by logs()), logs/stats.json (counters, read by stats()),
+ *                       logs/process.log (the process's own stdout/stderr)
+ *   home/               HOME of the process
+ *
+ * Children are started detached (their own process group), so they outlive a crashed platform;
+ * the next platform process re-adopts them through the state file (the pid is alive, it is our
+ * agent — /proc/<pid>/environ names it — and /healthz answers) when deploy() is called with the
+ * same token and configuration, and otherwise replaces them. shutdown() stops what this instance
+ * started or adopted. suspend() stops the process group with SIGSTOP (no CPU, survives a platform
+ * restart) and resume() continues it.
+ *
+ * logs(): the newest `limit` lines of logs/runtime.log, oldest first; `level` keeps that level only.
+ * stats(): cpu (% of one core, two /proc samples ≥ 250 ms apart), resident memory and uptime of the
+ * process tree from /proc/<pid>/stat and /status, memoryPercent of the machine's memory, pids =
+ * tasks (threads) of the tree as container stats count them, and network bytes and message
+ * counters from the runtime's own logs/stats.json (the host has no per-process network counters).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, readSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../../../db/embedded.ts';
+import { sha256Hex } from '../../../lib/crypto.ts';
+import { buildAgentConfig } from '../../../runtime/agent-config.ts';
+import { probeHealthz } from '../container-health.ts';
+import { agentEnvironment, planResources, PLATFORM_SECRET_ENV } from './agent-env.ts';
+import {
+  AgentNotDeployedError,
+  HostingUnavailableError,
+  type AgentDeploySpec,
+  type AgentStats,
+  type ContainerStatus,
+  type Deployment,
+  type HostingDriver,
+  type LogLine,
+} from './driver.ts';
+import { cpuPercent, isAlive, isStopped, memoryPercentOfTotal, readEnviron, stopProcess, treeUsage, type TreeUsage } from './proc.ts';
+
+export type LocalRuntimeKind = 'builtin' | 'openclaw';
+
+export type LocalDriverOptions = {
+  dataDir: string;
+  runtime?: LocalRuntimeKind;
+  /** added to every agent's environment (platform secrets are filtered out); tests switch AGENT_AUTH_LOOPBACK_EXEMPT off with it */
+  extraEnv?: Record<string, string>;
+  /** restart/resume of an agent without a live process or a spec in memory (after a platform restart) asks here */
+  loadSpec?: (agentId: string) => Promise<AgentDeploySpec | undefined>;
+  /** SIGTERM → SIGKILL grace period (default 5 s) */
+  stopGraceMs?: number;
+  /** timeout of the /healthz probe status() makes (default 2 s) */
+  statusProbeTimeoutMs?: number;
+};
+
+type AgentState = {
+  agentId: string;
+  pid: number;
+  port: number;
+  url: string;
+  runtime: LocalRuntimeKind;
+  tokenHash: string;
+  /** sha256 of the launch environment: deploy() adopts only an identical launch */
+  launchHash: string;
+  startedAt: string;
+  suspended: boolean;
+};
+
+type Owned = { env: Record<string, string>; child?: ChildProcess; exitCode?: number | null; stopping?: boolean };
+
+const AGENT_ID = /^[A-Za-z0-9_-]{1,128}$/;
+const RUNTIME_MAIN = fileURLToPath(new URL('../../../runtime/main.ts', import.meta.url));
+const LEVELS: Record<number, LogLine['level']> = { 10: 'debug', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'error' };
+
+async function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/** The last `maxBytes` of a file, split into complete lines. */
+function tailLines(file: string, maxBytes = 1024 * 1024): string[] {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return [];
+  }
+  try {
+    const size = statSync(file).size;
+    const start = Math.max(0, size - maxBytes);
+    const buf = Buffer.alloc(size - start);
+    readSync(fd, buf, 0, buf.length, start);
+    const lines = buf.toString('utf8').split('\n');
+    if (start > 0) lines.shift(); // partial first line
+    return lines.filter((l) => l.trim() !== '');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
+  const runtime = options.runtime ?? 'builtin';
+  const root = join(options.dataDir, 'agents');
+  const graceMs = options.stopGraceMs ?? 5_000;
+  const probeMs = options.statusProbeTimeoutMs ?? 2_000;
+  const owned = new Map<string, Owned>();
+  const cpuSamples = new Map<number, TreeUsage>();
+
+  const dirs = (agentId: string) => {
+    if (!AGENT_ID.test(agentId)) throw new Error(`invalid agent id for the local driver: ${JSON.stringify(agentId)}`);
+    const base = join(root, agentId);
+    return { base, workspace: join(base, 'workspace'), home: join(base, 'home'), logs: join(base, 'workspace', 'logs'), state: join(base, 'driver-state.json') };
+  };
+
+  const readState = (agentId: string): AgentState | undefined => {
+    try {
+      return JSON.parse(readFileSync(dirs(agentId).state, 'utf8')) as AgentState;
+    } catch {
+      return undefined;
+    }
+  };
+  const writeState = (state: AgentState) => {
+    const file = dirs(state.agentId).state;
+    writeFileSync(`${file}.tmp`, JSON.stringify(state, null, 2), { mode: 0o600 });
+    renameSync(`${file}.tmp`, file);
+  };
+
+  /** Alive and really this agent's runtime (a pid can be reused by an unrelated process after a reboot). */
+  const liveAgentPid = (state: AgentState | undefined): number | undefined => {
+    if (!state || !isAlive(state.pid)) return undefined;
+    const entry = owned.get(state.agentId);
+    // our own child: trusted without /proc/<pid>/environ (which shows the parent's until exec)
+    if (entry?.child?.pid === state.pid && entry.exitCode === undefined) return state.pid;
+    const env = readEnviron(state.pid);
+    if (env && env.AGENT_ID !== state.agentId) return undefined;
+    return state.pid;
+  };
+
+  const launchHash = (env: Record<string, string>) =>
+    createHash('sha256')
+      .update(JSON.stringify(Object.entries(env).sort(([a], [b]) => (a < b ? -1 : 1))))
+      .digest('hex');
+
+  function command(env: Record<string, string>): { file: string; args: string[] } {
+    if (runtime === 'builtin') return { file: process.execPath, args: ['--disable-warning=ExperimentalWarning', RUNTIME_MAIN] };
+    const bin = join(options.dataDir, 'openclaw', 'node_modules', '.bin', 'openclaw');
+    if (!existsSync(bin)) throw new HostingUnavailableError(`AGENT_RUNTIME=openclaw but OpenClaw is not installed in ${dirname(dirname(dirname(bin)))} (run scripts/install-openclaw.sh)`);
+    // the package's bin is a Node script: run it with this Node (24), not whatever `node` is on PATH.
+    // OpenClaw takes the token on its command line (as documented for `gateway run`).
+    return {
+      file: process.execPath,
+      args: [realpathSync(bin), 'gateway', 'run', '--port', env.AGENT_PORT!, '--bind', 'loopback', '--auth', 'token', '--token', env.AGENT_GATEWAY_TOKEN!, '--allow-unconfigured'],
+    };
+  }
+
+  /** Starts the process for `env`; writes the state file. */
+  function launch(agentId: string, env: Record<string, string>): AgentState {
+    const d = dirs(agentId);
+    mkdirSync(d.logs, { recursive: true });
+    mkdirSync(d.home, { recursive: true });
+    const { file, args } = command(env);
+    if (runtime === 'openclaw') {
+      // the effective configuration is kept beside the workspace for reference; OpenClaw itself starts
+      // with --allow-unconfigured, because its configuration schema is strict and ours is not checked against it
+      const config = buildAgentConfig(JSON.parse(env.AGENT_CONFIG_JSON ?? '{}'), { plan: env.AGENT_PLAN ?? 'solo', workspace: d.workspace, port: Number(env.AGENT_PORT) });
+      writeFileSync(join(d.workspace, 'openclaw.json'), `${JSON.stringify(config, null, 2)}\n`);
+    }
+    const out = openSync(join(d.logs, 'process.log'), 'a');
+    let child: ChildProcess;
+    try {
+      child = spawn(file, args, { cwd: d.workspace, env, detached: true, stdio: ['ignore', out, out] });
+    } finally {
+      closeSync(out);
+    }
+    if (!child.pid) throw new HostingUnavailableError(`could not start the agent runtime for ${agentId}`);
+    child.unref();
+    const entry: Owned = { env, child };
+    owned.set(agentId, entry);
+    child.on('exit', (code) => {
+      if (owned.get(agentId) === entry) entry.exitCode = code;
+    });
+    child.on('error', () => {});
+    const state: AgentState = {
+      agentId,
+      pid: child.pid,
+      port: Number(env.AGENT_PORT),
+      url: `http://127.0.0.1:${env.AGENT_PORT}`,
+      runtime,
+      tokenHash: sha256Hex(env.AGENT_GATEWAY_TOKEN!),
+      launchHash: launchHash(env),
+      startedAt: new Date().toISOString(),
+      suspended: false,
+    };
+    writeState(state);
+    return state;
+  }
+
+  /** The previous port when it is free again (a stable URL across restarts), else a new free one. */
+  const pickPort = async (previous: AgentState | undefined) => (previous && (await portIsFree(previous.port)) ? previous.port : freePort());
+
+  function envFor(spec: AgentDeploySpec, port: number): Record<string, string> {
+    const d = dirs(spec.agentId);
+    const url = `http://127.0.0.1:${port}`;
+    const env = agentEnvironment(spec, { gatewayPort: port, gatewayUrl: url });
+    const resources = planResources(spec.plan);
+    return {
+      ...env,
+      ...Object.fromEntries(Object.entries(options.extraEnv ?? {}).filter(([k]) => !(k in env) && !PLATFORM_SECRET_ENV.has(k))),
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: d.home,
+      AGENT_HOST: '127.0.0.1',
+      AGENT_WORKSPACE: d.workspace,
+      OPENCLAW_STATE_DIR: join(d.home, '.openclaw'),
+      NODE_COMPILE_CACHE: join(root, '.compile-cache'),
+      // §4.7 memory by plan, applied to the V8 heap (a local process has no cgroup of its own)
+      NODE_OPTIONS: `--max-old-space-size=${Math.floor(resources.memoryMb * 0.75)}`,
+    };
+  }
+
+  /** Launch environment of a live process, or the one we started it with, or a fresh one from loadSpec. */
+  async function launchEnv(agentId: string, state: AgentState | undefined): Promise<Record<string, string> | undefined> {
+    const mine = owned.get(agentId)?.env;
+    if (mine) return mine;
+    const pid = liveAgentPid(state);
+    const fromProc = pid ? readEnviron(pid) : undefined;
+    if (fromProc?.AGENT_GATEWAY_TOKEN) return fromProc;
+    const spec = await options.loadSpec?.(agentId);
+    return spec ? envFor(spec, await pickPort(state)) : undefined;
+  }
+
+  async function stopAgent(agentId: string, state: AgentState | undefined) {
+    const entry = owned.get(agentId);
+    if (entry) entry.stopping = true;
+    const pid = liveAgentPid(state);
+    if (pid) await stopProcess(pid, graceMs);
+    cpuSamples.delete(state?.pid ?? -1);
+  }
+
+  async function relaunch(agentId: string): Promise<void> {
+    const state = readState(agentId);
+    const env = await launchEnv(agentId, state);
+    if (!env) throw new AgentNotDeployedError(`agent ${agentId} has no running process to restart; deploy it again`);
+    await stopAgent(agentId, state);
+    // the old port is normally free again once the process is gone; take another if something grabbed it
+    if (!(await portIsFree(Number(env.AGENT_PORT)))) {
+      const port = await freePort();
+      env.AGENT_PORT = String(port);
+      env.OPENCLAW_GATEWAY_PORT = String(port);
+      env.AGENT_GATEWAY_URL = `http://127.0.0.1:${port}`;
+    }
+    launch(agentId, env);
+  }
+
+  async function status(agentId: string): Promise<{ status: ContainerStatus; url?: string }> {
+    const state = readState(agentId);
+    if (!state) return { status: 'not_found' };
+    const pid = liveAgentPid(state);
+    if (!pid) {
+      const entry = owned.get(agentId);
+      // a child of ours that we did not stop and that did not exit cleanly crashed (its exit event may still be on its way)
+      const crashed = entry?.child !== undefined && !entry.stopping && entry.exitCode !== 0;
+      return { status: crashed ? 'error' : state.suspended ? 'suspended' : 'stopped', url: state.url };
+    }
+    if (state.suspended || isStopped(pid)) return { status: 'suspended', url: state.url };
+    return { status: (await probeHealthz(state.url, probeMs)) ? 'healthy' : 'running', url: state.url };
+  }
+
+  return {
+    kind: 'local',
+    status,
+
+    async deploy(spec: AgentDeploySpec): Promise<Deployment> {
+      const d = dirs(spec.agentId);
+      mkdirSync(d.workspace, { recursive: true });
+      const previous = readState(spec.agentId);
+      const pid = liveAgentPid(previous);
+      if (previous && pid && !previous.suspended && previous.runtime === runtime && previous.tokenHash === sha256Hex(spec.gatewayToken)) {
+        const liveEnv = readEnviron(pid);
+        // same launch (token, configuration, model settings, port) and answering: adopt it
+        if (liveEnv && launchHash(liveEnv) === launchHash(envFor(spec, previous.port)) && (await probeHealthz(previous.url, probeMs))) {
+          if (!owned.has(spec.agentId)) owned.set(spec.agentId, { env: liveEnv });
+          return { externalId: `local-${pid}`, url: previous.url, status: 'healthy' };
+        }
+      }
+      await stopAgent(spec.agentId, previous);
+      const state = launch(spec.agentId, envFor(spec, await pickPort(previous)));
+      return { externalId: `local-${state.pid}`, url: state.url, status: 'starting' };
+    },
+
+    async restart(agentId: string): Promise<void> {
+      await relaunch(agentId);
+    },
+
+    async suspend(agentId: string): Promise<void> {
+      const state = readState(agentId);
+      if (!state) throw new AgentNotDeployedError(`agent ${agentId} is not deployed`);
+      const pid = liveAgentPid(state);
+      if (pid) {
+        try {
+          process.kill(-pid, 'SIGSTOP');
+        } catch {
+          process.kill(pid, 'SIGSTOP');
+        }
+      }
+      writeState({ ...state, suspended: true });
+    },
+
+    async resume(agentId: string): Promise<void> {
+      const state = readState(agentId);
+      if (!state) throw new AgentNotDeployedError(`agent ${agentId} is not deployed`);
+      const pid = liveAgentPid(state);
+      if (pid) {
+        try {
+          process.kill(-pid, 'SIGCONT');
+        } catch {
+          process.kill(pid, 'SIGCONT');
+        }
+        writeState({ ...state, suspended: false });
+        return;
+      }
+      await relaunch(agentId); // the process is gone (platform restart, crash): start it again
+    },
+
+    async delete(agentId: string): Promise<void> {
+      const d = dirs(agentId);
+      await stopAgent(agentId, readState(agentId));
+      owned.delete(agentId);
+      rmSync(d.base, { recursive: true, force: true });
+    },
+
+    async logs(agentId: string, opts: { limit: number; level?: string }): Promise<LogLine[]> {
+      const d = dirs(agentId);
+      const state = readState(agentId);
+      const limit = Math.max(0, Math.floor(opts.limit));
+      const level = opts.level?.toLowerCase();
+      const lines: LogLine[] = [];
+      if ((state?.runtime ?? runtime) === 'builtin') {
+        for (const raw of tailLines(join(d.logs, 'runtime.log'))) {
+          try {
+            const o = JSON.parse(raw) as { level?: number; time?: number; msg?: string; source?: string };
+            lines.push({
+              timestamp: new Date(o.time ?? 0).toISOString(),
+              level: LEVELS[o.level ?? 30] ?? 'info',
+              message: o.msg ?? '',
+              source: o.source ?? 'runtime',
+            });
+          } catch {
+            /* a torn last line */
+          }
+        }
+      } else {
+        // OpenClaw writes its own format to stdout; lines are shown as they are
+        const at = state?.startedAt ?? new Date().toISOString();
+        for (const raw of tailLines(join(d.logs, 'process.log'))) {
+          const lvl = /\b(error|fatal)\b/i.test(raw) ? 'error' : /\bwarn/i.test(raw) ? 'warn' : /\bdebug\b/i.test(raw) ? 'debug' : 'info';
+          lines.push({ timestamp: at, level: lvl, message: raw, source: 'openclaw' });
+        }
+      }
+      const filtered = level ? lines.filter((l) => l.level === level) : lines;
+      return limit === 0 ? [] : filtered.slice(-limit);
+    },
+
+    async stats(agentId: string): Promise<AgentStats> {
+      const state = readState(agentId);
+      const { status: current } = await status(agentId);
+      const base: AgentStats = { cpu: 0, memory: 0, memoryPercent: 0, network: { rxBytes: 0, txBytes: 0 }, uptime: 0, pids: 0, status: current };
+      if (!state) return base;
+      try {
+        const counters = JSON.parse(readFileSync(join(dirs(agentId).logs, 'stats.json'), 'utf8')) as {
+          messagesProcessed: number;
+          messagesFailed: number;
+          averageResponseTimeMs: number;
+          network: { rxBytes: number; txBytes: number };
+        };
+        base.messagesProcessed = counters.messagesProcessed;
+        base.messagesFailed = counters.messagesFailed;
+        base.averageResponseTimeMs = counters.averageResponseTimeMs;
+        base.network = counters.network;
+      } catch {
+        /* not written yet (or OpenClaw, which has no such file) */
+      }
+      const pid = liveAgentPid(state);
+      if (!pid) return base;
+      let first = cpuSamples.get(pid);
+      if (!first || Date.now() - first.at > 60_000) {
+        first = treeUsage(pid);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      const now = treeUsage(pid);
+      if (!now) return base;
+      cpuSamples.set(pid, now);
+      return {
+        ...base,
+        cpu: first ? cpuPercent(first, now) : 0,
+        memory: now.rssBytes,
+        memoryPercent: memoryPercentOfTotal(now.rssBytes),
+        uptime: Math.round(now.uptimeSeconds),
+        pids: now.threads,
+      };
+    },
+
+    async shutdown(): Promise<void> {
+      await Promise.all(
+        [...owned.keys()].map(async (agentId) => {
+          await stopAgent(agentId, readState(agentId)).catch(() => {});
+        }),
+      );
+      owned.clear();
+    },
+  };
+}

@@ -1,0 +1,139 @@
+/**
+ * Entry of the built-in agent runtime: one agent, one process (the local driver starts it with
+ * Node 24, which runs this .ts file directly). It is a separate program from the platform, so it
+ * reads its own environment here; it never sees the platform's configuration.
+ *
+ * Environment (set by the hosting driver):
+ *   AGENT_PORT               port of the gateway (falls back to PORT, then 18789 per §1 item 3)
+ *   AGENT_HOST               address to bind (default 0.0.0.0, §8 `bind lan`; the local driver uses 127.0.0.1)
+ *   AGENT_GATEWAY_TOKEN      required: the per-agent gateway token every non-probe request must present as a Bearer token
+ *                            (OPENCLAW_GATEWAY_TOKEN is read when unset, so a container sets one name for both runtimes)
+ *   AGENT_WORKSPACE          the agent's workspace directory (default: the working directory); the config file
+ *                            (openclaw.json), logs/runtime.log (JSON lines) and logs/stats.json are written there
+ *   AGENT_ID, AGENT_USER_ID  the agent and its owner
+ *   AGENT_PLAN               solo | collective | label | network (default solo; picks the tools profile, §8)
+ *   AGENT_BACKEND_URL        the platform backend the agent calls back to
+ *   AGENT_PLATFORM_API_KEY   the agent's own scoped key for the platform (never the platform's INTERNAL_API_KEY)
+ *   AGENT_MODEL_BASE_URL     OpenAI-compatible base URL answering chat (e.g. https://openrouter.ai/api/v1);
+ *                            unset: chat answers 503 MODEL_NOT_CONFIGURED and /readyz lists `model` as failing
+ *   AGENT_MODEL_API_KEY      Bearer key for that base URL
+ *   AGENT_MODEL              default model id (else the configuration's agents.defaults.model, else its top-level `model`)
+ *   AGENT_MODEL_TIMEOUT_MS   per-request timeout to the model provider (default 60000)
+ *   AGENT_CONFIG_JSON        the user's agent configuration (§2), JSON; §8 fixed settings are applied on top
+ *   AGENT_LOG_LEVEL          debug | info | warn | error (default: the configuration's logging.level, else info)
+ *   AGENT_AUTH_LOOPBACK_EXEMPT  true (default) | false: loopback clients skip the gateway auth rate limit (§8)
+ *
+ * The platform's DATABASE_URL, INTERNAL_API_KEY, WALLET_ENCRYPTION_KEY and SECRETS_ENCRYPTION_KEY
+ * are never given to an agent; if they are present anyway they are removed from this process's
+ * environment before anything else runs, so no tool the agent starts can inherit them.
+ */
+import { accessSync, constants, existsSync, mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import pino from 'pino';
+import { LIMITS } from '../config/limits.ts';
+import { buildAgentConfig, configValue } from './agent-config.ts';
+import { createGateway } from './gateway.ts';
+
+const PLATFORM_SECRETS = ['DATABASE_URL', 'INTERNAL_API_KEY', 'WALLET_ENCRYPTION_KEY', 'SECRETS_ENCRYPTION_KEY'];
+const leaked = PLATFORM_SECRETS.filter((name) => process.env[name] !== undefined);
+for (const name of leaked) delete process.env[name];
+
+const env = process.env;
+const str = (name: string): string | undefined => {
+  const v = env[name]?.trim();
+  return v ? v : undefined;
+};
+
+const token = str('AGENT_GATEWAY_TOKEN') ?? str('OPENCLAW_GATEWAY_TOKEN');
+if (!token) {
+  process.stderr.write('agent runtime: AGENT_GATEWAY_TOKEN is required\n');
+  process.exit(1);
+}
+const port = Number(str('AGENT_PORT') ?? str('PORT') ?? LIMITS.agentGatewayPort);
+if (!Number.isInteger(port) || port < 0 || port > 65535) {
+  process.stderr.write(`agent runtime: invalid port ${JSON.stringify(str('AGENT_PORT') ?? str('PORT'))}\n`);
+  process.exit(1);
+}
+const host = str('AGENT_HOST') ?? '0.0.0.0';
+const workspace = resolve(str('AGENT_WORKSPACE') ?? process.cwd());
+const agentId = str('AGENT_ID') ?? 'agent';
+const plan = str('AGENT_PLAN') ?? 'solo';
+let userConfig: Record<string, unknown> = {};
+try {
+  const raw = str('AGENT_CONFIG_JSON');
+  if (raw) userConfig = JSON.parse(raw);
+} catch (err) {
+  process.stderr.write(`agent runtime: AGENT_CONFIG_JSON is not JSON (${(err as Error).message}); using defaults\n`);
+}
+
+const logsDir = join(workspace, 'logs');
+mkdirSync(logsDir, { recursive: true });
+const logFile = join(logsDir, 'runtime.log');
+// keep one previous log file once it passes 10 MB, so a long-lived agent cannot fill the disk
+try {
+  if (statSync(logFile).size > 10 * 1024 * 1024) renameSync(logFile, `${logFile}.1`);
+} catch {
+  /* no log yet */
+}
+
+const config = buildAgentConfig(userConfig, { plan, workspace, port, model: str('AGENT_MODEL') });
+const configFile = join(workspace, 'openclaw.json');
+writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`);
+
+const level = str('AGENT_LOG_LEVEL') ?? (configValue(config, 'logging.level') as string | undefined) ?? 'info';
+const logger = pino(
+  { level: ['debug', 'info', 'warn', 'error'].includes(level) ? level : 'info', base: { agentId }, redact: ['req.headers.authorization'] },
+  pino.destination({ dest: logFile, sync: true, mkdir: true }),
+);
+if (leaked.length) logger.warn({ source: 'runtime', removed: leaked }, 'platform secrets were present in the environment and were removed');
+
+const model = {
+  baseUrl: str('AGENT_MODEL_BASE_URL'),
+  apiKey: str('AGENT_MODEL_API_KEY'),
+  // the model named in the configuration: agents.defaults.model (§2), else a top-level `model` the platform stores
+  defaultModel:
+    str('AGENT_MODEL') ??
+    [configValue(config, 'agents.defaults.model'), configValue(config, 'model')].find((m): m is string => typeof m === 'string' && m.length > 0),
+  timeoutMs: Number(str('AGENT_MODEL_TIMEOUT_MS') ?? 60_000) || 60_000,
+};
+
+const { app } = await createGateway({
+  gatewayToken: token,
+  agentId,
+  model,
+  logger,
+  statsFile: join(logsDir, 'stats.json'),
+  loopbackExempt: str('AGENT_AUTH_LOOPBACK_EXEMPT') !== 'false' && str('AGENT_AUTH_LOOPBACK_EXEMPT') !== '0',
+  readinessChecks: {
+    config: () => existsSync(configFile),
+    workspace: () => {
+      accessSync(workspace, constants.W_OK);
+      return true;
+    },
+  },
+});
+
+let closing = false;
+const stop = async (signal: string) => {
+  if (closing) return;
+  closing = true;
+  logger.info({ source: 'runtime', signal }, 'agent runtime stopping');
+  const force = setTimeout(() => process.exit(0), 5_000);
+  force.unref();
+  await app.close().catch(() => {});
+  process.exit(0);
+};
+process.on('SIGTERM', () => void stop('SIGTERM'));
+process.on('SIGINT', () => void stop('SIGINT'));
+
+try {
+  await app.listen({ port, host });
+} catch (err) {
+  logger.error({ source: 'runtime', err: (err as Error).message }, 'agent runtime could not listen');
+  process.stderr.write(`agent runtime: cannot listen on ${host}:${port}: ${(err as Error).message}\n`);
+  process.exit(1);
+}
+logger.info(
+  { source: 'runtime', port, plan, model: model.baseUrl ? 'configured' : 'none', toolsProfile: configValue(config, 'tools.profile') },
+  'agent runtime listening',
+);
