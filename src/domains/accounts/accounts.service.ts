@@ -4,7 +4,6 @@
  */
 import { hash as argonHash, verify as argonVerify } from '@node-rs/argon2';
 import { randomBytes } from 'node:crypto';
-import { generateSiweNonce } from 'viem/siwe';
 import type { Hex } from 'viem';
 import { isAdminEmail, type Config } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
@@ -14,6 +13,7 @@ import { badRequest, conflict, forbidden, notFound, tooManyRequests, unauthorize
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
 import { accountsRepo } from './accounts.repo.ts';
 import type { BotVerifier } from './bot-verifier.ts';
+import type { SessionCache } from './session-cache.ts';
 import { checkSiweMessage, type SignatureVerifier } from './siwe-verifier.ts';
 
 // argon2id (OWASP); @node-rs/argon2's Algorithm enum is a const enum, so name it by value
@@ -43,6 +43,8 @@ export type AccountsDeps = {
   botVerifier: BotVerifier;
   rateLimiter: RateLimiter;
   signatureVerifier: SignatureVerifier;
+  /** cookie-token → user cache in front of the session lookup (session-cache.ts); none: always query */
+  sessionCache?: SessionCache;
   now?: () => Date;
 };
 
@@ -64,6 +66,12 @@ export function createAccountsService(deps: AccountsDeps) {
       input: { email: string; password: string; name?: string | undefined; referralCode?: string | undefined; botToken?: string | undefined },
       meta: RequestMeta,
     ) {
+      // The wallet pseudo-domain belongs to wallet sign-in: a wallet signing in links to the user
+      // holding its derived email (§4.1), so letting anyone register `<victim address>@wallet.local`
+      // with a password would let them pre-claim the victim's future wallet account.
+      if (input.email.trim().toLowerCase().endsWith(`@${config.WALLET_EMAIL_DOMAIN.toLowerCase()}`)) {
+        throw badRequest('Invalid email format: this domain is reserved for wallet sign-in');
+      }
       const limit = await deps.rateLimiter.consume(`register:${meta.ip}`, config.REGISTER_RATE_LIMIT, LIMITS.registerWindowMs);
       if (!limit.allowed) throw tooManyRequests('Too many requests', { retryAfter: Math.ceil(limit.retryAfterMs / 1000) });
       if (!(await deps.botVerifier.verify(input.botToken, meta.ip))) throw forbidden('Bot detection failed');
@@ -108,17 +116,35 @@ export function createAccountsService(deps: AccountsDeps) {
     /** The user behind a cookie token, or null (unknown, expired or signed-out session). */
     async sessionUser(token: string | undefined): Promise<SessionUser | null> {
       if (!token || token.length > 128) return null;
-      const row = await accountsRepo.findSessionUser(db.kysely, sha256(token));
-      return row ? { ...row, isAdmin: isAdminEmail(config, row.email) } : null;
+      const tokenHash = sha256(token);
+      const key = tokenHash.toString('base64url');
+      const cached = deps.sessionCache?.get(key);
+      if (cached) return { id: cached.id, name: cached.name, email: cached.email, isAdmin: isAdminEmail(config, cached.email) };
+      const row = await accountsRepo.findSessionUser(db.pool, tokenHash);
+      if (!row) return null;
+      deps.sessionCache?.set(key, { id: row.id, name: row.name, email: row.email, expiresAt: row.expires_at.getTime() });
+      return { id: row.id, name: row.name, email: row.email, isAdmin: isAdminEmail(config, row.email) };
     },
 
     async signOut(token: string | undefined): Promise<void> {
-      if (token && token.length <= 128) await accountsRepo.deleteSession(db.kysely, sha256(token));
+      if (!token || token.length > 128) return;
+      const tokenHash = sha256(token);
+      await accountsRepo.deleteSession(db.kysely, tokenHash);
+      deps.sessionCache?.evictToken(tokenHash.toString('base64url'));
+    },
+
+    /** Ends every session of a user (security events, account disable). */
+    async revokeAllSessions(userId: string): Promise<void> {
+      await accountsRepo.deleteSessionsOfUser(db.kysely, userId);
+      deps.sessionCache?.evictUser(userId);
     },
 
     /** §4.1 GET|POST /api/auth/nonce: stored server-side, single use, 10 minutes. */
     async issueNonce(): Promise<string> {
-      const nonce = generateSiweNonce();
+      // Not viem's generateSiweNonce: it returns overlapping windows of one Math.random buffer
+      // (each nonce is the previous one shifted by a character), so seeing one nonce predicts the
+      // next. 128 bits from the CSPRNG, hex: alphanumeric and >= 8 chars as EIP-4361 requires.
+      const nonce = randomBytes(16).toString('hex');
       await accountsRepo.insertNonce(db.kysely, nonce, new Date(now().getTime() + LIMITS.siweNonceTtlMs));
       // opportunistic clean-up keeps the table small without a scheduler
       if (Math.random() < 0.05) await accountsRepo.deleteExpiredNonces(db.kysely);
@@ -178,6 +204,7 @@ export function createAccountsService(deps: AccountsDeps) {
       if (name.length < 1 || name.length > LIMITS.profileNameMax) throw badRequest(`Name must be 1 to ${LIMITS.profileNameMax} characters`);
       const row = await db.withUser(userId, (trx) => accountsRepo.updateProfile(trx, userId, { name }));
       if (!row) throw notFound('User not found');
+      deps.sessionCache?.evictUser(userId); // cached sessions carry the old name
       return toProfile(row);
     },
   };
