@@ -15,6 +15,9 @@ const AS_BAD_REQUEST = new Set([
   'FST_ERR_CTP_INVALID_JSON_BODY',
 ]);
 
+/** PostgreSQL character_not_in_repertoire (e.g. a NUL byte in text) and untranslatable_character. */
+const PG_BAD_TEXT = new Set(['22021', '22P05']);
+
 export function registerErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (isAppError(err)) {
@@ -32,6 +35,9 @@ export function registerErrorHandler(app: FastifyInstance): void {
       return reply.code(400).send({ error: text });
     }
     if (err.validation) return reply.code(400).send({ error: err.message });
+    // Safety net for input no schema caught: text PostgreSQL cannot store (NUL bytes) is the
+    // client's fault, not ours (§7: bad input is 4xx, never 5xx).
+    if (PG_BAD_TEXT.has((err as { code?: string }).code ?? '')) return reply.code(400).send({ error: 'Invalid characters in input' });
     const status = err.statusCode ?? 500;
     if (status < 500) {
       const code = err.code && AS_BAD_REQUEST.has(err.code) ? 400 : status;

@@ -11,6 +11,9 @@ import { requestMeta, type SessionAuth } from '../../shared/session.ts';
 
 const REQUIRED = 'Email and password are required';
 const EMAIL = z.regexes.email;
+/** No C0 control characters or DEL: PostgreSQL text cannot hold NUL, and a name is one line. */
+const NO_CONTROL = /^[^\u0000-\u001f\u007f]*$/;
+const NAME_CONTROL = 'Name must not contain control characters';
 
 const registerBody = jsonBody({
   email: z
@@ -24,7 +27,11 @@ const registerBody = jsonBody({
     .min(1, { error: REQUIRED })
     .min(LIMITS.passwordMinLength, { error: `Password must be at least ${LIMITS.passwordMinLength} characters` })
     .max(LIMITS.passwordMaxLength, { error: `Password must be at most ${LIMITS.passwordMaxLength} characters` }),
-  name: z.string({ error: 'name must be a string' }).max(LIMITS.profileNameMax, { error: `Name must be at most ${LIMITS.profileNameMax} characters` }).optional(),
+  name: z
+    .string({ error: 'name must be a string' })
+    .max(LIMITS.profileNameMax, { error: `Name must be at most ${LIMITS.profileNameMax} characters` })
+    .regex(NO_CONTROL, { error: NAME_CONTROL })
+    .optional(),
   referralCode: z
     .string({ error: 'Invalid referral code' })
     .trim()
@@ -36,7 +43,12 @@ const registerBody = jsonBody({
 });
 
 const loginBody = jsonBody({
-  email: z.string({ error: REQUIRED }).trim().min(1, { error: REQUIRED }).max(320, { error: 'Invalid credentials' }),
+  email: z
+    .string({ error: REQUIRED })
+    .trim()
+    .min(1, { error: REQUIRED })
+    .max(320, { error: 'Invalid credentials' })
+    .regex(NO_CONTROL, { error: 'Invalid credentials' }),
   password: z.string({ error: REQUIRED }).min(1, { error: REQUIRED }).max(LIMITS.passwordMaxLength, { error: 'Invalid credentials' }),
 });
 
@@ -52,7 +64,11 @@ const walletBody = jsonBody({
 });
 
 const profileBody = jsonBody({
-  name: z.string({ error: 'name must be a string' }).optional().describe(`1 to ${LIMITS.profileNameMax} characters after trim`),
+  name: z
+    .string({ error: 'name must be a string' })
+    .regex(NO_CONTROL, { error: NAME_CONTROL })
+    .optional()
+    .describe(`1 to ${LIMITS.profileNameMax} characters after trim, no control characters`),
 });
 
 const signedIn = z.object({ ok: z.literal(true), user: z.object({ id: z.string(), name: z.string() }) });
