@@ -1,0 +1,68 @@
+/** SQL of the AI domain (DESIGN rule 1). Usage is written on the owner connection: see migration 007. */
+import { sql, type Kysely } from 'kysely';
+import type { DB } from '../../db/schema.ts';
+import './ai.tables.ts';
+
+export type UsageRow = {
+  userId: string;
+  agentId: string | null;
+  model: string;
+  provider: string;
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  /** USD */
+  cost: number;
+  createdAt: Date;
+};
+
+/** First day of the UTC month of `d`, as `YYYY-MM-01`. */
+export const monthOf = (d: Date) => `${d.getUTCFullYear()}-${String(d.getUTCMonth() + 1).padStart(2, '0')}-01`;
+
+export const aiRepo = {
+  /**
+   * Inserts a batch of usage rows and adds them to the monthly rollup in one statement, so the
+   * two can never disagree. Rows are grouped and ordered before the upsert, so concurrent batches
+   * lock rollup rows in the same order (no deadlock).
+   */
+  async insertUsage(db: Kysely<DB>, rows: UsageRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    const col = <T>(f: (r: UsageRow) => T) => rows.map(f);
+    await sql`
+      WITH r AS (
+        SELECT * FROM unnest(
+          ${col((r) => r.userId)}::text[], ${col((r) => r.agentId)}::text[], ${col((r) => r.model)}::text[],
+          ${col((r) => r.provider)}::text[], ${col((r) => r.promptTokens)}::int[], ${col((r) => r.completionTokens)}::int[],
+          ${col((r) => r.totalTokens)}::int[], ${col((r) => r.cost.toFixed(10))}::numeric[], ${col((r) => r.createdAt.toISOString())}::timestamptz[]
+        ) AS r(user_id, agent_id, model, provider, prompt_tokens, completion_tokens, total_tokens, cost, created_at)
+      ), ins AS (
+        INSERT INTO ai_usage (user_id, agent_id, model, provider, prompt_tokens, completion_tokens, total_tokens, cost, created_at)
+        SELECT user_id, agent_id, model, provider, prompt_tokens, completion_tokens, total_tokens, cost, created_at FROM r
+      )
+      INSERT INTO ai_usage_monthly AS m (user_id, month, model, requests, prompt_tokens, completion_tokens, total_tokens, cost)
+      SELECT user_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, model,
+             count(*), sum(prompt_tokens), sum(completion_tokens), sum(total_tokens), sum(cost)
+      FROM r GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+      ON CONFLICT (user_id, month, model) DO UPDATE SET
+        requests = m.requests + EXCLUDED.requests,
+        prompt_tokens = m.prompt_tokens + EXCLUDED.prompt_tokens,
+        completion_tokens = m.completion_tokens + EXCLUDED.completion_tokens,
+        total_tokens = m.total_tokens + EXCLUDED.total_tokens,
+        cost = m.cost + EXCLUDED.cost`.execute(db);
+  },
+
+  /** Tokens used by `userId` in the UTC month containing `at` (from the rollup). */
+  async monthlyTokens(db: Kysely<DB>, userId: string, at: Date): Promise<number> {
+    const row = await db
+      .selectFrom('ai_usage_monthly')
+      .select(sql<string>`coalesce(sum(total_tokens), 0)`.as('total'))
+      .where('user_id', '=', userId)
+      .where('month', '=', monthOf(at))
+      .executeTakeFirst();
+    return Number(row?.total ?? 0);
+  },
+
+  async ping(db: Kysely<DB>): Promise<void> {
+    await sql`SELECT 1`.execute(db);
+  },
+};

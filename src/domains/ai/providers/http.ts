@@ -1,0 +1,103 @@
+/**
+ * The HTTP layer every provider adapter shares: one undici keep-alive `Pool` per upstream origin
+ * (connections are reused across requests, no TLS or TCP handshake per call), a base path taken
+ * from the configured base URL, and SSE parsing for streamed responses.
+ */
+import { Pool } from 'undici';
+import { ProviderError } from './provider.ts';
+
+export type UpstreamResponse = {
+  statusCode: number;
+  body: AsyncIterable<Buffer> & { text(): Promise<string>; json(): Promise<unknown>; dump?(): Promise<void> };
+};
+
+export type UpstreamClient = {
+  send(method: 'GET' | 'POST', path: string, headers: Record<string, string>, body: string | undefined, signal?: AbortSignal): Promise<UpstreamResponse>;
+  close(): Promise<void>;
+};
+
+export type UpstreamOptions = {
+  /** AI_TIMEOUT_MS: bounds time to response headers and each gap between body chunks */
+  timeoutMs: number;
+  /** keep-alive connections per origin (default 256) */
+  connections?: number;
+};
+
+export function createUpstreamClient(baseUrl: string, options: UpstreamOptions): UpstreamClient {
+  const url = new URL(baseUrl);
+  const basePath = url.pathname.replace(/\/+$/, '');
+  const pool = new Pool(url.origin, {
+    connections: options.connections ?? 256,
+    keepAliveTimeout: 30_000,
+    keepAliveMaxTimeout: 600_000,
+    headersTimeout: options.timeoutMs,
+    bodyTimeout: options.timeoutMs,
+  });
+  return {
+    async send(method, path, headers, body, signal) {
+      try {
+        const res = await pool.request({ method, path: basePath + path, headers, body, signal });
+        return res as unknown as UpstreamResponse;
+      } catch (err) {
+        throw asProviderError(err, signal);
+      }
+    },
+    close: () => pool.close(),
+  };
+}
+
+/** Any thrown value as a ProviderError, marking aborts (client gone or attempt timeout). */
+export function asProviderError(err: unknown, signal?: AbortSignal): ProviderError {
+  if (err instanceof ProviderError) return err;
+  const e = err as { name?: string; code?: string; message?: string };
+  const aborted = signal?.aborted === true || e?.name === 'AbortError' || e?.code === 'UND_ERR_ABORTED';
+  const timeout = e?.code === 'UND_ERR_HEADERS_TIMEOUT' || e?.code === 'UND_ERR_BODY_TIMEOUT';
+  return new ProviderError(aborted ? 'upstream request aborted' : timeout ? 'upstream timed out' : `upstream unreachable: ${e?.message ?? 'error'}`, {
+    aborted,
+    cause: err,
+  });
+}
+
+/** Reads a non-2xx body (bounded) and throws it as a ProviderError carrying the status. */
+export async function failFromStatus(res: UpstreamResponse, provider: string): Promise<never> {
+  let detail = '';
+  try {
+    detail = (await res.body.text()).slice(0, 300);
+  } catch {
+    // the status alone is enough
+  }
+  throw new ProviderError(`${provider} answered ${res.statusCode}${detail ? `: ${detail}` : ''}`, { status: res.statusCode });
+}
+
+export type SseMessage = { event: string | undefined; data: string };
+
+/** Parses a `text/event-stream` body into messages (`event:` and joined `data:` lines). */
+export async function* parseSse(body: AsyncIterable<Buffer>, signal?: AbortSignal): AsyncGenerator<SseMessage> {
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let event: string | undefined;
+  let data: string[] = [];
+  try {
+    for await (const chunk of body) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let nl: number;
+      while ((nl = buffer.indexOf('\n')) !== -1) {
+        let line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        if (line.endsWith('\r')) line = line.slice(0, -1);
+        if (line === '') {
+          if (data.length > 0) yield { event, data: data.join('\n') };
+          event = undefined;
+          data = [];
+        } else if (line.startsWith('data:')) {
+          data.push(line.slice(line.charAt(5) === ' ' ? 6 : 5));
+        } else if (line.startsWith('event:')) {
+          event = line.slice(6).trim();
+        }
+      }
+    }
+  } catch (err) {
+    throw asProviderError(err, signal);
+  }
+  if (data.length > 0) yield { event, data: data.join('\n') };
+}

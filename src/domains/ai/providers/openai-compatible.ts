@@ -1,0 +1,139 @@
+/**
+ * OpenAI chat-completions adapter: the router (OpenRouter-compatible), and the openai-, groq-,
+ * gemini- and custom-type providers, which all accept `POST {base}/chat/completions` with a
+ * bearer key.
+ */
+import { createUpstreamClient, failFromStatus, parseSse, asProviderError } from './http.ts';
+import {
+  normaliseUsage,
+  ProviderError,
+  zeroUsage,
+  type ChatParams,
+  type ChatProvider,
+  type ProviderName,
+  type RemoteModel,
+  type StreamEvent,
+  type Usage,
+} from './provider.ts';
+
+export type OpenAiCompatibleOptions = {
+  name: ProviderName;
+  baseUrl: string;
+  /** unset: the provider is unavailable (requests are never sent), unless `enabled` says otherwise */
+  apiKey: string | undefined;
+  /** overrides "configured = apiKey is set" (a self-hosted custom endpoint may need no key) */
+  enabled?: boolean;
+  timeoutMs: number;
+  /** extra request headers (the router accepts attribution headers) */
+  headers?: Record<string, string>;
+};
+
+function requestBody(p: ChatParams, stream: boolean): string {
+  const body: Record<string, unknown> = { model: p.model, messages: p.messages };
+  if (p.temperature !== undefined) body.temperature = p.temperature;
+  if (p.top_p !== undefined) body.top_p = p.top_p;
+  if (p.max_tokens !== undefined) body.max_tokens = p.max_tokens;
+  if (stream) {
+    body.stream = true;
+    // usage arrives in the last chunk; without it a streamed request could not be billed
+    body.stream_options = { include_usage: true };
+  }
+  return JSON.stringify(body);
+}
+
+const num = (v: unknown): number | undefined => {
+  const n = typeof v === 'string' ? Number(v) : v;
+  return typeof n === 'number' && Number.isFinite(n) && n >= 0 ? n : undefined;
+};
+
+export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions): ChatProvider {
+  const client = createUpstreamClient(options.baseUrl, { timeoutMs: options.timeoutMs });
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json',
+    ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
+    ...options.headers,
+  };
+  const streamHeaders = { ...headers, accept: 'text/event-stream' };
+  const name = options.name;
+
+  const enabled = options.enabled ?? options.apiKey !== undefined;
+  const ensureConfigured = () => {
+    if (!enabled) throw new ProviderError(`${name} is not configured`);
+  };
+
+  return {
+    name,
+    configured: enabled,
+
+    async chat(p) {
+      ensureConfigured();
+      const res = await client.send('POST', '/chat/completions', headers, requestBody(p, false), p.signal);
+      if (res.statusCode < 200 || res.statusCode >= 300) await failFromStatus(res, name);
+      let json: Record<string, any>;
+      try {
+        json = (await res.body.json()) as Record<string, any>;
+      } catch (err) {
+        throw p.signal?.aborted ? asProviderError(err, p.signal) : new ProviderError(`${name} sent a body that is not JSON`, { cause: err });
+      }
+      const content = json?.choices?.[0]?.message?.content;
+      if (typeof content !== 'string') throw new ProviderError(`${name} sent no message content`);
+      return {
+        id: typeof json.id === 'string' ? json.id : '',
+        model: typeof json.model === 'string' ? json.model : p.model,
+        content,
+        usage: normaliseUsage(json.usage),
+      };
+    },
+
+    async stream(p) {
+      ensureConfigured();
+      const res = await client.send('POST', '/chat/completions', streamHeaders, requestBody(p, true), p.signal);
+      if (res.statusCode < 200 || res.statusCode >= 300) await failFromStatus(res, name);
+      return (async function* (): AsyncGenerator<StreamEvent> {
+        let id = '';
+        let model = p.model;
+        let usage: Usage = zeroUsage();
+        for await (const msg of parseSse(res.body, p.signal)) {
+          if (msg.data === '[DONE]') break;
+          let chunk: Record<string, any>;
+          try {
+            chunk = JSON.parse(msg.data) as Record<string, any>;
+          } catch {
+            continue; // comments and keep-alive noise
+          }
+          if (chunk.error) throw new ProviderError(`${name} stream error: ${JSON.stringify(chunk.error).slice(0, 200)}`);
+          if (typeof chunk.id === 'string') id = chunk.id;
+          if (typeof chunk.model === 'string') model = chunk.model;
+          if (chunk.usage) usage = normaliseUsage(chunk.usage);
+          const text = chunk.choices?.[0]?.delta?.content;
+          if (typeof text === 'string' && text.length > 0) yield { type: 'delta', text };
+        }
+        yield { type: 'done', id, model, usage };
+      })();
+    },
+
+    async listModels(signal) {
+      ensureConfigured();
+      const res = await client.send('GET', '/models', headers, undefined, signal);
+      if (res.statusCode < 200 || res.statusCode >= 300) await failFromStatus(res, name);
+      const json = (await res.body.json()) as { data?: unknown };
+      if (!Array.isArray(json?.data)) throw new ProviderError(`${name} /models sent no data array`);
+      const out: RemoteModel[] = [];
+      for (const m of json.data as Record<string, any>[]) {
+        if (typeof m?.id !== 'string' || m.id.length === 0 || m.id.length > 200) continue;
+        out.push({
+          id: m.id,
+          name: typeof m.name === 'string' ? m.name : undefined,
+          description: typeof m.description === 'string' ? m.description.slice(0, 1000) : undefined,
+          contextWindow: num(m.context_length),
+          inputCost: num(m.pricing?.prompt),
+          outputCost: num(m.pricing?.completion),
+        });
+      }
+      return out;
+    },
+
+    close: () => client.close(),
+  };
+}

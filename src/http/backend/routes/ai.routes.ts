@@ -1,0 +1,294 @@
+/**
+ * §4.9 AI routes on the backend. Registered inside the bearer-key scope (§5: K on every route)
+ * and in their own encapsulated scope so the per-IP limit (§8: AI_RATE_LIMIT per minute) covers
+ * exactly /api/ai/*. Plan-required routes run the §4.9/§5 plan middleware before validation.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { isAdminEmail, type Config } from '../../../config/env.ts';
+import { LIMITS } from '../../../config/limits.ts';
+import type { AiService } from '../../../domains/ai/ai.service.ts';
+import { checkPlan, SUBSCRIPTION_HEADER, TASK_TYPES, type AiActor } from '../../../domains/ai/plan-rules.ts';
+import { PROVIDER_NAMES } from '../../../domains/ai/providers/provider.ts';
+import { AppError, isAppError } from '../../../lib/errors.ts';
+import type { App } from '../../shared/base-app.ts';
+import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+
+const TASK_TYPE_ERROR = `Invalid taskType: use one of ${TASK_TYPES.join(', ')}`;
+const taskType = z.enum(TASK_TYPES, { error: TASK_TYPE_ERROR });
+
+const MESSAGES_REQUIRED = 'Messages array is required';
+const chatBody = jsonBody({
+  messages: z
+    .array(
+      z.object(
+        {
+          role: z.enum(['user', 'assistant', 'system'], { error: 'Each message role must be user, assistant or system' }),
+          content: z
+            .string({ error: 'Each message content must be a string' })
+            .max(LIMITS.aiMaxMessageChars, { error: `Each message content must be at most ${LIMITS.aiMaxMessageChars} characters` }),
+        },
+        { error: 'Each message must be an object with role and content' },
+      ),
+      { error: MESSAGES_REQUIRED },
+    )
+    .min(1, { error: MESSAGES_REQUIRED })
+    .max(LIMITS.aiMaxMessages, { error: `At most ${LIMITS.aiMaxMessages} messages` }),
+  model: z.string({ error: 'Model must be a string' }).trim().min(1, { error: 'Model must not be empty' }).max(200, { error: 'Unknown model' }).optional()
+    .describe('`<vendor>/<model>`; omitted: chosen from taskType. Must be allowed by the plan (403 MODEL_RESTRICTED)'),
+  taskType: taskType.optional().describe('coding, analysis, creative, long or general (default)'),
+  temperature: z.number({ error: 'Temperature must be a number' }).min(0, { error: 'Temperature must be between 0 and 2' }).max(2, { error: 'Temperature must be between 0 and 2' }).optional(),
+  top_p: z.number({ error: 'Parameter top_p must be a number' }).min(0, { error: 'Parameter top_p must be between 0 and 1' }).max(1, { error: 'Parameter top_p must be between 0 and 1' }).optional(),
+  max_tokens: z.number({ error: 'Parameter max_tokens must be a positive integer' }).int({ error: 'Parameter max_tokens must be a positive integer' }).min(1, { error: 'Parameter max_tokens must be a positive integer' }).max(1_000_000, { error: 'Parameter max_tokens is too large' }).optional(),
+  algorithmMode: z.boolean({ error: 'Parameter algorithmMode must be a boolean' }).optional().describe('7-phase structured answers (default false)'),
+  stream: z.boolean({ error: 'Parameter stream must be a boolean' }).optional().describe('true: answer as Server-Sent Events (see description)'),
+  agentId: z.string({ error: 'Parameter agentId must be a string' }).trim().min(1, { error: 'Parameter agentId must not be empty' }).max(200, { error: 'Parameter agentId is too long' }).optional().describe('added: recorded with the usage row'),
+});
+
+const ESTIMATE_REQUIRED = 'Model, inputTokens and outputTokens are required';
+const tokenCount = z
+  .number({ error: ESTIMATE_REQUIRED })
+  .int({ error: 'Token counts must be non-negative integers' })
+  .min(0, { error: 'Token counts must be non-negative integers' })
+  .max(1_000_000_000, { error: 'Token count too large' });
+const estimateBody = jsonBody({
+  model: z.string({ error: ESTIMATE_REQUIRED }).trim().min(1, { error: ESTIMATE_REQUIRED }).max(200, { error: 'Unknown model' }),
+  inputTokens: tokenCount,
+  outputTokens: tokenCount,
+});
+
+// a POST without a body is fine (Fastify hands the validator null)
+const selectBody = jsonBody({ taskType: taskType.optional() }).nullish();
+
+const publicModel = z.object({
+  id: z.string(),
+  name: z.string(),
+  provider: z.string(),
+  description: z.string(),
+  tags: z.array(z.string()),
+  inputCost: z.number().describe('USD per input token'),
+  outputCost: z.number().describe('USD per output token'),
+  contextWindow: z.number(),
+  available: z.boolean(),
+});
+const usage = z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() });
+const planError = z
+  .object({ success: z.literal(false), error: z.string(), code: z.enum(['PLAN_REQUIRED', 'SUBSCRIPTION_REQUIRED']) })
+  .describe('402: `PLAN_REQUIRED` (x-user-plan missing or unrecognized) or `SUBSCRIPTION_REQUIRED`');
+const restricted = z
+  .object({ success: z.literal(false).optional(), error: z.string(), code: z.string().optional(), allowedModels: z.array(z.string()).optional() })
+  .describe('403 `{success:false,error,code:"MODEL_RESTRICTED",allowedModels}`; or `{error:"Forbidden"}` for a wrong bearer key');
+
+const security = [{ bearerKey: [] }];
+const PLAN_HEADERS_DOC =
+  `Plan middleware (§4.9/§5): \`x-user-plan\` (solo, collective, label, network) and \`${SUBSCRIPTION_HEADER}\` are required, else 402 ` +
+  '`{success:false,error,code}`; an `x-user-email` in ADMIN_EMAILS bypasses both and gets network-level access. ' +
+  'Header context: `x-user-id` (default `anonymous`), `x-user-role`. Models per plan: solo 3, collective 5, label 7, network all.';
+
+export function aiRoutes(app: App, deps: { ai: AiService; config: Pick<Config, 'ADMIN_EMAILS'> }) {
+  const { ai, config } = deps;
+  const actors = new WeakMap<FastifyRequest, AiActor>();
+
+  // §8: AI_RATE_LIMIT requests per minute per IP across /api/ai/* (shared through Redis when set)
+  app.addHook('onRequest', async (request, reply) => {
+    try {
+      await ai.rateLimit(request.ip);
+    } catch (err) {
+      if (isAppError(err) && err.status === 429) reply.header('retry-after', String(err.extra?.retryAfter ?? 60));
+      throw err;
+    }
+  });
+
+  /** §4.9/§5 plan middleware, before body validation (as the original middleware ran). */
+  const requirePlan = async (request: FastifyRequest) => {
+    const verdict = checkPlan(request.headers, (email) => isAdminEmail(config, email));
+    if (!verdict.ok) throw new AppError(402, verdict.code, verdict.error, { success: false });
+    actors.set(request, verdict.actor);
+  };
+  const actorOf = (request: FastifyRequest) => actors.get(request)!;
+
+  app.get('/api/ai/health', {
+    schema: {
+      tags: ['ai'],
+      summary: 'AI layer health',
+      description:
+        '`healthy` when the router (ROUTER_API_KEY) is configured, `degraded` when not. `providers` has one boolean per provider ' +
+        `(${PROVIDER_NAMES.join(', ')}). 503 \`{status:'error', error}\` when the usage store cannot be reached.`,
+      security,
+      response: {
+        200: z.object({ status: z.enum(['healthy', 'degraded']), providers: z.record(z.string(), z.boolean()), timestamp: z.string() }),
+        503: z.object({ status: z.literal('error'), error: z.string() }),
+      },
+    },
+    handler: () => ai.health(),
+  });
+
+  app.get('/api/ai/models', {
+    schema: {
+      tags: ['ai'],
+      summary: 'Model catalog',
+      description:
+        'Every model with costs in USD per token. `router` says whether the router is configured. The catalog refreshes from the ' +
+        "router's `/models` in the background hourly; `?refresh=true` waits for a refresh.",
+      security,
+      querystring: z.object({ refresh: z.enum(['true', 'false', '1', '0'], { error: 'Parameter refresh must be true or false' }).optional() }),
+      response: {
+        200: z.object({ models: z.array(publicModel), count: z.number(), router: z.boolean(), timestamp: z.string() }),
+        500: errorSchema,
+      },
+    },
+    handler: (request) => ai.listModels({ refresh: request.query.refresh === 'true' || request.query.refresh === '1' }),
+  });
+
+  app.get('/api/ai/models/:provider', {
+    schema: {
+      tags: ['ai'],
+      summary: 'Models of one provider or vendor',
+      description: `Models served by the provider (${PROVIDER_NAMES.join(', ')}) or whose id starts with \`<provider>/\`; an unknown name gives an empty list.`,
+      security,
+      params: z.object({ provider: z.string().regex(/^[A-Za-z0-9][\w.-]{0,63}$/, { error: 'Invalid provider' }) }),
+      response: { 200: z.object({ provider: z.string(), models: z.array(publicModel), count: z.number(), timestamp: z.string() }), 400: errorSchema },
+    },
+    handler: (request) => ai.modelsFor(request.params.provider),
+  });
+
+  app.post('/api/ai/models/select', {
+    preValidation: requirePlan,
+    schema: {
+      tags: ['ai'],
+      summary: 'Pick a model for a task',
+      description:
+        `${PLAN_HEADERS_DOC} Task tags: coding → coding, logic; analysis → analysis; creative → creative; long → long-context; ` +
+        'general → general, balanced. The first of the plan\'s available router models with a matching tag wins, else the first available. ' +
+        '404 when no model is available (router not configured).',
+      security,
+      body: selectBody,
+      response: {
+        200: z.object({ model: z.object({ id: z.string(), provider: z.string() }), taskType: z.string(), timestamp: z.string() }),
+        400: errorSchema,
+        402: planError,
+        404: errorSchema,
+      },
+    },
+    handler: (request) => ai.select(actorOf(request), request.body?.taskType ?? 'general'),
+  });
+
+  app.post('/api/ai/estimate-cost', {
+    preValidation: requirePlan,
+    schema: {
+      tags: ['ai'],
+      summary: 'Estimate the cost of a request',
+      description: `${PLAN_HEADERS_DOC} estimatedCost = inputTokens × inputCost + outputTokens × outputCost (USD). 400 for an unknown model.`,
+      security,
+      body: estimateBody,
+      response: {
+        200: z.object({
+          model: z.string(),
+          inputTokens: z.number(),
+          outputTokens: z.number(),
+          estimatedCost: z.number(),
+          currency: z.literal('USD'),
+          timestamp: z.string(),
+        }),
+        400: errorSchema,
+        402: planError,
+      },
+    },
+    handler: (request) => ai.estimateCost(request.body),
+  });
+
+  app.post('/api/ai/chat', {
+    preValidation: requirePlan,
+    schema: {
+      tags: ['ai'],
+      summary: 'Chat completion',
+      description:
+        `${PLAN_HEADERS_DOC} \`model\` in the answer is the model that served (after any fallback to the provider's fallback model). ` +
+        'Algorithm mode prepends a 7-phase system prompt (Observe, Think, Plan, Build, Execute, Verify, Learn) unless a system ' +
+        'message already names the phases; trivial greetings are answered naturally. ' +
+        '`stream: true` answers `text/event-stream`: `data: {id,model,provider,delta}` events, then ' +
+        '`data: {id,model,provider,message,usage,done:true,timestamp}` and `data: [DONE]`; an upstream failure mid-stream sends ' +
+        '`event: error` with `{error}`. Disconnecting cancels the upstream request. 429 `QUOTA_EXCEEDED` when AI_QUOTA_ENFORCE is on ' +
+        'and the monthly token quota is used (solo 2M, collective 6M, label 20M, network unlimited). 503 `PROVIDER_UNAVAILABLE` when the ' +
+        "model's provider has no key. 500 when every attempt failed.",
+      security,
+      body: chatBody,
+      response: {
+        200: z.object({
+          id: z.string(),
+          model: z.string(),
+          provider: z.string(),
+          message: z.object({ role: z.literal('assistant'), content: z.string() }),
+          usage,
+          timestamp: z.string(),
+        }),
+        400: errorSchema,
+        402: planError,
+        403: restricted,
+        404: errorSchema,
+        429: errorSchema,
+        500: errorSchema,
+        503: errorSchema,
+      },
+    },
+    handler: async (request, reply) => {
+      const { stream, ...input } = request.body;
+      const signal = disconnectSignal(reply);
+      if (!stream) return ai.chat(actorOf(request), input, signal);
+      const opened = await ai.chatStream(actorOf(request), input, signal);
+      await writeSse(request, reply, opened);
+      return reply;
+    },
+  });
+}
+
+/** Aborts when the client goes away before the response has been fully written. */
+function disconnectSignal(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort(new Error('client disconnected'));
+  });
+  return controller.signal;
+}
+
+async function writeSse(request: FastifyRequest, reply: FastifyReply, opened: Awaited<ReturnType<AiService['chatStream']>>) {
+  reply.hijack();
+  const res = reply.raw;
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+    'x-request-id': request.id,
+  });
+  const head = { id: opened.id, model: opened.model, provider: opened.provider };
+  const write = async (chunk: string) => {
+    if (res.destroyed) return;
+    if (!res.write(chunk)) await new Promise<void>((resolve) => {
+      const done = () => {
+        res.off('drain', done);
+        res.off('close', done);
+        resolve();
+      };
+      res.on('drain', done);
+      res.on('close', done);
+    });
+  };
+  try {
+    for await (const ev of opened.events) {
+      if (res.destroyed) break;
+      if (ev.type === 'delta') await write(`data: ${JSON.stringify({ ...head, delta: ev.text })}\n\n`);
+      else
+        await write(
+          `data: ${JSON.stringify({ ...head, message: { role: 'assistant', content: ev.content }, usage: ev.usage, done: true, timestamp: new Date().toISOString() })}\n\ndata: [DONE]\n\n`,
+        );
+    }
+  } catch (err) {
+    if (!res.destroyed) {
+      request.log.warn({ err: (err as Error).message }, 'ai stream failed');
+      await write(`event: error\ndata: ${JSON.stringify({ error: 'AI provider request failed' })}\n\n`);
+    }
+  } finally {
+    if (!res.destroyed) res.end();
+  }
+}
