@@ -1,0 +1,284 @@
+/**
+ * The web side of agents (§4.7 web rows, §3 Agent web provisioning). Records are read and
+ * written here under the session user's row-level security; what needs the hosting driver
+ * (deploy, logs, stats, lifecycle, delete) goes to the backend over HTTP with INTERNAL_API_KEY.
+ */
+import type { Config } from '../../config/env.ts';
+import { LIMITS } from '../../config/limits.ts';
+import type { Secrets } from '../../config/secrets.ts';
+import type { Db } from '../../db/client.ts';
+import { AppError, notFound } from '../../lib/errors.ts';
+import { agentsRepo, type AgentRow } from './agents.repo.ts';
+import { insertAgentRecord, type LifecycleAction } from './agents.service.ts';
+import { BackendUnreachableError, type BackendClient, type BackendResponse } from './backend-client.ts';
+
+export type WebUser = { id: string; email: string; isAdmin: boolean };
+
+export const DEFAULT_MODEL = 'claude-opus-4-6';
+/** §4.7: tier → plan forwarded to the backend; admins (no tier given) get network-level access (§2 Plans). */
+export const TIER_TO_PLAN: Record<string, string> = { starter: 'solo', pro: 'collective', enterprise: 'label' };
+/** The web limit follows the user's subscription plan, read as a tier (inverse of TIER_TO_PLAN; network counts as enterprise). */
+const PLAN_TO_TIER: Record<string, string> = { solo: 'starter', collective: 'pro', label: 'enterprise', network: 'enterprise' };
+
+export function webLimit(plan: string | undefined, isAdmin: boolean): number {
+  if (isAdmin) return LIMITS.webAgentLimits.enterprise!;
+  const tier = plan ? PLAN_TO_TIER[plan] : undefined;
+  return (tier && LIMITS.webAgentLimits[tier]) || LIMITS.webAgentLimitDefault;
+}
+
+/** §4.7: `claude-opus-4-6` → anthropic; otherwise the provider comes from config (default router). */
+export function providerFor(model: string, config: Record<string, unknown> | undefined): string {
+  if (model === DEFAULT_MODEL) return 'anthropic';
+  const p = config?.aiProvider;
+  return typeof p === 'string' && p.trim() ? p.trim() : 'router';
+}
+
+const websocketUrl = (a: AgentRow) => `${(a.gateway_url ?? a.url).replace(/^http/, 'ws')}/ws`;
+
+/** §2 Agent, web shape. */
+export const webAgent = (a: AgentRow) => ({
+  id: a.id,
+  name: a.name,
+  model: a.model,
+  status: a.status,
+  websocketUrl: websocketUrl(a),
+  createdAt: a.created_at.toISOString(),
+  updatedAt: a.updated_at.toISOString(),
+});
+
+const formatUptime = (seconds: number) => {
+  const s = Math.max(0, Math.floor(seconds));
+  const d = Math.floor(s / 86_400);
+  const h = Math.floor((s % 86_400) / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  return `${d > 0 ? `${d}d ` : ''}${h}h ${m}m ${s % 60}s`;
+};
+
+export type AgentsWebDeps = {
+  db: Db;
+  config: Pick<Config, 'AGENTS_DOMAIN'>;
+  secrets: Pick<Secrets, 'secretsEncryptionKey'>;
+  backend: BackendClient;
+  log?: { warn(obj: object, msg: string): void };
+};
+
+export function createAgentsWebService(deps: AgentsWebDeps) {
+  const { db, backend } = deps;
+
+  async function ownAgent(userId: string, id: string): Promise<AgentRow> {
+    const a = await db.withUser(userId, (trx) => agentsRepo.findAgent(trx, id));
+    if (!a) throw notFound('Agent not found');
+    return a;
+  }
+
+  /** A backend answer other than 2xx as our error (4xx keep status and code; anything else is 500). */
+  function backendFailure(r: BackendResponse, fallback: string): AppError {
+    const code = typeof r.body.code === 'string' ? r.body.code : undefined;
+    if (r.status === 404) return notFound('Agent not found');
+    if (r.status >= 400 && r.status < 500 && r.status !== 401 && r.status !== 403) {
+      const { error, code: _c, ...extra } = r.body;
+      return new AppError(r.status, code, typeof error === 'string' ? error : fallback, extra);
+    }
+    return new AppError(500, code, fallback);
+  }
+
+  async function call(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, userId: string, fallback: string, body?: unknown, timeoutMs: number = LIMITS.backendCallTimeoutMs) {
+    let r: BackendResponse;
+    try {
+      r = await backend.call(method, path, { userId, body, timeoutMs });
+    } catch (err) {
+      if (err instanceof BackendUnreachableError) throw new AppError(500, 'BACKEND_UNAVAILABLE', fallback);
+      throw err;
+    }
+    if (r.status < 200 || r.status >= 300) throw backendFailure(r, fallback);
+    return r.body;
+  }
+
+  const path = (id: string, suffix = '') => `/api/agents/${encodeURIComponent(id)}${suffix}`;
+
+  return {
+    /** §4.7 GET /api/agents: no session is an empty list, not 401. */
+    async list(user: WebUser | null) {
+      if (!user) return { agents: [], count: 0, status: 'ok' as const };
+      const rows = await db.withUser(user.id, (trx) => agentsRepo.listAgents(trx, user.id));
+      return { agents: rows.map(webAgent), count: rows.length, status: 'ok' as const };
+    },
+
+    /**
+     * §4.7 POST /api/agents/provision. In one transaction holding the user's row lock: the
+     * subscription check (active, or the session email is an admin's), the web limit, and the
+     * insert with status `provisioning` — so parallel requests cannot pass the limit together.
+     * Then the backend deployment is requested (15 s timeout); its failure moves the agent to
+     * `error` (§3), a backend plan-limit refusal removes it again and answers 402.
+     */
+    async provision(user: WebUser, input: { name: string; model?: string | undefined; config?: Record<string, unknown> | undefined; tier?: string | undefined }) {
+      const model = input.model ?? DEFAULT_MODEL;
+      const aiProvider = providerFor(model, input.config);
+      const plan = input.tier ? TIER_TO_PLAN[input.tier] : user.isAdmin ? 'network' : undefined;
+      const agent = await db.withUser(user.id, async (trx) => {
+        const row = await agentsRepo.lockUser(trx, user.id);
+        if (!row) throw new AppError(401, undefined, 'Unauthorized');
+        if (!user.isAdmin && row.subscription_status !== 'active') {
+          throw new AppError(402, 'SUBSCRIPTION_REQUIRED', 'An active subscription is required to provision agents');
+        }
+        const limit = webLimit(row.plan, user.isAdmin);
+        const current = await agentsRepo.countAgents(trx, user.id);
+        if (current >= limit) throw new AppError(429, 'AGENT_LIMIT_REACHED', 'Agent limit reached', { current, limit });
+        return insertAgentRecord(
+          trx,
+          { agentsDomain: deps.config.AGENTS_DOMAIN, secretsKey: deps.secrets.secretsEncryptionKey },
+          { userId: user.id, name: input.name, model, aiProvider, status: 'provisioning', ...(plan ? { plan } : {}), ...(input.config ? { config: input.config } : {}) },
+        );
+      });
+
+      let outcome: BackendResponse | Error;
+      try {
+        outcome = await backend.call('POST', '/api/deployments', {
+          userId: user.id,
+          timeoutMs: LIMITS.provisioningTimeoutMs,
+          body: { userId: user.id, agentId: agent.id, name: agent.name, model, aiProvider, ...(plan ? { plan } : {}), ...(input.config ? { config: input.config } : {}) },
+        });
+      } catch (err) {
+        outcome = err as Error;
+      }
+      if (!(outcome instanceof Error) && outcome.status >= 200 && outcome.status < 300) {
+        return { success: true as const, agent: { ...webAgent(agent), status: agent.status } };
+      }
+      if (!(outcome instanceof Error) && outcome.status === 402) {
+        await db.withUser(user.id, (trx) => agentsRepo.deleteAgent(trx, agent.id));
+        throw backendFailure(outcome, 'Agent limit reached');
+      }
+      deps.log?.warn({ agentId: agent.id, err: outcome instanceof Error ? outcome : undefined, status: outcome instanceof Error ? undefined : outcome.status }, 'provisioning request failed');
+      await db.withUser(user.id, (trx) => agentsRepo.updateAgent(trx, agent.id, { status: 'error' }));
+      throw new AppError(500, 'PROVISIONING_FAILED', 'Provisioning failed', { agentId: agent.id });
+    },
+
+    async provisionList(user: WebUser) {
+      const rows = await db.withUser(user.id, (trx) => agentsRepo.listAgents(trx, user.id));
+      return { success: true as const, agents: rows.map(webAgent), count: rows.length };
+    },
+
+    async get(user: WebUser, id: string) {
+      return { agent: webAgent(await ownAgent(user.id, id)), status: 'ok' as const };
+    },
+
+    /** §4.7 PATCH: the database first; the backend sync is best effort (logged, never fails the rename). */
+    async rename(user: WebUser, id: string, name: string) {
+      const a = await db.withUser(user.id, (trx) => agentsRepo.updateAgent(trx, id, { name }));
+      if (!a) throw notFound('Agent not found');
+      await backend
+        .call('PUT', path(id), { userId: user.id, body: { name }, timeoutMs: LIMITS.backendCallTimeoutMs })
+        .then((r) => {
+          if (r.status >= 300) deps.log?.warn({ agentId: id, status: r.status }, 'backend rename sync refused');
+        })
+        .catch((err) => deps.log?.warn({ agentId: id, err }, 'backend rename sync failed'));
+      return { success: true as const, agent: { id: a.id, name: a.name, status: a.status, updatedAt: a.updated_at.toISOString() } };
+    },
+
+    async getConfig(user: WebUser, id: string) {
+      const a = await ownAgent(user.id, id);
+      return { config: a.config as Record<string, unknown>, status: 'ok' as const };
+    },
+
+    /** §4.7 PUT config: forwarded to the backend, which stores it. */
+    async putConfig(user: WebUser, id: string, config: Record<string, unknown>) {
+      await ownAgent(user.id, id);
+      const body = await call('PUT', path(id), user.id, 'Config update failed', { config });
+      return { config: (body.config ?? config) as Record<string, unknown>, status: 'updated' as const };
+    },
+
+    /** §4.7 logs: the runtime's own log lines, read through the backend from the hosting driver. */
+    async logs(user: WebUser, id: string, q: { limit: number; level?: string | undefined }) {
+      await ownAgent(user.id, id);
+      const qs = new URLSearchParams({ limit: String(q.limit), ...(q.level ? { level: q.level } : {}) });
+      const body = await call('GET', path(id, `/logs?${qs}`), user.id, 'Logs unavailable');
+      const lines = (Array.isArray(body.logs) ? body.logs : []) as { timestamp: string; level: string; message: string; source: string }[];
+      const logs = lines.map((l, i) => ({ id: `${id}-${Date.parse(l.timestamp) || 0}-${i}`, timestamp: l.timestamp, level: l.level, message: l.message, source: l.source, agentId: id }));
+      return { logs, total: logs.length, limit: q.limit, status: 'ok' as const };
+    },
+
+    /** §4.7 messages: stored chat messages, newest first. */
+    async messages(user: WebUser, id: string, q: { limit: number; offset: number }) {
+      await ownAgent(user.id, id);
+      const { rows, total } = await db.withUser(user.id, (trx) => agentsRepo.listMessages(trx, id, q.limit, q.offset));
+      return {
+        messages: rows.map((m) => ({ id: m.id, agentId: m.agent_id, sender: m.sender, content: m.content, timestamp: m.created_at.toISOString(), platform: m.platform })),
+        total,
+        limit: q.limit,
+        offset: q.offset,
+        status: 'ok' as const,
+      };
+    },
+
+    /** Stores one chat message (for the chat paths that talk to agents). */
+    async recordMessage(userId: string, m: { agentId: string; sender: 'user' | 'agent' | 'system'; content: string; platform?: string; responseMs?: number | null; failed?: boolean }) {
+      return db.withUser(userId, (trx) => agentsRepo.insertMessage(trx, { ...m, userId }));
+    },
+
+    /**
+     * §4.7 stats: live from the hosting driver through the backend, with message metrics from the
+     * stored messages; `status:'mock'` (zeros and the stored metrics) only when the backend
+     * cannot be reached or fails.
+     */
+    async stats(user: WebUser, id: string) {
+      const agent = await ownAgent(user.id, id);
+      const m = await db.withUser(user.id, (trx) => agentsRepo.messageStats(trx, id));
+      let live: Record<string, unknown> | null = null;
+      try {
+        const r = await backend.call('GET', path(id, '/stats'), { userId: user.id, timeoutMs: LIMITS.backendCallTimeoutMs });
+        if (r.status === 404) throw notFound('Agent not found');
+        if (r.status === 200 && typeof r.body.stats === 'object' && r.body.stats) live = r.body.stats as Record<string, unknown>;
+      } catch (err) {
+        if (!(err instanceof BackendUnreachableError)) throw err;
+      }
+      const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+      const runtimeProcessed = live ? num(live.messagesProcessed) : 0;
+      const processed = Math.max(m.processed, runtimeProcessed);
+      const failed = Math.max(m.failed, live ? num(live.messagesFailed) : 0);
+      const uptime = live ? num(live.uptime) : 0;
+      const network = live && typeof live.network === 'object' && live.network ? (live.network as { rxBytes?: number; txBytes?: number }) : {};
+      const stats = {
+        agentId: id,
+        cpu: live ? num(live.cpu) : 0,
+        memory: live ? num(live.memory) : 0,
+        memoryPercent: live ? num(live.memoryPercent) : 0,
+        network: { rxBytes: num(network.rxBytes), txBytes: num(network.txBytes) },
+        uptime,
+        uptimeFormatted: formatUptime(uptime),
+        status: live && typeof live.status === 'string' ? live.status : agent.status,
+        pids: live ? num(live.pids) : 0,
+        messagesProcessed: processed,
+        messagesPerHour: m.last_hour,
+        averageResponseTime: Math.round(m.avg_ms ?? (live ? num(live.averageResponseTimeMs) : 0)),
+        successRate: processed > 0 ? Math.round(((processed - failed) / processed) * 10_000) / 100 : 100,
+        errorRate: processed > 0 ? Math.round((failed / processed) * 10_000) / 100 : 0,
+      };
+      return { stats, status: live ? ('ok' as const) : ('mock' as const) };
+    },
+
+    /** Web DELETE /api/agents/:id (added): the backend removes the record and the hosting unit. */
+    async remove(user: WebUser, id: string) {
+      await ownAgent(user.id, id);
+      await call('DELETE', path(id), user.id, 'Delete failed');
+      return { success: true as const, id, deleted: true as const };
+    },
+
+    /**
+     * /api/instance/:userId/:action (§4.18, designed): the session user must be :userId (404
+     * otherwise: another user's instance does not exist for you). Acts on `agentId` when given,
+     * else on every agent of the user, through the backend lifecycle routes.
+     */
+    async instanceAction(user: WebUser, targetUserId: string, action: LifecycleAction, agentId?: string) {
+      if (targetUserId.toLowerCase() !== user.id.toLowerCase()) throw notFound('Instance not found');
+      const rows = agentId ? [await ownAgent(user.id, agentId)] : await db.withUser(user.id, (trx) => agentsRepo.listAgents(trx, user.id));
+      const results = [];
+      for (const a of rows) {
+        const body = await call('POST', path(a.id, `/${action}`), user.id, `${action} failed`);
+        results.push({ id: a.id, status: String(body.status ?? a.status) });
+      }
+      return { success: true as const, action, userId: user.id, agents: results };
+    },
+  };
+}
+
+export type AgentsWebService = ReturnType<typeof createAgentsWebService>;

@@ -1,0 +1,310 @@
+/**
+ * Backend agent API (§4.7 backend rows; §4.18 deployments, per-agent lifecycle and runtime
+ * instances, whose shapes the specification leaves "not shown": designed here and documented in
+ * OpenAPI). Registered inside the bearer-key scope (§5).
+ *
+ * Acting user: the backend is called by the web app on a user's behalf. The user is given in
+ * header `x-user-id` (a user id, UUID) — or, on POST /api/agents and POST /api/deployments, as
+ * `userId` in the body — and every user-row query runs under that user's row-level security, so
+ * another user's agent is 404 exactly as a missing one.
+ */
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { LIMITS } from '../../../config/limits.ts';
+import type { AgentsService } from '../../../domains/agents/agents.service.ts';
+import { badRequest } from '../../../lib/errors.ts';
+import type { App } from '../../shared/base-app.ts';
+import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const security = [{ bearerKey: [] }];
+const userHeaderDoc = 'Acting user: header `x-user-id` (user id).';
+
+/** The acting user from `x-user-id` (or `userId` in the body where allowed); 400 when absent or malformed. */
+function actingUser(request: FastifyRequest, bodyUserId?: string): string {
+  const header = request.headers['x-user-id'];
+  const value = typeof header === 'string' && header ? header : bodyUserId;
+  if (!value) throw badRequest('x-user-id required');
+  if (!UUID.test(value)) throw badRequest('Invalid user id');
+  return value.toLowerCase();
+}
+
+const planName = z
+  .string({ error: 'plan must be a string' })
+  .trim()
+  .min(1, { error: 'plan must not be empty' })
+  .max(32, { error: 'plan too long' })
+  .regex(/^[a-z_]+$/, { error: 'Invalid plan' });
+const aiProvider = z.string({ error: 'aiProvider must be a string' }).trim().min(1).max(64, { error: 'aiProvider too long' });
+const model = z.string({ error: 'model must be a string' }).trim().min(1).max(200, { error: 'model too long' });
+const agentName = z
+  .string({ error: 'Name required' })
+  .trim()
+  .min(LIMITS.agentNameMin, { error: 'Name required' })
+  .max(LIMITS.agentNameMax, { error: `Name must be at most ${LIMITS.agentNameMax} characters` });
+const configObject = z.record(z.string(), z.unknown(), { error: 'config must be an object' });
+const userIdField = z.string({ error: 'userId must be a string' }).max(64).optional().describe('Acting user when header `x-user-id` is absent');
+const agentIdParam = z.object({ id: z.string().min(1).max(200) });
+
+const listItem = z.object({ id: z.string(), status: z.string(), created: z.string(), subdomain: z.string(), url: z.string(), name: z.string() });
+const agentObject = z.object({
+  id: z.string(),
+  name: z.string(),
+  status: z.string(),
+  created: z.string(),
+  startedAt: z.string().nullable(),
+  plan: z.string(),
+  model: z.string(),
+  aiProvider: z.string(),
+  subdomain: z.string(),
+  url: z.string(),
+  gatewayUrl: z.string().nullable().describe('Where the hosting driver says the gateway answers (added)'),
+  runtimeVersion: z.string().nullable(),
+  verified: z.boolean(),
+  verificationType: z.string().nullable(),
+  attestationUid: z.string().nullable(),
+  verifiedAt: z.string().nullable(),
+  config: z.record(z.string(), z.unknown()),
+  updatedAt: z.string(),
+});
+const deploymentObject = z.object({
+  id: z.string(),
+  agentId: z.string(),
+  action: z.string(),
+  status: z.enum(['queued', 'running', 'succeeded', 'failed']),
+  attempts: z.number(),
+  maxAttempts: z.number(),
+  lastError: z.string().nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  finishedAt: z.string().nullable(),
+});
+const logLine = z.object({ timestamp: z.string(), level: z.string(), message: z.string(), source: z.string() });
+const statsObject = z.object({
+  cpu: z.number(),
+  memory: z.number(),
+  memoryPercent: z.number(),
+  network: z.object({ rxBytes: z.number(), txBytes: z.number() }),
+  uptime: z.number(),
+  pids: z.number(),
+  status: z.string(),
+  messagesProcessed: z.number().optional(),
+  messagesFailed: z.number().optional(),
+  averageResponseTimeMs: z.number().optional(),
+});
+const common = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 500: errorSchema };
+
+export function backendAgentsRoutes(app: App, deps: { agents: AgentsService }) {
+  const { agents } = deps;
+
+  app.get('/api/agents', {
+    schema: {
+      tags: ['agents'],
+      summary: "List the acting user's agents",
+      description: `${userHeaderDoc} A flat array, newest first.`,
+      security,
+      response: { 200: z.array(listItem), ...common },
+    },
+    handler: async (request) => agents.list(actingUser(request)),
+  });
+
+  app.post('/api/agents', {
+    schema: {
+      tags: ['agents'],
+      summary: 'Create an agent record (status pending)',
+      description:
+        `${userHeaderDoc} Stores metadata only (§3: status \`pending\`); deploy it with POST /api/agents/:id/start or POST /api/deployments. ` +
+        'Plan limits (`config.plan`, default `label`): solo 1, collective 3, label 10, network unlimited; over the limit 402 `AGENT_LIMIT_REACHED`.',
+      security,
+      body: jsonBody({
+        name: agentName,
+        userId: userIdField,
+        config: z.object({ plan: planName.optional(), aiProvider: aiProvider.optional() }, { error: 'config must be an object' }).loose().optional(),
+      }),
+      response: {
+        201: z.object({ id: z.string(), name: z.string(), agentId: z.string(), status: z.literal('pending'), subdomain: z.string(), url: z.string(), createdAt: z.string() }),
+        402: errorSchema,
+        ...common,
+      },
+    },
+    handler: async (request, reply) => {
+      const userId = actingUser(request, request.body.userId);
+      const created = await agents.create(userId, { name: request.body.name, plan: request.body.config?.plan, aiProvider: request.body.config?.aiProvider });
+      return reply.code(201).send(created);
+    },
+  });
+
+  app.get('/api/agents/:id', {
+    schema: { tags: ['agents'], summary: 'One agent', description: `${userHeaderDoc} 404 when it is not the user's.`, security, params: agentIdParam, response: { 200: agentObject, ...common } },
+    handler: async (request) => agents.get(actingUser(request), request.params.id),
+  });
+
+  app.put('/api/agents/:id', {
+    schema: {
+      tags: ['agents'],
+      summary: 'Update plan, provider, configuration (and name, model)',
+      description: `${userHeaderDoc} All fields optional. \`name\` and \`model\` are added (the web app's rename sync uses \`name\`).`,
+      security,
+      params: agentIdParam,
+      body: jsonBody({ plan: planName.optional(), aiProvider: aiProvider.optional(), config: configObject.optional(), name: agentName.optional(), model: model.optional() }),
+      response: {
+        200: z.object({
+          id: z.string(),
+          plan: z.string(),
+          aiProvider: z.string(),
+          subdomain: z.string(),
+          status: z.string(),
+          message: z.string(),
+          name: z.string(),
+          config: z.record(z.string(), z.unknown()),
+        }),
+        ...common,
+      },
+    },
+    handler: async (request) => agents.update(actingUser(request), request.params.id, request.body),
+  });
+
+  app.delete('/api/agents/:id', {
+    schema: {
+      tags: ['agents'],
+      summary: 'Delete an agent',
+      description: `${userHeaderDoc} Removes the record, then cleans up on the hosting platform best effort. An unknown id (or another user's) still answers \`{id,deleted:true}\` and touches nothing.`,
+      security,
+      params: agentIdParam,
+      response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }), ...common },
+    },
+    handler: async (request) =>
+      agents.remove(actingUser(request), request.params.id, (err) => request.log.warn({ err, agentId: request.params.id }, 'hosting cleanup failed')),
+  });
+
+  for (const action of ['start', 'stop', 'restart'] as const) {
+    app.post(`/api/agents/:id/${action}`, {
+      schema: {
+        tags: ['agents'],
+        summary: `${action[0]!.toUpperCase()}${action.slice(1)} an agent`,
+        description:
+          `${userHeaderDoc} Per-agent lifecycle (§4.18, designed). \`start\` resumes a stopped unit, \`stop\` suspends it (status \`stopped\`), \`restart\` restarts it. ` +
+          'When the unit does not exist (never deployed, or gone) `start` and `restart` enqueue a deploy job and answer status `provisioning` with the job. ' +
+          '500 `Hosting unavailable` when the hosting platform cannot be reached. No body.',
+        security,
+        params: agentIdParam,
+        response: {
+          200: z.object({ id: z.string(), action: z.literal(action), status: z.string(), deployment: deploymentObject.nullable() }),
+          ...common,
+        },
+      },
+      handler: async (request) => agents.lifecycle(actingUser(request), request.params.id, action),
+    });
+  }
+
+  app.get('/api/agents/:id/logs', {
+    schema: {
+      tags: ['agents'],
+      summary: 'Recent runtime log lines from the hosting driver',
+      description: `${userHeaderDoc} \`limit\` default 50, max 100; \`level\` filters (debug, info, warn, error). 500 when the hosting platform cannot be reached.`,
+      security,
+      params: agentIdParam,
+      querystring: z.object({
+        limit: z.coerce.number({ error: 'limit must be a number' }).int().min(1, { error: 'limit must be at least 1' }).max(LIMITS.agentListMax).default(LIMITS.agentListDefault),
+        level: z.enum(['debug', 'info', 'warn', 'error'], { error: 'level must be debug, info, warn or error' }).optional(),
+      }),
+      response: { 200: z.object({ logs: z.array(logLine) }), ...common },
+    },
+    handler: async (request) => ({ logs: await agents.logs(actingUser(request), request.params.id, request.query) }),
+  });
+
+  app.get('/api/agents/:id/stats', {
+    schema: {
+      tags: ['agents'],
+      summary: 'Live resource usage from the hosting driver',
+      description: `${userHeaderDoc} 500 when the hosting platform cannot be reached.`,
+      security,
+      params: agentIdParam,
+      response: { 200: z.object({ stats: statsObject }), ...common },
+    },
+    handler: async (request) => ({ stats: await agents.stats(actingUser(request), request.params.id) }),
+  });
+
+  app.post('/api/deployments', {
+    schema: {
+      tags: ['deployments'],
+      summary: 'Provision an agent (the web app calls this)',
+      description:
+        'Acting user: `userId` in the body (or header `x-user-id`). Creates the agent with status `provisioning` — or, when `agentId` names an agent the web app already ' +
+        'created for this user, takes that one — and enqueues a deploy job. Jobs live in PostgreSQL and are taken by deployment workers with FOR UPDATE SKIP LOCKED ' +
+        '(a crashed worker\'s job is taken again when its lease expires; one active job per agent). The job deploys with per-agent credentials, waits for `/healthz` ' +
+        '(poll every 2 s, 60 s overall) and moves the agent to `running`, or to `error` after 3 failed attempts. Poll GET /api/deployments/:id or GET /api/agents/:id. ' +
+        'Answers 202 with the job. `plan` defaults to `label`; backend limits solo 1, collective 3, label 10, network unlimited (402 `AGENT_LIMIT_REACHED`). ' +
+        '500 `Hosting unavailable` (code `HOSTING_UNAVAILABLE`) when the hosting driver cannot be used.',
+      security,
+      body: jsonBody({
+        userId: userIdField,
+        agentId: z
+          .string({ error: 'agentId must be a string' })
+          .regex(/^[a-z0-9][a-z0-9-]{2,62}$/, { error: 'Invalid agentId' })
+          .optional(),
+        name: agentName,
+        plan: planName.optional(),
+        model: model.optional(),
+        aiProvider: aiProvider.optional(),
+        config: configObject.optional(),
+      }),
+      response: { 202: z.object({ deployment: deploymentObject, agent: agentObject }), 402: errorSchema, ...common },
+    },
+    handler: async (request, reply) => {
+      const userId = actingUser(request, request.body.userId);
+      const { userId: _ignored, ...input } = request.body;
+      return reply.code(202).send(await agents.requestDeployment({ ...input, userId }));
+    },
+  });
+
+  app.get('/api/deployments/:id', {
+    schema: {
+      tags: ['deployments'],
+      summary: 'One deployment job',
+      description: `${userHeaderDoc} Status queued → running → succeeded | failed (queued again between retries).`,
+      security,
+      params: z.object({ id: z.string().regex(UUID, { error: 'Invalid deployment id' }) }),
+      response: { 200: deploymentObject, ...common },
+    },
+    handler: async (request) => agents.getDeployment(actingUser(request), request.params.id),
+  });
+
+  app.get('/api/runtime-instances', {
+    schema: {
+      tags: ['agents'],
+      summary: 'Runtime instances: agents and what the hosting driver reports for each',
+      description:
+        'With header `x-user-id`: that user\'s agents; without it: all agents (operator view, newest first). `containerStatus` is the §3 container health value ' +
+        '(null when the hosting platform cannot be asked). `limit` default 50, max 100.',
+      security,
+      querystring: z.object({ limit: z.coerce.number({ error: 'limit must be a number' }).int().min(1).max(LIMITS.agentListMax).default(LIMITS.agentListDefault) }),
+      response: {
+        200: z.object({
+          instances: z.array(
+            z.object({
+              agentId: z.string(),
+              userId: z.string(),
+              name: z.string(),
+              status: z.string(),
+              containerStatus: z.string().nullable(),
+              driver: z.string(),
+              url: z.string(),
+              gatewayUrl: z.string().nullable(),
+              externalId: z.string().nullable(),
+              startedAt: z.string().nullable(),
+            }),
+          ),
+          count: z.number(),
+        }),
+        ...common,
+      },
+    },
+    handler: async (request) => {
+      const header = request.headers['x-user-id'];
+      const userId = typeof header === 'string' && header ? actingUser(request) : undefined;
+      const instances = await agents.runtimeInstances({ userId, limit: request.query.limit });
+      return { instances, count: instances.length };
+    },
+  });
+}

@@ -1,0 +1,109 @@
+/** Deployment jobs: FOR UPDATE SKIP LOCKED between workers, lease expiry after a crash, fencing. */
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { agentsRepo } from '../../src/domains/agents/agents.repo.ts';
+import { createAgentsService, insertAgentRecord } from '../../src/domains/agents/agents.service.ts';
+import { createDeploymentWorker } from '../../src/workers/deployments.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { TEST_SECRETS } from '../helpers/platform.ts';
+import { createFakeDriver } from './fake-driver.ts';
+
+let t: TestDatabase;
+let userId: string;
+const config = { AGENTS_DOMAIN: 'agents.test', BACKEND_URL: 'http://127.0.0.1:9', configured: { hosting: true } } as never;
+
+beforeAll(async () => {
+  t = await createTestDatabase();
+  userId = (await t.db.kysely.insertInto('users').values({ email: 'w@example.com', name: 'w', password_hash: null, referral_code: 'W1' }).returning('id').executeTakeFirstOrThrow()).id;
+});
+afterAll(() => t.drop());
+
+async function newJobs(n: number) {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const a = await t.db.withUser(userId, (trx) =>
+      insertAgentRecord(trx, { agentsDomain: 'agents.test', secretsKey: TEST_SECRETS.secretsEncryptionKey }, { userId, name: `job ${i}`, status: 'provisioning', plan: 'network' }),
+    );
+    await agentsRepo.enqueueDeploy(t.db.kysely, a.id, userId, 3);
+    ids.push(a.id);
+  }
+  return ids;
+}
+
+describe('deployment worker', () => {
+  it('two workers racing on the same queue deploy each agent exactly once', async () => {
+    const driver = createFakeDriver();
+    driver.deployDelayMs = 20;
+    const agents = createAgentsService({ db: t.db, config, secrets: TEST_SECRETS, driver });
+    const ids = await newJobs(12);
+    const workers = [createDeploymentWorker({ db: t.db, agents, workerId: 'w1' }), createDeploymentWorker({ db: t.db, agents, workerId: 'w2' })];
+    // each worker drains with 3 concurrent loops: 6 takers compete for 12 jobs
+    const drain = async (w: (typeof workers)[number]) => {
+      while (await w.runOnce());
+    };
+    await Promise.all(workers.flatMap((w) => [drain(w), drain(w), drain(w)]));
+
+    const perAgent = new Map<string, number>();
+    for (const s of driver.deploys) perAgent.set(s.agentId, (perAgent.get(s.agentId) ?? 0) + 1);
+    for (const id of ids) expect(perAgent.get(id)).toBe(1);
+    const jobs = await t.db.kysely.selectFrom('deployments').select(['status', 'attempts', 'agent_id']).where('agent_id', 'in', ids).execute();
+    expect(jobs.every((j) => j.status === 'succeeded' && j.attempts === 1)).toBe(true);
+    const agentsRows = await t.db.kysely.selectFrom('agents').select('status').where('id', 'in', ids).execute();
+    expect(agentsRows.every((a) => a.status === 'running')).toBe(true);
+  });
+
+  it('one active job per agent: enqueueing twice returns the same job', async () => {
+    const [id] = await newJobs(1);
+    const a = await agentsRepo.enqueueDeploy(t.db.kysely, id!, userId, 3);
+    const b = await agentsRepo.enqueueDeploy(t.db.kysely, id!, userId, 3);
+    expect(b.id).toBe(a.id);
+    await t.db.kysely.deleteFrom('deployments').where('agent_id', '=', id!).execute();
+  });
+
+  it('a job whose worker crashed mid-deploy (lease expired) is taken again and finished', async () => {
+    const [id] = await newJobs(1);
+    // a worker took the job, then died: status running, lease in the past
+    await t.db.kysely
+      .updateTable('deployments')
+      .set({ status: 'running', attempts: 1, locked_by: 'dead-worker', lease_until: sql<Date>`now() - interval '1 second'` })
+      .where('agent_id', '=', id!)
+      .execute();
+    const driver = createFakeDriver();
+    const agents = createAgentsService({ db: t.db, config, secrets: TEST_SECRETS, driver });
+    const w = createDeploymentWorker({ db: t.db, agents, workerId: 'rescuer' });
+    expect(await w.runOnce()).toBe(true);
+    const job = await t.db.kysely.selectFrom('deployments').selectAll().where('agent_id', '=', id!).executeTakeFirstOrThrow();
+    expect(job).toMatchObject({ status: 'succeeded', attempts: 2 });
+    expect(driver.deploys.map((s) => s.agentId)).toEqual([id]);
+    // the dead worker cannot overwrite the outcome (fencing by locked_by)
+    expect(await agentsRepo.finishJob(t.db.kysely, job.id, 'dead-worker', { status: 'failed', error: 'late' })).toBe(false);
+  });
+
+  it('a job with a live lease is not taken by another worker; the holder renews it', async () => {
+    const [id] = await newJobs(1);
+    const taken = await agentsRepo.takeJob(t.db.kysely, 'holder', 60_000);
+    expect(taken?.agent_id).toBe(id);
+    expect(await agentsRepo.takeJob(t.db.kysely, 'other', 60_000)).toBeUndefined();
+    expect(await agentsRepo.renewLease(t.db.kysely, taken!.id, 'holder', 60_000)).toBe(true);
+    expect(await agentsRepo.renewLease(t.db.kysely, taken!.id, 'other', 60_000)).toBe(false);
+    await agentsRepo.finishJob(t.db.kysely, taken!.id, 'holder', { status: 'succeeded' });
+  });
+
+  it('start-up reconciliation re-deploys agents marked running whose unit is gone', async () => {
+    const [id] = await newJobs(1);
+    const driver = createFakeDriver();
+    const agents = createAgentsService({ db: t.db, config, secrets: TEST_SECRETS, driver });
+    const w = createDeploymentWorker({ db: t.db, agents, workerId: 'first' });
+    while (await w.runOnce());
+    expect(driver.units.has(id!)).toBe(true);
+
+    // "platform restart": a new driver that has no units
+    const fresh = createFakeDriver();
+    const agents2 = createAgentsService({ db: t.db, config, secrets: TEST_SECRETS, driver: fresh });
+    expect(await agents2.reconcile()).toBeGreaterThanOrEqual(1);
+    const w2 = createDeploymentWorker({ db: t.db, agents: agents2, workerId: 'second' });
+    while (await w2.runOnce());
+    expect(fresh.units.has(id!)).toBe(true);
+    expect((await t.db.kysely.selectFrom('agents').select('status').where('id', '=', id!).executeTakeFirstOrThrow()).status).toBe('running');
+  });
+});

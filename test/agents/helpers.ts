@@ -1,0 +1,43 @@
+/**
+ * A platform for the agents route tests: both apps, the backend listening on a real loopback
+ * port (the web app reaches it over HTTP exactly as in production), the deployment worker
+ * running, and a hosting driver the test chooses (the in-memory fake by default).
+ */
+import { freePort } from '../../src/db/embedded.ts';
+import type { HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
+import { startTestPlatform, signUp, type TestPlatform } from '../helpers/platform.ts';
+import { createFakeDriver, type FakeDriver } from './fake-driver.ts';
+
+export type AgentsTestPlatform<D extends HostingDriver = FakeDriver> = TestPlatform & { driver: D; backendUrl: string };
+
+export async function startAgentsPlatform<D extends HostingDriver = FakeDriver>(
+  options: { env?: Record<string, string>; driver?: D; startWorkers?: boolean } = {},
+): Promise<AgentsTestPlatform<D>> {
+  const port = await freePort();
+  const driver = (options.driver ?? createFakeDriver()) as D;
+  const backendUrl = `http://127.0.0.1:${port}`;
+  const t = await startTestPlatform({ BACKEND_URL: backendUrl, ADMIN_EMAILS: 'admin@example.com', REGISTER_RATE_LIMIT: '100000', ...options.env }, { driver, workerPollMs: 50 });
+  await t.backend.listen({ host: '127.0.0.1', port });
+  if (options.startWorkers !== false) await t.platform.startWorkers();
+  return Object.assign(t, { driver, backendUrl });
+}
+
+/** A signed-up user whose subscription is active (users.subscription_status), on `plan`. */
+export async function subscriber(t: TestPlatform, plan: 'solo' | 'collective' | 'label' | 'network' = 'solo', email?: string) {
+  const u = await signUp(t.web, email ? { email } : {});
+  await t.database.db.kysely.updateTable('users').set({ subscription_status: 'active', plan }).where('id', '=', u.id).execute();
+  return u;
+}
+
+/** Waits until `check` returns a truthy value (polling), or throws after `timeoutMs`. */
+export async function eventually<T>(check: () => Promise<T | undefined | null | false>, timeoutMs = 10_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export const bearer = (t: TestPlatform) => ({ authorization: `Bearer ${t.config.INTERNAL_API_KEY}` });

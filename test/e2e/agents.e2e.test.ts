@@ -1,0 +1,184 @@
+/**
+ * End to end on real sockets with the real local driver and the built-in runtime: an admin signs
+ * in, provisions, the agent runs and answers /healthz and a chat completion (its model base URL
+ * points at a local OpenAI-compatible fake), is renamed and restarted; after a platform restart
+ * (apps, worker and driver closed; a new platform over the same database and DATA_DIR) it runs
+ * again; then it is deleted.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig, type Config } from '../../src/config/env.ts';
+import { freePort } from '../../src/db/embedded.ts';
+import type { App } from '../../src/http/shared/base-app.ts';
+import { decryptSecret } from '../../src/lib/crypto.ts';
+import { createMemoryRateLimiter } from '../../src/lib/rate-limiter.ts';
+import { createPlatform, type Platform } from '../../src/platform.ts';
+import { eventually } from '../agents/helpers.ts';
+import { startFakeOpenAiUpstream, type FakeOpenAiUpstream } from '../fakes/openai-upstream.ts';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { TEST_SECRETS } from '../helpers/platform.ts';
+
+let database: TestDatabase;
+let dataDir: string;
+let upstream: FakeOpenAiUpstream;
+let config: Config;
+let running: { platform: Platform; web: App; backend: App } | undefined;
+let webUrl: string;
+
+async function startPlatform() {
+  const platform = createPlatform({
+    config,
+    db: database.db,
+    secrets: TEST_SECRETS,
+    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    rateLimiter: createMemoryRateLimiter(),
+  });
+  const web = await platform.buildWebApp();
+  const backend = await platform.buildBackendApp();
+  await web.listen({ host: '127.0.0.1', port: config.WEB_PORT });
+  await backend.listen({ host: '127.0.0.1', port: config.BACKEND_PORT });
+  await platform.startWorkers();
+  running = { platform, web, backend };
+}
+
+async function stopPlatform() {
+  if (!running) return;
+  const r = running;
+  running = undefined;
+  await Promise.allSettled([r.web.close(), r.backend.close()]);
+  await r.platform.close();
+}
+
+let cookie = '';
+async function api(method: string, path: string, body?: unknown) {
+  const res = await fetch(`${webUrl}${path}`, {
+    method,
+    headers: { cookie, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  const setCookie = res.headers.get('set-cookie');
+  const m = setCookie ? /service-session=([^;]+)/.exec(setCookie) : null;
+  if (m) cookie = `service-session=${m[1]}`;
+  return { status: res.status, body: (await res.json()) as Record<string, any> };
+}
+
+const gatewayBase = (websocketUrl: string) => websocketUrl.replace(/^ws/, 'http').replace(/\/ws$/, '');
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  dataDir = mkdtempSync(join(tmpdir(), 'agents-e2e-'));
+  upstream = await startFakeOpenAiUpstream({ apiKey: 'router-test-key' });
+  const [webPort, backendPort] = [await freePort(), await freePort()];
+  config = loadConfig(
+    {
+      LOG_LEVEL: 'silent',
+      DATA_DIR: dataDir,
+      WEB_PORT: String(webPort),
+      BACKEND_PORT: String(backendPort),
+      INTERNAL_API_KEY: 'e2e-internal-key',
+      ADMIN_EMAILS: 'root@example.com',
+      HOSTING_DRIVER: 'local',
+      AGENT_RUNTIME: 'builtin',
+      ROUTER_BASE_URL: upstream.baseUrl,
+      ROUTER_API_KEY: 'router-test-key',
+    },
+    { readDotEnv: false },
+  );
+  webUrl = `http://127.0.0.1:${webPort}`;
+  await startPlatform();
+}, 120_000);
+
+afterAll(async () => {
+  await stopPlatform();
+  await upstream?.close();
+  await database?.drop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('agents end to end (local driver, built-in runtime)', () => {
+  let agentId: string;
+  let userId: string;
+
+  it('an admin signs in and provisions; the agent reaches running and its /healthz answers', async () => {
+    const reg = await api('POST', '/api/register', { email: 'root@example.com', password: 'correct horse battery' });
+    expect(reg.status).toBe(201);
+    userId = reg.body.id;
+    expect((await api('POST', '/api/auth/login', { email: 'root@example.com', password: 'correct horse battery' })).status).toBe(200);
+
+    const prov = await api('POST', '/api/agents/provision', { name: 'E2E agent', model: 'gpt-4' });
+    expect(prov.status).toBe(201);
+    expect(prov.body.agent.status).toBe('provisioning');
+    agentId = prov.body.agent.id;
+
+    const agent = await eventually(async () => {
+      const r = await api('GET', `/api/agents/${agentId}`);
+      if (r.body.agent?.status === 'error') throw new Error('provisioning failed');
+      return r.body.agent?.status === 'running' ? r.body.agent : null;
+    }, 60_000, 200);
+    const health = await fetch(`${gatewayBase(agent.websocketUrl)}/healthz`);
+    expect(await health.json()).toEqual({ ok: true, status: 'live' });
+  }, 90_000);
+
+  it('a chat completion through the agent reaches the model upstream and returns', async () => {
+    const agent = (await api('GET', `/api/agents/${agentId}`)).body.agent;
+    const creds = await database.db.kysely.selectFrom('agent_credentials').selectAll().where('agent_id', '=', agentId).executeTakeFirstOrThrow();
+    const token = decryptSecret(TEST_SECRETS.secretsEncryptionKey, creds.gateway_token_enc);
+    const base = gatewayBase(agent.websocketUrl);
+    const denied = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(denied.status).toBe(401);
+    const res = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'ping' }] }),
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { choices: { message: { content: string } }[] };
+    expect(body.choices[0]!.message.content).toContain('ping');
+    expect(upstream.requests.at(-1)!.authorization).toBe('Bearer router-test-key');
+    expect(upstream.requests.at(-1)!.body.model).toBe('gpt-4');
+
+    const logs = await api('GET', `/api/agents/${agentId}/logs`);
+    expect(logs.status).toBe(200);
+    expect(logs.body.logs.length).toBeGreaterThan(0);
+    const stats = await api('GET', `/api/agents/${agentId}/stats`);
+    expect(stats.body.status).toBe('ok');
+    expect(stats.body.stats.pids).toBeGreaterThan(0);
+  }, 30_000);
+
+  it('rename and restart', async () => {
+    const renamed = await api('PATCH', `/api/agents/${agentId}`, { name: 'Renamed agent' });
+    expect(renamed.body).toMatchObject({ success: true, agent: { name: 'Renamed agent' } });
+    const restart = await api('POST', `/api/instance/${userId}/restart`, { agentId });
+    expect(restart.status).toBe(200);
+    const agent = await eventually(async () => {
+      const a = (await api('GET', `/api/agents/${agentId}`)).body.agent;
+      if (a.status !== 'running') return null;
+      const ok = await fetch(`${gatewayBase(a.websocketUrl)}/healthz`).then((r) => r.ok, () => false);
+      return ok ? a : null;
+    }, 60_000, 200);
+    expect(agent.name).toBe('Renamed agent');
+  }, 90_000);
+
+  it('after a platform restart the running agent runs again', async () => {
+    await stopPlatform();
+    await startPlatform();
+    const agent = await eventually(async () => {
+      const a = (await api('GET', `/api/agents/${agentId}`)).body.agent;
+      if (a?.status !== 'running') return null;
+      const ok = await fetch(`${gatewayBase(a.websocketUrl)}/healthz`).then((r) => r.ok, () => false);
+      return ok ? a : null;
+    }, 90_000, 250);
+    expect(agent.id).toBe(agentId);
+  }, 120_000);
+
+  it('delete removes the agent and stops its process', async () => {
+    const agent = (await api('GET', `/api/agents/${agentId}`)).body.agent;
+    const del = await api('DELETE', `/api/agents/${agentId}`);
+    expect(del.body).toEqual({ success: true, id: agentId, deleted: true });
+    expect((await api('GET', `/api/agents/${agentId}`)).status).toBe(404);
+    await eventually(async () => !(await fetch(`${gatewayBase(agent.websocketUrl)}/healthz`).then((r) => r.ok, () => false)), 20_000, 200);
+  }, 30_000);
+});
