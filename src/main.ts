@@ -32,6 +32,15 @@ async function main() {
     }
     throw err;
   }
+  // `npm start` with no INTERNAL_API_KEY: both apps run here and the web app must still reach the
+  // backend, so generate a key once into DATA_DIR (0600) and give it to both. A backend started
+  // alone keeps answering 500 `Server misconfigured` (§5): nobody else could know a generated key.
+  let generatedInternalKey = false;
+  if (mode === 'all' && !config.INTERNAL_API_KEY) {
+    const key = storedSecret(config.DATA_DIR, 'internalApiKey', () => randomBytes(32).toString('base64url'));
+    config = { ...config, INTERNAL_API_KEY: key, configured: { ...config.configured, internalApiKey: true } };
+    generatedInternalKey = true;
+  }
   const secrets = resolveSecrets(config);
 
   let embedded: EmbeddedServer | undefined;
@@ -54,6 +63,11 @@ async function main() {
   };
   if (mode !== 'backend') await listen(platform.buildWebApp, config.WEB_PORT, 'web');
   if (mode !== 'web') await listen(platform.buildBackendApp, config.BACKEND_PORT, 'backend');
+  if (generatedInternalKey) {
+    apps[0]?.log.info({ stored: 'DATA_DIR/secrets.json' }, 'INTERNAL_API_KEY not set: using a generated key for the web app and the backend in this process');
+  }
+  // deployment jobs run where the backend runs (it owns the hosting driver)
+  if (mode !== 'web') await platform.startWorkers();
   apps[0]?.log.info(
     { database: embedded ? 'embedded' : 'DATABASE_URL', migrationsApplied: applied.length, docs: '/docs' },
     'platform ready',

@@ -114,6 +114,13 @@ const envSchema = z.object({
   GEMINI_API_KEY: optionalString,
   GEMINI_BASE_URL: url('https://generativelanguage.googleapis.com/v1beta/openai'),
   AI_TIMEOUT_MS: positiveInt(60_000),
+  /** added: reject AI chat with 429 QUOTA_EXCEEDED once a user's monthly tokens reach the plan quota (§4.9 "planned"); off by default */
+  AI_QUOTA_ENFORCE: bool(false),
+  /** added: the sixth provider configuration (§4.9), any OpenAI-compatible endpoint outside the fallback chain; off unless both are set */
+  AI_CUSTOM_BASE_URL: optionalUrl,
+  AI_CUSTOM_API_KEY: optionalString,
+  /** added: the model id the custom provider serves (catalog id `custom/<AI_CUSTOM_MODEL>`) */
+  AI_CUSTOM_MODEL: z.string().trim().min(1).max(200).default('default'),
 
   // Payments and wallets
   STRIPE_SECRET_KEY: optionalString,
@@ -132,6 +139,8 @@ const envSchema = z.object({
   X402_GATEWAY_URL: optionalUrl,
   TRADING_API_URL: optionalUrl,
   TRADING_API_KEY: optionalString,
+  /** added: per-call timeout of the trading service (balances, prompt, job status); unreachable or slower answers 503 */
+  TRADING_TIMEOUT_MS: positiveInt(15_000),
 
   // Calendar and storage
   CALENDAR_CLIENT_ID: optionalString,
@@ -141,6 +150,8 @@ const envSchema = z.object({
   CALENDAR_API_URL: url('https://www.googleapis.com/calendar/v3'),
   KV_REST_API_URL: optionalUrl,
   KV_REST_API_TOKEN: optionalString,
+  /** added: per-command timeout of the Redis-over-REST store (one retry) */
+  KV_TIMEOUT_MS: positiveInt(3_000),
 });
 
 export type RawEnv = z.output<typeof envSchema>;

@@ -35,4 +35,79 @@ export const LIMITS = {
   healthUnhealthyAbove: 85,
   /** referral credit given to both the new user and the referrer (amount not shown in §4.1) */
   referralCredit: 10,
+  /** §4.14 workflows: bounds the specification leaves open (also CHECKs in migration 004) */
+  workflowNameMax: 200,
+  workflowDescriptionMax: 2000,
+  workflowNodesMax: 100,
+  /** length of a node's JSON-encoded `config` (§2) */
+  workflowNodeConfigMax: 16_384,
+  /** §4.12 heartbeat: default frequency and the largest accepted one (30 days) */
+  heartbeatDefaultFrequency: '3h',
+  heartbeatMaxFrequencyMs: 30 * 24 * 60 * 60 * 1000,
+  heartbeatAgentIdMax: 200,
+  /** §8 bridge inbox: default 50, max 100; default window 24 hours */
+  bridgeInboxDefaultLimit: 50,
+  bridgeInboxMaxLimit: 100,
+  bridgeInboxWindowMs: 24 * 60 * 60 * 1000,
+  /** bridge message content and reader name (not shown in §4.13; also CHECKs in migration 004) */
+  bridgeContentMax: 16_000,
+  bridgeReaderMax: 100,
+  /** §4.5 GET /api/trading/balances default `chains` */
+  tradingDefaultChains: ['base', 'polygon', 'mainnet', 'solana', 'unichain'],
+  /** §4.5 prompt, threadId, jobId and chain list sizes: not shown; bounds so a request cannot be arbitrarily large */
+  tradingPromptMax: 10_000,
+  tradingIdMax: 200,
+  tradingChainsMax: 20,
+  /** §6 / §8 hosting webhook record TTL in the key-value store: 7 days (seconds, as Redis EX takes) */
+  hostingStatusTtlSeconds: 7 * 24 * 60 * 60,
+  /** §4.2 "not serializable" (depth not shown): configuration objects nest at most this deep */
+  configMaxDepth: 64,
+  /** §4.3 lookup prefix: the first 10 characters of a key (also its `keyPreview`) */
+  apiKeyPrefixLength: 10,
+  /** §4.3 longest string accepted as an API key to look up (ours are 43 chars); longer is invalid */
+  apiKeyMaxLength: 200,
+  /** §1 item 3 / §8 agent container settings: the gateway port inside a container */
+  agentGatewayPort: 18789,
+  /** §8 gateway token size: 48 chars (24 bytes) from provisioning */
+  gatewayTokenLength: 48,
+  /** §8 gateway auth rate limit: 10 failed attempts per 60,000 ms window, then a 300,000 ms lockout (loopback exempt) */
+  gatewayAuthMaxFailures: 10,
+  gatewayAuthWindowMs: 60_000,
+  gatewayAuthLockoutMs: 300_000,
+  /** §8 / §4.12 health probe: 5 s per probe, poll every 2 s, 60 s overall */
+  healthProbeTimeoutMs: 5_000,
+  healthPollIntervalMs: 2_000,
+  healthWaitTimeoutMs: 60_000,
+  /** §8 chat WebSocket timeout (one reply on the agent's WebSocket chat) */
+  chatWebSocketTimeoutMs: 30_000,
+  /** §4.7 / §8 web agent limits by tier (starter 1, pro 3, enterprise 100); an unrecognized tier gets 1 */
+  webAgentLimits: { starter: 1, pro: 3, enterprise: 100 } as Record<string, number>,
+  webAgentLimitDefault: 1,
+  /** §4.7 / §8 backend agent limits by plan; network unlimited */
+  backendAgentLimits: { solo: 1, collective: 3, label: 10, network: Number.POSITIVE_INFINITY } as Record<string, number>,
+  /** §4.7 / §8 provisioning call timeout (web → backend POST /api/deployments) */
+  provisioningTimeoutMs: 15_000,
+  /** other web → backend calls (logs, stats, rename sync, lifecycle): not shown; shorter so a page never hangs */
+  backendCallTimeoutMs: 10_000,
+  /** §8 agent logs and messages listing: default 50, max 100 */
+  agentListDefault: 50,
+  agentListMax: 100,
+  /** deployment jobs (not in the specification): lease a worker holds and renews while deploying; attempts before `error` */
+  deploymentLeaseMs: 30_000,
+  deploymentMaxAttempts: 3,
+  deploymentRetryBaseMs: 2_000,
+  /** §2 Plans: models per plan (network and admins: all) */
+  aiPlanModelCount: { solo: 3, collective: 5, label: 7, network: Number.POSITIVE_INFINITY } as Record<string, number>,
+  /** §4.9 / §8 planned monthly token quotas (enforced only when AI_QUOTA_ENFORCE=true); network unlimited */
+  aiMonthlyTokenQuota: { solo: 2_000_000, collective: 6_000_000, label: 20_000_000, network: Number.POSITIVE_INFINITY } as Record<string, number>,
+  /** §4.10 / §8 demo chat: fixed max_tokens and the cap on each conversation entry */
+  demoMaxTokens: 1024,
+  demoConversationEntryMax: 4000,
+  /** demo conversation entries kept (not shown; bounds the upstream prompt) */
+  demoConversationMaxEntries: 50,
+  /** AI chat input bounds (not shown in §4.9): messages per request, characters per message */
+  aiMaxMessages: 500,
+  aiMaxMessageChars: 200_000,
+  /** how long the router's /models is trusted before GET /api/ai/models refreshes it in the background */
+  aiCatalogRefreshMs: 60 * 60 * 1000,
 } as const;

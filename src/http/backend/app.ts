@@ -1,12 +1,26 @@
 /** The backend app ({backend_url}): bearer-key API for agents, deployments, the AI layer. */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config/env.ts';
+import type { AiService } from '../../domains/ai/ai.service.ts';
+import type { HostingMcpService } from '../../domains/hosting-mcp/hosting-mcp.service.ts';
+import type { KeysService } from '../../domains/keys/keys.service.ts';
+import { createBearerAuth } from '../shared/bearer-auth.ts';
 import { createBaseApp, type App } from '../shared/base-app.ts';
+import { aiRoutes } from './routes/ai.routes.ts';
+import type { AgentsService } from '../../domains/agents/agents.service.ts';
+import { backendAgentsRoutes } from './routes/agents.routes.ts';
 import { backendHealthRoutes } from './routes/health.routes.ts';
+import { hostingMcpRoutes } from './routes/hosting-mcp.routes.ts';
+import { backendKeysRoutes } from './routes/keys.routes.ts';
 
-export type BackendServices = Record<string, never>;
+export type BackendServices = {
+  agents: AgentsService;
+  ai: AiService;
+  keys: KeysService;
+  hostingMcp: HostingMcpService;
+};
 
-export async function buildBackendApp(config: Config, _services: BackendServices, options: { logger?: FastifyBaseLogger } = {}): Promise<App> {
+export async function buildBackendApp(config: Config, services: BackendServices, options: { logger?: FastifyBaseLogger } = {}): Promise<App> {
   const app = await createBaseApp({
     title: 'Agent platform — backend API',
     description:
@@ -20,5 +34,15 @@ export async function buildBackendApp(config: Config, _services: BackendServices
     ...(options.logger ? { logger: options.logger } : {}),
   });
   backendHealthRoutes(app, { config });
+  // §4.3 key validation and §4.16 hosting MCP: core routes behind the bearer key (§5)
+  await app.register(async (core) => {
+    core.addHook('onRequest', createBearerAuth(config.INTERNAL_API_KEY));
+    // §4.7 backend agents, §4.18 deployments, lifecycle and runtime instances
+    backendAgentsRoutes(core, { agents: services.agents });
+    // §4.9 AI: own scope so its per-IP limit covers exactly /api/ai/*
+    await core.register(async (aiScope) => aiRoutes(aiScope, { ai: services.ai, config }));
+    backendKeysRoutes(core, { keys: services.keys });
+    hostingMcpRoutes(core, { hostingMcp: services.hostingMcp });
+  });
   return app;
 }

@@ -2,14 +2,48 @@
 import fastifyCookie from '@fastify/cookie';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config/env.ts';
+import type { AiService } from '../../domains/ai/ai.service.ts';
 import type { AccountsService } from '../../domains/accounts/accounts.service.ts';
+import type { ConfigService } from '../../domains/config/config.service.ts';
+import type { KeysService } from '../../domains/keys/keys.service.ts';
 import type { HealthService } from '../../domains/health/health.service.ts';
+import type { BridgeService } from '../../domains/bridge/bridge.service.ts';
+import type { HeartbeatService } from '../../domains/heartbeat/heartbeat.service.ts';
+import type { WorkflowsService } from '../../domains/workflows/workflows.service.ts';
+import type { HostingStatusService } from '../../domains/hosting-status/hosting-status.service.ts';
+import type { SessionWalletService } from '../../domains/session-wallet/session-wallet.service.ts';
+import type { TradingService } from '../../domains/trading/trading.service.ts';
 import { createBaseApp, type App } from '../shared/base-app.ts';
 import { createSessionAuth, SESSION_COOKIE, type SessionAuth } from '../shared/session.ts';
+import type { AgentsWebService } from '../../domains/agents/agents.web.service.ts';
 import { accountsRoutes } from './routes/accounts.routes.ts';
+import { agentsRoutes } from './routes/agents.routes.ts';
+import { instanceRoutes } from './routes/instance.routes.ts';
+import { demoRoutes } from './routes/demo.routes.ts';
+import { configRoutes } from './routes/config.routes.ts';
+import { keysRoutes } from './routes/keys.routes.ts';
 import { webHealthRoutes } from './routes/health.routes.ts';
+import { bridgeRoutes } from './routes/bridge.routes.ts';
+import { heartbeatRoutes } from './routes/heartbeat.routes.ts';
+import { workflowsRoutes } from './routes/workflows.routes.ts';
+import { hostingWebhookRoutes } from './routes/hosting-webhook.routes.ts';
+import { sessionWalletRoutes } from './routes/session-wallet.routes.ts';
+import { tradingRoutes } from './routes/trading.routes.ts';
 
-export type WebServices = { accounts: AccountsService; health: HealthService };
+export type WebServices = {
+  agentsWeb: AgentsWebService;
+  ai: AiService;
+  accounts: AccountsService;
+  health: HealthService;
+  workflows: WorkflowsService;
+  heartbeat: HeartbeatService;
+  bridge: BridgeService;
+  trading: TradingService;
+  sessionWallet: SessionWalletService;
+  hostingStatus: HostingStatusService;
+  agentConfig: ConfigService;
+  keys: KeysService;
+};
 
 export async function buildWebApp(config: Config, services: WebServices, options: { logger?: FastifyBaseLogger } = {}): Promise<App> {
   const app = await createBaseApp({
@@ -21,12 +55,26 @@ export async function buildWebApp(config: Config, services: WebServices, options
     logLevel: config.LOG_LEVEL,
     bodyLimit: config.BODY_LIMIT,
     trustProxy: config.TRUST_PROXY,
-    securitySchemes: { sessionCookie: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE } },
+    securitySchemes: {
+      sessionCookie: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE },
+      bridgeSecret: { type: 'apiKey', in: 'header', name: 'x-bridge-secret' },
+    },
     ...(options.logger ? { logger: options.logger } : {}),
   });
   await app.register(fastifyCookie);
   const session: SessionAuth = createSessionAuth(services.accounts, { secure: config.secureCookies });
   accountsRoutes(app, { accounts: services.accounts, session });
   webHealthRoutes(app, { health: services.health, session });
+  agentsRoutes(app, { agents: services.agentsWeb, session });
+  instanceRoutes(app, { agents: services.agentsWeb, session });
+  demoRoutes(app, { ai: services.ai });
+  workflowsRoutes(app, { workflows: services.workflows, session });
+  heartbeatRoutes(app, { heartbeat: services.heartbeat, session });
+  bridgeRoutes(app, { bridge: services.bridge, bridgeSecret: config.BRIDGE_SECRET });
+  configRoutes(app, { config: services.agentConfig, session });
+  keysRoutes(app, { keys: services.keys, session });
+  tradingRoutes(app, { trading: services.trading, session });
+  sessionWalletRoutes(app, { sessionWallet: services.sessionWallet, session });
+  await hostingWebhookRoutes(app, { hostingStatus: services.hostingStatus, session });
   return app;
 }
