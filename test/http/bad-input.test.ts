@@ -216,6 +216,8 @@ describe('§7 malformed URLs → 4xx JSON {error}', () => {
     expect(res.statusCode).toBeGreaterThanOrEqual(400);
     expect(res.statusCode).toBeLessThan(500);
     expect(typeof res.json().error).toBe('string');
+    // our one error shape, not Fastify's own {error,code,message,statusCode}
+    expect(res.json().statusCode).toBeUndefined();
   });
 });
 

@@ -11,7 +11,7 @@ import type { DB } from '../../db/schema.ts';
 
 type Conn = Kysely<DB> | Tx;
 
-const profileColumns = ['id', 'email', 'name', 'plan', 'credits', 'two_factor_enabled'] as const;
+const profileColumns = ['id', 'email', 'name', 'plan', 'credits', 'two_factor_enabled', 'referral_code'] as const;
 
 export const accountsRepo = {
   findUserForLogin(db: Conn, email: string) {

@@ -210,8 +210,16 @@ export function createAccountsService(deps: AccountsDeps) {
   };
 }
 
-function toProfile(row: { id: string; email: string; name: string; plan: string; credits: number; two_factor_enabled: boolean }) {
-  return { id: row.id, email: row.email, name: row.name, plan: row.plan, credits: row.credits, twoFactorEnabled: row.two_factor_enabled };
+function toProfile(row: { id: string; email: string; name: string; plan: string; credits: number; two_factor_enabled: boolean; referral_code: string }) {
+  return {
+    id: row.id,
+    email: row.email,
+    name: row.name,
+    plan: row.plan,
+    credits: row.credits,
+    twoFactorEnabled: row.two_factor_enabled,
+    referralCode: row.referral_code,
+  };
 }
 
 export type AccountsService = ReturnType<typeof createAccountsService>;

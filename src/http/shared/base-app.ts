@@ -5,7 +5,7 @@
  */
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import {
   jsonSchemaTransform,
   serializerCompiler,
@@ -37,8 +37,12 @@ export async function createBaseApp(options: BaseAppOptions): Promise<App> {
     bodyLimit: options.bodyLimit,
     trustProxy: options.trustProxy,
     // §7: bad input gets a JSON 4xx; a huge or deeply odd URL must not become a 5xx either
-    maxParamLength: 200,
+    routerOptions: { maxParamLength: 200 },
     return503OnClosing: true,
+    // malformed URLs (`/api/%zz`) and similar router-level failures: our JSON shape, not Fastify's
+    frameworkErrors: (error, _request, reply) => {
+      void (reply as FastifyReply).code(400).send({ error: error.code === 'FST_ERR_BAD_URL' ? 'Malformed URL' : 'Bad request' });
+    },
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

@@ -13,7 +13,7 @@ export function redactUrl(url: string): string {
   const q = url.indexOf('?');
   if (q === -1) return url;
   const params = new URLSearchParams(url.slice(q + 1));
-  for (const k of [...params.keys()]) if (SECRET_QUERY.test(k)) params.set(k, '[redacted]');
+  for (const k of [...params.keys()]) if (SECRET_QUERY.test(k)) params.set(k, 'REDACTED');
   return `${url.slice(0, q)}?${params.toString()}`;
 }
 
@@ -50,7 +50,6 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
 
 export const requestIdOptions = {
   requestIdHeader: 'x-request-id',
-  requestIdLogLabel: 'reqId',
   /** Honour a sane incoming x-request-id (tracing through a proxy); otherwise a fresh UUID. */
   genReqId: (req: IncomingMessage): string => {
     const incoming = req.headers['x-request-id'];

@@ -79,6 +79,7 @@ const profile = z.object({
   plan: z.string(),
   credits: z.number(),
   twoFactorEnabled: z.boolean(),
+  referralCode: z.string().describe('Added to the §4.1 shape: the code others enter at sign-up to credit this user'),
 });
 const cookieSecurity = [{ sessionCookie: [] }];
 
