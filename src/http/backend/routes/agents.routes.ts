@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import type { AgentsService } from '../../../domains/agents/agents.service.ts';
 import { badRequest } from '../../../lib/errors.ts';
+import { agentName, configObject } from '../../../domains/agents/agents.schemas.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 
@@ -37,12 +38,6 @@ const planName = z
   .regex(/^[a-z_]+$/, { error: 'Invalid plan' });
 const aiProvider = z.string({ error: 'aiProvider must be a string' }).trim().min(1).max(64, { error: 'aiProvider too long' });
 const model = z.string({ error: 'model must be a string' }).trim().min(1).max(200, { error: 'model too long' });
-const agentName = z
-  .string({ error: 'Name required' })
-  .trim()
-  .min(LIMITS.agentNameMin, { error: 'Name required' })
-  .max(LIMITS.agentNameMax, { error: `Name must be at most ${LIMITS.agentNameMax} characters` });
-const configObject = z.record(z.string(), z.unknown(), { error: 'config must be an object' });
 const userIdField = z.string({ error: 'userId must be a string' }).max(64).optional().describe('Acting user when header `x-user-id` is absent');
 const agentIdParam = z.object({ id: z.string().min(1).max(200) });
 

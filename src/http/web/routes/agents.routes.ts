@@ -4,18 +4,13 @@
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import type { AgentsWebService, WebUser } from '../../../domains/agents/agents.web.service.ts';
+import { agentName, configObject } from '../../../domains/agents/agents.schemas.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import type { SessionAuth } from '../../shared/session.ts';
 
 const security = [{ sessionCookie: [] }];
 const idParam = z.object({ id: z.string().min(1).max(200) });
-const agentName = z
-  .string({ error: 'Name required' })
-  .trim()
-  .min(LIMITS.agentNameMin, { error: 'Name required' })
-  .max(LIMITS.agentNameMax, { error: `Name must be at most ${LIMITS.agentNameMax} characters` });
-const configObject = z.record(z.string(), z.unknown(), { error: 'config must be an object' });
 const webAgent = z.object({
   id: z.string(),
   name: z.string(),
