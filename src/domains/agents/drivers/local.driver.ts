@@ -26,7 +26,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, readSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../../db/embedded.ts';
@@ -45,6 +45,9 @@ import {
   type LogLine,
 } from './driver.ts';
 import { cpuPercent, isAlive, isStopped, memoryPercentOfTotal, readEnviron, stopProcess, treeUsage, type TreeUsage } from './proc.ts';
+
+/** How long deploy() waits for a new local process to listen before leaving it to the health poll. */
+const LISTEN_WAIT_MS = 20_000;
 
 export type LocalRuntimeKind = 'builtin' | 'openclaw';
 
@@ -209,6 +212,28 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   /** The previous port when it is free again (a stable URL across restarts), else a new free one. */
   const pickPort = async (previous: AgentState | undefined) => (previous && (await portIsFree(previous.port)) ? previous.port : freePort());
 
+  /**
+   * Resolves once the freshly started process accepts TCP connections on its port (or has died,
+   * or `LISTEN_WAIT_MS` passed). A loopback connect costs microseconds, so deploy() returns the
+   * moment the gateway listens and the §4.12 health poll (every 2 s) succeeds on its first probe
+   * instead of waiting out a whole interval (bench/provisioning.bench.ts).
+   */
+  async function waitUntilListening(state: AgentState): Promise<void> {
+    const deadline = Date.now() + LISTEN_WAIT_MS;
+    while (Date.now() < deadline && isAlive(state.pid)) {
+      const open = await new Promise<boolean>((resolve) => {
+        const socket = connect({ host: '127.0.0.1', port: state.port });
+        socket.once('connect', () => {
+          socket.destroy();
+          resolve(true);
+        });
+        socket.once('error', () => resolve(false));
+      });
+      if (open) return;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
   function envFor(spec: AgentDeploySpec, port: number): Record<string, string> {
     const d = dirs(spec.agentId);
     const url = `http://127.0.0.1:${port}`;
@@ -259,7 +284,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       env.OPENCLAW_GATEWAY_PORT = String(port);
       env.AGENT_GATEWAY_URL = `http://127.0.0.1:${port}`;
     }
-    launch(agentId, env);
+    await waitUntilListening(launch(agentId, env));
   }
 
   async function status(agentId: string): Promise<{ status: ContainerStatus; url?: string }> {
@@ -295,6 +320,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       }
       await stopAgent(spec.agentId, previous);
       const state = launch(spec.agentId, envFor(spec, await pickPort(previous)));
+      await waitUntilListening(state);
       return { externalId: `local-${state.pid}`, url: state.url, status: 'starting' };
     },
 
