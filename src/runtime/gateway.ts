@@ -32,6 +32,12 @@ export type GatewayOptions = {
   loopbackExempt?: boolean;
   /** extra readiness checks: name → passes */
   readinessChecks?: Record<string, () => boolean>;
+  /**
+   * Called after each answered chat turn (not awaited), so the platform can store the
+   * conversation for GET /api/agents/:id/messages (§4.7). Streamed completions are not reported:
+   * the gateway passes their bytes through without assembling the text.
+   */
+  reportTurn?: (turn: ChatTurn) => void;
   startedAt?: number;
 };
 
@@ -46,6 +52,18 @@ export type RuntimeStats = {
 };
 
 type ChatMessage = { role: string; content: unknown };
+
+export type ChatTurn = { user: string; reply: string; responseMs: number; channel: 'api' | 'websocket' };
+
+/** The text of the last user message of an OpenAI-style request, when it is plain text. */
+const lastUserText = (messages: unknown): string | undefined => {
+  if (!Array.isArray(messages)) return undefined;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i] as ChatMessage | undefined;
+    if (m?.role === 'user') return typeof m.content === 'string' ? m.content : undefined;
+  }
+  return undefined;
+};
 
 const openAiError = (message: string, type: string, code?: string) => ({ error: { message, type, ...(code ? { code } : {}) } });
 
@@ -237,8 +255,12 @@ export async function createGateway(options: GatewayOptions): Promise<{ app: Fas
       record(false, 0);
       return reply.code(502).send(openAiError('The model provider returned invalid JSON', 'upstream_error'));
     }
-    record(true, Date.now() - started);
-    request.log.info({ source: 'chat', model, ms: Date.now() - started }, 'chat completion answered');
+    const ms = Date.now() - started;
+    record(true, ms);
+    request.log.info({ source: 'chat', model, ms }, 'chat completion answered');
+    const userText = lastUserText(body.messages);
+    const replyText = (json as { choices?: { message?: { content?: unknown } }[] }).choices?.[0]?.message?.content;
+    if (options.reportTurn && userText && typeof replyText === 'string') options.reportTurn({ user: userText, reply: replyText, responseMs: ms, channel: 'api' });
     return reply.send(json);
   });
 
@@ -278,6 +300,7 @@ export async function createGateway(options: GatewayOptions): Promise<{ app: Fas
         record(true, Date.now() - started);
         request.log.info({ source: 'chat', model, ms: Date.now() - started, channel: 'websocket' }, 'chat reply sent');
         socket.send(JSON.stringify({ type: 'reply', content }));
+        options.reportTurn?.({ user: msg.content, reply: content, responseMs: Date.now() - started, channel: 'websocket' });
       } catch (err) {
         history.pop();
         record(false, 0);

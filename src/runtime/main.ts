@@ -32,7 +32,7 @@ import { join, resolve } from 'node:path';
 import pino from 'pino';
 import { LIMITS } from '../config/limits.ts';
 import { buildAgentConfig, configValue } from './agent-config.ts';
-import { createGateway } from './gateway.ts';
+import { createGateway, type ChatTurn } from './gateway.ts';
 
 const PLATFORM_SECRETS = ['DATABASE_URL', 'INTERNAL_API_KEY', 'WALLET_ENCRYPTION_KEY', 'SECRETS_ENCRYPTION_KEY'];
 const leaked = PLATFORM_SECRETS.filter((name) => process.env[name] !== undefined);
@@ -97,11 +97,41 @@ const model = {
   timeoutMs: Number(str('AGENT_MODEL_TIMEOUT_MS') ?? 60_000) || 60_000,
 };
 
+/**
+ * Chat turns go back to the platform with the agent's own scoped key (never the platform's
+ * INTERNAL_API_KEY), so GET /api/agents/:id/messages shows the real conversation. Fire and
+ * forget: a platform that is briefly unreachable must not slow or fail the chat.
+ */
+const backendUrl = str('AGENT_BACKEND_URL');
+const platformKey = str('AGENT_PLATFORM_API_KEY');
+const reportTurn =
+  backendUrl && platformKey
+    ? (turn: ChatTurn) => {
+        const platform = turn.channel === 'websocket' ? 'webchat' : 'api';
+        fetch(`${backendUrl.replace(/\/+$/, '')}/api/agent-callbacks/messages`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${platformKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            messages: [
+              { sender: 'user', content: turn.user.slice(0, 32_000), platform },
+              { sender: 'agent', content: turn.reply.slice(0, 32_000), platform, responseMs: turn.responseMs },
+            ],
+          }),
+          signal: AbortSignal.timeout(5_000),
+        })
+          .then((res) => {
+            if (!res.ok) logger.warn({ source: 'runtime', status: res.status }, 'platform did not store the chat turn');
+          })
+          .catch((err: Error) => logger.warn({ source: 'runtime', err: err.message }, 'platform unreachable: chat turn not stored'));
+      }
+    : undefined;
+
 const { app } = await createGateway({
   gatewayToken: token,
   agentId,
   model,
   logger,
+  ...(reportTurn ? { reportTurn } : {}),
   statsFile: join(logsDir, 'stats.json'),
   loopbackExempt: str('AGENT_AUTH_LOOPBACK_EXEMPT') !== 'false' && str('AGENT_AUTH_LOOPBACK_EXEMPT') !== '0',
   readinessChecks: {

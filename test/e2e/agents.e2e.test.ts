@@ -146,6 +146,19 @@ describe('agents end to end (local driver, built-in runtime)', () => {
     const stats = await api('GET', `/api/agents/${agentId}/stats`);
     expect(stats.body.status).toBe('ok');
     expect(stats.body.stats.pids).toBeGreaterThan(0);
+
+    // §4.7 messages are the real conversation: the runtime reports each turn with its own key
+    const deadline = Date.now() + 10_000;
+    let messages: { sender: string; content: string; agentId: string }[] = [];
+    while (Date.now() < deadline) {
+      messages = (await api('GET', `/api/agents/${agentId}/messages`)).body.messages;
+      if (messages.length >= 2) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(messages.map((m) => m.sender).sort()).toEqual(['agent', 'user']);
+    expect(messages.find((m) => m.sender === 'user')!.content).toBe('ping');
+    expect(messages.find((m) => m.sender === 'agent')!.content).toBe(body.choices[0]!.message.content);
+    expect(messages.every((m) => m.agentId === agentId)).toBe(true);
   }, 30_000);
 
   it('rename and restart', async () => {

@@ -8,6 +8,7 @@ import { createBearerAuth } from '../shared/bearer-auth.ts';
 import { createBaseApp, type App } from '../shared/base-app.ts';
 import { aiRoutes } from './routes/ai.routes.ts';
 import type { AgentsService } from '../../domains/agents/agents.service.ts';
+import { agentCallbackRoutes } from './routes/agent-callbacks.routes.ts';
 import { backendAgentsRoutes } from './routes/agents.routes.ts';
 import { backendHealthRoutes } from './routes/health.routes.ts';
 import { hostingMcpRoutes } from './routes/hosting-mcp.routes.ts';
@@ -30,10 +31,15 @@ export async function buildBackendApp(config: Config, services: BackendServices,
     logLevel: config.LOG_LEVEL,
     bodyLimit: config.BODY_LIMIT,
     trustProxy: config.TRUST_PROXY,
-    securitySchemes: { bearerKey: { type: 'http', scheme: 'bearer' } },
+    securitySchemes: {
+      bearerKey: { type: 'http', scheme: 'bearer' },
+      agentKey: { type: 'http', scheme: 'bearer', description: "an agent's own platform key (apk_…), issued at deploy time" },
+    },
     ...(options.logger ? { logger: options.logger } : {}),
   });
   backendHealthRoutes(app, { config });
+  // agents call back with their own scoped key, never INTERNAL_API_KEY (issue 4 item 5)
+  agentCallbackRoutes(app, { agents: services.agents });
   // §4.3 key validation and §4.16 hosting MCP: core routes behind the bearer key (§5)
   await app.register(async (core) => {
     core.addHook('onRequest', createBearerAuth(config.INTERNAL_API_KEY));

@@ -1,0 +1,54 @@
+/**
+ * Routes agents call back on, authenticated by the agent's own scoped platform key
+ * (`Authorization: Bearer apk_…`, issued per agent at deploy time) rather than INTERNAL_API_KEY,
+ * which agents never receive (issue 4 item 5).
+ */
+import { z } from 'zod';
+import type { AgentsService } from '../../../domains/agents/agents.service.ts';
+import { unauthorized } from '../../../lib/errors.ts';
+import type { App } from '../../shared/base-app.ts';
+import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+
+/** §4.7 logs/messages listing caps at 100; one report carries one turn, so 20 is generous. */
+const MAX_MESSAGES_PER_REPORT = 20;
+const MAX_MESSAGE_CHARS = 32_000;
+
+const message = z.object({
+  sender: z.enum(['user', 'agent', 'system'], { error: 'sender must be user, agent or system' }),
+  content: z.string({ error: 'content required' }).min(1, { error: 'content required' }).max(MAX_MESSAGE_CHARS, { error: `content must be at most ${MAX_MESSAGE_CHARS} characters` }),
+  platform: z.string().max(64).optional(),
+  responseMs: z.number().int().min(0).max(3_600_000).optional(),
+  failed: z.boolean().optional(),
+});
+
+export function agentCallbackRoutes(app: App, deps: { agents: AgentsService }) {
+  app.post('/api/agent-callbacks/messages', {
+    schema: {
+      tags: ['agents'],
+      summary: 'An agent reports chat messages',
+      description:
+        "Called by an agent's runtime after each answered chat turn, with the agent's own platform key as the Bearer token. " +
+        'The key decides which agent and owner the messages belong to; they appear in GET /api/agents/:id/messages on the web API. ' +
+        `At most ${MAX_MESSAGES_PER_REPORT} messages per call, ${MAX_MESSAGE_CHARS} characters each.`,
+      security: [{ agentKey: [] }],
+      body: jsonBody({
+        messages: z
+          .array(message, { error: 'messages must be an array' })
+          .min(1, { error: 'messages required' })
+          .max(MAX_MESSAGES_PER_REPORT, { error: `at most ${MAX_MESSAGES_PER_REPORT} messages per call` }),
+      }),
+      response: { 201: z.object({ agentId: z.string(), stored: z.number() }), 400: errorSchema, 401: errorSchema },
+    },
+    // the key is checked before the body is parsed: an unauthenticated caller learns nothing
+    onRequest: async (request) => {
+      const h = request.headers.authorization;
+      if (typeof h !== 'string' || !h.startsWith('Bearer ') || h.length <= 'Bearer '.length) throw unauthorized('Unauthorized');
+    },
+    handler: async (request, reply) => {
+      const key = request.headers.authorization!.slice('Bearer '.length).trim();
+      const result = await deps.agents.recordAgentMessages(key, request.body.messages);
+      if (!result) throw unauthorized('Unauthorized');
+      return reply.code(201).send(result);
+    },
+  });
+}
