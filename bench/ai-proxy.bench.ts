@@ -15,7 +15,6 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -81,38 +80,48 @@ async function load(target: Target, concurrency: number, durationS: number, warm
   return JSON.parse(out.trim().split('\n').pop()!) as ClientResult;
 }
 
-/** OpenAI-compatible upstream answering every chat completion after a fixed delay. */
-async function startUpstream(delayMs: number): Promise<{ server: Server; base: string }> {
-  const answer = (model: string) =>
-    JSON.stringify({
-      id: 'chatcmpl-bench',
-      object: 'chat.completion',
-      created: 1,
-      model,
-      choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the bench upstream.' }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: 12, completion_tokens: 8, total_tokens: 20 },
-    });
-  const server = createServer((req, res) => {
-    let raw = '';
-    req.setEncoding('utf8');
-    req.on('data', (c: string) => (raw += c));
-    req.on('end', () => {
-      let model = 'unknown';
-      try {
-        model = (JSON.parse(raw) as { model?: string }).model ?? model;
-      } catch {
-        // answer anyway
-      }
-      const body = answer(model);
-      setTimeout(() => {
-        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-        res.end(body);
-      }, delayMs);
-    });
+/**
+ * OpenAI-compatible upstream answering every chat completion after a fixed delay. It runs in its
+ * own process, as a real provider would: sharing the event loop of the platform under test would
+ * bill the upstream's own work (and its timer) to the proxy.
+ */
+const UPSTREAM = `
+import { createServer } from 'node:http';
+const delayMs = Number(process.argv[1]);
+const answer = (model) => JSON.stringify({
+  id: 'chatcmpl-bench', object: 'chat.completion', created: 1, model,
+  choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the bench upstream.' }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 12, completion_tokens: 8, total_tokens: 20 },
+});
+const server = createServer((req, res) => {
+  let raw = '';
+  req.setEncoding('utf8');
+  req.on('data', (c) => (raw += c));
+  req.on('end', () => {
+    let model = 'unknown';
+    try { model = JSON.parse(raw).model ?? model; } catch {}
+    const body = answer(model);
+    setTimeout(() => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    }, delayMs);
   });
-  server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` };
+});
+server.keepAliveTimeout = 65000;
+server.listen(0, '127.0.0.1', () => process.stdout.write(String(server.address().port) + '\\n'));
+`;
+
+async function startUpstream(delayMs: number): Promise<{ proc: ChildProcess; base: string }> {
+  const proc = spawn(process.execPath, ['--input-type=module', '-e', UPSTREAM, String(delayMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    proc.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      out += d;
+      if (out.includes('\n')) resolve(Number(out.trim()));
+    });
+    proc.on('exit', (code) => reject(new Error(`bench upstream exited (${code})`)));
+  });
+  return { proc, base: `http://127.0.0.1:${port}/v1` };
 }
 
 /** Installs the gateway into a temp folder (never a project dependency) and starts it. */
@@ -299,8 +308,8 @@ export async function run(): Promise<BenchOutput> {
     await db?.close().catch(() => {});
     await embedded?.stop().catch(() => {});
     await new Promise<void>((resolve) => {
-      upstream.server.closeAllConnections();
-      upstream.server.close(() => resolve());
+      upstream.proc.once('exit', () => resolve());
+      upstream.proc.kill();
     });
     rmSync(dir, { recursive: true, force: true });
   }
