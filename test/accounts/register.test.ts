@@ -59,7 +59,7 @@ describe('§4.1 POST /api/register → 201', () => {
     const email = freshEmail();
     const reg = await register({ email, password: 'password123' });
     const p = await profile(email, 'password123');
-    expect(p).toEqual({ id: reg.json().id, email, name: email, plan: 'solo', credits: 0, twoFactorEnabled: false });
+    expect(p).toEqual({ id: reg.json().id, email, name: email, plan: 'solo', credits: 0, twoFactorEnabled: false, referralCode: expect.stringMatching(/^[A-Z0-9]{8}$/) });
   });
 
   it('a password of exactly the §8 minimum (8) is accepted', async () => {
