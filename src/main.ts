@@ -6,10 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import { ConfigError, loadConfig, type Config } from './config/env.ts';
 import { resolveSecrets, storedSecret } from './config/secrets.ts';
-import { createDb } from './db/client.ts';
+import { createDb, type Db } from './db/client.ts';
 import { startEmbeddedPostgres, type EmbeddedServer } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
-import { createPlatform } from './platform.ts';
+import { createPlatform, type Platform } from './platform.ts';
 import type { App } from './http/shared/base-app.ts';
 
 function which(config: Config): 'all' | 'web' | 'backend' {
@@ -43,51 +43,56 @@ async function main() {
   }
   const secrets = resolveSecrets(config);
 
-  let embedded: EmbeddedServer | undefined;
-  let url = config.DATABASE_URL;
-  if (!url) {
-    const password = storedSecret(config.DATA_DIR, 'embeddedDbPassword', () => randomBytes(24).toString('base64url'));
-    embedded = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, password });
-    url = embedded.url;
-  }
-  const { applied } = await migrate(url);
-  const db = createDb(url, { poolSize: config.DATABASE_POOL_SIZE });
-  const platform = createPlatform({ config, db, secrets });
-
-  const apps: App[] = [];
-  const listen = async (build: () => Promise<App>, port: number, name: string) => {
-    const app = await build();
-    apps.push(app);
-    await app.listen({ host: config.HOST, port });
-    app.log.info({ app: name, url: `http://${config.HOST}:${port}` }, `${name} listening`);
-  };
-  if (mode !== 'backend') await listen(platform.buildWebApp, config.WEB_PORT, 'web');
-  if (mode !== 'web') await listen(platform.buildBackendApp, config.BACKEND_PORT, 'backend');
-  if (generatedInternalKey) {
-    apps[0]?.log.info({ stored: 'DATA_DIR/secrets.json' }, 'INTERNAL_API_KEY not set: using a generated key for the web app and the backend in this process');
-  }
-  // deployment jobs run where the backend runs (it owns the hosting driver)
-  if (mode !== 'web') await platform.startWorkers();
-  apps[0]?.log.info(
-    { database: embedded ? 'embedded' : 'DATABASE_URL', migrationsApplied: applied.length, docs: '/docs' },
-    'platform ready',
-  );
-
+  // What has started so far, so a signal at any point of start-up stops exactly that. The
+  // handlers are installed before anything starts: a SIGTERM during start-up must still stop the
+  // embedded PostgreSQL and exit 0, not kill the process and leave the server behind.
+  const running: { embedded?: Promise<EmbeddedServer>; db?: Db; platform?: Platform; apps: App[] } = { apps: [] };
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    apps[0]?.log.info({ signal }, 'shutting down');
+    running.apps[0]?.log.info({ signal }, 'shutting down');
     const force = setTimeout(() => process.exit(1), 15_000);
     force.unref();
-    await Promise.allSettled(apps.map((a) => a.close()));
-    await platform.close().catch(() => {});
-    await db.close().catch(() => {});
+    await Promise.allSettled(running.apps.map((a) => a.close()));
+    await running.platform?.close().catch(() => {});
+    await running.db?.close().catch(() => {});
+    const embedded = await running.embedded?.catch(() => undefined);
     await embedded?.stop().catch(() => {});
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+
+  let url = config.DATABASE_URL;
+  if (!url) {
+    const password = storedSecret(config.DATA_DIR, 'embeddedDbPassword', () => randomBytes(24).toString('base64url'));
+    running.embedded = startEmbeddedPostgres({ dataDir: config.DATA_DIR, password });
+    url = (await running.embedded).url;
+  }
+  if (stopping) return;
+  const { applied } = await migrate(url);
+  if (stopping) return;
+  const db = (running.db = createDb(url, { poolSize: config.DATABASE_POOL_SIZE }));
+  const platform = (running.platform = createPlatform({ config, db, secrets }));
+
+  const listen = async (build: () => Promise<App>, port: number, name: string) => {
+    if (stopping) return;
+    const app = await build();
+    running.apps.push(app);
+    await app.listen({ host: config.HOST, port });
+    app.log.info({ app: name, url: `http://${config.HOST}:${port}` }, `${name} listening`);
+  };
+  if (mode !== 'backend') await listen(platform.buildWebApp, config.WEB_PORT, 'web');
+  if (mode !== 'web') await listen(platform.buildBackendApp, config.BACKEND_PORT, 'backend');
+  if (stopping) return;
+  const log = running.apps[0]?.log;
+  if (generatedInternalKey) {
+    log?.info({ stored: 'DATA_DIR/secrets.json' }, 'INTERNAL_API_KEY not set: using a generated key for the web app and the backend in this process');
+  }
+  // deployment jobs run where the backend runs (it owns the hosting driver)
+  if (mode !== 'web') await platform.startWorkers();
+  log?.info({ database: config.DATABASE_URL ? 'DATABASE_URL' : 'embedded', migrationsApplied: applied.length, docs: '/docs' }, 'platform ready');
 }
 
 main().catch((err) => {

@@ -86,6 +86,17 @@ describe('npm start (src/main.ts)', () => {
     expect(await p.exited).toBe(0);
   }, 90_000);
 
+  it('SIGTERM during start-up stops the embedded PostgreSQL and exits 0', async () => {
+    const [web, backend] = [await freePort(), await freePort()];
+    const p = start([], { WEB_PORT: String(web), BACKEND_PORT: String(backend) });
+    // wait until the database server is starting or up, but before the apps are ready
+    const until = Date.now() + 20_000;
+    while (!existsSync(join(dataDir, 'pg', 'postmaster.pid')) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+    expect(existsSync(join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
+  }, 60_000);
+
   it('a bad setting stops start-up with one clear line', async () => {
     const p = start([], { WEB_PORT: 'eighty' });
     expect(await p.exited).toBe(1);
