@@ -1,7 +1,8 @@
 /**
  * Health of this machine (§4.12): healthy when CPU and memory are both at or below 70%,
  * degraded up to 85%, unhealthy above. CPU is the share of non-idle time across all cores since
- * the previous sample (first call: since boot).
+ * the previous sample; the first sample is taken when the service is created, so the first
+ * answer covers the time since start-up, not the machine's whole uptime.
  */
 import os from 'node:os';
 import { LIMITS } from '../../config/limits.ts';
@@ -25,7 +26,7 @@ export function createOsMetrics(): SystemMetrics {
     }
     return { idle, total };
   };
-  let last = { idle: 0, total: 0 };
+  let last = totals();
   return {
     cpuPercent() {
       const t = totals();
