@@ -16,6 +16,11 @@ export type SessionAuth = {
   user(request: FastifyRequest): Promise<SessionUser | null>;
   /** The signed-in user, or 401 `Unauthorized`. */
   require(request: FastifyRequest): Promise<SessionUser>;
+  /**
+   * The same check as a route hook (`onRequest` / `preValidation`): a request without a session
+   * gets 401 before its body is parsed or validated, whatever the body says.
+   */
+  guard(request: FastifyRequest): Promise<void>;
   setCookie(reply: FastifyReply, session: NewSession): void;
   clearCookie(reply: FastifyReply): void;
   token(request: FastifyRequest): string | undefined;
@@ -33,13 +38,17 @@ export function createSessionAuth(accounts: AccountsService, options: { secure: 
     }
     return p;
   };
+  const require = async (request: FastifyRequest) => {
+    const u = await user(request);
+    if (!u) throw unauthorized('Unauthorized');
+    return u;
+  };
   return {
     user,
     token,
-    async require(request) {
-      const u = await user(request);
-      if (!u) throw unauthorized('Unauthorized');
-      return u;
+    require,
+    async guard(request) {
+      await require(request);
     },
     setCookie(reply, session) {
       reply.setCookie(SESSION_COOKIE, session.token, {

@@ -28,9 +28,6 @@ const cookieSecurity = [{ sessionCookie: [] }];
 export function configRoutes(app: App, deps: { config: ConfigService; session: SessionAuth }) {
   const { session } = deps;
   // the session is checked before the body, so callers without one learn nothing from validation
-  const requireSession = async (request: Parameters<SessionAuth['require']>[0]) => {
-    await session.require(request);
-  };
   const actor = async (request: Parameters<SessionAuth['require']>[0]) => {
     const u = await session.require(request);
     return { id: u.id, isAdmin: u.isAdmin };
@@ -54,7 +51,7 @@ export function configRoutes(app: App, deps: { config: ConfigService; session: S
   });
 
   app.post('/api/config', {
-    preValidation: requireSession,
+    preValidation: session.guard,
     schema: {
       tags: ['config'],
       summary: 'Save the agent configuration',
@@ -77,7 +74,7 @@ export function configRoutes(app: App, deps: { config: ConfigService; session: S
   });
 
   app.put('/api/config', {
-    preValidation: requireSession,
+    preValidation: session.guard,
     schema: {
       tags: ['config'],
       summary: 'Restore a configuration backup',

@@ -26,9 +26,6 @@ const cookieSecurity = [{ sessionCookie: [] }];
 
 export function keysRoutes(app: App, deps: { keys: KeysService; session: SessionAuth }) {
   const { keys, session } = deps;
-  const requireSession = async (request: Parameters<SessionAuth['require']>[0]) => {
-    await session.require(request);
-  };
   const userId = async (request: Parameters<SessionAuth['require']>[0]) => (await session.require(request)).id;
 
   app.get('/api/keys', {
@@ -43,7 +40,7 @@ export function keysRoutes(app: App, deps: { keys: KeysService; session: Session
   });
 
   app.post('/api/keys', {
-    preValidation: requireSession,
+    preValidation: session.guard,
     schema: {
       tags: ['keys'],
       summary: 'Create an API key',
@@ -62,7 +59,7 @@ export function keysRoutes(app: App, deps: { keys: KeysService; session: Session
   });
 
   app.post('/api/keys/validate', {
-    preValidation: requireSession,
+    preValidation: session.guard,
     schema: {
       tags: ['keys'],
       summary: 'Validate an API key',

@@ -73,9 +73,7 @@ export function sessionWalletRoutes(
   });
 
   app.post('/api/wallet', {
-    onRequest: async (request) => {
-      await session.require(request);
-    },
+    onRequest: session.guard,
     schema: {
       tags: ['wallet'],
       summary: 'Create the session wallet or read its metadata',

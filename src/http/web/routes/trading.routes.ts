@@ -71,13 +71,10 @@ function parseChains(raw: string | undefined): string[] {
 export function tradingRoutes(app: App, deps: { trading: TradingService; session: SessionAuth }) {
   const { trading, session } = deps;
   // onRequest runs before body parsing and validation: no session is 401 whatever the body says
-  const requireSession = async (request: FastifyRequest) => {
-    await session.require(request);
-  };
   const userId = async (request: FastifyRequest) => (await session.require(request)).id;
 
   app.get('/api/user/trading-key', {
-    onRequest: requireSession,
+    onRequest: session.guard,
     schema: {
       tags: ['trading'],
       summary: 'Whether a personal trading key is saved',
@@ -89,7 +86,7 @@ export function tradingRoutes(app: App, deps: { trading: TradingService; session
   });
 
   app.post('/api/user/trading-key', {
-    onRequest: requireSession,
+    onRequest: session.guard,
     schema: {
       tags: ['trading'],
       summary: 'Save the personal trading key',
@@ -105,7 +102,7 @@ export function tradingRoutes(app: App, deps: { trading: TradingService; session
   });
 
   app.delete('/api/user/trading-key', {
-    onRequest: requireSession,
+    onRequest: session.guard,
     schema: {
       tags: ['trading'],
       summary: 'Delete the personal trading key',
@@ -120,7 +117,7 @@ export function tradingRoutes(app: App, deps: { trading: TradingService; session
   });
 
   app.get('/api/trading/balances', {
-    onRequest: requireSession,
+    onRequest: session.guard,
     schema: {
       tags: ['trading'],
       summary: 'Balances from the trading service',
@@ -137,7 +134,7 @@ export function tradingRoutes(app: App, deps: { trading: TradingService; session
   });
 
   app.post('/api/trading/prompt', {
-    onRequest: requireSession,
+    onRequest: session.guard,
     schema: {
       tags: ['trading'],
       summary: 'Send a prompt to the trading agent',
@@ -153,7 +150,7 @@ export function tradingRoutes(app: App, deps: { trading: TradingService; session
   });
 
   app.get('/api/trading/prompt', {
-    onRequest: requireSession,
+    onRequest: session.guard,
     schema: {
       tags: ['trading'],
       summary: 'Status of a trading prompt job',
