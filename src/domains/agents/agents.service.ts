@@ -105,6 +105,13 @@ export async function insertAgentRecord(
   return agent;
 }
 
+/** The user's agent, read under their row-level security; 404 for a missing or foreign one alike. */
+export async function findOwnAgent(db: Db, userId: string, id: string): Promise<AgentRow> {
+  const a = await db.withUser(userId, (trx) => agentsRepo.findAgent(trx, id));
+  if (!a) throw notFound('Agent not found');
+  return a;
+}
+
 export function createAgentsService(deps: AgentsDeps) {
   const { db, config, driver } = deps;
   const hostingAvailable = () => config.configured.hosting;
@@ -120,11 +127,7 @@ export function createAgentsService(deps: AgentsDeps) {
     }
   }
 
-  async function ownAgent(userId: string, id: string): Promise<AgentRow> {
-    const a = await db.withUser(userId, (trx) => agentsRepo.findAgent(trx, id));
-    if (!a) throw notFound('Agent not found');
-    return a;
-  }
+  const ownAgent = (userId: string, id: string) => findOwnAgent(db, userId, id);
 
   /** Creates an agent under the plan limit; the user row lock makes count-then-insert atomic. */
   async function createAgent(

@@ -9,7 +9,7 @@ import type { Secrets } from '../../config/secrets.ts';
 import type { Db } from '../../db/client.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { agentsRepo, type AgentRow } from './agents.repo.ts';
-import { insertAgentRecord, type LifecycleAction } from './agents.service.ts';
+import { findOwnAgent, insertAgentRecord, type LifecycleAction } from './agents.service.ts';
 import { BackendUnreachableError, type BackendClient, type BackendResponse } from './backend-client.ts';
 
 export type WebUser = { id: string; email: string; isAdmin: boolean };
@@ -65,11 +65,7 @@ export type AgentsWebDeps = {
 export function createAgentsWebService(deps: AgentsWebDeps) {
   const { db, backend } = deps;
 
-  async function ownAgent(userId: string, id: string): Promise<AgentRow> {
-    const a = await db.withUser(userId, (trx) => agentsRepo.findAgent(trx, id));
-    if (!a) throw notFound('Agent not found');
-    return a;
-  }
+  const ownAgent = (userId: string, id: string) => findOwnAgent(db, userId, id);
 
   /** A backend answer other than 2xx as our error (4xx keep status and code; anything else is 500). */
   function backendFailure(r: BackendResponse, fallback: string): AppError {

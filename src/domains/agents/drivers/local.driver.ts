@@ -24,7 +24,6 @@
  * counters from the runtime's own logs/stats.json (the host has no per-process network counters).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, readSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -150,10 +149,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     return state.pid;
   };
 
-  const launchHash = (env: Record<string, string>) =>
-    createHash('sha256')
-      .update(JSON.stringify(Object.entries(env).sort(([a], [b]) => (a < b ? -1 : 1))))
-      .digest('hex');
+  const launchHash = (env: Record<string, string>) => sha256Hex(JSON.stringify(Object.entries(env).sort(([a], [b]) => (a < b ? -1 : 1))));
 
   function command(env: Record<string, string>): { file: string; args: string[] } {
     if (runtime === 'builtin') return { file: process.execPath, args: ['--disable-warning=ExperimentalWarning', RUNTIME_MAIN] };
