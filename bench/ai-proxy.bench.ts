@@ -33,8 +33,8 @@ import { round, type BenchOutput } from './lib/report.ts';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PORTKEY_VERSION = '1.15.2';
 
-type ClientResult = { rps: number; p50Ms: number; p99Ms: number; meanMs: number; count: number; failures: number };
-type Target = { key: 'direct' | 'platform' | 'portkey'; url: string; headers: Record<string, string>; body: string };
+export type ClientResult = { rps: number; p50Ms: number; p99Ms: number; meanMs: number; count: number; failures: number };
+export type Target = { key: string; url: string; headers: Record<string, string>; body: string };
 
 /** Load client, run as `node --input-type=module -e` in ROOT so it resolves undici. */
 const CLIENT = `
@@ -66,7 +66,7 @@ process.stdout.write(JSON.stringify({ rps: lat.length / o.durationS, p50Ms: pct(
 await pool.close();
 `;
 
-async function load(target: Target, concurrency: number, durationS: number, warmupS: number): Promise<ClientResult> {
+export async function load(target: Target, concurrency: number, durationS: number, warmupS: number): Promise<ClientResult> {
   const child = spawn(process.execPath, ['--input-type=module', '-e', CLIENT, JSON.stringify({ ...target, concurrency, durationS, warmupS })], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -111,7 +111,7 @@ server.keepAliveTimeout = 65000;
 server.listen(0, '127.0.0.1', () => process.stdout.write(String(server.address().port) + '\\n'));
 `;
 
-async function startUpstream(delayMs: number): Promise<{ proc: ChildProcess; base: string }> {
+export async function startUpstream(delayMs: number): Promise<{ proc: ChildProcess; base: string }> {
   const proc = spawn(process.execPath, ['--input-type=module', '-e', UPSTREAM, String(delayMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
@@ -158,7 +158,7 @@ async function startPortkey(upstreamBase: string): Promise<{ proc: ChildProcess;
   return { error: `Portkey gateway did not answer on port ${port}: ${log.trim().slice(-400)}` };
 }
 
-const median = (xs: number[]) => {
+export const median = (xs: number[]) => {
   const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
   if (s.length === 0) return NaN;
   const m = Math.floor(s.length / 2);

@@ -4,12 +4,13 @@
  * `npm start -- web` / `npm start -- backend` (or APP=web|backend) runs one.
  */
 import { randomBytes } from 'node:crypto';
-import { ConfigError, loadConfig, type Config } from './config/env.ts';
+import { ConfigError, integrationsOff, loadConfig, type Config } from './config/env.ts';
 import { resolveSecrets, storedSecret } from './config/secrets.ts';
 import { createDb, type Db } from './db/client.ts';
-import { startEmbeddedPostgres, type EmbeddedServer } from './db/embedded.ts';
+import { EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedServer } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { createPlatform, type Platform } from './platform.ts';
+import { checkRedis } from './lib/redis.ts';
 import type { App } from './http/shared/base-app.ts';
 
 function which(config: Config): 'all' | 'web' | 'backend' {
@@ -41,7 +42,8 @@ async function main() {
     config = { ...config, INTERNAL_API_KEY: key, configured: { ...config.configured, internalApiKey: true } };
     generatedInternalKey = true;
   }
-  const secrets = resolveSecrets(config);
+  const secretWarnings: string[] = [];
+  const secrets = resolveSecrets(config, (line) => secretWarnings.push(line));
 
   // What has started so far, so a signal at any point of start-up stops exactly that. The
   // handlers are installed before anything starts: a SIGTERM during start-up must still stop the
@@ -63,6 +65,9 @@ async function main() {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  // the terminal closing (or `script`/tmux ending) is a stop too: without this the default action
+  // ends the process at once and leaves the embedded PostgreSQL running
+  process.on('SIGHUP', () => void stop('SIGHUP'));
 
   let url = config.DATABASE_URL;
   if (!url) {
@@ -87,8 +92,30 @@ async function main() {
   if (mode !== 'web') await listen(platform.buildBackendApp, config.BACKEND_PORT, 'backend');
   if (stopping) return;
   const log = running.apps[0]?.log;
+  for (const line of secretWarnings) log?.warn(line);
+  if (config.REDIS_URL) {
+    // Checked once so an operator hears at start-up, not from a slow register: we start anyway
+    // (degraded) because every Redis use has a per-process fallback and Redis may come back.
+    const problem = await checkRedis(config.REDIS_URL, Math.max(config.REDIS_TIMEOUT_MS, 2_000));
+    if (problem) {
+      const u = new URL(config.REDIS_URL);
+      log?.warn(
+        { redis: `${u.hostname}:${u.port || 6379}`, problem },
+        'REDIS_URL does not answer: starting degraded (rate limits count per process; sign-outs reach other replicas only when their 5 s session cache expires) until Redis is back',
+      );
+    }
+  }
   if (generatedInternalKey) {
     log?.info({ stored: 'DATA_DIR/secrets.json' }, 'INTERNAL_API_KEY not set: using a generated key for the web app and the backend in this process');
+  }
+  // one line naming what is off for lack of settings (the bridge and hosting webhook answer 503 then)
+  const off = integrationsOff(config);
+  if (off.length > 0) log?.warn({ integrationsOff: off }, `integrations off (settings unset): ${off.join('; ')}`);
+  if (mode !== 'backend') {
+    platform.startWebJobs();
+    // a new instance has no admin: print the one-time link that makes its opener one (docs/admin.md)
+    const link = await platform.services.admin.setupLinkIfNoAdmin();
+    if (link) log?.warn({ setupLink: link }, `No admin yet: sign in, then open this one-time link to become the admin: ${link}  (or run: npm run admin -- <email>)`);
   }
   // deployment jobs run where the backend runs (it owns the hosting driver)
   if (mode !== 'web') await platform.startWorkers();
@@ -96,6 +123,8 @@ async function main() {
 }
 
 main().catch((err) => {
-  console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  // an operator-facing start-up failure is one line; anything else keeps its stack for a bug report
+  if (err instanceof EmbeddedPostgresError || err instanceof ConfigError) console.error(err.message);
+  else console.error(err instanceof Error ? (err.stack ?? err.message) : err);
   process.exit(1);
 });

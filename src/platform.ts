@@ -6,6 +6,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from './config/env.ts';
 import type { Secrets } from './config/secrets.ts';
 import type { Db } from './db/client.ts';
+import { createAdminService } from './domains/admin/admin.service.ts';
 import { createAccountsService } from './domains/accounts/accounts.service.ts';
 import { createSessionCache, type SessionCache } from './domains/accounts/session-cache.ts';
 import { allowAllBotVerifier, createSiteverifyBotVerifier, type BotVerifier } from './domains/accounts/bot-verifier.ts';
@@ -31,7 +32,24 @@ import { createBackendClient } from './domains/agents/backend-client.ts';
 import type { HostingDriver } from './domains/agents/drivers/driver.ts';
 import { createHostingDriver } from './domains/agents/drivers/index.ts';
 import { createDeploymentWorker } from './workers/deployments.ts';
+import { createLedgerService } from './domains/payments/ledger.service.ts';
+import type { CardProcessor } from './domains/payments/card-processor.ts';
+import { createStripeProcessor } from './domains/payments/stripe-processor.ts';
+import { createTopUpService, gatewayCheckout } from './domains/payments/top-up.service.ts';
+import { createSubscriptionsService } from './domains/payments/subscriptions.service.ts';
+import { createReceiptSigner, deriveReceiptKey } from './domains/payments/receipts.ts';
+import { createPaymentSessionsService } from './domains/payments/sessions.service.ts';
+import { createMppMethod } from './domains/payments/mpp.ts';
+import { createAudioClient } from './domains/payments/audio-client.ts';
+import { createAgentChat } from './domains/payments/agent-chat.ts';
+import { createPlugins } from './domains/payments/plugins.ts';
+import { createGatewayService, type GatewayCheckout } from './domains/payments/gateway.service.ts';
+import { channelsFromConfig } from './domains/watchdog/notifier.ts';
+import { createWatchdogService, watchdogSettingsFromConfig, type WatchdogSettings } from './domains/watchdog/watchdog.service.ts';
+import { createWatchdogWorker } from './workers/watchdog.ts';
+import { createHeartbeatWorker } from './workers/heartbeats.ts';
 import { pino } from 'pino';
+import { loggerOptions } from './http/shared/logging.ts';
 import { buildBackendApp } from './http/backend/app.ts';
 import { buildWebApp } from './http/web/app.ts';
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
@@ -60,11 +78,25 @@ export type PlatformDeps = {
   driver?: HostingDriver;
   /** deployment worker poll interval in ms (default 1000) */
   workerPollMs?: number;
+  /** card checkout for the gateway's 402 `stripe.checkoutUrl` (default: none, checkoutUrl null) */
+  gatewayCheckout?: GatewayCheckout;
+  /** card processor (default: the stripe SDK on STRIPE_API_URL when STRIPE_SECRET_KEY is set) */
+  cardProcessor?: CardProcessor;
+  /** watchdog timings over the ones from WATCHDOG_* (tests use milliseconds where the settings are seconds) */
+  watchdogSettings?: Partial<WatchdogSettings>;
+  /** false: startWorkers() does not start the watchdog (tests that drive it themselves) */
+  watchdogEnabled?: boolean;
 };
 
 export function createPlatform(deps: PlatformDeps) {
   const { config, db } = deps;
-  const rateLimiter = deps.rateLimiter ?? createRateLimiter(config.REDIS_URL);
+  const log = deps.logger ?? pino(loggerOptions(config.LOG_LEVEL, config.LOG_FORMAT));
+  const rateLimiter =
+    deps.rateLimiter ??
+    createRateLimiter(config.REDIS_URL, {
+      timeoutMs: config.REDIS_TIMEOUT_MS,
+      onError: (err) => log.warn({ err: err.message }, 'Redis unavailable: rate limits fall back to per-process counters'),
+    });
   const botVerifier =
     deps.botVerifier ??
     (config.TURNSTILE_SECRET_KEY
@@ -73,7 +105,7 @@ export function createPlatform(deps: PlatformDeps) {
   const signatureVerifier =
     deps.signatureVerifier ?? createChainSignatureVerifier({ rpcUrl: config.SIWE_RPC_URL, chainId: config.SIWE_CHAIN_ID });
 
-  const sessionCache = deps.sessionCache ?? createSessionCache({ ...(config.REDIS_URL ? { redisUrl: config.REDIS_URL } : {}) });
+  const sessionCache = deps.sessionCache ?? createSessionCache({ ...(config.REDIS_URL ? { redisUrl: config.REDIS_URL, redisTimeoutMs: config.REDIS_TIMEOUT_MS } : {}) });
   const accounts = createAccountsService({
     db,
     config,
@@ -81,8 +113,10 @@ export function createPlatform(deps: PlatformDeps) {
     rateLimiter,
     signatureVerifier,
     sessionCache,
+    nonceSecret: deps.secrets.secretsEncryptionKey,
     ...(deps.now ? { now: deps.now } : {}),
   });
+  const admin = createAdminService({ db, publicUrl: config.PUBLIC_URL, sessionCache, ...(deps.now ? { now: deps.now } : {}) });
   const health = createHealthService({ metrics: deps.metrics ?? createOsMetrics() });
   const workflows = createWorkflowsService({ db });
   const heartbeat = createHeartbeatService({ db, ...(deps.now ? { now: deps.now } : {}) });
@@ -111,10 +145,10 @@ export function createPlatform(deps: PlatformDeps) {
   const keys = createKeysService({ db, config });
   const hostingMcp = createHostingMcpService(deps.now ? { now: deps.now } : {});
   const ai = createAiService({ config, db, rateLimiter, providers: deps.aiProviders, usage: deps.aiUsageStore, logger: deps.logger, now: deps.now });
-  const log = deps.logger ?? pino({ level: config.LOG_LEVEL });
   const ownsDriver = !deps.driver;
-  const driver = deps.driver ?? createHostingDriver(config);
+  const driver = deps.driver ?? createHostingDriver(config, { log: (level, message) => log[level]({ source: 'hosting' }, message) });
   let worker: ReturnType<typeof createDeploymentWorker> | undefined;
+  let noncePurge: NodeJS.Timeout | undefined;
   const agents = createAgentsService({
     db,
     config,
@@ -134,18 +168,117 @@ export function createPlatform(deps: PlatformDeps) {
     backend: createBackendClient({ baseUrl: config.BACKEND_URL, apiKey: config.INTERNAL_API_KEY }),
     log,
   });
+  // payments (docs/payments.md)
+  const ledger = createLedgerService({ db });
+  const cardProcessor =
+    deps.cardProcessor ??
+    (config.STRIPE_SECRET_KEY
+      ? createStripeProcessor({ secretKey: config.STRIPE_SECRET_KEY, webhookSecret: config.STRIPE_WEBHOOK_SECRET, apiUrl: config.STRIPE_API_URL, timeoutMs: config.STRIPE_TIMEOUT_MS })
+      : undefined);
+  const topUp = createTopUpService({ processor: cardProcessor, ledger, publicUrl: config.PUBLIC_URL, logger: log });
+  const subscriptions = createSubscriptionsService({ db, processor: cardProcessor, publicUrl: config.PUBLIC_URL, sessionCache });
+  const paymentChainId = config.TEMPO_TESTNET ? 42431 : 4217;
+  const paymentSessions = createPaymentSessionsService({
+    db,
+    signer: createReceiptSigner((config.PAYMENT_RECEIPT_KEY as `0x${string}` | undefined) ?? deriveReceiptKey(deps.secrets.secretsEncryptionKey), paymentChainId),
+    chainId: paymentChainId,
+    ttlMs: config.PAYMENT_SESSION_TTL_MS,
+    ...(deps.now ? { now: deps.now } : {}),
+  });
+  const gateway = createGatewayService({
+    db,
+    sessions: paymentSessions,
+    plugins: createPlugins({
+      ai,
+      audio: createAudioClient({ baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, timeoutMs: config.AI_TIMEOUT_MS }),
+      agentChat: createAgentChat({ db, secretsKey: deps.secrets.secretsEncryptionKey, timeoutMs: config.AI_TIMEOUT_MS }),
+    }),
+    mpp: createMppMethod({
+      db: db.kysely,
+      secret: deps.secrets.secretsEncryptionKey,
+      recipient: config.MPP_RECIPIENT,
+      currency: config.MPP_CURRENCY,
+      rpcUrl: config.TEMPO_RPC_URL,
+      challengeTtlMs: config.MPP_CHALLENGE_TTL_MS,
+      confirmations: config.MPP_CONFIRMATIONS,
+      ...(deps.now ? { now: () => deps.now!().getTime() } : {}),
+    }),
+    // the 402's `stripe.checkoutUrl`: a checkout for the plugin's price (credited to the wallet
+    // when one is named, like a top-up; otherwise a plain card payment)
+    checkout: deps.gatewayCheckout ?? (cardProcessor ? gatewayCheckout(cardProcessor, config.PUBLIC_URL) : undefined),
+    logger: deps.logger,
+  });
+  let sessionExpiry: NodeJS.Timeout | undefined;
   const appOptions = deps.logger ? { logger: deps.logger } : {};
+  // §3 watchdog: decisions in the service, the loop in a worker started with the other workers
+  const watchdogChannels = channelsFromConfig(config);
+  const watchdog = createWatchdogService({
+    db,
+    driver,
+    settings: { ...watchdogSettingsFromConfig(config), ...deps.watchdogSettings },
+    channels: watchdogChannels.map((c) => c.name),
+    redeploy: (agent, signal) => agents.runJob(agent, signal),
+    containerHealth: { retries: config.CONTAINER_HEALTH_RETRIES, intervalMs: config.CONTAINER_HEALTH_INTERVAL_MS },
+    hostingAvailable: () => config.configured.hosting,
+  });
+  let watchdogWorker: ReturnType<typeof createWatchdogWorker> | undefined;
+  // §4.12 heartbeats that fire: a schedule in PostgreSQL taken by the backends
+  let heartbeatWorker: ReturnType<typeof createHeartbeatWorker> | undefined;
 
   return {
-    services: { agents, agentsWeb, driver, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, hostingMcp, workflows, heartbeat, bridge },
-    buildWebApp: () => buildWebApp(config, { agentsWeb, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, workflows, heartbeat, bridge }, appOptions),
-    buildBackendApp: () => buildBackendApp(config, { agents, ai, keys, hostingMcp }, appOptions),
+    services: { admin, topUp, subscriptions, agents, agentsWeb, driver, watchdog, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, hostingMcp, workflows, heartbeat, bridge, ledger, paymentSessions, gateway },
+    buildWebApp: () => buildWebApp(config, { admin, topUp, subscriptions, agentsWeb, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, workflows, heartbeat, bridge, watchdog, payments: { sessions: paymentSessions, gateway } }, appOptions),
+    buildBackendApp: () => buildBackendApp(config, { agents, ai, keys, hostingMcp, watchdog }, appOptions),
     /** Starts the deployment worker (backend processes): re-deploys agents that should run, then takes jobs. */
     async startWorkers() {
       worker ??= createDeploymentWorker({ db, agents, logger: log, ...(deps.workerPollMs ? { pollMs: deps.workerPollMs } : {}) });
       await worker.start();
+      if (deps.watchdogEnabled !== false) {
+        watchdogWorker ??= createWatchdogWorker({ db, watchdog, channels: watchdogChannels, logger: log });
+        await watchdogWorker.start();
+      }
+      heartbeatWorker ??= createHeartbeatWorker({
+        db,
+        secretsKey: deps.secrets.secretsEncryptionKey,
+        logger: log,
+        pollMs: config.HEARTBEAT_POLL_MS,
+        timeoutMs: config.HEARTBEAT_TIMEOUT_MS,
+      });
+      await heartbeatWorker.start();
+    },
+    /** the watchdog loop of this process, once startWorkers() ran (tests inspect its holder id) */
+    get watchdogWorker() {
+      return watchdogWorker;
+    },
+    /** the heartbeat loop of this process, once startWorkers() ran */
+    get heartbeatWorker() {
+      return heartbeatWorker;
+    },
+    /**
+     * Jobs of the web app (every web replica may run them; each is idempotent): purge spent SIWE
+     * nonces and sessions past their expiry (docs/security.md).
+     */
+    startWebJobs() {
+      if (noncePurge) return;
+      const purge = () => {
+        void accounts.purgeExpiredNonces().catch((err) => log.warn({ err }, 'nonce purge failed'));
+        void accounts.purgeExpiredSessions().catch((err) => log.warn({ err }, 'expired session purge failed'));
+      };
+      purge();
+      noncePurge = setInterval(purge, config.NONCE_PURGE_INTERVAL_MS);
+      noncePurge.unref();
+      // payment sessions past their expiry return their remainder to the wallet (docs/payments.md);
+      // the schedule is each session's expires_at in PostgreSQL, SKIP LOCKED across replicas
+      const expire = () => void paymentSessions.expireDue().catch((err) => log.warn({ err }, 'payment session expiry failed'));
+      expire();
+      sessionExpiry = setInterval(expire, config.PAYMENT_SESSION_EXPIRY_INTERVAL_MS);
+      sessionExpiry.unref();
     },
     async close() {
+      if (noncePurge) clearInterval(noncePurge);
+      if (sessionExpiry) clearInterval(sessionExpiry);
+      await watchdogWorker?.stop();
+      await heartbeatWorker?.stop();
       await worker?.stop();
       if (ownsDriver) await driver.shutdown().catch((err) => log.warn({ err }, 'hosting driver shutdown failed'));
       await ai.close();

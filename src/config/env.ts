@@ -4,6 +4,7 @@
  * nothing else in the code base reads `process.env`.
  */
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { z } from 'zod';
@@ -37,6 +38,46 @@ const list = z
       .filter(Boolean),
   );
 
+/**
+ * TRUST_PROXY: which peers may set the client address through `X-Forwarded-For` (every per-IP
+ * limit depends on it). `false`/`0`: none. `true`/`1`: proxies on loopback only (a reverse proxy
+ * on the same machine), never "everyone": that would let any client choose its IP by sending a
+ * header. Otherwise a comma list of addresses, CIDRs or the names `loopback`, `linklocal`,
+ * `uniquelocal` (the forms Fastify's `trustProxy` takes), or a hop count of 2 or more. The client
+ * address is then the rightmost entry not sent by a trusted proxy (docs/security.md).
+ */
+export type TrustProxy = false | string[] | number;
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+function validProxyEntry(entry: string): boolean {
+  if (PROXY_NAMES.has(entry)) return true;
+  const [addr, bits, ...rest] = entry.split('/');
+  if (rest.length > 0 || !addr) return false;
+  const family = isIP(addr);
+  if (family === 0) return false;
+  if (bits === undefined) return true;
+  if (!/^\d{1,3}$/.test(bits)) return false;
+  return Number(bits) <= (family === 4 ? 32 : 128);
+}
+const trustProxy = z
+  .string()
+  .optional()
+  .transform((raw, ctx): TrustProxy => {
+    const v = (raw ?? '').trim();
+    if (v === '' || v === 'false' || v === '0') return false;
+    if (v === 'true' || v === '1') return ['loopback'];
+    if (/^\d+$/.test(v)) return Number(v);
+    const entries = v.split(',').map((e) => e.trim()).filter(Boolean);
+    const bad = entries.find((e) => !validProxyEntry(e));
+    if (bad !== undefined || entries.length === 0) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be true, false, a hop count, or a comma list of proxy addresses/CIDRs${bad !== undefined ? ` ("${bad}" is none of these)` : ''}`,
+      });
+      return z.NEVER;
+    }
+    return entries;
+  });
+
 /** Raw schema: one entry per variable of CONFIG.md (plus settings we added, marked "added"). */
 const envSchema = z.object({
   // Process and storage
@@ -49,8 +90,12 @@ const envSchema = z.object({
   DATABASE_URL: optionalString,
   DATABASE_POOL_SIZE: positiveInt(10),
   REDIS_URL: optionalString,
+  /** added: bound of one Redis command in ms; a slower or unreachable Redis falls back (rate limits per process) */
+  REDIS_TIMEOUT_MS: positiveInt(500),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  TRUST_PROXY: bool(false),
+  /** added: `auto` (readable lines when stdout is a terminal, JSON otherwise), `json` or `pretty` */
+  LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
+  TRUST_PROXY: trustProxy,
   /** added: which app(s) this process serves; `npm start -- web|backend` sets it too. */
   APP: z.enum(['all', 'web', 'backend']).default('all'),
   /** added: maximum request body size in bytes. */
@@ -59,6 +104,10 @@ const envSchema = z.object({
   // Secrets and access
   INTERNAL_API_KEY: optionalString,
   ADMIN_EMAILS: list,
+  /** added: ADMIN_EMAILS matches only accounts whose email is verified (docs/admin.md); false for closed test deployments */
+  ADMIN_EMAILS_REQUIRE_VERIFIED: bool(true),
+  /** added: the plan every user has when no card processor is configured (subscriptions are then not required) */
+  DEFAULT_PLAN: z.enum(['solo', 'collective', 'label', 'network']).default('solo'),
   WALLET_ENCRYPTION_KEY: optionalString,
   SECRETS_ENCRYPTION_KEY: optionalString,
   BRIDGE_SECRET: optionalString,
@@ -68,6 +117,30 @@ const envSchema = z.object({
   REGISTER_RATE_LIMIT: positiveInt(5),
   AI_RATE_LIMIT: positiveInt(30),
   DEMO_RATE_LIMIT: positiveInt(20),
+  /** added (docs/security.md): failed sign-ins per account from one IP per LOGIN_FAILURE_WINDOW_MS */
+  LOGIN_FAILURE_LIMIT: positiveInt(5),
+  /** added: failed sign-ins per IP, any account, per window */
+  LOGIN_IP_FAILURE_LIMIT: positiveInt(50),
+  /** added: failed sign-ins per account from all IPs per window (IPs with a live session of the account are exempt) */
+  LOGIN_ACCOUNT_FAILURE_LIMIT: positiveInt(100),
+  /** added (docs/security.md "Slow clients"): both apps: the whole request (headers and body) must arrive within this, ms; else 408 and closed */
+  HTTP_REQUEST_TIMEOUT_MS: positiveInt(30_000),
+  /** added: the request headers must arrive within this, ms (capped at HTTP_REQUEST_TIMEOUT_MS) */
+  HTTP_HEADERS_TIMEOUT_MS: positiveInt(15_000),
+  /** added: an idle keep-alive connection is closed after this, ms (above common load-balancer idle timeouts of 60 s) */
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: positiveInt(72_000),
+  /** added (docs/security.md): origins besides PUBLIC_URL's allowed to send cookie-authenticated state-changing requests (e.g. a dashboard dev server) */
+  CSRF_ALLOWED_ORIGINS: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean))
+    .pipe(z.array(z.url({ error: 'must be a comma list of origins (URLs)' }))),
+  /** added (docs/security.md): SIWE nonces per IP per minute from /api/auth/nonce */
+  NONCE_RATE_LIMIT: positiveInt(60),
+  /** added: how often the web app purges spent SIWE nonces past their expiry, ms */
+  NONCE_PURGE_INTERVAL_MS: positiveInt(10 * 60 * 1000),
+  /** added: window of the failed sign-in counters, ms (15 minutes): the longest a lockout lasts */
+  LOGIN_FAILURE_WINDOW_MS: positiveInt(15 * 60 * 1000),
 
   // Identity
   IDP_CLIENT_ID: list,
@@ -90,6 +163,8 @@ const envSchema = z.object({
   AGENTS_DOMAIN: z.string().min(1).default('agents.localhost'),
   AGENT_IMAGE: z.string().min(1).default('ghcr.io/openclaw/openclaw:latest'),
   AGENT_RUNTIME: z.enum(['builtin', 'openclaw']).default('builtin'),
+  // agents-ops: the local driver's sandbox (docs/agents.md "Sandbox")
+  AGENT_SANDBOX: z.enum(['auto', 'bwrap', 'off']).default('auto'),
   WATCHDOG_CHECK_INTERVAL: positiveInt(120),
   WATCHDOG_DEGRADED_CHECK_INTERVAL: positiveInt(5),
   WATCHDOG_STARTUP_FAILURE_THRESHOLD: positiveInt(3),
@@ -101,6 +176,18 @@ const envSchema = z.object({
   WATCHDOG_ADMIN_CHAT_ID: optionalString,
   WATCHDOG_BOT_API_URL: url('https://api.telegram.org'),
   WATCHDOG_WEBHOOK_URL: optionalUrl,
+  // added (watchdog): §4.12 probe timeout, the §3 repair waits, the lease and poll of the loop, in ms
+  WATCHDOG_PROBE_TIMEOUT_MS: positiveInt(5_000),
+  WATCHDOG_REPAIR_STOP_WAIT_MS: z.coerce.number().int().min(0).default(5_000),
+  WATCHDOG_REPAIR_VERIFY_TIMEOUT_MS: positiveInt(30_000),
+  WATCHDOG_LEASE_MS: positiveInt(30_000),
+  WATCHDOG_POLL_MS: positiveInt(1_000),
+  // added (heartbeats, §4.12): how often a backend looks for due heartbeats, and how long one agent may take to run one
+  HEARTBEAT_POLL_MS: positiveInt(5_000),
+  HEARTBEAT_TIMEOUT_MS: positiveInt(120_000),
+  // added (§3 container health): /healthz probes before a running unit counts as `starting`, and the wait between them (§4.12: 2 s)
+  CONTAINER_HEALTH_RETRIES: positiveInt(3),
+  CONTAINER_HEALTH_INTERVAL_MS: positiveInt(2_000),
 
   // AI
   ROUTER_API_KEY: optionalString,
@@ -126,6 +213,8 @@ const envSchema = z.object({
   STRIPE_SECRET_KEY: optionalString,
   STRIPE_WEBHOOK_SECRET: optionalString,
   STRIPE_API_URL: url('https://api.stripe.com'),
+  /** added: per-request timeout of the card processor's API */
+  STRIPE_TIMEOUT_MS: positiveInt(15_000),
   TEMPO_RPC_URL: optionalUrl,
   TEMPO_TESTNET: bool(false),
   MPP_RECIPIENT: optionalString,
@@ -141,6 +230,18 @@ const envSchema = z.object({
   TRADING_API_KEY: optionalString,
   /** added: per-call timeout of the trading service (balances, prompt, job status); unreachable or slower answers 503 */
   TRADING_TIMEOUT_MS: positiveInt(15_000),
+
+  // Payment sessions and the v1 gateway (docs/payments.md)
+  /** added: EIP-712 key (0x + 64 hex) that signs session receipts; unset: derived from SECRETS_ENCRYPTION_KEY (the same in every process) */
+  PAYMENT_RECEIPT_KEY: z.string().regex(/^0x[0-9a-fA-F]{64}$/, { error: 'must be 0x followed by 64 hex digits' }).optional(),
+  /** added: lifetime of a payment session; the expiry job returns the remainder to the wallet after it */
+  PAYMENT_SESSION_TTL_MS: positiveInt(24 * 60 * 60 * 1000),
+  /** added: how often the web app's expiry job looks for payment sessions past their expiry */
+  PAYMENT_SESSION_EXPIRY_INTERVAL_MS: positiveInt(60_000),
+  /** added: lifetime of an MPP challenge nonce (§4.8 `expiresAt`) */
+  MPP_CHALLENGE_TTL_MS: positiveInt(5 * 60 * 1000),
+  /** added: confirmations an MPP payment transaction needs before it pays */
+  MPP_CONFIRMATIONS: positiveInt(1),
 
   // Calendar and storage
   CALENDAR_CLIENT_ID: optionalString,
@@ -239,4 +340,25 @@ export function loadConfig(
 /** true when `email` is in ADMIN_EMAILS (case-insensitive; the list is lower-cased at parse time). */
 export function isAdminEmail(config: Pick<Config, 'ADMIN_EMAILS'>, email: string | null | undefined): boolean {
   return !!email && config.ADMIN_EMAILS.includes(email.trim().toLowerCase());
+}
+
+/**
+ * Integrations that are off because their settings are absent, each with the variable(s) that
+ * turn it on. main.ts logs them in one line at start-up, so an operator sees that e.g. the bridge
+ * (closed without BRIDGE_SECRET) or the hosting status webhook answers 503 (docs/security.md).
+ */
+export function integrationsOff(config: Config): string[] {
+  const off: [boolean, string][] = [
+    [config.BRIDGE_SECRET === undefined, 'bridge (BRIDGE_SECRET)'],
+    [config.HOSTING_WEBHOOK_SECRET === undefined, 'hosting status webhook (HOSTING_WEBHOOK_SECRET)'],
+    [!config.configured.turnstile, 'bot detection on register (TURNSTILE_SECRET_KEY)'],
+    [!config.configured.idp, 'identity provider sign-in (IDP_CLIENT_ID, IDP_CLIENT_SECRET)'],
+    [!config.configured.codehost, 'code host sign-in (CODEHOST_CLIENT_ID, CODEHOST_CLIENT_SECRET)'],
+    [!config.configured.router, 'AI model router (ROUTER_API_KEY)'],
+    [!config.configured.stripe, 'card payments (STRIPE_SECRET_KEY)'],
+    [!config.configured.trading, 'trading service (TRADING_API_URL)'],
+    [!config.configured.calendar, 'calendar (CALENDAR_CLIENT_ID, CALENDAR_CLIENT_SECRET)'],
+    [!config.configured.kv, 'hosting status key-value store (KV_REST_API_URL, KV_REST_API_TOKEN)'],
+  ];
+  return off.filter(([isOff]) => isOff).map(([, name]) => name);
 }

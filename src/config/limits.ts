@@ -24,6 +24,8 @@ export const LIMITS = {
   configBackupsKept: 10,
   /** §5 / issue: SIWE nonce lifetime (not shown in the specification): 10 minutes, single use */
   siweNonceTtlMs: 10 * 60 * 1000,
+  /** NONCE_RATE_LIMIT window: nonces per IP per minute (docs/security.md) */
+  nonceWindowMs: 60 * 1000,
   /** CONFIG.md REGISTER_RATE_LIMIT window: sign-ups per IP per hour */
   registerWindowMs: 60 * 60 * 1000,
   /** §8 AI rate limit window (the count is AI_RATE_LIMIT) */
@@ -110,4 +112,7 @@ export const LIMITS = {
   aiMaxMessageChars: 200_000,
   /** how long the router's /models is trusted before GET /api/ai/models refreshes it in the background */
   aiCatalogRefreshMs: 60 * 60 * 1000,
+  /** §8 top-up amounts in cents (§4.4: 5, 10, 25, 50 agent calls); the default is 1000 */
+  topUpAmountsCents: [500, 1000, 2500, 5000],
+  topUpDefaultCents: 1000,
 } as const;

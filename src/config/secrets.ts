@@ -36,9 +36,40 @@ export function storedSecret(dataDir: string, name: string, make: () => string):
   return value;
 }
 
-export function resolveSecrets(config: Pick<Config, 'DATA_DIR' | 'WALLET_ENCRYPTION_KEY' | 'SECRETS_ENCRYPTION_KEY'>): Secrets {
+/** A value already stored in DATA_DIR/secrets.json, or undefined (never generates). */
+function readStoredSecret(dataDir: string, name: string): string | undefined {
+  try {
+    return (JSON.parse(readFileSync(join(dataDir, 'secrets.json'), 'utf8')) as Record<string, string>)[name] || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The encryption keys. With the embedded database (one process owns DATA_DIR) a missing key is
+ * generated once into DATA_DIR. With DATABASE_URL, web and backend processes (and replicas) share
+ * one database but not one DATA_DIR: a key generated per process would make every process unable
+ * to decrypt what another wrote ("unable to authenticate data"). So a missing key is never
+ * generated then: a key an earlier version generated into this DATA_DIR is still used (with a
+ * warning to move it to the environment), otherwise start-up stops with one line saying what to set.
+ */
+export function resolveSecrets(
+  config: Pick<Config, 'DATA_DIR' | 'WALLET_ENCRYPTION_KEY' | 'SECRETS_ENCRYPTION_KEY'> & { DATABASE_URL?: string | undefined },
+  warn: (line: string) => void = () => {},
+): Secrets {
+  const shared = config.DATABASE_URL !== undefined;
   const key = (envName: string, envValue: string | undefined, storedName: string): Buffer => {
-    const value = envValue ?? storedSecret(config.DATA_DIR, storedName, () => randomBytes(32).toString('hex'));
+    let value = envValue;
+    if (value === undefined && shared) {
+      value = readStoredSecret(config.DATA_DIR, storedName);
+      if (value === undefined) {
+        throw new ConfigError(
+          `Missing configuration: ${envName} must be set when DATABASE_URL is set (every web and backend process must use the same key; generate one with: openssl rand -hex 32)`,
+        );
+      }
+      warn(`${envName} is not set: using the key generated earlier in ${join(config.DATA_DIR, 'secrets.json')}; set ${envName} to that value in every process sharing DATABASE_URL`);
+    }
+    value ??= storedSecret(config.DATA_DIR, storedName, () => randomBytes(32).toString('hex'));
     try {
       return parseKey(value);
     } catch (err) {

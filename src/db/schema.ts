@@ -21,6 +21,9 @@ export interface UsersTable {
   wallet_address: string | null;
   runtime_instance_id: string | null;
   idp_sign_in_disabled: Generated<boolean>;
+  is_admin: Generated<boolean>;
+  email_verified: Generated<boolean>;
+  subscription_event_at: Date | null;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }
@@ -73,4 +76,19 @@ export interface DB {
   sessions: SessionsTable;
   siwe_nonces: SiweNoncesTable;
   agents: AgentsTable;
+  admin_setup_tokens: AdminSetupTokensTable;
+  billing_events: BillingEventsTable;
+}
+
+export interface AdminSetupTokensTable {
+  token_hash: Buffer;
+  created_at: Generated<Date>;
+  expires_at: Date;
+}
+
+export interface BillingEventsTable {
+  event_id: string;
+  type: string;
+  user_id: string | null;
+  received_at: Generated<Date>;
 }

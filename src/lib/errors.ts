@@ -27,4 +27,7 @@ export const conflict = (message: string) => new AppError(409, undefined, messag
 export const tooManyRequests = (message = 'Too many requests', extra?: Record<string, unknown>) =>
   new AppError(429, undefined, message, extra);
 
+export const serviceUnavailable = (message = 'Service unavailable', extra?: Record<string, unknown>) =>
+  new AppError(503, undefined, message, extra);
+
 export const isAppError = (e: unknown): e is AppError => e instanceof AppError;

@@ -4,12 +4,17 @@
  * restart is acceptable: they are a cache of recent traffic, not data.
  */
 import { Redis } from 'ioredis';
+import { closeRedis, redisOptions } from './redis.ts';
 
 export type RateDecision = { allowed: boolean; count: number; limit: number; retryAfterMs: number };
 
 export interface RateLimiter {
   /** Counts one hit for `key` in the current window of `windowMs` and says whether it is allowed. */
   consume(key: string, limit: number, windowMs: number): Promise<RateDecision>;
+  /** Takes back one hit of `key` in its current window (never below zero); a no-op when none is counted. */
+  release(key: string): Promise<void>;
+  /** Forgets `key`'s current window (e.g. a successful sign-in clears its failure count). */
+  reset(key: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -31,6 +36,13 @@ export function createMemoryRateLimiter(now: () => number = Date.now): RateLimit
       w.count += 1;
       return { allowed: w.count <= limit, count: w.count, limit, retryAfterMs: Math.max(0, w.resetAt - t) };
     },
+    async release(key) {
+      const w = windows.get(key);
+      if (w && w.count > 0) w.count -= 1;
+    },
+    async reset(key) {
+      windows.delete(key);
+    },
     async close() {
       clearInterval(sweep);
     },
@@ -45,20 +57,67 @@ local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
 return {n, ttl}`;
 
-export function createRedisRateLimiter(url: string, prefix = 'rl:'): RateLimiter {
-  const redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+// DECR only an existing counter that is above zero (a release must not create a key without expiry)
+const RELEASE_LUA = `
+local n = tonumber(redis.call('GET', KEYS[1]) or '0')
+if n > 0 then redis.call('DECR', KEYS[1]) end
+return n`;
+
+/**
+ * Counters shared by every replica through Redis. Every command is bounded by `timeoutMs`; while
+ * Redis fails, each call falls back to this process's own counters (limits keep applying per
+ * process) instead of failing the request, and `onError` hears about it at most once a minute.
+ */
+export function createRedisRateLimiter(
+  url: string,
+  prefixOrOptions: string | { prefix?: string; timeoutMs?: number; onError?: (err: Error) => void } = {},
+): RateLimiter {
+  const options = typeof prefixOrOptions === 'string' ? { prefix: prefixOrOptions } : prefixOrOptions;
+  const prefix = options.prefix ?? 'rl:';
+  const redis = new Redis(url, redisOptions(options.timeoutMs));
   redis.on('error', () => {}); // surfaced per call; a Redis blip must not crash the process
+  const local = createMemoryRateLimiter();
+  let lastReport = 0;
+  const fallback = <T>(err: unknown, run: () => Promise<T>): Promise<T> => {
+    if (Date.now() - lastReport > 60_000) {
+      lastReport = Date.now();
+      options.onError?.(err as Error);
+    }
+    return run();
+  };
   return {
     async consume(key, limit, windowMs) {
-      const [count, ttl] = (await redis.eval(CONSUME_LUA, 1, prefix + key, String(windowMs))) as [number, number];
-      return { allowed: count <= limit, count, limit, retryAfterMs: ttl };
+      try {
+        const [count, ttl] = (await redis.eval(CONSUME_LUA, 1, prefix + key, String(windowMs))) as [number, number];
+        return { allowed: count <= limit, count, limit, retryAfterMs: ttl };
+      } catch (err) {
+        return fallback(err, () => local.consume(key, limit, windowMs));
+      }
+    },
+    async release(key) {
+      try {
+        await redis.eval(RELEASE_LUA, 1, prefix + key);
+      } catch (err) {
+        await fallback(err, () => local.release(key));
+      }
+    },
+    async reset(key) {
+      try {
+        await redis.del(prefix + key);
+      } catch (err) {
+        await fallback(err, () => local.reset(key));
+      }
     },
     async close() {
-      await redis.quit().catch(() => redis.disconnect());
+      await local.close();
+      await closeRedis(redis, options.timeoutMs);
     },
   };
 }
 
-export function createRateLimiter(redisUrl: string | undefined): RateLimiter {
-  return redisUrl ? createRedisRateLimiter(redisUrl) : createMemoryRateLimiter();
+export function createRateLimiter(
+  redisUrl: string | undefined,
+  options: { timeoutMs?: number; onError?: (err: Error) => void } = {},
+): RateLimiter {
+  return redisUrl ? createRedisRateLimiter(redisUrl, options) : createMemoryRateLimiter();
 }

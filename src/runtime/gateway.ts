@@ -5,6 +5,7 @@
  * Counters (messages, response time, bytes) are written to a stats file the hosting driver reads.
  */
 import { renameSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { Readable } from 'node:stream';
 import fastifyWebsocket from '@fastify/websocket';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -39,6 +40,93 @@ export type GatewayOptions = {
    */
   reportTurn?: (turn: ChatTurn) => void;
   startedAt?: number;
+  /**
+   * The one HTTP proxy in front of the gateway that the platform itself runs (an address), whose
+   * appended X-Forwarded-For entry names the client. Unset (the default, and the local driver's
+   * case): the client address is the connection's, and X-Forwarded-For is never read, so no client
+   * can exempt itself, escape its lockout or lock another address out by sending the header.
+   */
+  trustedProxy?: string;
+  limits?: Partial<GatewayLimits>;
+  /**
+   * §4.12 heartbeat: what the agent runs through its model when the platform wakes it
+   * (POST /v1/heartbeat): the prompt, and workspace context read at each run (HEARTBEAT.md).
+   */
+  heartbeat?: { prompt: string; context?: () => string | undefined };
+};
+
+/** OpenClaw's default heartbeat prompt, so both runtimes behave alike. */
+export const DEFAULT_HEARTBEAT_PROMPT =
+  'Read HEARTBEAT.md if it exists (workspace context). Follow it strictly. Do not infer or repeat old tasks from prior chats. If nothing needs attention, reply HEARTBEAT_OK.';
+
+type HeartbeatOutcome = { status: number; body: Record<string, unknown> };
+
+/** Flood and slow-client limits of the gateway (docs/agents.md "Agent gateway limits"). */
+export type GatewayLimits = {
+  /** largest WebSocket message accepted (bytes); a larger one closes the socket with 1009 */
+  wsMaxMessageBytes: number;
+  /** WebSocket messages per second per socket (token bucket refill) and the bucket size */
+  wsMessagesPerSecond: number;
+  wsBurst: number;
+  /** chat turns one socket may have waiting behind its running one; more are refused with an error frame */
+  wsQueuePerSocket: number;
+  /** model calls in flight at once for this agent (HTTP and WebSocket together) */
+  maxConcurrentModelCalls: number;
+  /** model calls waiting for a slot; beyond it HTTP answers 429 and WebSocket an error frame */
+  modelQueue: number;
+  /** characters of conversation a WebSocket keeps (oldest turns dropped first) */
+  wsHistoryChars: number;
+  /** time to receive the request headers, the whole request, and an idle keep-alive connection's next request */
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+};
+
+export const DEFAULT_GATEWAY_LIMITS: GatewayLimits = {
+  wsMaxMessageBytes: 256 * 1024,
+  wsMessagesPerSecond: 5,
+  wsBurst: 10,
+  wsQueuePerSocket: 4,
+  maxConcurrentModelCalls: 4,
+  modelQueue: 32,
+  wsHistoryChars: 200_000,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+};
+
+/** A counting semaphore with a bounded queue: `acquire` resolves with a release, or with undefined when the queue is full. */
+function createLimiter(max: number, queueMax: number) {
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  const release = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else active -= 1;
+  };
+  return {
+    async acquire(): Promise<(() => void) | undefined> {
+      if (active < max) {
+        active += 1;
+        return once(release);
+      }
+      if (waiting.length >= queueMax) return undefined;
+      await new Promise<void>((resolve) => waiting.push(resolve));
+      return once(release);
+    },
+    get active() {
+      return active;
+    },
+  };
+}
+const once = (fn: () => void) => {
+  let done = false;
+  return () => {
+    if (!done) {
+      done = true;
+      fn();
+    }
+  };
 };
 
 export type RuntimeStats = {
@@ -69,6 +157,8 @@ const openAiError = (message: string, type: string, code?: string) => ({ error: 
 
 export async function createGateway(options: GatewayOptions): Promise<{ app: FastifyInstance<any, any, any, any>; stats: () => RuntimeStats; flushStats: () => void }> {
   const startedAt = options.startedAt ?? Date.now();
+  const limits: GatewayLimits = { ...DEFAULT_GATEWAY_LIMITS, ...options.limits };
+  const modelSlots = createLimiter(limits.maxConcurrentModelCalls, limits.modelQueue);
   const guard = createAuthGuard({ loopbackExempt: options.loopbackExempt ?? true });
   const counters = { processed: 0, failed: 0, totalMs: 0, rx: 0, tx: 0 };
   const openSockets = new Set<import('node:net').Socket>();
@@ -115,14 +205,36 @@ export async function createGateway(options: GatewayOptions): Promise<{ app: Fas
   }, 1_000);
   statsTimer.unref();
 
+  const trustedProxy = options.trustedProxy;
   const app = Fastify({
     loggerInstance: options.logger,
     // our own onResponse line per request instead (probes every 2 s would drown the log)
     logController: new LogController({ disableRequestLogging: true }),
-    // §8: trusted proxies 127.0.0.1 (the container's TCP proxy); the client IP then comes from X-Forwarded-For
-    trustProxy: '127.0.0.1',
+    // §8 names 127.0.0.1 as the trusted proxy; it is trusted only when the platform says it runs one
+    // there (AGENT_TRUSTED_PROXY), and then only as the last hop: the client is the entry that proxy
+    // appended, never an entry the client wrote itself
+    trustProxy: trustedProxy ? (address: string, hop: number) => hop === 0 && address === trustedProxy : false,
     bodyLimit: 4 * 1024 * 1024,
     return503OnClosing: true,
+    // slow clients (one byte at a time) are cut off: headers, whole request and idle keep-alive are all bounded
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    serverFactory: (handler) => {
+      const server = createServer(
+        {
+          headersTimeout: limits.headersTimeoutMs,
+          requestTimeout: limits.requestTimeoutMs,
+          keepAliveTimeout: limits.keepAliveTimeoutMs,
+          // how often Node checks the two timeouts above (its default, 30 s, would let a slow client stay that long)
+          connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 2))),
+        },
+        handler,
+      );
+      server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+      server.headersTimeout = limits.headersTimeoutMs;
+      server.requestTimeout = limits.requestTimeoutMs;
+      return server;
+    },
   });
   app.server.on('connection', (socket) => {
     openSockets.add(socket);
@@ -137,7 +249,7 @@ export async function createGateway(options: GatewayOptions): Promise<{ app: Fas
     clearInterval(statsTimer);
     flushStats();
   });
-  await app.register(fastifyWebsocket, { options: { maxPayload: 1024 * 1024 } });
+  await app.register(fastifyWebsocket, { options: { maxPayload: limits.wsMaxMessageBytes } });
 
   // §4.12: both probes unauthenticated
   const PUBLIC = new Set(['/healthz', '/readyz']);
@@ -215,6 +327,13 @@ export async function createGateway(options: GatewayOptions): Promise<{ app: Fas
     }
     const model = typeof body.model === 'string' && body.model ? body.model : options.model.defaultModel;
     if (!model) return reply.code(400).send(openAiError('`model` is required (no default model configured)', 'invalid_request_error'));
+    const release = await modelSlots.acquire();
+    if (!release) {
+      reply.header('retry-after', 1);
+      return reply.code(429).send(openAiError('This agent is busy: too many chat requests at once; retry shortly', 'rate_limit_error', 'AGENT_BUSY'));
+    }
+    // the slot is held until the answer (or the stream) is finished
+    reply.raw.once('close', release);
     const started = Date.now();
     const signal = AbortSignal.timeout(options.model.timeoutMs);
     let upstream: Response;
@@ -264,50 +383,167 @@ export async function createGateway(options: GatewayOptions): Promise<{ app: Fas
     return reply.send(json);
   });
 
-  // WebSocket chat: {type:'chat', content} → {type:'reply', content}; the socket keeps the conversation
+  /**
+   * POST /v1/heartbeat `{runId?}` (gateway token): runs the heartbeat prompt through the model and
+   * answers `{ok:true, runId, reply, model, ms}`. A run id seen before (the platform retrying a
+   * heartbeat whose outcome it did not record) answers the first run's result with
+   * `duplicate:true` and does not run the prompt again; the last 100 run ids are remembered.
+   */
+  const heartbeatRuns = new Map<string, Promise<HeartbeatOutcome>>();
+  app.post('/v1/heartbeat', async (request, reply) => {
+    if (!options.model.baseUrl) return reply.code(503).send(modelMissing());
+    const body = (request.body ?? {}) as { runId?: unknown };
+    if (body.runId !== undefined && (typeof body.runId !== 'string' || body.runId.length === 0 || body.runId.length > 200)) {
+      return reply.code(400).send(openAiError('`runId` must be a string of 1 to 200 characters', 'invalid_request_error'));
+    }
+    const runId = body.runId as string | undefined;
+    const seen = runId ? heartbeatRuns.get(runId) : undefined;
+    if (seen) {
+      const first = await seen;
+      return reply.code(first.status).send({ ...first.body, duplicate: true });
+    }
+    const model = options.model.defaultModel;
+    if (!model) return reply.code(400).send(openAiError('no default model configured for the heartbeat', 'invalid_request_error'));
+    const run = (async (): Promise<HeartbeatOutcome> => {
+      const started = Date.now();
+      const context = options.heartbeat?.context?.();
+      const messages: ChatMessage[] = [
+        ...(context ? [{ role: 'system', content: `HEARTBEAT.md:\n${context}` }] : []),
+        { role: 'user', content: options.heartbeat?.prompt ?? DEFAULT_HEARTBEAT_PROMPT },
+      ];
+      try {
+        const res = await complete({ model, messages }, AbortSignal.timeout(options.model.timeoutMs));
+        if (!res.ok) {
+          await res.body?.cancel();
+          return { status: 502, body: openAiError(`model provider answered ${res.status}`, 'upstream_error') };
+        }
+        const json = (await res.json()) as { choices?: { message?: { content?: unknown } }[] };
+        const content = json.choices?.[0]?.message?.content;
+        const ms = Date.now() - started;
+        request.log.info({ source: 'heartbeat', model, ms, runId }, 'heartbeat ran');
+        return { status: 200, body: { ok: true, runId: runId ?? null, reply: typeof content === 'string' ? content : '', model, ms } };
+      } catch (err) {
+        const timeout = (err as Error).name === 'TimeoutError';
+        request.log.error({ source: 'heartbeat', err: (err as Error).message }, 'heartbeat failed');
+        return { status: timeout ? 504 : 502, body: openAiError(timeout ? 'The model provider did not answer in time' : 'The model provider could not be reached', 'upstream_error') };
+      }
+    })();
+    if (runId) {
+      heartbeatRuns.set(runId, run);
+      if (heartbeatRuns.size > 100) heartbeatRuns.delete(heartbeatRuns.keys().next().value!);
+    }
+    const outcome = await run;
+    // only a run that happened is remembered: a failed one may be tried again under the same id
+    if (runId && outcome.status !== 200) heartbeatRuns.delete(runId);
+    return reply.code(outcome.status).send(outcome.body);
+  });
+
+  // WebSocket chat: {type:'chat', content} → {type:'reply', content}; the socket keeps the conversation.
+  // Floods are bounded: message size (maxPayload), messages per second per socket (token bucket),
+  // one turn at a time per socket with a short queue, and the agent-wide model call limiter.
   app.get('/ws', { websocket: true }, (socket, request) => {
     const history: ChatMessage[] = [];
-    socket.on('message', async (raw: Buffer) => {
+    let historyChars = 0;
+    let tokens = limits.wsBurst;
+    let refilledAt = Date.now();
+    const pending: { content: string; model: string | undefined }[] = [];
+    let running = false;
+    let closed = false;
+    socket.on('close', () => {
+      closed = true;
+      pending.length = 0;
+    });
+    const send = (frame: Record<string, unknown>) => {
+      if (!closed) socket.send(JSON.stringify(frame));
+    };
+
+    const runTurn = async (content: string, modelName: string | undefined) => {
+      const release = await modelSlots.acquire();
+      if (!release) {
+        send({ type: 'error', error: 'This agent is busy: too many chat requests at once; retry shortly', code: 'AGENT_BUSY' });
+        return;
+      }
+      try {
+        if (closed) return;
+        history.push({ role: 'user', content });
+        historyChars += content.length;
+        while (history.length > 40 || (historyChars > limits.wsHistoryChars && history.length > 1)) historyChars -= String(history.shift()!.content).length;
+        const started = Date.now();
+        try {
+          const res = await complete({ model: modelName, messages: history }, AbortSignal.timeout(Math.min(LIMITS.chatWebSocketTimeoutMs, options.model.timeoutMs)));
+          if (!res.ok) throw new Error(`model provider answered ${res.status}`);
+          const json = (await res.json()) as { choices?: { message?: { content?: string } }[] };
+          const reply = json.choices?.[0]?.message?.content ?? '';
+          history.push({ role: 'assistant', content: reply });
+          historyChars += reply.length;
+          record(true, Date.now() - started);
+          request.log.info({ source: 'chat', model: modelName, ms: Date.now() - started, channel: 'websocket' }, 'chat reply sent');
+          send({ type: 'reply', content: reply });
+          options.reportTurn?.({ user: content, reply, responseMs: Date.now() - started, channel: 'websocket' });
+        } catch (err) {
+          const last = history[history.length - 1];
+          if (last?.role === 'user' && last.content === content) {
+            history.pop();
+            historyChars -= content.length;
+          }
+          record(false, 0);
+          request.log.error({ source: 'chat', err: (err as Error).message }, 'websocket chat failed');
+          const timeout = (err as Error).name === 'TimeoutError';
+          send({ type: 'error', error: timeout ? 'The model provider did not answer in time' : 'The model provider failed' });
+        }
+      } finally {
+        release();
+      }
+    };
+
+    const drain = async () => {
+      if (running) return;
+      running = true;
+      try {
+        while (pending.length > 0 && !closed) {
+          const next = pending.shift()!;
+          await runTurn(next.content, next.model);
+        }
+      } finally {
+        running = false;
+      }
+    };
+
+    socket.on('message', (raw: Buffer) => {
+      const now = Date.now();
+      tokens = Math.min(limits.wsBurst, tokens + ((now - refilledAt) / 1000) * limits.wsMessagesPerSecond);
+      refilledAt = now;
+      if (tokens < 1) {
+        send({ type: 'error', error: `Too many messages: at most ${limits.wsMessagesPerSecond} per second`, code: 'RATE_LIMITED' });
+        return;
+      }
+      tokens -= 1;
       let msg: { type?: unknown; content?: unknown; model?: unknown };
       try {
         msg = JSON.parse(raw.toString('utf8'));
       } catch {
-        socket.send(JSON.stringify({ type: 'error', error: 'messages must be JSON' }));
+        send({ type: 'error', error: 'messages must be JSON' });
         return;
       }
       if (msg.type === 'ping') {
-        socket.send(JSON.stringify({ type: 'pong' }));
+        send({ type: 'pong' });
         return;
       }
       if (msg.type !== 'chat' || typeof msg.content !== 'string' || msg.content.length === 0) {
-        socket.send(JSON.stringify({ type: 'error', error: "expected {type:'chat', content:string}" }));
+        send({ type: 'error', error: "expected {type:'chat', content:string}" });
         return;
       }
       if (!options.model.baseUrl) {
-        socket.send(JSON.stringify({ type: 'error', error: modelMissing().error.message, code: 'MODEL_NOT_CONFIGURED' }));
+        send({ type: 'error', error: modelMissing().error.message, code: 'MODEL_NOT_CONFIGURED' });
+        return;
+      }
+      if (pending.length >= limits.wsQueuePerSocket) {
+        send({ type: 'error', error: 'Too many chat messages waiting on this connection; wait for the replies', code: 'QUEUE_FULL' });
         return;
       }
       const model = typeof msg.model === 'string' && msg.model ? msg.model : options.model.defaultModel;
-      history.push({ role: 'user', content: msg.content });
-      while (history.length > 40) history.shift();
-      const started = Date.now();
-      try {
-        const res = await complete({ model, messages: history }, AbortSignal.timeout(Math.min(LIMITS.chatWebSocketTimeoutMs, options.model.timeoutMs)));
-        if (!res.ok) throw new Error(`model provider answered ${res.status}`);
-        const json = (await res.json()) as { choices?: { message?: { content?: string } }[] };
-        const content = json.choices?.[0]?.message?.content ?? '';
-        history.push({ role: 'assistant', content });
-        record(true, Date.now() - started);
-        request.log.info({ source: 'chat', model, ms: Date.now() - started, channel: 'websocket' }, 'chat reply sent');
-        socket.send(JSON.stringify({ type: 'reply', content }));
-        options.reportTurn?.({ user: msg.content, reply: content, responseMs: Date.now() - started, channel: 'websocket' });
-      } catch (err) {
-        history.pop();
-        record(false, 0);
-        request.log.error({ source: 'chat', err: (err as Error).message }, 'websocket chat failed');
-        const timeout = (err as Error).name === 'TimeoutError';
-        socket.send(JSON.stringify({ type: 'error', error: timeout ? 'The model provider did not answer in time' : 'The model provider failed' }));
-      }
+      pending.push({ content: msg.content, model });
+      void drain();
     });
   });
 

@@ -22,17 +22,22 @@
  *   AGENT_CONFIG_JSON        the user's agent configuration (§2), JSON; §8 fixed settings are applied on top
  *   AGENT_LOG_LEVEL          debug | info | warn | error (default: the configuration's logging.level, else info)
  *   AGENT_AUTH_LOOPBACK_EXEMPT  true (default) | false: loopback clients skip the gateway auth rate limit (§8)
+ *   AGENT_TRUSTED_PROXY      address of the one HTTP proxy the platform runs in front of the gateway; unset (default):
+ *                            the client address is the connection's and X-Forwarded-For is ignored
+ *   AGENT_WS_MAX_MESSAGE_BYTES, AGENT_WS_MESSAGES_PER_SECOND, AGENT_WS_BURST, AGENT_MAX_CONCURRENT_MODEL_CALLS,
+ *   AGENT_MODEL_QUEUE, AGENT_HEADERS_TIMEOUT_MS, AGENT_REQUEST_TIMEOUT_MS, AGENT_KEEPALIVE_TIMEOUT_MS
+ *                            flood and slow-client limits (defaults in gateway.ts DEFAULT_GATEWAY_LIMITS; docs/agents.md)
  *
  * The platform's DATABASE_URL, INTERNAL_API_KEY, WALLET_ENCRYPTION_KEY and SECRETS_ENCRYPTION_KEY
  * are never given to an agent; if they are present anyway they are removed from this process's
  * environment before anything else runs, so no tool the agent starts can inherit them.
  */
-import { accessSync, constants, existsSync, mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import pino from 'pino';
 import { LIMITS } from '../config/limits.ts';
 import { buildAgentConfig, configValue } from './agent-config.ts';
-import { createGateway, type ChatTurn } from './gateway.ts';
+import { createGateway, DEFAULT_HEARTBEAT_PROMPT, type ChatTurn, type GatewayLimits } from './gateway.ts';
 
 const PLATFORM_SECRETS = ['DATABASE_URL', 'INTERNAL_API_KEY', 'WALLET_ENCRYPTION_KEY', 'SECRETS_ENCRYPTION_KEY'];
 const leaked = PLATFORM_SECRETS.filter((name) => process.env[name] !== undefined);
@@ -126,13 +131,51 @@ const reportTurn =
       }
     : undefined;
 
+/** A positive integer limit from the environment, or undefined (the gateway default applies). */
+const positiveInt = (name: string): number | undefined => {
+  const v = Number(str(name));
+  return Number.isInteger(v) && v > 0 ? v : undefined;
+};
+const limitEnv: Record<string, keyof GatewayLimits> = {
+  AGENT_WS_MAX_MESSAGE_BYTES: 'wsMaxMessageBytes',
+  AGENT_WS_MESSAGES_PER_SECOND: 'wsMessagesPerSecond',
+  AGENT_WS_BURST: 'wsBurst',
+  AGENT_MAX_CONCURRENT_MODEL_CALLS: 'maxConcurrentModelCalls',
+  AGENT_MODEL_QUEUE: 'modelQueue',
+  AGENT_HEADERS_TIMEOUT_MS: 'headersTimeoutMs',
+  AGENT_REQUEST_TIMEOUT_MS: 'requestTimeoutMs',
+  AGENT_KEEPALIVE_TIMEOUT_MS: 'keepAliveTimeoutMs',
+};
+const limits: Partial<GatewayLimits> = {};
+for (const [name, key] of Object.entries(limitEnv)) {
+  const v = positiveInt(name);
+  if (v !== undefined) limits[key] = v;
+}
+const trustedProxy = str('AGENT_TRUSTED_PROXY');
+
 const { app } = await createGateway({
+  limits,
+  ...(trustedProxy ? { trustedProxy } : {}),
   gatewayToken: token,
   agentId,
   model,
   logger,
   ...(reportTurn ? { reportTurn } : {}),
   statsFile: join(logsDir, 'stats.json'),
+  // §4.12 heartbeat: the configured prompt (agents.defaults.heartbeat.prompt, as OpenClaw names it) and HEARTBEAT.md
+  heartbeat: {
+    prompt: (() => {
+      const p = configValue(config, 'agents.defaults.heartbeat.prompt');
+      return typeof p === 'string' && p.trim() ? p : DEFAULT_HEARTBEAT_PROMPT;
+    })(),
+    context: () => {
+      try {
+        return readFileSync(join(workspace, 'HEARTBEAT.md'), 'utf8').slice(0, 20_000) || undefined;
+      } catch {
+        return undefined;
+      }
+    },
+  },
   loopbackExempt: str('AGENT_AUTH_LOOPBACK_EXEMPT') !== 'false' && str('AGENT_AUTH_LOOPBACK_EXEMPT') !== '0',
   readinessChecks: {
     config: () => existsSync(configFile),

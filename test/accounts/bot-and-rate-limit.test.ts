@@ -28,7 +28,7 @@ describe('§4.1 register bot detection → 403', () => {
 
   it('no token → 403 with a JSON error, and no user is created', async () => {
     const email = freshEmail();
-    const res = await register({ email, password: 'password123' });
+    const res = await register({ email, password: 'Tr1cky-horse-battery' });
     expect(res.statusCode).toBe(403);
     expect(res.json()).toEqual({ error: expect.any(String) });
     const rows = await t.database.db.kysely.selectFrom('users').select('id').where('email', '=', email).execute();
@@ -37,7 +37,7 @@ describe('§4.1 register bot detection → 403', () => {
 
   it('a token the verifier rejects → 403', async () => {
     const before = fake.calls.length;
-    const res = await register({ email: freshEmail(), password: 'password123', turnstileToken: 'robot-token' });
+    const res = await register({ email: freshEmail(), password: 'Tr1cky-horse-battery', turnstileToken: 'robot-token' });
     expect(res.statusCode).toBe(403);
     // the server really asked siteverify, with the configured secret and the token (form POST)
     const call = fake.calls[before]!;
@@ -46,19 +46,19 @@ describe('§4.1 register bot detection → 403', () => {
   });
 
   it('an accepted token in the body field `turnstileToken` → 201', async () => {
-    const res = await register({ email: freshEmail(), password: 'password123', turnstileToken: 'human-token' });
+    const res = await register({ email: freshEmail(), password: 'Tr1cky-horse-battery', turnstileToken: 'human-token' });
     expect(res.statusCode).toBe(201);
   });
 
   it('an accepted token in the header `cf-turnstile-response` → 201', async () => {
     const before = fake.calls.length;
-    const res = await register({ email: freshEmail(), password: 'password123' }, { 'cf-turnstile-response': 'human-token' });
+    const res = await register({ email: freshEmail(), password: 'Tr1cky-horse-battery' }, { 'cf-turnstile-response': 'human-token' });
     expect(res.statusCode).toBe(201);
     expect(fake.calls[before]?.response).toBe('human-token');
   });
 
   it('a rejected token in the header → 403', async () => {
-    const res = await register({ email: freshEmail(), password: 'password123' }, { 'cf-turnstile-response': 'robot-token' });
+    const res = await register({ email: freshEmail(), password: 'Tr1cky-horse-battery' }, { 'cf-turnstile-response': 'robot-token' });
     expect(res.statusCode).toBe(403);
   });
 
@@ -68,7 +68,7 @@ describe('§4.1 register bot detection → 403', () => {
     await dead.close();
     const t2 = await startTestPlatform({ TURNSTILE_SECRET_KEY: SECRET, TURNSTILE_VERIFY_URL: url });
     try {
-      const res = await t2.web.inject({ method: 'POST', url: '/api/register', payload: { email: freshEmail(), password: 'password123', turnstileToken: 'human-token' } });
+      const res = await t2.web.inject({ method: 'POST', url: '/api/register', payload: { email: freshEmail(), password: 'Tr1cky-horse-battery', turnstileToken: 'human-token' } });
       expect(res.statusCode).toBe(403);
     } finally {
       await t2.close();
@@ -79,7 +79,7 @@ describe('§4.1 register bot detection → 403', () => {
     const t2 = await startTestPlatform({ TURNSTILE_VERIFY_URL: fake.url });
     const before = fake.calls.length;
     try {
-      const res = await t2.web.inject({ method: 'POST', url: '/api/register', payload: { email: freshEmail(), password: 'password123' } });
+      const res = await t2.web.inject({ method: 'POST', url: '/api/register', payload: { email: freshEmail(), password: 'Tr1cky-horse-battery' } });
       expect(res.statusCode).toBe(201);
       expect(fake.calls.length).toBe(before);
     } finally {
@@ -96,7 +96,7 @@ describe('§4.1 register per-IP sign-up limit → 429 (REGISTER_RATE_LIMIT)', ()
   afterAll(() => t.close());
 
   const register = (ip: string) =>
-    t.web.inject({ method: 'POST', url: '/api/register', payload: { email: freshEmail(), password: 'password123' }, headers: { 'x-forwarded-for': ip } });
+    t.web.inject({ method: 'POST', url: '/api/register', payload: { email: freshEmail(), password: 'Tr1cky-horse-battery' }, headers: { 'x-forwarded-for': ip } });
 
   it('allows REGISTER_RATE_LIMIT sign-ups per IP, then answers 429 with a JSON error', async () => {
     expect((await register('203.0.113.7')).statusCode).toBe(201);
@@ -113,6 +113,53 @@ describe('§4.1 register per-IP sign-up limit → 429 (REGISTER_RATE_LIMIT)', ()
   });
 });
 
+describe('TRUST_PROXY trusts exactly the configured proxies: X-Forwarded-For from anyone else is ignored (docs/security.md)', () => {
+  const registerVia = (t: TestPlatform, remoteAddress: string, xff: string) =>
+    t.web.inject({
+      method: 'POST',
+      url: '/api/register',
+      payload: { email: freshEmail(), password: 'Tr1cky-horse-battery' },
+      headers: { 'x-forwarded-for': xff },
+      remoteAddress,
+    });
+
+  it('TRUST_PROXY=true: a client that is not a loopback proxy cannot pick its IP by rotating X-Forwarded-For', async () => {
+    const t = await startTestPlatform({ REGISTER_RATE_LIMIT: '2', TRUST_PROXY: 'true' });
+    try {
+      const codes: number[] = [];
+      for (let i = 1; i <= 4; i++) codes.push((await registerVia(t, '203.0.113.50', `192.0.2.${i}`)).statusCode);
+      expect(codes).toEqual([201, 201, 429, 429]);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('behind a trusted proxy the client is the rightmost untrusted entry, not a leftmost value the client prepended', async () => {
+    const t = await startTestPlatform({ REGISTER_RATE_LIMIT: '2', TRUST_PROXY: '10.0.0.0/8' });
+    try {
+      const codes: number[] = [];
+      // the proxy (10.0.0.2) appends the real peer 198.51.100.20; the client forged the first entry
+      for (let i = 1; i <= 3; i++) codes.push((await registerVia(t, '10.0.0.2', `192.0.2.${i}, 198.51.100.20`)).statusCode);
+      expect(codes).toEqual([201, 201, 429]);
+      // a different real client behind the same proxy has its own budget
+      expect((await registerVia(t, '10.0.0.2', '198.51.100.21')).statusCode).toBe(201);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('a hop count trusts that many proxies from the socket inwards', async () => {
+    const t = await startTestPlatform({ REGISTER_RATE_LIMIT: '1', TRUST_PROXY: '2' });
+    try {
+      // socket = proxy 2, last XFF entry = proxy 1, the one before = the client
+      expect((await registerVia(t, '10.0.0.9', 'forged, 198.51.100.30, 10.0.0.1')).statusCode).toBe(201);
+      expect((await registerVia(t, '10.0.0.9', 'other-forged, 198.51.100.30, 10.0.0.1')).statusCode).toBe(429);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('§4.1 429: without TRUST_PROXY a spoofed X-Forwarded-For does not escape the per-IP limit (CONFIG.md)', () => {
   let t: TestPlatform;
   beforeAll(async () => {
@@ -123,7 +170,7 @@ describe('§4.1 429: without TRUST_PROXY a spoofed X-Forwarded-For does not esca
   it('every request counts against the socket address whatever X-Forwarded-For says', async () => {
     const codes: number[] = [];
     for (const ip of ['192.0.2.1', '192.0.2.2', '192.0.2.3', '192.0.2.4']) {
-      const res = await t.web.inject({ method: 'POST', url: '/api/register', payload: { email: freshEmail(), password: 'password123' }, headers: { 'x-forwarded-for': ip } });
+      const res = await t.web.inject({ method: 'POST', url: '/api/register', payload: { email: freshEmail(), password: 'Tr1cky-horse-battery' }, headers: { 'x-forwarded-for': ip } });
       codes.push(res.statusCode);
     }
     expect(codes).toEqual([201, 201, 429, 429]);
@@ -133,9 +180,9 @@ describe('§4.1 429: without TRUST_PROXY a spoofed X-Forwarded-For does not esca
     const t2 = await startTestPlatform({ REGISTER_RATE_LIMIT: '1' });
     try {
       for (let i = 0; i < 3; i++) {
-        expect((await t2.web.inject({ method: 'POST', url: '/api/register', payload: { email: 'not-an-email', password: 'password123' } })).statusCode).toBe(400);
+        expect((await t2.web.inject({ method: 'POST', url: '/api/register', payload: { email: 'not-an-email', password: 'Tr1cky-horse-battery' } })).statusCode).toBe(400);
       }
-      expect((await t2.web.inject({ method: 'POST', url: '/api/register', payload: { email: freshEmail(), password: 'password123' } })).statusCode).toBe(201);
+      expect((await t2.web.inject({ method: 'POST', url: '/api/register', payload: { email: freshEmail(), password: 'Tr1cky-horse-battery' } })).statusCode).toBe(201);
     } finally {
       await t2.close();
     }

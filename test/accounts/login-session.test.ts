@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/config/limits.ts';
 import { sha256 } from '../../src/lib/crypto.ts';
-import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { sessionCookieFrom, signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 const THIRTY_DAYS_S = 30 * 24 * 60 * 60;
 let t: TestPlatform;
@@ -41,8 +41,8 @@ afterAll(() => t.close());
 describe('§4.1 POST /api/auth/login', () => {
   it('200 {ok:true, user:{id,name}} and a session cookie with HttpOnly, SameSite=Lax, Path=/, 30 days (§5, §8); no Secure on http', async () => {
     const email = freshEmail();
-    const reg = await t.web.inject({ method: 'POST', url: '/api/register', payload: { email, password: 'password123', name: 'Grace' } });
-    const res = await login({ email, password: 'password123' });
+    const reg = await t.web.inject({ method: 'POST', url: '/api/register', payload: { email, password: 'Tr1cky-horse-battery', name: 'Grace' } });
+    const res = await login({ email, password: 'Tr1cky-horse-battery' });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ ok: true, user: { id: reg.json().id, name: 'Grace' } });
 
@@ -97,9 +97,9 @@ describe('§4.1 POST /api/auth/login', () => {
   });
 
   it.each([
-    ['missing email', { password: 'password123' }],
+    ['missing email', { password: 'Tr1cky-horse-battery' }],
     ['missing password', { email: 'someone@example.com' }],
-    ['empty email', { email: '', password: 'password123' }],
+    ['empty email', { email: '', password: 'Tr1cky-horse-battery' }],
     ['empty password', { email: 'someone@example.com', password: '' }],
     ['empty object', {}],
   ])('%s → 400 with a JSON error', async (_l, payload) => {
@@ -118,7 +118,7 @@ describe('§4.1 POST /api/auth/login', () => {
   });
 
   it('unknown email → 401 with the same body as a wrong password (no user enumeration)', async () => {
-    const res = await login({ email: 'nobody-here@example.com', password: 'password123' });
+    const res = await login({ email: 'nobody-here@example.com', password: 'Tr1cky-horse-battery' });
     expect(res.statusCode).toBe(401);
     expect(res.json()).toEqual({ error: 'Invalid credentials' });
   });
@@ -126,7 +126,7 @@ describe('§4.1 POST /api/auth/login', () => {
   it('a wallet user (no password) cannot sign in with a password → 401', async () => {
     const email = `0x${'ab'.repeat(20)}@wallet.local`;
     await t.database.db.kysely.insertInto('users').values({ email, name: 'Wallet', password_hash: null, referral_code: 'WALLETNOPW' }).execute();
-    const res = await login({ email, password: 'password123' });
+    const res = await login({ email, password: 'Tr1cky-horse-battery' });
     expect(res.statusCode).toBe(401);
   });
 });
@@ -163,13 +163,27 @@ describe('§4.1 GET /api/auth/session (always 200)', () => {
     expect((await session(u.cookie)).json()).toEqual({ user: null });
   });
 
-  it('isAdmin is true for an email in ADMIN_EMAILS, compared case-insensitively (§2, §5)', async () => {
+  it('isAdmin is true for a verified email in ADMIN_EMAILS, compared case-insensitively (§2, §5); registering the address proves nothing', async () => {
     // ADMIN_EMAILS has "Boss@Example.com"; the user registers as BOSS@example.COM
     const u = await signUp(t.web, { email: 'BOSS@example.COM' });
-    const res = await session(u.cookie);
-    expect(res.json().user).toMatchObject({ id: u.id, email: 'boss@example.com', isAdmin: true });
+    expect((await session(u.cookie)).json().user).toMatchObject({ id: u.id, email: 'boss@example.com', isAdmin: false });
+    // an identity provider vouching for the address is what makes the match count
+    await t.database.db.kysely.updateTable('users').set({ email_verified: true }).where('id', '=', u.id).execute();
     const other = await signUp(t.web, { email: 'Other-Admin@example.com' });
-    expect((await session(other.cookie)).json().user.isAdmin).toBe(true);
+    expect((await session(other.cookie)).json().user.isAdmin).toBe(false);
+    const fresh = await t.web.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'boss@example.com', password: 'correct horse battery' } });
+    expect((await session(`service-session=${sessionCookieFrom(fresh)}`)).json().user).toMatchObject({ id: u.id, isAdmin: true });
+  });
+
+  it('with ADMIN_EMAILS_REQUIRE_VERIFIED=false an ADMIN_EMAILS match is enough (closed test deployments)', async () => {
+    const open = await startTestPlatform({ ADMIN_EMAILS: 'tester@example.com', ADMIN_EMAILS_REQUIRE_VERIFIED: 'false' });
+    try {
+      const u = await signUp(open.web, { email: 'Tester@example.com' });
+      const res = await open.web.inject({ method: 'GET', url: '/api/auth/session', headers: { cookie: u.cookie } });
+      expect(res.json().user.isAdmin).toBe(true);
+    } finally {
+      await open.close();
+    }
   });
 });
 
@@ -214,7 +228,7 @@ describe('§4.1 POST /api/auth/signout', () => {
 });
 
 describe('§4.1 GET|POST /api/auth/nonce', () => {
-  it('GET and POST both return {nonce} with a random string, different on every call, stored server-side', async () => {
+  it('GET and POST both return {nonce} with a random string, different on every call', async () => {
     const seen = new Set<string>();
     for (const method of ['GET', 'POST', 'GET', 'POST'] as const) {
       const res = await t.web.inject({ method, url: '/api/auth/nonce' });
@@ -225,14 +239,69 @@ describe('§4.1 GET|POST /api/auth/nonce', () => {
       seen.add(body.nonce);
     }
     expect(seen.size).toBe(4);
-    const rows = await t.database.db.kysely.selectFrom('siwe_nonces').select(['nonce', 'expires_at']).where('nonce', 'in', [...seen]).execute();
-    expect(rows).toHaveLength(4);
-    for (const r of rows) {
-      // single use, expires in 10 minutes (LIMITS.siweNonceTtlMs)
-      const ttl = r.expires_at.getTime() - Date.now();
-      expect(ttl).toBeGreaterThan(LIMITS.siweNonceTtlMs - 60_000);
-      expect(ttl).toBeLessThanOrEqual(LIMITS.siweNonceTtlMs + 1000);
+  });
+});
+
+describe('nonce flood (docs/security.md): issuing stores nothing, is limited per IP, and spent nonces are purged', () => {
+  const countNonces = async (p: TestPlatform) =>
+    Number(
+      (await p.database.db.kysely.selectFrom('siwe_nonces').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n,
+    );
+
+  it('hundreds of nonce requests write no row', async () => {
+    const p = await startTestPlatform({ NONCE_RATE_LIMIT: '100000' });
+    try {
+      const before = await countNonces(p);
+      await Promise.all(Array.from({ length: 300 }, (_, i) => p.web.inject({ method: i % 2 ? 'GET' : 'POST', url: '/api/auth/nonce' })));
+      expect(await countNonces(p)).toBe(before);
+    } finally {
+      await p.close();
     }
+  });
+
+  it('beyond NONCE_RATE_LIMIT per IP per minute → 429 with Retry-After; another IP is unaffected', async () => {
+    const p = await startTestPlatform({ NONCE_RATE_LIMIT: '3' });
+    try {
+      const get = (ip: string) => p.web.inject({ method: 'GET', url: '/api/auth/nonce', remoteAddress: ip });
+      for (let i = 0; i < 3; i++) expect((await get('192.0.2.70')).statusCode).toBe(200);
+      const over = await get('192.0.2.70');
+      expect(over.statusCode).toBe(429);
+      expect(over.json()).toMatchObject({ error: 'Too many requests' });
+      expect(Number(over.headers['retry-after'])).toBeGreaterThan(0);
+      expect((await get('192.0.2.71')).statusCode).toBe(200);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('the purge job deletes spent nonces past their expiry and keeps live ones', async () => {
+    const p = await startTestPlatform({});
+    try {
+      const db = p.database.db.kysely;
+      await db
+        .insertInto('siwe_nonces')
+        .values([
+          { nonce: 'spent-expired', expires_at: new Date(Date.now() - 1000) },
+          { nonce: 'spent-live', expires_at: new Date(Date.now() + 60_000) },
+        ])
+        .execute();
+      expect(await p.platform.services.accounts.purgeExpiredNonces()).toBe(1);
+      expect((await db.selectFrom('siwe_nonces').select('nonce').execute()).map((r) => r.nonce)).toEqual(['spent-live']);
+    } finally {
+      await p.close();
+    }
+  });
+});
+
+describe('expired sessions are purged (a job of the web app)', () => {
+  it('deletes sessions past their expiry and keeps live ones, which still authenticate', async () => {
+    const live = await signUp(t.web, { email: freshEmail() });
+    const stale = await signUp(t.web, { email: freshEmail() });
+    const db = t.database.db.kysely;
+    await db.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1000) }).where('user_id', '=', stale.id).execute();
+    expect(await t.platform.services.accounts.purgeExpiredSessions()).toBeGreaterThanOrEqual(1);
+    expect(await db.selectFrom('sessions').select('id').where('user_id', '=', stale.id).execute()).toEqual([]);
+    expect((await session(live.cookie)).json().user?.id).toBe(live.id);
   });
 });
 

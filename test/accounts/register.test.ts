@@ -34,7 +34,7 @@ afterAll(() => t.close());
 describe('§4.1 POST /api/register → 201', () => {
   it('returns exactly {id, email, name}; name defaults to the email (§2 User); no session is created', async () => {
     const email = freshEmail();
-    const res = await register({ email, password: 'password123' });
+    const res = await register({ email, password: 'Tr1cky-horse-battery' });
     expect(res.statusCode).toBe(201);
     const body = res.json();
     expect(Object.keys(body).sort()).toEqual(['email', 'id', 'name']);
@@ -47,18 +47,18 @@ describe('§4.1 POST /api/register → 201', () => {
 
   it('keeps a given name and stores the password as argon2id, never in clear', async () => {
     const email = freshEmail();
-    const res = await register({ email, password: 'password123', name: 'Ada Lovelace' });
+    const res = await register({ email, password: 'Tr1cky-horse-battery', name: 'Ada Lovelace' });
     expect(res.statusCode).toBe(201);
     expect(res.json().name).toBe('Ada Lovelace');
     const row = await t.database.db.kysely.selectFrom('users').select('password_hash').where('id', '=', res.json().id).executeTakeFirstOrThrow();
     expect(row.password_hash).toMatch(/^\$argon2id\$/);
-    expect(row.password_hash).not.toContain('password123');
+    expect(row.password_hash).not.toContain('Tr1cky-horse-battery');
   });
 
   it('a new user has the §2 defaults (plan solo, no credits, no 2FA) and can log in afterwards', async () => {
     const email = freshEmail();
-    const reg = await register({ email, password: 'password123' });
-    const p = await profile(email, 'password123');
+    const reg = await register({ email, password: 'Tr1cky-horse-battery' });
+    const p = await profile(email, 'Tr1cky-horse-battery');
     expect(p).toEqual({ id: reg.json().id, email, name: email, plan: 'solo', credits: 0, twoFactorEnabled: false, referralCode: expect.stringMatching(/^[A-Z0-9]{8}$/) });
   });
 
@@ -70,9 +70,9 @@ describe('§4.1 POST /api/register → 201', () => {
 
 describe('§4.1 POST /api/register → 400', () => {
   it.each([
-    ['missing email', { password: 'password123' }],
+    ['missing email', { password: 'Tr1cky-horse-battery' }],
     ['missing password', { email: 'nopass@example.com' }],
-    ['empty email', { email: '', password: 'password123' }],
+    ['empty email', { email: '', password: 'Tr1cky-horse-battery' }],
     ['empty password', { email: 'emptypass@example.com', password: '' }],
     ['empty object', {}],
   ])('%s → 400 with an error string', async (_label, payload) => {
@@ -82,7 +82,7 @@ describe('§4.1 POST /api/register → 400', () => {
   });
 
   it.each(['not-an-email', 'a@', '@example.com', 'a b@example.com', 'user@@example.com'])('invalid email format %j → 400', async (email) => {
-    const res = await register({ email, password: 'password123' });
+    const res = await register({ email, password: 'Tr1cky-horse-battery' });
     expect(res.statusCode).toBe(400);
     expect(res.json().error).toMatch(/email/i);
   });
@@ -99,14 +99,14 @@ describe('§4.1 POST /api/register → 400', () => {
     ['with an underscore', 'ABC_DEF'],
     ['longer than 20 (§8)', 'A'.repeat(LIMITS.referralCodeMaxLength + 1)],
   ])('a referral code %s → 400 Invalid referral code', async (_label, referralCode) => {
-    const res = await register({ email: freshEmail(), password: 'password123', referralCode });
+    const res = await register({ email: freshEmail(), password: 'Tr1cky-horse-battery', referralCode });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({ error: 'Invalid referral code' });
   });
 
   it('an unknown (well-formed) referral code → 400 Invalid referral code and no user is created', async () => {
     const email = freshEmail();
-    const res = await register({ email, password: 'password123', referralCode: 'NO-SUCH-CODE-1' });
+    const res = await register({ email, password: 'Tr1cky-horse-battery', referralCode: 'NO-SUCH-CODE-1' });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({ error: 'Invalid referral code' });
     const rows = await t.database.db.kysely.selectFrom('users').select('id').where('email', '=', email).execute();
@@ -117,7 +117,7 @@ describe('§4.1 POST /api/register → 400', () => {
 describe('§4.1 POST /api/register → 409', () => {
   it('the same email again → 409 User already exists', async () => {
     const email = freshEmail();
-    expect((await register({ email, password: 'password123' })).statusCode).toBe(201);
+    expect((await register({ email, password: 'Tr1cky-horse-battery' })).statusCode).toBe(201);
     const res = await register({ email, password: 'another-password' });
     expect(res.statusCode).toBe(409);
     expect(res.json()).toEqual({ error: expect.any(String) });
@@ -125,10 +125,10 @@ describe('§4.1 POST /api/register → 409', () => {
 
   it('the same email in a different case (§2: case-insensitive) → 409; the email is stored lower-cased', async () => {
     const email = freshEmail();
-    const first = await register({ email: email.toUpperCase(), password: 'password123' });
+    const first = await register({ email: email.toUpperCase(), password: 'Tr1cky-horse-battery' });
     expect(first.statusCode).toBe(201);
     expect(first.json().email).toBe(email);
-    const res = await register({ email: email.replace(/^r/, 'R'), password: 'password123' });
+    const res = await register({ email: email.replace(/^r/, 'R'), password: 'Tr1cky-horse-battery' });
     expect(res.statusCode).toBe(409);
     const rows = await t.database.db.kysely.selectFrom('users').select('id').where('email', '=', email).execute();
     expect(rows).toHaveLength(1);
@@ -138,31 +138,31 @@ describe('§4.1 POST /api/register → 409', () => {
 describe('§4.1 referral codes: both the new user and the referrer get credit', () => {
   it('credits both users, case-insensitively, visible through GET /api/user', async () => {
     const referrerEmail = freshEmail();
-    const referrer = await register({ email: referrerEmail, password: 'password123' });
-    expect((await profile(referrerEmail, 'password123')).credits).toBe(0);
+    const referrer = await register({ email: referrerEmail, password: 'Tr1cky-horse-battery' });
+    expect((await profile(referrerEmail, 'Tr1cky-horse-battery')).credits).toBe(0);
     const code = await referralCodeOf(referrer.json().id);
 
     const newEmail = freshEmail();
     // "case-insensitive": send the code in lower case
-    const res = await register({ email: newEmail, password: 'password123', referralCode: code.toLowerCase() });
+    const res = await register({ email: newEmail, password: 'Tr1cky-horse-battery', referralCode: code.toLowerCase() });
     expect(res.statusCode).toBe(201);
 
-    expect((await profile(newEmail, 'password123')).credits).toBe(LIMITS.referralCredit);
-    expect((await profile(referrerEmail, 'password123')).credits).toBe(LIMITS.referralCredit);
+    expect((await profile(newEmail, 'Tr1cky-horse-battery')).credits).toBe(LIMITS.referralCredit);
+    expect((await profile(referrerEmail, 'Tr1cky-horse-battery')).credits).toBe(LIMITS.referralCredit);
     expect(LIMITS.referralCredit).toBeGreaterThan(0);
 
     // a second referral credits the referrer again
     const third = freshEmail();
-    expect((await register({ email: third, password: 'password123', referralCode: code })).statusCode).toBe(201);
-    expect((await profile(referrerEmail, 'password123')).credits).toBe(2 * LIMITS.referralCredit);
+    expect((await register({ email: third, password: 'Tr1cky-horse-battery', referralCode: code })).statusCode).toBe(201);
+    expect((await profile(referrerEmail, 'Tr1cky-horse-battery')).credits).toBe(2 * LIMITS.referralCredit);
   });
 
   it('a failed sign-up with a valid referral code (409) credits nobody', async () => {
     const referrerEmail = freshEmail();
-    const referrer = await register({ email: referrerEmail, password: 'password123' });
+    const referrer = await register({ email: referrerEmail, password: 'Tr1cky-horse-battery' });
     const code = await referralCodeOf(referrer.json().id);
-    const res = await register({ email: referrerEmail, password: 'password123', referralCode: code });
+    const res = await register({ email: referrerEmail, password: 'Tr1cky-horse-battery', referralCode: code });
     expect(res.statusCode).toBe(409);
-    expect((await profile(referrerEmail, 'password123')).credits).toBe(0);
+    expect((await profile(referrerEmail, 'Tr1cky-horse-battery')).credits).toBe(0);
   });
 });

@@ -4,21 +4,43 @@
  * the chain id SIWE_CHAIN_ID (8453); the nonce comes from /api/auth/nonce, is single use and
  * expires in 10 minutes. §2: wallet users get `<address>@wallet.local` and `Wallet 0xABCD...1234`.
  */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { createSiweMessage } from 'viem/siwe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LIMITS } from '../../src/config/limits.ts';
 import { sha256 } from '../../src/lib/crypto.ts';
 import { sessionCookieFrom, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 let t: TestPlatform;
-// a signature verifier that would reach a real RPC must not be needed for plain accounts: point
-// SIWE_RPC_URL at a closed port so any accidental remote call fails fast instead of going online
+// A signature that does not recover to the address may still be a smart wallet's, so the verifier
+// asks the chain for the address's code: a local JSON-RPC server that knows no contracts answers
+// (eth_getCode → 0x). A closed port stands for an unreachable chain (503, issue "SIWE" fixes).
 const CLOSED_RPC = 'http://127.0.0.1:9';
+let rpc: Server;
+let rpcUrl: string;
+let rpcStatus = 200;
 
 beforeAll(async () => {
-  t = await startTestPlatform({ SIWE_RPC_URL: CLOSED_RPC, REGISTER_RATE_LIMIT: '1000' });
+  rpc = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      if (rpcStatus !== 200) return void res.writeHead(rpcStatus).end('upstream down');
+      const calls = JSON.parse(body);
+      const answer = (c: { id: number; method: string }) => ({ jsonrpc: '2.0', id: c.id, result: c.method === 'eth_chainId' ? '0x2105' : '0x' });
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(Array.isArray(calls) ? calls.map(answer) : answer(calls)));
+    });
+  });
+  await new Promise<void>((r) => rpc.listen(0, '127.0.0.1', r));
+  rpcUrl = `http://127.0.0.1:${(rpc.address() as AddressInfo).port}`;
+  t = await startTestPlatform({ SIWE_RPC_URL: rpcUrl, REGISTER_RATE_LIMIT: '1000' });
 });
-afterAll(() => t.close());
+afterAll(async () => {
+  await t.close();
+  rpc.close();
+});
 
 const nonce = async () => (await t.web.inject({ method: 'GET', url: '/api/auth/nonce' })).json().nonce as string;
 
@@ -99,7 +121,7 @@ describe('§4.1 POST /api/wallet-auth → 200', () => {
   it('password registration of a wallet-derived email is refused (400), so nobody can pre-claim a wallet account', async () => {
     const account = privateKeyToAccount(generatePrivateKey());
     for (const email of [`${account.address.toLowerCase()}@wallet.local`, `${account.address}@WALLET.LOCAL`]) {
-      const res = await t.web.inject({ method: 'POST', url: '/api/register', payload: { email, password: 'password123' } });
+      const res = await t.web.inject({ method: 'POST', url: '/api/register', payload: { email, password: 'Tr1cky-horse-battery' } });
       expect(res.statusCode).toBe(400);
       expect(res.json()).toEqual({ error: expect.stringMatching(/email/i) });
     }
@@ -150,9 +172,22 @@ describe('§4.1 POST /api/wallet-auth → 401 (invalid signature / message)', ()
   });
 
   it('an expired nonce (older than 10 minutes) → 401', async () => {
+    // nonces carry their own signed expiry: one issued 10 minutes and 1 second ago (same key)
+    const past = await startTestPlatform({ SIWE_RPC_URL: CLOSED_RPC }, { now: () => new Date(Date.now() - LIMITS.siweNonceTtlMs - 1000) });
+    try {
+      const n0 = (await past.web.inject({ method: 'GET', url: '/api/auth/nonce' })).json().nonce as string;
+      await expect401(await signedBody(account, { nonce: n0 }));
+    } finally {
+      await past.close();
+    }
+  });
+
+  it('a nonce whose expiry or signature was edited → 401', async () => {
     const n0 = await nonce();
-    await t.database.db.kysely.updateTable('siwe_nonces').set({ expires_at: new Date(Date.now() - 1000) }).where('nonce', '=', n0).execute();
-    await expect401(await signedBody(account, { nonce: n0 }));
+    const later = n0.slice(0, 32) + 'ffffffff' + n0.slice(40);
+    await expect401(await signedBody(account, { nonce: later }));
+    const forged = n0.slice(0, 40) + (n0[40] === '0' ? '1' : '0') + n0.slice(41);
+    await expect401(await signedBody(account, { nonce: forged }));
   });
 
   it('a nonce the server never issued → 401', async () => {
@@ -187,7 +222,35 @@ describe('§4.1 POST /api/wallet-auth → 401 (invalid signature / message)', ()
     const body = await signedBody(account, { signer: other });
     await expect401(body);
     const n0 = /Nonce: (\w+)/.exec(body.message)![1]!;
-    expect(await t.database.db.kysely.selectFrom('siwe_nonces').select('nonce').where('nonce', '=', n0).execute()).toHaveLength(0);
+    await expect401(await signedBody(account, { nonce: n0 }));
+  });
+
+  it('EIP-4361 Version other than 1 → 401', async () => {
+    const body = await signedBody(account);
+    const message = body.message.replace('Version: 1', 'Version: 2');
+    await expect401({ ...body, message, signature: await account.signMessage({ message }) });
+  });
+
+  it('the chain RPC failing while checking a signature → 503 (not 401 "Invalid signature"), and the nonce is spent', async () => {
+    const other = privateKeyToAccount(generatePrivateKey());
+    rpcStatus = 502;
+    try {
+      const body = await signedBody(account, { signer: other });
+      const res = await walletAuth(body);
+      expect(res.statusCode).toBe(503);
+      expect(res.json().error).toMatch(/unreachable/);
+    } finally {
+      rpcStatus = 200;
+    }
+    const closed = await startTestPlatform({ SIWE_RPC_URL: CLOSED_RPC });
+    try {
+      const n = (await closed.web.inject({ method: 'GET', url: '/api/auth/nonce' })).json().nonce as string;
+      const body = await signedBody(account, { signer: other, nonce: n });
+      const res = await closed.web.inject({ method: 'POST', url: '/api/wallet-auth', payload: body });
+      expect(res.statusCode).toBe(503);
+    } finally {
+      await closed.close();
+    }
   });
 
   it('a tampered message (signed, then changed) → 401', async () => {

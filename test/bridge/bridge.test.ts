@@ -311,25 +311,26 @@ describe('§4.13 with BRIDGE_SECRET set', () => {
   });
 });
 
-describe('§4.13 / §5 with BRIDGE_SECRET unset: auth is off (development)', () => {
+describe('§4.13 / §5 with BRIDGE_SECRET unset: the bridge is closed (docs/security.md)', () => {
   let t: TestPlatform;
-  const api = client(() => t, {});
   beforeAll(async () => {
     t = await startTestPlatform({});
   });
   afterAll(() => t?.close());
 
-  it('health on an empty bus: total 0 and last_message null', async () => {
-    const res = await api.health();
-    expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ status: 'ok', total_messages: 0, last_message: null });
-  });
-
-  it('send and inbox work without a header', async () => {
-    expect((await api.send({ sender: 'atlas-main', content: 'dev' })).statusCode).toBe(200);
-    const res = await api.inbox({ reader: 'dev' });
-    expect(res.statusCode).toBe(200);
-    expect(res.json().messages.map((m: Msg) => m.content)).toEqual(['dev']);
+  it('send, inbox and health answer 503 `Bridge not configured` with or without a header, and nothing is stored', async () => {
+    for (const headers of [{}, { 'x-bridge-secret': '' }, { 'x-bridge-secret': 'anything' }] as Record<string, string>[]) {
+      const api = client(() => t, headers);
+      for (const res of [await api.send({ sender: BRIDGE_OPERATOR_IDENTITY, content: 'spoof' }), await api.inbox({ reader: 'x' }), await api.health()]) {
+        expect(res.statusCode).toBe(503);
+        expect(res.json()).toEqual({ error: 'Bridge not configured' });
+      }
+    }
+    const { count } = await t.database.db.kysely
+      .selectFrom('bridge_messages')
+      .select((eb) => eb.fn.countAll<string>().as('count'))
+      .executeTakeFirstOrThrow();
+    expect(Number(count)).toBe(0);
   });
 });
 
@@ -341,8 +342,8 @@ describe('§4.13 health when the store fails → 500 `{status:"error", error}`',
         throw new Error('connection refused');
       },
     } as unknown as BridgeService;
-    bridgeRoutes(app, { bridge: failing, bridgeSecret: undefined });
-    const res = await app.inject({ method: 'GET', url: '/api/bridge/health' });
+    bridgeRoutes(app, { bridge: failing, bridgeSecret: SECRET });
+    const res = await app.inject({ method: 'GET', url: '/api/bridge/health', headers: H });
     expect(res.statusCode).toBe(500);
     expect(res.json()).toEqual({ status: 'error', error: expect.any(String) });
     expect(res.body).not.toContain('connection refused');

@@ -6,7 +6,7 @@ import { startTestPlatform, signUp, type TestPlatform } from '../helpers/platfor
 
 let t: TestPlatform;
 beforeAll(async () => {
-  t = await startTestPlatform({ ADMIN_EMAILS: 'boss@example.com', REGISTER_RATE_LIMIT: '100000' });
+  t = await startTestPlatform({ ADMIN_EMAILS: 'boss@example.com', ADMIN_EMAILS_REQUIRE_VERIFIED: 'false', REGISTER_RATE_LIMIT: '100000' });
 });
 afterAll(() => t?.close());
 

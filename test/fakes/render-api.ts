@@ -29,6 +29,8 @@ export type FakeRenderApi = {
   services: Map<string, FakeService>;
   requests: { method: string; path: string }[];
   down: boolean;
+  /** services whose public /healthz answers 503 (a live unit whose gateway is silent) */
+  unhealthy: Set<string>;
   close(): Promise<void>;
 };
 
@@ -49,7 +51,7 @@ export async function startFakeRenderApi(options: { apiKey: string; deployMs?: n
   const deployMs = options.deployMs ?? 100;
   let seq = 0;
   const nextId = (prefix: string) => `${prefix}-${(++seq).toString(36).padStart(8, '0')}`;
-  const api: FakeRenderApi = { url: '', services: new Map(), requests: [], down: false, close: async () => {} };
+  const api: FakeRenderApi = { url: '', services: new Map(), requests: [], down: false, unhealthy: new Set(), close: async () => {} };
   let origin = '';
 
   const deployStatus = (d: FakeService['deploys'][number]) => {
@@ -88,7 +90,7 @@ export async function startFakeRenderApi(options: { apiKey: string; deployMs?: n
     const svc = /^\/svc\/([^/]+)\/healthz$/.exec(path);
     if (svc) {
       const s = api.services.get(svc[1]!);
-      const live = s && s.suspended === 'not_suspended' && s.deploys.some((d) => deployStatus(d).status === 'live');
+      const live = s && !api.unhealthy.has(s.id) && s.suspended === 'not_suspended' && s.deploys.some((d) => deployStatus(d).status === 'live');
       return live ? send(res, 200, { ok: true, status: 'live' }) : send(res, 503, { ok: false });
     }
 

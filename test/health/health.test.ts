@@ -94,7 +94,7 @@ describe('§4.12 GET /api/admin/health (hardware fields, admins only)', () => {
   let t: TestPlatform;
   beforeAll(async () => {
     t = await startTestPlatform(
-      { ADMIN_EMAILS: 'Root@Example.com, ops@example.com', REGISTER_RATE_LIMIT: '1000' },
+      { ADMIN_EMAILS: 'Root@Example.com, ops@example.com', ADMIN_EMAILS_REQUIRE_VERIFIED: 'false', REGISTER_RATE_LIMIT: '1000' },
       { metrics: { cpuPercent: () => 72.34, memoryPercent: () => 40 } },
     );
   });

@@ -12,7 +12,7 @@ const KEY_FORMAT = /^sk_[A-Za-z0-9_-]{40}$/;
 
 let t: TestPlatform;
 beforeAll(async () => {
-  t = await startTestPlatform({ ADMIN_EMAILS: 'keyadmin@example.com', REGISTER_RATE_LIMIT: '100000' });
+  t = await startTestPlatform({ ADMIN_EMAILS: 'keyadmin@example.com', ADMIN_EMAILS_REQUIRE_VERIFIED: 'false', REGISTER_RATE_LIMIT: '100000' });
 });
 afterAll(() => t?.close());
 

@@ -97,6 +97,37 @@ describe('npm start (src/main.ts)', () => {
     expect(existsSync(join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
   }, 60_000);
 
+  it('logs readable lines at a terminal and JSON lines into a pipe (LOG_FORMAT=auto)', async () => {
+    const [web, backend] = [await freePort(), await freePort()];
+    const env = { WEB_PORT: String(web), BACKEND_PORT: String(backend), LOG_LEVEL: 'info' };
+    // into a pipe: every line is a JSON record
+    const piped = start(['backend'], env);
+    await waitFor(`http://127.0.0.1:${backend}/health`);
+    const until = Date.now() + 20_000;
+    while (!piped.output().includes('platform ready') && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    piped.child.kill('SIGTERM');
+    await piped.exited;
+    const lines = piped.output().trim().split('\n');
+    expect(lines.length).toBeGreaterThan(1);
+    for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
+    // at a terminal (`script` gives the process a pseudo-terminal): pino-pretty lines, no JSON
+    const tty = spawn('script', ['-qfec', `${process.execPath} src/main.ts backend`, '/dev/null'], {
+      cwd: root,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', DATA_DIR: dataDir, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(tty);
+    let out = '';
+    tty.stdout!.on('data', (d) => (out += d));
+    const ttyExited = new Promise((resolve) => tty.on('exit', resolve));
+    const until2 = Date.now() + 30_000;
+    while (!out.includes('platform ready') && Date.now() < until2) await new Promise((r) => setTimeout(r, 50));
+    tty.kill('SIGTERM');
+    await ttyExited;
+    expect(out).toMatch(/INFO.*platform ready/);
+    expect(out).not.toMatch(/^\{"level"/m);
+  }, 90_000);
+
   it('a bad setting stops start-up with one clear line', async () => {
     const p = start([], { WEB_PORT: 'eighty' });
     expect(await p.exited).toBe(1);

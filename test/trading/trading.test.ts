@@ -161,15 +161,31 @@ describe('§4.5 trading calls', () => {
 
   it('GET /api/trading/prompt?jobId= returns the job status; without jobId 400 `jobId required`', async () => {
     const u = await signUp(withPlatformKey.web);
-    const res = await withPlatformKey.web.inject({ method: 'GET', url: '/api/trading/prompt?jobId=job%2F7', headers: { cookie: u.cookie } });
+    const res = await withPlatformKey.web.inject({ method: 'GET', url: '/api/trading/prompt?jobId=job-7.a_b%3Ac', headers: { cookie: u.cookie } });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ jobId: 'job/7', status: 'completed', result: 'bought 1 ETH' });
-    expect(fake.requests.at(-1)!.path).toBe('/prompt/job%2F7'); // encoded: cannot escape the /prompt/ path
+    expect(res.json()).toEqual({ jobId: 'job-7.a_b:c', status: 'completed', result: 'bought 1 ETH' });
+    expect(fake.requests.at(-1)!.path).toBe('/prompt/job-7.a_b%3Ac');
     for (const url of ['/api/trading/prompt', '/api/trading/prompt?jobId=', '/api/trading/prompt?jobId=%20']) {
       const bad = await withPlatformKey.web.inject({ method: 'GET', url, headers: { cookie: u.cookie } });
       expect(bad.statusCode, url).toBe(400);
       expect(bad.json()).toEqual({ error: 'jobId required' });
     }
+  });
+
+  it('a jobId that is not one plain token (`..`, `.`, `/`, `?`, `#`, `%`) is 400 `Invalid jobId` and never reaches the trading service', async () => {
+    const u = await signUp(withPlatformKey.web);
+    const count = fake.requests.length;
+    for (const raw of ['..', '.', '../balances', 'job/7', '..%2F..', 'a?b', 'a#b', '%2e%2e', '.hidden', 'a b', 'é']) {
+      const res = await withPlatformKey.web.inject({
+        method: 'GET',
+        url: `/api/trading/prompt?jobId=${encodeURIComponent(raw)}`,
+        headers: { cookie: u.cookie },
+      });
+      expect(res.statusCode, raw).toBe(400);
+      expect(res.json()).toEqual({ error: 'Invalid jobId' });
+    }
+    // the platform's trading key went nowhere (before the fix `..` reached the upstream root path)
+    expect(fake.requests.length).toBe(count);
   });
 
   it('503 {error, needsKey:true} when neither a personal nor a platform key exists', async () => {

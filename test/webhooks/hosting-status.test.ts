@@ -14,13 +14,13 @@ const SEVEN_DAYS = 7 * 24 * 60 * 60;
 
 let kv: FakeKv;
 let secured: TestPlatform; // secret set, KV configured
-let open: TestPlatform; // no secret, no KV
+let open: TestPlatform; // secret set, no KV (`hook` sends the secret unless told otherwise)
 
 beforeAll(async () => {
   kv = await startFakeKv();
   [secured, open] = await Promise.all([
     startTestPlatform({ HOSTING_WEBHOOK_SECRET: SECRET, KV_REST_API_URL: kv.url, KV_REST_API_TOKEN: kv.token }),
-    startTestPlatform({}),
+    startTestPlatform({ HOSTING_WEBHOOK_SECRET: SECRET }),
   ]);
 });
 afterAll(async () => {
@@ -42,11 +42,15 @@ const incident = {
 };
 const component = { page: { id: 'p1' }, component: { name: 'Builds', status: 'degraded_performance' } };
 
-const hook = (p: TestPlatform, payload: unknown, opts: { secret?: string; query?: string; contentType?: string } = {}) =>
+/** `secret` defaults to SECRET; `null` sends none */
+const hook = (p: TestPlatform, payload: unknown, opts: { secret?: string | null; query?: string; contentType?: string } = {}) =>
   p.web.inject({
     method: 'POST',
     url: `/api/webhooks/hosting-status${opts.query ?? ''}`,
-    headers: { 'content-type': opts.contentType ?? 'application/json', ...(opts.secret !== undefined ? { 'x-hosting-secret': opts.secret } : {}) },
+    headers: {
+      'content-type': opts.contentType ?? 'application/json',
+      ...(opts.secret === undefined ? { 'x-hosting-secret': SECRET } : opts.secret === null ? {} : { 'x-hosting-secret': opts.secret }),
+    },
     payload: typeof payload === 'string' ? payload : JSON.stringify(payload),
   });
 
@@ -112,16 +116,16 @@ describe('§6 invalid JSON → 400 {error:"Invalid payload"}', () => {
 describe('§6 webhook secret', () => {
   it('header x-hosting-secret or query ?secret= is accepted', async () => {
     expect((await hook(secured, deployment, { secret: SECRET })).statusCode).toBe(200);
-    expect((await hook(secured, deployment, { query: `?secret=${SECRET}` })).statusCode).toBe(200);
+    expect((await hook(secured, deployment, { secret: null, query: `?secret=${SECRET}` })).statusCode).toBe(200);
   });
 
   it('missing or wrong secret → 401, checked before the payload (bad JSON without a secret is 401)', async () => {
-    for (const opts of [{}, { secret: 'wrong' }, { secret: '' }, { query: '?secret=wrong' }, { secret: SECRET.slice(0, -1) }, { secret: SECRET + 'x' }]) {
+    for (const opts of [{ secret: null }, { secret: 'wrong' }, { secret: '' }, { secret: null, query: '?secret=wrong' }, { secret: SECRET.slice(0, -1) }, { secret: SECRET + 'x' }]) {
       const res = await hook(secured, deployment, opts);
       expect(res.statusCode, JSON.stringify(opts)).toBe(401);
       expect(res.json()).toEqual({ error: 'Unauthorized' });
     }
-    expect((await hook(secured, '{bad', {})).statusCode).toBe(401);
+    expect((await hook(secured, '{bad', { secret: null })).statusCode).toBe(401);
   });
 
   it('a rejected request stores nothing', async () => {
@@ -132,8 +136,19 @@ describe('§6 webhook secret', () => {
     expect(row?.message).not.toBe('https://evil');
   });
 
-  it('when HOSTING_WEBHOOK_SECRET is unset every request is accepted', async () => {
-    expect((await hook(open, deployment, { secret: 'anything' })).statusCode).toBe(200);
+  it('when HOSTING_WEBHOOK_SECRET is unset the webhook is closed: 503, nothing stored (docs/security.md)', async () => {
+    const unset = await startTestPlatform({});
+    try {
+      for (const opts of [{ secret: null }, { secret: 'anything' }, { secret: '' }, { secret: null, query: '?secret=' }]) {
+        const res = await hook(unset, deployment, opts);
+        expect(res.statusCode, JSON.stringify(opts)).toBe(503);
+        expect(res.json()).toEqual({ error: 'Hosting status webhook not configured' });
+      }
+      const row = await unset.database.db.kysely.selectFrom('hosting_status').select('status').executeTakeFirst();
+      expect(row).toBeUndefined();
+    } finally {
+      await unset.close();
+    }
   });
 });
 
@@ -188,7 +203,7 @@ describe('§6 / §8 storage: key-value store with a 7-day TTL, and our database'
 
   it('an unreachable or failing key-value store does not fail the webhook (the database copy is kept)', async () => {
     const dead = await freePort();
-    const p = await startTestPlatform({ KV_REST_API_URL: `http://127.0.0.1:${dead}`, KV_REST_API_TOKEN: 't', KV_TIMEOUT_MS: '300' });
+    const p = await startTestPlatform({ HOSTING_WEBHOOK_SECRET: SECRET, KV_REST_API_URL: `http://127.0.0.1:${dead}`, KV_REST_API_TOKEN: 't', KV_TIMEOUT_MS: '300' });
     try {
       const started = Date.now();
       const res = await hook(p, deployment);

@@ -4,9 +4,13 @@
 -- The role request queries run as (SET LOCAL ROLE inside withUser). It neither owns the tables
 -- nor has BYPASSRLS, so policies apply to it. Roles are cluster-wide: tolerate a concurrent
 -- creator (two replicas, or parallel test databases in one cluster).
+-- An administrator may have created it already (README "Use an existing PostgreSQL"): then the
+-- owner role needs no CREATEROLE, so look before creating (CREATE ROLE checks the privilege first).
 DO $$
 BEGIN
-  CREATE ROLE platform_app NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'platform_app') THEN
+    CREATE ROLE platform_app NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
+  END IF;
 EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
 END $$;
 DO $$

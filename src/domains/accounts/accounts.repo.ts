@@ -28,7 +28,16 @@ export const accountsRepo = {
 
   insertUser(
     db: Conn,
-    user: { email: string; name: string; passwordHash: string | null; referralCode: string; referredBy?: string | null; walletAddress?: string | null; credits?: number },
+    user: {
+      email: string;
+      name: string;
+      passwordHash: string | null;
+      referralCode: string;
+      referredBy?: string | null;
+      walletAddress?: string | null;
+      credits?: number;
+      plan?: 'solo' | 'collective' | 'label' | 'network' | undefined;
+    },
   ) {
     return db
       .insertInto('users')
@@ -40,6 +49,7 @@ export const accountsRepo = {
         referred_by: user.referredBy ?? null,
         wallet_address: user.walletAddress ?? null,
         credits: user.credits ?? 0,
+        ...(user.plan ? { plan: user.plan } : {}),
       })
       .returning(['id', 'email', 'name'])
       .executeTakeFirstOrThrow();
@@ -97,9 +107,9 @@ export const accountsRepo = {
    * join once per connection instead of once per request (measured in bench/session.bench.ts).
    */
   async findSessionUser(pool: Pool, tokenHash: Buffer) {
-    const r = await pool.query<{ id: string; name: string; email: string; expires_at: Date }>({
+    const r = await pool.query<{ id: string; name: string; email: string; is_admin: boolean; email_verified: boolean; expires_at: Date }>({
       name: 'accounts_find_session_user',
-      text: `SELECT u.id, u.name, u.email, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id
+      text: `SELECT u.id, u.name, u.email, u.is_admin, u.email_verified, s.expires_at FROM sessions s JOIN users u ON u.id = s.user_id
              WHERE s.token_hash = $1 AND s.expires_at > now()`,
       values: [tokenHash],
     });
@@ -110,24 +120,44 @@ export const accountsRepo = {
     return db.deleteFrom('sessions').where('token_hash', '=', tokenHash).execute();
   },
 
+  /** true when `ip` holds a live session of the user (a known client is exempt from the account-wide sign-in limit). */
+  async hasLiveSessionFromIp(db: Conn, userId: string, ip: string): Promise<boolean> {
+    const row = await db
+      .selectFrom('sessions')
+      .select('id')
+      .where('user_id', '=', userId)
+      .where('ip', '=', ip)
+      .where('expires_at', '>', sql<Date>`now()`)
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
+  },
+
   deleteSessionsOfUser(db: Conn, userId: string) {
     return db.deleteFrom('sessions').where('user_id', '=', userId).execute();
   },
 
-  insertNonce(db: Conn, nonce: string, expiresAt: Date) {
-    return db.insertInto('siwe_nonces').values({ nonce, expires_at: expiresAt }).execute();
-  },
-
-  /** Deletes and reports the nonce if it exists and has not expired: single use by construction. */
-  async consumeNonce(db: Conn, nonce: string): Promise<boolean> {
+  /**
+   * Records a SIWE nonce as spent (siwe-nonce.ts: issuing is stateless, so this table holds only
+   * spent nonces until they expire). false when it was spent before: single use decided by the
+   * primary key, so two parallel sign-ins with one nonce cannot both pass.
+   */
+  async spendNonce(db: Conn, nonce: string, expiresAt: Date): Promise<boolean> {
     const row = await db
-      .deleteFrom('siwe_nonces')
-      .where('nonce', '=', nonce)
-      .returning(['expires_at'])
+      .insertInto('siwe_nonces')
+      .values({ nonce, expires_at: expiresAt })
+      .onConflict((oc) => oc.column('nonce').doNothing())
+      .returning('nonce')
       .executeTakeFirst();
-    return !!row && row.expires_at.getTime() > Date.now();
+    return row !== undefined;
   },
 
+  /** Purge job: expired sessions can never authenticate again (the lookup checks expires_at); they are only dead weight. */
+  deleteExpiredSessions(db: Conn) {
+    return db.deleteFrom('sessions').where('expires_at', '<', sql<Date>`now()`).execute();
+  },
+
+  /** Purge job: spent nonces past their expiry can no longer be replayed (their signature check fails on expiry). */
   deleteExpiredNonces(db: Conn) {
     return db.deleteFrom('siwe_nonces').where('expires_at', '<', sql<Date>`now()`).execute();
   },

@@ -5,16 +5,20 @@
 import { hash as argonHash, verify as argonVerify } from '@node-rs/argon2';
 import { randomBytes } from 'node:crypto';
 import type { Hex } from 'viem';
-import { isAdminEmail, type Config } from '../../config/env.ts';
+import type { Config } from '../../config/env.ts';
+import { isAdminUser } from '../admin/admin-rule.ts';
 import { LIMITS } from '../../config/limits.ts';
 import { isUniqueViolation, type Db } from '../../db/client.ts';
 import { randomToken, sha256 } from '../../lib/crypto.ts';
-import { badRequest, conflict, forbidden, notFound, tooManyRequests, unauthorized } from '../../lib/errors.ts';
+import { badRequest, conflict, forbidden, notFound, serviceUnavailable, tooManyRequests, unauthorized } from '../../lib/errors.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
 import { accountsRepo } from './accounts.repo.ts';
 import type { BotVerifier } from './bot-verifier.ts';
+import { createLoginThrottle, type LoginThrottleConfig } from './login-throttle.ts';
+import { COMMON_PASSWORD_MESSAGE, isCommonPassword } from './password-policy.ts';
 import type { SessionCache } from './session-cache.ts';
-import { checkSiweMessage, type SignatureVerifier } from './siwe-verifier.ts';
+import { createNonceMinter } from './siwe-nonce.ts';
+import { checkSiweMessage, SignatureServiceUnavailableError, type SignatureVerifier } from './siwe-verifier.ts';
 
 // argon2id (OWASP); @node-rs/argon2's Algorithm enum is a const enum, so name it by value
 const ARGON2ID = 2;
@@ -39,10 +43,12 @@ export const walletDisplayName = (address: string) => `Wallet ${address.slice(0,
 
 export type AccountsDeps = {
   db: Db;
-  config: Pick<Config, 'ADMIN_EMAILS' | 'PUBLIC_URL' | 'SIWE_CHAIN_ID' | 'WALLET_EMAIL_DOMAIN' | 'REGISTER_RATE_LIMIT'>;
+  config: Pick<Config, 'ADMIN_EMAILS' | 'ADMIN_EMAILS_REQUIRE_VERIFIED' | 'DEFAULT_PLAN' | 'configured' | 'PUBLIC_URL' | 'SIWE_CHAIN_ID' | 'WALLET_EMAIL_DOMAIN' | 'REGISTER_RATE_LIMIT' | 'NONCE_RATE_LIMIT'> & LoginThrottleConfig;
   botVerifier: BotVerifier;
   rateLimiter: RateLimiter;
   signatureVerifier: SignatureVerifier;
+  /** 32-byte key the SIWE nonce HMAC key is derived from (SECRETS_ENCRYPTION_KEY); default: random per process */
+  nonceSecret?: Buffer;
   /** cookie-token → user cache in front of the session lookup (session-cache.ts); none: always query */
   sessionCache?: SessionCache;
   now?: () => Date;
@@ -52,6 +58,10 @@ export function createAccountsService(deps: AccountsDeps) {
   const { db, config } = deps;
   const now = deps.now ?? (() => new Date());
   const publicUrl = new URL(config.PUBLIC_URL);
+  const loginThrottle = createLoginThrottle(deps.rateLimiter, config);
+  const nonces = createNonceMinter(deps.nonceSecret ?? randomBytes(32), LIMITS.siweNonceTtlMs);
+  const tooManyLogins = (ms: number) =>
+    tooManyRequests('Too many failed sign-in attempts; try again later', { retryAfter: Math.max(1, Math.ceil(ms / 1000)) });
 
   async function createSession(userId: string, name: string, meta: RequestMeta): Promise<NewSession> {
     const token = randomToken(32);
@@ -72,6 +82,8 @@ export function createAccountsService(deps: AccountsDeps) {
       if (input.email.trim().toLowerCase().endsWith(`@${config.WALLET_EMAIL_DOMAIN.toLowerCase()}`)) {
         throw badRequest('Invalid email format: this domain is reserved for wallet sign-in');
       }
+      // docs/security.md: the most common passwords are the first ones guessed
+      if (isCommonPassword(input.password)) throw badRequest(COMMON_PASSWORD_MESSAGE);
       const limit = await deps.rateLimiter.consume(`register:${meta.ip}`, config.REGISTER_RATE_LIMIT, LIMITS.registerWindowMs);
       if (!limit.allowed) throw tooManyRequests('Too many requests', { retryAfter: Math.ceil(limit.retryAfterMs / 1000) });
       if (!(await deps.botVerifier.verify(input.botToken, meta.ip))) throw forbidden('Bot detection failed');
@@ -94,6 +106,8 @@ export function createAccountsService(deps: AccountsDeps) {
             referralCode: newReferralCode(),
             referredBy: referrerId,
             credits: referrerId ? LIMITS.referralCredit : 0,
+            // no card processor: nobody can subscribe, so every account has the operator's plan
+            ...(config.configured.stripe ? {} : { plan: config.DEFAULT_PLAN }),
           });
           if (referrerId) await accountsRepo.addCredits(trx, referrerId, LIMITS.referralCredit);
           return user;
@@ -107,9 +121,16 @@ export function createAccountsService(deps: AccountsDeps) {
 
     /** §4.1 POST /api/auth/login: 401 for an unknown email and a wrong password alike. */
     async login(email: string, password: string, meta: RequestMeta): Promise<NewSession> {
+      // failed-attempt limits (login-throttle.ts): 429 with Retry-After before any password check
+      const attempt = await loginThrottle.attempt(email, meta.ip);
+      if (attempt.refusedForMs !== undefined) throw tooManyLogins(attempt.refusedForMs);
       const user = await accountsRepo.findUserForLogin(db.kysely, email.trim());
+      if (attempt.accountLimited && !(user && (await accountsRepo.hasLiveSessionFromIp(db.kysely, user.id, meta.ip)))) {
+        throw tooManyLogins(attempt.accountRetryAfterMs);
+      }
       const ok = await argonVerify(user?.password_hash ?? (await DUMMY_HASH), password).catch(() => false);
       if (!user || !user.password_hash || !ok) throw unauthorized('Invalid credentials');
+      await attempt.succeeded();
       return createSession(user.id, user.name, meta);
     },
 
@@ -119,11 +140,12 @@ export function createAccountsService(deps: AccountsDeps) {
       const tokenHash = sha256(token);
       const key = tokenHash.toString('base64url');
       const cached = deps.sessionCache?.get(key);
-      if (cached) return { id: cached.id, name: cached.name, email: cached.email, isAdmin: isAdminEmail(config, cached.email) };
+      if (cached) return { id: cached.id, name: cached.name, email: cached.email, isAdmin: cached.isAdmin };
       const row = await accountsRepo.findSessionUser(db.pool, tokenHash);
       if (!row) return null;
-      deps.sessionCache?.set(key, { id: row.id, name: row.name, email: row.email, expiresAt: row.expires_at.getTime() });
-      return { id: row.id, name: row.name, email: row.email, isAdmin: isAdminEmail(config, row.email) };
+      const isAdmin = isAdminUser(config, row);
+      deps.sessionCache?.set(key, { id: row.id, name: row.name, email: row.email, isAdmin, expiresAt: row.expires_at.getTime() });
+      return { id: row.id, name: row.name, email: row.email, isAdmin };
     },
 
     async signOut(token: string | undefined): Promise<void> {
@@ -134,21 +156,31 @@ export function createAccountsService(deps: AccountsDeps) {
     },
 
     /** Ends every session of a user (security events, account disable). */
+    /** Purge job (platform.startWebJobs): forgets spent SIWE nonces once they have expired. */
+    async purgeExpiredNonces(): Promise<number> {
+      const r = await accountsRepo.deleteExpiredNonces(db.kysely);
+      return Number(r[0]?.numDeletedRows ?? 0);
+    },
+
+    async purgeExpiredSessions(): Promise<number> {
+      const r = await accountsRepo.deleteExpiredSessions(db.kysely);
+      return Number(r[0]?.numDeletedRows ?? 0);
+    },
+
     async revokeAllSessions(userId: string): Promise<void> {
       await accountsRepo.deleteSessionsOfUser(db.kysely, userId);
       deps.sessionCache?.evictUser(userId);
     },
 
-    /** §4.1 GET|POST /api/auth/nonce: stored server-side, single use, 10 minutes. */
-    async issueNonce(): Promise<string> {
-      // Not viem's generateSiweNonce: it returns overlapping windows of one Math.random buffer
-      // (each nonce is the previous one shifted by a character), so seeing one nonce predicts the
-      // next. 128 bits from the CSPRNG, hex: alphanumeric and >= 8 chars as EIP-4361 requires.
-      const nonce = randomBytes(16).toString('hex');
-      await accountsRepo.insertNonce(db.kysely, nonce, new Date(now().getTime() + LIMITS.siweNonceTtlMs));
-      // opportunistic clean-up keeps the table small without a scheduler
-      if (Math.random() < 0.05) await accountsRepo.deleteExpiredNonces(db.kysely);
-      return nonce;
+    /**
+     * §4.1 GET|POST /api/auth/nonce: signed and expiring (10 minutes), nothing stored
+     * (siwe-nonce.ts), so a flood of nonce requests writes no rows. 128 random bits from the
+     * CSPRNG (not viem's generateSiweNonce, whose consecutive nonces overlap).
+     */
+    async issueNonce(meta: RequestMeta): Promise<string> {
+      const limit = await deps.rateLimiter.consume(`nonce:${meta.ip}`, config.NONCE_RATE_LIMIT, LIMITS.nonceWindowMs);
+      if (!limit.allowed) throw tooManyRequests('Too many requests', { retryAfter: Math.max(1, Math.ceil(limit.retryAfterMs / 1000)) });
+      return nonces.issue(now());
     },
 
     /** §4.1 POST /api/wallet-auth. */
@@ -162,10 +194,16 @@ export function createAccountsService(deps: AccountsDeps) {
       if (!check.ok) throw unauthorized(check.reason);
       // consumed before the (slow, possibly remote) signature check: a nonce is spent by its
       // first use whatever the outcome, so a replay never reaches the verifier
-      if (!(await accountsRepo.consumeNonce(db.kysely, check.nonce))) throw unauthorized('Invalid or expired nonce');
-      if (!(await deps.signatureVerifier.verify(check.address, input.message, input.signature as Hex))) {
-        throw unauthorized('Invalid signature');
+      const nonce = nonces.check(check.nonce, now());
+      if (!nonce.ok || !(await accountsRepo.spendNonce(db.kysely, check.nonce, nonce.expiresAt))) throw unauthorized('Invalid or expired nonce');
+      let valid: boolean;
+      try {
+        valid = await deps.signatureVerifier.verify(check.address, input.message, input.signature as Hex);
+      } catch (e) {
+        if (e instanceof SignatureServiceUnavailableError) throw serviceUnavailable('Could not verify the signature: the chain RPC is unreachable, try again');
+        throw e;
       }
+      if (!valid) throw unauthorized('Invalid signature');
       const address = check.address.toLowerCase();
       const email = `${address}@${config.WALLET_EMAIL_DOMAIN}`.toLowerCase();
       const existing = await accountsRepo.findUserByWalletOrEmail(db.kysely, address, email);
@@ -180,6 +218,7 @@ export function createAccountsService(deps: AccountsDeps) {
           passwordHash: null,
           referralCode: newReferralCode(),
           walletAddress: address,
+          ...(config.configured.stripe ? {} : { plan: config.DEFAULT_PLAN }),
         });
         return createSession(user.id, user.name, meta);
       } catch (err) {

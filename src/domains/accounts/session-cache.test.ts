@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { createSessionCache } from './session-cache.ts';
 
-const user = (id: string, expiresAt: number) => ({ id, name: id, email: `${id}@example.com`, expiresAt });
+const user = (id: string, expiresAt: number) => ({ id, name: id, email: `${id}@example.com`, isAdmin: false, expiresAt });
 
 describe('session cache', () => {
   it('serves an entry until its TTL, then forgets it', () => {

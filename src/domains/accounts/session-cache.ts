@@ -10,8 +10,9 @@
  * - Losing the cache is harmless (DESIGN: per-request state in memory only as a losable cache).
  */
 import { Redis } from 'ioredis';
+import { closeRedis, redisOptions } from '../../lib/redis.ts';
 
-export type CachedSession = { id: string; name: string; email: string; expiresAt: number };
+export type CachedSession = { id: string; name: string; email: string; isAdmin: boolean; expiresAt: number };
 
 export interface SessionCache {
   get(tokenHash: string): CachedSession | undefined;
@@ -25,7 +26,9 @@ export interface SessionCache {
 
 type Broadcast = { publish(message: string): void; close(): Promise<void> };
 
-export function createSessionCache(options: { ttlMs?: number; maxEntries?: number; redisUrl?: string; now?: () => number } = {}): SessionCache {
+export function createSessionCache(
+  options: { ttlMs?: number; maxEntries?: number; redisUrl?: string; redisTimeoutMs?: number; now?: () => number } = {},
+): SessionCache {
   const ttlMs = options.ttlMs ?? 5000;
   const maxEntries = options.maxEntries ?? 50_000;
   const now = options.now ?? Date.now;
@@ -40,7 +43,7 @@ export function createSessionCache(options: { ttlMs?: number; maxEntries?: numbe
     else if (message.startsWith('u:')) dropUser(message.slice(2));
   };
 
-  const broadcast: Broadcast = options.redisUrl ? redisBroadcast(options.redisUrl, apply) : { publish() {}, close: async () => {} };
+  const broadcast: Broadcast = options.redisUrl ? redisBroadcast(options.redisUrl, apply, options.redisTimeoutMs) : { publish() {}, close: async () => {} };
 
   return {
     get(tokenHash) {
@@ -73,9 +76,12 @@ export function createSessionCache(options: { ttlMs?: number; maxEntries?: numbe
 
 const CHANNEL = 'platform:session-evictions';
 
-function redisBroadcast(url: string, onMessage: (m: string) => void): Broadcast {
-  const pub = new Redis(url, { maxRetriesPerRequest: 2 });
-  const sub = new Redis(url, { maxRetriesPerRequest: 2 });
+function redisBroadcast(url: string, onMessage: (m: string) => void, timeoutMs?: number): Broadcast {
+  // bounded commands: a sign-out never waits for an unreachable Redis (the eviction is best
+  // effort; other replicas' entries still expire with the cache TTL)
+  const pub = new Redis(url, redisOptions(timeoutMs));
+  // the subscriber holds a blocking connection: no command timeout, offline queue for SUBSCRIBE
+  const sub = new Redis(url, { ...redisOptions(timeoutMs), commandTimeout: undefined, enableOfflineQueue: true });
   pub.on('error', () => {});
   sub.on('error', () => {});
   void sub.subscribe(CHANNEL).catch(() => {});
@@ -85,7 +91,7 @@ function redisBroadcast(url: string, onMessage: (m: string) => void): Broadcast 
       void pub.publish(CHANNEL, message).catch(() => {});
     },
     async close() {
-      await Promise.allSettled([pub.quit(), sub.quit()]);
+      await Promise.all([closeRedis(pub, timeoutMs), closeRedis(sub, timeoutMs)]);
     },
   };
 }

@@ -4,7 +4,7 @@
  * (ERC-1271 deployed smart wallets, ERC-6492 wrapped signatures of undeployed ones) goes to the
  * chain through SIWE_RPC_URL. Returns a value, never throws for a bad signature (DESIGN rule 3).
  */
-import { createPublicClient, http, isAddress, recoverMessageAddress, type Hex } from 'viem';
+import { createPublicClient, http, isAddress, isErc6492Signature, recoverMessageAddress, type Hex } from 'viem';
 import { parseSiweMessage, type SiweMessage } from 'viem/siwe';
 
 export type SiweCheck =
@@ -28,6 +28,18 @@ export function createChainSignatureVerifier(options: { rpcUrl: string; chainId:
       } catch {
         // not a plain 65-byte signature: a smart-wallet signature, checked on chain below
       }
+      // viem's verifyMessage answers false when the RPC fails, which would tell the owner of a
+      // valid smart wallet that their signature is wrong. Ask for the account's code first: a
+      // failure here is the chain being unreachable (503), and an address without code and
+      // without an ERC-6492 wrapper is a plain account whose signature did not recover (false,
+      // without a second round trip).
+      let code: Hex | undefined;
+      try {
+        code = await client.getCode({ address });
+      } catch {
+        throw new SignatureServiceUnavailableError();
+      }
+      if ((!code || code === '0x') && !isErc6492Signature(signature)) return false;
       try {
         return await client.verifyMessage({ address, message, signature });
       } catch {
@@ -35,6 +47,14 @@ export function createChainSignatureVerifier(options: { rpcUrl: string; chainId:
       }
     },
   };
+}
+
+/** The verifying RPC did not answer (network error, timeout, HTTP error status). */
+export class SignatureServiceUnavailableError extends Error {
+  override name = 'SignatureServiceUnavailableError';
+  constructor() {
+    super('Signature verification service unavailable');
+  }
 }
 
 export type SiweExpectations = { domain: string; origin: string; chainId: number; now: Date };
@@ -50,6 +70,8 @@ export function checkSiweMessage(body: { address: string; message: string }, exp
   if (!parsed.address || !parsed.nonce || !parsed.domain || !parsed.uri || !parsed.chainId || !parsed.version) {
     return { ok: false, reason: 'Invalid SIWE message' };
   }
+  // EIP-4361: "Version: 1" is the only version; the URI's scheme is checked with its origin below
+  if (parsed.version !== '1') return { ok: false, reason: 'Invalid SIWE message version' };
   if (!isAddress(body.address, { strict: false }) || parsed.address.toLowerCase() !== body.address.toLowerCase()) {
     return { ok: false, reason: 'Address does not match the message' };
   }

@@ -133,19 +133,25 @@ export const agentsRepo = {
    * unique index decides races); returns the active job either way.
    */
   async enqueueDeploy(db: Conn, agentId: string, userId: string, maxAttempts: number) {
-    const inserted = await db
-      .insertInto('deployments')
-      .values({ agent_id: agentId, user_id: userId, max_attempts: maxAttempts })
-      .onConflict((oc) => oc.column('agent_id').where('status', 'in', ['queued', 'running']).doNothing())
-      .returningAll()
-      .executeTakeFirst();
-    if (inserted) return inserted;
-    return db
-      .selectFrom('deployments')
-      .selectAll()
-      .where('agent_id', '=', agentId)
-      .where('status', 'in', ['queued', 'running'])
-      .executeTakeFirstOrThrow();
+    // the active job that made the insert do nothing may finish before the select below runs (each
+    // statement sees its own snapshot): then no active job exists any more and the insert is tried again
+    for (let attempt = 0; ; attempt++) {
+      const inserted = await db
+        .insertInto('deployments')
+        .values({ agent_id: agentId, user_id: userId, max_attempts: maxAttempts })
+        .onConflict((oc) => oc.column('agent_id').where('status', 'in', ['queued', 'running']).doNothing())
+        .returningAll()
+        .executeTakeFirst();
+      if (inserted) return inserted;
+      const active = await db
+        .selectFrom('deployments')
+        .selectAll()
+        .where('agent_id', '=', agentId)
+        .where('status', 'in', ['queued', 'running'])
+        .executeTakeFirst();
+      if (active) return active;
+      if (attempt >= 5) throw new Error(`could not enqueue a deployment for agent ${agentId}`);
+    }
   },
 
   getJob(db: Conn, id: string) {

@@ -219,34 +219,57 @@ export function createAgentsService(deps: AgentsDeps) {
       config?: Record<string, unknown> | undefined;
     }) {
       if (!hostingAvailable()) throw hostingError();
-      let agent = input.agentId ? await db.withUser(input.userId, (trx) => agentsRepo.findAgent(trx, input.agentId!)) : undefined;
-      if (agent) {
-        const plan = input.plan ?? agent.plan;
-        const updated = await db.withUser(input.userId, async (trx) => {
-          await agentsRepo.lockUser(trx, input.userId);
-          const others = await agentsRepo.countAgents(trx, input.userId, agent!.id);
-          const limit = backendLimit(plan);
-          if (others >= limit) throw limitReached(plan, limit, others);
-          return agentsRepo.updateAgent(trx, agent!.id, {
-            plan,
-            ...(input.model ? { model: input.model } : {}),
-            ...(input.aiProvider ? { ai_provider: input.aiProvider } : {}),
-            ...(input.config ? { config: input.config } : {}),
-          });
+      // One transaction that takes the user's row lock first: concurrent requests for one agent (or
+      // one user) run one after another, so the second finds the first's agent and joins its active
+      // job (the partial unique index on deployments), instead of two transactions locking the user
+      // row and the agent row in opposite orders (a deadlock, answered 500).
+      const { agent, job } = await db
+        .withUser(input.userId, async (trx) => {
+          if (!(await agentsRepo.lockUser(trx, input.userId))) throw notFound('User not found');
+          const existing = input.agentId ? await agentsRepo.findAgent(trx, input.agentId) : undefined;
+          let row: AgentRow;
+          if (existing) {
+            const plan = input.plan ?? existing.plan;
+            const others = await agentsRepo.countAgents(trx, input.userId, existing.id);
+            const limit = backendLimit(plan);
+            if (others >= limit) throw limitReached(plan, limit, others);
+            row =
+              (await agentsRepo.updateAgent(trx, existing.id, {
+                plan,
+                status: 'provisioning',
+                ...(input.model ? { model: input.model } : {}),
+                ...(input.aiProvider ? { ai_provider: input.aiProvider } : {}),
+                ...(input.config ? { config: input.config } : {}),
+              })) ?? existing;
+          } else {
+            const plan = input.plan ?? BACKEND_DEFAULT_PLAN;
+            const current = await agentsRepo.countAgents(trx, input.userId);
+            const limit = backendLimit(plan);
+            if (current >= limit) throw limitReached(plan, limit, current);
+            row = await insertAgentRecord(
+              trx,
+              { agentsDomain: config.AGENTS_DOMAIN, secretsKey: deps.secrets.secretsEncryptionKey },
+              {
+                ...(input.agentId ? { id: input.agentId } : {}),
+                userId: input.userId,
+                name: input.name,
+                plan,
+                model: input.model,
+                aiProvider: input.aiProvider,
+                config: input.config,
+                status: 'provisioning',
+              },
+            );
+          }
+          return { agent: row, job: await agentsRepo.enqueueDeploy(trx, row.id, input.userId, LIMITS.deploymentMaxAttempts) };
+        })
+        .catch((err: unknown) => {
+          // `agentId` names an agent of another user (invisible under row-level security, so the insert
+          // collides with it): answered exactly like a missing agent, never as a 500 that reveals it
+          if (input.agentId && (err as { code?: string }).code === '23505') throw notFound('Agent not found');
+          throw err;
         });
-        agent = updated ?? agent;
-      } else {
-        agent = await createAgent(input.userId, {
-          ...(input.agentId ? { id: input.agentId } : {}),
-          name: input.name,
-          plan: input.plan,
-          model: input.model,
-          aiProvider: input.aiProvider,
-          config: input.config,
-          status: 'provisioning',
-        });
-      }
-      const job = await enqueue(agent);
+      deps.onEnqueue?.();
       return { deployment: deploymentView(job), agent: backendAgent({ ...agent, status: 'provisioning' }) };
     },
 

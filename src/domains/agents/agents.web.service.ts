@@ -12,6 +12,9 @@ import { agentsRepo, type AgentRow } from './agents.repo.ts';
 import { findOwnAgent, insertAgentRecord, type LifecycleAction } from './agents.service.ts';
 import { BackendUnreachableError, type BackendClient, type BackendResponse } from './backend-client.ts';
 
+/** Lifecycle calls of one instance action in flight at once (each is one backend request). */
+export const INSTANCE_ACTION_CONCURRENCY = 10;
+
 export type WebUser = { id: string; email: string; isAdmin: boolean };
 
 export const DEFAULT_MODEL = 'claude-opus-4-6';
@@ -24,6 +27,22 @@ export function webLimit(plan: string | undefined, isAdmin: boolean): number {
   if (isAdmin) return LIMITS.webAgentLimits.enterprise!;
   const tier = plan ? PLAN_TO_TIER[plan] : undefined;
   return (tier && LIMITS.webAgentLimits[tier]) || LIMITS.webAgentLimitDefault;
+}
+
+const PLAN_RANK: Record<string, number> = { solo: 0, collective: 1, label: 2, network: 3 };
+
+/**
+ * The plan an agent runs on (its resources and tool profile, §4.7, §8): the owner's own plan
+ * (admins: network, §2). The client's `tier` may only choose a plan within it, never above:
+ * a solo account asking for `enterprise` gets 402 PLAN_REQUIRED, not a label agent.
+ */
+export function agentPlan(ownerPlan: string, tier: string | undefined): string {
+  if (!tier) return ownerPlan;
+  const wanted = TIER_TO_PLAN[tier]!;
+  if ((PLAN_RANK[wanted] ?? 0) > (PLAN_RANK[ownerPlan] ?? 0)) {
+    throw new AppError(402, 'PLAN_REQUIRED', `Tier ${tier} needs the ${wanted} plan; this account is on ${ownerPlan}`, { plan: ownerPlan, requiredPlan: wanted });
+  }
+  return wanted;
 }
 
 /** §4.7: `claude-opus-4-6` → anthropic; otherwise the provider comes from config (default router). */
@@ -56,7 +75,7 @@ const formatUptime = (seconds: number) => {
 
 export type AgentsWebDeps = {
   db: Db;
-  config: Pick<Config, 'AGENTS_DOMAIN'>;
+  config: Pick<Config, 'AGENTS_DOMAIN' | 'configured'>;
   secrets: Pick<Secrets, 'secretsEncryptionKey'>;
   backend: BackendClient;
   log?: { warn(obj: object, msg: string): void };
@@ -110,20 +129,23 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
     async provision(user: WebUser, input: { name: string; model?: string | undefined; config?: Record<string, unknown> | undefined; tier?: string | undefined }) {
       const model = input.model ?? DEFAULT_MODEL;
       const aiProvider = providerFor(model, input.config);
-      const plan = input.tier ? TIER_TO_PLAN[input.tier] : user.isAdmin ? 'network' : undefined;
+      let plan = '';
       const agent = await db.withUser(user.id, async (trx) => {
         const row = await agentsRepo.lockUser(trx, user.id);
         if (!row) throw new AppError(401, undefined, 'Unauthorized');
-        if (!user.isAdmin && row.subscription_status !== 'active') {
+        // §4.7's 402 applies where people can subscribe; without a card processor nobody can,
+        // and every account has the operator's plan (DEFAULT_PLAN) instead (docs/admin.md)
+        if (deps.config.configured.stripe && !user.isAdmin && row.subscription_status !== 'active') {
           throw new AppError(402, 'SUBSCRIPTION_REQUIRED', 'An active subscription is required to provision agents');
         }
+        plan = agentPlan(user.isAdmin ? 'network' : row.plan, input.tier);
         const limit = webLimit(row.plan, user.isAdmin);
         const current = await agentsRepo.countAgents(trx, user.id);
         if (current >= limit) throw new AppError(429, 'AGENT_LIMIT_REACHED', 'Agent limit reached', { current, limit });
         return insertAgentRecord(
           trx,
           { agentsDomain: deps.config.AGENTS_DOMAIN, secretsKey: deps.secrets.secretsEncryptionKey },
-          { userId: user.id, name: input.name, model, aiProvider, status: 'provisioning', ...(plan ? { plan } : {}), ...(input.config ? { config: input.config } : {}) },
+          { userId: user.id, name: input.name, model, aiProvider, status: 'provisioning', plan, ...(input.config ? { config: input.config } : {}) },
         );
       });
 
@@ -132,7 +154,7 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
         outcome = await backend.call('POST', '/api/deployments', {
           userId: user.id,
           timeoutMs: LIMITS.provisioningTimeoutMs,
-          body: { userId: user.id, agentId: agent.id, name: agent.name, model, aiProvider, ...(plan ? { plan } : {}), ...(input.config ? { config: input.config } : {}) },
+          body: { userId: user.id, agentId: agent.id, name: agent.name, model, aiProvider, plan, ...(input.config ? { config: input.config } : {}) },
         });
       } catch (err) {
         outcome = err as Error;
@@ -267,11 +289,25 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
     async instanceAction(user: WebUser, targetUserId: string, action: LifecycleAction, agentId?: string) {
       if (targetUserId.toLowerCase() !== user.id.toLowerCase()) throw notFound('Instance not found');
       const rows = agentId ? [await ownAgent(user.id, agentId)] : await db.withUser(user.id, (trx) => agentsRepo.listAgents(trx, user.id));
-      const results = [];
-      for (const a of rows) {
-        const body = await call('POST', path(a.id, `/${action}`), user.id, `${action} failed`);
-        results.push({ id: a.id, status: String(body.status ?? a.status) });
-      }
+      // the agents are independent: act on them concurrently (a restart of ten took 3-5 s one by one),
+      // at most INSTANCE_ACTION_CONCURRENCY at a time; every call finishes before the first failure is reported
+      const results: { id: string; status: string }[] = new Array(rows.length);
+      let next = 0;
+      let failure: unknown;
+      const worker = async () => {
+        while (next < rows.length) {
+          const i = next++;
+          const a = rows[i]!;
+          try {
+            const body = await call('POST', path(a.id, `/${action}`), user.id, `${action} failed`);
+            results[i] = { id: a.id, status: String(body.status ?? a.status) };
+          } catch (err) {
+            failure ??= err;
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(INSTANCE_ACTION_CONCURRENCY, rows.length) }, worker));
+      if (failure !== undefined) throw failure;
       return { success: true as const, action, userId: user.id, agents: results };
     },
   };

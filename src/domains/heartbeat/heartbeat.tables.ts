@@ -16,4 +16,10 @@ export interface HeartbeatSettingsTable {
   last_heartbeat: Timestamp | null;
   next_heartbeat: Timestamp | null;
   last_updated: Generated<Date>;
+  /** migration 051: the schedule's lease and the outcome of the last run */
+  locked_by: string | null;
+  lease_until: Timestamp | null;
+  last_run_status: 'ok' | 'failed' | 'skipped' | null;
+  last_run_error: string | null;
+  runs: Generated<number>;
 }

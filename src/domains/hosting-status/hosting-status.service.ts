@@ -66,10 +66,14 @@ export function createHostingStatusService(deps: HostingStatusDeps) {
   const secret = deps.config.HOSTING_WEBHOOK_SECRET;
 
   return {
-    /** §6: accepted when HOSTING_WEBHOOK_SECRET is unset; otherwise compared in constant time. */
-    authorized(provided: string | undefined): boolean {
-      if (!secret) return true;
-      return provided !== undefined && safeEqual(provided, secret);
+    /**
+     * §6 compares the secret in constant time. §6 also accepts everything when
+     * HOSTING_WEBHOOK_SECRET is unset; we do not (anyone could spoof statuses): `not_configured`
+     * lets the route answer 503, and the start-up log names the webhook as off.
+     */
+    authorize(provided: string | undefined): 'ok' | 'unauthorized' | 'not_configured' {
+      if (!secret) return 'not_configured';
+      return provided !== undefined && safeEqual(provided, secret) ? 'ok' : 'unauthorized';
     },
 
     async receive(payload: Obj): Promise<HostingStatusRecord> {

@@ -9,7 +9,8 @@
  * there is nothing to brute-force, and verification stays one hash and one query.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { isAdminEmail, type Config } from '../../config/env.ts';
+import type { Config } from '../../config/env.ts';
+import { isAdminUser } from '../admin/admin-rule.ts';
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { sha256 } from '../../lib/crypto.ts';
@@ -48,7 +49,7 @@ const toSummary = (r: { id: string; name: string; prefix: string; created_at: Da
   lastUsed: r.last_used_at ? r.last_used_at.toISOString() : null,
 });
 
-export type KeysDeps = { db: Db; config: Pick<Config, 'ADMIN_EMAILS'> };
+export type KeysDeps = { db: Db; config: Pick<Config, 'ADMIN_EMAILS' | 'ADMIN_EMAILS_REQUIRE_VERIFIED'> };
 
 export function createKeysService(deps: KeysDeps) {
   const { db, config } = deps;
@@ -99,7 +100,7 @@ export function createKeysService(deps: KeysDeps) {
       for (const c of candidates) if (timingSafeEqual(c.key_hash, hash) && !match) match = c;
       if (!match) return { valid: false, error: INVALID_KEY };
       await keysRepo.touch(db.kysely, match.id);
-      const effectivePlan = isAdminEmail(config, match.email) ? 'network' : match.plan;
+      const effectivePlan = isAdminUser(config, match) ? 'network' : match.plan;
       return {
         valid: true,
         userId: match.user_id,

@@ -23,6 +23,14 @@ export interface TradingClient {
   jobStatus(apiKey: string, jobId: string): Promise<TradingResult>;
 }
 
+/**
+ * A job id is one opaque token: letters, digits, `.`, `_`, `:`, `-`, starting with a letter or
+ * digit (so never `.` or `..`, which URL normalisation turns into a different path).
+ */
+export function isTradingJobId(id: string): boolean {
+  return /^[A-Za-z0-9][A-Za-z0-9._:-]*$/.test(id);
+}
+
 /** Upstream bodies larger than this are treated as invalid (a runaway upstream must not exhaust memory). */
 const MAX_BODY_BYTES = 5 * 1024 * 1024;
 
@@ -68,6 +76,10 @@ export function createHttpTradingClient(options: { baseUrl: string; timeoutMs: n
     balances: (apiKey, chains) => call(apiKey, 'GET', `/balances?${new URLSearchParams({ chains: chains.join(',') })}`),
     submitPrompt: (apiKey, input) =>
       call(apiKey, 'POST', '/prompt', input.threadId !== undefined ? { prompt: input.prompt, threadId: input.threadId } : { prompt: input.prompt }),
-    jobStatus: (apiKey, jobId) => call(apiKey, 'GET', `/prompt/${encodeURIComponent(jobId)}`),
+    // defence in depth beside the route check: the platform's key only ever goes to /prompt/<one segment>
+    jobStatus: async (apiKey, jobId) => {
+      if (!isTradingJobId(jobId)) throw new RangeError('invalid trading job id');
+      return call(apiKey, 'GET', `/prompt/${encodeURIComponent(jobId)}`);
+    },
   };
 }

@@ -6,6 +6,7 @@ import type { HostingMcpService } from '../../domains/hosting-mcp/hosting-mcp.se
 import type { KeysService } from '../../domains/keys/keys.service.ts';
 import { createBearerAuth } from '../shared/bearer-auth.ts';
 import { createBaseApp, type App } from '../shared/base-app.ts';
+import { addDocumentedHook } from '../shared/openapi.ts';
 import { aiRoutes } from './routes/ai.routes.ts';
 import type { AgentsService } from '../../domains/agents/agents.service.ts';
 import { agentCallbackRoutes } from './routes/agent-callbacks.routes.ts';
@@ -13,12 +14,16 @@ import { backendAgentsRoutes } from './routes/agents.routes.ts';
 import { backendHealthRoutes } from './routes/health.routes.ts';
 import { hostingMcpRoutes } from './routes/hosting-mcp.routes.ts';
 import { backendKeysRoutes } from './routes/keys.routes.ts';
+import type { WatchdogService } from '../../domains/watchdog/watchdog.service.ts';
+import { backendWatchdogRoutes } from './routes/watchdog.routes.ts';
 
 export type BackendServices = {
   agents: AgentsService;
   ai: AiService;
   keys: KeysService;
   hostingMcp: HostingMcpService;
+  /** §3 watchdog state in agent responses and GET /api/agents/:id/watchdog */
+  watchdog?: WatchdogService;
 };
 
 export async function buildBackendApp(config: Config, services: BackendServices, options: { logger?: FastifyBaseLogger } = {}): Promise<App> {
@@ -29,8 +34,11 @@ export async function buildBackendApp(config: Config, services: BackendServices,
       '403 `Forbidden` for a wrong key, 500 `Server misconfigured` when the server has no key set.',
     version: '0.1.0',
     logLevel: config.LOG_LEVEL,
+    logFormat: config.LOG_FORMAT,
     bodyLimit: config.BODY_LIMIT,
     trustProxy: config.TRUST_PROXY,
+    timeouts: { requestMs: config.HTTP_REQUEST_TIMEOUT_MS, headersMs: config.HTTP_HEADERS_TIMEOUT_MS, keepAliveMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS },
+    serverUrl: config.BACKEND_URL,
     securitySchemes: {
       bearerKey: { type: 'http', scheme: 'bearer' },
       agentKey: { type: 'http', scheme: 'bearer', description: "an agent's own platform key (apk_…), issued at deploy time" },
@@ -42,9 +50,10 @@ export async function buildBackendApp(config: Config, services: BackendServices,
   agentCallbackRoutes(app, { agents: services.agents });
   // §4.3 key validation and §4.16 hosting MCP: core routes behind the bearer key (§5)
   await app.register(async (core) => {
-    core.addHook('onRequest', createBearerAuth(config.INTERNAL_API_KEY));
+    addDocumentedHook(core, 'onRequest', createBearerAuth(config.INTERNAL_API_KEY));
     // §4.7 backend agents, §4.18 deployments, lifecycle and runtime instances
-    backendAgentsRoutes(core, { agents: services.agents });
+    backendAgentsRoutes(core, { agents: services.agents, ...(services.watchdog ? { watchdog: services.watchdog } : {}) });
+    if (services.watchdog) backendWatchdogRoutes(core, { watchdog: services.watchdog });
     // §4.9 AI: own scope so its per-IP limit covers exactly /api/ai/*
     await core.register(async (aiScope) => aiRoutes(aiScope, { ai: services.ai, config }));
     backendKeysRoutes(core, { keys: services.keys });

@@ -1,19 +1,21 @@
 /**
  * What both Fastify apps share: zod validation and serialization, OpenAPI 3.1 at /docs (JSON at
  * /docs/json) generated from the route schemas, request ids, redacted logs, the one error
- * handler and the body size limit.
+ * handler and the body size limit. The OpenAPI description is completed by ./openapi.ts (read its
+ * header before adding a route); a wrong method on a known path gets 405 (./method-not-allowed.ts).
  */
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import {
-  jsonSchemaTransform,
   serializerCompiler,
   validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import { registerErrorHandler } from './error-handler.ts';
-import { loggerOptions, requestIdOptions } from './logging.ts';
+import { loggerOptions, requestIdOptions, type LogFormat } from './logging.ts';
+import { createMethodRegistry } from './method-not-allowed.ts';
+import { openapiTransform, openapiTransformObject } from './openapi.ts';
 
 export type App = FastifyInstance<any, any, any, FastifyBaseLogger, ZodTypeProvider>;
 
@@ -22,23 +24,55 @@ export type BaseAppOptions = {
   description: string;
   version: string;
   logLevel: string;
+  /** LOG_FORMAT: json, pretty, or auto (pretty when stdout is a terminal) */
+  logFormat?: LogFormat;
   bodyLimit: number;
-  trustProxy: boolean;
+  /** TRUST_PROXY as parsed (src/config/env.ts): false, proxy addresses/CIDRs, or a hop count */
+  trustProxy: false | string[] | number;
   /** extra OpenAPI security schemes (e.g. the session cookie, the bearer key) */
   securitySchemes?: Record<string, unknown>;
+  /** the app's public address, the OpenAPI `servers` entry (PUBLIC_URL, BACKEND_URL) */
+  serverUrl?: string;
   /** a logger instance to share (tests pass a silent one) */
   logger?: FastifyBaseLogger;
+  /** slow-client timeouts (docs/security.md "Slow clients"); Node's defaults when absent */
+  timeouts?: HttpTimeouts;
 };
+
+/**
+ * How long a client may take: `requestMs` for the whole request (headers and body),
+ * `headersMs` for the headers, `keepAliveMs` idle between requests on one connection. None of
+ * them limits a response: a Server-Sent Events stream or an upgraded WebSocket lives on.
+ */
+export type HttpTimeouts = { requestMs: number; headersMs: number; keepAliveMs: number };
+
+function timeoutOptions(t: HttpTimeouts | undefined) {
+  if (!t) return {};
+  const headersMs = Math.min(t.headersMs, t.requestMs); // Node refuses headersTimeout > requestTimeout
+  return {
+    requestTimeout: t.requestMs,
+    keepAliveTimeout: t.keepAliveMs,
+    // Node checks these timeouts every connectionsCheckingInterval (30 s by default, so a 10 s
+    // limit could take 40 s): check often enough that a limit means roughly what it says
+    http: { headersTimeout: headersMs, connectionsCheckingInterval: Math.max(25, Math.min(1000, Math.floor(headersMs / 4))) },
+  };
+}
+
+function trustHops(hops: number) {
+  return (_address: string, hop: number) => hop < hops;
+}
 
 export async function createBaseApp(options: BaseAppOptions): Promise<App> {
   const app = Fastify({
-    ...(options.logger ? { loggerInstance: options.logger } : { logger: loggerOptions(options.logLevel) }),
+    ...(options.logger ? { loggerInstance: options.logger } : { logger: loggerOptions(options.logLevel, options.logFormat) }),
     ...requestIdOptions,
     bodyLimit: options.bodyLimit,
-    trustProxy: options.trustProxy,
+    // a hop count trusts the n nearest hops (what Fastify does with a number; its types only take a function)
+    trustProxy: typeof options.trustProxy === 'number' ? trustHops(options.trustProxy) : options.trustProxy,
     // §7: bad input gets a JSON 4xx; a huge or deeply odd URL must not become a 5xx either
     routerOptions: { maxParamLength: 200 },
     return503OnClosing: true,
+    ...timeoutOptions(options.timeouts),
     // malformed URLs (`/api/%zz`) and similar router-level failures: our JSON shape, not Fastify's
     frameworkErrors: (error, _request, reply) => {
       void (reply as FastifyReply).code(400).send({ error: error.code === 'FST_ERR_BAD_URL' ? 'Malformed URL' : 'Bad request' });
@@ -47,7 +81,8 @@ export async function createBaseApp(options: BaseAppOptions): Promise<App> {
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
-  registerErrorHandler(app);
+  registerErrorHandler(app, createMethodRegistry(app).notFound);
+  acceptEmptyJsonBody(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -55,11 +90,33 @@ export async function createBaseApp(options: BaseAppOptions): Promise<App> {
   await app.register(fastifySwagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: options.title, description: options.description, version: options.version },
+      info: {
+        title: options.title,
+        description: options.description,
+        version: options.version,
+        license: { name: 'MIT', identifier: 'MIT' },
+        contact: { name: 'Agent platform maintainers' },
+      },
       components: { securitySchemes: (options.securitySchemes ?? {}) as never },
     },
-    transform: jsonSchemaTransform,
+    transform: openapiTransform,
+    transformObject: openapiTransformObject(options.serverUrl ? [{ url: options.serverUrl }] : [{ url: '/' }]) as never,
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
   return app;
+}
+
+/**
+ * A request with `Content-Type: application/json` and an empty (or blank) body has no body, not
+ * an invalid one: routes that take none answer normally (§4.1 signout "always 200"); routes that
+ * require one still answer their own 400 from their schema. Other JSON is parsed by Fastify's
+ * own parser (prototype-poisoning protection included).
+ */
+function acceptEmptyJsonBody(app: App): void {
+  const parseJson = app.getDefaultJsonParser(app.initialConfig.onProtoPoisoning ?? 'error', app.initialConfig.onConstructorPoisoning ?? 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if ((body as string).trim() === '') return done(null, undefined);
+    parseJson(request, body as string, done);
+  });
 }

@@ -6,14 +6,15 @@
 import type { FastifyRequest } from 'fastify';
 import { AppError, forbidden, unauthorized } from '../../lib/errors.ts';
 import { safeEqual } from '../../lib/crypto.ts';
+import { documented } from './openapi.ts';
 
 export function createBearerAuth(internalApiKey: string | undefined) {
-  return async function requireBearer(request: FastifyRequest): Promise<void> {
+  return documented(async function requireBearer(request: FastifyRequest): Promise<void> {
     if (!internalApiKey) throw new AppError(500, undefined, 'Server misconfigured');
     const header = request.headers.authorization;
     if (typeof header !== 'string' || !header.startsWith('Bearer ')) throw unauthorized('Unauthorized');
     const key = header.slice('Bearer '.length).trim();
     if (!key) throw unauthorized('Unauthorized');
     if (!safeEqual(key, internalApiKey)) throw forbidden('Forbidden');
-  };
+  }, { security: [{ bearerKey: [] }] });
 }

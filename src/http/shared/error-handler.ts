@@ -3,7 +3,7 @@
  * AppError as the service wrote it; validation and parser errors as 400; anything unexpected as
  * a generic 500 whose detail stays in the log next to the request id.
  */
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { isAppError } from '../../lib/errors.ts';
 
@@ -18,12 +18,17 @@ const AS_BAD_REQUEST = new Set([
 /** PostgreSQL character_not_in_repertoire (e.g. a NUL byte in text) and untranslatable_character. */
 const PG_BAD_TEXT = new Set(['22021', '22P05']);
 
-export function registerErrorHandler(app: FastifyInstance): void {
+export function registerErrorHandler(
+  app: FastifyInstance,
+  notFound: (request: FastifyRequest, reply: FastifyReply) => unknown = (_request, reply) => reply.code(404).send({ error: 'Not found' }),
+): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (isAppError(err)) {
       const body: Record<string, unknown> = { ...err.extra, error: err.message };
       if (err.code !== undefined) body.code = err.code;
       if (err.status >= 500) request.log.error({ err }, 'request failed');
+      // a 429 that says when to come back says it in the standard header too (RFC 9110 §10.2.3)
+      if (err.status === 429 && typeof err.extra?.retryAfter === 'number') reply.header('retry-after', String(err.extra.retryAfter));
       return reply.code(err.status).send(body);
     }
     if (hasZodFastifySchemaValidationErrors(err)) {
@@ -50,5 +55,5 @@ export function registerErrorHandler(app: FastifyInstance): void {
     return reply.code(500).send({ error: 'Internal server error' });
   });
 
-  app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: 'Not found' }));
+  app.setNotFoundHandler(notFound);
 }

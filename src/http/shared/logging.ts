@@ -19,9 +19,18 @@ export function redactUrl(url: string): string {
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
-export function loggerOptions(level: string): FastifyServerOptions['logger'] {
+/** `auto` (the default): readable lines when stdout is a terminal, JSON lines otherwise. */
+export type LogFormat = 'auto' | 'json' | 'pretty';
+
+export function isPretty(format: LogFormat = 'auto'): boolean {
+  return format === 'pretty' || (format === 'auto' && process.stdout.isTTY === true);
+}
+
+export function loggerOptions(level: string, format: LogFormat = 'auto'): FastifyServerOptions['logger'] & object {
   return {
     level,
+    // pino-pretty in pino's worker thread: the same records, formatted for a person at a terminal
+    ...(isPretty(format) ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } } : {}),
     redact: {
       paths: [
         'req.headers.authorization',

@@ -12,3 +12,12 @@ export const errorSchema = z
   .describe('Error: `error` is a human-readable message; `code` a stable identifier where the specification names one');
 
 export const okSchema = z.object({ ok: z.literal(true) });
+
+/**
+ * Request headers a route reads, for validation-free documentation: every header stays (loose),
+ * each listed one is an optional string; the route checks the values itself.
+ */
+export const documentedHeaders = (headers: Record<string, string>) =>
+  z
+    .object(Object.fromEntries(Object.entries(headers).map(([name, text]) => [name, z.string().optional().describe(text)])))
+    .loose();

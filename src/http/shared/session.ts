@@ -8,6 +8,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { LIMITS } from '../../config/limits.ts';
 import type { AccountsService, NewSession, SessionUser } from '../../domains/accounts/accounts.service.ts';
 import { unauthorized } from '../../lib/errors.ts';
+import { documented } from './openapi.ts';
 
 export const SESSION_COOKIE = 'service-session';
 
@@ -47,9 +48,10 @@ export function createSessionAuth(accounts: AccountsService, options: { secure: 
     user,
     token,
     require,
-    async guard(request) {
+    // tagged so routes that run it are documented with the session cookie (./openapi.ts)
+    guard: documented(async (request: FastifyRequest) => {
       await require(request);
-    },
+    }, { security: [{ sessionCookie: [] }] }),
     setCookie(reply, session) {
       reply.setCookie(SESSION_COOKIE, session.token, {
         ...cookieOptions,

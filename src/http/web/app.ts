@@ -15,6 +15,7 @@ import type { SessionWalletService } from '../../domains/session-wallet/session-
 import type { TradingService } from '../../domains/trading/trading.service.ts';
 import { createBaseApp, type App } from '../shared/base-app.ts';
 import { createSessionAuth, SESSION_COOKIE, type SessionAuth } from '../shared/session.ts';
+import { createOriginCheck } from '../shared/origin-check.ts';
 import type { AgentsWebService } from '../../domains/agents/agents.web.service.ts';
 import { accountsRoutes } from './routes/accounts.routes.ts';
 import { agentsRoutes } from './routes/agents.routes.ts';
@@ -22,6 +23,12 @@ import { instanceRoutes } from './routes/instance.routes.ts';
 import { demoRoutes } from './routes/demo.routes.ts';
 import { configRoutes } from './routes/config.routes.ts';
 import { keysRoutes } from './routes/keys.routes.ts';
+import type { AdminService } from '../../domains/admin/admin.service.ts';
+import { adminRoutes } from './routes/admin.routes.ts';
+import type { TopUpService } from '../../domains/payments/top-up.service.ts';
+import { topUpRoutes } from './routes/top-up.routes.ts';
+import type { SubscriptionsService } from '../../domains/payments/subscriptions.service.ts';
+import { billingRoutes } from './routes/billing.routes.ts';
 import { webHealthRoutes } from './routes/health.routes.ts';
 import { bridgeRoutes } from './routes/bridge.routes.ts';
 import { heartbeatRoutes } from './routes/heartbeat.routes.ts';
@@ -29,6 +36,11 @@ import { workflowsRoutes } from './routes/workflows.routes.ts';
 import { hostingWebhookRoutes } from './routes/hosting-webhook.routes.ts';
 import { sessionWalletRoutes } from './routes/session-wallet.routes.ts';
 import { tradingRoutes } from './routes/trading.routes.ts';
+import { paymentsRoutes } from './routes/payments.routes.ts';
+import type { GatewayService } from '../../domains/payments/gateway.service.ts';
+import type { PaymentSessionsService } from '../../domains/payments/sessions.service.ts';
+import type { WatchdogService } from '../../domains/watchdog/watchdog.service.ts';
+import { webWatchdogRoutes } from './routes/watchdog.routes.ts';
 
 export type WebServices = {
   agentsWeb: AgentsWebService;
@@ -43,6 +55,16 @@ export type WebServices = {
   hostingStatus: HostingStatusService;
   agentConfig: ConfigService;
   keys: KeysService;
+  /** admin rights and plans (docs/admin.md) */
+  admin?: AdminService;
+  /** card top-ups of wallets (§4.4) */
+  topUp?: TopUpService;
+  /** plans and subscriptions through the card processor (§2) */
+  subscriptions?: SubscriptionsService;
+  /** payment sessions and the v1 gateway (docs/payments.md) */
+  payments?: { sessions: PaymentSessionsService; gateway: GatewayService };
+  /** §3 watchdog state in agent responses and GET /api/agents/:id/watchdog */
+  watchdog?: WatchdogService;
 };
 
 export async function buildWebApp(config: Config, services: WebServices, options: { logger?: FastifyBaseLogger } = {}): Promise<App> {
@@ -53,8 +75,11 @@ export async function buildWebApp(config: Config, services: WebServices, options
       'Errors are JSON `{error}` with `code` where the specification names one.',
     version: '0.1.0',
     logLevel: config.LOG_LEVEL,
+    logFormat: config.LOG_FORMAT,
     bodyLimit: config.BODY_LIMIT,
     trustProxy: config.TRUST_PROXY,
+    timeouts: { requestMs: config.HTTP_REQUEST_TIMEOUT_MS, headersMs: config.HTTP_HEADERS_TIMEOUT_MS, keepAliveMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS },
+    serverUrl: config.PUBLIC_URL,
     securitySchemes: {
       sessionCookie: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE },
       bridgeSecret: { type: 'apiKey', in: 'header', name: 'x-bridge-secret' },
@@ -62,10 +87,16 @@ export async function buildWebApp(config: Config, services: WebServices, options
     ...(options.logger ? { logger: options.logger } : {}),
   });
   await app.register(fastifyCookie);
+  // docs/security.md: state-changing cookie requests and sign-ins only from our own origin
+  app.addHook('onRequest', createOriginCheck({ publicUrl: config.PUBLIC_URL, allowedOrigins: config.CSRF_ALLOWED_ORIGINS, sessionCookie: SESSION_COOKIE }));
   const session: SessionAuth = createSessionAuth(services.accounts, { secure: config.secureCookies });
   accountsRoutes(app, { accounts: services.accounts, session });
   webHealthRoutes(app, { health: services.health, session });
-  agentsRoutes(app, { agents: services.agentsWeb, session });
+  if (services.admin) adminRoutes(app, { admin: services.admin, session });
+  if (services.topUp) await topUpRoutes(app, { topUp: services.topUp });
+  if (services.subscriptions) await billingRoutes(app, { subscriptions: services.subscriptions, session });
+  agentsRoutes(app, { agents: services.agentsWeb, session, ...(services.watchdog ? { watchdog: services.watchdog } : {}) });
+  if (services.watchdog) webWatchdogRoutes(app, { watchdog: services.watchdog, session });
   instanceRoutes(app, { agents: services.agentsWeb, session });
   demoRoutes(app, { ai: services.ai });
   workflowsRoutes(app, { workflows: services.workflows, session });
@@ -75,6 +106,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
   keysRoutes(app, { keys: services.keys, session });
   tradingRoutes(app, { trading: services.trading, session });
   sessionWalletRoutes(app, { sessionWallet: services.sessionWallet, session });
+  if (services.payments) paymentsRoutes(app, { ...services.payments, keys: services.keys, session });
   await hostingWebhookRoutes(app, { hostingStatus: services.hostingStatus, session });
   return app;
 }

@@ -70,6 +70,12 @@ export interface HostingDriver {
   /** Throws AgentNotDeployedError when there is nothing to restart/resume (never deployed, or a local process gone after a platform restart: deploy again). */
   restart(agentId: string): Promise<void>;
   suspend(agentId: string): Promise<void>;
+  /**
+   * Optional: stops the unit's gateway process but keeps what restart() needs to start it again
+   * (the watchdog's §3 repair kills the gateway, waits, then restarts it). Drivers whose platform
+   * replaces the instance on restart (Render) leave it out; the repair then only restarts.
+   */
+  stop?(agentId: string): Promise<void>;
   resume(agentId: string): Promise<void>;
   /** Removes the unit; succeeds when it is already gone. */
   delete(agentId: string): Promise<void>;

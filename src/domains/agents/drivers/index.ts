@@ -17,7 +17,8 @@ export { createRenderDriver, type RenderDriverOptions } from './render.driver.ts
 export type DriverConfig = Pick<
   Config,
   'HOSTING_DRIVER' | 'HOSTING_API_URL' | 'HOSTING_API_KEY' | 'HOSTING_OWNER_ID' | 'AGENT_IMAGE' | 'AGENT_RUNTIME' | 'DATA_DIR'
->;
+> &
+  Partial<Pick<Config, 'AGENT_SANDBOX'>>;
 
 export type DriverDeps = {
   /** local driver: where restart/resume find a deploy spec after a platform restart (the agents domain's stored agent) */
@@ -26,6 +27,10 @@ export type DriverDeps = {
   extraEnv?: Record<string, string>;
   /** local driver: SIGTERM → SIGKILL grace period */
   stopGraceMs?: number;
+  /** local driver: where it says which sandbox protections are active */
+  log?: (level: 'info' | 'warn', message: string) => void;
+  /** local driver, tests: a script the built-in runtime runs instead of src/runtime/main.ts */
+  runtimeEntry?: string;
 };
 
 type Factory = (config: DriverConfig, deps: DriverDeps) => HostingDriver;
@@ -38,6 +43,9 @@ export const DRIVER_FACTORIES: Record<DriverKind, Factory> = {
       loadSpec: deps.loadSpec,
       extraEnv: deps.extraEnv,
       stopGraceMs: deps.stopGraceMs,
+      sandbox: config.AGENT_SANDBOX ?? 'auto',
+      log: deps.log,
+      runtimeEntry: deps.runtimeEntry,
     }),
   render: (config) =>
     createRenderDriver({

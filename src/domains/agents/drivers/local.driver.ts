@@ -24,7 +24,7 @@
  * counters from the runtime's own logs/stats.json (the host has no per-process network counters).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, readSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, readSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,7 +43,8 @@ import {
   type HostingDriver,
   type LogLine,
 } from './driver.ts';
-import { cpuPercent, isAlive, isStopped, memoryPercentOfTotal, readEnviron, stopProcess, treeUsage, type TreeUsage } from './proc.ts';
+import { agentProcesses, cpuPercent, isAlive, isStopped, memoryPercentOfTotal, processTree, readComm, readEnviron, signalGroup, stopProcess, treeUsage, type TreeUsage } from './proc.ts';
+import { agentUid, detectSandbox, sandboxArgs, type SandboxMode, type SandboxReport } from './sandbox.ts';
 
 /** How long deploy() waits for a new local process to listen before leaving it to the health poll. */
 const LISTEN_WAIT_MS = 20_000;
@@ -61,6 +62,12 @@ export type LocalDriverOptions = {
   stopGraceMs?: number;
   /** timeout of the /healthz probe status() makes (default 2 s) */
   statusProbeTimeoutMs?: number;
+  /** AGENT_SANDBOX: auto (bubblewrap when it works here, else a warning), bwrap (required), off */
+  sandbox?: SandboxMode;
+  /** says at creation which protections are active (one line each) */
+  log?: (level: 'info' | 'warn', message: string) => void;
+  /** tests: a script run instead of src/runtime/main.ts by the built-in runtime (its folder is bound read-only in the sandbox) */
+  runtimeEntry?: string;
 };
 
 type AgentState = {
@@ -80,6 +87,16 @@ type Owned = { env: Record<string, string>; child?: ChildProcess; exitCode?: num
 
 const AGENT_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const RUNTIME_MAIN = fileURLToPath(new URL('../../../runtime/main.ts', import.meta.url));
+/** The checkout (src/, node_modules/, package.json): what the built-in runtime needs to run. */
+const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url)).replace(/\/$/, '');
+
+/** chown -R without following symbolic links. */
+function chownTree(path: string, uid: number): void {
+  const st = lstatSync(path);
+  if (st.uid !== uid || st.gid !== uid) chownSync(path, uid, uid);
+  if (!st.isDirectory()) return;
+  for (const name of readdirSync(path)) chownTree(join(path, name), uid);
+}
 const LEVELS: Record<number, LogLine['level']> = { 10: 'debug', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'error' };
 
 async function portIsFree(port: number): Promise<boolean> {
@@ -117,7 +134,28 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   const graceMs = options.stopGraceMs ?? 5_000;
   const probeMs = options.statusProbeTimeoutMs ?? 2_000;
   const owned = new Map<string, Owned>();
+  const sandbox: SandboxReport = detectSandbox(options.sandbox ?? 'auto');
+  for (const line of sandbox.lines) options.log?.(sandbox.active ? 'info' : 'warn', line);
   const cpuSamples = new Map<number, TreeUsage>();
+
+  /**
+   * Lifecycle calls on one agent run one after another (deploy, restart, suspend, resume, delete):
+   * interleaved, two of them could each see "no live process" and each start one, leaving a process
+   * that no state file names and so no delete stops. Different agents still run in parallel.
+   */
+  const queues = new Map<string, Promise<unknown>>();
+  function serial<T>(agentId: string, fn: () => Promise<T>): Promise<T> {
+    const run = (queues.get(agentId) ?? Promise.resolve()).then(fn, fn);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    queues.set(agentId, tail);
+    void tail.then(() => {
+      if (queues.get(agentId) === tail) queues.delete(agentId);
+    });
+    return run;
+  }
 
   const dirs = (agentId: string) => {
     if (!AGENT_ID.test(agentId)) throw new Error(`invalid agent id for the local driver: ${JSON.stringify(agentId)}`);
@@ -149,10 +187,12 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     return state.pid;
   };
 
-  const launchHash = (env: Record<string, string>) => sha256Hex(JSON.stringify(Object.entries(env).sort(([a], [b]) => (a < b ? -1 : 1))));
+  // PWD is left out: bwrap sets it (--chdir) in the sandboxed process's environment
+  const launchHash = (env: Record<string, string>) =>
+    sha256Hex(JSON.stringify(Object.entries(env).filter(([k]) => k !== 'PWD').sort(([a], [b]) => (a < b ? -1 : 1))));
 
   function command(env: Record<string, string>): { file: string; args: string[] } {
-    if (runtime === 'builtin') return { file: process.execPath, args: ['--disable-warning=ExperimentalWarning', RUNTIME_MAIN] };
+    if (runtime === 'builtin') return { file: realpathSync(process.execPath), args: ['--disable-warning=ExperimentalWarning', options.runtimeEntry ?? RUNTIME_MAIN] };
     const bin = join(options.dataDir, 'openclaw', 'node_modules', '.bin', 'openclaw');
     if (!existsSync(bin)) throw new HostingUnavailableError(`AGENT_RUNTIME=openclaw but OpenClaw is not installed in ${dirname(dirname(dirname(bin)))} (run scripts/install-openclaw.sh)`);
     // the package's bin is a Node script: run it with this Node (24), not whatever `node` is on PATH.
@@ -164,7 +204,24 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   }
 
   /** Starts the process for `env`; writes the state file. */
-  function launch(agentId: string, env: Record<string, string>): AgentState {
+  /** Read-only paths the runtime needs inside the sandbox: its code, and Node when it lives outside /usr. */
+  function runtimePaths(): string[] {
+    const paths: string[] = [];
+    if (runtime === 'builtin') {
+      const entry = options.runtimeEntry ?? RUNTIME_MAIN;
+      paths.push(join(REPO_ROOT, 'src'), join(REPO_ROOT, 'node_modules'), join(REPO_ROOT, 'package.json'));
+      if (options.runtimeEntry) paths.push(dirname(entry));
+    } else {
+      paths.push(join(REPO_ROOT, 'node_modules'), join(options.dataDir, 'openclaw'));
+    }
+    const node = realpathSync(process.execPath);
+    if (!node.startsWith('/usr/') && !paths.some((p) => node.startsWith(`${p}/`))) paths.push(dirname(dirname(node)));
+    // a path inside another one is bound by its parent already
+    return paths.filter((p, i) => existsSync(p) && !paths.some((q, j) => j !== i && p.startsWith(`${q}/`)));
+  }
+
+  /** Starts the process for `env` (inside the sandbox when there is one); writes the state file. */
+  async function launch(agentId: string, env: Record<string, string>): Promise<AgentState> {
     const d = dirs(agentId);
     mkdirSync(d.logs, { recursive: true });
     mkdirSync(d.home, { recursive: true });
@@ -175,10 +232,25 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       const config = buildAgentConfig(JSON.parse(env.AGENT_CONFIG_JSON ?? '{}'), { plan: env.AGENT_PLAN ?? 'solo', workspace: d.workspace, port: Number(env.AGENT_PORT) });
       writeFileSync(join(d.workspace, 'openclaw.json'), `${JSON.stringify(config, null, 2)}\n`);
     }
+    const uid = sandbox.separateUser ? agentUid(agentId) : undefined;
+    if (uid !== undefined) {
+      // the agent's own user owns its workspace and home, and nobody else may enter them
+      for (const dir of [d.workspace, d.home]) {
+        chownTree(dir, uid);
+        chmodSync(dir, 0o700);
+      }
+    }
     const out = openSync(join(d.logs, 'process.log'), 'a');
     let child: ChildProcess;
     try {
-      child = spawn(file, args, { cwd: d.workspace, env, detached: true, stdio: ['ignore', out, out] });
+      child = sandbox.active
+        ? spawn(sandbox.bwrap!, sandboxArgs(sandbox, { ro: runtimePaths(), rw: [d.workspace, d.home], chdir: d.workspace, uid, file, args }), {
+            cwd: '/',
+            env,
+            detached: true,
+            stdio: ['ignore', out, out],
+          })
+        : spawn(file, args, { cwd: d.workspace, env, detached: true, stdio: ['ignore', out, out] });
     } finally {
       closeSync(out);
     }
@@ -190,9 +262,12 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       if (owned.get(agentId) === entry) entry.exitCode = code;
     });
     child.on('error', () => {});
+    // in the sandbox the runtime is a grandchild (bwrap, its PID-namespace init, then the runtime): the
+    // state names the runtime itself, so a signal to it (stop, SIGKILL, SIGSTOP) reaches the agent
+    const pid = sandbox.active ? await runtimePid(child.pid) : child.pid;
     const state: AgentState = {
       agentId,
-      pid: child.pid,
+      pid,
       port: Number(env.AGENT_PORT),
       url: `http://127.0.0.1:${env.AGENT_PORT}`,
       runtime,
@@ -203,6 +278,17 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     };
     writeState(state);
     return state;
+  }
+
+  /** The first descendant of the bwrap process that is not bwrap (the runtime), or bwrap's pid when it is gone. */
+  async function runtimePid(bwrapPid: number): Promise<number> {
+    const deadline = Date.now() + 5_000;
+    while (Date.now() < deadline && isAlive(bwrapPid)) {
+      const inner = processTree(bwrapPid).find((p) => p.pid !== bwrapPid && readComm(p.pid) !== 'bwrap');
+      if (inner) return inner.pid;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return bwrapPid;
   }
 
   /** The previous port when it is free again (a stable URL across restarts), else a new free one. */
@@ -243,7 +329,8 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       AGENT_HOST: '127.0.0.1',
       AGENT_WORKSPACE: d.workspace,
       OPENCLAW_STATE_DIR: join(d.home, '.openclaw'),
-      NODE_COMPILE_CACHE: join(root, '.compile-cache'),
+      // shared between agents only without a sandbox (a shared writable cache would let one agent plant code in another)
+      NODE_COMPILE_CACHE: sandbox.active ? join(d.home, '.cache', 'node-compile') : join(root, '.compile-cache'),
       // §4.7 memory by plan, applied to the V8 heap (a local process has no cgroup of its own)
       NODE_OPTIONS: `--max-old-space-size=${Math.floor(resources.memoryMb * 0.75)}`,
     };
@@ -266,6 +353,10 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     const pid = liveAgentPid(state);
     if (pid) await stopProcess(pid, graceMs);
     cpuSamples.delete(state?.pid ?? -1);
+    // any other process of this agent (one started by another platform process on the same DATA_DIR,
+    // or left by a crash between spawn and the state file): at most one process per agent lives
+    const strays = agentProcesses(agentId, dirs(agentId).workspace);
+    await Promise.all(strays.map((p) => stopProcess(p, graceMs)));
   }
 
   async function relaunch(agentId: string): Promise<void> {
@@ -280,7 +371,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       env.OPENCLAW_GATEWAY_PORT = String(port);
       env.AGENT_GATEWAY_URL = `http://127.0.0.1:${port}`;
     }
-    await waitUntilListening(launch(agentId, env));
+    await waitUntilListening(await launch(agentId, env));
   }
 
   async function status(agentId: string): Promise<{ status: ContainerStatus; url?: string }> {
@@ -297,68 +388,85 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     return { status: (await probeHealthz(state.url, probeMs)) ? 'healthy' : 'running', url: state.url };
   }
 
+  async function deployNow(spec: AgentDeploySpec): Promise<Deployment> {
+    const d = dirs(spec.agentId);
+    mkdirSync(d.workspace, { recursive: true });
+    const previous = readState(spec.agentId);
+    const pid = liveAgentPid(previous);
+    if (previous && pid && !previous.suspended && previous.runtime === runtime && previous.tokenHash === sha256Hex(spec.gatewayToken)) {
+      const liveEnv = readEnviron(pid);
+      // same launch (token, configuration, model settings, port) and answering: adopt it
+      if (liveEnv && launchHash(liveEnv) === launchHash(envFor(spec, previous.port)) && (await probeHealthz(previous.url, probeMs))) {
+        if (!owned.has(spec.agentId)) owned.set(spec.agentId, { env: liveEnv });
+        return { externalId: `local-${pid}`, url: previous.url, status: 'healthy' };
+      }
+    }
+    await stopAgent(spec.agentId, previous);
+    const state = await launch(spec.agentId, envFor(spec, await pickPort(previous)));
+    await waitUntilListening(state);
+    return { externalId: `local-${state.pid}`, url: state.url, status: 'starting' };
+  }
+
+  async function suspendNow(agentId: string): Promise<void> {
+    const state = readState(agentId);
+    if (!state) throw new AgentNotDeployedError(`agent ${agentId} is not deployed`);
+    const pid = liveAgentPid(state);
+    if (pid) signalGroup(pid, 'SIGSTOP');
+    writeState({ ...state, suspended: true });
+  }
+
+  async function resumeNow(agentId: string): Promise<void> {
+    const state = readState(agentId);
+    if (!state) throw new AgentNotDeployedError(`agent ${agentId} is not deployed`);
+    const pid = liveAgentPid(state);
+    if (pid) {
+      signalGroup(pid, 'SIGCONT');
+      writeState({ ...state, suspended: false });
+      return;
+    }
+    await relaunch(agentId); // the process is gone (platform restart, crash): start it again
+  }
+
+  async function deleteNow(agentId: string): Promise<void> {
+    const d = dirs(agentId);
+    await stopAgent(agentId, readState(agentId));
+    owned.delete(agentId);
+    rmSync(d.base, { recursive: true, force: true });
+  }
+
   return {
     kind: 'local',
     status,
 
-    async deploy(spec: AgentDeploySpec): Promise<Deployment> {
-      const d = dirs(spec.agentId);
-      mkdirSync(d.workspace, { recursive: true });
-      const previous = readState(spec.agentId);
-      const pid = liveAgentPid(previous);
-      if (previous && pid && !previous.suspended && previous.runtime === runtime && previous.tokenHash === sha256Hex(spec.gatewayToken)) {
-        const liveEnv = readEnviron(pid);
-        // same launch (token, configuration, model settings, port) and answering: adopt it
-        if (liveEnv && launchHash(liveEnv) === launchHash(envFor(spec, previous.port)) && (await probeHealthz(previous.url, probeMs))) {
-          if (!owned.has(spec.agentId)) owned.set(spec.agentId, { env: liveEnv });
-          return { externalId: `local-${pid}`, url: previous.url, status: 'healthy' };
-        }
-      }
-      await stopAgent(spec.agentId, previous);
-      const state = launch(spec.agentId, envFor(spec, await pickPort(previous)));
-      await waitUntilListening(state);
-      return { externalId: `local-${state.pid}`, url: state.url, status: 'starting' };
+    deploy(spec: AgentDeploySpec): Promise<Deployment> {
+      dirs(spec.agentId); // validates the id before it names a queue
+      return serial(spec.agentId, () => deployNow(spec));
     },
 
-    async restart(agentId: string): Promise<void> {
-      await relaunch(agentId);
+    restart(agentId: string): Promise<void> {
+      dirs(agentId);
+      return serial(agentId, () => relaunch(agentId));
     },
 
-    async suspend(agentId: string): Promise<void> {
-      const state = readState(agentId);
-      if (!state) throw new AgentNotDeployedError(`agent ${agentId} is not deployed`);
-      const pid = liveAgentPid(state);
-      if (pid) {
-        try {
-          process.kill(-pid, 'SIGSTOP');
-        } catch {
-          process.kill(pid, 'SIGSTOP');
-        }
-      }
-      writeState({ ...state, suspended: true });
+    /** Stops the process; restart() starts it again from the launch it remembers (the watchdog's repair). */
+    stop(agentId: string): Promise<void> {
+      dirs(agentId);
+      return serial(agentId, () => stopAgent(agentId, readState(agentId)));
     },
 
-    async resume(agentId: string): Promise<void> {
-      const state = readState(agentId);
-      if (!state) throw new AgentNotDeployedError(`agent ${agentId} is not deployed`);
-      const pid = liveAgentPid(state);
-      if (pid) {
-        try {
-          process.kill(-pid, 'SIGCONT');
-        } catch {
-          process.kill(pid, 'SIGCONT');
-        }
-        writeState({ ...state, suspended: false });
-        return;
-      }
-      await relaunch(agentId); // the process is gone (platform restart, crash): start it again
+    suspend(agentId: string): Promise<void> {
+      dirs(agentId);
+      return serial(agentId, () => suspendNow(agentId));
     },
 
-    async delete(agentId: string): Promise<void> {
-      const d = dirs(agentId);
-      await stopAgent(agentId, readState(agentId));
-      owned.delete(agentId);
-      rmSync(d.base, { recursive: true, force: true });
+    resume(agentId: string): Promise<void> {
+      dirs(agentId);
+      return serial(agentId, () => resumeNow(agentId));
+    },
+
+    delete(agentId: string): Promise<void> {
+      dirs(agentId);
+      return serial(agentId, () => deleteNow(agentId));
     },
 
     async logs(agentId: string, opts: { limit: number; level?: string }): Promise<LogLine[]> {
@@ -434,9 +542,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
 
     async shutdown(): Promise<void> {
       await Promise.all(
-        [...owned.keys()].map(async (agentId) => {
-          await stopAgent(agentId, readState(agentId)).catch(() => {});
-        }),
+        [...owned.keys()].map((agentId) => serial(agentId, () => stopAgent(agentId, readState(agentId))).catch(() => {})),
       );
       owned.clear();
     },

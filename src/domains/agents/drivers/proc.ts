@@ -9,7 +9,7 @@ import { totalmem } from 'node:os';
 const CLOCK_TICKS = 100;
 const PAGE_SIZE = 4096;
 
-export type ProcStat = { pid: number; ppid: number; state: string; ticks: number; threads: number; startTicks: number; rssBytes: number };
+export type ProcStat = { pid: number; ppid: number; pgrp: number; state: string; ticks: number; threads: number; startTicks: number; rssBytes: number };
 
 export function readProcStat(pid: number): ProcStat | undefined {
   try {
@@ -18,7 +18,7 @@ export function readProcStat(pid: number): ProcStat | undefined {
     const rest = raw.slice(raw.lastIndexOf(')') + 2).split(' ');
     // rest[0] is field 3 (state); field n is rest[n - 3]
     const f = (n: number) => Number(rest[n - 3]);
-    return { pid, ppid: f(4), state: rest[0]!, ticks: f(14) + f(15), threads: f(20), startTicks: f(22), rssBytes: f(24) * PAGE_SIZE };
+    return { pid, ppid: f(4), pgrp: f(5), state: rest[0]!, ticks: f(14) + f(15), threads: f(20), startTicks: f(22), rssBytes: f(24) * PAGE_SIZE };
   } catch {
     return undefined;
   }
@@ -55,6 +55,29 @@ export function readEnviron(pid: number): Record<string, string> | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Every live process started for `agentId` (its environment names it), optionally only those
+ * whose AGENT_WORKSPACE is `workspace` (another DATA_DIR may hold an agent of the same id).
+ * Children of a runtime inherit its environment, so tools it started are found as well.
+ */
+export function agentProcesses(agentId: string, workspace?: string): number[] {
+  let entries: string[] = [];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const out: number[] = [];
+  for (const name of entries) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    const env = readEnviron(Number(name));
+    if (!env || env.AGENT_ID !== agentId) continue;
+    if (workspace !== undefined && env.AGENT_WORKSPACE !== workspace) continue;
+    if (isAlive(Number(name))) out.push(Number(name));
+  }
+  return out;
 }
 
 /** `pid` and all its descendants (a runtime may start tools as child processes). */
@@ -132,10 +155,26 @@ export const cpuPercent = (a: TreeUsage, b: TreeUsage): number => {
 
 export const memoryPercentOfTotal = (bytes: number): number => Math.round((bytes / totalmem()) * 10_000) / 100;
 
-/** Sends `signal` to the process group of `pid` (drivers start agents as group leaders), falling back to the pid. */
-export function signalGroup(pid: number, signal: NodeJS.Signals): void {
+/** The command name of a process (/proc/<pid>/comm), or undefined when it is gone. */
+export function readComm(pid: number): string | undefined {
   try {
-    process.kill(-pid, signal);
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Sends `signal` to the process group `pid` belongs to (drivers start agents as group leaders; in
+ * the sandbox the leader is bwrap and `pid` the runtime inside it), falling back to the pid. Never
+ * to this process's own group.
+ */
+export function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  const group = readProcStat(pid)?.pgrp ?? pid;
+  const own = readProcStat(process.pid)?.pgrp;
+  try {
+    if (group > 1 && group !== own) process.kill(-group, signal);
+    else process.kill(pid, signal);
   } catch {
     try {
       process.kill(pid, signal);
@@ -148,7 +187,16 @@ export function signalGroup(pid: number, signal: NodeJS.Signals): void {
 /** SIGTERM the group, wait up to `graceMs`, then SIGKILL; resolves when the process is gone. */
 export async function stopProcess(pid: number, graceMs: number): Promise<void> {
   if (!isAlive(pid)) return;
-  signalGroup(pid, 'SIGTERM');
+  // a group leader (an unsandboxed runtime) gets SIGTERM with its group; a runtime inside a sandbox
+  // alone, so it exits cleanly and bwrap, which waits for it, ends with its status (not killed by a signal)
+  if (readProcStat(pid)?.pgrp === pid) signalGroup(pid, 'SIGTERM');
+  else {
+    try {
+      process.kill(pid, 'SIGTERM');
+    } catch {
+      /* gone */
+    }
+  }
   signalGroup(pid, 'SIGCONT'); // a suspended (SIGSTOPped) process only acts on SIGTERM once continued
   const deadline = Date.now() + graceMs;
   while (Date.now() < deadline) {

@@ -6,7 +6,9 @@
  * Acting user: the backend is called by the web app on a user's behalf. The user is given in
  * header `x-user-id` (a user id, UUID) — or, on POST /api/agents and POST /api/deployments, as
  * `userId` in the body — and every user-row query runs under that user's row-level security, so
- * another user's agent is 404 exactly as a missing one.
+ * another user's agent is 404 exactly as a missing one. A call with the bearer key and no user
+ * (§4.7 asks for K and nothing more) acts as the operator account (migration 040): it creates,
+ * lists and deletes the operator's own agents and never sees a user's.
  */
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -15,17 +17,25 @@ import type { AgentsService } from '../../../domains/agents/agents.service.ts';
 import { badRequest } from '../../../lib/errors.ts';
 import { agentName, configObject } from '../../../domains/agents/agents.schemas.ts';
 import type { App } from '../../shared/base-app.ts';
-import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
+import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
+import { watchdogStateSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const security = [{ bearerKey: [] }];
-const userHeaderDoc = 'Acting user: header `x-user-id` (user id).';
+/** The account bearer-key calls without a user act as (created by migration 040_operator_account.sql). */
+export const OPERATOR_USER_ID = '00000000-0000-0000-0000-000000000001';
+const userHeaderDoc =
+  'Acting user: header `x-user-id` (user id). Without it the call acts as the built-in operator account ' +
+  `(\`${OPERATOR_USER_ID}\`, no sign-in possible): agents created so belong to the operator, are listed only without \`x-user-id\` ` +
+  "and are deleted only so; a user's agents are never reachable without naming the user.";
+const headers = documentedHeaders({ 'x-user-id': 'Acting user (user id, UUID); absent: the operator account' });
 
-/** The acting user from `x-user-id` (or `userId` in the body where allowed); 400 when absent or malformed. */
+/** The acting user from `x-user-id` (or `userId` in the body where allowed), else the operator account; 400 when malformed. */
 function actingUser(request: FastifyRequest, bodyUserId?: string): string {
   const header = request.headers['x-user-id'];
   const value = typeof header === 'string' && header ? header : bodyUserId;
-  if (!value) throw badRequest('x-user-id required');
+  if (!value) return OPERATOR_USER_ID;
   if (!UUID.test(value)) throw badRequest('Invalid user id');
   return value.toLowerCase();
 }
@@ -61,6 +71,7 @@ const agentObject = z.object({
   verifiedAt: z.string().nullable(),
   config: z.record(z.string(), z.unknown()),
   updatedAt: z.string(),
+  watchdog: watchdogStateSchema.optional(),
 });
 const deploymentObject = z.object({
   id: z.string(),
@@ -89,7 +100,7 @@ const statsObject = z.object({
 });
 const common = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 500: errorSchema };
 
-export function backendAgentsRoutes(app: App, deps: { agents: AgentsService }) {
+export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; watchdog?: WatchdogService }) {
   const { agents } = deps;
 
   app.get('/api/agents', {
@@ -98,6 +109,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService }) {
       summary: "List the acting user's agents",
       description: `${userHeaderDoc} A flat array, newest first.`,
       security,
+      headers,
       response: { 200: z.array(listItem), ...common },
     },
     handler: async (request) => agents.list(actingUser(request)),
@@ -111,6 +123,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService }) {
         `${userHeaderDoc} Stores metadata only (§3: status \`pending\`); deploy it with POST /api/agents/:id/start or POST /api/deployments. ` +
         'Plan limits (`config.plan`, default `label`): solo 1, collective 3, label 10, network unlimited; over the limit 402 `AGENT_LIMIT_REACHED`.',
       security,
+      headers,
       body: jsonBody({
         name: agentName,
         userId: userIdField,
@@ -130,8 +143,20 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService }) {
   });
 
   app.get('/api/agents/:id', {
-    schema: { tags: ['agents'], summary: 'One agent', description: `${userHeaderDoc} 404 when it is not the user's.`, security, params: agentIdParam, response: { 200: agentObject, ...common } },
-    handler: async (request) => agents.get(actingUser(request), request.params.id),
+    schema: {
+      tags: ['agents'],
+      summary: 'One agent',
+      description: `${userHeaderDoc} 404 when it is not the user's. \`watchdog\` (added): the watchdog state (§3); GET /api/agents/:id/watchdog has its history.`,
+      security,
+      headers,
+      params: agentIdParam,
+      response: { 200: agentObject, ...common },
+    },
+    handler: async (request) => {
+      const userId = actingUser(request);
+      const agent = await agents.get(userId, request.params.id);
+      return deps.watchdog ? { ...agent, watchdog: await deps.watchdog.stateOf(userId, request.params.id) } : agent;
+    },
   });
 
   app.put('/api/agents/:id', {
@@ -140,6 +165,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService }) {
       summary: 'Update plan, provider, configuration (and name, model)',
       description: `${userHeaderDoc} All fields optional. \`name\` and \`model\` are added (the web app's rename sync uses \`name\`).`,
       security,
+      headers,
       params: agentIdParam,
       body: jsonBody({ plan: planName.optional(), aiProvider: aiProvider.optional(), config: configObject.optional(), name: agentName.optional(), model: model.optional() }),
       response: {
@@ -165,6 +191,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService }) {
       summary: 'Delete an agent',
       description: `${userHeaderDoc} Removes the record, then cleans up on the hosting platform best effort. An unknown id (or another user's) still answers \`{id,deleted:true}\` and touches nothing.`,
       security,
+      headers,
       params: agentIdParam,
       response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }), ...common },
     },
@@ -182,6 +209,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService }) {
           'When the unit does not exist (never deployed, or gone) `start` and `restart` enqueue a deploy job and answer status `provisioning` with the job. ' +
           '500 `Hosting unavailable` when the hosting platform cannot be reached. No body.',
         security,
+        headers,
         params: agentIdParam,
         response: {
           200: z.object({ id: z.string(), action: z.literal(action), status: z.string(), deployment: deploymentObject.nullable() }),
@@ -198,6 +226,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService }) {
       summary: 'Recent runtime log lines from the hosting driver',
       description: `${userHeaderDoc} \`limit\` default 50, max 100; \`level\` filters (debug, info, warn, error). 500 when the hosting platform cannot be reached.`,
       security,
+      headers,
       params: agentIdParam,
       querystring: z.object({
         limit: z.coerce.number({ error: 'limit must be a number' }).int().min(1, { error: 'limit must be at least 1' }).max(LIMITS.agentListMax).default(LIMITS.agentListDefault),
@@ -214,6 +243,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService }) {
       summary: 'Live resource usage from the hosting driver',
       description: `${userHeaderDoc} 500 when the hosting platform cannot be reached.`,
       security,
+      headers,
       params: agentIdParam,
       response: { 200: z.object({ stats: statsObject }), ...common },
     },
@@ -225,13 +255,14 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService }) {
       tags: ['deployments'],
       summary: 'Provision an agent (the web app calls this)',
       description:
-        'Acting user: `userId` in the body (or header `x-user-id`). Creates the agent with status `provisioning` — or, when `agentId` names an agent the web app already ' +
-        'created for this user, takes that one — and enqueues a deploy job. Jobs live in PostgreSQL and are taken by deployment workers with FOR UPDATE SKIP LOCKED ' +
+        'Acting user: `userId` in the body (or header `x-user-id`; with neither, the operator account as on POST /api/agents). Creates the agent with status `provisioning` — or, when `agentId` names an agent the web app already ' +
+        'created for this user, takes that one — and enqueues a deploy job. Concurrent requests for one agent join the same active job; an `agentId` of another user is 404 like a missing one. Jobs live in PostgreSQL and are taken by deployment workers with FOR UPDATE SKIP LOCKED ' +
         '(a crashed worker\'s job is taken again when its lease expires; one active job per agent). The job deploys with per-agent credentials, waits for `/healthz` ' +
         '(poll every 2 s, 60 s overall) and moves the agent to `running`, or to `error` after 3 failed attempts. Poll GET /api/deployments/:id or GET /api/agents/:id. ' +
         'Answers 202 with the job. `plan` defaults to `label`; backend limits solo 1, collective 3, label 10, network unlimited (402 `AGENT_LIMIT_REACHED`). ' +
         '500 `Hosting unavailable` (code `HOSTING_UNAVAILABLE`) when the hosting driver cannot be used.',
       security,
+      headers,
       body: jsonBody({
         userId: userIdField,
         agentId: z
@@ -259,6 +290,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService }) {
       summary: 'One deployment job',
       description: `${userHeaderDoc} Status queued → running → succeeded | failed (queued again between retries).`,
       security,
+      headers,
       params: z.object({ id: z.string().regex(UUID, { error: 'Invalid deployment id' }) }),
       response: { 200: deploymentObject, ...common },
     },
@@ -273,6 +305,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService }) {
         'With header `x-user-id`: that user\'s agents; without it: all agents (operator view, newest first). `containerStatus` is the §3 container health value ' +
         '(null when the hosting platform cannot be asked). `limit` default 50, max 100.',
       security,
+      headers,
       querystring: z.object({ limit: z.coerce.number({ error: 'limit must be a number' }).int().min(1).max(LIMITS.agentListMax).default(LIMITS.agentListDefault) }),
       response: {
         200: z.object({

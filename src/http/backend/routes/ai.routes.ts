@@ -12,7 +12,8 @@ import { checkPlan, SUBSCRIPTION_HEADER, TASK_TYPES, type AiActor } from '../../
 import { PROVIDER_NAMES } from '../../../domains/ai/providers/provider.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
-import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { addDocumentedHook } from '../../shared/openapi.ts';
+import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
 
 const TASK_TYPE_ERROR = `Invalid taskType: use one of ${TASK_TYPES.join(', ')}`;
 const taskType = z.enum(TASK_TYPES, { error: TASK_TYPE_ERROR });
@@ -80,6 +81,14 @@ const restricted = z
   .describe('403 `{success:false,error,code:"MODEL_RESTRICTED",allowedModels}`; or `{error:"Forbidden"}` for a wrong bearer key');
 
 const security = [{ bearerKey: [] }];
+/** §5 header context and plan middleware, read by the plan-required routes */
+const planHeaders = documentedHeaders({
+  'x-user-plan': 'solo, collective, label or network; required (402 PLAN_REQUIRED) unless x-user-email is an admin',
+  [SUBSCRIPTION_HEADER]: 'subscription id; required (402 SUBSCRIPTION_REQUIRED) unless x-user-email is an admin',
+  'x-user-email': 'the acting user; an email in ADMIN_EMAILS gets network-level access',
+  'x-user-id': 'the acting user (default `anonymous`)',
+  'x-user-role': 'the acting user\'s role',
+});
 const PLAN_HEADERS_DOC =
   `Plan middleware (§4.9/§5): \`x-user-plan\` (solo, collective, label, network) and \`${SUBSCRIPTION_HEADER}\` are required, else 402 ` +
   '`{success:false,error,code}`; an `x-user-email` in ADMIN_EMAILS bypasses both and gets network-level access. ' +
@@ -90,14 +99,14 @@ export function aiRoutes(app: App, deps: { ai: AiService; config: Pick<Config, '
   const actors = new WeakMap<FastifyRequest, AiActor>();
 
   // §8: AI_RATE_LIMIT requests per minute per IP across /api/ai/* (shared through Redis when set)
-  app.addHook('onRequest', async (request, reply) => {
+  addDocumentedHook(app, 'onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     try {
       await ai.rateLimit(request.ip);
     } catch (err) {
       if (isAppError(err) && err.status === 429) reply.header('retry-after', String(err.extra?.retryAfter ?? 60));
       throw err;
     }
-  });
+  }, { responses: { 429: 'Too many requests: more than AI_RATE_LIMIT per minute from this IP across /api/ai/* (§8); `Retry-After` says when to retry' } });
 
   /** §4.9/§5 plan middleware, before body validation (as the original middleware ran). */
   const requirePlan = async (request: FastifyRequest) => {
@@ -162,6 +171,7 @@ export function aiRoutes(app: App, deps: { ai: AiService; config: Pick<Config, '
         'general → general, balanced. The first of the plan\'s available router models with a matching tag wins, else the first available. ' +
         '404 when no model is available (router not configured).',
       security,
+      headers: planHeaders,
       body: selectBody,
       response: {
         200: z.object({ model: z.object({ id: z.string(), provider: z.string() }), taskType: z.string(), timestamp: z.string() }),
@@ -180,6 +190,7 @@ export function aiRoutes(app: App, deps: { ai: AiService; config: Pick<Config, '
       summary: 'Estimate the cost of a request',
       description: `${PLAN_HEADERS_DOC} estimatedCost = inputTokens × inputCost + outputTokens × outputCost (USD). 400 for an unknown model.`,
       security,
+      headers: planHeaders,
       body: estimateBody,
       response: {
         200: z.object({
@@ -212,6 +223,7 @@ export function aiRoutes(app: App, deps: { ai: AiService; config: Pick<Config, '
         'and the monthly token quota is used (solo 2M, collective 6M, label 20M, network unlimited). 503 `PROVIDER_UNAVAILABLE` when the ' +
         "model's provider has no key. 500 when every attempt failed.",
       security,
+      headers: planHeaders,
       body: chatBody,
       response: {
         200: z.object({

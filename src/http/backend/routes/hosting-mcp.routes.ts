@@ -13,6 +13,8 @@ import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 const security = [{ bearerKey: [] }];
 const authErrors = { 401: errorSchema, 403: errorSchema, 500: errorSchema };
 const tags = ['hosting-mcp'];
+/** A 301 with an empty body; the target is in `Location`. */
+const redirect = (location: string) => z.null().describe(`Moved permanently; \`Location: ${location}\``);
 const category = z.object({ count: z.number(), tools: z.array(z.string()) });
 
 const validateBody = jsonBody({
@@ -165,12 +167,12 @@ export function hostingMcpRoutes(app: App, deps: { hostingMcp: HostingMcpService
   });
 
   app.get('/api/hosting-mcp/docs', {
-    schema: { tags, summary: 'Redirect to the documentation', description: `301 to ${HOSTING_MCP_LINKS.documentation}.`, security },
+    schema: { tags, summary: 'Redirect to the documentation', description: `301 to ${HOSTING_MCP_LINKS.documentation}.`, security, response: { 301: redirect(HOSTING_MCP_LINKS.documentation) } },
     handler: async (_request, reply) => reply.redirect(HOSTING_MCP_LINKS.documentation, 301),
   });
 
   app.get('/api/hosting-mcp/github', {
-    schema: { tags, summary: 'Redirect to the source repository', description: `301 to ${HOSTING_MCP_LINKS.repository}.`, security },
+    schema: { tags, summary: 'Redirect to the source repository', description: `301 to ${HOSTING_MCP_LINKS.repository}.`, security, response: { 301: redirect(HOSTING_MCP_LINKS.repository) } },
     handler: async (_request, reply) => reply.redirect(HOSTING_MCP_LINKS.repository, 301),
   });
 }

@@ -2,6 +2,7 @@
  * §4.1 accounts and sessions (except OAuth and security-event receivers), plus the current user
  * and profile update whose paths the specification leaves "not shown" (documented here).
  */
+import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import type { AccountsService } from '../../../domains/accounts/accounts.service.ts';
@@ -93,7 +94,8 @@ export function accountsRoutes(app: App, deps: { accounts: AccountsService; sess
       description:
         'Creates a user; no session is created (call login next). Emails are unique case-insensitively and stored lower-cased. ' +
         'Bot detection (when configured) reads `turnstileToken` or the `cf-turnstile-response` header. Sign-ups are limited per IP ' +
-        '(REGISTER_RATE_LIMIT per hour; validated requests count).',
+        '(REGISTER_RATE_LIMIT per hour; validated requests count). A password on the common-password list shipped by ' +
+        '`@zxcvbn-ts/language-common` (compared case-insensitively) is 400 `Password is too common; choose a less guessable one`.',
       body: registerBody,
       response: {
         201: z.object({ id: z.string(), email: z.string(), name: z.string() }),
@@ -117,9 +119,13 @@ export function accountsRoutes(app: App, deps: { accounts: AccountsService; sess
     schema: {
       tags: ['accounts'],
       summary: 'Sign in with email and password',
-      description: 'Sets the `service-session` cookie (HttpOnly, SameSite=Lax, Path=/, 30 days, Secure when PUBLIC_URL is https). Email is case-insensitive.',
+      description:
+        'Sets the `service-session` cookie (HttpOnly, SameSite=Lax, Path=/, 30 days, Secure when PUBLIC_URL is https). Email is case-insensitive. ' +
+        'Failed attempts are limited per account and client IP (LOGIN_FAILURE_LIMIT), per IP (LOGIN_IP_FAILURE_LIMIT) and per account ' +
+        '(LOGIN_ACCOUNT_FAILURE_LIMIT; IPs holding a live session of the account are exempt) in windows of LOGIN_FAILURE_WINDOW_MS: ' +
+        'beyond them 429 `{error, retryAfter}` (seconds, also in `Retry-After`). A successful sign-in clears its account+IP count.',
       body: loginBody,
-      response: { 200: signedIn, 400: errorSchema, 401: errorSchema },
+      response: { 200: signedIn, 400: errorSchema, 401: errorSchema, 429: errorSchema },
     },
     handler: async (request, reply) => {
       const s = await accounts.login(request.body.email, request.body.password, requestMeta(request));
@@ -158,10 +164,13 @@ export function accountsRoutes(app: App, deps: { accounts: AccountsService; sess
     schema: {
       tags: ['accounts'],
       summary: 'A SIWE nonce',
-      description: 'A random nonce for a wallet sign-in message; single use, valid 10 minutes. GET and POST are the same.',
-      response: { 200: z.object({ nonce: z.string() }) },
+      description:
+        'A random nonce for a wallet sign-in message; single use, valid 10 minutes. GET and POST are the same. The nonce is ' +
+        'signed and carries its expiry (nothing is stored until it is spent at /api/wallet-auth). Limited per IP ' +
+        '(NONCE_RATE_LIMIT per minute): 429 `{error, retryAfter}` beyond it.',
+      response: { 200: z.object({ nonce: z.string() }), 429: errorSchema },
     },
-    handler: async () => ({ nonce: await accounts.issueNonce() }),
+    handler: async (request: FastifyRequest) => ({ nonce: await accounts.issueNonce(requestMeta(request)) }),
   };
   app.get('/api/auth/nonce', nonceRoute);
   app.post('/api/auth/nonce', nonceRoute);
@@ -172,11 +181,12 @@ export function accountsRoutes(app: App, deps: { accounts: AccountsService; sess
       summary: 'Sign in with Ethereum (SIWE)',
       description:
         'Verifies a SIWE message signed by `address`: its nonce must come from /api/auth/nonce (single use, 10 minutes); its domain ' +
-        'and URI must be this site (PUBLIC_URL); its chain id must be SIWE_CHAIN_ID. Smart-wallet signatures (ERC-1271, ERC-6492) are ' +
-        'verified through SIWE_RPC_URL. Creates the user `<address>@WALLET_EMAIL_DOMAIN` on first sign-in, or links the wallet to the ' +
+        'and URI must be this site (PUBLIC_URL); its chain id must be SIWE_CHAIN_ID; its Version must be 1 (EIP-4361). A signature that does not recover to `address` ' +
+        'may be a smart wallet\'s (ERC-1271, ERC-6492) and is verified through SIWE_RPC_URL; when that RPC does not answer the ' +
+        'result is 503 (try again), not 401. Creates the user `<address>@WALLET_EMAIL_DOMAIN` on first sign-in, or links the wallet to the ' +
         'existing user with that email. Sets the session cookie.',
       body: walletBody,
-      response: { 200: signedIn, 400: errorSchema, 401: errorSchema },
+      response: { 200: signedIn, 400: errorSchema, 401: errorSchema, 503: errorSchema },
     },
     handler: async (request, reply) => {
       const s = await accounts.walletAuth(request.body, requestMeta(request));

@@ -8,6 +8,8 @@ import { agentName, configObject } from '../../../domains/agents/agents.schemas.
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import type { SessionAuth } from '../../shared/session.ts';
+import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
+import { watchdogStateSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
 
 const security = [{ sessionCookie: [] }];
 const idParam = z.object({ id: z.string().min(1).max(200) });
@@ -29,7 +31,7 @@ const listLimit = z.coerce
   .describe(`default ${LIMITS.agentListDefault}, at most ${LIMITS.agentListMax} (larger values are capped)`);
 const errors = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 500: errorSchema };
 
-export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session: SessionAuth }) {
+export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session: SessionAuth; watchdog?: WatchdogService }) {
   const { agents, session } = deps;
   const me = async (request: Parameters<SessionAuth['require']>[0]): Promise<WebUser> => session.require(request);
 
@@ -117,8 +119,19 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
   });
 
   app.get('/api/agents/:id', {
-    schema: { tags: ['agents'], summary: 'One agent', security, params: idParam, response: { 200: z.object({ agent: webAgent, status: z.literal('ok') }), ...errors } },
-    handler: async (request) => agents.get(await me(request), request.params.id),
+    schema: {
+      tags: ['agents'],
+      summary: 'One agent',
+      description: '`watchdog` (added): the agent\'s watchdog state (§3), see GET /api/agents/:id/watchdog for its history.',
+      security,
+      params: idParam,
+      response: { 200: z.object({ agent: webAgent.extend({ watchdog: watchdogStateSchema.optional() }), status: z.literal('ok') }), ...errors },
+    },
+    handler: async (request) => {
+      const user = await me(request);
+      const r = await agents.get(user, request.params.id);
+      return deps.watchdog ? { ...r, agent: { ...r.agent, watchdog: await deps.watchdog.stateOf(user.id, request.params.id) } } : r;
+    },
   });
 
   app.patch('/api/agents/:id', {

@@ -15,7 +15,7 @@ import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 const list = (values: readonly string[]) => values.map((v) => `\`${v}\``).join(', ');
 const AUTH_TEXT =
   'Requires header `x-bridge-secret` equal to BRIDGE_SECRET (constant-time comparison; 401 `{error:"unauthorized"}`); ' +
-  'when BRIDGE_SECRET is unset the check is off (development).';
+  'when BRIDGE_SECRET is unset the bridge is closed: 503 `{error:"Bridge not configured"}` (the specification leaves it open; see docs/security.md).';
 
 const message = z.object({
   id: z.string(),
@@ -53,6 +53,7 @@ export function bridgeRoutes(app: App, deps: { bridge: BridgeService; bridgeSecr
         200: z.object({ ok: z.literal(true), message: message.omit({ content: true }) }),
         400: errorSchema,
         401: errorSchema,
+        503: errorSchema,
       },
     },
     handler: async (request) => ({ ok: true as const, message: await bridge.send(request.body) }),
@@ -80,6 +81,7 @@ export function bridgeRoutes(app: App, deps: { bridge: BridgeService; bridgeSecr
         200: z.object({ ok: z.literal(true), channel: z.string(), count: z.number(), messages: z.array(message) }),
         400: errorSchema,
         401: errorSchema,
+        503: errorSchema,
       },
     },
     handler: async (request) => bridge.inbox(request.query),
@@ -105,6 +107,7 @@ export function bridgeRoutes(app: App, deps: { bridge: BridgeService; bridgeSecr
         }),
         401: errorSchema,
         500: z.object({ status: z.literal('error'), error: z.string() }),
+        503: errorSchema,
       },
     },
     handler: async (request, reply) => {

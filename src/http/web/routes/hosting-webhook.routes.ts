@@ -8,7 +8,7 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { HostingStatusService } from '../../../domains/hosting-status/hosting-status.service.ts';
-import { badRequest, unauthorized } from '../../../lib/errors.ts';
+import { AppError, badRequest, unauthorized } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema } from '../../shared/schemas.ts';
 import type { SessionAuth } from '../../shared/session.ts';
@@ -38,14 +38,17 @@ export async function hostingWebhookRoutes(app: App, deps: { hostingStatus: Host
     scope.post('/api/webhooks/hosting-status', {
       // before the body is read: an unauthenticated sender learns nothing about payload handling
       onRequest: async (request) => {
-        if (!hostingStatus.authorized(providedSecret(request))) throw unauthorized('Unauthorized');
+        const verdict = hostingStatus.authorize(providedSecret(request));
+        if (verdict === 'not_configured') throw new AppError(503, undefined, 'Hosting status webhook not configured');
+        if (verdict === 'unauthorized') throw unauthorized('Unauthorized');
       },
       schema: {
         tags: ['webhooks'],
         summary: 'Hosting platform status webhook',
         description:
-          'When HOSTING_WEBHOOK_SECRET is set the request carries it in header `x-hosting-secret` or query `?secret=` (compared in constant ' +
-          'time; 401 otherwise); when unset every request is accepted. The body must be a JSON object (any content type); otherwise 400 ' +
+          'The request carries HOSTING_WEBHOOK_SECRET in header `x-hosting-secret` or query `?secret=` (compared in constant ' +
+          'time; 401 otherwise). When HOSTING_WEBHOOK_SECRET is unset the webhook is closed: 503 `{error:"Hosting status webhook not configured"}` ' +
+          '(the specification accepts all; see docs/security.md). The body must be a JSON object (any content type); otherwise 400 ' +
           '`{error:"Invalid payload"}`. Deployment payloads (`deployment:{id,status,url,service:{name}}`) give eventType `deployment`, ' +
           'name = service name, message = deployment URL; status-page payloads give `incident` (message = newest `incident_updates[].body`) ' +
           'or `component` (message null), name defaulting to `Hosting`; any other object gives eventType = its `type`. Precedence: ' +
@@ -53,7 +56,7 @@ export async function hostingWebhookRoutes(app: App, deps: { hostingStatus: Host
           'and KV_REST_API_TOKEN are set, stored under key `hosting-status:latest` with a 7-day TTL; a key-value store failure is logged ' +
           'and the webhook still answers 200.',
         querystring: z.object({ secret: z.string().optional() }).loose(),
-        response: { 200: z.object({ received: z.literal(true), record }), 400: errorSchema, 401: errorSchema },
+        response: { 200: z.object({ received: z.literal(true), record }), 400: errorSchema, 401: errorSchema, 503: errorSchema },
       },
       handler: async (request) => {
         let payload: unknown;

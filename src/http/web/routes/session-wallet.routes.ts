@@ -23,12 +23,24 @@ const walletView = z.union([
     hasWallet: z.literal(true),
     createdAt: z.string(),
   }),
-  z.object({ address: z.null(), balance: z.literal('0'), network: z.string(), hasWallet: z.literal(false), message: z.string() }),
+  z.object({ address: z.null(), balance: z.string().describe('"0"'), network: z.string(), hasWallet: z.literal(false), message: z.string() }),
   z.object({
     agenticWallet: z.object({ status: z.literal('configured'), projectId: z.string().nullable(), features: z.array(z.string()) }),
     instructions: z.string(),
   }),
 ]);
+
+/** §4.4 stablecoin balance lookup (`?address=`). */
+const tokenBalance = z.object({ address: z.string(), name: z.string(), symbol: z.string(), balance: z.string().describe('decimal string in token units') });
+export const stablecoinBalances = z.object({
+  address: z.string(),
+  chain: z.string(),
+  chainId: z.number(),
+  testnet: z.boolean(),
+  totalUsd: z.string().describe('sum of all balances (each token valued 1:1 to USD), 2 decimals'),
+  primaryToken: tokenBalance.extend({ decimals: z.number() }).nullable(),
+  allTokens: z.array(tokenBalance),
+});
 
 const actionBody = jsonBody({
   action: z.string({ error: INVALID_ACTION }).describe('`create`, `get_seed` or `export_seed`'),
@@ -39,7 +51,7 @@ const actionResult = z.union([
   z.object({ address: z.string(), network: z.string(), createdAt: z.string(), warning: z.string() }),
 ]);
 
-export type BalanceByAddress = (request: FastifyRequest, address: string) => Promise<unknown>;
+export type BalanceByAddress = (request: FastifyRequest, address: string) => Promise<z.infer<typeof stablecoinBalances>>;
 
 export function sessionWalletRoutes(
   app: App,
@@ -58,7 +70,7 @@ export function sessionWalletRoutes(
         '`network` is `base-sepolia`. `balance` is always "0": the session wallet balance is not read from a chain (no RPC call is made). ' +
         'With `?address=` this path is the stablecoin balance lookup of §4.4 (500 while no balance reader is configured).',
       querystring: z.object({ address: z.string().optional().describe('Stablecoin balance lookup (see above)') }),
-      response: { 200: walletView.or(z.unknown()), 401: errorSchema, 500: errorSchema },
+      response: { 200: z.union([walletView, stablecoinBalances]), 400: errorSchema, 401: errorSchema, 500: errorSchema },
     },
     handler: async (request) => {
       const address = request.query.address;

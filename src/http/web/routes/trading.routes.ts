@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import type { TradingService } from '../../../domains/trading/trading.service.ts';
+import { isTradingJobId } from '../../../domains/trading/trading-client.ts';
 import { badRequest } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
@@ -55,7 +56,12 @@ const balancesQuery = z.object({
     .optional()
     .describe(`Comma-separated chain names; default \`${LIMITS.tradingDefaultChains.join(',')}\``),
 });
-const jobQuery = z.object({ jobId: z.string().optional().describe('Job id returned by POST /api/trading/prompt (required)') });
+const jobQuery = z.object({
+  jobId: z
+    .string()
+    .optional()
+    .describe('Job id returned by POST /api/trading/prompt (required): letters, digits and `.`, `_`, `:`, `-`, starting with a letter or digit'),
+});
 
 /** §4.5 `chains`: comma list, default list when absent or empty. */
 function parseChains(raw: string | undefined): string[] {
@@ -162,7 +168,9 @@ export function tradingRoutes(app: App, deps: { trading: TradingService; session
     handler: async (request, reply) => {
       const jobId = request.query.jobId?.trim();
       if (!jobId) throw badRequest('jobId required');
-      if (jobId.length > LIMITS.tradingIdMax) throw badRequest('Invalid jobId');
+      // the job id becomes a path segment upstream: a plain token only, so `..` or `/` can never
+      // point the platform's trading key at another upstream path (docs/security.md)
+      if (jobId.length > LIMITS.tradingIdMax || !isTradingJobId(jobId)) throw badRequest('Invalid jobId');
       const r = await trading.jobStatus(await userId(request), jobId);
       return reply.code(r.status as 200).send(r.body);
     },

@@ -1,0 +1,145 @@
+/**
+ * Gateway billing overhead (docs/payments.md): the same `generate-text` call on
+ * POST /api/v1/gateway, against the same local upstream in the same run, paid two ways:
+ *   key     — `Authorization: Bearer sk_…` (a user API key; the card method debits the user's
+ *             wallet balance in the ledger);
+ *   session — `X-Payment-Method: session` (bearer session id; the EIP-712 receipt is signed and
+ *             the debit is one conditional INSERT … SELECT … FOR UPDATE).
+ * Goal: session p50 at most 1.1x key p50. Settings as the AI proxy bench (BENCH_DURATION,
+ * BENCH_WARMUP, BENCH_ROUNDS, BENCH_AI_DELAY_MS).
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { loadConfig } from '../src/config/env.ts';
+import { resolveSecrets } from '../src/config/secrets.ts';
+import { createDb, type Db } from '../src/db/client.ts';
+import { startEmbeddedPostgres, type EmbeddedServer } from '../src/db/embedded.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { openSessionTypes, paymentDomain } from '../src/domains/payments/receipts.ts';
+import type { App } from '../src/http/shared/base-app.ts';
+import { createPlatform, type Platform } from '../src/platform.ts';
+import { load, median, startUpstream, type ClientResult, type Target } from './ai-proxy.bench.ts';
+import { loadSettings } from './lib/load.ts';
+import { describeMachine, machineLine } from './lib/machine.ts';
+import { round, type BenchOutput } from './lib/report.ts';
+
+export async function run(): Promise<BenchOutput> {
+  const machine = describeMachine();
+  const settings = loadSettings({ durationS: 5, warmupS: 1, connections: 16, rounds: 3 });
+  const delayMs = Number(process.env.BENCH_AI_DELAY_MS ?? 10);
+  const levels = [1, 16];
+  const upstream = await startUpstream(delayMs);
+  const dir = mkdtempSync(join(tmpdir(), 'gateway-bench-'));
+  chmodSync(dir, 0o755);
+  let embedded: EmbeddedServer | undefined;
+  let db: Db | undefined;
+  let platform: Platform | undefined;
+  let web: App | undefined;
+  try {
+    embedded = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), password: 'bench' });
+    await migrate(embedded.url);
+    const config = loadConfig(
+      { DATA_DIR: dir, LOG_LEVEL: 'silent', INTERNAL_API_KEY: 'bench-internal-key', ROUTER_API_KEY: 'bench-router-key', ROUTER_BASE_URL: upstream.base },
+      { cwd: dir, readDotEnv: false },
+    );
+    db = createDb(embedded.url, { poolSize: config.DATABASE_POOL_SIZE });
+    platform = createPlatform({ config, db, secrets: resolveSecrets(config) });
+    web = await platform.buildWebApp();
+    await web.listen({ host: '127.0.0.1', port: 0 });
+    const base = `http://127.0.0.1:${(web.server.address() as AddressInfo).port}`;
+    const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+
+    // a user with a session wallet and an API key; the wallet funded in the ledger
+    const email = `bench${Date.now()}@example.com`;
+    await post('/api/register', { email, password: 'bench-password-long', name: 'Bench' });
+    const login = await post('/api/auth/login', { email, password: 'bench-password-long' });
+    const cookie = /service-session=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
+    const wallet = (await (await post('/api/wallet', { action: 'create' }, { cookie })).json()) as { address: string };
+    const key = (await (await post('/api/keys', { name: 'bench' }, { cookie })).json()) as { key: string };
+    await platform.services.ledger.credit({ address: wallet.address, amountMicros: 900_000_000_000, eventId: 'bench-key', source: 'bench' });
+    // a second wallet opens a session with an EIP-712 authorisation
+    const account = privateKeyToAccount(generatePrivateKey());
+    await platform.services.ledger.credit({ address: account.address, amountMicros: 900_000_000_000, eventId: 'bench-session', source: 'bench' });
+    const deadline = Math.floor(Date.now() / 1000) + 600;
+    const salt = `0x${randomBytes(32).toString('hex')}` as Hex;
+    const signature = await account.signTypedData({
+      domain: paymentDomain(4217),
+      types: openSessionTypes,
+      primaryType: 'OpenSession',
+      message: { wallet: account.address, deposit: 800_000_000_000n, deadline: BigInt(deadline), salt },
+    });
+    const opened = (await (await post('/api/wallet/sessions', { address: account.address, deposit: '800000', signature, deadline, salt })).json()) as { sessionId: string };
+
+    const body = JSON.stringify({ plugin: 'generate-text', messages: [{ role: 'user', content: 'Say hello in one short sentence.' }] });
+    const url = `${base}/api/v1/gateway`;
+    const targets: Target[] = [
+      { key: 'key', url, headers: { 'content-type': 'application/json', authorization: `Bearer ${key.key}` }, body },
+      {
+        key: 'session',
+        url,
+        headers: { 'content-type': 'application/json', 'x-payment-method': 'session', 'x-session-id': opened.sessionId, 'x-wallet-address': account.address },
+        body,
+      },
+    ];
+    for (const t of targets) {
+      const res = await fetch(t.url, { method: 'POST', headers: t.headers, body: t.body });
+      if (res.status !== 200) throw new Error(`${t.key} case answered ${res.status}: ${await res.text()}`);
+      await res.text();
+    }
+
+    const results: Record<string, unknown> = {};
+    const rows: string[] = [];
+    const lines: string[] = [];
+    for (const c of levels) {
+      const perRound: Record<string, ClientResult[]> = {};
+      for (let r = 0; r < settings.rounds; r++) {
+        for (const target of targets) (perRound[target.key] ??= []).push(await load(target, c, settings.durationS, r === 0 ? settings.warmupS : 0.5));
+      }
+      const k = perRound.key!;
+      const s = perRound.session!;
+      const ratio50 = median(s.map((x, i) => x.p50Ms / k[i]!.p50Ms));
+      const ratio99 = median(s.map((x, i) => x.p99Ms / k[i]!.p99Ms));
+      results[`concurrency${c}`] = { key: k, session: s, sessionToKeyP50: round(ratio50, 3), sessionToKeyP99: round(ratio99, 3) };
+      for (const [name, runs] of [['key', k], ['session', s]] as const) {
+        rows.push(
+          `| ${c} | ${name} | ${round(median(runs.map((x) => x.rps)), 0)} | ${round(median(runs.map((x) => x.p50Ms)), 2)} | ${round(median(runs.map((x) => x.p99Ms)), 2)} | ${runs.reduce((a, x) => a + x.failures, 0)} |`,
+        );
+      }
+      lines.push(`- concurrency ${c}: session / key latency p50 ${round(ratio50, 3)}x, p99 ${round(ratio99, 3)}x (goal ≤ 1.1x)`);
+    }
+    results.machine = machine;
+    results.settings = { ...settings, delayMs, levels };
+    const markdown = [
+      `Machine: ${machineLine(machine)}`,
+      '',
+      `Upstream: local OpenAI-compatible server answering after a fixed ${delayMs} ms (its own process). Both cases call ` +
+        '`POST /api/v1/gateway` with plugin `generate-text` on a real listening web app with the embedded PostgreSQL: **key** ' +
+        '(`Authorization: Bearer sk_…`; the card method debits the caller\'s wallet balance in the ledger) and **session** ' +
+        '(`X-Payment-Method: session`; EIP-712 receipt signed, one-statement conditional debit). ' +
+        `${settings.rounds} alternating rounds of ${settings.durationS} s per case and level; medians over rounds; the ratio is per round, then the median.`,
+      '',
+      '| concurrency | case | req/s | p50 ms | p99 ms | failures |',
+      '|---:|---|---:|---:|---:|---:|',
+      ...rows,
+      '',
+      ...lines,
+    ].join('\n');
+    return { name: 'gateway', results, markdown };
+  } finally {
+    await web?.close().catch(() => {});
+    await platform?.close().catch(() => {});
+    await db?.close().catch(() => {});
+    await embedded?.stop().catch(() => {});
+    await new Promise<void>((resolve) => {
+      upstream.proc.once('exit', () => resolve());
+      upstream.proc.kill();
+    });
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * The local driver's sandbox (DESIGN rule 9: agents are tenants too; docs/agents.md "Sandbox").
+ * Each agent runs under bubblewrap (`bwrap`):
+ *   - as its own unprivileged OS user (a uid derived from the agent id, no login, no groups), when
+ *     the platform runs as root; otherwise as the platform's user inside a user namespace;
+ *   - in its own mount, PID, IPC and UTS namespaces with a filesystem view made of: /usr (system
+ *     binaries and libraries) and a few /etc files for name resolution and TLS, read-only; the
+ *     runtime's code read-only; its own workspace and home writable; a private /tmp, /proc and /dev.
+ *     Nothing else exists in it: not DATA_DIR (secrets.json, the PostgreSQL data), not other agents;
+ *   - with the network kept: an agent reaches its model provider and the platform over loopback.
+ * As root, bwrap itself runs privileged (it builds the mounts, so the agent's user needs no right on
+ * DATA_DIR or the checkout's parents) and starts `setpriv`, which drops to the agent's uid with no
+ * groups, no capabilities and an empty bounding set before the runtime is executed. Without root,
+ * bwrap builds the same view inside an unprivileged user namespace, as the platform's own user.
+ *
+ * Memory and CPU of §4.7 would need cgroup v2 with the memory and cpu controllers delegated to the
+ * platform; without them (the case on these machines) the plan's memory is applied to the V8 heap
+ * only, and the start-up report says so.
+ */
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants, existsSync, lstatSync, readFileSync, readlinkSync } from 'node:fs';
+import { delimiter, dirname, join } from 'node:path';
+import { sha256Hex } from '../../../lib/crypto.ts';
+
+export type SandboxMode = 'auto' | 'bwrap' | 'off';
+
+export type SandboxReport = {
+  active: boolean;
+  bwrap?: string;
+  /** setpriv, used (as root) to drop to the agent's uid inside the sandbox */
+  setpriv?: string;
+  /** each agent runs as its own unprivileged uid (needs root) */
+  separateUser: boolean;
+  /** filesystem view limited to runtime (read-only), workspace and home */
+  filesystem: boolean;
+  /** own PID namespace: the platform's and other agents' processes are invisible */
+  pidNamespace: boolean;
+  /** plan memory/CPU enforced by cgroup v2 */
+  cgroupLimits: boolean;
+  /** human-readable lines for the start-up log */
+  lines: string[];
+};
+
+/** First agent uid; each agent gets FIRST_AGENT_UID + 24 bits of sha256(agentId). */
+export const FIRST_AGENT_UID = 200_000;
+export const agentUid = (agentId: string): number => FIRST_AGENT_UID + (Number.parseInt(sha256Hex(agentId).slice(0, 6), 16) % 0xffffff);
+
+function findOnPath(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(delimiter)) {
+    const p = join(dir, name);
+    try {
+      accessSync(p, constants.X_OK);
+      return p;
+    } catch {
+      /* next */
+    }
+  }
+  return undefined;
+}
+
+/** /etc entries a runtime needs for DNS and TLS (never /etc/passwd or /etc/shadow, §8 denied paths). */
+const ETC = ['/etc/resolv.conf', '/etc/hosts', '/etc/nsswitch.conf', '/etc/host.conf', '/etc/gai.conf', '/etc/localtime', '/etc/ssl', '/etc/ca-certificates'];
+
+/**
+ * The bwrap argument list around a runtime command: system view, namespaces, `ro` paths read-only,
+ * `rw` paths writable, then (with `uid`) setpriv dropping to that uid, then the command.
+ */
+export function sandboxArgs(report: SandboxReport, o: { ro: string[]; rw: string[]; chdir: string; uid?: number | undefined; file: string; args: string[] }): string[] {
+  const out = baseArgs();
+  // directories bwrap creates on its own are 0700 when it runs as root: create every parent of a
+  // bound path first, traversable (0755), so the agent's user can reach what is bound for it
+  const parents = new Set<string>();
+  for (const p of [...ETC, ...o.ro, ...o.rw]) for (let d = dirname(p); d !== '/' && !parents.has(d); d = dirname(d)) parents.add(d);
+  for (const d of [...parents].filter((x) => x !== '/tmp' && x !== '/usr' && !x.startsWith('/usr/')).sort((a, b) => a.length - b.length)) out.push('--perms', '0755', '--dir', d);
+  for (const p of ETC) out.push('--ro-bind-try', p, p);
+  for (const p of o.ro) out.push('--ro-bind', p, p);
+  for (const p of o.rw) out.push('--bind', p, p);
+  out.push('--chdir', o.chdir);
+  if (o.uid !== undefined && report.setpriv) {
+    // only these three survive into the sandbox, and setpriv gives them up before the runtime runs
+    out.push('--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_SETPCAP', '--', report.setpriv);
+    out.push(`--reuid=${o.uid}`, `--regid=${o.uid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--', o.file, ...o.args);
+  } else out.push('--', o.file, ...o.args);
+  return out;
+}
+
+/** The fixed part of the bwrap command line (system view, namespaces); binds of the agent's own paths follow. */
+export function baseArgs(): string[] {
+  const args = ['--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--ro-bind', '/usr', '/usr'];
+  for (const link of ['lib', 'lib64', 'bin', 'sbin']) {
+    const p = `/${link}`;
+    if (!existsSync(p)) continue;
+    let target: string | undefined;
+    try {
+      target = readlinkIfLink(p);
+    } catch {
+      target = undefined;
+    }
+    if (target) args.push('--symlink', target, p);
+    else args.push('--ro-bind', p, p);
+  }
+  args.push('--proc', '/proc', '--dev', '/dev', '--perms', '1777', '--tmpfs', '/tmp');
+  return args;
+}
+
+const readlinkIfLink = (p: string): string | undefined => (lstatSync(p).isSymbolicLink() ? readlinkSync(p) : undefined);
+
+function cgroupV2Available(): boolean {
+  try {
+    const controllers = readFileSync('/sys/fs/cgroup/cgroup.controllers', 'utf8').split(/\s+/);
+    return controllers.includes('memory') && controllers.includes('cpu');
+  } catch {
+    return false;
+  }
+}
+
+let cached: { mode: SandboxMode; report: SandboxReport } | undefined;
+
+/** What sandbox this host gives agents; probed once per process (a bwrap run of `true`). */
+export function detectSandbox(mode: SandboxMode): SandboxReport {
+  if (cached?.mode === mode) return cached.report;
+  const report = probe(mode);
+  cached = { mode, report };
+  return report;
+}
+
+function probe(mode: SandboxMode): SandboxReport {
+  const none = (why: string): SandboxReport => ({
+    active: false,
+    separateUser: false,
+    filesystem: false,
+    pidNamespace: false,
+    cgroupLimits: false,
+    lines: [`agent sandbox OFF: ${why}; agents run as the platform's own OS user and can read everything it can (DATA_DIR, other agents)`],
+  });
+  if (mode === 'off') return none('AGENT_SANDBOX=off');
+  const bwrap = findOnPath('bwrap');
+  if (!bwrap) {
+    if (mode === 'bwrap') throw new Error('AGENT_SANDBOX=bwrap but bubblewrap (bwrap) is not installed: apt-get install bubblewrap');
+    return none('bubblewrap (bwrap) not found (install it: apt-get install bubblewrap)');
+  }
+  const root = process.getuid?.() === 0;
+  const setpriv = root ? findOnPath('setpriv') : undefined;
+  const trial: SandboxReport = { active: true, bwrap, ...(setpriv ? { setpriv } : {}), separateUser: Boolean(setpriv), filesystem: true, pidNamespace: true, cgroupLimits: false, lines: [] };
+  const r = spawnSync(bwrap, sandboxArgs(trial, { ro: [], rw: [], chdir: '/', uid: setpriv ? FIRST_AGENT_UID : undefined, file: '/usr/bin/env', args: ['true'] }), {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    timeout: 10_000,
+    env: {},
+  });
+  if (r.status !== 0) {
+    const why = `bwrap cannot create a sandbox here (${(r.stderr?.toString() || r.error?.message || `exit ${r.status}`).trim()})`;
+    if (mode === 'bwrap') throw new Error(`AGENT_SANDBOX=bwrap but ${why}`);
+    return none(why);
+  }
+  const cgroupLimits = false; // see the header: not implemented without delegated cgroup v2 controllers
+  const lines = [
+    `agent sandbox ON (bubblewrap ${bwrap}): own mount/PID/IPC/UTS namespaces; filesystem view = runtime read-only + own workspace and home; network kept (loopback to the model provider and the platform)`,
+    setpriv
+      ? `agent sandbox: each agent runs as its own unprivileged uid (${FIRST_AGENT_UID}+), without groups or capabilities`
+      : root
+        ? 'agent sandbox: setpriv (util-linux) not found, so agents run as root inside the sandbox: install util-linux for a uid per agent'
+        : "agent sandbox: not root, so agents share the platform's uid (inside a user namespace); run as root for a uid per agent",
+    cgroupV2Available()
+      ? 'agent sandbox: cgroup v2 is present but the platform does not set per-agent cgroups yet; plan memory applies to the V8 heap only'
+      : 'agent sandbox: no cgroup v2 memory/cpu controllers: plan memory applies to the V8 heap only, CPU is not limited',
+  ];
+  return { ...trial, cgroupLimits, lines };
+}

@@ -1,0 +1,69 @@
+/**
+ * SQL of the payments ledger (migration 020, docs/payments.md). Everything runs on the owner
+ * connection: wallet balances are keyed by address, not by user, and are reached by processor
+ * webhooks and payment-session bearers that carry no user context. The database itself keeps the
+ * invariants (append-only journal, balances moved only by the journal's trigger, CHECKs,
+ * UNIQUEs), so no statement here can break them.
+ */
+import { sql, type Kysely } from 'kysely';
+import type { DB } from '../../db/schema.ts';
+import './ledger.tables.ts';
+
+type Q = Kysely<DB>;
+
+export const ledgerRepo = {
+  /** Credits once per event id: a replayed event inserts nothing and returns undefined. */
+  async credit(db: Q, e: { address: string; amountMicros: number; eventId: string; source: string }) {
+    const r = await sql<{ id: number }>`
+      INSERT INTO ledger_entries (kind, address, wallet_delta, event_id, source)
+      VALUES ('credit', ${e.address}, ${e.amountMicros}, ${e.eventId}, ${e.source})
+      ON CONFLICT (event_id) DO NOTHING
+      RETURNING id`.execute(db);
+    return r.rows[0];
+  },
+
+  /**
+   * Debits a wallet once per reference. Returns undefined when the reference was already used;
+   * a balance that would go below zero raises a check violation (23514).
+   */
+  async debit(db: Q, e: { address: string; amountMicros: number; reference: string; source: string }) {
+    const r = await sql<{ id: number }>`
+      INSERT INTO ledger_entries (kind, address, wallet_delta, event_id, source)
+      VALUES ('debit', ${e.address}, ${-e.amountMicros}, ${e.reference}, ${e.source})
+      ON CONFLICT (event_id) DO NOTHING
+      RETURNING id`.execute(db);
+    return r.rows[0];
+  },
+
+  async balance(db: Q, address: string): Promise<number> {
+    const row = await db.selectFrom('wallet_balances').select('balance_micros').where('address', '=', address).executeTakeFirst();
+    return row?.balance_micros ?? 0;
+  },
+
+  entryByEvent(db: Q, eventId: string) {
+    return db.selectFrom('ledger_entries').selectAll().where('event_id', '=', eventId).executeTakeFirst();
+  },
+
+  /**
+   * Every wallet and session whose stored amount differs from the sum of its journal rows. Empty
+   * when the ledger is consistent (the audit behind docs/payments.md "Checking the ledger").
+   */
+  async mismatches(db: Q) {
+    const r = await sql<{ kind: string; key: string; stored: string; journal: string }>`
+      SELECT 'wallet' AS kind, w.address AS key, w.balance_micros::text AS stored, coalesce(j.total, 0)::text AS journal
+        FROM wallet_balances w
+        LEFT JOIN (SELECT address, sum(wallet_delta) AS total FROM ledger_entries GROUP BY address) j USING (address)
+       WHERE w.balance_micros <> coalesce(j.total, 0)
+      UNION ALL
+      SELECT 'wallet', j.address, '0', j.total::text
+        FROM (SELECT address, sum(wallet_delta) AS total FROM ledger_entries GROUP BY address) j
+       WHERE j.total <> 0 AND NOT EXISTS (SELECT 1 FROM wallet_balances w WHERE w.address = j.address)
+      UNION ALL
+      SELECT 'session', s.id::text, s.remaining_micros::text, coalesce(j.total, 0)::text
+        FROM payment_sessions s
+        LEFT JOIN (SELECT session_id, sum(session_delta) AS total, count(*) FILTER (WHERE kind = 'session_debit') AS debits
+                     FROM ledger_entries WHERE session_id IS NOT NULL GROUP BY session_id) j ON j.session_id = s.id
+       WHERE s.remaining_micros <> coalesce(j.total, 0) OR s.debit_count <> coalesce(j.debits, 0)`.execute(db);
+    return r.rows;
+  },
+};

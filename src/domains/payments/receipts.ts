@@ -1,0 +1,84 @@
+/**
+ * EIP-712 typed data of payment sessions (docs/payments.md "Receipts"):
+ * - `Receipt`: what the platform signs for every session debit, with its own key, so a client can
+ *   check a receipt offline (recover the signer and compare with GET /api/payments/receipt-signer);
+ * - `OpenSession`: what a wallet signs to open a session funded from its balance without a
+ *   signed-in account.
+ */
+import { createHmac } from 'node:crypto';
+import { keccak256, recoverTypedDataAddress, toHex, type Hex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+
+export const PAYMENT_DOMAIN_NAME = 'agent-platform payments';
+
+export const receiptTypes = {
+  Receipt: [
+    { name: 'session', type: 'bytes32' },
+    { name: 'nonce', type: 'bytes16' },
+    { name: 'amount', type: 'uint256' },
+    { name: 'plugin', type: 'string' },
+  ],
+} as const;
+
+export const openSessionTypes = {
+  OpenSession: [
+    { name: 'wallet', type: 'address' },
+    { name: 'deposit', type: 'uint256' },
+    { name: 'deadline', type: 'uint256' },
+    { name: 'salt', type: 'bytes32' },
+  ],
+} as const;
+
+export const paymentDomain = (chainId: number) => ({ name: PAYMENT_DOMAIN_NAME, version: '1', chainId }) as const;
+
+/** keccak256 of the session id's UTF-8 bytes: the receipt names the session without carrying its secret. */
+export const sessionRef = (sessionId: string): Hex => keccak256(toHex(sessionId));
+
+/**
+ * The receipt key when PAYMENT_RECEIPT_KEY is unset: derived from SECRETS_ENCRYPTION_KEY, which
+ * every process sharing the database already has, so all replicas sign with one key and nothing
+ * new is stored. (An HMAC output is a valid secp256k1 key except with probability ~2^-128.)
+ */
+export const deriveReceiptKey = (secretsKey: Buffer): Hex =>
+  `0x${createHmac('sha256', secretsKey).update('agent-platform payment receipt key v1').digest('hex')}`;
+
+export type ReceiptMessage = { session: Hex; nonce: Hex; amount: bigint; plugin: string };
+
+export function createReceiptSigner(privateKey: Hex, chainId: number) {
+  const account = privateKeyToAccount(privateKey);
+  const domain = paymentDomain(chainId);
+  return {
+    address: account.address,
+    domain,
+    /** Signs one debit's receipt; `nonce` is 16 bytes as 32 lower-case hex digits without 0x. */
+    sign(r: { sessionId: string; nonce: string; amountMicros: number; plugin: string }): Promise<Hex> {
+      return account.signTypedData({
+        domain,
+        types: receiptTypes,
+        primaryType: 'Receipt',
+        message: { session: sessionRef(r.sessionId), nonce: `0x${r.nonce}`, amount: BigInt(r.amountMicros), plugin: r.plugin },
+      });
+    },
+  };
+}
+export type ReceiptSigner = ReturnType<typeof createReceiptSigner>;
+
+/** The address that signed an OpenSession authorisation (EOA signatures), or undefined when malformed. */
+export async function recoverOpenSessionSigner(
+  chainId: number,
+  m: { wallet: Hex; depositMicros: number; deadline: number; salt: Hex },
+  signature: Hex,
+): Promise<string | undefined> {
+  try {
+    const a = await recoverTypedDataAddress({
+      domain: paymentDomain(chainId),
+      types: openSessionTypes,
+      primaryType: 'OpenSession',
+      message: { wallet: m.wallet, deposit: BigInt(m.depositMicros), deadline: BigInt(m.deadline), salt: m.salt },
+      signature,
+    });
+    return a.toLowerCase();
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,207 @@
+/**
+ * Payment sessions (§4.8 session billing, §4.18 POST /api/wallet/sessions, docs/payments.md):
+ * a deposit moved from a wallet's ledger balance into a session whose id is a bearer secret,
+ * debited by the gateway per call with a signed receipt, closed or expired back to the wallet.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Hex } from 'viem';
+import type { Db } from '../../db/client.ts';
+import { sha256 } from '../../lib/crypto.ts';
+import { AppError, badRequest, forbidden, unauthorized } from '../../lib/errors.ts';
+import { ledgerRepo } from './ledger.repo.ts';
+import { isMicros, microsToUsd, normalizeAddress, usdToMicros } from './money.ts';
+import { recoverOpenSessionSigner, sessionRef, type ReceiptSigner } from './receipts.ts';
+import { sessionsRepo, type SessionRow } from './sessions.repo.ts';
+
+/** Prefix of payment session ids: recognisable in logs and secret scanners. */
+export const SESSION_ID_PREFIX = 'ps_';
+/** Receipts listed per request: the latest ones (each is also in its gateway response). */
+export const RECEIPTS_LIMIT = 1000;
+/** How far ahead an OpenSession signature's deadline may lie (it is single use regardless). */
+const MAX_SIGNATURE_WINDOW_S = 3600;
+
+export type OpenInput = {
+  address: unknown;
+  deposit: unknown;
+  /** the signed-in user (cookie), when any */
+  userId?: string | null | undefined;
+  /** EIP-712 OpenSession authorisation by `address` (docs/payments.md) */
+  signature?: unknown;
+  deadline?: unknown;
+  salt?: unknown;
+};
+
+export type DebitOutcome =
+  | { ok: true; debitId: number; receipt: string; nonce: string; signature: Hex; remainingMicros: number; sessionRef: Hex }
+  | { ok: false; code: 'session_invalid' }
+  | { ok: false; code: 'insufficient_balance'; remainingMicros: number; costMicros: number }
+  | { ok: false; code: 'voucher_failed' };
+
+const isCheckViolation = (err: unknown) => (err as { code?: string })?.code === '23514';
+const isUniqueViolation = (err: unknown) => (err as { code?: string })?.code === '23505';
+
+export function sessionView(s: SessionRow, sessionId?: string) {
+  return {
+    ...(sessionId ? { sessionId } : {}),
+    address: s.address,
+    status: s.status === 'active' && !s.usable ? ('expired' as const) : s.status,
+    deposit: microsToUsd(s.deposit_micros),
+    remaining: microsToUsd(s.remaining_micros),
+    debits: s.debit_count,
+    expiresAt: s.expires_at.toISOString(),
+    createdAt: s.created_at.toISOString(),
+    endedAt: s.ended_at ? s.ended_at.toISOString() : null,
+  };
+}
+
+export function createPaymentSessionsService(deps: {
+  db: Db;
+  signer: ReceiptSigner;
+  chainId: number;
+  ttlMs: number;
+  now?: () => Date;
+}) {
+  const { db, signer } = deps;
+  const k = db.kysely;
+  const now = deps.now ?? (() => new Date());
+  const hashOf = (sessionId: string) => sha256(sessionId);
+  const wellFormed = (sessionId: unknown): sessionId is string =>
+    typeof sessionId === 'string' && sessionId.startsWith(SESSION_ID_PREFIX) && sessionId.length === SESSION_ID_PREFIX.length + 43;
+
+  /** Proof that the caller controls `address` (docs/payments.md "Opening a session"). */
+  async function checkProof(address: string, depositMicros: number, input: OpenInput): Promise<string | null> {
+    if (input.signature !== undefined) {
+      const sig = input.signature;
+      const deadline = input.deadline;
+      const salt = input.salt;
+      if (typeof sig !== 'string' || !/^0x[0-9a-fA-F]{130}$/.test(sig)) throw badRequest('Invalid signature');
+      if (typeof deadline !== 'number' || !Number.isSafeInteger(deadline)) throw badRequest('Invalid deadline');
+      if (typeof salt !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(salt)) throw badRequest('Invalid salt');
+      const nowS = Math.floor(now().getTime() / 1000);
+      if (deadline <= nowS || deadline > nowS + MAX_SIGNATURE_WINDOW_S) throw badRequest('Signature deadline expired or too far ahead');
+      const signer = await recoverOpenSessionSigner(deps.chainId, { wallet: address as Hex, depositMicros, deadline, salt: salt as Hex }, sig as Hex);
+      if (signer !== address) throw forbidden('Signature is not by this address');
+      return salt.toLowerCase();
+    }
+    if (!input.userId) throw unauthorized('Sign in or sign the session with the wallet');
+    const own = await db.withUser(input.userId, (trx) => sessionsRepo.userAddresses(trx, input.userId!));
+    if (!own.includes(address)) throw forbidden('Address is not your wallet');
+    return null;
+  }
+
+  return {
+    /** POST /api/wallet/sessions. */
+    async open(input: OpenInput) {
+      const address = normalizeAddress(input.address);
+      if (!address) throw badRequest('Invalid address');
+      const depositMicros = usdToMicros(input.deposit);
+      if (depositMicros === undefined || !isMicros(depositMicros)) throw badRequest('Invalid deposit');
+      const openSalt = await checkProof(address, depositMicros, input);
+      const sessionId = SESSION_ID_PREFIX + randomBytes(32).toString('base64url');
+      try {
+        await k.transaction().execute((trx) =>
+          sessionsRepo.open(trx, { tokenHash: hashOf(sessionId), address, userId: input.userId ?? null, depositMicros, ttlMs: deps.ttlMs, openSalt }),
+        );
+      } catch (err) {
+        if (isCheckViolation(err)) {
+          throw new AppError(402, undefined, 'insufficient_balance', {
+            balance: microsToUsd(await ledgerRepo.balance(k, address)),
+            deposit: microsToUsd(depositMicros),
+          });
+        }
+        if (isUniqueViolation(err)) throw badRequest('Signature already used');
+        throw err;
+      }
+      const s = await sessionsRepo.byToken(k, hashOf(sessionId));
+      return sessionView(s!, sessionId);
+    },
+
+    /** The session a bearer id names; undefined for an unknown or malformed id. */
+    async get(sessionId: unknown) {
+      if (!wellFormed(sessionId)) return undefined;
+      const s = await sessionsRepo.byToken(k, hashOf(sessionId));
+      return s ? sessionView(s) : undefined;
+    },
+
+    /** Receipts of a session's debits (the bearer id proves access). */
+    async receipts(sessionId: unknown) {
+      if (!wellFormed(sessionId)) return undefined;
+      const s = await sessionsRepo.byToken(k, hashOf(sessionId));
+      if (!s) return undefined;
+      const rows = await sessionsRepo.debits(k, s.id, RECEIPTS_LIMIT);
+      return rows.map((r) => ({
+        receipt: `session:${sessionId}:${r.nonce}`,
+        nonce: r.nonce!,
+        plugin: r.plugin ?? '',
+        amount: microsToUsd(-r.session_delta),
+        remaining: microsToUsd(r.remaining_after ?? 0),
+        signature: r.signature!,
+        createdAt: r.created_at.toISOString(),
+      }));
+    },
+
+    /** Closes the session; its remainder returns to the wallet's balance. */
+    async close(sessionId: unknown) {
+      if (!wellFormed(sessionId)) return undefined;
+      const closed = await sessionsRepo.close(k, hashOf(sessionId));
+      const s = await sessionsRepo.byToken(k, hashOf(sessionId));
+      if (!s) return undefined;
+      return { ...sessionView(s), returned: microsToUsd(closed?.returned ?? 0) };
+    },
+
+    /**
+     * One gateway debit (§4.8): a random nonce, the platform's EIP-712 receipt over it, then one
+     * conditional INSERT … SELECT … FOR UPDATE (sessions.repo.ts). Failures are values.
+     */
+    async debit(sessionId: string, walletAddress: string, costMicros: number, plugin: string): Promise<DebitOutcome> {
+      const address = normalizeAddress(walletAddress);
+      if (!wellFormed(sessionId) || !address) return { ok: false, code: 'session_invalid' };
+      const tokenHash = hashOf(sessionId);
+      const nonce = randomBytes(16).toString('hex');
+      let signature: Hex;
+      try {
+        signature = await signer.sign({ sessionId, nonce, amountMicros: costMicros, plugin });
+      } catch {
+        return { ok: false, code: 'voucher_failed' };
+      }
+      let row: Awaited<ReturnType<typeof sessionsRepo.debit>>;
+      try {
+        row = await sessionsRepo.debit(k, { tokenHash, address, costMicros, nonce, plugin, signature });
+      } catch {
+        return { ok: false, code: 'voucher_failed' };
+      }
+      if (row) {
+        return {
+          ok: true,
+          debitId: row.id,
+          receipt: `session:${sessionId}:${nonce}`,
+          nonce,
+          signature,
+          remainingMicros: row.remaining_after,
+          sessionRef: sessionRef(sessionId),
+        };
+      }
+      // nothing debited: find out why (the failure path only)
+      const s = await sessionsRepo.byToken(k, tokenHash);
+      if (!s || s.address !== address || !s.usable) return { ok: false, code: 'session_invalid' };
+      return { ok: false, code: 'insufficient_balance', remainingMicros: s.remaining_micros, costMicros };
+    },
+
+    /** Gives a debit back (its plugin call failed); once per debit. */
+    refund: (debitId: number) => sessionsRepo.refund(k, debitId),
+
+    /** The expiry job: ends every active session past its expiry, in batches; returns how many. */
+    async expireDue(batch = 500): Promise<number> {
+      let total = 0;
+      for (;;) {
+        const n = await sessionsRepo.expireDue(k, batch);
+        total += n;
+        if (n < batch) return total;
+      }
+    },
+
+    signerInfo: () => ({ address: signer.address, domain: signer.domain }),
+  };
+}
+
+export type PaymentSessionsService = ReturnType<typeof createPaymentSessionsService>;

@@ -1,0 +1,114 @@
+/**
+ * Card top-ups of a wallet (§4.4, §3 "Top-up", §6 payment webhook): a checkout session for one
+ * of the §8 amounts, then a credit of the ledger when the processor's completed-checkout event
+ * arrives, at most once per event id (the ledger's UNIQUE constraint). The credited balance is
+ * what that wallet's payment sessions draw from (docs/payments.md).
+ */
+import { LIMITS } from '../../config/limits.ts';
+import { AppError, badRequest } from '../../lib/errors.ts';
+import type { CardProcessor } from './card-processor.ts';
+import type { GatewayCheckout } from './gateway.service.ts';
+import type { LedgerService } from './ledger.service.ts';
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const MICROS_PER_CENT = 10_000;
+
+export type TopUpWebhookResult =
+  | { received: true; credited: boolean; walletAddress: string; amountCents: number }
+  | { received: true; ignored: string };
+
+export function createTopUpService(deps: {
+  processor: CardProcessor | undefined;
+  ledger: Pick<LedgerService, 'credit'>;
+  publicUrl: string;
+  logger?: { warn(obj: object, msg: string): void } | undefined;
+}) {
+  const notConfigured = () => new AppError(500, 'PROCESSOR_NOT_CONFIGURED', 'Card payments are not configured (STRIPE_SECRET_KEY)');
+  return {
+    /** GET /api/wallet/top-up: `amount` in cents (default 1000), `address` 0x + 40 hex. */
+    async startCheckout(query: { amount?: string | undefined; address?: string | undefined }): Promise<{ url: string; sessionId: string }> {
+      const amountCents = query.amount === undefined || query.amount === '' ? LIMITS.topUpDefaultCents : Number(query.amount);
+      if (!(LIMITS.topUpAmountsCents as readonly number[]).includes(amountCents)) {
+        throw badRequest(`Invalid amount: use one of ${LIMITS.topUpAmountsCents.join(', ')} (cents)`);
+      }
+      const address = query.address?.trim() ?? '';
+      if (!ADDRESS.test(address)) throw badRequest('Invalid address: 0x followed by 40 hex characters');
+      if (!deps.processor) throw notConfigured();
+      try {
+        const c = await deps.processor.createCheckout({
+          amountCents,
+          description: `Wallet top-up $${(amountCents / 100).toFixed(2)}`,
+          successUrl: `${deps.publicUrl}/dashboard/wallet?top_up=success`,
+          cancelUrl: `${deps.publicUrl}/dashboard/wallet?top_up=cancelled`,
+          metadata: { type: 'wallet_top_up', walletAddress: address.toLowerCase(), amountCents: String(amountCents) },
+        });
+        return { url: c.url, sessionId: c.id };
+      } catch (err) {
+        deps.logger?.warn({ err: (err as Error).message }, 'top-up checkout creation failed');
+        throw new AppError(500, 'CHECKOUT_FAILED', 'Could not create the checkout session');
+      }
+    },
+
+    /**
+     * POST /api/wallet/top-up (the processor's webhook). 400 for a missing or bad signature;
+     * events that are not a paid wallet top-up are acknowledged and ignored (2xx, so the
+     * processor does not retry them); a replayed event credits nothing again.
+     */
+    async handleWebhook(rawBody: Buffer, signature: string | undefined): Promise<TopUpWebhookResult> {
+      if (!deps.processor) throw notConfigured();
+      if (!signature) throw badRequest('Missing payment-signature header');
+      const verdict = deps.processor.verifyWebhook(rawBody, signature);
+      if (!verdict.ok) throw badRequest('Invalid signature');
+      const { event } = verdict;
+      if (event.type !== 'checkout.session.completed') return { received: true, ignored: event.type };
+      const meta = event.object.metadata ?? {};
+      if (meta.type !== 'wallet_top_up') return { received: true, ignored: 'not a wallet top-up' };
+      if (event.object.payment_status !== undefined && event.object.payment_status !== 'paid') return { received: true, ignored: `payment ${event.object.payment_status}` };
+      const amountCents = Number(meta.amountCents);
+      const walletAddress = String(meta.walletAddress ?? '').toLowerCase();
+      // our own metadata, signed with the event: a top-up amount (or a gateway checkout's plugin
+      // price), and what the processor says was paid when it says so
+      const maxCents = Math.max(...LIMITS.topUpAmountsCents);
+      const paid = event.object.amount_total;
+      if (!Number.isInteger(amountCents) || amountCents < 1 || amountCents > maxCents || (typeof paid === 'number' && paid !== amountCents) || !ADDRESS.test(walletAddress)) {
+        // signed by the processor but not made by us: acknowledge, never credit, tell the operator
+        deps.logger?.warn({ eventId: event.id }, 'top-up event with unexpected metadata ignored');
+        return { received: true, ignored: 'unexpected metadata' };
+      }
+      const r = await deps.ledger.credit({ address: walletAddress, amountMicros: amountCents * MICROS_PER_CENT, eventId: event.id, source: 'card_top_up' });
+      return { received: true, credited: r.credited, walletAddress, amountCents };
+    },
+  };
+}
+
+export type TopUpService = ReturnType<typeof createTopUpService>;
+
+/** How long one gateway checkout link is handed out again for the same plugin and wallet. */
+const CHECKOUT_REUSE_MS = 10 * 60 * 1000;
+const CHECKOUT_CACHE_MAX = 10_000;
+
+/**
+ * The v1 gateway's 402 `stripe.checkoutUrl` (§4.8): a checkout for the plugin's price (at least
+ * the processor's 50-cent minimum), crediting the named wallet like a top-up. Every unpaid call
+ * answers 402, so one link per plugin and wallet is reused for 10 minutes: anonymous callers
+ * cannot make the platform create a processor checkout per request.
+ */
+export function gatewayCheckout(processor: CardProcessor, publicUrl: string): GatewayCheckout {
+  const cache = new Map<string, { url: string; until: number }>();
+  return async ({ amountCents, plugin, walletAddress }) => {
+    const key = `${plugin}:${walletAddress ?? ''}`;
+    const hit = cache.get(key);
+    if (hit && hit.until > Date.now()) return hit.url;
+    const cents = Math.max(amountCents, 50);
+    const { url } = await processor.createCheckout({
+      amountCents: cents,
+      description: `Plugin call: ${plugin}`,
+      successUrl: `${publicUrl}/dashboard/wallet?top_up=success`,
+      cancelUrl: `${publicUrl}/dashboard/wallet?top_up=cancelled`,
+      metadata: walletAddress ? { type: 'wallet_top_up', walletAddress, amountCents: String(cents), plugin } : { type: 'plugin_call', plugin },
+    });
+    if (cache.size >= CHECKOUT_CACHE_MAX) cache.delete(cache.keys().next().value!);
+    cache.set(key, { url, until: Date.now() + CHECKOUT_REUSE_MS });
+    return url;
+  };
+}

@@ -1,0 +1,42 @@
+/**
+ * Cross-site request refusal for the web app (docs/security.md "Cross-site requests").
+ * `SameSite=Lax` alone lets same-site pages (an agent at `<id>.<AGENTS_DOMAIN>` shares the site of
+ * the platform when both sit under one registrable domain) post to us with the cookie, and a
+ * body-less POST (start/stop/restart, sign-out) needs no CORS preflight. So every state-changing
+ * request that carries the session cookie, and every sign-in (login CSRF), must come from the
+ * platform's own origin:
+ *
+ * - `Origin` present: it must be PUBLIC_URL's origin (or one of CSRF_ALLOWED_ORIGINS); `null`
+ *   (sandboxed frames, file:) is refused;
+ * - else `Sec-Fetch-Site` present: `same-origin` or `none` (typed by the user) passes;
+ *   `same-site` (agent subdomains) and `cross-site` are refused;
+ * - neither header: not a browser (curl, SDKs, server-to-server), so it passes: a browser
+ *   always sends one of them on a cross-origin POST.
+ * Refusal is 403 `{error}` before the body is read.
+ */
+import type { FastifyRequest } from 'fastify';
+import { forbidden } from '../../lib/errors.ts';
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** routes that create a session without one: a forged sign-in would log the victim into the attacker's account */
+const SIGN_IN_PATHS = new Set(['/api/auth/login', '/api/wallet-auth', '/api/register']);
+
+export const CROSS_SITE_MESSAGE = 'Cross-site request refused';
+
+export function createOriginCheck(options: { publicUrl: string; allowedOrigins?: readonly string[]; sessionCookie: string }) {
+  const allowed = new Set([new URL(options.publicUrl).origin, ...(options.allowedOrigins ?? []).map((o) => new URL(o).origin)]);
+  return async function refuseCrossSite(request: FastifyRequest): Promise<void> {
+    if (SAFE_METHODS.has(request.method)) return;
+    const path = request.url.split('?', 1)[0]!;
+    const cookieHeader = request.headers.cookie;
+    const hasSession = typeof cookieHeader === 'string' && cookieHeader.includes(`${options.sessionCookie}=`);
+    if (!hasSession && !SIGN_IN_PATHS.has(path)) return;
+    const origin = request.headers.origin;
+    if (typeof origin === 'string') {
+      if (!allowed.has(origin)) throw forbidden(CROSS_SITE_MESSAGE);
+      return;
+    }
+    const site = request.headers['sec-fetch-site'];
+    if (typeof site === 'string' && site !== 'same-origin' && site !== 'none') throw forbidden(CROSS_SITE_MESSAGE);
+  };
+}

@@ -1,0 +1,57 @@
+/**
+ * Subscriptions (§2 Plans, docs/payments.md "Subscriptions"): a signed-in user starts a monthly
+ * checkout for a plan; the processor's subscription webhooks set the plan and status. The
+ * webhook needs the raw body for its signature, hence its own scope with a byte-keeping parser.
+ */
+import { z } from 'zod';
+import type { SubscriptionsService } from '../../../domains/payments/subscriptions.service.ts';
+import type { App } from '../../shared/base-app.ts';
+import { errorSchema } from '../../shared/schemas.ts';
+import type { SessionAuth } from '../../shared/session.ts';
+
+export async function billingRoutes(app: App, deps: { subscriptions: SubscriptionsService; session: SessionAuth }) {
+  app.post('/api/billing/checkout', {
+    schema: {
+      tags: ['billing'],
+      summary: 'Start a subscription checkout for a plan',
+      description:
+        'Plans and monthly prices of §2: solo 29, collective 69, label 149, network 499 GBP. Returns the processor checkout `url`; ' +
+        'after payment the processor redirects to `/dashboard?subscription=success` and its webhook activates the plan. ' +
+        '500 when no card processor is configured (then every account has DEFAULT_PLAN and needs no subscription).',
+      security: [{ sessionCookie: [] }],
+      body: z.object({ plan: z.string().max(32) }),
+      response: { 200: z.object({ url: z.string(), sessionId: z.string() }), 400: errorSchema, 401: errorSchema, 500: errorSchema },
+    },
+    handler: async (request) => {
+      const user = await deps.session.require(request);
+      return deps.subscriptions.startCheckout(user, request.body.plan);
+    },
+  });
+
+  await app.register(async (scope) => {
+    scope.removeContentTypeParser('application/json');
+    scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+    scope.post('/api/webhooks/stripe', {
+      schema: {
+        tags: ['billing'],
+        summary: "The card processor's subscription webhook",
+        description:
+          'Signed with `Stripe-Signature` over the raw body (STRIPE_WEBHOOK_SECRET). Handles checkout.session.completed (subscription checkouts), ' +
+          'customer.subscription.created/updated/deleted and invoice.payment_failed: they set the user\'s plan and subscription status. ' +
+          'Each event applies once; an event older than the last applied one changes nothing. Other events: 200 with `ignored`. Bad signature: 400.',
+        security: [],
+        headers: z.object({ 'stripe-signature': z.string().max(2000).optional() }),
+        response: {
+          200: z.object({ received: z.literal(true), applied: z.boolean(), ignored: z.string().optional() }),
+          400: errorSchema,
+          500: errorSchema,
+        },
+      },
+      handler: async (request) => {
+        const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        const sig = request.headers['stripe-signature'];
+        return deps.subscriptions.handleWebhook(raw, Array.isArray(sig) ? sig[0] : sig);
+      },
+    });
+  });
+}

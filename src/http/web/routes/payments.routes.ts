@@ -1,0 +1,252 @@
+/**
+ * Payment sessions (§4.18 POST /api/wallet/sessions; shape designed here, see docs/payments.md)
+ * and the v1 gateway (§4.8 POST /api/v1/gateway). Thin: validation, one service call, response.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { KeysService } from '../../../domains/keys/keys.service.ts';
+import type { GatewayAccount, GatewayService } from '../../../domains/payments/gateway.service.ts';
+import type { PaymentSessionsService } from '../../../domains/payments/sessions.service.ts';
+import { badRequest, notFound, unauthorized } from '../../../lib/errors.ts';
+import type { App } from '../../shared/base-app.ts';
+import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
+import type { SessionAuth } from '../../shared/session.ts';
+
+const sessionView = z.object({
+  address: z.string(),
+  status: z.enum(['active', 'closed', 'expired']),
+  deposit: z.string().describe('USD'),
+  remaining: z.string().describe('USD'),
+  debits: z.number(),
+  expiresAt: z.string(),
+  createdAt: z.string(),
+  endedAt: z.string().nullable(),
+});
+
+const SESSION_HEADER = 'x-session-id';
+const headerOf = (request: FastifyRequest, name: string) => {
+  const v = request.headers[name];
+  return typeof v === 'string' ? v.trim() : undefined;
+};
+
+const gatewayResponse = z
+  .object({
+    plugin: z.string(),
+    message: z.unknown().describe('the plugin\'s answer: text for agent, generate-text and stt; `{audio (base64), contentType, format}` for tts'),
+    timestamp: z.string(),
+    payment: z.object({
+      method: z.enum(['stripe', 'mpp', 'session']),
+      receipt: z.string(),
+      signature: z.string().optional().describe('session method: the platform\'s EIP-712 receipt signature (GET /api/payments/receipt-signer)'),
+    }),
+  })
+  .loose();
+
+export function paymentsRoutes(app: App, deps: { sessions: PaymentSessionsService; gateway: GatewayService; keys: KeysService; session: SessionAuth }) {
+  const { sessions, gateway, session } = deps;
+
+  app.post('/api/wallet/sessions', {
+    schema: {
+      tags: ['payments'],
+      summary: 'Open a payment session',
+      description:
+        'Moves `deposit` (USD, up to 6 decimals) from the wallet\'s card-funded ledger balance (top-ups, §4.4) into a new session. ' +
+        'Proof of the address: the signed-in user\'s own wallet (SIWE sign-in address or session wallet), or an EIP-712 `OpenSession` ' +
+        'signature by the address (`signature`, `deadline` in epoch seconds at most one hour ahead, `salt` 32 bytes; single use; domain ' +
+        'and types in docs/payments.md). 201 with `sessionId`: a bearer secret shown once (only its hash is stored); send it as ' +
+        '`X-Session-Id` with `X-Wallet-Address` and `X-Payment-Method: session` to the gateway. Errors: 400 invalid address/deposit/signature, ' +
+        '401 neither signed in nor signed, 403 not your address, 402 `insufficient_balance` with `balance` and `deposit`.',
+      body: jsonBody({
+        address: z.unknown().describe('0x + 40 hex'),
+        deposit: z.unknown().describe('USD amount, number or decimal string, e.g. "0.10"'),
+        signature: z.unknown().optional(),
+        deadline: z.unknown().optional(),
+        salt: z.unknown().optional(),
+      }),
+      response: { 201: sessionView.extend({ sessionId: z.string() }), 400: errorSchema, 401: errorSchema, 402: errorSchema, 403: errorSchema },
+    },
+    handler: async (request, reply) => {
+      const user = await session.user(request);
+      const view = await sessions.open({ ...request.body, userId: user?.id ?? null });
+      return reply.code(201).send(view as typeof view & { sessionId: string });
+    },
+  });
+
+  const bySessionHeader = { headers: documentedHeaders({ [SESSION_HEADER]: 'the payment session id' }) };
+
+  app.get('/api/wallet/sessions', {
+    schema: {
+      tags: ['payments'],
+      summary: 'Read a payment session',
+      description: 'The session named by the `X-Session-Id` header (the id is the bearer secret). 400 without the header, 404 unknown.',
+      ...bySessionHeader,
+      response: { 200: sessionView, 400: errorSchema, 404: errorSchema },
+    },
+    handler: async (request) => {
+      const id = headerOf(request, SESSION_HEADER);
+      if (!id) throw badRequest('X-Session-Id required');
+      const view = await sessions.get(id);
+      if (!view) throw notFound('Session not found');
+      return view;
+    },
+  });
+
+  app.get('/api/wallet/sessions/receipts', {
+    schema: {
+      tags: ['payments'],
+      summary: 'Receipts of a payment session',
+      description: 'The latest 1000 debits of the session named by `X-Session-Id`, oldest first: receipt `session:<id>:<nonce>`, amount, remainder after it and the platform\'s EIP-712 signature.',
+      ...bySessionHeader,
+      response: {
+        200: z.object({
+          receipts: z.array(z.object({ receipt: z.string(), nonce: z.string(), plugin: z.string(), amount: z.string(), remaining: z.string(), signature: z.string(), createdAt: z.string() })),
+        }),
+        400: errorSchema,
+        404: errorSchema,
+      },
+    },
+    handler: async (request) => {
+      const id = headerOf(request, SESSION_HEADER);
+      if (!id) throw badRequest('X-Session-Id required');
+      const receipts = await sessions.receipts(id);
+      if (!receipts) throw notFound('Session not found');
+      return { receipts };
+    },
+  });
+
+  app.delete('/api/wallet/sessions', {
+    schema: {
+      tags: ['payments'],
+      summary: 'Close a payment session',
+      description: 'Closes the session named by `X-Session-Id`; its remainder returns to the wallet\'s balance (`returned`, USD). Closing twice returns nothing more.',
+      ...bySessionHeader,
+      response: { 200: sessionView.extend({ returned: z.string() }), 400: errorSchema, 404: errorSchema },
+    },
+    handler: async (request) => {
+      const id = headerOf(request, SESSION_HEADER);
+      if (!id) throw badRequest('X-Session-Id required');
+      const view = await sessions.close(id);
+      if (!view) throw notFound('Session not found');
+      return view;
+    },
+  });
+
+  app.get('/api/payments/receipt-signer', {
+    schema: {
+      tags: ['payments'],
+      summary: 'The key that signs session receipts',
+      description: 'Address and EIP-712 domain of the platform\'s receipt key, so a client can verify `Payment-Receipt-Signature` offline (docs/payments.md).',
+      response: { 200: z.object({ address: z.string(), domain: z.object({ name: z.string(), version: z.string(), chainId: z.number() }) }) },
+    },
+    handler: async () => sessions.signerInfo(),
+  });
+
+  /** The caller's account: the session cookie, or a user API key as `Authorization: Bearer sk_…` (401 when invalid). */
+  async function account(request: FastifyRequest): Promise<GatewayAccount | null> {
+    const auth = request.headers.authorization;
+    if (typeof auth === 'string' && /^Bearer\s/i.test(auth)) {
+      const v = await deps.keys.validate(auth.slice(7).trim());
+      if (!v.valid) throw unauthorized('Unauthorized');
+      return { userId: v.userId, email: v.email, plan: v.plan as GatewayAccount['plan'], isAdmin: false };
+    }
+    const user = await session.user(request);
+    return user ? { userId: user.id, email: user.email, plan: user.isAdmin ? 'network' : 'solo', isAdmin: user.isAdmin } : null;
+  }
+
+  app.post('/api/v1/gateway', {
+    schema: {
+      tags: ['gateway'],
+      summary: 'Call a plugin, paid by card balance, MPP or a payment session',
+      description:
+        'Plugins and prices per call: `agent` $0.05 (the caller\'s running agent, else the AI layer; streams), `generate-text` $0.01 (AI layer; streams), ' +
+        '`tts` $0.03 and `stt` $0.02 (the OpenAI-compatible audio endpoints of OPENAI_BASE_URL). `X-Plugin-Id` overrides body `plugin` (default `agent`); ' +
+        'other body fields go to the plugin (`messages` or `prompt`; tts `input`, `voice`, `format`; stt `audio` base64, `filename`). ' +
+        'Method: X-Payment-Method (`stripe`, `mpp`, `session`), else `Authorization: Payment` means mpp, else `stripe`: a caller with an account ' +
+        '(cookie, or `Authorization: Bearer sk_…`) pays from the card-funded balance of their wallet; otherwise 402 `payment_required` with ' +
+        '`mpp` and `stripe:{checkoutUrl, amount (cents), currency}` and `WWW-Authenticate: Payment …`. Session: `Payment-Receipt` ' +
+        '`session:<id>:<nonce>`, `X-Session-Remaining` (USD) and `Payment-Receipt-Signature`. MPP: `Payment-Receipt` is the transaction hash. ' +
+        'A plugin that fails before answering is not charged. `Accept: text/event-stream` streams `data: {plugin, delta}` events, then ' +
+        '`data: {plugin, message, timestamp, payment, done:true}` and `data: [DONE]`. Errors: 400 `unknown_plugin` (session method) or bad input, ' +
+        '401 `Unauthorized` (invalid key), 402 `payment_required`, `session_required`, `session_invalid`, `insufficient_balance` (`session.remaining`, `session.cost`), ' +
+        '`voucher_failed`; 500 `internal`; 502 `no_plugin`.',
+      headers: documentedHeaders({
+        'x-plugin-id': 'overrides body `plugin`',
+        'x-payment-method': '`stripe` (default), `mpp` or `session`',
+        'x-session-id': 'payment session id (session method)',
+        'x-wallet-address': 'address owning the session (session method)',
+      }),
+      body: jsonBody({ plugin: z.string().max(100, { error: 'Invalid plugin' }).optional() }).loose(),
+      response: { 200: gatewayResponse, 400: errorSchema, 401: errorSchema, 402: errorSchema, 500: errorSchema, 502: errorSchema },
+    },
+    handler: async (request, reply) => {
+      const body = request.body as Record<string, unknown>;
+      const pluginId = headerOf(request, 'x-plugin-id') || (typeof body.plugin === 'string' ? body.plugin : undefined) || 'agent';
+      const authorization = typeof request.headers.authorization === 'string' ? request.headers.authorization : undefined;
+      const isPayment = authorization !== undefined && /^Payment\s/i.test(authorization);
+      const acct = isPayment ? await session.user(request).then((u) => (u ? { userId: u.id, email: u.email, plan: 'solo' as const, isAdmin: u.isAdmin } : null)) : await account(request);
+      const accept = headerOf(request, 'accept') ?? '';
+      const controller = new AbortController();
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableFinished) controller.abort(new Error('client disconnected'));
+      });
+      const { plugin: _plugin, ...forwarded } = body;
+      const outcome = await gateway.handle({
+        pluginId,
+        body: forwarded,
+        paymentMethod: headerOf(request, 'x-payment-method'),
+        authorization,
+        sessionId: headerOf(request, SESSION_HEADER),
+        walletAddress: headerOf(request, 'x-wallet-address'),
+        stream: accept.includes('text/event-stream'),
+        account: acct,
+        signal: controller.signal,
+      });
+      if (!outcome.ok) return reply.code(outcome.status as 402).headers(outcome.headers).send(outcome.body as never);
+      const headers = { ...outcome.headers, 'x-plugin-id': outcome.plugin };
+      if (outcome.output.type === 'json') {
+        return reply.headers(headers).send({
+          plugin: outcome.plugin,
+          message: outcome.output.message,
+          ...(outcome.output.extra ?? {}),
+          timestamp: new Date().toISOString(),
+          payment: outcome.payment,
+        });
+      }
+      return writeSse(request, reply, headers, outcome.plugin, outcome.payment, outcome.output.events);
+    },
+  });
+}
+
+async function writeSse(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  headers: Record<string, string>,
+  plugin: string,
+  payment: object,
+  events: AsyncIterable<{ type: 'delta'; text: string } | { type: 'done'; content: string }>,
+) {
+  reply.hijack();
+  const res = reply.raw;
+  res.writeHead(200, {
+    ...headers,
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+    'x-request-id': request.id,
+  });
+  try {
+    for await (const ev of events) {
+      if (res.destroyed) break;
+      if (ev.type === 'delta') res.write(`data: ${JSON.stringify({ plugin, delta: ev.text })}\n\n`);
+      else res.write(`data: ${JSON.stringify({ plugin, message: ev.content, timestamp: new Date().toISOString(), payment, done: true })}\n\ndata: [DONE]\n\n`);
+    }
+  } catch (err) {
+    if (!res.destroyed) {
+      request.log.warn({ err: (err as Error).message }, 'gateway stream failed');
+      res.write(`event: error\ndata: ${JSON.stringify({ error: 'internal' })}\n\n`);
+    }
+  } finally {
+    if (!res.destroyed) res.end();
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * The local driver under interleaved lifecycle calls (real child processes): whatever the order in
+ * which deploy, restart, suspend, resume and delete arrive for one agent, at most one runtime
+ * process of that agent is alive, and delete leaves none — counted the way an operator would, by
+ * the AGENT_ID in each process's environment (/proc/<pid>/environ), not by the driver's own state.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHostingDriver, type DriverConfig } from '../../src/domains/agents/drivers/index.ts';
+import type { AgentDeploySpec, HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
+
+let dataDir: string;
+let driver: HostingDriver;
+const config = (): DriverConfig => ({
+  HOSTING_DRIVER: 'local',
+  DATA_DIR: dataDir,
+  AGENT_RUNTIME: 'builtin',
+  HOSTING_API_URL: 'http://127.0.0.1:9',
+  HOSTING_API_KEY: undefined,
+  HOSTING_OWNER_ID: undefined,
+  AGENT_IMAGE: 'x',
+});
+
+const spec = (agentId: string, token: string, config: Record<string, unknown> = {}): AgentDeploySpec => ({
+  agentId,
+  userId: 'user-1',
+  plan: 'solo',
+  gatewayToken: token,
+  platformApiKey: 'k',
+  backendUrl: 'http://127.0.0.1:9',
+  config,
+});
+
+/** Live (non-zombie) runtime processes whose environment names `agentId` in this test's DATA_DIR; the sandbox wrapper (bwrap) is not a runtime. */
+function processesOf(agentId: string): number[] {
+  const workspace = join(dataDir, 'agents', agentId, 'workspace');
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const env = readFileSync(`/proc/${name}/environ`, 'utf8').split('\0');
+      if (!env.includes(`AGENT_ID=${agentId}`) || !env.includes(`AGENT_WORKSPACE=${workspace}`)) continue;
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+      const comm = readFileSync(`/proc/${name}/comm`, 'utf8').trim();
+      if (state !== 'Z' && comm !== 'bwrap') out.push(Number(name));
+    } catch {
+      /* gone meanwhile, or not ours to read */
+    }
+  }
+  return out;
+}
+
+beforeAll(() => {
+  dataDir = mkdtempSync(join(tmpdir(), 'local-conc-'));
+  driver = createHostingDriver(config(), { stopGraceMs: 2_000 });
+});
+
+afterAll(async () => {
+  await driver?.shutdown();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('local driver: one process per agent whatever the interleaving', () => {
+  it('concurrent deploy/restart/suspend/resume leave exactly one process; delete leaves none', async () => {
+    const id = 'agent-conc';
+    const t1 = 'x'.repeat(48);
+    const t2 = 'y'.repeat(48);
+    const first = await Promise.allSettled([
+      driver.deploy(spec(id, t1)),
+      driver.deploy(spec(id, t2)),
+      driver.restart(id),
+      driver.deploy(spec(id, t1, { tone: 'dry' })),
+      driver.suspend(id),
+      driver.resume(id),
+      driver.restart(id),
+      driver.deploy(spec(id, t2, { tone: 'warm' })),
+      driver.restart(id),
+    ]);
+    expect(first.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason))).toEqual([]);
+    expect(processesOf(id)).toHaveLength(1);
+    // delete racing more starts: the calls run in arrival order, so the last deploy wins and one lives
+    await Promise.allSettled([driver.restart(id), driver.delete(id), driver.deploy(spec(id, t1))]);
+    expect(processesOf(id)).toHaveLength(1);
+    await Promise.allSettled([driver.deploy(spec(id, t2)), driver.restart(id), driver.delete(id)]);
+    expect(processesOf(id)).toEqual([]);
+    expect(await driver.status(id)).toEqual({ status: 'not_found' });
+  });
+
+  it('delete also stops a process of the agent that another platform process started on the same DATA_DIR', async () => {
+    const id = 'agent-twice';
+    const other = createHostingDriver(config(), { stopGraceMs: 2_000 });
+    try {
+      // two backends deploying one agent at once: neither knows of the other's process
+      await Promise.all([driver.deploy(spec(id, 'p'.repeat(48))), other.deploy(spec(id, 'q'.repeat(48)))]);
+      expect(processesOf(id).length).toBeGreaterThanOrEqual(1);
+      await driver.delete(id);
+      expect(processesOf(id)).toEqual([]);
+    } finally {
+      await other.shutdown();
+    }
+  });
+});

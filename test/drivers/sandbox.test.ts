@@ -1,0 +1,108 @@
+/**
+ * The local driver's sandbox (docs/agents.md "Sandbox", DESIGN rule 9), proved from inside a running
+ * agent: it cannot read DATA_DIR/secrets.json, a PostgreSQL data directory in DATA_DIR, another
+ * agent's workspace, /etc/shadow or the platform's environment; it runs as its own uid and still
+ * reaches its model provider over loopback. Skipped, with the reason, where bwrap cannot sandbox.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitForHealthy } from '../../src/domains/agents/container-health.ts';
+import { createHostingDriver } from '../../src/domains/agents/drivers/index.ts';
+import type { AgentDeploySpec, HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
+import { agentUid, detectSandbox } from '../../src/domains/agents/drivers/sandbox.ts';
+import { startFakeOpenAiUpstream, type FakeOpenAiUpstream } from '../fakes/openai-upstream.ts';
+
+const report = detectSandbox('auto');
+if (!report.active) console.warn(`test/drivers/sandbox.test.ts skipped: ${report.lines.join('; ')}`);
+
+let dataDir: string;
+let driver: HostingDriver;
+let upstream: FakeOpenAiUpstream;
+let urlA: string;
+const tokenA = 's'.repeat(48);
+
+const spec = (agentId: string, token: string, env: Record<string, string> = {}): AgentDeploySpec => ({
+  agentId,
+  userId: 'user-1',
+  plan: 'solo',
+  gatewayToken: token,
+  platformApiKey: 'k',
+  backendUrl: 'http://127.0.0.1:9',
+  config: {},
+  env,
+});
+
+describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'sandbox-'));
+    // what a platform keeps in DATA_DIR: its generated keys and the embedded PostgreSQL data
+    writeFileSync(join(dataDir, 'secrets.json'), JSON.stringify({ secretsEncryptionKey: 'top-secret' }), { mode: 0o600 });
+    mkdirSync(join(dataDir, 'pg'), { recursive: true });
+    writeFileSync(join(dataDir, 'pg', 'PG_VERSION'), '18\n');
+    upstream = await startFakeOpenAiUpstream({ apiKey: 'model-key' });
+    const other = join(dataDir, 'agents', 'agent-other', 'workspace');
+    driver = createHostingDriver(
+      { HOSTING_DRIVER: 'local', DATA_DIR: dataDir, AGENT_RUNTIME: 'builtin', AGENT_SANDBOX: 'auto', HOSTING_API_URL: 'http://127.0.0.1:9', HOSTING_API_KEY: undefined, HOSTING_OWNER_ID: undefined, AGENT_IMAGE: 'x' },
+      {
+        stopGraceMs: 2_000,
+        runtimeEntry: fileURLToPath(new URL('../fixtures/sandbox-probe.ts', import.meta.url)),
+        extraEnv: {
+          PROBE_MAIN: fileURLToPath(new URL('../../src/runtime/main.ts', import.meta.url)),
+          PROBE_PLATFORM_PID: String(process.pid),
+          PROBE_PATHS: JSON.stringify([
+            join(dataDir, 'secrets.json'),
+            join(dataDir, 'pg'),
+            join(dataDir, 'pg', 'PG_VERSION'),
+            join(other, 'notes.txt'),
+            other,
+            '/etc/shadow',
+            '/etc/passwd',
+          ]),
+        },
+      },
+    );
+    await driver.deploy(spec('agent-other', 'o'.repeat(48)));
+    writeFileSync(join(other, 'notes.txt'), 'the other tenant’s data');
+    const a = await driver.deploy(spec('agent-a', tokenA, { AGENT_MODEL_BASE_URL: upstream.baseUrl, AGENT_MODEL_API_KEY: 'model-key', AGENT_MODEL: 'm' }));
+    urlA = a.url;
+    expect(await waitForHealthy(urlA, { timeoutMs: 20_000, intervalMs: 100 })).toBe(true);
+  });
+
+  afterAll(async () => {
+    await driver?.shutdown();
+    await upstream?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const probe = () => JSON.parse(readFileSync(join(dataDir, 'agents', 'agent-a', 'workspace', 'probe.json'), 'utf8'));
+
+  it('cannot read DATA_DIR/secrets.json, the PostgreSQL data directory, another agent\'s workspace or /etc/shadow', () => {
+    const { paths } = probe();
+    for (const [path, outcome] of Object.entries(paths)) expect([path, outcome]).toEqual([path, expect.stringMatching(/^(ENOENT|EACCES)$/)]);
+  });
+
+  it("runs as its own unprivileged user and cannot see the platform's process or environment", () => {
+    const p = probe();
+    expect(p.platformEnviron).toMatch(/^(ENOENT|EACCES)$/);
+    if (report.separateUser) {
+      expect(p.uid).toBe(agentUid('agent-a'));
+      expect(p.uid).not.toBe(0);
+      expect(agentUid('agent-a')).not.toBe(agentUid('agent-other'));
+    }
+    // its own PID namespace: the sandbox's init and the runtime, not the machine's processes
+    expect(p.visibleProcesses).toBeLessThan(10);
+  });
+
+  it('still serves its gateway and reaches its model provider over loopback', async () => {
+    const res = await fetch(`${urlA}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tokenA}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'inside' }] }),
+    });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content).toBe('echo: inside');
+  });
+});

@@ -1,0 +1,196 @@
+/**
+ * §4.8 MPP on the v1 gateway against a local anvil chain (TEMPO_RPC_URL) with an ERC-20 at the
+ * configured currency address: the 402 challenge and WWW-Authenticate header, a credential that
+ * proves a confirmed transfer, and single use of nonce, transaction and credential.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { encodeFunctionData, parseAbi, toHex, type Hex } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createMppMethod } from '../../src/domains/payments/mpp.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream-ai.ts';
+import { balanceSlot, ERC20_RUNTIME } from '../helpers/erc20.ts';
+import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+
+const FOUNDRY = join(process.cwd(), 'node_modules', '@foundry-rs');
+const ANVIL =
+  (existsSync(FOUNDRY) ? readdirSync(FOUNDRY) : [])
+    .filter((d) => d.startsWith('anvil-'))
+    .map((d) => join(FOUNDRY, d, 'bin', 'anvil'))
+    .find((p) => existsSync(p)) ?? join(process.cwd(), 'node_modules', '.bin', 'anvil');
+const anvilAvailable = existsSync(ANVIL);
+
+const TOKEN = '0x20c0000000000000000000000000000000000000' as const; // pathUSD, the MPP_CURRENCY default
+const RECIPIENT = '0x000000000000000000000000000000000000beef' as const;
+const PAYER = '0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266' as const; // anvil's first unlocked account
+const erc20 = parseAbi(['function transfer(address to, uint256 amount) returns (bool)', 'function balanceOf(address) view returns (uint256)']);
+
+let anvil: ChildProcess | undefined;
+let rpcUrl = '';
+let t: TestPlatform;
+let router: FakeOpenAi;
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+
+async function rpc(method: string, params: unknown[]) {
+  const res = await fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message}`);
+  return body.result;
+}
+
+/** Sends from an unlocked account and waits until the transaction is mined (anvil mines asynchronously under load). */
+async function send(from: Hex, data: Hex, to: Hex = TOKEN): Promise<{ hash: Hex; status: string; logs: unknown[] }> {
+  const hash = (await rpc('eth_sendTransaction', [{ from, to, data }])) as Hex;
+  for (let i = 0; i < 200; i++) {
+    const receipt = (await rpc('eth_getTransactionReceipt', [hash])) as { status: string; logs: unknown[] } | null;
+    if (receipt) return { hash, ...receipt };
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`transaction ${hash} was not mined`);
+}
+
+const transfer = async (to: Hex, amount: bigint, token: Hex = TOKEN) =>
+  (await send(PAYER, encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [to, amount] }), token)).hash;
+
+const credential = (nonce: string, hash: string) => Buffer.from(JSON.stringify({ challenge: { nonce }, payload: { type: 'hash', hash } })).toString('base64url');
+
+beforeAll(async () => {
+  if (!anvilAvailable) return;
+  const port = await freePort();
+  rpcUrl = `http://127.0.0.1:${port}`;
+  anvil = spawn(ANVIL, ['--port', String(port), '--host', '127.0.0.1', '--silent'], { stdio: 'ignore' });
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    try {
+      await rpc('eth_chainId', []);
+      break;
+    } catch (err) {
+      if (Date.now() > deadline || anvil.exitCode !== null) throw new Error(`anvil did not start: ${(err as Error).message}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  await rpc('anvil_setCode', [TOKEN, ERC20_RUNTIME]);
+  await rpc('anvil_setStorageAt', [TOKEN, balanceSlot(PAYER), toHex(1_000_000_000n, { size: 32 })]);
+  router = await startFakeOpenAi({ apiKey: 'router-key', quiet: true });
+  t = await startTestPlatform({ ROUTER_API_KEY: 'router-key', ROUTER_BASE_URL: router.url, TEMPO_RPC_URL: rpcUrl, MPP_RECIPIENT: RECIPIENT });
+});
+
+afterAll(async () => {
+  await t?.close();
+  await router?.close();
+  if (anvil && anvil.exitCode === null && anvil.signalCode === null) {
+    const exited = new Promise((r) => anvil!.once('exit', r));
+    anvil.kill('SIGTERM');
+    const timer = setTimeout(() => anvil!.kill('SIGKILL'), 3000);
+    await exited;
+    clearTimeout(timer);
+  }
+});
+
+const gw = (headers: Record<string, string>, payload: object = { plugin: 'generate-text', prompt: 'hi' }) =>
+  t.web.inject({ method: 'POST', url: '/api/v1/gateway', headers: { 'content-type': 'application/json', ...headers }, payload });
+
+async function challenge(plugin = 'generate-text') {
+  const res = await gw({ 'x-payment-method': 'mpp' }, { plugin, prompt: 'hi' });
+  expect(res.statusCode).toBe(402);
+  return res.json().mpp as { nonce: string; amount: string; expiresAt: number };
+}
+
+describe.skipIf(!anvilAvailable)('§4.8 MPP on anvil', () => {
+  it('the test token is an ERC-20 (balanceOf, transfer with a balance check)', async () => {
+    const receipt = await send(PAYER, encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [RECIPIENT, 5n] }));
+    expect(receipt.status).toBe('0x1');
+    expect(receipt.logs).toHaveLength(1);
+    const bal = await rpc('eth_call', [{ to: TOKEN, data: encodeFunctionData({ abi: erc20, functionName: 'balanceOf', args: [RECIPIENT] }) }, 'latest']);
+    expect(BigInt(bal as string)).toBe(5n);
+    // the second anvil account holds no tokens: its transfer reverts (or is refused at estimation)
+    const tooMuch = await send('0x70997970c51812dc3a010c7d01b50e0d17dc79c8', encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [PAYER, 1n] })).catch(() => ({ status: '0x0' }));
+    expect(tooMuch.status).toBe('0x0');
+  });
+
+  it('402 challenge body and WWW-Authenticate header as §4.8 says', async () => {
+    const res = await gw({});
+    expect(res.statusCode).toBe(402);
+    const body = res.json();
+    expect(body).toMatchObject({
+      error: 'payment_required',
+      message: expect.any(String),
+      mpp: { scheme: 'Payment', amount: '10000', currency: TOKEN, recipient: RECIPIENT, description: expect.any(String), nonce: expect.any(String), expiresAt: expect.any(Number) },
+      stripe: { checkoutUrl: null, amount: 1, currency: 'usd' },
+    });
+    expect(body.mpp.expiresAt).toBeGreaterThan(Date.now());
+    expect(res.headers['www-authenticate']).toMatch(new RegExp(`^Payment amount="10000", currency="${TOKEN}", recipient="${RECIPIENT}"`));
+  });
+
+  it('a confirmed transfer pays once: Payment-Receipt is the transaction hash; replays are refused', async () => {
+    const c = await challenge();
+    const c2 = await challenge();
+    const hash = await transfer(RECIPIENT, 10_000n);
+    const cred = credential(c.nonce, hash);
+    const ok = await gw({ authorization: `Payment ${cred}` });
+    expect(ok.statusCode, ok.body).toBe(200);
+    expect(ok.headers['payment-receipt']).toBe(hash);
+    expect(ok.json()).toMatchObject({ plugin: 'generate-text', payment: { method: 'mpp', receipt: hash } });
+    // the same credential again, and the same transaction under a fresh challenge
+    expect((await gw({ authorization: `Payment ${cred}` })).statusCode).toBe(402);
+    const again = await gw({ authorization: `Payment ${credential(c2.nonce, hash)}` });
+    expect(again.statusCode).toBe(402);
+    expect(again.json().message).toMatch(/already used/);
+    // a challenge issued after the transaction cannot take it either
+    const c3 = await challenge();
+    expect((await gw({ authorization: `Payment ${credential(c3.nonce, hash)}` })).statusCode).toBe(402);
+  });
+
+  it('the same fresh credential sent 10 times in parallel pays exactly once', async () => {
+    const c = await challenge();
+    const hash = await transfer(RECIPIENT, 10_000n);
+    const results = await Promise.all(Array.from({ length: 10 }, () => gw({ authorization: `Payment ${credential(c.nonce, hash)}` })));
+    expect(results.filter((r) => r.statusCode === 200), results.map((r) => r.json().message).join()).toHaveLength(1);
+    expect(results.filter((r) => r.statusCode === 402)).toHaveLength(9);
+  });
+
+  it('refuses too small a transfer, another recipient, another token, another plugin\'s challenge, an unknown tx and garbage', async () => {
+    const cases: [() => Promise<string>, RegExp][] = [
+      [async () => credential((await challenge()).nonce, await transfer(RECIPIENT, 9_999n)), /below the amount/],
+      [async () => credential((await challenge()).nonce, await transfer('0x000000000000000000000000000000000000dead', 10_000n)), /below the amount/],
+      [async () => credential((await challenge('agent')).nonce, await transfer(RECIPIENT, 50_000n)), /another call/],
+      [async () => credential((await challenge()).nonce, `0x${'11'.repeat(32)}`), /not found/],
+      [async () => credential('forged.nonce', await transfer(RECIPIENT, 10_000n)), /unknown challenge/],
+      [async () => 'not-base64-json', /malformed/],
+    ];
+    for (const [make, reason] of cases) {
+      const res = await gw({ authorization: `Payment ${await make()}` });
+      expect(res.statusCode).toBe(402);
+      expect(res.json(), res.body).toMatchObject({ error: 'payment_required', message: expect.stringMatching(reason), mpp: expect.any(Object) });
+    }
+  });
+
+  it('an expired challenge nonce is refused', async () => {
+    let clock = Date.now();
+    const mpp = createMppMethod({
+      db: t.database.db.kysely,
+      secret: Buffer.alloc(32, 9),
+      recipient: RECIPIENT,
+      currency: TOKEN,
+      rpcUrl,
+      challengeTtlMs: 1000,
+      confirmations: 1,
+      now: () => clock,
+    });
+    const c = mpp.challenge(10_000, 'generate-text')!;
+    const hash = await transfer(RECIPIENT, 10_000n);
+    clock += 1001;
+    expect(await mpp.verify(credential(String(c.mpp.nonce), hash), 10_000, 'generate-text')).toEqual({ ok: false, reason: 'challenge expired' });
+  });
+});
