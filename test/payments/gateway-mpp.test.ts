@@ -3,62 +3,26 @@
  * configured currency address: the 402 challenge and WWW-Authenticate header, a credential that
  * proves a confirmed transfer, and single use of nonce, transaction and credential.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { join } from 'node:path';
 import { encodeFunctionData, parseAbi, toHex, type Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMppMethod } from '../../src/domains/payments/mpp.ts';
 import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream-ai.ts';
+import { ANVIL_ACCOUNT, anvilAvailable, startAnvil, type Anvil } from '../helpers/anvil.ts';
 import { balanceSlot, ERC20_RUNTIME } from '../helpers/erc20.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
-const FOUNDRY = join(process.cwd(), 'node_modules', '@foundry-rs');
-const ANVIL =
-  (existsSync(FOUNDRY) ? readdirSync(FOUNDRY) : [])
-    .filter((d) => d.startsWith('anvil-'))
-    .map((d) => join(FOUNDRY, d, 'bin', 'anvil'))
-    .find((p) => existsSync(p)) ?? join(process.cwd(), 'node_modules', '.bin', 'anvil');
-const anvilAvailable = existsSync(ANVIL);
-
 const TOKEN = '0x20c0000000000000000000000000000000000000' as const; // pathUSD, the MPP_CURRENCY default
 const RECIPIENT = '0x000000000000000000000000000000000000beef' as const;
-const PAYER = '0xf39fd6e51aad88f6f4ce6ab8827279cfffb92266' as const; // anvil's first unlocked account
+const PAYER = ANVIL_ACCOUNT;
 const erc20 = parseAbi(['function transfer(address to, uint256 amount) returns (bool)', 'function balanceOf(address) view returns (uint256)']);
 
-let anvil: ChildProcess | undefined;
+let anvil: Anvil | undefined;
 let rpcUrl = '';
 let t: TestPlatform;
 let router: FakeOpenAi;
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-
-async function rpc(method: string, params: unknown[]) {
-  const res = await fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
-  const body = (await res.json()) as { result?: unknown; error?: { message: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message}`);
-  return body.result;
-}
-
-/** Sends from an unlocked account and waits until the transaction is mined (anvil mines asynchronously under load). */
-async function send(from: Hex, data: Hex, to: Hex = TOKEN): Promise<{ hash: Hex; status: string; logs: unknown[] }> {
-  const hash = (await rpc('eth_sendTransaction', [{ from, to, data }])) as Hex;
-  for (let i = 0; i < 200; i++) {
-    const receipt = (await rpc('eth_getTransactionReceipt', [hash])) as { status: string; logs: unknown[] } | null;
-    if (receipt) return { hash, ...receipt };
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`transaction ${hash} was not mined`);
-}
+const rpc = (method: string, params: unknown[]) => anvil!.rpc(method, params);
+const send = (from: Hex, data: Hex, to: Hex = TOKEN) => anvil!.send(from, to, data);
 
 const transfer = async (to: Hex, amount: bigint, token: Hex = TOKEN) =>
   (await send(PAYER, encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [to, amount] }), token)).hash;
@@ -67,19 +31,8 @@ const credential = (nonce: string, hash: string) => Buffer.from(JSON.stringify({
 
 beforeAll(async () => {
   if (!anvilAvailable) return;
-  const port = await freePort();
-  rpcUrl = `http://127.0.0.1:${port}`;
-  anvil = spawn(ANVIL, ['--port', String(port), '--host', '127.0.0.1', '--silent'], { stdio: 'ignore' });
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    try {
-      await rpc('eth_chainId', []);
-      break;
-    } catch (err) {
-      if (Date.now() > deadline || anvil.exitCode !== null) throw new Error(`anvil did not start: ${(err as Error).message}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  anvil = await startAnvil();
+  rpcUrl = anvil.rpcUrl;
   await rpc('anvil_setCode', [TOKEN, ERC20_RUNTIME]);
   await rpc('anvil_setStorageAt', [TOKEN, balanceSlot(PAYER), toHex(1_000_000_000n, { size: 32 })]);
   router = await startFakeOpenAi({ apiKey: 'router-key', quiet: true });
@@ -89,13 +42,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
   await router?.close();
-  if (anvil && anvil.exitCode === null && anvil.signalCode === null) {
-    const exited = new Promise((r) => anvil!.once('exit', r));
-    anvil.kill('SIGTERM');
-    const timer = setTimeout(() => anvil!.kill('SIGKILL'), 3000);
-    await exited;
-    clearTimeout(timer);
-  }
+  await anvil?.stop();
 });
 
 const gw = (headers: Record<string, string>, payload: object = { plugin: 'generate-text', prompt: 'hi' }) =>
