@@ -1,17 +1,19 @@
 #!/usr/bin/env sh
 # Installs the OpenClaw agent runtime into DATA_DIR/openclaw, where the local hosting driver looks
-# for it when AGENT_RUNTIME=openclaw (it runs DATA_DIR/openclaw/node_modules/.bin/openclaw
-# `gateway run --port <free port> --bind loopback --auth token --token <agent token>` per agent).
+# for it when AGENT_RUNTIME=openclaw (it runs `openclaw gateway run` per agent, configured through
+# OPENCLAW_CONFIG_PATH and OPENCLAW_GATEWAY_TOKEN: docs/agents.md "OpenClaw").
 #
 # OpenClaw needs Node >= 24.16: run this through npm (`npm exec -- sh scripts/install-openclaw.sh`
 # or an npm script) so the repository's Node 24 from node_modules/.bin comes first on PATH.
-# About 650 MB and 330 packages; set OPENCLAW_VERSION to pin a version (default: latest).
+# About 650 MB and 330 packages. OPENCLAW_VERSION picks the version (default: 2026.9.6, the one the
+# platform's OpenClaw configuration is checked against by npm run test:openclaw; OpenClaw's
+# configuration schema is strict, so a newer one may refuse a key: try it with test:openclaw).
 #
-#   DATA_DIR=./data sh scripts/install-openclaw.sh
+#   DATA_DIR=./data sh scripts/install-openclaw.sh      (npm run runtime:openclaw)
 set -eu
 
 DATA_DIR="${DATA_DIR:-./data}"
-VERSION="${OPENCLAW_VERSION:-latest}"
+VERSION="${OPENCLAW_VERSION:-2026.9.6}"
 TARGET="$DATA_DIR/openclaw"
 
 # prefer the repository's Node 24 when it is installed

@@ -1,11 +1,11 @@
 /**
  * The agent configuration file (§2 configuration table) with the fixed container settings of §8
  * applied on top. The same shape is used by the built-in runtime (which writes it into its
- * workspace) and by the OpenClaw runtime (the local driver writes it as OpenClaw's config file),
- * so a user's configuration means the same thing on either runtime.
+ * workspace) and by the OpenClaw runtime (src/domains/agents/drivers/openclaw-config.ts turns it
+ * into OpenClaw's vocabulary), so a user's configuration means the same thing on either runtime.
  *
  * No secret goes into this file: the gateway token reaches the runtime through its environment
- * (built-in) or its command line (OpenClaw), never through a file in the agent's workspace.
+ * (AGENT_GATEWAY_TOKEN, OPENCLAW_GATEWAY_TOKEN), never through a file or a command line.
  */
 
 type Json = Record<string, unknown>;

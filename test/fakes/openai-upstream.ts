@@ -6,7 +6,10 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type UpstreamRequest = { authorization?: string; body: { model?: string; messages?: { role: string; content: string }[]; stream?: boolean } };
+export type UpstreamRequest = {
+  authorization?: string;
+  body: { model?: string; messages?: { role: string; content: string | { type: string; text?: string }[] }[]; stream?: boolean };
+};
 
 export type FakeOpenAiUpstream = {
   /** base URL including /v1 (what AGENT_MODEL_BASE_URL takes) */
@@ -45,7 +48,10 @@ export async function startFakeOpenAiUpstream(options: { apiKey?: string; reply?
       return;
     }
     const lastUser = [...(body.messages ?? [])].reverse().find((m) => m.role === 'user');
-    const content = state.reply ?? `echo: ${lastUser?.content ?? ''}`;
+    // content is a string or, as OpenAI also accepts (OpenClaw sends it so), an array of parts
+    const text = (c: unknown): string =>
+      Array.isArray(c) ? c.map((p: { type?: string; text?: string }) => (p?.type === 'text' ? (p.text ?? '') : '')).join('') : String(c ?? '');
+    const content = state.reply ?? `echo: ${text(lastUser?.content)}`;
     const id = `chatcmpl-${state.requests.length}`;
     const created = Math.floor(Date.now() / 1000);
     const model = body.model ?? 'fake-model';

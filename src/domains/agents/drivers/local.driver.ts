@@ -5,10 +5,11 @@
  *
  * Layout per agent, under DATA_DIR/agents/<agentId>/:
  *   driver-state.json   pid, port, sha256 of the gateway token and of the launch environment (no secret)
- *   workspace/          the agent's workspace: openclaw.json (its configuration), logs/runtime.log
+ *   openclaw.json       OpenClaw only: its configuration (OPENCLAW_CONFIG_PATH; read-only for the agent)
+ *   workspace/          the agent's workspace: openclaw.json (the built-in runtime's configuration), logs/runtime.log
  *                       (JSON lines, read by logs()), logs/stats.json (counters, read by stats()),
  *                       logs/process.log (the process's own stdout/stderr)
- *   home/               HOME of the process
+ *   home/               HOME of the process (OpenClaw keeps its state in home/.openclaw, OPENCLAW_STATE_DIR)
  *
  * Children are started detached (their own process group), so they outlive a crashed platform;
  * the next platform process re-adopts them through the state file (the pid is alive, it is our
@@ -30,7 +31,6 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../../db/embedded.ts';
 import { sha256Hex } from '../../../lib/crypto.ts';
-import { buildAgentConfig } from '../../../runtime/agent-config.ts';
 import { probeHealthz } from '../container-health.ts';
 import { agentEnvironment, planResources, PLATFORM_SECRET_ENV } from './agent-env.ts';
 import {
@@ -44,10 +44,13 @@ import {
   type LogLine,
 } from './driver.ts';
 import { agentProcesses, cpuPercent, isAlive, isStopped, memoryPercentOfTotal, processTree, readComm, readEnviron, signalGroup, stopProcess, treeUsage, type TreeUsage } from './proc.ts';
+import { buildOpenClawConfig, OPENCLAW_ENV } from './openclaw-config.ts';
 import { agentUid, detectSandbox, sandboxArgs, type SandboxMode, type SandboxReport } from './sandbox.ts';
 
 /** How long deploy() waits for a new local process to listen before leaving it to the health poll. */
 const LISTEN_WAIT_MS = 20_000;
+/** The same for OpenClaw, which needs ~9 s on an idle 2-core machine to answer /healthz (docs/benchmarks.md). */
+const OPENCLAW_LIVE_WAIT_MS = 90_000;
 
 export type LocalRuntimeKind = 'builtin' | 'openclaw';
 
@@ -160,7 +163,14 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   const dirs = (agentId: string) => {
     if (!AGENT_ID.test(agentId)) throw new Error(`invalid agent id for the local driver: ${JSON.stringify(agentId)}`);
     const base = join(root, agentId);
-    return { base, workspace: join(base, 'workspace'), home: join(base, 'home'), logs: join(base, 'workspace', 'logs'), state: join(base, 'driver-state.json') };
+    return {
+      base,
+      workspace: join(base, 'workspace'),
+      home: join(base, 'home'),
+      logs: join(base, 'workspace', 'logs'),
+      state: join(base, 'driver-state.json'),
+      openclawConfig: join(base, 'openclaw.json'),
+    };
   };
 
   const readState = (agentId: string): AgentState | undefined => {
@@ -191,19 +201,16 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   const launchHash = (env: Record<string, string>) =>
     sha256Hex(JSON.stringify(Object.entries(env).filter(([k]) => k !== 'PWD').sort(([a], [b]) => (a < b ? -1 : 1))));
 
-  function command(env: Record<string, string>): { file: string; args: string[] } {
+  function command(): { file: string; args: string[] } {
     if (runtime === 'builtin') return { file: realpathSync(process.execPath), args: ['--disable-warning=ExperimentalWarning', options.runtimeEntry ?? RUNTIME_MAIN] };
     const bin = join(options.dataDir, 'openclaw', 'node_modules', '.bin', 'openclaw');
-    if (!existsSync(bin)) throw new HostingUnavailableError(`AGENT_RUNTIME=openclaw but OpenClaw is not installed in ${dirname(dirname(dirname(bin)))} (run scripts/install-openclaw.sh)`);
+    if (!existsSync(bin)) throw new HostingUnavailableError(`AGENT_RUNTIME=openclaw but OpenClaw is not installed in ${dirname(dirname(dirname(bin)))} (run npm run runtime:openclaw)`);
     // the package's bin is a Node script: run it with this Node (24), not whatever `node` is on PATH.
-    // OpenClaw takes the token on its command line (as documented for `gateway run`).
-    return {
-      file: process.execPath,
-      args: [realpathSync(bin), 'gateway', 'run', '--port', env.AGENT_PORT!, '--bind', 'loopback', '--auth', 'token', '--token', env.AGENT_GATEWAY_TOKEN!, '--allow-unconfigured'],
-    };
+    // Port, bind and auth come from its configuration file (OPENCLAW_CONFIG_PATH) and the token from
+    // OPENCLAW_GATEWAY_TOKEN: nothing secret on a command line other users can read in /proc
+    return { file: realpathSync(process.execPath), args: [realpathSync(bin), 'gateway', 'run'] };
   }
 
-  /** Starts the process for `env`; writes the state file. */
   /** Read-only paths the runtime needs inside the sandbox: its code, and Node when it lives outside /usr. */
   function runtimePaths(): string[] {
     const paths: string[] = [];
@@ -212,7 +219,8 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       paths.push(join(REPO_ROOT, 'src'), join(REPO_ROOT, 'node_modules'), join(REPO_ROOT, 'package.json'));
       if (options.runtimeEntry) paths.push(dirname(entry));
     } else {
-      paths.push(join(REPO_ROOT, 'node_modules'), join(options.dataDir, 'openclaw'));
+      // the real path: the command runs realpath(bin), and DATA_DIR/openclaw may be a symbolic link
+      paths.push(join(REPO_ROOT, 'node_modules'), realpathSync(join(options.dataDir, 'openclaw')));
     }
     const node = realpathSync(process.execPath);
     if (!node.startsWith('/usr/') && !paths.some((p) => node.startsWith(`${p}/`))) paths.push(dirname(dirname(node)));
@@ -225,12 +233,23 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     const d = dirs(agentId);
     mkdirSync(d.logs, { recursive: true });
     mkdirSync(d.home, { recursive: true });
-    const { file, args } = command(env);
+    const { file, args } = command();
+    const ro = runtimePaths();
     if (runtime === 'openclaw') {
-      // the effective configuration is kept beside the workspace for reference; OpenClaw itself starts
-      // with --allow-unconfigured, because its configuration schema is strict and ours is not checked against it
-      const config = buildAgentConfig(JSON.parse(env.AGENT_CONFIG_JSON ?? '{}'), { plan: env.AGENT_PLAN ?? 'solo', workspace: d.workspace, port: Number(env.AGENT_PORT) });
-      writeFileSync(join(d.workspace, 'openclaw.json'), `${JSON.stringify(config, null, 2)}\n`);
+      // OpenClaw's configuration (docs/agents.md "OpenClaw"): outside the workspace and state, read-only
+      // in the sandbox, rewritten from the launch environment at every start (so a restart on a new port keeps them in step)
+      const config = buildOpenClawConfig(JSON.parse(env.AGENT_CONFIG_JSON ?? '{}'), {
+        plan: env.AGENT_PLAN ?? 'solo',
+        workspace: d.workspace,
+        port: Number(env.AGENT_PORT),
+        bind: 'loopback',
+        modelBaseUrl: env.AGENT_MODEL_BASE_URL,
+        modelApiKey: Boolean(env.AGENT_MODEL_API_KEY),
+        model: env.AGENT_MODEL,
+      });
+      writeFileSync(`${d.openclawConfig}.tmp`, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o644 });
+      renameSync(`${d.openclawConfig}.tmp`, d.openclawConfig);
+      ro.push(d.openclawConfig);
     }
     const uid = sandbox.separateUser ? agentUid(agentId) : undefined;
     if (uid !== undefined) {
@@ -244,7 +263,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     let child: ChildProcess;
     try {
       child = sandbox.active
-        ? spawn(sandbox.bwrap!, sandboxArgs(sandbox, { ro: runtimePaths(), rw: [d.workspace, d.home], chdir: d.workspace, uid, file, args }), {
+        ? spawn(sandbox.bwrap!, sandboxArgs(sandbox, { ro, rw: [d.workspace, d.home], chdir: d.workspace, uid, file, args }), {
             cwd: '/',
             env,
             detached: true,
@@ -301,6 +320,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
    * instead of waiting out a whole interval (bench/provisioning.bench.ts).
    */
   async function waitUntilListening(state: AgentState): Promise<void> {
+    if (state.runtime === 'openclaw') return waitUntilLive(state);
     const deadline = Date.now() + LISTEN_WAIT_MS;
     while (Date.now() < deadline && isAlive(state.pid)) {
       const open = await new Promise<boolean>((resolve) => {
@@ -313,6 +333,19 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       });
       if (open) return;
       await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+
+  /**
+   * OpenClaw opens its port seconds before its /healthz answers (it loads plugins, channels and its
+   * state database in between): wait for /healthz itself, so the §4.12 poll's first probe succeeds
+   * instead of the next one 2 s later.
+   */
+  async function waitUntilLive(state: AgentState): Promise<void> {
+    const deadline = Date.now() + OPENCLAW_LIVE_WAIT_MS;
+    while (Date.now() < deadline && isAlive(state.pid)) {
+      if (await probeHealthz(state.url, 1_000)) return;
+      await new Promise((r) => setTimeout(r, 100));
     }
   }
 
@@ -333,6 +366,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       NODE_COMPILE_CACHE: sandbox.active ? join(d.home, '.cache', 'node-compile') : join(root, '.compile-cache'),
       // §4.7 memory by plan, applied to the V8 heap (a local process has no cgroup of its own)
       NODE_OPTIONS: `--max-old-space-size=${Math.floor(resources.memoryMb * 0.75)}`,
+      ...(runtime === 'openclaw' ? { ...OPENCLAW_ENV, OPENCLAW_CONFIG_PATH: d.openclawConfig } : {}),
     };
   }
 

@@ -1,0 +1,119 @@
+/**
+ * The configuration file of an OpenClaw agent (AGENT_RUNTIME=openclaw): the agent's configuration
+ * (§2 defaults < the user's configuration < §8 fixed settings, as for the built-in runtime) in the
+ * shape OpenClaw's own strict schema accepts (`openclaw config schema`, checked against OpenClaw
+ * 2026.9.6 with `openclaw config validate`). The local driver writes it outside the agent's
+ * workspace and state, points OPENCLAW_CONFIG_PATH at it, mounts it read-only in the sandbox and
+ * sets OPENCLAW_CONFIG_READONLY=1: §8 settings are "fixed at provisioning, not overridable", also
+ * not by the agent itself.
+ *
+ * Where OpenClaw's schema differs from the §2/§8 vocabulary (docs/agents.md "OpenClaw"):
+ *   - exec allowed/denied paths: OpenClaw has no such keys (its schema rejects
+ *     `tools.exec.allowedPaths`). The shell allow-list is `tools.exec.security: allowlist` with
+ *     `ask: off` (no human to ask), file tools are held to the workspace (`tools.fs.workspaceOnly`),
+ *     and the paths themselves are enforced by the sandbox's filesystem view (only the workspace,
+ *     home and a private /tmp are writable; /etc/passwd, /etc/shadow and /sys do not exist in it,
+ *     /proc shows the agent's own processes only).
+ *   - `channels.webchat`: not an OpenClaw channel id; OpenClaw's web chat is its Control UI
+ *     (`gateway.controlUi.enabled`, §8), so the key is dropped.
+ *   - the model: the platform's model router (AGENT_MODEL_BASE_URL, an OpenAI-compatible API)
+ *     becomes the only provider, `platform`, and the agent's model `platform/<model>`.
+ *
+ * No secret is written: the gateway token and the model key are SecretRefs to the process's
+ * environment (OPENCLAW_GATEWAY_TOKEN, AGENT_MODEL_API_KEY), never on the command line.
+ */
+import { buildAgentConfig, configValue } from '../../../runtime/agent-config.ts';
+
+type Json = Record<string, unknown>;
+
+/** The provider id the platform's model router gets in OpenClaw's configuration. */
+export const OPENCLAW_PROVIDER = 'platform';
+
+const envRef = (id: string) => ({ source: 'env', provider: 'default', id });
+
+/** Environment of an OpenClaw agent: it reaches nothing but its model provider and cannot rewrite its configuration. */
+export const OPENCLAW_ENV: Record<string, string> = {
+  OPENCLAW_CONFIG_READONLY: '1',
+  OPENCLAW_OFFLINE: '1', // no download of its helper binaries (fd, ripgrep)
+  OPENCLAW_NO_AUTO_UPDATE: '1',
+  OPENCLAW_DISABLE_BONJOUR: '1',
+  DO_NOT_TRACK: '1',
+  NO_COLOR: '1', // plain lines in logs/process.log, which logs() shows as they are
+};
+
+export type OpenClawConfigOptions = {
+  plan: string;
+  workspace: string;
+  port: number;
+  /** `loopback` for the local driver (one port per agent on the host); §8 `lan` in a container */
+  bind: 'loopback' | 'lan';
+  /** AGENT_MODEL_BASE_URL: the OpenAI-compatible model router; unset: no provider is configured */
+  modelBaseUrl?: string | undefined;
+  /** whether AGENT_MODEL_API_KEY is set (the key itself stays in the environment) */
+  modelApiKey?: boolean;
+  /** AGENT_MODEL */
+  model?: string | undefined;
+};
+
+/**
+ * The top-level keys of OpenClaw's configuration (`openclaw config schema`, 2026.9.6). Its schema
+ * rejects any other key and the gateway then refuses to start, so other keys of the stored agent
+ * configuration (the platform's own `name`, `aiProvider`, `model`) are left out; `model` becomes
+ * `agents.defaults.model` when nothing else names the model. Keys below the top level are passed as
+ * they are: a user's setting OpenClaw rejects stops the agent with OpenClaw's reason in its log.
+ */
+const OPENCLAW_ROOT_KEYS = new Set(
+  (
+    '$schema meta env wizard diagnostics logging update telemetry browser ui secrets auth accessGroups acp models nodeHost agents ' +
+    'worktreeRoot worktreeAcceleration tools security bindings broadcast attachments messages tts commands approvals session cron ' +
+    'transcripts hooks channels discovery talk gateway cloudWorkers desktop memory mcp skills plugins surfaces proxy'
+  ).split(' '),
+);
+
+export function buildOpenClawConfig(userConfig: Json, o: OpenClawConfigOptions): Json {
+  const merged = buildAgentConfig(userConfig, { plan: o.plan, workspace: o.workspace, port: o.port, ...(o.model ? { model: o.model } : {}) });
+  const config = Object.fromEntries(Object.entries(merged).filter(([k]) => OPENCLAW_ROOT_KEYS.has(k)));
+  const topLevelModel = typeof merged.model === 'string' && merged.model ? merged.model : undefined;
+  const channels = config.channels as Json | undefined;
+  if (channels) {
+    delete channels.webchat;
+    if (Object.keys(channels).length === 0) delete config.channels;
+  }
+
+  const tools = config.tools as Json;
+  const exec = { ...(tools.exec as Json) };
+  delete exec.allowedPaths;
+  delete exec.deniedPaths;
+  tools.exec = { ...exec, security: 'allowlist', ask: 'off' };
+  tools.fs = { ...(tools.fs as Json | undefined), workspaceOnly: true };
+
+  const gateway = config.gateway as Json;
+  gateway.bind = o.bind;
+  (gateway.auth as Json).token = envRef('OPENCLAW_GATEWAY_TOKEN');
+
+  const model = o.model ?? (configValue(config, 'agents.defaults.model') as string | undefined) ?? topLevelModel;
+  const models: Json = { ...(config.models as Json | undefined), catalogRefresh: { enabled: false } };
+  if (o.modelBaseUrl) {
+    const ids = model ? [model] : [];
+    models.mode = 'replace';
+    models.providers = {
+      [OPENCLAW_PROVIDER]: {
+        baseUrl: o.modelBaseUrl,
+        api: 'openai-completions',
+        ...(o.modelApiKey ? { apiKey: envRef('AGENT_MODEL_API_KEY') } : {}),
+        models: ids.map((id) => ({ id, name: id })),
+      },
+    };
+    if (model) {
+      const defaults = (config.agents as Json).defaults as Json;
+      defaults.model = model.startsWith(`${OPENCLAW_PROVIDER}/`) ? model : `${OPENCLAW_PROVIDER}/${model}`;
+    }
+  }
+  config.models = models;
+
+  // nothing leaves the machine but model calls: no update checks, statistics or LAN advertising
+  config.update = { checkOnStart: false, auto: { enabled: false } };
+  config.telemetry = { enabled: false };
+  config.discovery = { mdns: { mode: 'off' } };
+  return config;
+}
