@@ -291,6 +291,29 @@ describe('AGENT_RUNTIME=openclaw end to end (local driver, real OpenClaw)', () =
     expect(JSON.stringify(sent.at(-1)!.body.messages)).toContain('ping');
   }, 180_000);
 
+  it('a restart through the API brings it back on its configuration, and it answers again', async () => {
+    const userId = (await api('GET', '/api/auth/session')).body.user.id as string;
+    const before = agentPids(agentId);
+    expect((await api('POST', `/api/instance/${userId}/restart`, { agentId })).status).toBe(200);
+    const creds = await database.db.kysely.selectFrom('agent_credentials').selectAll().where('agent_id', '=', agentId).executeTakeFirstOrThrow();
+    const token = decryptSecret(TEST_SECRETS.secretsEncryptionKey, creds.gateway_token_enc);
+    const again = await eventually(
+      async () => {
+        const a = (await api('GET', `/api/agents/${agentId}`)).body.agent;
+        if (a?.status !== 'running' || agentPids(agentId).some((p) => before.includes(p))) return null;
+        return (await probeHealthz(gatewayBase(a.websocketUrl), 1_000)) ? a : null;
+      },
+      120_000,
+      200,
+    );
+    const res = await fetch(`${gatewayBase(again.websocketUrl)}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ model: 'openclaw', messages: [{ role: 'user', content: 'still there?' }] }),
+    });
+    expect(res.status).toBe(200);
+  }, 180_000);
+
   it('delete stops every process of the agent', async () => {
     expect((await api('DELETE', `/api/agents/${agentId}`)).body).toMatchObject({ deleted: true });
     await eventually(async () => agentPids(agentId).length === 0, 30_000, 100);
