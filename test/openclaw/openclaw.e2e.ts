@@ -261,12 +261,17 @@ describe('AGENT_RUNTIME=openclaw end to end (local driver, real OpenClaw)', () =
     }
 
     // OpenClaw's own schema accepts it
-    const check = spawnSync(process.execPath, [launcher, 'config', 'validate'], {
-      env: { PATH: process.env.PATH, HOME: mkdtempSync(join(tmpdir(), 'openclaw-validate-')), OPENCLAW_CONFIG_PATH: file, NO_COLOR: '1' },
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
-    expect(`${check.stdout}${check.stderr}`).toContain('Config valid');
+    const home = mkdtempSync(join(tmpdir(), 'openclaw-validate-'));
+    try {
+      const check = spawnSync(process.execPath, [launcher, 'config', 'validate'], {
+        env: { PATH: process.env.PATH, HOME: home, OPENCLAW_CONFIG_PATH: file, NO_COLOR: '1' },
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(`${check.stdout}${check.stderr}`).toContain('Config valid');
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   }, 90_000);
 
   it('answers an OpenAI-compatible chat through its gateway with the fake model provider', async () => {
