@@ -52,6 +52,8 @@ import { pino } from 'pino';
 import { loggerOptions } from './http/shared/logging.ts';
 import { buildBackendApp } from './http/backend/app.ts';
 import { buildWebApp } from './http/web/app.ts';
+import { createAgentTargets } from './domains/chat/agent-target.ts';
+import { createChatService } from './domains/chat/chat.service.ts';
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
 
 export type PlatformDeps = {
@@ -161,6 +163,8 @@ export function createPlatform(deps: PlatformDeps) {
     }),
     onEnqueue: () => worker?.wake(),
   });
+  const agentTargets = createAgentTargets({ db, secretsKey: deps.secrets.secretsEncryptionKey });
+  const chat = createChatService({ db, targets: agentTargets });
   const agentsWeb = createAgentsWebService({
     db,
     config,
@@ -226,8 +230,8 @@ export function createPlatform(deps: PlatformDeps) {
   let heartbeatWorker: ReturnType<typeof createHeartbeatWorker> | undefined;
 
   return {
-    services: { admin, topUp, subscriptions, agents, agentsWeb, driver, watchdog, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, hostingMcp, workflows, heartbeat, bridge, ledger, paymentSessions, gateway },
-    buildWebApp: () => buildWebApp(config, { admin, topUp, subscriptions, agentsWeb, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, workflows, heartbeat, bridge, watchdog, payments: { sessions: paymentSessions, gateway } }, appOptions),
+    services: { chat, admin, topUp, subscriptions, agents, agentsWeb, driver, watchdog, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, hostingMcp, workflows, heartbeat, bridge, ledger, paymentSessions, gateway },
+    buildWebApp: () => buildWebApp(config, { chat, agentTargets, admin, topUp, subscriptions, agentsWeb, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, workflows, heartbeat, bridge, watchdog, payments: { sessions: paymentSessions, gateway } }, appOptions),
     buildBackendApp: () => buildBackendApp(config, { agents, ai, keys, hostingMcp, watchdog }, appOptions),
     /** Starts the deployment worker (backend processes): re-deploys agents that should run, then takes jobs. */
     async startWorkers() {

@@ -41,7 +41,8 @@ describe('list', () => {
       name: 'Mine',
       model: 'claude-opus-4-6',
       status: 'running',
-      websocketUrl: `ws://127.0.0.1:1/${id}/ws`,
+      // the platform's authenticated proxy, never the gateway's own address (docs/agents.md)
+      websocketUrl: expect.stringMatching(new RegExp(`^ws://[^/]+/api/agents/${id}/ws$`)),
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });

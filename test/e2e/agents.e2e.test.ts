@@ -65,7 +65,9 @@ async function api(method: string, path: string, body?: unknown) {
   return { status: res.status, body: (await res.json()) as Record<string, any> };
 }
 
-const gatewayBase = (websocketUrl: string) => websocketUrl.replace(/^ws/, 'http').replace(/\/ws$/, '');
+/** the gateway's own address (agents report the platform's proxied WebSocket, docs/agents.md) */
+const gatewayBase = async (agentId: string) =>
+  (await database.db.kysely.selectFrom('agents').select('gateway_url').where('id', '=', agentId).executeTakeFirstOrThrow()).gateway_url!;
 
 beforeAll(async () => {
   database = await createTestDatabase();
@@ -118,7 +120,7 @@ describe('agents end to end (local driver, built-in runtime)', () => {
       if (r.body.agent?.status === 'error') throw new Error('provisioning failed');
       return r.body.agent?.status === 'running' ? r.body.agent : null;
     }, 60_000, 200);
-    const health = await fetch(`${gatewayBase(agent.websocketUrl)}/healthz`);
+    const health = await fetch(`${(await gatewayBase(agent.id))}/healthz`);
     expect(await health.json()).toEqual({ ok: true, status: 'live' });
   }, 90_000);
 
@@ -126,7 +128,7 @@ describe('agents end to end (local driver, built-in runtime)', () => {
     const agent = (await api('GET', `/api/agents/${agentId}`)).body.agent;
     const creds = await database.db.kysely.selectFrom('agent_credentials').selectAll().where('agent_id', '=', agentId).executeTakeFirstOrThrow();
     const token = decryptSecret(TEST_SECRETS.secretsEncryptionKey, creds.gateway_token_enc);
-    const base = gatewayBase(agent.websocketUrl);
+    const base = (await gatewayBase(agent.id));
     const denied = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(denied.status).toBe(401);
     const res = await fetch(`${base}/v1/chat/completions`, {
@@ -169,7 +171,7 @@ describe('agents end to end (local driver, built-in runtime)', () => {
     const agent = await eventually(async () => {
       const a = (await api('GET', `/api/agents/${agentId}`)).body.agent;
       if (a.status !== 'running') return null;
-      const ok = await fetch(`${gatewayBase(a.websocketUrl)}/healthz`).then((r) => r.ok, () => false);
+      const ok = await fetch(`${(await gatewayBase(a.id))}/healthz`).then((r) => r.ok, () => false);
       return ok ? a : null;
     }, 60_000, 200);
     expect(agent.name).toBe('Renamed agent');
@@ -181,17 +183,17 @@ describe('agents end to end (local driver, built-in runtime)', () => {
     const agent = await eventually(async () => {
       const a = (await api('GET', `/api/agents/${agentId}`)).body.agent;
       if (a?.status !== 'running') return null;
-      const ok = await fetch(`${gatewayBase(a.websocketUrl)}/healthz`).then((r) => r.ok, () => false);
+      const ok = await fetch(`${(await gatewayBase(a.id))}/healthz`).then((r) => r.ok, () => false);
       return ok ? a : null;
     }, 90_000, 250);
     expect(agent.id).toBe(agentId);
   }, 120_000);
 
   it('delete removes the agent and stops its process', async () => {
-    const agent = (await api('GET', `/api/agents/${agentId}`)).body.agent;
+    const base = await gatewayBase(agentId);
     const del = await api('DELETE', `/api/agents/${agentId}`);
     expect(del.body).toEqual({ success: true, id: agentId, deleted: true });
     expect((await api('GET', `/api/agents/${agentId}`)).status).toBe(404);
-    await eventually(async () => !(await fetch(`${gatewayBase(agent.websocketUrl)}/healthz`).then((r) => r.ok, () => false)), 20_000, 200);
+    await eventually(async () => !(await fetch(`${base}/healthz`).then((r) => r.ok, () => false)), 20_000, 200);
   }, 30_000);
 });

@@ -52,15 +52,19 @@ export function providerFor(model: string, config: Record<string, unknown> | und
   return typeof p === 'string' && p.trim() ? p.trim() : 'router';
 }
 
-const websocketUrl = (a: AgentRow) => `${(a.gateway_url ?? a.url).replace(/^http/, 'ws')}/ws`;
+/**
+ * The agent's WebSocket through the platform's authenticated proxy (docs/agents.md "Talk to your
+ * agent"): the gateway's own address needs the gateway token, which no client ever gets.
+ */
+const websocketUrl = (a: AgentRow, publicUrl: string) => `${publicUrl.replace(/\/+$/, '').replace(/^http/, 'ws')}/api/agents/${encodeURIComponent(a.id)}/ws`;
 
 /** §2 Agent, web shape. */
-export const webAgent = (a: AgentRow) => ({
+export const webAgent = (a: AgentRow, publicUrl: string) => ({
   id: a.id,
   name: a.name,
   model: a.model,
   status: a.status,
-  websocketUrl: websocketUrl(a),
+  websocketUrl: websocketUrl(a, publicUrl),
   createdAt: a.created_at.toISOString(),
   updatedAt: a.updated_at.toISOString(),
 });
@@ -75,7 +79,7 @@ const formatUptime = (seconds: number) => {
 
 export type AgentsWebDeps = {
   db: Db;
-  config: Pick<Config, 'AGENTS_DOMAIN' | 'configured'>;
+  config: Pick<Config, 'AGENTS_DOMAIN' | 'PUBLIC_URL' | 'configured'>;
   secrets: Pick<Secrets, 'secretsEncryptionKey'>;
   backend: BackendClient;
   log?: { warn(obj: object, msg: string): void };
@@ -85,6 +89,7 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
   const { db, backend } = deps;
 
   const ownAgent = (userId: string, id: string) => findOwnAgent(db, userId, id);
+  const toWeb = (a: AgentRow) => webAgent(a, deps.config.PUBLIC_URL);
 
   /** A backend answer other than 2xx as our error (4xx keep status and code; anything else is 500). */
   function backendFailure(r: BackendResponse, fallback: string): AppError {
@@ -116,7 +121,7 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
     async list(user: WebUser | null) {
       if (!user) return { agents: [], count: 0, status: 'ok' as const };
       const rows = await db.withUser(user.id, (trx) => agentsRepo.listAgents(trx, user.id));
-      return { agents: rows.map(webAgent), count: rows.length, status: 'ok' as const };
+      return { agents: rows.map(toWeb), count: rows.length, status: 'ok' as const };
     },
 
     /**
@@ -160,7 +165,7 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
         outcome = err as Error;
       }
       if (!(outcome instanceof Error) && outcome.status >= 200 && outcome.status < 300) {
-        return { success: true as const, agent: { ...webAgent(agent), status: agent.status } };
+        return { success: true as const, agent: { ...toWeb(agent), status: agent.status } };
       }
       if (!(outcome instanceof Error) && outcome.status === 402) {
         await db.withUser(user.id, (trx) => agentsRepo.deleteAgent(trx, agent.id));
@@ -173,11 +178,11 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
 
     async provisionList(user: WebUser) {
       const rows = await db.withUser(user.id, (trx) => agentsRepo.listAgents(trx, user.id));
-      return { success: true as const, agents: rows.map(webAgent), count: rows.length };
+      return { success: true as const, agents: rows.map(toWeb), count: rows.length };
     },
 
     async get(user: WebUser, id: string) {
-      return { agent: webAgent(await ownAgent(user.id, id)), status: 'ok' as const };
+      return { agent: toWeb(await ownAgent(user.id, id)), status: 'ok' as const };
     },
 
     /** §4.7 PATCH: the database first; the backend sync is best effort (logged, never fails the rename). */

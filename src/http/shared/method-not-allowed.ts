@@ -12,7 +12,9 @@ export function createMethodRegistry(app: FastifyInstance<any, any, any, any, an
   const patterns = new Map<string, Pattern>();
   app.addHook('onRoute', (route: RouteOptions) => {
     const url = route.url;
-    if (!url) return;
+    // host-constrained routes (an agent's own host, docs/agents.md) serve other hosts' paths: not
+    // methods of the platform's paths
+    if (!url || (route.constraints && Object.keys(route.constraints).length > 0)) return;
     let p = patterns.get(url);
     if (!p) {
       const wildcard = url.endsWith('*');

@@ -41,8 +41,15 @@ import type { GatewayService } from '../../domains/payments/gateway.service.ts';
 import type { PaymentSessionsService } from '../../domains/payments/sessions.service.ts';
 import type { WatchdogService } from '../../domains/watchdog/watchdog.service.ts';
 import { webWatchdogRoutes } from './routes/watchdog.routes.ts';
+import type { ChatService } from '../../domains/chat/chat.service.ts';
+import type { AgentTargets } from '../../domains/chat/agent-target.ts';
+import { chatRoutes } from './routes/chat.routes.ts';
+import { agentProxyRoutes } from './routes/agent-proxy.routes.ts';
 
 export type WebServices = {
+  /** talking to agents: gateway chat, REST chat and the gateway proxy (docs/agents.md) */
+  chat?: ChatService;
+  agentTargets?: AgentTargets;
   agentsWeb: AgentsWebService;
   ai: AiService;
   accounts: AccountsService;
@@ -83,6 +90,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     securitySchemes: {
       sessionCookie: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE },
       bridgeSecret: { type: 'apiKey', in: 'header', name: 'x-bridge-secret' },
+      apiKey: { type: 'http', scheme: 'bearer', description: 'One of your `sk_` API keys (POST /api/keys)' },
     },
     ...(options.logger ? { logger: options.logger } : {}),
   });
@@ -107,6 +115,16 @@ export async function buildWebApp(config: Config, services: WebServices, options
   tradingRoutes(app, { trading: services.trading, session });
   sessionWalletRoutes(app, { sessionWallet: services.sessionWallet, session });
   if (services.payments) paymentsRoutes(app, { ...services.payments, keys: services.keys, session });
+  if (services.chat) chatRoutes(app, { chat: services.chat, session });
+  if (services.agentTargets) {
+    await agentProxyRoutes(app, {
+      targets: services.agentTargets,
+      keys: services.keys,
+      session,
+      agentsDomain: config.AGENTS_DOMAIN,
+      allowedOrigins: [config.PUBLIC_URL, ...(config.CSRF_ALLOWED_ORIGINS ?? [])],
+    });
+  }
   await hostingWebhookRoutes(app, { hostingStatus: services.hostingStatus, session });
   return app;
 }

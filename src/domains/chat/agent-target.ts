@@ -1,0 +1,66 @@
+/**
+ * Where and how the platform reaches one of a user's agents: its gateway's base URL and the
+ * gateway token (decrypted here, only ever sent to the agent; never to a browser or a client).
+ * Read under the user's row-level security, so another user's agent is "not found" exactly like a
+ * missing one (§4.7: 404 for both). Used by gateway chat (§4.8), REST chat (§4.18) and the
+ * authenticated gateway proxy (docs/agents.md "Talk to your agent").
+ */
+import type { Db } from '../../db/client.ts';
+import { decryptSecret } from '../../lib/crypto.ts';
+import { AppError, notFound } from '../../lib/errors.ts';
+import { agentsRepo, type AgentRow } from '../agents/agents.repo.ts';
+
+export type AgentTarget = {
+  agent: AgentRow;
+  /** http(s) base URL of the agent's gateway, without a trailing slash */
+  baseUrl: string;
+  /** the agent's gateway token (secret) */
+  token: string;
+};
+
+/** §4.8 gateway chat lists 503 for "no gateway token"; the same applies to every way in. */
+export const noGatewayToken = () => new AppError(503, 'NO_GATEWAY_TOKEN', 'This agent has no gateway token yet; try again once it is running');
+
+export function createAgentTargets(deps: { db: Db; secretsKey: Buffer }) {
+  function target(agent: AgentRow, tokenEnc: string | undefined): AgentTarget {
+    const base = agent.gateway_url ?? agent.url;
+    if (!tokenEnc || !base) throw noGatewayToken();
+    let token: string;
+    try {
+      token = decryptSecret(deps.secretsKey, tokenEnc);
+    } catch {
+      throw noGatewayToken();
+    }
+    return { agent, baseUrl: base.replace(/\/+$/, ''), token };
+  }
+
+  return {
+    /** The user's agent `agentId` (404 when missing or someone else's). */
+    async byId(userId: string, agentId: string): Promise<AgentTarget> {
+      const found = await deps.db.withUser(userId, async (trx) => {
+        const agent = await agentsRepo.findAgent(trx, agentId);
+        if (!agent) return undefined;
+        return { agent, creds: await agentsRepo.getCredentials(trx, agentId) };
+      });
+      if (!found) throw notFound('Agent not found');
+      return target(found.agent, found.creds?.gateway_token_enc);
+    },
+
+    /**
+     * §4.8 "the caller's agent" when none is named: the newest running one, else the newest one
+     * (its state then decides the answer). 404 `No agent found` when the user has none.
+     */
+    async defaultFor(userId: string): Promise<AgentTarget> {
+      const found = await deps.db.withUser(userId, async (trx) => {
+        const agents = await agentsRepo.listAgents(trx, userId);
+        const agent = agents.find((a) => a.status === 'running') ?? agents[0];
+        if (!agent) return undefined;
+        return { agent, creds: await agentsRepo.getCredentials(trx, agent.id) };
+      });
+      if (!found) throw notFound('No agent found');
+      return target(found.agent, found.creds?.gateway_token_enc);
+    },
+  };
+}
+
+export type AgentTargets = ReturnType<typeof createAgentTargets>;

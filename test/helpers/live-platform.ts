@@ -1,0 +1,92 @@
+/**
+ * The whole platform on real sockets (web app, backend app, workers, the real local driver with
+ * the built-in runtime), over a cloned test database and a temporary DATA_DIR, with a local
+ * OpenAI-compatible fake as the agents' model provider. `stop()` then `start()` is a platform
+ * restart over the same database and DATA_DIR.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { loadConfig, type Config } from '../../src/config/env.ts';
+import { freePort } from '../../src/db/embedded.ts';
+import type { App } from '../../src/http/shared/base-app.ts';
+import { createMemoryRateLimiter } from '../../src/lib/rate-limiter.ts';
+import { createPlatform, type Platform } from '../../src/platform.ts';
+import { startFakeOpenAiUpstream, type FakeOpenAiUpstream } from '../fakes/openai-upstream.ts';
+import { createTestDatabase, type TestDatabase } from './db.ts';
+import { TEST_SECRETS } from './platform.ts';
+
+export type LivePlatform = {
+  config: Config;
+  database: TestDatabase;
+  upstream: FakeOpenAiUpstream;
+  webUrl: string;
+  running(): { platform: Platform; web: App; backend: App } | undefined;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** stops everything and removes the database and DATA_DIR */
+  close(): Promise<void>;
+};
+
+export async function startLivePlatform(env: Record<string, string> = {}): Promise<LivePlatform> {
+  const database = await createTestDatabase();
+  const dataDir = mkdtempSync(join(tmpdir(), 'live-platform-'));
+  const upstream = await startFakeOpenAiUpstream({ apiKey: 'router-test-key' });
+  const [webPort, backendPort] = [await freePort(), await freePort()];
+  const config = loadConfig(
+    {
+      LOG_LEVEL: 'silent',
+      DATA_DIR: dataDir,
+      WEB_PORT: String(webPort),
+      BACKEND_PORT: String(backendPort),
+      PUBLIC_URL: `http://127.0.0.1:${webPort}`,
+      INTERNAL_API_KEY: 'e2e-internal-key',
+      HOSTING_DRIVER: 'local',
+      AGENT_RUNTIME: 'builtin',
+      ROUTER_BASE_URL: upstream.baseUrl,
+      ROUTER_API_KEY: 'router-test-key',
+      ...env,
+    },
+    { readDotEnv: false },
+  );
+  let current: { platform: Platform; web: App; backend: App } | undefined;
+
+  const live: LivePlatform = {
+    config,
+    database,
+    upstream,
+    webUrl: `http://127.0.0.1:${webPort}`,
+    running: () => current,
+    async start() {
+      const platform = createPlatform({
+        config,
+        db: database.db,
+        secrets: TEST_SECRETS,
+        logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+        rateLimiter: createMemoryRateLimiter(),
+      });
+      const web = await platform.buildWebApp();
+      const backend = await platform.buildBackendApp();
+      await web.listen({ host: '127.0.0.1', port: config.WEB_PORT });
+      await backend.listen({ host: '127.0.0.1', port: config.BACKEND_PORT });
+      await platform.startWorkers();
+      current = { platform, web, backend };
+    },
+    async stop() {
+      if (!current) return;
+      const r = current;
+      current = undefined;
+      await Promise.allSettled([r.web.close(), r.backend.close()]);
+      await r.platform.close();
+    },
+    async close() {
+      await live.stop();
+      await upstream.close();
+      await database.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  await live.start();
+  return live;
+}
