@@ -5,56 +5,17 @@
  * (apps, worker and driver closed; a new platform over the same database and DATA_DIR) it runs
  * again; then it is deleted.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, type Config } from '../../src/config/env.ts';
-import { freePort } from '../../src/db/embedded.ts';
-import type { App } from '../../src/http/shared/base-app.ts';
 import { decryptSecret } from '../../src/lib/crypto.ts';
-import { createMemoryRateLimiter } from '../../src/lib/rate-limiter.ts';
-import { createPlatform, type Platform } from '../../src/platform.ts';
 import { eventually } from '../agents/helpers.ts';
-import { startFakeOpenAiUpstream, type FakeOpenAiUpstream } from '../fakes/openai-upstream.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { startLivePlatform, type LivePlatform } from '../helpers/live-platform.ts';
 import { TEST_SECRETS } from '../helpers/platform.ts';
 
-let database: TestDatabase;
-let dataDir: string;
-let upstream: FakeOpenAiUpstream;
-let config: Config;
-let running: { platform: Platform; web: App; backend: App } | undefined;
-let webUrl: string;
-
-async function startPlatform() {
-  const platform = createPlatform({
-    config,
-    db: database.db,
-    secrets: TEST_SECRETS,
-    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
-    rateLimiter: createMemoryRateLimiter(),
-  });
-  const web = await platform.buildWebApp();
-  const backend = await platform.buildBackendApp();
-  await web.listen({ host: '127.0.0.1', port: config.WEB_PORT });
-  await backend.listen({ host: '127.0.0.1', port: config.BACKEND_PORT });
-  await platform.startWorkers();
-  running = { platform, web, backend };
-}
-
-async function stopPlatform() {
-  if (!running) return;
-  const r = running;
-  running = undefined;
-  await Promise.allSettled([r.web.close(), r.backend.close()]);
-  await r.platform.close();
-}
+let live: LivePlatform;
 
 let cookie = '';
 async function api(method: string, path: string, body?: unknown) {
-  const res = await fetch(`${webUrl}${path}`, {
+  const res = await fetch(`${live.webUrl}${path}`, {
     method,
     headers: { cookie, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
@@ -67,37 +28,14 @@ async function api(method: string, path: string, body?: unknown) {
 
 /** the gateway's own address (agents report the platform's proxied WebSocket, docs/agents.md) */
 const gatewayBase = async (agentId: string) =>
-  (await database.db.kysely.selectFrom('agents').select('gateway_url').where('id', '=', agentId).executeTakeFirstOrThrow()).gateway_url!;
+  (await live.database.db.kysely.selectFrom('agents').select('gateway_url').where('id', '=', agentId).executeTakeFirstOrThrow()).gateway_url!;
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  dataDir = mkdtempSync(join(tmpdir(), 'agents-e2e-'));
-  upstream = await startFakeOpenAiUpstream({ apiKey: 'router-test-key' });
-  const [webPort, backendPort] = [await freePort(), await freePort()];
-  config = loadConfig(
-    {
-      LOG_LEVEL: 'silent',
-      DATA_DIR: dataDir,
-      WEB_PORT: String(webPort),
-      BACKEND_PORT: String(backendPort),
-      INTERNAL_API_KEY: 'e2e-internal-key',
-      ADMIN_EMAILS: 'root@example.com',
-      HOSTING_DRIVER: 'local',
-      AGENT_RUNTIME: 'builtin',
-      ROUTER_BASE_URL: upstream.baseUrl,
-      ROUTER_API_KEY: 'router-test-key',
-    },
-    { readDotEnv: false },
-  );
-  webUrl = `http://127.0.0.1:${webPort}`;
-  await startPlatform();
+  live = await startLivePlatform({ ADMIN_EMAILS: 'root@example.com' });
 }, 120_000);
 
 afterAll(async () => {
-  await stopPlatform();
-  await upstream?.close();
-  await database?.drop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await live?.close();
 });
 
 describe('agents end to end (local driver, built-in runtime)', () => {
@@ -126,7 +64,7 @@ describe('agents end to end (local driver, built-in runtime)', () => {
 
   it('a chat completion through the agent reaches the model upstream and returns', async () => {
     const agent = (await api('GET', `/api/agents/${agentId}`)).body.agent;
-    const creds = await database.db.kysely.selectFrom('agent_credentials').selectAll().where('agent_id', '=', agentId).executeTakeFirstOrThrow();
+    const creds = await live.database.db.kysely.selectFrom('agent_credentials').selectAll().where('agent_id', '=', agentId).executeTakeFirstOrThrow();
     const token = decryptSecret(TEST_SECRETS.secretsEncryptionKey, creds.gateway_token_enc);
     const base = (await gatewayBase(agent.id));
     const denied = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
@@ -139,8 +77,8 @@ describe('agents end to end (local driver, built-in runtime)', () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { choices: { message: { content: string } }[] };
     expect(body.choices[0]!.message.content).toContain('ping');
-    expect(upstream.requests.at(-1)!.authorization).toBe('Bearer router-test-key');
-    expect(upstream.requests.at(-1)!.body.model).toBe('gpt-4');
+    expect(live.upstream.requests.at(-1)!.authorization).toBe('Bearer router-test-key');
+    expect(live.upstream.requests.at(-1)!.body.model).toBe('gpt-4');
 
     const logs = await api('GET', `/api/agents/${agentId}/logs`);
     expect(logs.status).toBe(200);
@@ -178,8 +116,8 @@ describe('agents end to end (local driver, built-in runtime)', () => {
   }, 90_000);
 
   it('after a platform restart the running agent runs again', async () => {
-    await stopPlatform();
-    await startPlatform();
+    await live.stop();
+    await live.start();
     const agent = await eventually(async () => {
       const a = (await api('GET', `/api/agents/${agentId}`)).body.agent;
       if (a?.status !== 'running') return null;
