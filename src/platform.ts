@@ -20,7 +20,8 @@ import type { UsageStore } from './domains/ai/usage.ts';
 import { createHeartbeatService } from './domains/heartbeat/heartbeat.service.ts';
 import { createWorkflowsService } from './domains/workflows/workflows.service.ts';
 import { createHostingMcpService } from './domains/hosting-mcp/hosting-mcp.service.ts';
-import { createKeysService } from './domains/keys/keys.service.ts';
+import { createKeysService, type KeyProfile } from './domains/keys/keys.service.ts';
+import { createKeyCache } from './domains/keys/key-cache.ts';
 import { createHostingStatusService } from './domains/hosting-status/hosting-status.service.ts';
 import { createUpstashStatusStore, type StatusStore } from './domains/hosting-status/status-store.ts';
 import { createSessionWalletService } from './domains/session-wallet/session-wallet.service.ts';
@@ -107,7 +108,18 @@ export function createPlatform(deps: PlatformDeps) {
   const signatureVerifier =
     deps.signatureVerifier ?? createChainSignatureVerifier({ rpcUrl: config.SIWE_RPC_URL, chainId: config.SIWE_CHAIN_ID });
 
-  const sessionCache = deps.sessionCache ?? createSessionCache({ ...(config.REDIS_URL ? { redisUrl: config.REDIS_URL, redisTimeoutMs: config.REDIS_TIMEOUT_MS } : {}) });
+  const redisCache = config.REDIS_URL ? { redisUrl: config.REDIS_URL, redisTimeoutMs: config.REDIS_TIMEOUT_MS } : {};
+  const keyCache = createKeyCache<KeyProfile>({ ttlMs: config.API_KEY_CACHE_TTL_MS, ...redisCache });
+  const baseSessionCache = deps.sessionCache ?? createSessionCache(redisCache);
+  // whatever changes a user enough to evict their sessions (plan, admin rights, revocation)
+  // changes the profile their API keys validate to: evict both
+  const sessionCache: SessionCache = {
+    ...baseSessionCache,
+    evictUser(userId) {
+      baseSessionCache.evictUser(userId);
+      keyCache.evictUser(userId);
+    },
+  };
   const accounts = createAccountsService({
     db,
     config,
@@ -144,7 +156,7 @@ export function createPlatform(deps: PlatformDeps) {
     ...(deps.now ? { now: deps.now } : {}),
   });
   const agentConfig = createConfigService({ db, ...(deps.now ? { now: deps.now } : {}) });
-  const keys = createKeysService({ db, config });
+  const keys = createKeysService({ db, config, cache: keyCache });
   const hostingMcp = createHostingMcpService(deps.now ? { now: deps.now } : {});
   const ai = createAiService({ config, db, rateLimiter, providers: deps.aiProviders, usage: deps.aiUsageStore, logger: deps.logger, now: deps.now });
   const ownsDriver = !deps.driver;
@@ -288,6 +300,7 @@ export function createPlatform(deps: PlatformDeps) {
       await ai.close();
       await rateLimiter.close();
       await sessionCache.close();
+      await keyCache.close();
     },
   };
 }

@@ -357,3 +357,34 @@ describe('OpenAPI', () => {
     }
   });
 });
+
+describe('verified keys are cached (docs/configuration.md API_KEY_CACHE_TTL_MS) without weakening revocation', () => {
+  it('a deleted key stops validating at once, even right after a cached validation', async () => {
+    const u = await signUp(t.web);
+    const k = await createKey(u.cookie);
+    for (let i = 0; i < 3; i++) expect((await validateBackend({ apiKey: k.key })).statusCode).toBe(200);
+    expect((await t.web.inject({ method: 'DELETE', url: `/api/keys/${k.id}`, headers: { cookie: u.cookie } })).statusCode).toBe(200);
+    const v = await validateBackend({ apiKey: k.key });
+    expect(v.statusCode).toBe(401);
+    expect(v.json()).toEqual({ valid: false, error: 'Invalid API key' });
+  });
+
+  it('lastUsed is written by the first use in a minute, not by every request', async () => {
+    const u = await signUp(t.web);
+    const k = await createKey(u.cookie);
+    expect((await validateBackend({ apiKey: k.key })).statusCode).toBe(200);
+    const lastUsed = async () =>
+      (await t.database.db.kysely.selectFrom('api_keys').select('last_used_at').where('id', '=', k.id).executeTakeFirstOrThrow()).last_used_at!.getTime();
+    const first = await lastUsed();
+    for (let i = 0; i < 5; i++) expect((await validateBackend({ apiKey: k.key })).statusCode).toBe(200);
+    expect(await lastUsed()).toBe(first);
+  });
+
+  it("an admin's plan change shows in the next validation (the key's cached profile is evicted with the user's sessions)", async () => {
+    const u = await signUp(t.web);
+    const k = await createKey(u.cookie);
+    expect((await validateBackend({ apiKey: k.key })).json().plan).toBe('solo');
+    await t.platform.services.admin.updateUser({ id: '00000000-0000-0000-0000-000000000000', isAdmin: true }, u.id, { plan: 'label' });
+    expect((await validateBackend({ apiKey: k.key })).json().plan).toBe('label');
+  });
+});

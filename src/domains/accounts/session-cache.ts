@@ -9,8 +9,7 @@
  *   a replica that did not handle the sign-out may accept the old cookie for at most `ttlMs`.
  * - Losing the cache is harmless (DESIGN: per-request state in memory only as a losable cache).
  */
-import { Redis } from 'ioredis';
-import { closeRedis, redisOptions } from '../../lib/redis.ts';
+import { createEvictionBus, localOnlyBus } from '../../lib/eviction-bus.ts';
 
 export type CachedSession = { id: string; name: string; email: string; isAdmin: boolean; expiresAt: number };
 
@@ -24,7 +23,7 @@ export interface SessionCache {
   close(): Promise<void>;
 }
 
-type Broadcast = { publish(message: string): void; close(): Promise<void> };
+const CHANNEL = 'platform:session-evictions';
 
 export function createSessionCache(
   options: { ttlMs?: number; maxEntries?: number; redisUrl?: string; redisTimeoutMs?: number; now?: () => number } = {},
@@ -43,7 +42,7 @@ export function createSessionCache(
     else if (message.startsWith('u:')) dropUser(message.slice(2));
   };
 
-  const broadcast: Broadcast = options.redisUrl ? redisBroadcast(options.redisUrl, apply, options.redisTimeoutMs) : { publish() {}, close: async () => {} };
+  const broadcast = options.redisUrl ? createEvictionBus(options.redisUrl, CHANNEL, apply, options.redisTimeoutMs) : localOnlyBus;
 
   return {
     get(tokenHash) {
@@ -74,24 +73,3 @@ export function createSessionCache(
   };
 }
 
-const CHANNEL = 'platform:session-evictions';
-
-function redisBroadcast(url: string, onMessage: (m: string) => void, timeoutMs?: number): Broadcast {
-  // bounded commands: a sign-out never waits for an unreachable Redis (the eviction is best
-  // effort; other replicas' entries still expire with the cache TTL)
-  const pub = new Redis(url, redisOptions(timeoutMs));
-  // the subscriber holds a blocking connection: no command timeout, offline queue for SUBSCRIBE
-  const sub = new Redis(url, { ...redisOptions(timeoutMs), commandTimeout: undefined, enableOfflineQueue: true });
-  pub.on('error', () => {});
-  sub.on('error', () => {});
-  void sub.subscribe(CHANNEL).catch(() => {});
-  sub.on('message', (_channel: string, message: string) => onMessage(message));
-  return {
-    publish(message) {
-      void pub.publish(CHANNEL, message).catch(() => {});
-    },
-    async close() {
-      await Promise.all([closeRedis(pub, timeoutMs), closeRedis(sub, timeoutMs)]);
-    },
-  };
-}

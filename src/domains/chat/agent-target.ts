@@ -21,7 +21,19 @@ export type AgentTarget = {
 /** §4.8 gateway chat lists 503 for "no gateway token"; the same applies to every way in. */
 export const noGatewayToken = () => new AppError(503, 'NO_GATEWAY_TOKEN', 'This agent has no gateway token yet; try again once it is running');
 
-export function createAgentTargets(deps: { db: Db; secretsKey: Buffer }) {
+/**
+ * `ttlMs` (default 2 s) keeps a resolved target for repeated calls of one owner to one agent (the
+ * proxy's hot path: a row-level-security transaction and a decryption each time otherwise). The
+ * key includes the user, so a cached target is only ever served to its owner. A target can be at
+ * most `ttlMs` stale: a deleted agent's proxy answers 502 for that long at worst, and a gateway
+ * that moved (a restart on a new port) is looked up again as soon as a call fails to connect
+ * (`forget`).
+ */
+export function createAgentTargets(deps: { db: Db; secretsKey: Buffer; ttlMs?: number; now?: () => number }) {
+  const ttlMs = deps.ttlMs ?? 2000;
+  const now = deps.now ?? Date.now;
+  const cache = new Map<string, { target: AgentTarget; until: number }>();
+
   function target(agent: AgentRow, tokenEnc: string | undefined): AgentTarget {
     const base = agent.gateway_url ?? agent.url;
     if (!tokenEnc || !base) throw noGatewayToken();
@@ -36,14 +48,27 @@ export function createAgentTargets(deps: { db: Db; secretsKey: Buffer }) {
 
   return {
     /** The user's agent `agentId` (404 when missing or someone else's). */
-    async byId(userId: string, agentId: string): Promise<AgentTarget> {
+    async byId(userId: string, agentId: string, options: { fresh?: boolean } = {}): Promise<AgentTarget> {
+      const cacheKey = `${userId}\u0000${agentId}`;
+      const hit = options.fresh ? undefined : cache.get(cacheKey);
+      if (hit && hit.until > now()) return hit.target;
       const found = await deps.db.withUser(userId, async (trx) => {
         const agent = await agentsRepo.findAgent(trx, agentId);
         if (!agent) return undefined;
         return { agent, creds: await agentsRepo.getCredentials(trx, agentId) };
       });
       if (!found) throw notFound('Agent not found');
-      return target(found.agent, found.creds?.gateway_token_enc);
+      const t = target(found.agent, found.creds?.gateway_token_enc);
+      if (ttlMs > 0) {
+        if (cache.size >= 10_000) cache.delete(cache.keys().next().value!);
+        cache.set(cacheKey, { target: t, until: now() + ttlMs });
+      }
+      return t;
+    },
+
+    /** Drops a cached target (its gateway did not answer: it may have moved). */
+    forget(userId: string, agentId: string) {
+      cache.delete(`${userId}\u0000${agentId}`);
     },
 
     /**

@@ -37,7 +37,7 @@ export const keysRepo = {
     return db
       .selectFrom('api_keys')
       .innerJoin('users', 'users.id', 'api_keys.user_id')
-      .select(['api_keys.id', 'api_keys.key_hash', 'users.id as user_id', 'users.email', 'users.plan', 'users.subscription_status', 'users.is_admin', 'users.email_verified'])
+      .select(['api_keys.id', 'api_keys.key_hash', 'api_keys.last_used_at', 'users.id as user_id', 'users.email', 'users.plan', 'users.subscription_status', 'users.is_admin', 'users.email_verified'])
       .where('api_keys.prefix', '=', prefix)
       .execute();
   },

@@ -15,6 +15,7 @@ import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { badRequest, notFound } from '../../lib/errors.ts';
+import type { KeyCache } from './key-cache.ts';
 import { keysRepo } from './keys.repo.ts';
 
 export const API_KEY_PREFIX = 'sk_';
@@ -49,10 +50,29 @@ const toSummary = (r: { id: string; name: string; prefix: string; created_at: Da
   lastUsed: r.last_used_at ? r.last_used_at.toISOString() : null,
 });
 
-export type KeysDeps = { db: Db; config: Pick<Config, 'ADMIN_EMAILS' | 'ADMIN_EMAILS_REQUIRE_VERIFIED'> };
+export type KeysDeps = {
+  db: Db;
+  config: Pick<Config, 'ADMIN_EMAILS' | 'ADMIN_EMAILS_REQUIRE_VERIFIED'>;
+  /** verified keys (key-cache.ts); without one every validation reads the database */
+  cache?: KeyCache<KeyProfile>;
+  now?: () => number;
+};
+
+/** `lastUsed` is written at most this often per key (off the hot path: a minute is its resolution). */
+const TOUCH_EVERY_MS = 60_000;
 
 export function createKeysService(deps: KeysDeps) {
   const { db, config } = deps;
+  const now = deps.now ?? Date.now;
+  /** when this process last wrote each key's last_used_at */
+  const touched = new Map<string, number>();
+  function touchLater(keyId: string) {
+    const t = now();
+    if (t - (touched.get(keyId) ?? 0) < TOUCH_EVERY_MS) return;
+    touched.set(keyId, t);
+    if (touched.size > 100_000) touched.delete(touched.keys().next().value!);
+    void keysRepo.touch(db.kysely, keyId).catch(() => touched.delete(keyId));
+  }
 
   return {
     async list(userId: string): Promise<ApiKeySummary[]> {
@@ -82,6 +102,8 @@ export function createKeysService(deps: KeysDeps) {
     async remove(userId: string, id: string): Promise<void> {
       if (!UUID.test(id)) throw notFound('API key not found');
       if (!(await db.withUser(userId, (trx) => keysRepo.delete(trx, userId, id)))) throw notFound('API key not found');
+      // a deleted key stops validating at once here and, through Redis, in every replica
+      deps.cache?.evictKey(id);
     },
 
     /**
@@ -94,14 +116,26 @@ export function createKeysService(deps: KeysDeps) {
         return { valid: false, error: INVALID_KEY };
       }
       const hash = sha256(apiKey);
+      const hashHex = hash.toString('hex');
+      const hit = deps.cache?.get(hashHex);
+      if (hit) {
+        touchLater(hit.keyId);
+        return hit.profile;
+      }
       const candidates = await keysRepo.findByPrefix(db.kysely, apiKey.slice(0, LIMITS.apiKeyPrefixLength));
       // compare against every candidate (no early exit), each in constant time
       let match: (typeof candidates)[number] | undefined;
       for (const c of candidates) if (timingSafeEqual(c.key_hash, hash) && !match) match = c;
       if (!match) return { valid: false, error: INVALID_KEY };
-      await keysRepo.touch(db.kysely, match.id);
+      // the first use in a minute is written before answering (so lastUsed is never behind by
+      // more than a minute, whichever process answers), later ones not at all
+      const t = now();
+      if (!match.last_used_at || t - match.last_used_at.getTime() >= TOUCH_EVERY_MS) {
+        await keysRepo.touch(db.kysely, match.id);
+        touched.set(match.id, t);
+      }
       const effectivePlan = isAdminUser(config, match) ? 'network' : match.plan;
-      return {
+      const profile: KeyProfile = {
         valid: true,
         userId: match.user_id,
         email: match.email,
@@ -109,6 +143,8 @@ export function createKeysService(deps: KeysDeps) {
         subscriptionStatus: match.subscription_status,
         features: [...PLAN_FEATURES[effectivePlan]],
       };
+      deps.cache?.set(hashHex, { keyId: match.id, userId: match.user_id, profile });
+      return profile;
     },
   };
 }

@@ -19,9 +19,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Agent, request as undiciRequest } from 'undici';
 import WebSocket from 'ws';
 import { z } from 'zod';
-import type { AgentTargets } from '../../../domains/chat/agent-target.ts';
+import type { AgentTarget, AgentTargets } from '../../../domains/chat/agent-target.ts';
 import { API_KEY_PREFIX, type KeysService } from '../../../domains/keys/keys.service.ts';
-import { forbidden, unauthorized } from '../../../lib/errors.ts';
+import { forbidden, isAppError, unauthorized } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
 import { CROSS_SITE_MESSAGE } from '../../shared/origin-check.ts';
 import { errorSchema } from '../../shared/schemas.ts';
@@ -84,26 +84,34 @@ export async function agentProxyRoutes(app: App, deps: AgentProxyDeps) {
 
   async function forward(request: FastifyRequest, reply: FastifyReply, agentId: string, path: string) {
     const userId = await caller(request);
-    const t = await deps.targets.byId(userId, agentId);
     const headers: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(request.headers)) {
       if (value !== undefined && !DROP_REQUEST.has(name)) headers[name] = value;
     }
-    headers.authorization = `Bearer ${t.token}`;
     const query = request.url.includes('?') ? request.url.slice(request.url.indexOf('?')) : '';
     const body = request.body as Buffer | undefined;
-    let upstream: Awaited<ReturnType<typeof undiciRequest>>;
-    try {
-      upstream = await undiciRequest(`${t.baseUrl}${path}${query}`, {
+    const send = (t: AgentTarget) =>
+      undiciRequest(`${t.baseUrl}${path}${query}`, {
         method: request.method as (typeof METHODS)[number],
-        headers,
+        headers: { ...headers, authorization: `Bearer ${t.token}` },
         body: body && body.length > 0 ? body : null,
         dispatcher,
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
       });
-    } catch {
-      return reply.code(502).send({ error: 'The agent could not be reached', code: 'AGENT_UNAVAILABLE' });
+    let upstream: Awaited<ReturnType<typeof undiciRequest>>;
+    try {
+      upstream = await send(await deps.targets.byId(userId, agentId));
+    } catch (err) {
+      if (isAppError(err)) throw err;
+      // a cached address may be stale (the agent restarted elsewhere): look it up again, once
+      deps.targets.forget(userId, agentId);
+      try {
+        upstream = await send(await deps.targets.byId(userId, agentId, { fresh: true }));
+      } catch (retryErr) {
+        if (isAppError(retryErr)) throw retryErr;
+        return reply.code(502).send({ error: 'The agent could not be reached', code: 'AGENT_UNAVAILABLE' });
+      }
     }
     reply.code(upstream.statusCode);
     for (const [name, value] of Object.entries(upstream.headers)) {
