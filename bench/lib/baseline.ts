@@ -6,9 +6,9 @@ import Fastify from 'fastify';
 
 export type RunningServer = { url: string; close(): Promise<void> };
 
-export async function startBareFastify(path: string, body: unknown): Promise<RunningServer> {
+export async function startBareFastify(path: string, body: unknown, method: 'GET' | 'POST' = 'GET'): Promise<RunningServer> {
   const app = Fastify({ logger: false });
-  app.get(path, async () => body);
+  app.route({ method, url: path, handler: async () => body });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
   if (!addr || typeof addr === 'string') throw new Error('bare Fastify: no address');

@@ -16,6 +16,7 @@ const once = (duration: number) =>
     url: opts.url,
     method: (opts.method ?? 'GET') as NonNullable<Request['method']>,
     headers: opts.headers ?? {},
+    ...(opts.body !== undefined ? { body: opts.body } : {}),
     connections: opts.connections,
     pipelining: opts.pipelining ?? 1,
     duration,

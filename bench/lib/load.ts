@@ -10,6 +10,7 @@ export type LoadOptions = {
   url: string;
   method?: string;
   headers?: Record<string, string>;
+  body?: string;
   connections: number;
   pipelining?: number;
   /** measured seconds */
@@ -92,7 +93,7 @@ export function loadSettings(defaults: { durationS: number; warmupS: number; con
   };
 }
 
-export type LoadCase = { key: string; url: string; headers?: Record<string, string> };
+export type LoadCase = { key: string; url: string; method?: string; headers?: Record<string, string>; body?: string };
 
 export type RoundsResult = LoadResult & {
   /** req/s of each round, in order */
@@ -129,6 +130,8 @@ export async function measureRounds(
       const res = await measure({
         url: c.url,
         headers: c.headers ?? {},
+        ...(c.method ? { method: c.method } : {}),
+        ...(c.body !== undefined ? { body: c.body } : {}),
         connections: opts.connections,
         pipelining: opts.pipelining ?? 1,
         durationS: opts.durationS,
