@@ -142,6 +142,8 @@ const envSchema = z.object({
   /** added: window of the failed sign-in counters, ms (15 minutes): the longest a lockout lasts */
   LOGIN_FAILURE_WINDOW_MS: positiveInt(15 * 60 * 1000),
   /** added: how long a verified API key is trusted without a database read, ms (0: never); deleting a key evicts it at once (docs/configuration.md) */
+  /** added: how often a live-log stream reads new lines of its agent, ms (docs/agents.md "Live logs") */
+  LIVE_LOGS_INTERVAL_MS: positiveInt(1000),
   API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5000),
 
   // Identity

@@ -217,3 +217,82 @@ describe('§4.8 POST /api/gateway/chat and §4.18 POST /api/chat', () => {
     expect((await api({}, 'POST', '/api/chat', { agentId, message: 'x' })).status).toBe(401);
   });
 });
+
+describe('§4.7 live logs: /api/logs/:agentId/stream, /history, /stop, /active', () => {
+  const liveLogs = () => (live.running()!.web as unknown as { liveLogs: { counts(): { pollers: number; subscribers: number } } }).liveLogs;
+
+  /** Opens a stream and returns a reader of its text with the connection's abort. */
+  async function openStream(cookie: string) {
+    const abort = new AbortController();
+    const res = await fetch(`${live.webUrl}/api/logs/${agentId}/stream`, { headers: { cookie }, signal: abort.signal });
+    const reader = res.body!.getReader();
+    let text = '';
+    const decoder = new TextDecoder();
+    const readUntil = async (pattern: RegExp, timeoutMs = 20_000) => {
+      const until = Date.now() + timeoutMs;
+      while (!pattern.test(text)) {
+        if (Date.now() > until) throw new Error(`stream never matched ${pattern}: ${text.slice(-500)}`);
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += decoder.decode(value, { stream: true });
+      }
+      return text;
+    };
+    return { res, readUntil, abort: () => abort.abort() };
+  }
+
+  it('a stream receives the lines the agent writes after it opened', async () => {
+    const s = await openStream(owner.cookie);
+    expect(s.res.status).toBe(200);
+    expect(s.res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    await s.readUntil(/: connected/);
+    expect((await (await api({ cookie: owner.cookie }, 'GET', `/api/logs/${agentId}/active`)).json())).toEqual({ agentId, active: true, streams: 1 });
+    // make the runtime write (chat turns are logged) until a line arrives: the reader's first
+    // look only sets where "new" starts, and on a loaded machine it may come late
+    const arrived = s.readUntil(/event: log\ndata: /, 45_000);
+    let done = false;
+    void arrived.then(() => (done = true), () => (done = true));
+    for (let i = 0; i < 60 && !done; i++) {
+      await client(owner.key).chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: `log me ${i}` }] });
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    const text = await arrived;
+    const first = JSON.parse(/event: log\ndata: (.+)\n/.exec(text)![1]!);
+    expect(first).toMatchObject({ agentId, timestamp: expect.any(String), level: expect.any(String), message: expect.any(String) });
+    // stop ends it with an end event
+    expect((await (await api({ cookie: owner.cookie }, 'POST', `/api/logs/${agentId}/stop`)).json())).toEqual({ agentId, stopped: 1 });
+    await s.readUntil(/event: end\ndata: \{"reason":"Stopped"\}/);
+    await eventually(async () => liveLogs().counts().subscribers === 0, 5000, 20);
+  }, 60_000);
+
+  it('100 connects and disconnects leave no reader and no listener behind', async () => {
+    for (let i = 0; i < 100; i++) {
+      const s = await openStream(owner.cookie);
+      await s.readUntil(/: connected/);
+      s.abort();
+    }
+    await eventually(async () => {
+      const c = liveLogs().counts();
+      return c.pollers === 0 && c.subscribers === 0;
+    }, 10_000, 20);
+    expect((await (await api({ cookie: owner.cookie }, 'GET', `/api/logs/${agentId}/active`)).json())).toEqual({ agentId, active: false, streams: 0 });
+  }, 60_000);
+
+  it('history lists recent lines; a stranger gets 404 everywhere, no session 401', async () => {
+    const h = await api({ cookie: owner.cookie }, 'GET', `/api/logs/${agentId}/history?limit=5`);
+    expect(h.status).toBe(200);
+    const body = (await h.json()) as { logs: unknown[]; limit: number; status: string };
+    expect(body).toMatchObject({ limit: 5, status: 'ok' });
+    expect(body.logs.length).toBeGreaterThan(0);
+    for (const [method, path] of [
+      ['GET', 'stream'],
+      ['GET', 'history'],
+      ['POST', 'stop'],
+      ['GET', 'active'],
+    ] as const) {
+      expect((await api({ cookie: stranger.cookie }, method, `/api/logs/${agentId}/${path}`)).status).toBe(404);
+      expect((await api({}, method, `/api/logs/${agentId}/${path}`)).status).toBe(401);
+    }
+    expect(liveLogs().counts().pollers).toBe(0);
+  });
+});

@@ -17,6 +17,9 @@ import { backendKeysRoutes } from './routes/keys.routes.ts';
 import type { WatchdogService } from '../../domains/watchdog/watchdog.service.ts';
 import { backendWatchdogRoutes } from './routes/watchdog.routes.ts';
 
+import type { FilesService } from '../../domains/files/files.service.ts';
+import { browseRoutes } from './routes/browse.routes.ts';
+
 export type BackendServices = {
   agents: AgentsService;
   ai: AiService;
@@ -24,6 +27,8 @@ export type BackendServices = {
   hostingMcp: HostingMcpService;
   /** §3 watchdog state in agent responses and GET /api/agents/:id/watchdog */
   watchdog?: WatchdogService;
+  /** §4.17 file explorer over agents' workspaces */
+  files?: FilesService;
 };
 
 export async function buildBackendApp(config: Config, services: BackendServices, options: { logger?: FastifyBaseLogger } = {}): Promise<App> {
@@ -58,6 +63,7 @@ export async function buildBackendApp(config: Config, services: BackendServices,
     await core.register(async (aiScope) => aiRoutes(aiScope, { ai: services.ai, config }));
     backendKeysRoutes(core, { keys: services.keys });
     hostingMcpRoutes(core, { hostingMcp: services.hostingMcp });
+    if (services.files) browseRoutes(core, { files: services.files });
   });
   return app;
 }

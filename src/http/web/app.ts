@@ -44,6 +44,8 @@ import { webWatchdogRoutes } from './routes/watchdog.routes.ts';
 import type { ChatService } from '../../domains/chat/chat.service.ts';
 import type { AgentTargets } from '../../domains/chat/agent-target.ts';
 import { chatRoutes } from './routes/chat.routes.ts';
+import { logsRoutes } from './routes/logs.routes.ts';
+import { createLiveLogs } from '../../domains/logs/live-logs.ts';
 import { agentProxyRoutes } from './routes/agent-proxy.routes.ts';
 
 export type WebServices = {
@@ -116,6 +118,14 @@ export async function buildWebApp(config: Config, services: WebServices, options
   sessionWalletRoutes(app, { sessionWallet: services.sessionWallet, session });
   if (services.payments) paymentsRoutes(app, { ...services.payments, keys: services.keys, session });
   if (services.chat) chatRoutes(app, { chat: services.chat, session });
+  // live logs: one reader per watched agent in this web process, released with its last stream
+  const live = createLiveLogs({
+    fetch: async (userId, agentId) => (await services.agentsWeb.logs({ id: userId, email: '', isAdmin: false }, agentId, { limit: 100 })).logs,
+    ...(config.LIVE_LOGS_INTERVAL_MS ? { intervalMs: config.LIVE_LOGS_INTERVAL_MS } : {}),
+  });
+  app.addHook('onClose', async () => live.close());
+  app.decorate('liveLogs', live);
+  logsRoutes(app, { agents: services.agentsWeb, live, session });
   if (services.agentTargets) {
     await agentProxyRoutes(app, {
       targets: services.agentTargets,

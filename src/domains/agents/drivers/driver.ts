@@ -81,6 +81,11 @@ export interface HostingDriver {
   delete(agentId: string): Promise<void>;
   logs(agentId: string, options: { limit: number; level?: string }): Promise<LogLine[]>;
   stats(agentId: string): Promise<AgentStats>;
+  /**
+   * Optional: the folder of the agent's workspace on this machine, for the §4.17 file explorer
+   * (docs/agents.md "File explorer"). Drivers whose agents live elsewhere (Render) leave it out.
+   */
+  workspaceDir?(agentId: string): string;
   /** Stops what this process owns on platform shutdown (local: child processes); remote drivers do nothing. */
   shutdown(): Promise<void>;
 }

@@ -538,6 +538,10 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       return limit === 0 ? [] : filtered.slice(-limit);
     },
 
+    workspaceDir(agentId: string): string {
+      return dirs(agentId).workspace;
+    },
+
     async stats(agentId: string): Promise<AgentStats> {
       const state = readState(agentId);
       const { status: current } = await status(agentId);

@@ -13,7 +13,7 @@ import { OPERATOR_USER_ID } from './agents.routes.ts';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** As every backend agent route: `x-user-id`, or the operator account without it. */
-function actingUser(header: string | string[] | undefined): string {
+export function actingUser(header: string | string[] | undefined): string {
   if (typeof header === 'string' && header && !UUID.test(header)) throw badRequest('Invalid user id');
   return typeof header === 'string' && header ? header.toLowerCase() : OPERATOR_USER_ID;
 }

@@ -1,0 +1,24 @@
+/**
+ * §4.17 file explorer, per agent: the acting user's agent (404 otherwise, row-level security
+ * decides), its workspace from the hosting driver, then workspace-files.ts does the work.
+ */
+import type { Db } from '../../db/client.ts';
+import { AppError } from '../../lib/errors.ts';
+import { findOwnAgent } from '../agents/agents.service.ts';
+import type { HostingDriver } from '../agents/drivers/driver.ts';
+import { createWorkspaceFiles, type WorkspaceFiles } from './workspace-files.ts';
+
+export function createFilesService(deps: { db: Db; driver: HostingDriver | undefined }) {
+  return {
+    async forAgent(userId: string, agentId: string): Promise<WorkspaceFiles> {
+      await findOwnAgent(deps.db, userId, agentId);
+      const dir = deps.driver?.workspaceDir?.(agentId);
+      if (!dir) {
+        throw new AppError(409, 'NO_LOCAL_WORKSPACE', "This agent's workspace is not on this machine: the file explorer needs the local hosting driver");
+      }
+      return createWorkspaceFiles(dir);
+    },
+  };
+}
+
+export type FilesService = ReturnType<typeof createFilesService>;
