@@ -23,6 +23,7 @@ import { createHostingMcpService } from './domains/hosting-mcp/hosting-mcp.servi
 import { createKeysService, type KeyProfile } from './domains/keys/keys.service.ts';
 import { createKeyCache } from './domains/keys/key-cache.ts';
 import { createFilesService } from './domains/files/files.service.ts';
+import { createStablecoinBalanceReader } from './domains/wallet/stablecoin-balances.ts';
 import { createHostingStatusService } from './domains/hosting-status/hosting-status.service.ts';
 import { createUpstashStatusStore, type StatusStore } from './domains/hosting-status/status-store.ts';
 import { createSessionWalletService } from './domains/session-wallet/session-wallet.service.ts';
@@ -244,7 +245,7 @@ export function createPlatform(deps: PlatformDeps) {
 
   return {
     services: { chat, admin, topUp, subscriptions, agents, agentsWeb, driver, watchdog, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, hostingMcp, workflows, heartbeat, bridge, ledger, paymentSessions, gateway },
-    buildWebApp: () => buildWebApp(config, { chat, agentTargets, admin, topUp, subscriptions, agentsWeb, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, workflows, heartbeat, bridge, watchdog, payments: { sessions: paymentSessions, gateway } }, appOptions),
+    buildWebApp: () => buildWebApp(config, { chat, agentTargets, stablecoinBalances: createStablecoinBalanceReader({ rpcUrl: config.TEMPO_RPC_URL, testnet: config.TEMPO_TESTNET }), admin, topUp, subscriptions, agentsWeb, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, workflows, heartbeat, bridge, watchdog, payments: { sessions: paymentSessions, gateway } }, appOptions),
     buildBackendApp: () => buildBackendApp(config, { agents, ai, keys, hostingMcp, watchdog, files: createFilesService({ db, driver }) }, appOptions),
     /** Starts the deployment worker (backend processes): re-deploys agents that should run, then takes jobs. */
     async startWorkers() {

@@ -148,11 +148,11 @@ describe('§4.4 GET /api/wallet (without address)', () => {
     });
   });
 
-  it('with ?address= it is the balance lookup, not the session wallet (500 while no balance reader is wired)', async () => {
+  it('with ?address= it is the balance lookup, not the session wallet (500 while TEMPO_RPC_URL is unset)', async () => {
     const u = await signUp(t.web);
     const res = await get(t, '/api/wallet?address=0x0000000000000000000000000000000000000001', u.cookie);
     expect(res.statusCode).toBe(500);
-    expect(res.json()).toEqual({ error: 'Balance lookup not configured' });
+    expect(res.json()).toEqual({ error: 'Failed to fetch balances: no chain RPC is configured (TEMPO_RPC_URL)', code: 'RPC_NOT_CONFIGURED' });
   });
 });
 

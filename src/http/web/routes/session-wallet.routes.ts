@@ -68,7 +68,10 @@ export function sessionWalletRoutes(
         '`{agenticWallet:{status,projectId,features}, instructions}`. Otherwise needs the session (401) and returns ' +
         '`{address,balance,network,hasWallet,createdAt}`, or `{address:null,balance:"0",network,hasWallet:false,message}` before a wallet exists. ' +
         '`network` is `base-sepolia`. `balance` is always "0": the session wallet balance is not read from a chain (no RPC call is made). ' +
-        'With `?address=` this path is the stablecoin balance lookup of §4.4 (500 while no balance reader is configured).',
+        'With `?address=` (no auth) this path is the stablecoin balance lookup of §4.4: the 11 stablecoins\' `balanceOf` in one RPC ' +
+        'round trip on TEMPO_RPC_URL (deployless Multicall3), each valued 1:1 to USD with 6 decimals; `allTokens` lists funded tokens ' +
+        'in the §4.4 order, `primaryToken` is the first of them (pathUSD with balance "0" when none is funded), `totalUsd` is rounded ' +
+        'down to cents. 400 for a missing or malformed address; 500 when the RPC fails or TEMPO_RPC_URL is unset.',
       querystring: z.object({ address: z.string().optional().describe('Stablecoin balance lookup (see above)') }),
       response: { 200: z.union([walletView, stablecoinBalances]), 400: errorSchema, 401: errorSchema, 500: errorSchema },
     },
