@@ -32,7 +32,7 @@
  * are never given to an agent; if they are present anyway they are removed from this process's
  * environment before anything else runs, so no tool the agent starts can inherit them.
  */
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import pino from 'pino';
 import { LIMITS } from '../config/limits.ts';
@@ -83,7 +83,9 @@ try {
 
 const config = buildAgentConfig(userConfig, { plan, workspace, port, model: str('AGENT_MODEL') });
 const configFile = join(workspace, 'openclaw.json');
-writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`);
+// the user's configuration may carry channel secrets (a bot token): readable by the agent only
+writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+chmodSync(configFile, 0o600);
 
 const level = str('AGENT_LOG_LEVEL') ?? (configValue(config, 'logging.level') as string | undefined) ?? 'info';
 const logger = pino(

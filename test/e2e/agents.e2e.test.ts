@@ -5,6 +5,8 @@
  * (apps, worker and driver closed; a new platform over the same database and DATA_DIR) it runs
  * again; then it is deleted.
  */
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decryptSecret } from '../../src/lib/crypto.ts';
 import { eventually } from '../agents/helpers.ts';
@@ -60,6 +62,9 @@ describe('agents end to end (local driver, built-in runtime)', () => {
     }, 60_000, 200);
     const health = await fetch(`${(await gatewayBase(agent.id))}/healthz`);
     expect(await health.json()).toEqual({ ok: true, status: 'live' });
+    // its configuration file may carry channel secrets: nobody but the agent may read it
+    const configFile = join(live.config.DATA_DIR, 'agents', agentId, 'workspace', 'openclaw.json');
+    expect(statSync(configFile).mode & 0o077).toBe(0);
   }, 90_000);
 
   it('a chat completion through the agent reaches the model upstream and returns', async () => {

@@ -235,6 +235,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     mkdirSync(d.home, { recursive: true });
     const { file, args } = command();
     const ro = runtimePaths();
+    const uid = sandbox.separateUser ? agentUid(agentId) : undefined;
     if (runtime === 'openclaw') {
       // OpenClaw's configuration (docs/agents.md "OpenClaw"): outside the workspace and state, read-only
       // in the sandbox, rewritten from the launch environment at every start (so a restart on a new port keeps them in step)
@@ -247,11 +248,18 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
         modelApiKey: Boolean(env.AGENT_MODEL_API_KEY),
         model: env.AGENT_MODEL,
       });
-      writeFileSync(`${d.openclawConfig}.tmp`, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o644 });
-      renameSync(`${d.openclawConfig}.tmp`, d.openclawConfig);
+      // it may carry channel secrets from the user's configuration: readable by the agent only.
+      // Sandboxed, the agent reads it through its group (root keeps ownership, so the agent can
+      // neither change nor chmod it; the mount is read-only too); unsandboxed, it is the agent's own user
+      const tmp = `${d.openclawConfig}.tmp`;
+      writeFileSync(tmp, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+      if (uid !== undefined) {
+        chownSync(tmp, 0, uid);
+        chmodSync(tmp, 0o640);
+      } else chmodSync(tmp, 0o600);
+      renameSync(tmp, d.openclawConfig);
       ro.push(d.openclawConfig);
     }
-    const uid = sandbox.separateUser ? agentUid(agentId) : undefined;
     if (uid !== undefined) {
       // the agent's own user owns its workspace and home, and nobody else may enter them
       for (const dir of [d.workspace, d.home]) {
