@@ -24,6 +24,8 @@ import { createKeysService, type KeyProfile } from './domains/keys/keys.service.
 import { createKeyCache } from './domains/keys/key-cache.ts';
 import { createFilesService } from './domains/files/files.service.ts';
 import { createStablecoinBalanceReader } from './domains/wallet/stablecoin-balances.ts';
+import { createCdpClient } from './domains/wallet/cdp-client.ts';
+import { createCdpWalletsService } from './domains/wallet/cdp-wallets.service.ts';
 import { createHostingStatusService } from './domains/hosting-status/hosting-status.service.ts';
 import { createUpstashStatusStore, type StatusStore } from './domains/hosting-status/status-store.ts';
 import { createSessionWalletService } from './domains/session-wallet/session-wallet.service.ts';
@@ -177,6 +179,20 @@ export function createPlatform(deps: PlatformDeps) {
     }),
     onEnqueue: () => worker?.wake(),
   });
+  const cdpWallets = createCdpWalletsService({
+    db,
+    walletKey: deps.secrets.walletEncryptionKey,
+    provider:
+      config.configured.cdp && config.CDP_API_KEY_ID && config.CDP_API_KEY_SECRET
+        ? createCdpClient({
+            apiUrl: config.CDP_API_URL,
+            apiKeyId: config.CDP_API_KEY_ID,
+            apiKeySecret: config.CDP_API_KEY_SECRET,
+            walletSecret: config.CDP_WALLET_SECRET,
+            ...(config.CDP_IMPORT_PUBLIC_KEY ? { importPublicKey: config.CDP_IMPORT_PUBLIC_KEY.replace(/\\n/g, '\n') } : {}),
+          })
+        : undefined,
+  });
   const agentTargets = createAgentTargets({ db, secretsKey: deps.secrets.secretsEncryptionKey });
   const chat = createChatService({ db, targets: agentTargets });
   const agentsWeb = createAgentsWebService({
@@ -245,7 +261,7 @@ export function createPlatform(deps: PlatformDeps) {
 
   return {
     services: { chat, admin, topUp, subscriptions, agents, agentsWeb, driver, watchdog, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, hostingMcp, workflows, heartbeat, bridge, ledger, paymentSessions, gateway },
-    buildWebApp: () => buildWebApp(config, { chat, agentTargets, stablecoinBalances: createStablecoinBalanceReader({ rpcUrl: config.TEMPO_RPC_URL, testnet: config.TEMPO_TESTNET }), admin, topUp, subscriptions, agentsWeb, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, workflows, heartbeat, bridge, watchdog, payments: { sessions: paymentSessions, gateway } }, appOptions),
+    buildWebApp: () => buildWebApp(config, { cdpWallets, chat, agentTargets, stablecoinBalances: createStablecoinBalanceReader({ rpcUrl: config.TEMPO_RPC_URL, testnet: config.TEMPO_TESTNET }), admin, topUp, subscriptions, agentsWeb, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, workflows, heartbeat, bridge, watchdog, payments: { sessions: paymentSessions, gateway } }, appOptions),
     buildBackendApp: () => buildBackendApp(config, { agents, ai, keys, hostingMcp, watchdog, files: createFilesService({ db, driver }) }, appOptions),
     /** Starts the deployment worker (backend processes): re-deploys agents that should run, then takes jobs. */
     async startWorkers() {

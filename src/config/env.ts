@@ -228,6 +228,8 @@ const envSchema = z.object({
   CDP_WALLET_SECRET: optionalString,
   CDP_PROJECT_ID: optionalString,
   CDP_API_URL: url('https://api.cdp.coinbase.com'),
+  /** added: PEM RSA public key that encrypts imported private keys (default: the provider's own, as its SDK ships it) */
+  CDP_IMPORT_PUBLIC_KEY: optionalString,
   BASE_RPC_URL: url('https://mainnet.base.org'),
   X402_GATEWAY_URL: optionalUrl,
   TRADING_API_URL: optionalUrl,

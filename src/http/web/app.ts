@@ -44,6 +44,8 @@ import { webWatchdogRoutes } from './routes/watchdog.routes.ts';
 import type { ChatService } from '../../domains/chat/chat.service.ts';
 import type { AgentTargets } from '../../domains/chat/agent-target.ts';
 import { chatRoutes } from './routes/chat.routes.ts';
+import type { CdpWalletsService } from '../../domains/wallet/cdp-wallets.service.ts';
+import { cdpWalletRoutes } from './routes/cdp-wallet.routes.ts';
 import type { StablecoinBalanceReader } from '../../domains/wallet/stablecoin-balances.ts';
 import { logsRoutes } from './routes/logs.routes.ts';
 import { createLiveLogs } from '../../domains/logs/live-logs.ts';
@@ -52,6 +54,8 @@ import { agentProxyRoutes } from './routes/agent-proxy.routes.ts';
 export type WebServices = {
   /** talking to agents: gateway chat, REST chat and the gateway proxy (docs/agents.md) */
   chat?: ChatService;
+  /** §4.4 custodial wallets (CDP) */
+  cdpWallets?: CdpWalletsService;
   /** §4.4 stablecoin balances by address (TEMPO_RPC_URL) */
   stablecoinBalances?: StablecoinBalanceReader;
   agentTargets?: AgentTargets;
@@ -124,6 +128,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     ...(services.stablecoinBalances ? { balanceByAddress: (_request: unknown, address: string) => services.stablecoinBalances!(address) } : {}),
   });
   if (services.payments) paymentsRoutes(app, { ...services.payments, keys: services.keys, session });
+  if (services.cdpWallets) cdpWalletRoutes(app, { wallets: services.cdpWallets, session });
   if (services.chat) chatRoutes(app, { chat: services.chat, session });
   // live logs: one reader per watched agent in this web process, released with its last stream
   const live = createLiveLogs({
