@@ -4,8 +4,8 @@
  * design: commands are bounded by REDIS_TIMEOUT_MS so an eviction never waits for an unreachable
  * Redis, and a missed message only means another replica's entry lives out its short TTL.
  */
-import { Redis } from 'ioredis';
-import { closeRedis, redisOptions } from './redis.ts';
+import type { Redis } from 'ioredis';
+import { closeRedis, redisOptions, newRedis } from './redis.ts';
 
 export type EvictionBus = { publish(message: string): void; close(): Promise<void> };
 
@@ -13,9 +13,9 @@ export type EvictionBus = { publish(message: string): void; close(): Promise<voi
 export const localOnlyBus: EvictionBus = { publish() {}, close: async () => {} };
 
 export function createEvictionBus(url: string, channel: string, onMessage: (m: string) => void, timeoutMs?: number): EvictionBus {
-  const pub = new Redis(url, redisOptions(timeoutMs));
+  const pub = newRedis(url, redisOptions(timeoutMs));
   // the subscriber holds a blocking connection: no command timeout, offline queue for SUBSCRIBE
-  const sub = new Redis(url, { ...redisOptions(timeoutMs), commandTimeout: undefined, enableOfflineQueue: true });
+  const sub = newRedis(url, { ...redisOptions(timeoutMs), commandTimeout: undefined, enableOfflineQueue: true });
   pub.on('error', () => {});
   sub.on('error', () => {});
   void sub.subscribe(channel).catch(() => {});

@@ -3,8 +3,8 @@
  * shared across replicas through Redis when REDIS_URL is set. Losing the in-process counters on
  * restart is acceptable: they are a cache of recent traffic, not data.
  */
-import { Redis } from 'ioredis';
-import { closeRedis, redisOptions } from './redis.ts';
+import type { Redis } from 'ioredis';
+import { closeRedis, redisOptions, newRedis } from './redis.ts';
 
 export type RateDecision = { allowed: boolean; count: number; limit: number; retryAfterMs: number };
 
@@ -74,7 +74,7 @@ export function createRedisRateLimiter(
 ): RateLimiter {
   const options = typeof prefixOrOptions === 'string' ? { prefix: prefixOrOptions } : prefixOrOptions;
   const prefix = options.prefix ?? 'rl:';
-  const redis = new Redis(url, redisOptions(options.timeoutMs));
+  const redis = newRedis(url, redisOptions(options.timeoutMs));
   redis.on('error', () => {}); // surfaced per call; a Redis blip must not crash the process
   const local = createMemoryRateLimiter();
   let lastReport = 0;

@@ -3,7 +3,20 @@
  * Redis costs a request at most `timeoutMs`, never the 7-15 s of ioredis's defaults (reconnect
  * retries and an offline queue that holds commands until Redis comes back).
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis, RedisOptions } from 'ioredis';
+
+const requireCjs = createRequire(import.meta.url);
+let RedisClass: typeof Redis | undefined;
+
+/**
+ * A new ioredis client. The package (about 20 MB resident) is loaded by the first client, so a
+ * platform without REDIS_URL never loads it (docs/benchmarks.md "memory").
+ */
+export function newRedis(url: string, options: RedisOptions): Redis {
+  RedisClass ??= (requireCjs('ioredis') as { Redis: typeof Redis }).Redis;
+  return new RedisClass(url, options);
+}
 
 /** Default bound of one Redis command (REDIS_TIMEOUT_MS). */
 export const DEFAULT_REDIS_TIMEOUT_MS = 500;
@@ -25,7 +38,7 @@ export function redisOptions(timeoutMs: number = DEFAULT_REDIS_TIMEOUT_MS): Redi
  * otherwise the reason (the caller logs it and starts degraded).
  */
 export async function checkRedis(url: string, timeoutMs: number): Promise<string | undefined> {
-  const redis = new Redis(url, { ...redisOptions(timeoutMs), lazyConnect: true, retryStrategy: () => null });
+  const redis = newRedis(url, { ...redisOptions(timeoutMs), lazyConnect: true, retryStrategy: () => null });
   redis.on('error', () => {});
   const timer = new Promise<string>((resolve) => setTimeout(() => resolve(`no answer within ${timeoutMs} ms`), timeoutMs).unref());
   try {

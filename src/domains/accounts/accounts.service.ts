@@ -83,7 +83,7 @@ export function createAccountsService(deps: AccountsDeps) {
         throw badRequest('Invalid email format: this domain is reserved for wallet sign-in');
       }
       // docs/security.md: the most common passwords are the first ones guessed
-      if (isCommonPassword(input.password)) throw badRequest(COMMON_PASSWORD_MESSAGE);
+      if (await isCommonPassword(input.password)) throw badRequest(COMMON_PASSWORD_MESSAGE);
       const limit = await deps.rateLimiter.consume(`register:${meta.ip}`, config.REGISTER_RATE_LIMIT, LIMITS.registerWindowMs);
       if (!limit.allowed) throw tooManyRequests('Too many requests', { retryAfter: Math.ceil(limit.retryAfterMs / 1000) });
       if (!(await deps.botVerifier.verify(input.botToken, meta.ip))) throw forbidden('Bot detection failed');
