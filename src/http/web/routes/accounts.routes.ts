@@ -207,6 +207,7 @@ export function accountsRoutes(app: App, deps: { accounts: AccountsService; sess
   });
 
   const updateProfile = {
+    onRequest: session.guard,
     schema: {
       tags: ['accounts'],
       summary: 'Update the current user',

@@ -23,6 +23,7 @@ const adminUser = z.object({
 
 export function adminRoutes(app: App, deps: { admin: AdminService; session: SessionAuth }) {
   app.get('/api/admin/setup', {
+    onRequest: deps.session.guard,
     schema: {
       tags: ['admin'],
       summary: 'Become the first admin with the setup link printed at start-up',
@@ -42,6 +43,7 @@ export function adminRoutes(app: App, deps: { admin: AdminService; session: Sess
   });
 
   app.get('/api/admin/users', {
+    onRequest: deps.session.guard,
     schema: {
       tags: ['admin'],
       summary: 'List users with plan, subscription status and admin flag (admins)',
@@ -63,6 +65,7 @@ export function adminRoutes(app: App, deps: { admin: AdminService; session: Sess
   });
 
   app.patch('/api/admin/users/:id', {
+    onRequest: deps.session.guard,
     schema: {
       tags: ['admin'],
       summary: "Set a user's plan and/or admin flag (admins)",

@@ -40,13 +40,15 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
       tags: ['agents'],
       summary: "The signed-in user's agents",
       description: 'Without a session: `{agents:[],count:0,status:"ok"}` (not 401).',
-      security,
+      // the session is optional here (§4.7): documented as "cookie, or nothing"
+      security: [...security, {}],
       response: { 200: z.object({ agents: z.array(webAgent), count: z.number(), status: z.literal('ok') }) },
     },
     handler: async (request) => agents.list(await session.user(request)),
   });
 
   app.post('/api/agents/provision', {
+    onRequest: session.guard,
     schema: {
       tags: ['agents'],
       summary: 'Provision an agent',
@@ -135,6 +137,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
   });
 
   app.patch('/api/agents/:id', {
+    onRequest: session.guard,
     schema: {
       tags: ['agents'],
       summary: 'Rename an agent',
@@ -174,6 +177,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
   });
 
   app.put('/api/agents/:id/config', {
+    onRequest: session.guard,
     schema: {
       tags: ['agents'],
       summary: "Replace the agent's configuration",
@@ -187,6 +191,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
   });
 
   app.get('/api/agents/:id/logs', {
+    onRequest: session.guard,
     schema: {
       tags: ['agents'],
       summary: "The agent runtime's recent log lines",
@@ -208,6 +213,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
   });
 
   app.get('/api/agents/:id/messages', {
+    onRequest: session.guard,
     schema: {
       tags: ['agents'],
       summary: 'Stored chat messages with the agent, newest first',

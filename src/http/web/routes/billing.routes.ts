@@ -11,6 +11,7 @@ import type { SessionAuth } from '../../shared/session.ts';
 
 export async function billingRoutes(app: App, deps: { subscriptions: SubscriptionsService; session: SessionAuth }) {
   app.post('/api/billing/checkout', {
+    onRequest: deps.session.guard,
     schema: {
       tags: ['billing'],
       summary: 'Start a subscription checkout for a plan',

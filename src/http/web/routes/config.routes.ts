@@ -51,7 +51,7 @@ export function configRoutes(app: App, deps: { config: ConfigService; session: S
   });
 
   app.post('/api/config', {
-    preValidation: session.guard,
+    onRequest: session.guard,
     schema: {
       tags: ['config'],
       summary: 'Save the agent configuration',
@@ -74,7 +74,7 @@ export function configRoutes(app: App, deps: { config: ConfigService; session: S
   });
 
   app.put('/api/config', {
-    preValidation: session.guard,
+    onRequest: session.guard,
     schema: {
       tags: ['config'],
       summary: 'Restore a configuration backup',

@@ -40,6 +40,7 @@ export function heartbeatRoutes(app: App, deps: { heartbeat: HeartbeatService; s
   });
 
   app.post('/api/heartbeat', {
+    onRequest: session.guard,
     schema: {
       tags: ['heartbeat'],
       summary: "Save an agent's heartbeat settings",

@@ -14,6 +14,7 @@ import type { SessionAuth } from '../../shared/session.ts';
 export function instanceRoutes(app: App, deps: { agents: AgentsWebService; session: SessionAuth }) {
   for (const action of ['start', 'stop', 'restart'] as const) {
     app.post(`/api/instance/:userId/${action}`, {
+      onRequest: deps.session.guard,
       schema: {
         tags: ['agents'],
         summary: `${action[0]!.toUpperCase()}${action.slice(1)} the user's agents`,

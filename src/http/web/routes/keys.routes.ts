@@ -40,7 +40,7 @@ export function keysRoutes(app: App, deps: { keys: KeysService; session: Session
   });
 
   app.post('/api/keys', {
-    preValidation: session.guard,
+    onRequest: session.guard,
     schema: {
       tags: ['keys'],
       summary: 'Create an API key',
@@ -59,7 +59,7 @@ export function keysRoutes(app: App, deps: { keys: KeysService; session: Session
   });
 
   app.post('/api/keys/validate', {
-    preValidation: session.guard,
+    onRequest: session.guard,
     schema: {
       tags: ['keys'],
       summary: 'Validate an API key',

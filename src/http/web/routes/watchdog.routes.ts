@@ -12,6 +12,7 @@ import type { SessionAuth } from '../../shared/session.ts';
 
 export function webWatchdogRoutes(app: App, deps: { watchdog: WatchdogService; session: SessionAuth }) {
   app.get('/api/agents/:id/watchdog', {
+    onRequest: deps.session.guard,
     schema: {
       tags: ['agents'],
       summary: "Your agent's watchdog state and history",

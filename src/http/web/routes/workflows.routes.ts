@@ -96,6 +96,7 @@ export function workflowsRoutes(app: App, deps: { workflows: WorkflowsService; s
   });
 
   app.post('/api/workflows', {
+    onRequest: session.guard,
     schema: {
       tags: ['workflows'],
       summary: 'Create a workflow',
@@ -126,6 +127,7 @@ export function workflowsRoutes(app: App, deps: { workflows: WorkflowsService; s
   });
 
   app.put('/api/workflows/:workflowId', {
+    onRequest: session.guard,
     schema: {
       tags: ['workflows'],
       summary: 'Update a workflow',
