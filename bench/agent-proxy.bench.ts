@@ -10,19 +10,17 @@
  * resident memory before, with them open, and 10 s later (flat).
  */
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config/env.ts';
 import { resolveSecrets } from '../src/config/secrets.ts';
 import { createDb, type Db } from '../src/db/client.ts';
-import { startEmbeddedPostgres, freePort, type EmbeddedServer } from '../src/db/embedded.ts';
-import { migrate } from '../src/db/migrate.ts';
+import { freePort } from '../src/db/embedded.ts';
 import type { App } from '../src/http/shared/base-app.ts';
 import { decryptSecret } from '../src/lib/crypto.ts';
 import { createPlatform, type Platform } from '../src/platform.ts';
 import { load, median, startUpstream, type ClientResult, type Target } from './ai-proxy.bench.ts';
+import { startBenchDatabase, stopProcess, type BenchDatabase } from './lib/bench-db.ts';
 import { loadSettings } from './lib/load.ts';
 import { describeMachine, machineLine } from './lib/machine.ts';
 import { round, type BenchOutput } from './lib/report.ts';
@@ -55,16 +53,14 @@ export async function run(): Promise<BenchOutput> {
   const delayMs = Number(process.env.BENCH_AI_DELAY_MS ?? 10);
   const sockets = Number(process.env.BENCH_PROXY_SOCKETS ?? 1000);
   const upstream = await startUpstream(delayMs);
-  const dir = mkdtempSync(join(tmpdir(), 'agent-proxy-bench-'));
-  chmodSync(dir, 0o755);
-  let embedded: EmbeddedServer | undefined;
+  let database: BenchDatabase | undefined;
   let db: Db | undefined;
   let platform: Platform | undefined;
   let web: App | undefined;
   let backend: App | undefined;
   try {
-    embedded = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), password: 'bench' });
-    await migrate(embedded.url);
+    database = await startBenchDatabase('agent-proxy-bench');
+    const dir = database.dir;
     const [webPort, backendPort] = [await freePort(), await freePort()];
     const config = loadConfig(
       {
@@ -81,7 +77,7 @@ export async function run(): Promise<BenchOutput> {
       },
       { cwd: dir, readDotEnv: false },
     );
-    db = createDb(embedded.url, { poolSize: config.DATABASE_POOL_SIZE });
+    db = createDb(database.url, { poolSize: config.DATABASE_POOL_SIZE });
     const secrets = resolveSecrets(config);
     platform = createPlatform({ config, db, secrets });
     web = await platform.buildWebApp();
@@ -184,11 +180,7 @@ export async function run(): Promise<BenchOutput> {
     await backend?.close().catch(() => {});
     await platform?.close().catch(() => {});
     await db?.close().catch(() => {});
-    await embedded?.stop().catch(() => {});
-    await new Promise<void>((resolve) => {
-      upstream.proc.once('exit', () => resolve());
-      upstream.proc.kill();
-    });
-    rmSync(dir, { recursive: true, force: true });
+    await database?.stop();
+    await stopProcess(upstream.proc);
   }
 }

@@ -14,7 +14,7 @@
  * BENCH_ROUNDS (default 3), BENCH_AI_DELAY_MS (upstream delay, default 10), PORTKEY_DIR.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,10 +22,10 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config/env.ts';
 import { resolveSecrets } from '../src/config/secrets.ts';
 import { createDb, type Db } from '../src/db/client.ts';
-import { freePort, startEmbeddedPostgres, type EmbeddedServer } from '../src/db/embedded.ts';
-import { migrate } from '../src/db/migrate.ts';
+import { freePort } from '../src/db/embedded.ts';
 import { createPlatform, type Platform } from '../src/platform.ts';
 import type { App } from '../src/http/shared/base-app.ts';
+import { startBenchDatabase, stopProcess, type BenchDatabase } from './lib/bench-db.ts';
 import { loadSettings } from './lib/load.ts';
 import { describeMachine, machineLine } from './lib/machine.ts';
 import { round, type BenchOutput } from './lib/report.ts';
@@ -172,16 +172,14 @@ export async function run(): Promise<BenchOutput> {
   const levels = [1, 64];
 
   const upstream = await startUpstream(delayMs);
-  const dir = mkdtempSync(join(tmpdir(), 'ai-bench-'));
-  chmodSync(dir, 0o755);
-  let embedded: EmbeddedServer | undefined;
+  let database: BenchDatabase | undefined;
   let db: Db | undefined;
   let platform: Platform | undefined;
   let backend: App | undefined;
   let portkeyProc: ChildProcess | undefined;
   try {
-    embedded = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), password: 'bench' });
-    await migrate(embedded.url);
+    database = await startBenchDatabase('ai-bench');
+    const dir = database.dir;
     const config = loadConfig(
       {
         DATA_DIR: dir,
@@ -193,7 +191,7 @@ export async function run(): Promise<BenchOutput> {
       },
       { cwd: dir, readDotEnv: false },
     );
-    db = createDb(embedded.url, { poolSize: config.DATABASE_POOL_SIZE });
+    db = createDb(database.url, { poolSize: config.DATABASE_POOL_SIZE });
     platform = createPlatform({ config, db, secrets: resolveSecrets(config) });
     backend = await platform.buildBackendApp();
     await backend.listen({ host: '127.0.0.1', port: 0 });
@@ -306,11 +304,7 @@ export async function run(): Promise<BenchOutput> {
     await backend?.close().catch(() => {});
     await platform?.close().catch(() => {});
     await db?.close().catch(() => {});
-    await embedded?.stop().catch(() => {});
-    await new Promise<void>((resolve) => {
-      upstream.proc.once('exit', () => resolve());
-      upstream.proc.kill();
-    });
-    rmSync(dir, { recursive: true, force: true });
+    await database?.stop();
+    await stopProcess(upstream.proc);
   }
 }

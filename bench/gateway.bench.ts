@@ -9,21 +9,17 @@
  * BENCH_WARMUP, BENCH_ROUNDS, BENCH_AI_DELAY_MS).
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { loadConfig } from '../src/config/env.ts';
 import { resolveSecrets } from '../src/config/secrets.ts';
 import { createDb, type Db } from '../src/db/client.ts';
-import { startEmbeddedPostgres, type EmbeddedServer } from '../src/db/embedded.ts';
-import { migrate } from '../src/db/migrate.ts';
 import { openSessionTypes, paymentDomain } from '../src/domains/payments/receipts.ts';
 import type { App } from '../src/http/shared/base-app.ts';
 import { createPlatform, type Platform } from '../src/platform.ts';
 import { load, median, startUpstream, type ClientResult, type Target } from './ai-proxy.bench.ts';
+import { startBenchDatabase, stopProcess, type BenchDatabase } from './lib/bench-db.ts';
 import { loadSettings } from './lib/load.ts';
 import { describeMachine, machineLine } from './lib/machine.ts';
 import { round, type BenchOutput } from './lib/report.ts';
@@ -34,20 +30,18 @@ export async function run(): Promise<BenchOutput> {
   const delayMs = Number(process.env.BENCH_AI_DELAY_MS ?? 10);
   const levels = [1, 16];
   const upstream = await startUpstream(delayMs);
-  const dir = mkdtempSync(join(tmpdir(), 'gateway-bench-'));
-  chmodSync(dir, 0o755);
-  let embedded: EmbeddedServer | undefined;
+  let database: BenchDatabase | undefined;
   let db: Db | undefined;
   let platform: Platform | undefined;
   let web: App | undefined;
   try {
-    embedded = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), password: 'bench' });
-    await migrate(embedded.url);
+    database = await startBenchDatabase('gateway-bench');
+    const dir = database.dir;
     const config = loadConfig(
       { DATA_DIR: dir, LOG_LEVEL: 'silent', INTERNAL_API_KEY: 'bench-internal-key', ROUTER_API_KEY: 'bench-router-key', ROUTER_BASE_URL: upstream.base },
       { cwd: dir, readDotEnv: false },
     );
-    db = createDb(embedded.url, { poolSize: config.DATABASE_POOL_SIZE });
+    db = createDb(database.url, { poolSize: config.DATABASE_POOL_SIZE });
     platform = createPlatform({ config, db, secrets: resolveSecrets(config) });
     web = await platform.buildWebApp();
     await web.listen({ host: '127.0.0.1', port: 0 });
@@ -135,11 +129,7 @@ export async function run(): Promise<BenchOutput> {
     await web?.close().catch(() => {});
     await platform?.close().catch(() => {});
     await db?.close().catch(() => {});
-    await embedded?.stop().catch(() => {});
-    await new Promise<void>((resolve) => {
-      upstream.proc.once('exit', () => resolve());
-      upstream.proc.kill();
-    });
-    rmSync(dir, { recursive: true, force: true });
+    await database?.stop();
+    await stopProcess(upstream.proc);
   }
 }

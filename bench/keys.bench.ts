@@ -7,17 +7,13 @@
  * the cache off (every validation reads PostgreSQL). Goals: p99 ≤ 1 ms at concurrency 1, and at
  * least 0.5x the bare route's throughput at concurrency 16.
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { loadConfig } from '../src/config/env.ts';
 import { resolveSecrets } from '../src/config/secrets.ts';
 import { createDb, type Db } from '../src/db/client.ts';
-import { startEmbeddedPostgres, type EmbeddedServer } from '../src/db/embedded.ts';
-import { migrate } from '../src/db/migrate.ts';
 import type { App } from '../src/http/shared/base-app.ts';
 import { createPlatform, type Platform } from '../src/platform.ts';
 import { startBareFastify, type RunningServer } from './lib/baseline.ts';
+import { startBenchDatabase, stopProcess, type BenchDatabase } from './lib/bench-db.ts';
 import { loadSettings, measureRounds } from './lib/load.ts';
 import { describeMachine, machineLine } from './lib/machine.ts';
 import { loadTable, round, type BenchOutput } from './lib/report.ts';
@@ -32,17 +28,15 @@ const urlOf = (app: App) => {
 export async function run(): Promise<BenchOutput> {
   const machine = describeMachine();
   const settings = loadSettings({ durationS: 5, warmupS: 1, connections: 16, rounds: 3 });
-  const dir = mkdtempSync(join(tmpdir(), 'keys-bench-'));
-  chmodSync(dir, 0o755);
-  let embedded: EmbeddedServer | undefined;
+  let database: BenchDatabase | undefined;
   let db: Db | undefined;
   const platforms: Platform[] = [];
   const apps: App[] = [];
   let bare: RunningServer | undefined;
   try {
-    embedded = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), password: 'bench' });
-    await migrate(embedded.url);
-    db = createDb(embedded.url, { poolSize: 10 });
+    database = await startBenchDatabase('keys-bench');
+    const dir = database.dir;
+    db = createDb(database.url, { poolSize: 10 });
     const start = async (ttl: string) => {
       const config = loadConfig(
         { DATA_DIR: dir, LOG_LEVEL: 'warn', INTERNAL_API_KEY: 'bench-internal-key', API_KEY_CACHE_TTL_MS: ttl },
@@ -113,7 +107,6 @@ export async function run(): Promise<BenchOutput> {
     for (const a of apps) await a.close().catch(() => {});
     for (const p of platforms) await p.close().catch(() => {});
     await db?.close().catch(() => {});
-    await embedded?.stop().catch(() => {});
-    rmSync(dir, { recursive: true, force: true });
+    await database?.stop();
   }
 }
