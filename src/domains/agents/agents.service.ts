@@ -14,6 +14,7 @@ import { AppError, notFound } from '../../lib/errors.ts';
 import { agentsRepo, type AgentRow, type JobRow } from './agents.repo.ts';
 import { waitForHealthy } from './container-health.ts';
 import { newAgentId, newGatewayToken, newPlatformKey } from './credentials.ts';
+import { maskChannelSecrets, openChannelSecrets, sealChannelSecrets } from './channel-secrets.ts';
 import { AgentNotDeployedError, HostingUnavailableError, type ContainerStatus, type HostingDriver } from './drivers/driver.ts';
 
 export const BACKEND_DEFAULT_PLAN = 'label';
@@ -58,7 +59,8 @@ export function backendAgent(a: AgentRow) {
     verificationType: a.verification_type,
     attestationUid: a.attestation_uid,
     verifiedAt: a.verified_at ? new Date(a.verified_at).toISOString() : null,
-    config: (a.config ?? {}) as Record<string, unknown>,
+    // channel secrets never leave the platform in answers (channel-secrets.ts)
+    config: maskChannelSecrets((a.config ?? {}) as Record<string, unknown>, undefined),
     updatedAt: a.updated_at.toISOString(),
   };
 }
@@ -99,7 +101,7 @@ export async function insertAgentRecord(
     status: input.status,
     subdomain,
     url: `https://${subdomain}`,
-    ...(input.config ? { config: input.config } : {}),
+    ...(input.config ? { config: sealChannelSecrets(input.config, undefined, ctx.secretsKey) } : {}),
   });
   await agentsRepo.insertCredentials(trx, { agentId: id, userId: input.userId, gatewayTokenEnc: encryptSecret(ctx.secretsKey, newGatewayToken()) });
   return agent;
@@ -184,17 +186,22 @@ export function createAgentsService(deps: AgentsDeps) {
       id: string,
       patch: { name?: string | undefined; plan?: string | undefined; aiProvider?: string | undefined; model?: string | undefined; config?: Record<string, unknown> | undefined },
     ) {
-      const a = await db.withUser(userId, (trx) =>
-        agentsRepo.updateAgent(trx, id, {
+      const a = await db.withUser(userId, async (trx) => {
+        // a configuration sent back with masked secrets keeps the stored ones (channel-secrets.ts)
+        const stored = patch.config !== undefined ? (await agentsRepo.findAgent(trx, id))?.config : undefined;
+        return agentsRepo.updateAgent(trx, id, {
           ...(patch.name !== undefined ? { name: patch.name } : {}),
           ...(patch.plan !== undefined ? { plan: patch.plan } : {}),
           ...(patch.aiProvider !== undefined ? { ai_provider: patch.aiProvider } : {}),
           ...(patch.model !== undefined ? { model: patch.model } : {}),
-          ...(patch.config !== undefined ? { config: patch.config } : {}),
-        }),
-      );
+          ...(patch.config !== undefined
+            ? { config: sealChannelSecrets(patch.config, stored as Record<string, unknown> | undefined, deps.secrets.secretsEncryptionKey) }
+            : {}),
+        });
+      });
       if (!a) throw notFound('Agent not found');
-      return { id: a.id, plan: a.plan, aiProvider: a.ai_provider, subdomain: a.subdomain, status: a.status, message: 'Agent updated', config: a.config as Record<string, unknown>, name: a.name };
+      const config = maskChannelSecrets(a.config as Record<string, unknown>, deps.secrets.secretsEncryptionKey);
+      return { id: a.id, plan: a.plan, aiProvider: a.ai_provider, subdomain: a.subdomain, status: a.status, message: 'Agent updated', config, name: a.name };
     },
 
     /** §4.7 backend DELETE: the record goes at once; driver cleanup is best effort; unknown ids succeed. */
@@ -239,7 +246,7 @@ export function createAgentsService(deps: AgentsDeps) {
                 status: 'provisioning',
                 ...(input.model ? { model: input.model } : {}),
                 ...(input.aiProvider ? { ai_provider: input.aiProvider } : {}),
-                ...(input.config ? { config: input.config } : {}),
+                ...(input.config ? { config: sealChannelSecrets(input.config, existing.config as Record<string, unknown>, deps.secrets.secretsEncryptionKey) } : {}),
               })) ?? existing;
           } else {
             const plan = input.plan ?? BACKEND_DEFAULT_PLAN;
@@ -367,7 +374,8 @@ export function createAgentsService(deps: AgentsDeps) {
         gatewayToken: decryptSecret(deps.secrets.secretsEncryptionKey, creds.gateway_token_enc),
         platformApiKey: platformKey.key,
         backendUrl: config.BACKEND_URL,
-        config: { ...(agent.config as Record<string, unknown>), model: agent.model, aiProvider: agent.ai_provider, name: agent.name },
+        // the agent itself gets its channel secrets in clear (channel-secrets.ts)
+        config: { ...openChannelSecrets((agent.config ?? {}) as Record<string, unknown>, deps.secrets.secretsEncryptionKey), model: agent.model, aiProvider: agent.ai_provider, name: agent.name },
         env: deps.runtimeEnv?.(agent) ?? {},
       });
       // §4.12: poll /healthz every 2 s, 60 s overall. Silent after that but alive is §3 `starting`:

@@ -10,6 +10,7 @@ import type { Db } from '../../db/client.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { agentsRepo, type AgentRow } from './agents.repo.ts';
 import { findOwnAgent, insertAgentRecord, type LifecycleAction } from './agents.service.ts';
+import { maskChannelSecrets } from './channel-secrets.ts';
 import { BackendUnreachableError, type BackendClient, type BackendResponse } from './backend-client.ts';
 
 /** Lifecycle calls of one instance action in flight at once (each is one backend request). */
@@ -200,14 +201,14 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
 
     async getConfig(user: WebUser, id: string) {
       const a = await ownAgent(user.id, id);
-      return { config: a.config as Record<string, unknown>, status: 'ok' as const };
+      return { config: maskChannelSecrets((a.config ?? {}) as Record<string, unknown>, deps.secrets.secretsEncryptionKey), status: 'ok' as const };
     },
 
     /** §4.7 PUT config: forwarded to the backend, which stores it. */
     async putConfig(user: WebUser, id: string, config: Record<string, unknown>) {
       await ownAgent(user.id, id);
       const body = await call('PUT', path(id), user.id, 'Config update failed', { config });
-      return { config: (body.config ?? config) as Record<string, unknown>, status: 'updated' as const };
+      return { config: maskChannelSecrets((body.config ?? config) as Record<string, unknown>, deps.secrets.secretsEncryptionKey), status: 'updated' as const };
     },
 
     /** §4.7 logs: the runtime's own log lines, read through the backend from the hosting driver. */
