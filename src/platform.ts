@@ -57,6 +57,7 @@ import { pino } from 'pino';
 import { loggerOptions } from './http/shared/logging.ts';
 import { buildBackendApp } from './http/backend/app.ts';
 import { buildWebApp } from './http/web/app.ts';
+import { createUsageReport } from './domains/ai/usage-report.ts';
 import { createAgentTargets } from './domains/chat/agent-target.ts';
 import { createChatService } from './domains/chat/chat.service.ts';
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
@@ -261,7 +262,7 @@ export function createPlatform(deps: PlatformDeps) {
 
   return {
     services: { chat, admin, topUp, subscriptions, agents, agentsWeb, driver, watchdog, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, hostingMcp, workflows, heartbeat, bridge, ledger, paymentSessions, gateway },
-    buildWebApp: () => buildWebApp(config, { cdpWallets, chat, agentTargets, stablecoinBalances: createStablecoinBalanceReader({ rpcUrl: config.TEMPO_RPC_URL, testnet: config.TEMPO_TESTNET }), admin, topUp, subscriptions, agentsWeb, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, workflows, heartbeat, bridge, watchdog, payments: { sessions: paymentSessions, gateway } }, appOptions),
+    buildWebApp: () => buildWebApp(config, { usageReport: createUsageReport({ db, ...(deps.now ? { now: deps.now } : {}) }), cdpWallets, chat, agentTargets, stablecoinBalances: createStablecoinBalanceReader({ rpcUrl: config.TEMPO_RPC_URL, testnet: config.TEMPO_TESTNET }), admin, topUp, subscriptions, agentsWeb, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, workflows, heartbeat, bridge, watchdog, payments: { sessions: paymentSessions, gateway } }, appOptions),
     buildBackendApp: () => buildBackendApp(config, { agents, ai, keys, hostingMcp, watchdog, files: createFilesService({ db, driver }) }, appOptions),
     /** Starts the deployment worker (backend processes): re-deploys agents that should run, then takes jobs. */
     async startWorkers() {

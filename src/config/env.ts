@@ -87,6 +87,8 @@ const envSchema = z.object({
   PUBLIC_URL: optionalUrl,
   BACKEND_URL: optionalUrl,
   DATA_DIR: z.string().default('./data'),
+  /** added: the built dashboard (dashboard/dist of this checkout by default; docs/dashboard.md) */
+  DASHBOARD_DIR: optionalString,
   DATABASE_URL: optionalString,
   DATABASE_POOL_SIZE: positiveInt(10),
   REDIS_URL: optionalString,
@@ -268,6 +270,7 @@ export type Config = RawEnv & {
   PUBLIC_URL: string;
   BACKEND_URL: string;
   DATA_DIR: string;
+  DASHBOARD_DIR: string;
   /** true when PUBLIC_URL is https: the session cookie gets `Secure`. */
   secureCookies: boolean;
   configured: {
@@ -323,6 +326,7 @@ export function loadConfig(
     PUBLIC_URL: publicUrl,
     BACKEND_URL: backendUrl,
     DATA_DIR: resolve(cwd, raw.DATA_DIR),
+    DASHBOARD_DIR: raw.DASHBOARD_DIR ? resolve(cwd, raw.DASHBOARD_DIR) : resolve(import.meta.dirname, '../../dashboard/dist'),
     ADMIN_EMAILS: raw.ADMIN_EMAILS.map((e) => e.toLowerCase()),
     secureCookies: publicUrl.startsWith('https://'),
     configured: {

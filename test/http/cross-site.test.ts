@@ -79,3 +79,18 @@ describe('our own origin, a configured extra origin, and non-browser clients pas
     expect(nonce.statusCode).toBe(200);
   });
 });
+
+describe('loopback aliases of a loopback PUBLIC_URL (the default http://localhost:3000)', () => {
+  it('http://127.0.0.1:3000 and http://[::1]:3000 are our own origin; other ports and schemes are not', async () => {
+    const { ownOrigins, createOriginCheck } = await import('../../src/http/shared/origin-check.ts');
+    expect(ownOrigins('http://localhost:3000')).toEqual(['http://localhost:3000', 'http://localhost:3000', 'http://127.0.0.1:3000', 'http://[::1]:3000']);
+    expect(ownOrigins('https://app.example.com')).toEqual(['https://app.example.com']);
+    const check = createOriginCheck({ publicUrl: 'http://localhost:3000', sessionCookie: 'service-session' });
+    const req = (origin: string) => ({ method: 'POST', url: '/api/auth/login', headers: { origin } }) as never;
+    await expect(check(req('http://127.0.0.1:3000'))).resolves.toBeUndefined();
+    await expect(check(req('http://[::1]:3000'))).resolves.toBeUndefined();
+    await expect(check(req('http://127.0.0.1:3001'))).rejects.toThrow('Cross-site request refused');
+    await expect(check(req('https://127.0.0.1:3000'))).rejects.toThrow('Cross-site request refused');
+    await expect(check(req('http://evil.localhost:3000'))).rejects.toThrow('Cross-site request refused');
+  });
+});

@@ -16,6 +16,9 @@ export type UsageRow = {
   createdAt: Date;
 };
 
+/** One group of usage rows (a day or a model): token sums as numbers, cost as numeric text. */
+export type UsageBucket = { key: string; requests: number; prompt_tokens: number; completion_tokens: number; total_tokens: number; cost: string };
+
 /** First day of the UTC month of `d`, as `YYYY-MM-01`. */
 export const monthOf = (d: Date) => `${d.getUTCFullYear()}-${String(d.getUTCMonth() + 1).padStart(2, '0')}-01`;
 
@@ -60,6 +63,24 @@ export const aiRepo = {
       .where('month', '=', monthOf(at))
       .executeTakeFirst();
     return Number(row?.total ?? 0);
+  },
+
+  /**
+   * One user's usage since `since`, per UTC day and per model (GET /api/usage). Runs inside
+   * withUser: row-level security limits it to the caller's rows, the WHERE only narrows time.
+   * Cost is summed in numeric and returned as text so no float rounding happens in SQL.
+   */
+  async usageReport(db: Kysely<DB>, since: Date): Promise<{ daily: UsageBucket[]; byModel: UsageBucket[] }> {
+    const daily = await sql<UsageBucket>`
+      SELECT to_char(date_trunc('day', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS key,
+             count(*)::int AS requests, sum(prompt_tokens)::bigint AS prompt_tokens,
+             sum(completion_tokens)::bigint AS completion_tokens, sum(total_tokens)::bigint AS total_tokens, sum(cost)::text AS cost
+      FROM ai_usage WHERE created_at >= ${since.toISOString()}::timestamptz GROUP BY 1 ORDER BY 1`.execute(db);
+    const byModel = await sql<UsageBucket>`
+      SELECT model AS key, count(*)::int AS requests, sum(prompt_tokens)::bigint AS prompt_tokens,
+             sum(completion_tokens)::bigint AS completion_tokens, sum(total_tokens)::bigint AS total_tokens, sum(cost)::text AS cost
+      FROM ai_usage WHERE created_at >= ${since.toISOString()}::timestamptz GROUP BY 1 ORDER BY sum(cost) DESC, 1`.execute(db);
+    return { daily: daily.rows, byModel: byModel.rows };
   },
 
   async ping(db: Kysely<DB>): Promise<void> {

@@ -6,7 +6,8 @@
  * request that carries the session cookie, and every sign-in (login CSRF), must come from the
  * platform's own origin:
  *
- * - `Origin` present: it must be PUBLIC_URL's origin (or one of CSRF_ALLOWED_ORIGINS); `null`
+ * - `Origin` present: it must be PUBLIC_URL's origin (with its loopback aliases, see ownOrigins)
+ *   or one of CSRF_ALLOWED_ORIGINS; `null`
  *   (sandboxed frames, file:) is refused;
  * - else `Sec-Fetch-Site` present: `same-origin` or `none` (typed by the user) passes;
  *   `same-site` (agent subdomains) and `cross-site` are refused;
@@ -23,8 +24,23 @@ const SIGN_IN_PATHS = new Set(['/api/auth/login', '/api/wallet-auth', '/api/regi
 
 export const CROSS_SITE_MESSAGE = 'Cross-site request refused';
 
+const LOOPBACK = ['localhost', '127.0.0.1', '[::1]'];
+
+/**
+ * PUBLIC_URL's origin, and when it is a loopback address (the default `http://localhost:3000`),
+ * the other loopback names for the same scheme and port: a person who opens
+ * http://127.0.0.1:3000 reaches the same server on the same machine, and no other site can be
+ * served from those origins, so refusing them would only lock out the platform's own dashboard.
+ */
+export function ownOrigins(publicUrl: string): string[] {
+  const u = new URL(publicUrl);
+  if (!LOOPBACK.includes(u.hostname)) return [u.origin];
+  const port = u.port ? `:${u.port}` : '';
+  return [u.origin, ...LOOPBACK.map((h) => `${u.protocol}//${h}${port}`)];
+}
+
 export function createOriginCheck(options: { publicUrl: string; allowedOrigins?: readonly string[]; sessionCookie: string }) {
-  const allowed = new Set([new URL(options.publicUrl).origin, ...(options.allowedOrigins ?? []).map((o) => new URL(o).origin)]);
+  const allowed = new Set([...ownOrigins(options.publicUrl), ...(options.allowedOrigins ?? []).map((o) => new URL(o).origin)]);
   return async function refuseCrossSite(request: FastifyRequest): Promise<void> {
     if (SAFE_METHODS.has(request.method)) return;
     const path = request.url.split('?', 1)[0]!;

@@ -50,8 +50,13 @@ import type { StablecoinBalanceReader } from '../../domains/wallet/stablecoin-ba
 import { logsRoutes } from './routes/logs.routes.ts';
 import { createLiveLogs } from '../../domains/logs/live-logs.ts';
 import { agentProxyRoutes } from './routes/agent-proxy.routes.ts';
+import type { UsageReportFn } from '../../domains/ai/usage-report.ts';
+import { usageRoutes } from './routes/usage.routes.ts';
+import { dashboardRoutes } from './routes/dashboard.routes.ts';
 
 export type WebServices = {
+  /** the signed-in user's AI usage and cost (GET /api/usage) */
+  usageReport?: UsageReportFn;
   /** talking to agents: gateway chat, REST chat and the gateway proxy (docs/agents.md) */
   chat?: ChatService;
   /** §4.4 custodial wallets (CDP) */
@@ -148,5 +153,8 @@ export async function buildWebApp(config: Config, services: WebServices, options
     });
   }
   await hostingWebhookRoutes(app, { hostingStatus: services.hostingStatus, session });
+  if (services.usageReport) usageRoutes(app, { report: services.usageReport, session });
+  // the dashboard (dashboard/, docs/dashboard.md): last, so no API route can be shadowed by it
+  await dashboardRoutes(app, { distDir: config.DASHBOARD_DIR });
   return app;
 }

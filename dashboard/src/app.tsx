@@ -1,0 +1,135 @@
+/** The shell: which page a path shows, the navigation, and the sign-in gate for /dashboard/*. */
+import { useEffect, useState, type ReactNode } from 'react';
+import { navigate, useLocation } from './router.ts';
+import { useSession } from './session.tsx';
+import { Link, Spinner } from './ui.tsx';
+import { LoginPage } from './pages/login.tsx';
+import { AgentsPage } from './pages/agents.tsx';
+import { AgentPage } from './pages/agent.tsx';
+import { KeysPage } from './pages/keys.tsx';
+import { WorkflowsPage } from './pages/workflows.tsx';
+import { WalletPage } from './pages/wallet.tsx';
+import { UsagePage } from './pages/usage.tsx';
+import { CalendarPage } from './pages/calendar.tsx';
+import { AdminPage } from './pages/admin.tsx';
+import { SettingsPage } from './pages/settings.tsx';
+import { ConfigPage } from './pages/config.tsx';
+
+const NAV: { href: string; label: string; admin?: boolean }[] = [
+  { href: '/dashboard', label: 'Agents' },
+  { href: '/dashboard/keys', label: 'API keys' },
+  { href: '/dashboard/workflows', label: 'Workflows' },
+  { href: '/dashboard/config', label: 'Configuration' },
+  { href: '/dashboard/wallet', label: 'Wallet' },
+  { href: '/dashboard/usage', label: 'Usage' },
+  { href: '/dashboard/calendar', label: 'Calendar' },
+  { href: '/dashboard/settings', label: 'Settings' },
+  { href: '/dashboard/admin', label: 'Admin', admin: true },
+];
+
+/** `heading: false`: the page writes its own <h1> (the agent page names the agent). */
+function page(path: string): { title: string; body: ReactNode; heading?: false } {
+  const agent = /^\/dashboard\/agents\/([^/]+)$/.exec(path);
+  if (agent) return { title: 'Agent', heading: false, body: <AgentPage id={decodeURIComponent(agent[1]!)} /> };
+  switch (path) {
+    case '/dashboard':
+      return { title: 'Agents', body: <AgentsPage /> };
+    case '/dashboard/keys':
+      return { title: 'API keys', body: <KeysPage /> };
+    case '/dashboard/workflows':
+      return { title: 'Workflows', body: <WorkflowsPage /> };
+    case '/dashboard/config':
+      return { title: 'Configuration', body: <ConfigPage /> };
+    case '/dashboard/wallet':
+      return { title: 'Wallet', body: <WalletPage /> };
+    case '/dashboard/usage':
+      return { title: 'Usage', body: <UsagePage /> };
+    case '/dashboard/calendar':
+      return { title: 'Calendar', body: <CalendarPage /> };
+    case '/dashboard/settings':
+      return { title: 'Settings', body: <SettingsPage /> };
+    case '/dashboard/admin':
+      return { title: 'Admin', body: <AdminPage /> };
+    default:
+      return {
+        title: 'Not found',
+        body: (
+          <p>
+            There is no page at this address. <Link href="/dashboard">Back to your agents</Link>
+          </p>
+        ),
+      };
+  }
+}
+
+export function App() {
+  const { path } = useLocation();
+  const { user, loading, signOut } = useSession();
+  const [menuOpen, setMenuOpen] = useState(false);
+  const isDashboard = path === '/dashboard' || path.startsWith('/dashboard/');
+
+  useEffect(() => {
+    if (loading) return;
+    if (path === '/') navigate(user ? '/dashboard' : '/login', { replace: true });
+    else if (isDashboard && !user) navigate(`/login?next=${encodeURIComponent(location.pathname + location.search)}`, { replace: true });
+  }, [path, user, loading, isDashboard]);
+  useEffect(() => {
+    setMenuOpen(false);
+  }, [path]);
+  const current = user && isDashboard ? page(path) : null;
+  useTitle(path === '/login' ? 'Sign in' : (current?.title ?? 'Loading'));
+
+  if (loading) return <Spinner />;
+  if (path === '/login') return <LoginPage />;
+  if (!user || !current) return <Spinner />;
+
+  return (
+    <div className="shell">
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="topbar">
+        <Link href="/dashboard" className="brand">
+          Agent platform
+        </Link>
+        <button type="button" className="btn btn-secondary menu-toggle" aria-expanded={menuOpen} aria-controls="nav" onClick={() => setMenuOpen(!menuOpen)}>
+          Menu
+        </button>
+        <div className="who">
+          <span className="who-name">{user.name || user.email}</span>
+          <button
+            type="button"
+            className="btn btn-secondary"
+            onClick={async () => {
+              await signOut();
+              navigate('/login', { replace: true });
+            }}
+          >
+            Sign out
+          </button>
+        </div>
+      </header>
+      <nav id="nav" className={menuOpen ? 'nav open' : 'nav'} aria-label="Main">
+        <ul>
+          {NAV.filter((n) => !n.admin || user.isAdmin).map((n) => (
+            <li key={n.href}>
+              <Link href={n.href} current={n.href === '/dashboard' ? path === '/dashboard' || path.startsWith('/dashboard/agents') : path === n.href}>
+                {n.label}
+              </Link>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <main id="main" tabIndex={-1}>
+        {current.heading !== false && <h1>{current.title}</h1>}
+        {current.body}
+      </main>
+    </div>
+  );
+}
+
+function useTitle(title: string) {
+  useEffect(() => {
+    document.title = `${title} · Agent platform`;
+  }, [title]);
+}

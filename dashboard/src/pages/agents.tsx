@@ -1,0 +1,133 @@
+/** Your agents with live status and watchdog state (polled), and the provisioning form (§4.7). */
+import { useState, type FormEvent } from 'react';
+import { LIMITS } from '../../../src/config/limits.ts';
+import { api, call } from '../api/client.ts';
+import { navigate } from '../router.ts';
+import { Badge, Button, Empty, ErrorText, Field, Link, Section, Spinner, formatDate, useAction, useData } from '../ui.tsx';
+
+export const MODELS = ['claude-opus-4-6', 'gpt-4', 'custom'] as const;
+export const TIERS = [
+  { value: 'starter', label: 'Starter' },
+  { value: 'pro', label: 'Pro' },
+  { value: 'enterprise', label: 'Enterprise' },
+] as const;
+
+export function validateAgentName(name: string): string | undefined {
+  const n = name.trim();
+  if (n.length < LIMITS.agentNameMin) return 'Give your agent a name.';
+  if (n.length > LIMITS.agentNameMax) return `Use at most ${LIMITS.agentNameMax} characters (${n.length} now).`;
+  return undefined;
+}
+
+async function loadAgents() {
+  const { agents } = await call(api.GET('/api/agents'));
+  // the list has no watchdog state; each agent's own record does (one small request per agent)
+  const details = await Promise.all(
+    agents.map((a) =>
+      call(api.GET('/api/agents/{id}', { params: { path: { id: a.id } } }))
+        .then((d) => d.agent.watchdog ?? null)
+        .catch(() => null),
+    ),
+  );
+  return agents.map((a, i) => ({ ...a, watchdog: details[i] ?? null }));
+}
+
+export function AgentsPage() {
+  const agents = useData(loadAgents, [], { pollMs: 5000 });
+  return (
+    <>
+      <Provision onCreated={(id) => navigate(`/dashboard/agents/${encodeURIComponent(id)}`)} />
+      <Section title="Your agents">
+        {agents.loading && !agents.data ? (
+          <Spinner label="Loading your agents…" />
+        ) : agents.error && !agents.data ? (
+          <ErrorText error={agents.error} />
+        ) : agents.data && agents.data.length === 0 ? (
+          <Empty>You have no agents yet. Give one a name above and press Provision.</Empty>
+        ) : (
+          <div className="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Watchdog</th>
+                  <th scope="col">Model</th>
+                  <th scope="col">Created</th>
+                </tr>
+              </thead>
+              <tbody>
+                {agents.data?.map((a) => (
+                  <tr key={a.id}>
+                    <td>
+                      <Link href={`/dashboard/agents/${encodeURIComponent(a.id)}`}>{a.name}</Link>
+                    </td>
+                    <td>
+                      <Badge value={a.status} />
+                    </td>
+                    <td>{a.watchdog ? <Badge value={a.watchdog.state} /> : <span className="muted">—</span>}</td>
+                    <td>{a.model}</td>
+                    <td>{formatDate(a.createdAt)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </Section>
+    </>
+  );
+}
+
+function Provision({ onCreated }: { onCreated: (id: string) => void }) {
+  const [name, setName] = useState('');
+  const [model, setModel] = useState<string>(MODELS[0]);
+  const [tier, setTier] = useState<string>('starter');
+  const [nameError, setNameError] = useState<string>();
+  const action = useAction();
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const err = validateAgentName(name);
+    setNameError(err);
+    if (err) return;
+    await action.run(async () => {
+      const res = await call(api.POST('/api/agents/provision', { body: { name: name.trim(), model, tier: tier as 'starter' } }));
+      onCreated(res.agent.id);
+    });
+  };
+  return (
+    <Section title="Provision an agent">
+      <form className="inline-form" onSubmit={submit} noValidate>
+        <Field label="Name" error={nameError} hint={`1 to ${LIMITS.agentNameMax} characters`}>
+          {({ id, describedBy, invalid }) => (
+            <input id={id} value={name} onChange={(e) => setName(e.target.value)} aria-describedby={describedBy} aria-invalid={invalid} placeholder="my-agent" />
+          )}
+        </Field>
+        <Field label="Model">
+          {({ id }) => (
+            <select id={id} value={model} onChange={(e) => setModel(e.target.value)}>
+              {MODELS.map((m) => (
+                <option key={m}>{m}</option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="Size">
+          {({ id }) => (
+            <select id={id} value={tier} onChange={(e) => setTier(e.target.value)}>
+              {TIERS.map((t) => (
+                <option key={t.value} value={t.value}>
+                  {t.label}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Button type="submit" kind="primary" busy={action.busy}>
+          Provision
+        </Button>
+      </form>
+      <ErrorText error={action.error} />
+    </Section>
+  );
+}

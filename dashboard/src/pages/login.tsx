@@ -1,0 +1,118 @@
+/**
+ * Sign in and sign up with email and password (§4.1). `/login?error=<code>` (the identity-provider
+ * callback's redirects) is shown as a sentence; `?next=` returns to the page that asked for a session.
+ */
+import { useState, type FormEvent } from 'react';
+import { LIMITS } from '../../../src/config/limits.ts';
+import { api, ApiError, call } from '../api/client.ts';
+import { navigate, useLocation } from '../router.ts';
+import { useSession } from '../session.tsx';
+import { Button, ErrorText, Field, Notice, useAction } from '../ui.tsx';
+
+export const LOGIN_ERRORS: Record<string, string> = {
+  AccessDenied: 'Sign-in was cancelled at the identity provider.',
+  IdpAuthFailed: 'The identity provider could not sign you in. Please try again.',
+  IdpNotConfigured: 'Sign-in with an identity provider is not set up on this server. Use your email and password.',
+  IdpTokenFailed: 'The identity provider did not confirm your sign-in. Please try again.',
+  IdpNoEmail: 'The identity provider did not share an email address, which this platform needs.',
+  IdpAuthError: 'Something went wrong while signing in with the identity provider. Please try again.',
+};
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+export function validateCredentials(mode: 'signin' | 'signup', email: string, password: string): { email?: string; password?: string } {
+  const errors: { email?: string; password?: string } = {};
+  if (!email.trim()) errors.email = 'Enter your email address.';
+  else if (!EMAIL.test(email.trim())) errors.email = 'Enter a valid email address, like you@example.com.';
+  if (!password) errors.password = 'Enter your password.';
+  else if (mode === 'signup' && password.length < LIMITS.passwordMinLength) errors.password = `Use at least ${LIMITS.passwordMinLength} characters.`;
+  else if (password.length > LIMITS.passwordMaxLength) errors.password = `Use at most ${LIMITS.passwordMaxLength} characters.`;
+  return errors;
+}
+
+export function LoginPage() {
+  const { query } = useLocation();
+  const { refresh } = useSession();
+  const [mode, setMode] = useState<'signin' | 'signup'>(query.get('mode') === 'signup' ? 'signup' : 'signin');
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [name, setName] = useState('');
+  const [fieldErrors, setFieldErrors] = useState<{ email?: string; password?: string }>({});
+  const action = useAction();
+  const queryError = query.get('error');
+  const next = query.get('next');
+
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const errors = validateCredentials(mode, email, password);
+    setFieldErrors(errors);
+    if (errors.email || errors.password) return;
+    const ok = await action.run(async () => {
+      if (mode === 'signup') {
+        await call(api.POST('/api/register', { body: { email: email.trim(), password, ...(name.trim() ? { name: name.trim() } : {}) } }));
+      }
+      await call(api.POST('/api/auth/login', { body: { email: email.trim(), password } })).catch((err: unknown) => {
+        throw err instanceof ApiError && err.status === 401 ? new Error('Wrong email or password.') : err;
+      });
+    });
+    if (ok) {
+      await refresh();
+      navigate(next && next.startsWith('/dashboard') ? next : '/dashboard', { replace: true });
+    }
+  };
+
+  return (
+    <main className="auth" id="main">
+      <div className="auth-card">
+        <h1>{mode === 'signin' ? 'Sign in' : 'Create your account'}</h1>
+        {queryError && <ErrorText error={new Error(LOGIN_ERRORS[queryError] ?? 'Sign-in did not complete. Please try again.')} />}
+        {query.get('signedout') && <Notice>You are signed out.</Notice>}
+        <form onSubmit={submit} noValidate>
+          {mode === 'signup' && (
+            <Field label="Name (optional)">
+              {({ id }) => <input id={id} value={name} onChange={(e) => setName(e.target.value)} autoComplete="name" maxLength={LIMITS.profileNameMax} />}
+            </Field>
+          )}
+          <Field label="Email" error={fieldErrors.email}>
+            {({ id, describedBy, invalid }) => (
+              <input id={id} type="email" value={email} onChange={(e) => setEmail(e.target.value)} autoComplete="email" aria-describedby={describedBy} aria-invalid={invalid} required />
+            )}
+          </Field>
+          <Field label="Password" error={fieldErrors.password} hint={mode === 'signup' ? `At least ${LIMITS.passwordMinLength} characters; common passwords are refused.` : undefined}>
+            {({ id, describedBy, invalid }) => (
+              <input
+                id={id}
+                type="password"
+                value={password}
+                onChange={(e) => setPassword(e.target.value)}
+                autoComplete={mode === 'signin' ? 'current-password' : 'new-password'}
+                aria-describedby={describedBy}
+                aria-invalid={invalid}
+                required
+              />
+            )}
+          </Field>
+          <ErrorText error={action.error} />
+          <Button type="submit" kind="primary" busy={action.busy}>
+            {mode === 'signin' ? 'Sign in' : 'Create account'}
+          </Button>
+        </form>
+        <p className="switch">
+          {mode === 'signin' ? 'New here? ' : 'Already have an account? '}
+          <button
+            type="button"
+            className="linklike"
+            onClick={() => {
+              setMode(mode === 'signin' ? 'signup' : 'signin');
+              setFieldErrors({});
+              action.setError(null);
+            }}
+          >
+            {mode === 'signin' ? 'Create an account' : 'Sign in'}
+          </button>
+        </p>
+        <p className="hint">Forgot your password? Ask the operator of this platform to reset it (there is no email reset on this server).</p>
+      </div>
+    </main>
+  );
+}

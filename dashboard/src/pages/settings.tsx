@@ -1,0 +1,94 @@
+/** Your profile (§4.1 current user) and plan (§2): rename yourself, start a subscription checkout. */
+import { useState, type FormEvent } from 'react';
+import { LIMITS } from '../../../src/config/limits.ts';
+import { api, call } from '../api/client.ts';
+import { useSession } from '../session.tsx';
+import { Button, ErrorText, Field, Notice, Section, Spinner, useAction, useData } from '../ui.tsx';
+
+export const PLANS = [
+  { value: 'solo', label: 'Solo', agents: '1 agent' },
+  { value: 'collective', label: 'Collective', agents: '3 agents' },
+  { value: 'label', label: 'Label', agents: '10 agents' },
+  { value: 'network', label: 'Network', agents: 'unlimited agents' },
+] as const;
+
+export function SettingsPage() {
+  const me = useData(() => call(api.GET('/api/user')));
+  const { refresh } = useSession();
+  const [name, setName] = useState<string | null>(null);
+  const [nameError, setNameError] = useState<string>();
+  const [saved, setSaved] = useState(false);
+  const save = useAction();
+  const checkout = useAction();
+  if (me.loading && !me.data) return <Spinner />;
+  if (!me.data) return <ErrorText error={me.error} />;
+  const u = me.data;
+  const n = name ?? u.name;
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setSaved(false);
+    const err = n.trim().length > LIMITS.profileNameMax ? `Use at most ${LIMITS.profileNameMax} characters.` : undefined;
+    setNameError(err);
+    if (err) return;
+    const ok = await save.run(async () => {
+      await call(api.PATCH('/api/user', { body: { name: n.trim() } }));
+      await Promise.all([me.reload(), refresh()]);
+    });
+    setSaved(ok);
+  };
+  return (
+    <>
+      <Section title="Profile">
+        <p>
+          Signed in as <strong>{u.email}</strong>
+          {u.referralCode ? (
+            <>
+              {' '}
+              · referral code <code>{u.referralCode}</code>
+            </>
+          ) : null}
+        </p>
+        <form className="inline-form" onSubmit={submit} noValidate>
+          <Field label="Name" error={nameError}>
+            {({ id, describedBy, invalid }) => <input id={id} value={n} onChange={(e) => setName(e.target.value)} aria-describedby={describedBy} aria-invalid={invalid} autoComplete="name" />}
+          </Field>
+          <Button type="submit" kind="primary" busy={save.busy}>
+            Save
+          </Button>
+        </form>
+        <ErrorText error={save.error} />
+        {saved && <Notice kind="success">Saved.</Notice>}
+      </Section>
+      <Section title="Plan">
+        <p>
+          Your plan: <strong>{u.plan}</strong>
+        </p>
+        <div className="plans">
+          {PLANS.map((p) => (
+            <div key={p.value} className={`plan${p.value === u.plan ? ' plan-current' : ''}`}>
+              <h3>{p.label}</h3>
+              <p className="muted">{p.agents}</p>
+              {p.value === u.plan ? (
+                <span className="muted">Current plan</span>
+              ) : (
+                <Button
+                  busy={checkout.busy}
+                  label={`Subscribe to ${p.label}`}
+                  onClick={() =>
+                    checkout.run(async () => {
+                      const res = await call(api.POST('/api/billing/checkout', { body: { plan: p.value } }));
+                      window.location.assign(res.url);
+                    })
+                  }
+                >
+                  Subscribe
+                </Button>
+              )}
+            </div>
+          ))}
+        </div>
+        <ErrorText error={checkout.error} />
+      </Section>
+    </>
+  );
+}

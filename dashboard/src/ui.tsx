@@ -1,0 +1,179 @@
+/** Shared pieces of every page: links, buttons, fields, states (loading, empty, error), data hooks. */
+import { useCallback, useEffect, useId, useRef, useState, type ReactNode } from 'react';
+import { messageOf } from './api/client.ts';
+import { onLinkClick } from './router.ts';
+
+export function Link(props: { href: string; children: ReactNode; className?: string; current?: boolean }) {
+  return (
+    <a href={props.href} onClick={onLinkClick} className={props.className} aria-current={props.current ? 'page' : undefined}>
+      {props.children}
+    </a>
+  );
+}
+
+export function Spinner({ label = 'Loading…' }: { label?: string }) {
+  return (
+    <p className="loading" role="status">
+      <span className="spinner" aria-hidden="true" /> {label}
+    </p>
+  );
+}
+
+export function ErrorText({ error }: { error: unknown }) {
+  if (!error) return null;
+  return (
+    <p className="error" role="alert">
+      {messageOf(error)}
+    </p>
+  );
+}
+
+export function Notice({ kind = 'info', children }: { kind?: 'info' | 'success' | 'warning'; children: ReactNode }) {
+  return (
+    <p className={`notice notice-${kind}`} role="status">
+      {children}
+    </p>
+  );
+}
+
+export function Empty({ children }: { children: ReactNode }) {
+  return <div className="empty">{children}</div>;
+}
+
+export function Field(props: {
+  label: string;
+  hint?: string;
+  error?: string | undefined;
+  children: (ids: { id: string; describedBy: string | undefined; invalid: boolean }) => ReactNode;
+}) {
+  const id = useId();
+  const hintId = `${id}-hint`;
+  const errId = `${id}-err`;
+  const describedBy = [props.hint ? hintId : '', props.error ? errId : ''].filter(Boolean).join(' ') || undefined;
+  return (
+    <div className="field">
+      <label htmlFor={id}>{props.label}</label>
+      {props.children({ id, describedBy, invalid: Boolean(props.error) })}
+      {props.hint && (
+        <small id={hintId} className="hint">
+          {props.hint}
+        </small>
+      )}
+      {props.error && (
+        <small id={errId} className="field-error">
+          {props.error}
+        </small>
+      )}
+    </div>
+  );
+}
+
+export function Button(props: {
+  children: ReactNode;
+  onClick?: () => unknown;
+  type?: 'button' | 'submit';
+  kind?: 'primary' | 'secondary' | 'danger';
+  busy?: boolean;
+  disabled?: boolean;
+  label?: string;
+}) {
+  return (
+    <button
+      type={props.type ?? 'button'}
+      className={`btn btn-${props.kind ?? 'secondary'}`}
+      onClick={props.onClick ? () => void props.onClick?.() : undefined}
+      disabled={props.disabled || props.busy}
+      aria-busy={props.busy || undefined}
+      aria-label={props.label}
+    >
+      {props.busy ? <span className="spinner" aria-hidden="true" /> : null}
+      {props.children}
+    </button>
+  );
+}
+
+export function Badge({ value }: { value: string | null | undefined }) {
+  const v = value ?? 'unknown';
+  return <span className={`badge badge-${v.replace(/[^a-z_]/gi, '')}`}>{v.replace(/_/g, ' ')}</span>;
+}
+
+export function Section({ title, children, actions }: { title: string; children: ReactNode; actions?: ReactNode }) {
+  const id = useId();
+  return (
+    <section className="card" aria-labelledby={id}>
+      <div className="card-head">
+        <h2 id={id}>{title}</h2>
+        {actions}
+      </div>
+      {children}
+    </section>
+  );
+}
+
+/** Loads data on mount (and when `deps` change), optionally polling; `reload` refetches. */
+export function useData<T>(load: () => Promise<T>, deps: unknown[] = [], options: { pollMs?: number } = {}) {
+  const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean }>({ loading: true });
+  const loadRef = useRef(load);
+  loadRef.current = load;
+  const reload = useCallback(async () => {
+    try {
+      const data = await loadRef.current();
+      setState({ data, loading: false });
+    } catch (error) {
+      setState((s) => ({ ...s, error, loading: false }));
+    }
+  }, []);
+  useEffect(() => {
+    setState({ loading: true });
+    void reload();
+    if (!options.pollMs) return;
+    const t = setInterval(() => {
+      if (document.visibilityState === 'visible') void reload();
+    }, options.pollMs);
+    return () => clearInterval(t);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, deps);
+  return { ...state, reload };
+}
+
+/** Runs an action with a busy flag and an error to show; resolves to whether it succeeded. */
+export function useAction() {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const run = useCallback(async (fn: () => Promise<unknown>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await fn();
+      return true;
+    } catch (err) {
+      setError(err);
+      return false;
+    } finally {
+      setBusy(false);
+    }
+  }, []);
+  return { busy, error, run, setError };
+}
+
+export const formatDate = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
+export const formatUsd = (n: number) => (n < 0.01 && n > 0 ? `$${n.toFixed(6)}` : `$${n.toFixed(2)}`);
+
+export function CopyButton({ text, label = 'Copy' }: { text: string; label?: string }) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <Button
+      onClick={async () => {
+        try {
+          await navigator.clipboard.writeText(text);
+          setCopied(true);
+          setTimeout(() => setCopied(false), 2000);
+        } catch {
+          setCopied(false);
+        }
+      }}
+    >
+      {copied ? 'Copied' : label}
+    </Button>
+  );
+}

@@ -1,0 +1,58 @@
+/**
+ * A signed-in user's AI usage and cost (GET /api/usage, the dashboard's usage page). The
+ * specification logs usage per user and model (§4.9) but shows no endpoint to read it; this is
+ * ours: totals, one entry per UTC day (days without calls included, so a chart has no gaps) and
+ * one per model, over the last `days` days. Read through withUser, so RLS decides whose rows.
+ */
+import type { Db } from '../../db/client.ts';
+import { aiRepo, type UsageBucket } from './ai.repo.ts';
+
+export const USAGE_DAYS_MAX = 90;
+
+export type UsageTotals = { requests: number; promptTokens: number; completionTokens: number; totalTokens: number; cost: number };
+export type UsageReport = {
+  days: number;
+  from: string;
+  to: string;
+  totals: UsageTotals;
+  daily: (UsageTotals & { date: string })[];
+  byModel: (UsageTotals & { model: string })[];
+};
+
+const totalsOf = (b: UsageBucket): UsageTotals => ({
+  requests: Number(b.requests),
+  promptTokens: Number(b.prompt_tokens),
+  completionTokens: Number(b.completion_tokens),
+  totalTokens: Number(b.total_tokens),
+  // USD rounded to 1e-6 for display; the exact numeric stays in the database
+  cost: Math.round(Number(b.cost) * 1e6) / 1e6,
+});
+const zero = (): UsageTotals => ({ requests: 0, promptTokens: 0, completionTokens: 0, totalTokens: 0, cost: 0 });
+const day = (d: Date) => d.toISOString().slice(0, 10);
+
+export function createUsageReport(deps: { db: Db; now?: () => Date }) {
+  const now = deps.now ?? (() => new Date());
+  return async (userId: string, days: number): Promise<UsageReport> => {
+    const end = now();
+    const start = new Date(Date.UTC(end.getUTCFullYear(), end.getUTCMonth(), end.getUTCDate() - (days - 1)));
+    const rows = await deps.db.withUser(userId, (trx) => aiRepo.usageReport(trx, start));
+    const byDay = new Map(rows.daily.map((b) => [b.key, totalsOf(b)]));
+    const daily: UsageReport['daily'] = [];
+    for (let i = 0; i < days; i++) {
+      const date = day(new Date(start.getTime() + i * 86_400_000));
+      daily.push({ date, ...(byDay.get(date) ?? zero()) });
+    }
+    const totals = daily.reduce<UsageTotals>(
+      (t, d) => ({
+        requests: t.requests + d.requests,
+        promptTokens: t.promptTokens + d.promptTokens,
+        completionTokens: t.completionTokens + d.completionTokens,
+        totalTokens: t.totalTokens + d.totalTokens,
+        cost: Math.round((t.cost + d.cost) * 1e6) / 1e6,
+      }),
+      zero(),
+    );
+    return { days, from: day(start), to: day(end), totals, daily, byModel: rows.byModel.map((b) => ({ model: b.key, ...totalsOf(b) })) };
+  };
+}
+export type UsageReportFn = ReturnType<typeof createUsageReport>;

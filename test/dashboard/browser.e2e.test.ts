@@ -1,0 +1,292 @@
+/**
+ * The dashboard in a real browser (docs/dashboard.md): Debian's Chromium driven by playwright-core
+ * against the whole platform on real sockets (live-platform: web, backend, workers, a real local
+ * agent whose model is a local OpenAI-compatible fake) serving a fresh build of dashboard/.
+ *
+ * Clicks through sign up → sign out → wrong password → sign in → provision (a name too long
+ * first) → running → chat (streamed) → rename → logs → API key (shown once, nowhere in storage)
+ * → delete → sign out; checks every main page with axe-core (no serious or critical violation),
+ * at 1440 px and 360 px (no horizontal scroll), and writes screenshots of the main pages at both
+ * widths to .test-results/screenshots (docs/screenshots with UPDATE_SCREENSHOTS=1, which the
+ * README shows). Skips with a message when Chromium is not installed.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildDashboard } from '../../scripts/build-dashboard.ts';
+import { startLivePlatform, type LivePlatform } from '../helpers/live-platform.ts';
+
+// page.evaluate callbacks run in the browser; this project's types are Node's (no DOM lib)
+declare const window: unknown;
+declare const document: { documentElement: { scrollWidth: number }; cookie: string };
+declare const location: { href: string };
+declare const localStorage: object;
+declare const sessionStorage: object;
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const available = existsSync(CHROMIUM);
+if (!available) console.warn(`dashboard browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const SHOTS = process.env.UPDATE_SCREENSHOTS ? join(ROOT, 'docs/screenshots') : join(ROOT, '.test-results/screenshots');
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const PASSWORD = 'correct horse battery staple';
+const EMAIL = 'browser-user@example.com';
+
+let live: LivePlatform;
+let browser: Browser;
+let dist: string;
+
+async function newPage(width: number): Promise<{ page: Page; errors: string[] }> {
+  // bypassCSP only so the test can inject axe-core: the page's own policy forbids inline scripts
+  const context = await browser.newContext({ viewport: { width, height: width < 600 ? 740 : 900 }, baseURL: live.webUrl, bypassCSP: true });
+  const page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  return { page, errors };
+}
+
+async function axe(page: Page, name: string): Promise<void> {
+  await page.addScriptTag({ content: AXE });
+  const violations = await page.evaluate(async () => {
+    const w = window as unknown as { axe: { run(o: unknown): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } };
+    const r = await w.axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')).slice(0, 3) }));
+  });
+  const serious = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  expect(serious, `axe on ${name}`).toEqual([]);
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`) });
+}
+
+async function noHorizontalScroll(page: Page, width: number, name: string) {
+  const scrollWidth = await page.evaluate(() => document.documentElement.scrollWidth);
+  expect(scrollWidth, `${name} at ${width} px`).toBeLessThanOrEqual(width);
+}
+
+async function signIn(page: Page, password = PASSWORD, email = EMAIL) {
+  await page.goto('/login');
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+}
+
+describe.skipIf(!available)('the dashboard in Chromium', () => {
+  beforeAll(async () => {
+    dist = mkdtempSync(join(tmpdir(), 'dashboard-e2e-'));
+    await buildDashboard(dist);
+    live = await startLivePlatform({ DASHBOARD_DIR: dist, REGISTER_RATE_LIMIT: '100' });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await live?.close();
+    if (dist) rmSync(dist, { recursive: true, force: true });
+  });
+
+  it('sign up → sign in → provision → running → chat → rename → API key → delete → sign out, with the error paths', async () => {
+    const { page, errors } = await newPage(1440);
+    const apiCalls: string[] = [];
+    page.on('request', (r) => {
+      if (new URL(r.url()).pathname.startsWith('/api/')) apiCalls.push(`${r.method()} ${new URL(r.url()).pathname}`);
+    });
+
+    // the root sends a newcomer to the sign-in page
+    await page.goto('/');
+    await page.waitForURL('**/login');
+    await axe(page, 'login');
+    await shot(page, 'login-1440');
+
+    // sign up: a short password is refused before anything is sent
+    await page.getByRole('button', { name: 'Create an account' }).click();
+    await page.getByLabel('Email').fill(EMAIL);
+    await page.getByLabel('Password').fill('short');
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.getByText('Use at least 8 characters.').waitFor();
+    expect(apiCalls.filter((c) => c === 'POST /api/register')).toEqual([]);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.waitForURL('**/dashboard');
+    await page.getByText('You have no agents yet').waitFor();
+
+    // sign out, then a wrong password is shown in words
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL('**/login');
+    await signIn(page, 'not the password');
+    await page.getByRole('alert').filter({ hasText: 'Wrong email or password.' }).waitFor();
+    expect(page.url()).toContain('/login');
+    await signIn(page);
+    await page.waitForURL('**/dashboard');
+    await axe(page, 'agents (empty)');
+
+    // provision: a name too long is refused in the form, then a good one provisions
+    const name = page.getByLabel('Name', { exact: true });
+    await name.fill('x'.repeat(65));
+    await page.getByRole('button', { name: 'Provision' }).click();
+    await page.getByText('Use at most 64 characters').waitFor();
+    expect(apiCalls.filter((c) => c === 'POST /api/agents/provision')).toEqual([]);
+    await name.fill('browser-agent');
+    await page.getByRole('button', { name: 'Provision' }).click();
+    await page.waitForURL('**/dashboard/agents/**');
+    await page.getByRole('heading', { level: 1, name: 'browser-agent' }).waitFor();
+    await page.locator('.agent-head .badge', { hasText: 'running' }).first().waitFor({ timeout: 60_000 });
+
+    // chat, streamed through the platform to the agent and its model
+    await page.getByLabel('Message').fill('hello from the browser');
+    await page.getByLabel('Message').press('Enter');
+    await page.locator('.bubble-agent', { hasText: 'echo: hello from the browser' }).waitFor({ timeout: 30_000 });
+    await axe(page, 'agent chat');
+    await shot(page, 'agent-chat-1440');
+
+    // logs go live
+    await page.getByRole('tab', { name: 'Logs' }).click();
+    await page.getByText('● live').waitFor();
+    // health shows stats and the watchdog
+    await page.getByRole('tab', { name: 'Health' }).click();
+    await page.getByRole('heading', { name: 'Watchdog' }).waitFor();
+
+    // rename (a name too long refused first)
+    await page.getByRole('tab', { name: 'Manage' }).click();
+    const rename = page.getByLabel('Name', { exact: true });
+    await rename.fill('y'.repeat(65));
+    await page.getByRole('button', { name: 'Rename' }).click();
+    await page.getByText('Use at most 64 characters').waitFor();
+    await rename.fill('renamed-agent');
+    await page.getByRole('button', { name: 'Rename' }).click();
+    await page.getByRole('heading', { level: 1, name: 'renamed-agent' }).waitFor();
+    const agentUrl = page.url();
+
+    // the agents list shows it running, with its watchdog state
+    await page.getByRole('link', { name: 'Agents' }).click();
+    await page.getByRole('link', { name: 'renamed-agent' }).waitFor();
+    await page.locator('tbody .badge', { hasText: 'running' }).first().waitFor();
+    await axe(page, 'agents');
+    await shot(page, 'agents-1440');
+
+    // an API key: shown once, in no storage, gone once acknowledged
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByLabel('Key name').fill('browser key');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const key = (await page.getByTestId('new-key').textContent())!.trim();
+    expect(key).toMatch(/^sk_[A-Za-z0-9_-]{40}$/);
+    const stored = await page.evaluate(() => ({
+      local: JSON.stringify({ ...localStorage }),
+      session: JSON.stringify({ ...sessionStorage }),
+      cookie: document.cookie,
+      url: location.href,
+    }));
+    expect(stored.local).toBe('{}');
+    expect(stored.session).toBe('{}');
+    expect(stored.cookie).not.toContain('service-session'); // HttpOnly: the page never sees it
+    expect(stored.url).not.toContain(key);
+    await axe(page, 'keys');
+    await shot(page, 'keys-1440');
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    expect(await page.content()).not.toContain(key);
+    await page.getByRole('cell', { name: 'browser key', exact: true }).waitFor();
+
+    // the other pages load without errors and pass axe
+    for (const [link, heading] of [
+      ['Workflows', 'New workflow'],
+      ['Configuration', 'Backups'],
+      ['Wallet', 'Session wallet'],
+      ['Usage', 'AI usage'],
+      ['Calendar', 'Calendar'],
+      ['Settings', 'Plan'],
+    ] as const) {
+      await page.getByRole('link', { name: link, exact: true }).click();
+      await page.getByRole('heading', { name: heading, exact: true }).first().waitFor();
+      await axe(page, link);
+      if (link === 'Usage' || link === 'Wallet') await shot(page, `${link.toLowerCase()}-1440`);
+    }
+
+    // a workflow: create, add a node with JSON config (bad JSON refused in the form), disable
+    await page.getByRole('link', { name: 'Workflows', exact: true }).click();
+    await page.getByLabel('Name', { exact: true }).fill('nightly report');
+    await page.getByRole('button', { name: 'Create workflow' }).click();
+    await page.getByRole('button', { name: 'Add node' }).click();
+    await page.getByLabel('Node 2 config (JSON)').fill('{"url": ');
+    await page.getByRole('button', { name: 'Save workflow' }).click();
+    await page.getByText('Node 2: the config is not valid JSON').waitFor();
+    await page.getByLabel('Node 2 config (JSON)').fill('{"url": "https://example.com"}');
+    await page.getByRole('button', { name: 'Save workflow' }).click();
+    await page.getByText('2 nodes').waitFor();
+    await page.getByRole('checkbox', { name: 'Enabled' }).click(); // controlled: it changes when the server has saved
+    await page.locator('.badge', { hasText: 'disabled' }).waitFor();
+
+    // configuration: save makes a backup, restore brings the old one back
+    await page.getByRole('link', { name: 'Configuration', exact: true }).click();
+    await page.getByLabel('Configuration (JSON)').fill('{"theme": "dark"}');
+    await page.getByRole('button', { name: 'Save configuration' }).click();
+    await page.getByText('Saved. The previous configuration is in the backups below.').waitFor();
+    await page.getByRole('button', { name: /^Restore the backup of/ }).first().click();
+    await page.getByText(/^Restored the configuration of/).waitFor();
+
+    // wallet: create the session wallet; top-up without a card processor says so in words
+    await page.getByRole('link', { name: 'Wallet', exact: true }).click();
+    await page.getByRole('button', { name: 'Create wallet' }).click();
+    await page.locator('code.address').first().waitFor();
+    expect(await page.locator('code.address').first().textContent()).toMatch(/^0x[0-9a-fA-F]{40}$/);
+    await page.getByRole('button', { name: 'Continue to payment' }).click();
+    await page.getByRole('alert').first().waitFor();
+    expect(await page.content()).not.toContain('{&quot;error');
+
+    // delete the agent
+    await page.goto(agentUrl);
+    await page.getByRole('tab', { name: 'Manage' }).click();
+    await page.getByRole('button', { name: 'Delete agent' }).click();
+    await page.getByRole('button', { name: 'Yes, delete renamed-agent' }).click();
+    await page.waitForURL(/\/dashboard$/);
+    await page.getByText('You have no agents yet').waitFor({ timeout: 30_000 });
+
+    // sign out: back to the sign-in page, and the dashboard asks for a session again
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL('**/login');
+    await page.goto('/dashboard/keys');
+    await page.waitForURL('**/login?next=%2Fdashboard%2Fkeys');
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 240_000);
+
+  it('readable messages for /login?error= and /dashboard/calendar?error=, and a 360 px layout without horizontal scroll', async () => {
+    const { page, errors } = await newPage(360);
+    await page.goto('/login?error=IdpNotConfigured');
+    await page.getByText('Sign-in with an identity provider is not set up on this server').waitFor();
+    await noHorizontalScroll(page, 360, 'login');
+    await shot(page, 'login-360');
+    const email = 'narrow-user@example.com';
+    const reg = await fetch(`${live.webUrl}/api/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD }) });
+    expect(reg.status).toBe(201);
+    await signIn(page, PASSWORD, email);
+    await page.waitForURL('**/dashboard');
+    await page.getByRole('heading', { name: 'Provision an agent' }).waitFor();
+    await noHorizontalScroll(page, 360, 'agents');
+    await axe(page, 'agents at 360 px');
+    await shot(page, 'agents-360');
+    // the navigation folds into a menu button
+    await page.getByRole('button', { name: 'Menu' }).click();
+    await page.getByRole('link', { name: 'Calendar' }).click();
+    await page.goto('/dashboard/calendar?error=invalid_state');
+    await page.getByText('The sign-in link had expired or was not ours').waitFor();
+    await page.goto('/dashboard/wallet?top_up=cancelled');
+    await page.getByText('The top-up was cancelled; nothing was charged.').waitFor();
+    await noHorizontalScroll(page, 360, 'wallet');
+    await shot(page, 'wallet-360');
+    await page.goto('/dashboard/keys');
+    await page.getByRole('heading', { name: 'Your keys' }).waitFor();
+    await noHorizontalScroll(page, 360, 'keys');
+    await shot(page, 'keys-360');
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 120_000);
+});
