@@ -160,7 +160,7 @@ export function createPlatform(deps: PlatformDeps) {
     logger: deps.logger,
     ...(deps.now ? { now: deps.now } : {}),
   });
-  const agentConfig = createConfigService({ db, ...(deps.now ? { now: deps.now } : {}) });
+  const agentConfig = createConfigService({ db, secretsKey: deps.secrets.secretsEncryptionKey, ...(deps.now ? { now: deps.now } : {}) });
   const keys = createKeysService({ db, config, cache: keyCache });
   const hostingMcp = createHostingMcpService(deps.now ? { now: deps.now } : {});
   const ai = createAiService({ config, db, rateLimiter, providers: deps.aiProviders, usage: deps.aiUsageStore, logger: deps.logger, now: deps.now });

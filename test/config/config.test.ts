@@ -279,3 +279,43 @@ describe('§4.2 / §5 security', () => {
     expect(asOther).toEqual([]);
   });
 });
+
+describe('§4.2 channel secrets (docs/security.md "Secrets at rest")', () => {
+  const TOKEN = '123456789:AAH-telegram-bot-token-secret-9xyz';
+  const stored = async (userId: string) => {
+    const cfg = await t.database.db.kysely.selectFrom('agent_configs').select('config').where('user_id', '=', userId).executeTakeFirstOrThrow();
+    const backups = await t.database.db.kysely.selectFrom('config_backups').select('config').where('user_id', '=', userId).execute();
+    return JSON.stringify([cfg.config, backups.map((b) => b.config)]);
+  };
+
+  it('a bot token is sealed in the configuration and its backups, masked in every answer, kept by a masked round trip', async () => {
+    const u = await signUp(t.web);
+    const first = await save(u.cookie, { config: { channels: { telegram: { enabled: true, botToken: TOKEN } } } });
+    expect(first.statusCode).toBe(200);
+    expect(first.json().config.channels.telegram.botToken).toBe('••••9xyz');
+    expect(await stored(u.id)).not.toContain(TOKEN);
+    expect(await stored(u.id)).toContain('$sealed');
+
+    const read = (await get(u.cookie)).json().config;
+    expect(read.channels.telegram.botToken).toBe('••••9xyz');
+    // saving back what GET showed keeps the secret (still sealed, same last 4), and a backup holds it sealed
+    read.logging = { level: 'debug' };
+    const second = await save(u.cookie, { config: read });
+    expect(second.json().config.channels.telegram.botToken).toBe('••••9xyz');
+    const all = await stored(u.id);
+    expect(all).not.toContain(TOKEN);
+    expect(all).not.toContain('••••');
+    // restoring the backup answers masked too
+    const restored = await restore(u.cookie, { backupId: second.json().backupId });
+    expect(restored.statusCode).toBe(200);
+    expect(restored.json().config.channels.telegram.botToken).toBe('••••9xyz');
+    expect(JSON.stringify(restored.json())).not.toContain(TOKEN);
+  });
+
+  it('a client cannot plant a sealed blob of its own', async () => {
+    const u = await signUp(t.web);
+    const res = await save(u.cookie, { config: { channels: { telegram: { botToken: { $sealed: 'v1.forged' } } } } });
+    expect(res.statusCode).toBe(200);
+    expect(await stored(u.id)).not.toContain('forged');
+  });
+});

@@ -8,6 +8,7 @@
 import { LIMITS } from '../../config/limits.ts';
 import type { Db, Tx } from '../../db/client.ts';
 import { badRequest, notFound } from '../../lib/errors.ts';
+import { maskChannelSecrets, sealChannelSecrets } from '../agents/channel-secrets.ts';
 import { configRepo } from './config.repo.ts';
 import type { JsonObject } from './config.tables.ts';
 
@@ -88,11 +89,19 @@ export function checkSerializable(config: JsonObject): JsonObject {
 // checkSerializable): invalid text representation, untranslatable character, stack depth.
 const UNSTORABLE_CODES = new Set(['22P02', '22P05', '54001']);
 
-export type ConfigDeps = { db: Db; now?: () => Date };
+/**
+ * `secretsKey` (SECRETS_ENCRYPTION_KEY): channel secrets in the configuration (bot tokens…) are
+ * sealed at rest, in the configuration and in its backups, and masked in every answer, exactly as
+ * in an agent's own configuration (../agents/channel-secrets.ts, docs/security.md).
+ */
+export type ConfigDeps = { db: Db; now?: () => Date; secretsKey?: Buffer };
 
 export function createConfigService(deps: ConfigDeps) {
   const { db } = deps;
   const now = deps.now ?? (() => new Date());
+  const key = deps.secretsKey;
+  const seal = (incoming: JsonObject, stored: JsonObject | null): JsonObject => (key ? (sealChannelSecrets(incoming, stored ?? undefined, key) as JsonObject) : incoming);
+  const mask = (config: JsonObject): JsonObject => maskChannelSecrets(config, key) as JsonObject;
 
   const summaries = (rows: { id: string; created_at: Date }[]): BackupSummary[] =>
     rows.map((r) => ({ id: r.id, timestamp: r.created_at.toISOString() }));
@@ -136,19 +145,21 @@ export function createConfigService(deps: ConfigDeps) {
       return db.withUser(actor.id, async (trx) => {
         const row = await configRepo.findConfig(trx, actor.id);
         const config = row?.config ?? defaultConfig(await configRepo.userPlan(trx, actor.id), actor.isAdmin);
-        return { config, backups: summaries(await configRepo.listBackups(trx, actor.id)) };
+        return { config: mask(config), backups: summaries(await configRepo.listBackups(trx, actor.id)) };
       });
     },
 
     /** §4.2 POST /api/config: backs up the previous configuration, then saves `config`. */
     async save(actor: ConfigActor, input: JsonObject) {
-      const config = checkSerializable(input);
+      const checked = checkSerializable(input);
       return run(actor.id, async (trx) => {
         const locked = await configRepo.lockConfig(trx, actor.id);
         const previous = locked.config ?? defaultConfig(await configRepo.userPlan(trx, actor.id), actor.isAdmin);
+        // a masked secret sent back keeps the stored one; a new one is sealed before it is stored
+        const config = seal(checked, locked.config);
         const backup = await backUp(trx, actor.id, locked, previous);
         await configRepo.saveConfig(trx, actor.id, config, backup.lastMs);
-        return { success: true as const, config, backupId: backup.id, backups: summaries(await configRepo.listBackups(trx, actor.id)) };
+        return { success: true as const, config: mask(config), backupId: backup.id, backups: summaries(await configRepo.listBackups(trx, actor.id)) };
       });
     },
 
@@ -163,7 +174,7 @@ export function createConfigService(deps: ConfigDeps) {
         await configRepo.saveConfig(trx, actor.id, target.config, backup.lastMs);
         return {
           success: true as const,
-          config: target.config,
+          config: mask(target.config),
           restoredFrom: target.id,
           backupId: backup.id,
           backups: summaries(await configRepo.listBackups(trx, actor.id)),
