@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeSiteverify, type FakeSiteverify } from '../fakes/siteverify.ts';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 let n = 0;
 const freshEmail = () => `bot${Date.now().toString(36)}${n++}@example.com`;
@@ -66,13 +66,10 @@ describe('§4.1 register bot detection → 403', () => {
     const dead = await startFakeSiteverify({ secret: SECRET });
     const url = dead.url;
     await dead.close();
-    const t2 = await startTestPlatform({ TURNSTILE_SECRET_KEY: SECRET, TURNSTILE_VERIFY_URL: url });
-    try {
+    await withTestPlatform({ TURNSTILE_SECRET_KEY: SECRET, TURNSTILE_VERIFY_URL: url }, async (t2) => {
       const res = await t2.web.inject({ method: 'POST', url: '/api/register', payload: { email: freshEmail(), password: 'Tr1cky-horse-battery', turnstileToken: 'human-token' } });
       expect(res.statusCode).toBe(403);
-    } finally {
-      await t2.close();
-    }
+    });
   });
 
   it('without TURNSTILE_SECRET_KEY bot detection is off: no token needed (CONFIG.md)', async () => {

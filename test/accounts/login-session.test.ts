@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/config/limits.ts';
 import { sha256 } from '../../src/lib/crypto.ts';
-import { sessionCookieFrom, signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { sessionCookieFrom, signUp, startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 const THIRTY_DAYS_S = 30 * 24 * 60 * 60;
 let t: TestPlatform;
@@ -75,8 +75,7 @@ describe('§4.1 POST /api/auth/login', () => {
   });
 
   it('the cookie gets Secure when PUBLIC_URL is https (§5 / CONFIG.md)', async () => {
-    const t2 = await startTestPlatform({ PUBLIC_URL: 'https://platform.example.com' });
-    try {
+    await withTestPlatform({ PUBLIC_URL: 'https://platform.example.com' }, async (t2) => {
       const u = await signUp(t2.web, { email: freshEmail() });
       const res = await login({ email: u.email, password: u.password }, t2.web);
       expect(res.statusCode).toBe(200);
@@ -84,9 +83,7 @@ describe('§4.1 POST /api/auth/login', () => {
       expect(a.secure).toBe(true);
       expect(a.httponly).toBe(true);
       expect(String(a.samesite).toLowerCase()).toBe('lax');
-    } finally {
-      await t2.close();
-    }
+    });
   });
 
   it('email is case-insensitive on sign-in (§2 User)', async () => {
@@ -176,14 +173,11 @@ describe('§4.1 GET /api/auth/session (always 200)', () => {
   });
 
   it('with ADMIN_EMAILS_REQUIRE_VERIFIED=false an ADMIN_EMAILS match is enough (closed test deployments)', async () => {
-    const open = await startTestPlatform({ ADMIN_EMAILS: 'tester@example.com', ADMIN_EMAILS_REQUIRE_VERIFIED: 'false' });
-    try {
+    await withTestPlatform({ ADMIN_EMAILS: 'tester@example.com', ADMIN_EMAILS_REQUIRE_VERIFIED: 'false' }, async (open) => {
       const u = await signUp(open.web, { email: 'Tester@example.com' });
       const res = await open.web.inject({ method: 'GET', url: '/api/auth/session', headers: { cookie: u.cookie } });
       expect(res.json().user.isAdmin).toBe(true);
-    } finally {
-      await open.close();
-    }
+    });
   });
 });
 
@@ -249,19 +243,15 @@ describe('nonce flood (docs/security.md): issuing stores nothing, is limited per
     );
 
   it('hundreds of nonce requests write no row', async () => {
-    const p = await startTestPlatform({ NONCE_RATE_LIMIT: '100000' });
-    try {
+    await withTestPlatform({ NONCE_RATE_LIMIT: '100000' }, async (p) => {
       const before = await countNonces(p);
       await Promise.all(Array.from({ length: 300 }, (_, i) => p.web.inject({ method: i % 2 ? 'GET' : 'POST', url: '/api/auth/nonce' })));
       expect(await countNonces(p)).toBe(before);
-    } finally {
-      await p.close();
-    }
+    });
   });
 
   it('beyond NONCE_RATE_LIMIT per IP per minute → 429 with Retry-After; another IP is unaffected', async () => {
-    const p = await startTestPlatform({ NONCE_RATE_LIMIT: '3' });
-    try {
+    await withTestPlatform({ NONCE_RATE_LIMIT: '3' }, async (p) => {
       const get = (ip: string) => p.web.inject({ method: 'GET', url: '/api/auth/nonce', remoteAddress: ip });
       for (let i = 0; i < 3; i++) expect((await get('192.0.2.70')).statusCode).toBe(200);
       const over = await get('192.0.2.70');
@@ -269,14 +259,11 @@ describe('nonce flood (docs/security.md): issuing stores nothing, is limited per
       expect(over.json()).toMatchObject({ error: 'Too many requests' });
       expect(Number(over.headers['retry-after'])).toBeGreaterThan(0);
       expect((await get('192.0.2.71')).statusCode).toBe(200);
-    } finally {
-      await p.close();
-    }
+    });
   });
 
   it('the purge job deletes spent nonces past their expiry and keeps live ones', async () => {
-    const p = await startTestPlatform({});
-    try {
+    await withTestPlatform({}, async (p) => {
       const db = p.database.db.kysely;
       await db
         .insertInto('siwe_nonces')
@@ -287,9 +274,7 @@ describe('nonce flood (docs/security.md): issuing stores nothing, is limited per
         .execute();
       expect(await p.platform.services.accounts.purgeExpiredNonces()).toBe(1);
       expect((await db.selectFrom('siwe_nonces').select('nonce').execute()).map((r) => r.nonce)).toEqual(['spent-live']);
-    } finally {
-      await p.close();
-    }
+    });
   });
 });
 

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMemoryRateLimiter, createRedisRateLimiter } from '../../src/lib/rate-limiter.ts';
-import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { signUp, startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 const login = (t: TestPlatform, email: string, password: string, ip: string) =>
   t.web.inject({ method: 'POST', url: '/api/auth/login', payload: { email, password }, remoteAddress: ip });
@@ -56,22 +56,18 @@ describe('failed sign-ins per account and IP → 429 with Retry-After; the owner
 
 describe('failed sign-ins per IP across accounts (password spraying)', () => {
   it('LOGIN_IP_FAILURE_LIMIT failures from one IP on different accounts, then 429 for that IP only', async () => {
-    const t = await startTestPlatform({ LOGIN_IP_FAILURE_LIMIT: '3', REGISTER_RATE_LIMIT: '1000' });
-    try {
+    await withTestPlatform({ LOGIN_IP_FAILURE_LIMIT: '3', REGISTER_RATE_LIMIT: '1000' }, async (t) => {
       const users = [await signUp(t.web), await signUp(t.web), await signUp(t.web), await signUp(t.web)];
       for (const u of users.slice(0, 3)) expect((await login(t, u.email, 'Spray-guess-1', '192.0.2.50')).statusCode).toBe(401);
       expect((await login(t, users[3]!.email, 'Spray-guess-1', '192.0.2.50')).statusCode).toBe(429);
       expect((await login(t, users[3]!.email, users[3]!.password, '192.0.2.51')).statusCode).toBe(200);
-    } finally {
-      await t.close();
-    }
+    });
   });
 });
 
 describe('failed sign-ins per account from many IPs (distributed guessing)', () => {
   it('the account-wide limit stops new IPs, but an IP holding a live session of the account still signs in', async () => {
-    const t = await startTestPlatform({ LOGIN_ACCOUNT_FAILURE_LIMIT: '3', REGISTER_RATE_LIMIT: '1000' });
-    try {
+    await withTestPlatform({ LOGIN_ACCOUNT_FAILURE_LIMIT: '3', REGISTER_RATE_LIMIT: '1000' }, async (t) => {
       const u = await signUp(t.web);
       // the owner signed in from 203.0.113.77 before the attack
       expect((await login(t, u.email, u.password, '203.0.113.77')).statusCode).toBe(200);
@@ -83,9 +79,7 @@ describe('failed sign-ins per account from many IPs (distributed guessing)', () 
       expect((await login(t, u.email, u.password, '10.9.0.5')).statusCode).toBe(429);
       // ...the owner's known IP is not
       expect((await login(t, u.email, u.password, '203.0.113.77')).statusCode).toBe(200);
-    } finally {
-      await t.close();
-    }
+    });
   });
 });
 

@@ -12,7 +12,7 @@ import { getAddress, getContractAddress, hashMessage, pad, serializeErc6492Signa
 import { createSiweMessage } from 'viem/siwe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anvilAvailable, startAnvil, type Anvil } from '../helpers/anvil.ts';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 // runtime: if calldata[4:36] (hash) == calldata[0x64:0x84] (first word of sig) return magic, else 0
 //   PUSH1 4 CALLDATALOAD PUSH1 0x64 CALLDATALOAD EQ PUSH1 0x0f JUMPI
@@ -112,16 +112,13 @@ describe('§4.1 wallet-auth when SIWE_RPC_URL is unreachable', () => {
   // 503, not 401: "Invalid signature" would tell the owner of a valid smart wallet that their
   // signature is wrong when the platform simply could not ask the chain (EIP-1271 needs the RPC)
   it('a smart-wallet signature answers 503 "try again" at once (a closed port), never 401 or 500', async () => {
-    const t2 = await startTestPlatform({ SIWE_RPC_URL: 'http://127.0.0.1:9' });
-    try {
+    await withTestPlatform({ SIWE_RPC_URL: 'http://127.0.0.1:9' }, async (t2) => {
       const wallet = '0x0000000000000000000000000000000000c0ffee' as const;
       const n0 = (await t2.web.inject({ method: 'GET', url: '/api/auth/nonce' })).json().nonce;
       const message = createSiweMessage({ address: wallet, chainId: 8453, domain: 'localhost:3000', uri: 'http://localhost:3000', version: '1', nonce: n0 });
       const res = await t2.web.inject({ method: 'POST', url: '/api/wallet-auth', payload: { address: wallet, message, signature: pad(hashMessage(message), { size: 96, dir: 'right' }) } });
       expect(res.statusCode).toBe(503);
       expect(res.json().error).toMatch(/try again/);
-    } finally {
-      await t2.close();
-    }
+    });
   });
 });

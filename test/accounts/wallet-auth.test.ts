@@ -11,7 +11,7 @@ import { createSiweMessage } from 'viem/siwe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/config/limits.ts';
 import { sha256 } from '../../src/lib/crypto.ts';
-import { sessionCookieFrom, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { sessionCookieFrom, startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 let t: TestPlatform;
 // A signature that does not recover to the address may still be a smart wallet's, so the verifier
@@ -173,13 +173,10 @@ describe('§4.1 POST /api/wallet-auth → 401 (invalid signature / message)', ()
 
   it('an expired nonce (older than 10 minutes) → 401', async () => {
     // nonces carry their own signed expiry: one issued 10 minutes and 1 second ago (same key)
-    const past = await startTestPlatform({ SIWE_RPC_URL: CLOSED_RPC }, { now: () => new Date(Date.now() - LIMITS.siweNonceTtlMs - 1000) });
-    try {
+    await withTestPlatform({ SIWE_RPC_URL: CLOSED_RPC }, { now: () => new Date(Date.now() - LIMITS.siweNonceTtlMs - 1000) }, async (past) => {
       const n0 = (await past.web.inject({ method: 'GET', url: '/api/auth/nonce' })).json().nonce as string;
       await expect401(await signedBody(account, { nonce: n0 }));
-    } finally {
-      await past.close();
-    }
+    });
   });
 
   it('a nonce whose expiry or signature was edited → 401', async () => {
@@ -242,15 +239,12 @@ describe('§4.1 POST /api/wallet-auth → 401 (invalid signature / message)', ()
     } finally {
       rpcStatus = 200;
     }
-    const closed = await startTestPlatform({ SIWE_RPC_URL: CLOSED_RPC });
-    try {
+    await withTestPlatform({ SIWE_RPC_URL: CLOSED_RPC }, async (closed) => {
       const n = (await closed.web.inject({ method: 'GET', url: '/api/auth/nonce' })).json().nonce as string;
       const body = await signedBody(account, { signer: other, nonce: n });
       const res = await closed.web.inject({ method: 'POST', url: '/api/wallet-auth', payload: body });
       expect(res.statusCode).toBe(503);
-    } finally {
-      await closed.close();
-    }
+    });
   });
 
   it('a tampered message (signed, then changed) → 401', async () => {

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/config/limits.ts';
 import { decryptSecret, sha256 } from '../../src/lib/crypto.ts';
-import { signUp, startTestPlatform, TEST_SECRETS } from '../helpers/platform.ts';
+import { signUp, TEST_SECRETS, withTestPlatform } from '../helpers/platform.ts';
 import { bearer, eventually, startAgentsPlatform, type AgentsTestPlatform } from './helpers.ts';
 
 let t: AgentsTestPlatform;
@@ -38,14 +38,11 @@ describe('bearer key (§5)', () => {
   });
 
   it('500 Server misconfigured when INTERNAL_API_KEY is unset', async () => {
-    const bare = await startTestPlatform({ INTERNAL_API_KEY: '' });
-    try {
+    await withTestPlatform({ INTERNAL_API_KEY: '' }, async (bare) => {
       const res = await bare.backend.inject({ method: 'GET', url: '/api/agents', headers: { authorization: 'Bearer x' } });
       expect(res.statusCode).toBe(500);
       expect(res.json()).toEqual({ error: 'Server misconfigured' });
-    } finally {
-      await bare.close();
-    }
+    });
   });
 
   it('400 with a malformed acting user (without one: the operator account, test/agents/agents-ops.test.ts)', async () => {

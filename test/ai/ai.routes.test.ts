@@ -7,8 +7,8 @@ import { sql } from 'kysely';
 import { ALGORITHM_SYSTEM_PROMPT } from '../../src/domains/ai/plan-rules.ts';
 import type { UsageStore } from '../../src/domains/ai/usage.ts';
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic-upstream.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream-ai.ts';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
+import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 const KEY = 'test-internal-key';
 const auth = { authorization: `Bearer ${KEY}` };
@@ -65,14 +65,11 @@ describe('bearer key on /api/ai/* (§5)', () => {
   });
 
   it('500 Server misconfigured when INTERNAL_API_KEY is unset', async () => {
-    const p = await startTestPlatform({ ...aiEnv(), INTERNAL_API_KEY: '' });
-    try {
+    await withTestPlatform({ ...aiEnv(), INTERNAL_API_KEY: '' }, async (p) => {
       const res = await p.backend.inject({ method: 'GET', url: '/api/ai/health', headers: auth });
       expect(res.statusCode).toBe(500);
       expect(res.json()).toEqual({ error: 'Server misconfigured' });
-    } finally {
-      await p.close();
-    }
+    });
   });
 });
 
@@ -219,14 +216,11 @@ describe('POST /api/ai/models/select', () => {
     const bad = await select('solo', { taskType: 'poetry' });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error).toMatch(/taskType/);
-    const p = await startTestPlatform({ ANTHROPIC_API_KEY: 'k' });
-    try {
+    await withTestPlatform({ ANTHROPIC_API_KEY: 'k' }, async (p) => {
       const res = await p.backend.inject({ method: 'POST', url: '/api/ai/models/select', headers: plan('network'), payload: {} });
       expect(res.statusCode).toBe(404);
       expect(res.json()).toEqual({ error: 'No model available' });
-    } finally {
-      await p.close();
-    }
+    });
   });
 });
 
@@ -390,8 +384,7 @@ describe('token quotas (§4.9)', () => {
     await seed(t.database.db, 'heavy');
     expect((await chat(plan('solo', { 'x-user-id': 'heavy' }), hello)).statusCode).toBe(200);
 
-    const p = await startTestPlatform({ ...aiEnv(), AI_QUOTA_ENFORCE: 'true' });
-    try {
+    await withTestPlatform({ ...aiEnv(), AI_QUOTA_ENFORCE: 'true' }, async (p) => {
       await seed(p.database.db, 'heavy');
       const res = await p.backend.inject({ method: 'POST', url: '/api/ai/chat', headers: plan('solo', { 'x-user-id': 'heavy' }), payload: hello });
       expect(res.statusCode).toBe(429);
@@ -401,9 +394,7 @@ describe('token quotas (§4.9)', () => {
       expect(col.statusCode).toBe(200);
       const light = await p.backend.inject({ method: 'POST', url: '/api/ai/chat', headers: plan('solo', { 'x-user-id': 'light' }), payload: hello });
       expect(light.statusCode).toBe(200);
-    } finally {
-      await p.close();
-    }
+    });
   });
 });
 

@@ -1,7 +1,7 @@
 /** §4.10 demo chat on the web app, against a local fake router (real HTTP). */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream-ai.ts';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
+import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 let router: FakeOpenAi;
 let t: TestPlatform;
@@ -99,8 +99,7 @@ describe('POST /api/demo/chat', () => {
   });
 
   it('429 Too many requests past DEMO_RATE_LIMIT per IP', async () => {
-    const p = await startTestPlatform({ ROUTER_API_KEY: 'router-key', ROUTER_BASE_URL: router.url, DEMO_RATE_LIMIT: '2' });
-    try {
+    await withTestPlatform({ ROUTER_API_KEY: 'router-key', ROUTER_BASE_URL: router.url, DEMO_RATE_LIMIT: '2' }, async (p) => {
       expect((await post({ message: 'a' }, p, '10.9.9.9')).statusCode).toBe(200);
       expect((await post({ message: 'b' }, p, '10.9.9.9')).statusCode).toBe(200);
       const third = await post({ message: 'c' }, p, '10.9.9.9');
@@ -108,20 +107,15 @@ describe('POST /api/demo/chat', () => {
       expect(third.json()).toMatchObject({ error: 'Too many requests' });
       expect(Number(third.headers['retry-after'])).toBeGreaterThan(0);
       expect((await post({ message: 'd' }, p, '10.9.9.10')).statusCode).toBe(200);
-    } finally {
-      await p.close();
-    }
+    });
   });
 
   it('503 when ROUTER_API_KEY is unset', async () => {
-    const p = await startTestPlatform({ ROUTER_BASE_URL: router.url });
-    try {
+    await withTestPlatform({ ROUTER_BASE_URL: router.url }, async (p) => {
       const res = await post({ message: 'hi' }, p);
       expect(res.statusCode).toBe(503);
       expect(res.json()).toEqual({ error: 'Demo unavailable — service not configured.' });
       expect(router.requests).toHaveLength(0);
-    } finally {
-      await p.close();
-    }
+    });
   });
 });

@@ -5,8 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisRateLimiter } from '../../src/lib/rate-limiter.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream-ai.ts';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
+import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 const auth = { authorization: 'Bearer test-internal-key' };
 const plan = { ...auth, 'x-user-plan': 'solo', 'x-stripe-subscription-id': 'sub_1' };
@@ -26,8 +26,7 @@ const hit = (p: TestPlatform, url: string, ip: string) =>
 
 describe('AI rate limit (in-process)', () => {
   it('counts every /api/ai/* route per IP and answers 429 JSON past the limit', async () => {
-    const p = await startTestPlatform({ ROUTER_API_KEY: 'k', ROUTER_BASE_URL: router.url, AI_RATE_LIMIT: '3' });
-    try {
+    await withTestPlatform({ ROUTER_API_KEY: 'k', ROUTER_BASE_URL: router.url, AI_RATE_LIMIT: '3' }, async (p) => {
       expect((await hit(p, '/api/ai/health', '10.1.1.1')).statusCode).toBe(200);
       expect((await hit(p, '/api/ai/models', '10.1.1.1')).statusCode).toBe(200);
       expect((await hit(p, '/api/ai/chat', '10.1.1.1')).statusCode).toBe(200);
@@ -39,19 +38,14 @@ describe('AI rate limit (in-process)', () => {
       // another IP has its own window; non-AI routes are not counted
       expect((await hit(p, '/api/ai/health', '10.1.1.2')).statusCode).toBe(200);
       expect((await p.backend.inject({ method: 'GET', url: '/health', remoteAddress: '10.1.1.1' })).statusCode).toBe(200);
-    } finally {
-      await p.close();
-    }
+    });
   });
 
   it('defaults to 30 per minute', async () => {
-    const p = await startTestPlatform({});
-    try {
+    await withTestPlatform({}, async (p) => {
       for (let i = 0; i < 30; i++) expect((await hit(p, '/api/ai/health', '10.2.2.2')).statusCode).toBe(200);
       expect((await hit(p, '/api/ai/health', '10.2.2.2')).statusCode).toBe(429);
-    } finally {
-      await p.close();
-    }
+    });
   });
 });
 

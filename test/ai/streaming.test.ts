@@ -6,8 +6,8 @@ import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic-upstream.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream-ai.ts';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
+import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 let router: FakeOpenAi;
 let anthropic: FakeAnthropic;
@@ -119,16 +119,13 @@ describe('POST /api/ai/chat with stream:true', () => {
   });
 
   it('AI_TIMEOUT_MS bounds each attempt, then the fallback is tried', async () => {
-    const p = await startTestPlatform({ ROUTER_API_KEY: 'router-key', ROUTER_BASE_URL: router.url, AI_TIMEOUT_MS: '300' });
-    try {
+    await withTestPlatform({ ROUTER_API_KEY: 'router-key', ROUTER_BASE_URL: router.url, AI_TIMEOUT_MS: '300' }, async (p) => {
       router.delayMs = 1_000;
       const started = Date.now();
       const res = await p.backend.inject({ method: 'POST', url: '/api/ai/chat', headers, payload: { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] } });
       expect(res.statusCode).toBe(500);
       expect(Date.now() - started).toBeLessThan(1_500);
       expect(router.requests.map((r) => r.body.model)).toEqual(['openai/gpt-4o-mini', 'google/gemini-2.5-flash']);
-    } finally {
-      await p.close();
-    }
+    });
   });
 });

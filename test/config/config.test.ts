@@ -2,7 +2,7 @@
  * §2 "Agent configuration and backup", §4.2 GET/POST/PUT /api/config, §8 "Config backups kept: 10".
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestPlatform, signUp, type TestPlatform } from '../helpers/platform.ts';
+import { startTestPlatform, signUp, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 let t: TestPlatform;
 beforeAll(async () => {
@@ -101,8 +101,7 @@ describe('§4.2 POST /api/config: save with backup', () => {
 
   it('backup ids are unique even when saves fall within one millisecond', async () => {
     const frozen = new Date();
-    const p = await startTestPlatform({}, { now: () => frozen });
-    try {
+    await withTestPlatform({}, { now: () => frozen }, async (p) => {
       const u = await signUp(p.web);
       const ids: string[] = [];
       for (let i = 0; i < 5; i++) {
@@ -112,9 +111,7 @@ describe('§4.2 POST /api/config: save with backup', () => {
       }
       expect(new Set(ids).size).toBe(5);
       expect(ids.slice(1)).toEqual([1, 2, 3, 4].map((k) => `bkp_${frozen.getTime() + k - 1}`));
-    } finally {
-      await p.close();
-    }
+    });
   });
 
   it('20 parallel saves leave exactly 10 backups and the last committed configuration', async () => {

@@ -144,7 +144,7 @@ describe.skipIf(!available)('the dashboard in Chromium', () => {
     // chat, streamed through the platform to the agent and its model
     await page.getByLabel('Message').fill('hello from the browser');
     await page.getByLabel('Message').press('Enter');
-    await page.locator('.bubble-agent', { hasText: 'echo: hello from the browser' }).waitFor({ timeout: 30_000 });
+    await page.locator('.bubble-agent', { hasText: 'Echo: hello from the browser' }).waitFor({ timeout: 30_000 });
     await axe(page, 'agent chat');
     await shot(page, 'agent-chat-1440');
 

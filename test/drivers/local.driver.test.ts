@@ -13,13 +13,13 @@ import { containerHealth, waitForHealthy } from '../../src/domains/agents/contai
 import { createHostingDriver } from '../../src/domains/agents/drivers/index.ts';
 import { AgentNotDeployedError, type AgentDeploySpec, type HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
 import { isAlive, readEnviron } from '../../src/domains/agents/drivers/proc.ts';
-import { startFakeOpenAiUpstream, type FakeOpenAiUpstream } from '../fakes/openai-upstream.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
 
 const TOKEN_A = 'a'.repeat(24) + 'B'.repeat(24); // 48 chars, §8
 const TOKEN_B = 'c'.repeat(48);
 
 let dataDir: string;
-let upstream: FakeOpenAiUpstream;
+let upstream: FakeOpenAi;
 let driver: HostingDriver;
 let urlA: string;
 
@@ -80,7 +80,7 @@ function wsRoundTrip(url: string, opts: { token?: string; header?: string }, mes
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'local-driver-'));
-  upstream = await startFakeOpenAiUpstream({ apiKey: 'model-key' });
+  upstream = await startFakeOpenAi({ apiKey: 'model-key' });
   driver = createHostingDriver(
     { HOSTING_DRIVER: 'local', DATA_DIR: dataDir, AGENT_RUNTIME: 'builtin', HOSTING_API_URL: 'http://127.0.0.1:9', HOSTING_API_KEY: undefined, HOSTING_OWNER_ID: undefined, AGENT_IMAGE: 'x' },
     { stopGraceMs: 3_000 },
@@ -130,7 +130,7 @@ describe('local driver with the built-in runtime', () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { object: string; model: string; choices: { message: { content: string } }[] };
     expect(body.object).toBe('chat.completion');
-    expect(body.choices[0]!.message.content).toBe('echo: hello agent');
+    expect(body.choices[0]!.message.content).toBe('Echo: hello agent');
     const seen = upstream.requests.at(-1)!;
     expect(seen.authorization).toBe('Bearer model-key');
     expect(seen.body.model).toBe('vendor/model-a'); // agents.defaults.model from the user's configuration
@@ -145,9 +145,9 @@ describe('local driver with the built-in runtime', () => {
     const content = text
       .split('\n')
       .filter((l) => l.startsWith('data: {'))
-      .map((l) => JSON.parse(l.slice(6)).choices[0].delta.content ?? '')
+      .map((l) => JSON.parse(l.slice(6)).choices[0]?.delta?.content ?? '')
       .join('');
-    expect(content).toBe('echo: one two three');
+    expect(content).toBe('Echo: one two three');
     expect(text.trim().endsWith('data: [DONE]')).toBe(true);
     expect(upstream.requests.at(-1)!.body.model).toBe('vendor/other');
   });
@@ -158,11 +158,11 @@ describe('local driver with the built-in runtime', () => {
       { type: 'chat', content: 'second' },
       { type: 'nonsense' },
     ]);
-    expect(replies[0]).toEqual({ type: 'reply', content: 'echo: first' });
-    expect(replies[1]).toEqual({ type: 'reply', content: 'echo: second' });
+    expect(replies[0]).toEqual({ type: 'reply', content: 'Echo: first' });
+    expect(replies[1]).toEqual({ type: 'reply', content: 'Echo: second' });
     expect((replies[2] as { type: string }).type).toBe('error');
-    expect(upstream.requests.at(-1)!.body.messages!.map((m) => m.content)).toEqual(['first', 'echo: first', 'second']);
-    expect(await wsRoundTrip(urlA, { header: TOKEN_A }, [{ type: 'chat', content: 'hdr' }])).toEqual([{ type: 'reply', content: 'echo: hdr' }]);
+    expect(upstream.requests.at(-1)!.body.messages!.map((m: { content: string }) => m.content)).toEqual(['first', 'Echo: first', 'second']);
+    expect(await wsRoundTrip(urlA, { header: TOKEN_A }, [{ type: 'chat', content: 'hdr' }])).toEqual([{ type: 'reply', content: 'Echo: hdr' }]);
     await expect(wsRoundTrip(urlA, { token: 'wrong' }, [{ type: 'chat', content: 'x' }])).rejects.toThrow(/401/);
   });
 

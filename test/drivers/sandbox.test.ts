@@ -13,14 +13,14 @@ import { waitForHealthy } from '../../src/domains/agents/container-health.ts';
 import { createHostingDriver } from '../../src/domains/agents/drivers/index.ts';
 import type { AgentDeploySpec, HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
 import { agentUid, detectSandbox } from '../../src/domains/agents/drivers/sandbox.ts';
-import { startFakeOpenAiUpstream, type FakeOpenAiUpstream } from '../fakes/openai-upstream.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
 
 const report = detectSandbox('auto');
 if (!report.active) console.warn(`test/drivers/sandbox.test.ts skipped: ${report.lines.join('; ')}`);
 
 let dataDir: string;
 let driver: HostingDriver;
-let upstream: FakeOpenAiUpstream;
+let upstream: FakeOpenAi;
 let urlA: string;
 const tokenA = 's'.repeat(48);
 
@@ -42,7 +42,7 @@ describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
     writeFileSync(join(dataDir, 'secrets.json'), JSON.stringify({ secretsEncryptionKey: 'top-secret' }), { mode: 0o600 });
     mkdirSync(join(dataDir, 'pg'), { recursive: true });
     writeFileSync(join(dataDir, 'pg', 'PG_VERSION'), '18\n');
-    upstream = await startFakeOpenAiUpstream({ apiKey: 'model-key' });
+    upstream = await startFakeOpenAi({ apiKey: 'model-key' });
     const other = join(dataDir, 'agents', 'agent-other', 'workspace');
     driver = createHostingDriver(
       { HOSTING_DRIVER: 'local', DATA_DIR: dataDir, AGENT_RUNTIME: 'builtin', AGENT_SANDBOX: 'auto', HOSTING_API_URL: 'http://127.0.0.1:9', HOSTING_API_KEY: undefined, HOSTING_OWNER_ID: undefined, AGENT_IMAGE: 'x' },
@@ -103,6 +103,6 @@ describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
       body: JSON.stringify({ messages: [{ role: 'user', content: 'inside' }] }),
     });
     expect(res.status).toBe(200);
-    expect(((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content).toBe('echo: inside');
+    expect(((await res.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content).toBe('Echo: inside');
   });
 });

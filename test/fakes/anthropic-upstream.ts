@@ -4,7 +4,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ReceivedRequest } from './openai-upstream-ai.ts';
+import type { ReceivedRequest } from './openai-upstream.ts';
 
 export type FakeAnthropic = {
   url: string;
@@ -37,7 +37,7 @@ export async function startFakeAnthropic(options: { apiKey: string }): Promise<F
     for await (const c of req) raw += c;
     const body = raw ? JSON.parse(raw) : undefined;
     const path = (req.url ?? '').split('?')[0]!;
-    fake.requests.push({ method: req.method ?? '', path, headers: req.headers, body });
+    fake.requests.push({ method: req.method ?? '', path, headers: req.headers, authorization: req.headers.authorization, body: body ?? {} });
     if (req.headers['x-api-key'] !== options.apiKey) return json(res, 401, { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } });
     if (!req.headers['anthropic-version']) return json(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'anthropic-version required' } });
     if (req.method !== 'POST' || path !== '/v1/messages') return json(res, 404, { type: 'error', error: { type: 'not_found_error' } });

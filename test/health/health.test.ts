@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SystemMetrics } from '../../src/domains/health/health.service.ts';
-import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { signUp, startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 const isoNow = (s: unknown) => typeof s === 'string' && !Number.isNaN(Date.parse(s)) && Math.abs(Date.parse(s) - Date.now()) < 60_000 && s === new Date(s).toISOString();
 
@@ -79,14 +79,11 @@ describe('§4.12 GET /api/health (none)', () => {
   });
 
   it('the real OS metrics (no override) answer 200 with a valid health value', async () => {
-    const t2 = await startTestPlatform();
-    try {
+    await withTestPlatform({}, async (t2) => {
       const res = await t2.web.inject({ method: 'GET', url: '/api/health' });
       expect(res.statusCode).toBe(200);
       expect(['healthy', 'degraded', 'unhealthy']).toContain(res.json().health);
-    } finally {
-      await t2.close();
-    }
+    });
   });
 });
 
@@ -152,17 +149,14 @@ describe('§4.12 backend GET /health (none, always 200)', () => {
   };
 
   it('local driver → docker "available", provisioning "enabled"; no key needed', async () => {
-    const t = await startTestPlatform({ INTERNAL_API_KEY: '' });
-    try {
+    await withTestPlatform({ INTERNAL_API_KEY: '' }, async (t) => {
       const res = await t.backend.inject({ method: 'GET', url: '/health' });
       expect(res.statusCode).toBe(200);
       const body = res.json();
       expectShape(body);
       expect(body.docker).toBe('available');
       expect(body.provisioning).toBe('enabled');
-    } finally {
-      await t.close();
-    }
+    });
   });
 
   it('HOSTING_DRIVER=render without HOSTING_API_KEY → "unavailable"/"disabled", still 200; provider is the same fixed string', async () => {
@@ -195,11 +189,8 @@ describe('§4.12 backend GET /health (none, always 200)', () => {
   });
 
   it('the backend does not serve the web /api/health path (separate apps)', async () => {
-    const t = await startTestPlatform();
-    try {
+    await withTestPlatform({}, async (t) => {
       expect((await t.backend.inject({ method: 'GET', url: '/api/health' })).statusCode).toBe(404);
-    } finally {
-      await t.close();
-    }
+    });
   });
 });

@@ -13,14 +13,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_HEARTBEAT_PROMPT } from '../../src/runtime/gateway.ts';
 import { createHeartbeatWorker } from '../../src/workers/heartbeats.ts';
 import { eventually } from '../agents/helpers.ts';
-import { startFakeOpenAiUpstream, type FakeOpenAiUpstream } from '../fakes/openai-upstream.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { signUp, TEST_SECRETS } from '../helpers/platform.ts';
 import { deployAgent, sleep, startPlatform, type RunningPlatform } from '../watchdog/helpers.ts';
 
 let database: TestDatabase;
 let dataDir: string;
-let upstream: FakeOpenAiUpstream;
+let upstream: FakeOpenAi;
 let p: RunningPlatform;
 let agentId: string;
 let cookie: string;
@@ -37,7 +37,7 @@ const worker = (leaseMs = 300) => createHeartbeatWorker({ db: database.db, secre
 beforeAll(async () => {
   database = await createTestDatabase();
   dataDir = mkdtempSync(join(tmpdir(), 'heartbeat-fire-'));
-  upstream = await startFakeOpenAiUpstream({ apiKey: 'router-key', reply: 'HEARTBEAT_OK' });
+  upstream = await startFakeOpenAi({ apiKey: 'router-key', reply: 'HEARTBEAT_OK' });
   p = await startPlatform({ db: database.db, dataDir, env: { ROUTER_BASE_URL: upstream.baseUrl, ROUTER_API_KEY: 'router-key', HEARTBEAT_POLL_MS: '50' } });
   const owner = await signUp(p.web);
   agentId = (await deployAgent(p, database.db, owner)).agentId;

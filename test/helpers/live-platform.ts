@@ -13,14 +13,14 @@ import { freePort } from '../../src/db/embedded.ts';
 import type { App } from '../../src/http/shared/base-app.ts';
 import { createMemoryRateLimiter } from '../../src/lib/rate-limiter.ts';
 import { createPlatform, type Platform } from '../../src/platform.ts';
-import { startFakeOpenAiUpstream, type FakeOpenAiUpstream } from '../fakes/openai-upstream.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
 import { TEST_SECRETS } from './platform.ts';
 
 export type LivePlatform = {
   config: Config;
   database: TestDatabase;
-  upstream: FakeOpenAiUpstream;
+  upstream: FakeOpenAi;
   webUrl: string;
   running(): { platform: Platform; web: App; backend: App } | undefined;
   start(): Promise<void>;
@@ -32,7 +32,7 @@ export type LivePlatform = {
 export async function startLivePlatform(env: Record<string, string> = {}): Promise<LivePlatform> {
   const database = await createTestDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), 'live-platform-'));
-  const upstream = await startFakeOpenAiUpstream({ apiKey: 'router-test-key' });
+  const upstream = await startFakeOpenAi({ apiKey: 'router-test-key' });
   const [webPort, backendPort] = [await freePort(), await freePort()];
   const config = loadConfig(
     {

@@ -81,3 +81,20 @@ export async function signUp(web: App, opts: { email?: string; password?: string
   const token = sessionCookieFrom(login);
   return { id: reg.json().id as string, email, password, cookie: `service-session=${token}`, token };
 }
+
+/**
+ * Runs `fn` with a platform of its own and closes it afterwards, whatever happens: for a test
+ * that needs settings the file's shared platform does not have.
+ */
+export async function withTestPlatform<T>(
+  env: Record<string, string>,
+  ...rest: [fn: (t: TestPlatform) => Promise<T>] | [overrides: Partial<Omit<PlatformDeps, 'config' | 'db' | 'secrets'>>, fn: (t: TestPlatform) => Promise<T>]
+): Promise<T> {
+  const [overrides, fn] = rest.length === 1 ? [{}, rest[0]] : rest;
+  const t = await startTestPlatform(env, overrides);
+  try {
+    return await fn(t);
+  } finally {
+    await t.close();
+  }
+}

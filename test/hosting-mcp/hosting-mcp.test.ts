@@ -1,6 +1,6 @@
 /** §4.16 hosting MCP gateway informational endpoints (backend, bearer key §5), §9 version 1.0.0. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 const BEARER = { authorization: 'Bearer test-internal-key' };
 let t: TestPlatform;
@@ -155,16 +155,13 @@ describe('§5 bearer key on every hosting MCP route', () => {
   });
 
   it('500 Server misconfigured when INTERNAL_API_KEY is unset', async () => {
-    const p = await startTestPlatform({ INTERNAL_API_KEY: '' });
-    try {
+    await withTestPlatform({ INTERNAL_API_KEY: '' }, async (p) => {
       for (const path of ['health', 'tools', 'docs']) {
         const res = await p.backend.inject({ method: 'GET', url: `/api/hosting-mcp/${path}`, headers: BEARER });
         expect(res.statusCode).toBe(500);
         expect(res.json()).toEqual({ error: 'Server misconfigured' });
       }
-    } finally {
-      await p.close();
-    }
+    });
   });
 
   it('the routes are listed in the backend OpenAPI document with tags and summaries', async () => {

@@ -5,7 +5,7 @@
 import { sql } from 'kysely';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestPlatform, signUp, type TestPlatform } from '../helpers/platform.ts';
+import { startTestPlatform, signUp, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 const BEARER = { authorization: 'Bearer test-internal-key' };
 const KEY_FORMAT = /^sk_[A-Za-z0-9_-]{40}$/;
@@ -215,14 +215,11 @@ describe('backend POST /api/validate-key (§4.3 flow, §4.18 shape)', () => {
   });
 
   it('§5 500 Server misconfigured when INTERNAL_API_KEY is unset', async () => {
-    const p = await startTestPlatform({ INTERNAL_API_KEY: '' });
-    try {
+    await withTestPlatform({ INTERNAL_API_KEY: '' }, async (p) => {
       const res = await p.backend.inject({ method: 'POST', url: '/api/validate-key', headers: BEARER, payload: { apiKey: 'sk_x' } });
       expect(res.statusCode).toBe(500);
       expect(res.json()).toEqual({ error: 'Server misconfigured' });
-    } finally {
-      await p.close();
-    }
+    });
   });
 });
 

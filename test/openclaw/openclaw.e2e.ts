@@ -28,7 +28,7 @@ import { decryptSecret } from '../../src/lib/crypto.ts';
 import { createMemoryRateLimiter } from '../../src/lib/rate-limiter.ts';
 import { createPlatform, type Platform } from '../../src/platform.ts';
 import { eventually } from '../agents/helpers.ts';
-import { startFakeOpenAiUpstream, type FakeOpenAiUpstream } from '../fakes/openai-upstream.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { TEST_SECRETS } from '../helpers/platform.ts';
 
@@ -39,7 +39,7 @@ const ROUTER_KEY = 'router-test-key';
 
 let database: TestDatabase;
 let dataDir: string;
-let upstream: FakeOpenAiUpstream;
+let upstream: FakeOpenAi;
 let config: Config;
 let running: { platform: Platform; web: App; backend: App } | undefined;
 let webUrl: string;
@@ -137,7 +137,7 @@ beforeAll(async () => {
   database = await createTestDatabase();
   dataDir = mkdtempSync(join(tmpdir(), 'openclaw-e2e-'));
   symlinkSync(join(installedIn, 'openclaw'), join(dataDir, 'openclaw'));
-  upstream = await startFakeOpenAiUpstream({ apiKey: ROUTER_KEY });
+  upstream = await startFakeOpenAi({ apiKey: ROUTER_KEY });
   const [webPort, backendPort] = [await freePort(), await freePort()];
   config = loadConfig(
     {

@@ -6,7 +6,7 @@
 import { encodeFunctionData, parseAbi, toHex, type Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMppMethod } from '../../src/domains/payments/mpp.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream-ai.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
 import { ANVIL_ACCOUNT, anvilAvailable, startAnvil, type Anvil } from '../helpers/anvil.ts';
 import { balanceSlot, ERC20_RUNTIME } from '../helpers/erc20.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';

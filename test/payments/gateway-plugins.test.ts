@@ -16,7 +16,7 @@ import { encryptSecret } from '../../src/lib/crypto.ts';
 import { TEST_SECRETS } from '../helpers/platform.ts';
 import { openSessionTypes, paymentDomain } from '../../src/domains/payments/receipts.ts';
 import { startFakeAudio, type FakeAudio } from '../fakes/openai-audio.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream-ai.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
 import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 let router: FakeOpenAi;

@@ -10,7 +10,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createReceiptSigner, openSessionTypes, paymentDomain, receiptTypes, sessionRef } from '../../src/domains/payments/receipts.ts';
 import { createPaymentSessionsService } from '../../src/domains/payments/sessions.service.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream-ai.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
 import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 let router: FakeOpenAi;

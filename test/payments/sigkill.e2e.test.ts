@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
 import { createLedgerService } from '../../src/domains/payments/ledger.service.ts';
 import { openSessionTypes, paymentDomain } from '../../src/domains/payments/receipts.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream-ai.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 const root = join(import.meta.dirname, '..', '..');

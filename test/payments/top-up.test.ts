@@ -9,7 +9,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { paymentDomain, openSessionTypes } from '../../src/domains/payments/receipts.ts';
 import { startFakeStripe, type FakeStripe } from '../fakes/stripe-api.ts';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 let stripe: FakeStripe;
 let t: TestPlatform;
@@ -73,14 +73,11 @@ describe('GET /api/wallet/top-up', () => {
     } finally {
       stripe.failing = false;
     }
-    const off = await startTestPlatform({});
-    try {
+    await withTestPlatform({}, async (off) => {
       const res = await off.web.inject({ method: 'GET', url: `/api/wallet/top-up?amount=500&address=${address()}` });
       expect(res.statusCode).toBe(500);
       expect(res.json().error).toMatch(/not configured/);
-    } finally {
-      await off.close();
-    }
+    });
   });
 });
 

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
 import { startFakeTrading, type FakeTrading } from '../fakes/trading.ts';
-import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { signUp, startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 /** every test signs up fresh users; the per-IP sign-up limit (§4.1) is not under test here */
 const MANY_SIGNUPS = { REGISTER_RATE_LIMIT: '100000' };
@@ -249,15 +249,12 @@ describe('§4.5 / §7 upstream failures: 500 or 503 JSON, never a hang', () => {
 
   it('an unreachable upstream → 503', async () => {
     const closedPort = await freePort();
-    const p = await startTestPlatform({ TRADING_API_URL: `http://127.0.0.1:${closedPort}`, TRADING_API_KEY: 'k' });
-    try {
+    await withTestPlatform({ TRADING_API_URL: `http://127.0.0.1:${closedPort}`, TRADING_API_KEY: 'k' }, async (p) => {
       const u = await signUp(p.web);
       const res = await p.web.inject({ method: 'POST', url: '/api/trading/prompt', headers: { cookie: u.cookie }, payload: { prompt: 'hi' } });
       expect(res.statusCode).toBe(503);
       expect(res.json()).toEqual({ error: 'Trading service unreachable' });
-    } finally {
-      await p.close();
-    }
+    });
   });
 });
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STABLECOINS } from '../../src/domains/wallet/stablecoin-balances.ts';
 import { anvilAvailable, startAnvil, type Anvil } from '../helpers/anvil.ts';
 import { balanceSlot, ERC20_RUNTIME } from '../helpers/erc20.ts';
-import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 const HOLDER = '0x1111111111111111111111111111111111111111' as const;
 const EMPTY = '0x2222222222222222222222222222222222222222' as const;
@@ -94,13 +94,10 @@ describe.skipIf(!anvilAvailable)('§4.4 stablecoin balances (anvil)', () => {
       expect(res.json().error).toEqual(expect.any(String));
     }
     expect(rpcRequests).toBe(before);
-    const down = await startTestPlatform({ TEMPO_RPC_URL: 'http://127.0.0.1:9' });
-    try {
+    await withTestPlatform({ TEMPO_RPC_URL: 'http://127.0.0.1:9' }, async (down) => {
       const res = await lookup(down, HOLDER);
       expect(res.statusCode).toBe(500);
       expect(res.json().error).toMatch(/balances/);
-    } finally {
-      await down.close();
-    }
+    });
   });
 });

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
 import { createRenderDriver } from '../../src/domains/agents/drivers/render.driver.ts';
 import { eventually, startAgentsPlatform, type AgentsTestPlatform } from '../agents/helpers.ts';
-import { startFakeOpenAiUpstream, type FakeOpenAiUpstream } from '../fakes/openai-upstream.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
 import { startFakeRenderApi, type FakeRenderApi } from '../fakes/render-api.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { signUp } from '../helpers/platform.ts';
@@ -77,12 +77,12 @@ describe('render driver', () => {
 describe('local driver (real processes)', () => {
   let database: TestDatabase;
   let dataDir: string;
-  let upstream: FakeOpenAiUpstream;
+  let upstream: FakeOpenAi;
   let p: RunningPlatform;
   beforeAll(async () => {
     database = await createTestDatabase();
     dataDir = mkdtempSync(join(tmpdir(), 'container-health-'));
-    upstream = await startFakeOpenAiUpstream({ apiKey: 'router-key' });
+    upstream = await startFakeOpenAi({ apiKey: 'router-key' });
     p = await startPlatform({
       db: database.db,
       dataDir,

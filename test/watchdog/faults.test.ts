@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isAlive } from '../../src/domains/agents/drivers/proc.ts';
 import { eventually } from '../agents/helpers.ts';
-import { startFakeOpenAiUpstream, type FakeOpenAiUpstream } from '../fakes/openai-upstream.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/telegram.ts';
 import { startFakeWebhook, type FakeWebhook } from '../fakes/webhook.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -19,7 +19,7 @@ import { BOT_TOKEN, CHAT_ID, chat, deployAgent, FAST, pidOf, sleep, startPlatfor
 
 let database: TestDatabase;
 let dataDir: string;
-let upstream: FakeOpenAiUpstream;
+let upstream: FakeOpenAi;
 let telegram: FakeTelegram;
 let webhook: FakeWebhook;
 let p: RunningPlatform;
@@ -27,7 +27,7 @@ let p: RunningPlatform;
 beforeAll(async () => {
   database = await createTestDatabase();
   dataDir = mkdtempSync(join(tmpdir(), 'watchdog-faults-'));
-  upstream = await startFakeOpenAiUpstream({ apiKey: 'router-key' });
+  upstream = await startFakeOpenAi({ apiKey: 'router-key' });
   telegram = await startFakeTelegram({ token: BOT_TOKEN });
   webhook = await startFakeWebhook();
   p = await startPlatform({

@@ -10,13 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../agents/helpers.ts';
-import { startFakeOpenAiUpstream, type FakeOpenAiUpstream } from '../fakes/openai-upstream.ts';
+import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { chat, deployAgent, FAST, pidOf, sleep, startPlatform, waitForState, watchdogView, type RunningPlatform } from './helpers.ts';
 
 let database: TestDatabase;
 let dataDir: string;
-let upstream: FakeOpenAiUpstream;
+let upstream: FakeOpenAi;
 let a: RunningPlatform;
 let b: RunningPlatform;
 
@@ -26,7 +26,7 @@ const holderOf = async (agentId: string) =>
 beforeAll(async () => {
   database = await createTestDatabase();
   dataDir = mkdtempSync(join(tmpdir(), 'watchdog-takeover-'));
-  upstream = await startFakeOpenAiUpstream({ apiKey: 'router-key' });
+  upstream = await startFakeOpenAi({ apiKey: 'router-key' });
   const env = { ROUTER_BASE_URL: upstream.baseUrl, ROUTER_API_KEY: 'router-key' };
   a = await startPlatform({ db: database.db, dataDir, env });
   b = await startPlatform({ db: database.db, dataDir, env, startWorkers: false });

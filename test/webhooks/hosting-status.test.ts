@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
 import { startFakeKv, type FakeKv } from '../fakes/kv-rest.ts';
-import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { signUp, startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 const SECRET = 'hook-secret-123';
 const KEY = 'hosting-status:latest';
@@ -137,8 +137,7 @@ describe('§6 webhook secret', () => {
   });
 
   it('when HOSTING_WEBHOOK_SECRET is unset the webhook is closed: 503, nothing stored (docs/security.md)', async () => {
-    const unset = await startTestPlatform({});
-    try {
+    await withTestPlatform({}, async (unset) => {
       for (const opts of [{ secret: null }, { secret: 'anything' }, { secret: '' }, { secret: null, query: '?secret=' }]) {
         const res = await hook(unset, deployment, opts);
         expect(res.statusCode, JSON.stringify(opts)).toBe(503);
@@ -146,9 +145,7 @@ describe('§6 webhook secret', () => {
       }
       const row = await unset.database.db.kysely.selectFrom('hosting_status').select('status').executeTakeFirst();
       expect(row).toBeUndefined();
-    } finally {
-      await unset.close();
-    }
+    });
   });
 });
 
@@ -186,8 +183,7 @@ describe('§6 / §8 storage: key-value store with a 7-day TTL, and our database'
   });
 
   it('GET before any event → {record:null}; GET without a session or with a signed-out one → 401', async () => {
-    const fresh = await startTestPlatform({});
-    try {
+    await withTestPlatform({}, async (fresh) => {
       const u = await signUp(fresh.web);
       const res = await fresh.web.inject({ method: 'GET', url: '/api/webhooks/hosting-status', headers: { cookie: u.cookie } });
       expect(res.json()).toEqual({ record: null });
@@ -196,24 +192,19 @@ describe('§6 / §8 storage: key-value store with a 7-day TTL, and our database'
       const out = await fresh.web.inject({ method: 'GET', url: '/api/webhooks/hosting-status', headers: { cookie: u.cookie } });
       expect(out.statusCode).toBe(401);
       expect(out.json()).toEqual({ error: 'Unauthorized' });
-    } finally {
-      await fresh.close();
-    }
+    });
   });
 
   it('an unreachable or failing key-value store does not fail the webhook (the database copy is kept)', async () => {
     const dead = await freePort();
-    const p = await startTestPlatform({ HOSTING_WEBHOOK_SECRET: SECRET, KV_REST_API_URL: `http://127.0.0.1:${dead}`, KV_REST_API_TOKEN: 't', KV_TIMEOUT_MS: '300' });
-    try {
+    await withTestPlatform({ HOSTING_WEBHOOK_SECRET: SECRET, KV_REST_API_URL: `http://127.0.0.1:${dead}`, KV_REST_API_TOKEN: 't', KV_TIMEOUT_MS: '300' }, async (p) => {
       const started = Date.now();
       const res = await hook(p, deployment);
       expect(res.statusCode).toBe(200);
       expect(Date.now() - started).toBeLessThan(5_000);
       const row = await p.database.db.kysely.selectFrom('hosting_status').select('status').executeTakeFirst();
       expect(row?.status).toBe('SUCCESS');
-    } finally {
-      await p.close();
-    }
+    });
     kv.failing = true;
     try {
       expect((await hook(secured, deployment, { secret: SECRET })).statusCode).toBe(200);
