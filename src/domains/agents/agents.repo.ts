@@ -7,7 +7,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Tx } from '../../db/client.ts';
 import type { AgentStatus, DB } from '../../db/schema.ts';
-import './agents.tables.ts';
 
 type Conn = Kysely<DB> | Tx;
 

@@ -1,7 +1,6 @@
 /** SQL of the AI domain (DESIGN rule 1). Usage is written on the owner connection: see migration 007. */
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
-import './ai.tables.ts';
 
 export type UsageRow = {
   userId: string;

@@ -4,7 +4,7 @@
  */
 import { sql } from 'kysely';
 import type { Tx } from '../../db/client.ts';
-import type { JsonObject } from './config.tables.ts';
+import type { JsonObject } from './config.types.ts';
 
 export const configRepo = {
   /** The user's plan, for the default configuration. */

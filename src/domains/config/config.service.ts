@@ -10,7 +10,7 @@ import type { Db, Tx } from '../../db/client.ts';
 import { badRequest, notFound } from '../../lib/errors.ts';
 import { maskChannelSecrets, sealChannelSecrets } from '../agents/channel-secrets.ts';
 import { configRepo } from './config.repo.ts';
-import type { JsonObject } from './config.tables.ts';
+import type { JsonObject } from './config.types.ts';
 
 export type Plan = 'solo' | 'collective' | 'label' | 'network';
 export type ConfigActor = { id: string; isAdmin?: boolean };

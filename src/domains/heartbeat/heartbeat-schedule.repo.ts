@@ -6,7 +6,6 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
-import './heartbeat.tables.ts';
 
 export type DueHeartbeat = {
   user_id: string;

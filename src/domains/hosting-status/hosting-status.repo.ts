@@ -4,7 +4,6 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
-import './hosting-status.tables.ts';
 
 export type StoredRecord = { status: string; name: string; message: string | null; eventType: string; receivedAt: Date };
 

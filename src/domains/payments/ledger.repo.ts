@@ -7,7 +7,6 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../../db/schema.ts';
-import './ledger.tables.ts';
 
 type Q = Kysely<DB>;
 

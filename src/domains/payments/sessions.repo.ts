@@ -7,7 +7,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { Tx } from '../../db/client.ts';
 import type { DB } from '../../db/schema.ts';
-import './ledger.tables.ts';
 
 type Q = Kysely<DB> | Tx;
 

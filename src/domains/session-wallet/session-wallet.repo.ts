@@ -3,7 +3,6 @@
  * applies. Reads never select the sealed private key; only `insertWallet` touches it.
  */
 import type { Tx } from '../../db/client.ts';
-import './session-wallet.tables.ts';
 
 export const sessionWalletRepo = {
   /** Public metadata only: the sealed private key is deliberately not selected. */

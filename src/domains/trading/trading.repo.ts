@@ -1,7 +1,6 @@
 /** SQL of the trading domain. Every function runs inside `db.withUser`: row-level security applies. */
 import { sql } from 'kysely';
 import type { Tx } from '../../db/client.ts';
-import './trading.tables.ts';
 
 export const tradingRepo = {
   findKey(trx: Tx, userId: string) {

@@ -1,6 +1,5 @@
 /** SQL of the custodial wallets; every function runs inside `db.withUser` (row-level security). */
 import type { Tx } from '../../db/client.ts';
-import './cdp-wallets.tables.ts';
 
 export const cdpWalletsRepo = {
   insert(trx: Tx, w: { userId: string; address: string; providerName: string; email: string | null; encryptedPrivateKey: string | null }) {

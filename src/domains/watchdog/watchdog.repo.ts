@@ -10,8 +10,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Tx } from '../../db/client.ts';
 import type { DB } from '../../db/schema.ts';
-import type { WatchdogEventKind, WatchdogState } from './watchdog.tables.ts';
-import './watchdog.tables.ts';
+import type { WatchdogEventKind, WatchdogState } from './watchdog.types.ts';
 
 type Conn = Kysely<DB> | Tx;
 

@@ -1,8 +1,8 @@
 /** Response schemas of the watchdog views, shared by the backend and web routes. */
 import { z } from 'zod';
-import { WATCHDOG_STATES } from './watchdog.tables.ts';
+import { WATCHDOG_STATES } from './watchdog.types.ts';
 
-const state = z.enum(WATCHDOG_STATES as [string, ...string[]]);
+const state = z.enum(WATCHDOG_STATES);
 
 /** The current state as agent responses carry it (null until the watchdog first sees the agent running). */
 export const watchdogStateSchema = z

@@ -14,7 +14,7 @@ import { containerHealth, probeHealthz } from '../agents/container-health.ts';
 import { AgentNotDeployedError, HostingUnavailableError, type ContainerStatus, type HostingDriver } from '../agents/drivers/driver.ts';
 import type { NotificationChannelName, WatchdogNotice } from './notifier.ts';
 import { watchdogRepo, type CheckPatch, type DueAgent, type NewEvent } from './watchdog.repo.ts';
-import type { WatchdogState } from './watchdog.tables.ts';
+import type { WatchdogState } from './watchdog.types.ts';
 
 /** Every timing and threshold of the watchdog, in milliseconds where it is a time. */
 export type WatchdogSettings = {

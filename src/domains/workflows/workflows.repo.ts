@@ -5,7 +5,7 @@
  */
 import { sql } from 'kysely';
 import type { Tx } from '../../db/client.ts';
-import type { WorkflowNodeType } from './workflows.tables.ts';
+import type { WorkflowNodeType } from './workflows.types.ts';
 
 const workflowColumns = ['id', 'name', 'description', 'enabled', 'created_at', 'updated_at'] as const;
 const nodeColumns = ['id', 'workflow_id', 'type', 'config', 'position', 'created_at'] as const;

@@ -7,7 +7,7 @@ import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { badRequest, notFound } from '../../lib/errors.ts';
 import { workflowsRepo } from './workflows.repo.ts';
-import type { WorkflowNodeType } from './workflows.tables.ts';
+import type { WorkflowNodeType } from './workflows.types.ts';
 
 export const NODE_TYPES = ['trigger', 'action', 'condition', 'output'] as const satisfies readonly WorkflowNodeType[];
 export const DEFAULT_NODE_CONFIG = '{}';
