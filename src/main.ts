@@ -8,6 +8,7 @@ import { ConfigError, integrationsOff, loadConfig, type Config } from './config/
 import { resolveSecrets, storedSecret } from './config/secrets.ts';
 import { createDb, type Db } from './db/client.ts';
 import { EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedServer } from './db/embedded.ts';
+import { connectsAsPrivileged, ensureOwnerRole } from './db/roles.ts';
 import { migrate } from './db/migrate.ts';
 import { createPlatform, type Platform } from './platform.ts';
 import { checkRedis } from './lib/redis.ts';
@@ -70,15 +71,31 @@ async function main() {
   process.on('SIGHUP', () => void stop('SIGHUP'));
 
   let url = config.DATABASE_URL;
+  let requestUrl = config.DATABASE_REQUEST_URL;
+  let privileged: Awaited<ReturnType<typeof connectsAsPrivileged>> | undefined;
   if (!url) {
     const password = storedSecret(config.DATA_DIR, 'embeddedDbPassword', () => randomBytes(24).toString('base64url'));
     running.embedded = startEmbeddedPostgres({ dataDir: config.DATA_DIR, password });
-    url = (await running.embedded).url;
+    // the superuser only creates the owner role and hands it the database (docs/security.md)
+    const ownerPassword = storedSecret(config.DATA_DIR, 'embeddedDbOwnerPassword', () => randomBytes(24).toString('base64url'));
+    const requestPassword = storedSecret(config.DATA_DIR, 'embeddedDbRequestPassword', () => randomBytes(24).toString('base64url'));
+    const superuserUrl = (await running.embedded).url;
+    if (stopping) return;
+    // a stop signal during this shuts the server down under it: that is a stop, not a failure
+    const roles = await ensureOwnerRole(superuserUrl, ownerPassword, requestPassword).catch((err: unknown) => {
+      if (stopping) return undefined;
+      throw err;
+    });
+    if (!roles) return;
+    url = roles.ownerUrl;
+    requestUrl = roles.requestUrl;
+  } else {
+    privileged = await connectsAsPrivileged(url).catch(() => undefined);
   }
   if (stopping) return;
   const { applied } = await migrate(url);
   if (stopping) return;
-  const db = (running.db = createDb(url, { poolSize: config.DATABASE_POOL_SIZE }));
+  const db = (running.db = createDb(url, { poolSize: config.DATABASE_POOL_SIZE, ...(requestUrl ? { requestConnectionString: requestUrl } : {}) }));
   const platform = (running.platform = createPlatform({ config, db, secrets }));
 
   const listen = async (build: () => Promise<App>, port: number, name: string) => {
@@ -93,6 +110,12 @@ async function main() {
   if (stopping) return;
   const log = running.apps[0]?.log;
   for (const line of secretWarnings) log?.warn(line);
+  if (privileged && (privileged.superuser || privileged.bypassRls)) {
+    log?.warn(
+      { role: privileged.role, superuser: privileged.superuser, bypassRls: privileged.bypassRls },
+      'DATABASE_URL connects as a superuser or a role that bypasses row-level security: connect as a non-superuser owner role instead (docs/security.md "Database roles")',
+    );
+  }
   if (config.REDIS_URL) {
     // Checked once so an operator hears at start-up, not from a slow register: we start anyway
     // (degraded) because every Redis use has a per-process fallback and Redis may come back.

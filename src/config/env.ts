@@ -90,6 +90,8 @@ const envSchema = z.object({
   /** added: the built dashboard (dashboard/dist of this checkout by default; docs/dashboard.md) */
   DASHBOARD_DIR: optionalString,
   DATABASE_URL: optionalString,
+  /** added: a login role that is only a member of platform_app, for request transactions (docs/security.md "Database roles") */
+  DATABASE_REQUEST_URL: optionalString,
   DATABASE_POOL_SIZE: positiveInt(10),
   REDIS_URL: optionalString,
   /** added: bound of one Redis command in ms; a slower or unreachable Redis falls back (rate limits per process) */

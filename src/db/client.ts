@@ -31,19 +31,33 @@ export type Db = {
 // int8 (e.g. count(*)) as a JS number: our counts stay far below 2^53.
 pg.types.setTypeParser(20, (v) => Number.parseInt(v, 10));
 
-export function createDb(connectionString: string, options: { poolSize?: number; applicationName?: string } = {}): Db {
-  const pool = new pg.Pool({
-    connectionString,
-    max: options.poolSize ?? 10,
-    application_name: options.applicationName ?? 'agent-platform',
-    idleTimeoutMillis: 30_000,
-  });
-  // An idle client that errors (server restart) must not crash the process; the pool drops it.
-  pool.on('error', () => {});
+export function createDb(
+  connectionString: string,
+  options: {
+    poolSize?: number;
+    applicationName?: string;
+    /**
+     * A login role that is only a member of platform_app (docs/security.md "Database roles"): when
+     * given, request transactions use their own pool on it, so even a `RESET ROLE` smuggled into a
+     * request's SQL leaves it without the owner's rights. Without it they use the owner's pool.
+     */
+    requestConnectionString?: string;
+  } = {},
+): Db {
+  const newPool = (url: string, name: string) => {
+    const p = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, application_name: name, idleTimeoutMillis: 30_000 });
+    // An idle client that errors (server restart) must not crash the process; the pool drops it.
+    p.on('error', () => {});
+    return p;
+  };
+  const pool = newPool(connectionString, options.applicationName ?? 'agent-platform');
   const kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const requestKysely = options.requestConnectionString
+    ? new Kysely<DB>({ dialect: new PostgresDialect({ pool: newPool(options.requestConnectionString, `${options.applicationName ?? 'agent-platform'}-request`) }) })
+    : kysely;
 
   const asApp = <T>(userId: string, fn: (trx: Tx) => Promise<T>) =>
-    kysely.transaction().execute(async (trx) => {
+    requestKysely.transaction().execute(async (trx) => {
       // one round trip for both settings; `role` via set_config is SET LOCAL ROLE
       await sql`select set_config('role', ${APP_ROLE}, true), set_config('app.user_id', ${userId}, true)`.execute(trx);
       return fn(trx);
@@ -54,7 +68,9 @@ export function createDb(connectionString: string, options: { poolSize?: number;
     pool,
     withUser: (userId, fn) => asApp(userId, fn),
     withoutUser: (fn) => asApp('', fn),
-    close: () => kysely.destroy(),
+    close: async () => {
+      await Promise.all([kysely.destroy(), requestKysely === kysely ? undefined : requestKysely.destroy()]);
+    },
   };
 }
 

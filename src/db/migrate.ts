@@ -9,7 +9,10 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { APP_ROLE } from './client.ts';
 
-const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
+/** The columns of `users` request code (inside withUser) may update: the profile (§4.1). */
+export const USERS_APP_UPDATABLE = ['name', 'updated_at'] as const;
+
+export const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'migrations');
 /** Arbitrary constant identifying "schema migration" among advisory locks. */
 const MIGRATION_LOCK_KEY = 727_274_001;
 
@@ -44,11 +47,15 @@ export async function migrate(connectionString: string, dir = MIGRATIONS_DIR): P
       }
       applied.push(m.id);
     }
-    // Idempotent: the request role may use every table; row-level security decides which rows.
+    // Idempotent: the request role may use every table; row-level security decides which rows,
+    // and on `users` it may change only what a signed-in user changes about themselves (plan,
+    // admin right, credits, subscription and wallet are changed by system code as the owner).
     await client.query(`GRANT USAGE ON SCHEMA public TO ${APP_ROLE};
       GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${APP_ROLE};
       GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${APP_ROLE};
-      REVOKE ALL ON schema_migrations FROM ${APP_ROLE};`);
+      REVOKE ALL ON schema_migrations FROM ${APP_ROLE};
+      REVOKE UPDATE ON users FROM ${APP_ROLE};
+      GRANT UPDATE (${USERS_APP_UPDATABLE.join(', ')}) ON users TO ${APP_ROLE};`);
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
     await client.end();
