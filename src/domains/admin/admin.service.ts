@@ -70,7 +70,7 @@ export function createAdminService(deps: { db: Db; publicUrl: string; sessionCac
     /** The signed-in account that opens the link becomes an admin; the link then stops working. */
     async claimSetup(userId: string, token: string): Promise<void> {
       if (!token || token.length > 128 || !(await adminRepo.spendSetupToken(db.kysely, sha256(token), userId))) {
-        throw new AppError(404, 'SETUP_LINK_INVALID', 'This setup link is invalid, expired or already used');
+        throw new AppError('SETUP_LINK_INVALID', 'This setup link is invalid, expired or already used');
       }
       deps.sessionCache?.evictUser(userId);
     },
@@ -84,7 +84,7 @@ export function createAdminService(deps: { db: Db; publicUrl: string; sessionCac
     async updateUser(actor: AdminActor, id: string, changes: { plan?: Plan | undefined; isAdmin?: boolean | undefined }) {
       requireAdmin(actor);
       // an admin cannot remove their own rights by accident and leave the instance without one
-      if (changes.isAdmin === false && id === actor.id) throw new AppError(400, 'CANNOT_REVOKE_SELF', 'Admins cannot revoke their own admin rights');
+      if (changes.isAdmin === false && id === actor.id) throw new AppError('CANNOT_REVOKE_SELF', 'Admins cannot revoke their own admin rights');
       const row = await adminRepo.updateUser(db.kysely, id, { plan: changes.plan, is_admin: changes.isAdmin });
       if (!row) throw notFound('User not found');
       deps.sessionCache?.evictUser(id);

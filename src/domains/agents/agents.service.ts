@@ -32,9 +32,9 @@ export type AgentsDeps = {
 
 export type LifecycleAction = 'start' | 'stop' | 'restart';
 
-const hostingError = () => new AppError(500, 'HOSTING_UNAVAILABLE', 'Hosting unavailable');
+const hostingError = () => new AppError('HOSTING_UNAVAILABLE', 'Hosting unavailable');
 const limitReached = (plan: string, limit: number, current: number) =>
-  new AppError(402, 'AGENT_LIMIT_REACHED', `Agent limit reached for plan ${plan}`, { limit, current });
+  new AppError('AGENT_LIMIT_REACHED', `Agent limit reached for plan ${plan}`, { limit, current });
 
 export function backendLimit(plan: string): number {
   return LIMITS.backendAgentLimits[plan] ?? LIMITS.backendAgentLimits[BACKEND_DEFAULT_PLAN]!;

@@ -7,6 +7,7 @@ import type { Config } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
 import type { Secrets } from '../../config/secrets.ts';
 import type { Db } from '../../db/client.ts';
+import { codeForBody } from '../../lib/error-codes.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { agentsRepo, type AgentRow } from './agents.repo.ts';
 import { findOwnAgent, insertAgentRecord, type LifecycleAction } from './agents.service.ts';
@@ -41,7 +42,7 @@ export function agentPlan(ownerPlan: string, tier: string | undefined): string {
   if (!tier) return ownerPlan;
   const wanted = TIER_TO_PLAN[tier]!;
   if ((PLAN_RANK[wanted] ?? 0) > (PLAN_RANK[ownerPlan] ?? 0)) {
-    throw new AppError(402, 'PLAN_REQUIRED', `Tier ${tier} needs the ${wanted} plan; this account is on ${ownerPlan}`, { plan: ownerPlan, requiredPlan: wanted });
+    throw new AppError('PLAN_REQUIRED', `Tier ${tier} needs the ${wanted} plan; this account is on ${ownerPlan}`, { plan: ownerPlan, requiredPlan: wanted });
   }
   return wanted;
 }
@@ -98,9 +99,9 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
     if (r.status === 404) return notFound('Agent not found');
     if (r.status >= 400 && r.status < 500 && r.status !== 401 && r.status !== 403) {
       const { error, code: _c, ...extra } = r.body;
-      return new AppError(r.status, code, typeof error === 'string' ? error : fallback, extra);
+      return new AppError(codeForBody(code) ?? 'BACKEND_ERROR', typeof error === 'string' ? error : fallback, extra, r.status);
     }
-    return new AppError(500, code, fallback);
+    return new AppError(codeForBody(code) ?? 'BACKEND_ERROR', fallback, undefined, 500);
   }
 
   async function call(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, userId: string, fallback: string, body?: unknown, timeoutMs: number = LIMITS.backendCallTimeoutMs) {
@@ -108,7 +109,7 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
     try {
       r = await backend.call(method, path, { userId, body, timeoutMs });
     } catch (err) {
-      if (err instanceof BackendUnreachableError) throw new AppError(500, 'BACKEND_UNAVAILABLE', fallback);
+      if (err instanceof BackendUnreachableError) throw new AppError('BACKEND_UNAVAILABLE', fallback);
       throw err;
     }
     if (r.status < 200 || r.status >= 300) throw backendFailure(r, fallback);
@@ -138,16 +139,16 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
       let plan = '';
       const agent = await db.withUser(user.id, async (trx) => {
         const row = await agentsRepo.lockUser(trx, user.id);
-        if (!row) throw new AppError(401, undefined, 'Unauthorized');
+        if (!row) throw new AppError('UNAUTHORIZED', 'Unauthorized');
         // §4.7's 402 applies where people can subscribe; without a card processor nobody can,
         // and every account has the operator's plan (DEFAULT_PLAN) instead (docs/admin.md)
         if (deps.config.configured.stripe && !user.isAdmin && row.subscription_status !== 'active') {
-          throw new AppError(402, 'SUBSCRIPTION_REQUIRED', 'An active subscription is required to provision agents');
+          throw new AppError('SUBSCRIPTION_REQUIRED', 'An active subscription is required to provision agents');
         }
         plan = agentPlan(user.isAdmin ? 'network' : row.plan, input.tier);
         const limit = webLimit(row.plan, user.isAdmin);
         const current = await agentsRepo.countAgents(trx, user.id);
-        if (current >= limit) throw new AppError(429, 'AGENT_LIMIT_REACHED', 'Agent limit reached', { current, limit });
+        if (current >= limit) throw new AppError('AGENT_LIMIT_REACHED', 'Agent limit reached', { current, limit }, 429);
         return insertAgentRecord(
           trx,
           { agentsDomain: deps.config.AGENTS_DOMAIN, secretsKey: deps.secrets.secretsEncryptionKey },
@@ -174,7 +175,7 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
       }
       deps.log?.warn({ agentId: agent.id, err: outcome instanceof Error ? outcome : undefined, status: outcome instanceof Error ? undefined : outcome.status }, 'provisioning request failed');
       await db.withUser(user.id, (trx) => agentsRepo.updateAgent(trx, agent.id, { status: 'error' }));
-      throw new AppError(500, 'PROVISIONING_FAILED', 'Provisioning failed', { agentId: agent.id });
+      throw new AppError('PROVISIONING_FAILED', 'Provisioning failed', { agentId: agent.id });
     },
 
     async provisionList(user: WebUser) {

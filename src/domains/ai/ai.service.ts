@@ -83,8 +83,8 @@ export const DEMO_UNAVAILABLE = 'Demo unavailable — service not configured.';
 export const DEMO_USER_ID = 'demo';
 export const DEMO_AGENT_ID = 'demo-chat';
 
-const clientGone = () => new AppError(499, undefined, 'Client closed request');
-const upstreamFailed = () => new AppError(500, 'AI_PROVIDER_ERROR', 'AI provider request failed');
+const clientGone = () => new AppError('CLIENT_CLOSED', 'Client closed request');
+const upstreamFailed = () => new AppError('AI_PROVIDER_ERROR', 'AI provider request failed');
 const round = (n: number) => Number(n.toFixed(10));
 
 export function createAiService(deps: AiServiceDeps) {
@@ -119,7 +119,7 @@ export function createAiService(deps: AiServiceDeps) {
       logger?.warn({ err }, 'rate limiter unavailable; request allowed');
       return;
     }
-    if (!decision.allowed) throw new AppError(429, undefined, 'Too many requests', { retryAfter: Math.max(1, Math.ceil(decision.retryAfterMs / 1000)) });
+    if (!decision.allowed) throw new AppError('AI_RATE_LIMITED', 'Too many requests', { retryAfter: Math.max(1, Math.ceil(decision.retryAfterMs / 1000)) });
   }
 
   /** §4.9 Fallbacks: the requested model, then its provider's fallback (or primary, when the fallback was asked for). */
@@ -143,11 +143,11 @@ export function createAiService(deps: AiServiceDeps) {
       return picked;
     }
     if (allowed && !allowed.includes(model)) {
-      throw new AppError(403, 'MODEL_RESTRICTED', 'This model is not available on your plan', { success: false, allowedModels: allowed });
+      throw new AppError('MODEL_RESTRICTED', 'This model is not available on your plan', { success: false, allowedModels: allowed });
     }
     const m = catalog.get(model);
     if (!m) throw notFound('Model not found');
-    if (!m.available) throw new AppError(503, 'PROVIDER_UNAVAILABLE', `The ${m.provider} provider is not configured`);
+    if (!m.available) throw new AppError('PROVIDER_UNAVAILABLE', `The ${m.provider} provider is not configured`);
     return m;
   }
 
@@ -162,7 +162,7 @@ export function createAiService(deps: AiServiceDeps) {
     const quota = monthlyQuota(actor);
     if (!Number.isFinite(quota)) return;
     const used = await usage.monthlyTokens(actor.userId, now());
-    if (used >= quota) throw new AppError(429, 'QUOTA_EXCEEDED', 'Monthly token quota exceeded', { quota, used });
+    if (used >= quota) throw new AppError('QUOTA_EXCEEDED', 'Monthly token quota exceeded', { quota, used });
   }
 
   /**
@@ -175,7 +175,7 @@ export function createAiService(deps: AiServiceDeps) {
     clientSignal: AbortSignal | undefined,
     run: (m: CatalogModel, signal: AbortSignal) => Promise<T>,
   ): Promise<{ model: CatalogModel; result: T; release: () => void; signal: AbortSignal }> {
-    if (attempts.length === 0) throw new AppError(503, 'PROVIDER_UNAVAILABLE', 'No configured provider can serve this model');
+    if (attempts.length === 0) throw new AppError('PROVIDER_UNAVAILABLE', 'No configured provider can serve this model');
     let last: unknown;
     for (const m of attempts) {
       if (clientSignal?.aborted) throw clientGone();
@@ -235,7 +235,7 @@ export function createAiService(deps: AiServiceDeps) {
         ]);
       } catch (err) {
         logger?.error({ err }, 'ai health check failed');
-        throw new AppError(503, undefined, 'AI usage store unavailable', { status: 'error' });
+        throw new AppError('AI_USAGE_STORE_UNAVAILABLE', 'AI usage store unavailable', { status: 'error' });
       }
       const status = Object.fromEntries(PROVIDER_NAMES.map((n) => [n, providers[n].configured])) as Record<ProviderName, boolean>;
       return { status: status.router ? ('healthy' as const) : ('degraded' as const), providers: status, timestamp: now().toISOString() };
@@ -346,7 +346,7 @@ export function createAiService(deps: AiServiceDeps) {
 
     /** POST /api/demo/chat (§4.10): router models only, user entries only, max_tokens 1024, no streaming. */
     async demoChat(input: DemoInput, signal?: AbortSignal) {
-      if (!providers.router.configured) throw new AppError(503, undefined, DEMO_UNAVAILABLE);
+      if (!providers.router.configured) throw new AppError('DEMO_UNAVAILABLE', DEMO_UNAVAILABLE);
       const modelId = input.model ?? DEMO_MODEL_IDS[0]!;
       if (!DEMO_MODEL_IDS.includes(modelId)) throw badRequest('Invalid model', { models: DEMO_MODEL_IDS });
       const model = catalog.get(modelId)!;
@@ -367,7 +367,7 @@ export function createAiService(deps: AiServiceDeps) {
         );
       } catch (err) {
         if (err instanceof AppError && err.status === 499) throw err;
-        throw new AppError(500, undefined, 'Failed to get response');
+        throw new AppError('DEMO_FAILED', 'Failed to get response');
       }
       served.release();
       record(DEMO_USER_ID, DEMO_AGENT_ID, served.model, served.result.usage);

@@ -19,7 +19,7 @@ export type AgentTarget = {
 };
 
 /** §4.8 gateway chat lists 503 for "no gateway token"; the same applies to every way in. */
-export const noGatewayToken = () => new AppError(503, 'NO_GATEWAY_TOKEN', 'This agent has no gateway token yet; try again once it is running');
+export const noGatewayToken = () => new AppError('NO_GATEWAY_TOKEN', 'This agent has no gateway token yet; try again once it is running');
 
 /**
  * `ttlMs` (default 2 s) keeps a resolved target for repeated calls of one owner to one agent (the

@@ -20,8 +20,8 @@ export type ChatInput = { agentId?: string | undefined; messages: ChatMessage[];
 export type ChatResult = { reply: string; agentId: string; agentName: string; responseMs: number };
 
 const notRunning = (t: AgentTarget) =>
-  new AppError(409, 'AGENT_NOT_RUNNING', `Agent ${t.agent.name} is ${t.agent.status}; start it first`, { status: t.agent.status });
-const agentFailed = (detail: string) => new AppError(502, 'AGENT_UNAVAILABLE', `The agent did not answer: ${detail}`);
+  new AppError('AGENT_NOT_RUNNING', `Agent ${t.agent.name} is ${t.agent.status}; start it first`, { status: t.agent.status });
+const agentFailed = (detail: string) => new AppError('AGENT_UNAVAILABLE', `The agent did not answer: ${detail}`);
 
 export type ChatDeps = {
   db: Db;
@@ -52,7 +52,7 @@ export function createChatService(deps: ChatDeps) {
         if (err) reject(err);
         else resolve(reply!);
       };
-      const timer = setTimeout(() => finish(new AppError(500, 'AGENT_TIMEOUT', `The agent did not reply within ${Math.round(wsTimeoutMs / 1000)} seconds`)), wsTimeoutMs);
+      const timer = setTimeout(() => finish(new AppError('AGENT_TIMEOUT', `The agent did not reply within ${Math.round(wsTimeoutMs / 1000)} seconds`)), wsTimeoutMs);
       socket.on('open', () => socket.send(JSON.stringify({ type: 'chat', content: message, sessionKey })));
       socket.on('message', (raw: Buffer) => {
         let frame: { type?: unknown; content?: unknown; error?: unknown };
@@ -62,14 +62,14 @@ export function createChatService(deps: ChatDeps) {
           return;
         }
         if (frame.type === 'reply' && typeof frame.content === 'string') finish(undefined, frame.content);
-        else if (frame.type === 'error') finish(new AppError(500, 'AGENT_ERROR', typeof frame.error === 'string' ? frame.error : 'The agent answered with an error'));
+        else if (frame.type === 'error') finish(new AppError('AGENT_ERROR', typeof frame.error === 'string' ? frame.error : 'The agent answered with an error'));
       });
       socket.on('unexpected-response', (_req, res) => {
         res.resume();
-        finish(new AppError(500, 'AGENT_UNAVAILABLE', `The agent's gateway refused the connection (${res.statusCode})`));
+        finish(new AppError('AGENT_UNAVAILABLE', `The agent's gateway refused the connection (${res.statusCode})`, undefined, 500));
       });
-      socket.on('error', (err) => finish(new AppError(500, 'AGENT_UNAVAILABLE', `Could not reach the agent: ${err.message}`)));
-      socket.on('close', () => finish(new AppError(500, 'AGENT_UNAVAILABLE', 'The agent closed the connection without replying')));
+      socket.on('error', (err) => finish(new AppError('AGENT_UNAVAILABLE', `Could not reach the agent: ${err.message}`, undefined, 500)));
+      socket.on('close', () => finish(new AppError('AGENT_UNAVAILABLE', 'The agent closed the connection without replying', undefined, 500)));
     });
   }
 

@@ -46,7 +46,7 @@ export function createWorkspaceFiles(rootDir: string, options: { gitTimeoutMs?: 
     try {
       return await realpath(rootDir);
     } catch {
-      throw new AppError(404, 'NO_WORKSPACE', 'This agent has no workspace on this machine yet');
+      throw new AppError('NO_WORKSPACE', 'This agent has no workspace on this machine yet');
     }
   }
 
@@ -90,7 +90,7 @@ export function createWorkspaceFiles(rootDir: string, options: { gitTimeoutMs?: 
     }
   };
   const gitFailed = (what: string, err: unknown) =>
-    new AppError(500, 'GIT_FAILED', `${what} failed: ${String((err as { stderr?: string }).stderr ?? (err as Error).message).trim().slice(0, 500)}`);
+    new AppError('GIT_FAILED', `${what} failed: ${String((err as { stderr?: string }).stderr ?? (err as Error).message).trim().slice(0, 500)}`);
 
   return {
     /** §4.17 GET /tree: folders first, then files, each alphabetical; excluded folders left out; symlinks are listed, never followed. */
@@ -184,7 +184,7 @@ export function createWorkspaceFiles(rootDir: string, options: { gitTimeoutMs?: 
     /** §4.17 GET /git-diff */
     async gitDiff(p?: string) {
       const root = await realRoot();
-      if (!(await isRepo(root))) throw new AppError(500, 'NOT_A_REPOSITORY', 'The workspace is not a git repository');
+      if (!(await isRepo(root))) throw new AppError('NOT_A_REPOSITORY', 'The workspace is not a git repository');
       const limit = p ? ['--', (await resolveInside(p)).rel] : [];
       const unstaged = await git(root, ['diff', ...limit]).catch((err) => {
         throw gitFailed('git diff', err);
@@ -198,7 +198,7 @@ export function createWorkspaceFiles(rootDir: string, options: { gitTimeoutMs?: 
     /** §4.17 POST /git-sync: stage everything, commit, push when there is a remote */
     async gitSync(message = 'sync changes') {
       const root = await realRoot();
-      if (!(await isRepo(root))) throw new AppError(500, 'NOT_A_REPOSITORY', 'The workspace is not a git repository');
+      if (!(await isRepo(root))) throw new AppError('NOT_A_REPOSITORY', 'The workspace is not a git repository');
       await git(root, ['add', '-A']).catch((err) => {
         throw gitFailed('Staging', err);
       });

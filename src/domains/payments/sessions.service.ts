@@ -104,7 +104,7 @@ export function createPaymentSessionsService(deps: {
         );
       } catch (err) {
         if (isCheckViolation(err)) {
-          throw new AppError(402, undefined, 'insufficient_balance', {
+          throw new AppError('INSUFFICIENT_BALANCE', 'insufficient_balance', {
             balance: microsToUsd(await ledgerRepo.balance(k, address)),
             deposit: microsToUsd(depositMicros),
           });

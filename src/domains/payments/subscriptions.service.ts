@@ -62,7 +62,7 @@ export function createSubscriptionsService(deps: {
   sessionCache?: SessionCache | undefined;
 }) {
   const k: Kysely<DB> = deps.db.kysely;
-  const notConfigured = () => new AppError(500, 'PROCESSOR_NOT_CONFIGURED', 'Card payments are not configured (STRIPE_SECRET_KEY)');
+  const notConfigured = () => new AppError('PROCESSOR_NOT_CONFIGURED', 'Card payments are not configured (STRIPE_SECRET_KEY)');
   return {
     async startCheckout(user: { id: string; email: string }, plan: string): Promise<{ url: string; sessionId: string }> {
       if (!isPlan(plan)) throw badRequest(`Invalid plan: use one of ${PLANS.join(', ')}`);
@@ -79,7 +79,7 @@ export function createSubscriptionsService(deps: {
         });
         return { url: c.url, sessionId: c.id };
       } catch {
-        throw new AppError(500, 'CHECKOUT_FAILED', 'Could not create the checkout session');
+        throw new AppError('CHECKOUT_FAILED', 'Could not create the checkout session');
       }
     },
 

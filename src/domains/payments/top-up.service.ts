@@ -23,7 +23,7 @@ export function createTopUpService(deps: {
   publicUrl: string;
   logger?: { warn(obj: object, msg: string): void } | undefined;
 }) {
-  const notConfigured = () => new AppError(500, 'PROCESSOR_NOT_CONFIGURED', 'Card payments are not configured (STRIPE_SECRET_KEY)');
+  const notConfigured = () => new AppError('PROCESSOR_NOT_CONFIGURED', 'Card payments are not configured (STRIPE_SECRET_KEY)');
   return {
     /** GET /api/wallet/top-up: `amount` in cents (default 1000), `address` 0x + 40 hex. */
     async startCheckout(query: { amount?: string | undefined; address?: string | undefined }): Promise<{ url: string; sessionId: string }> {
@@ -45,7 +45,7 @@ export function createTopUpService(deps: {
         return { url: c.url, sessionId: c.id };
       } catch (err) {
         deps.logger?.warn({ err: (err as Error).message }, 'top-up checkout creation failed');
-        throw new AppError(500, 'CHECKOUT_FAILED', 'Could not create the checkout session');
+        throw new AppError('CHECKOUT_FAILED', 'Could not create the checkout session');
       }
     },
 

@@ -26,23 +26,23 @@ export function createTradingService(deps: TradingDeps) {
     const row = await db.withUser(userId, (trx) => tradingRepo.findKey(trx, userId));
     if (row) return decryptSecret(encryptionKey, row.encrypted_key);
     if (deps.config.TRADING_API_KEY) return deps.config.TRADING_API_KEY;
-    throw new AppError(503, undefined, 'No trading API key configured; add your own key', { needsKey: true });
+    throw new AppError('TRADING_KEY_REQUIRED', 'No trading API key configured; add your own key', { needsKey: true });
   }
 
   async function run(userId: string, call: (client: TradingClient, key: string) => Promise<TradingResult>) {
     const client = deps.client;
-    if (!client) throw new AppError(503, undefined, 'Trading service not configured');
+    if (!client) throw new AppError('TRADING_NOT_CONFIGURED', 'Trading service not configured');
     const result = await call(client, await resolveKey(userId));
     if (result.ok) return { status: result.status, body: result.body };
     switch (result.reason) {
       case 'timeout':
-        throw new AppError(503, undefined, 'Trading service timed out');
+        throw new AppError('TRADING_TIMEOUT', 'Trading service timed out');
       case 'unreachable':
-        throw new AppError(503, undefined, 'Trading service unreachable');
+        throw new AppError('TRADING_UNREACHABLE', 'Trading service unreachable');
       case 'bad_status':
-        throw new AppError(500, undefined, 'Trading service error', { upstreamStatus: result.status });
+        throw new AppError('TRADING_ERROR', 'Trading service error', { upstreamStatus: result.status });
       case 'invalid_json':
-        throw new AppError(500, undefined, 'Trading service returned an invalid response', { upstreamStatus: result.status });
+        throw new AppError('TRADING_INVALID_RESPONSE', 'Trading service returned an invalid response', { upstreamStatus: result.status });
     }
   }
 

@@ -19,12 +19,12 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 export function createCdpWalletsService(deps: { db: Db; provider: CustodialWalletProvider | undefined; walletKey: Buffer }) {
   function provider(): CustodialWalletProvider {
-    if (!deps.provider) throw new AppError(500, 'CDP_NOT_CONFIGURED', 'Custodial wallets are not configured', { setup: CDP_SETUP });
+    if (!deps.provider) throw new AppError('CDP_NOT_CONFIGURED', 'Custodial wallets are not configured', { setup: CDP_SETUP });
     return deps.provider;
   }
   const failed = (err: unknown): never => {
     if (err instanceof AppError) throw err;
-    throw new AppError(500, 'CDP_FAILED', 'The wallet provider failed', { details: err instanceof CdpError || err instanceof Error ? err.message : String(err) });
+    throw new AppError('CDP_FAILED', 'The wallet provider failed', { details: err instanceof CdpError || err instanceof Error ? err.message : String(err) });
   };
   /** provider account names: letters, digits and hyphens, 2-36 characters */
   const accountName = (userId: string) => `u-${userId.replace(/-/g, '').slice(0, 20)}-${Date.now().toString(36)}`;

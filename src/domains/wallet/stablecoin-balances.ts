@@ -44,7 +44,7 @@ export function createStablecoinBalanceReader(options: { rpcUrl: string | undefi
     if (!rawAddress) throw badRequest('address is required');
     if (!/^0x[0-9a-fA-F]{40}$/.test(rawAddress) || !isAddress(rawAddress, { strict: false })) throw badRequest('Invalid address');
     const address = getAddress(rawAddress);
-    if (!client) throw new AppError(500, 'RPC_NOT_CONFIGURED', 'Failed to fetch balances: no chain RPC is configured (TEMPO_RPC_URL)');
+    if (!client) throw new AppError('RPC_NOT_CONFIGURED', 'Failed to fetch balances: no chain RPC is configured (TEMPO_RPC_URL)');
     let balances: bigint[];
     try {
       balances = await client.multicall({
@@ -53,7 +53,7 @@ export function createStablecoinBalanceReader(options: { rpcUrl: string | undefi
         deployless: true,
       });
     } catch {
-      throw new AppError(500, 'RPC_FAILED', 'Failed to fetch balances from the chain RPC');
+      throw new AppError('RPC_FAILED', 'Failed to fetch balances from the chain RPC');
     }
     const funded = STABLECOINS.map((t, i) => ({ ...t, raw: balances[i]! })).filter((t) => t.raw > 0n);
     const total = funded.reduce((s, t) => s + t.raw, 0n);

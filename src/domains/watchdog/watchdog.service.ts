@@ -310,7 +310,7 @@ export function createWatchdogService(deps: WatchdogDeps) {
     async containerHealth(userId: string, agentId: string) {
       const agent = await db.withUser(userId, (trx) => agentsRepo.findAgent(trx, agentId));
       if (!agent) throw notFound('Agent not found');
-      const unavailable = () => new AppError(500, 'HOSTING_UNAVAILABLE', 'Hosting unavailable');
+      const unavailable = () => new AppError('HOSTING_UNAVAILABLE', 'Hosting unavailable');
       if (deps.hostingAvailable && !deps.hostingAvailable()) throw unavailable();
       try {
         const r = await containerHealth(driver, agentId, { retries: deps.containerHealth?.retries ?? 3, intervalMs: deps.containerHealth?.intervalMs ?? 2_000, probeTimeoutMs: s.probeTimeoutMs });

@@ -10,7 +10,7 @@ import { documented } from './openapi.ts';
 
 export function createBearerAuth(internalApiKey: string | undefined) {
   return documented(async function requireBearer(request: FastifyRequest): Promise<void> {
-    if (!internalApiKey) throw new AppError(500, undefined, 'Server misconfigured');
+    if (!internalApiKey) throw new AppError('SERVER_MISCONFIGURED', 'Server misconfigured');
     const header = request.headers.authorization;
     if (typeof header !== 'string' || !header.startsWith('Bearer ')) throw unauthorized('Unauthorized');
     const key = header.slice('Bearer '.length).trim();

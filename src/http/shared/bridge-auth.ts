@@ -15,8 +15,8 @@ export const BRIDGE_NOT_CONFIGURED = 'Bridge not configured';
 
 export function createBridgeAuth(secret: string | undefined) {
   return documented(async function requireBridgeSecret(request: FastifyRequest): Promise<void> {
-    if (secret === undefined) throw new AppError(503, undefined, BRIDGE_NOT_CONFIGURED);
+    if (secret === undefined) throw new AppError('BRIDGE_NOT_CONFIGURED', BRIDGE_NOT_CONFIGURED);
     const given = request.headers[BRIDGE_SECRET_HEADER];
-    if (typeof given !== 'string' || !safeEqual(given, secret)) throw new AppError(401, undefined, 'unauthorized');
+    if (typeof given !== 'string' || !safeEqual(given, secret)) throw new AppError('UNAUTHORIZED', 'unauthorized');
   }, { security: [{ bridgeSecret: [] }] });
 }

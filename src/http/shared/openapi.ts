@@ -22,6 +22,7 @@
  * These additions change the documentation only: runtime validation and serialization use the
  * route's own schema.
  */
+import { errorCatalogue } from '../../lib/error-codes.ts';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
 import { errorSchema } from './schemas.ts';
@@ -186,6 +187,8 @@ export function openapiTransformObject(servers: { url: string; description?: str
     return {
       ...openapiObject,
       servers,
+      // every error the platform raises: status, summary, and the body `code` where clients see one
+      'x-error-codes': errorCatalogue(),
       tags: [
         ...(openapiObject.tags ?? []),
         ...[...tags].filter((t) => !declared.has(t)).sort().map((name) => (TAG_DESCRIPTIONS[name] ? { name, description: TAG_DESCRIPTIONS[name] } : { name })),

@@ -111,7 +111,7 @@ export function aiRoutes(app: App, deps: { ai: AiService; config: Pick<Config, '
   /** §4.9/§5 plan middleware, before body validation (as the original middleware ran). */
   const requirePlan = async (request: FastifyRequest) => {
     const verdict = checkPlan(request.headers, (email) => isAdminEmail(config, email));
-    if (!verdict.ok) throw new AppError(402, verdict.code, verdict.error, { success: false });
+    if (!verdict.ok) throw new AppError(verdict.code, verdict.error, { success: false });
     actors.set(request, verdict.actor);
   };
   const actorOf = (request: FastifyRequest) => actors.get(request)!;

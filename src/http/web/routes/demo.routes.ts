@@ -68,7 +68,7 @@ export function demoRoutes(app: App, deps: { ai: AiService }) {
       },
     },
     handler: async (request, reply) => {
-      if (!ai.demoConfigured()) throw new AppError(503, undefined, DEMO_UNAVAILABLE);
+      if (!ai.demoConfigured()) throw new AppError('DEMO_UNAVAILABLE', DEMO_UNAVAILABLE);
       try {
         await ai.demoRateLimit(request.ip);
       } catch (err) {

@@ -39,7 +39,7 @@ export async function hostingWebhookRoutes(app: App, deps: { hostingStatus: Host
       // before the body is read: an unauthenticated sender learns nothing about payload handling
       onRequest: async (request) => {
         const verdict = hostingStatus.authorize(providedSecret(request));
-        if (verdict === 'not_configured') throw new AppError(503, undefined, 'Hosting status webhook not configured');
+        if (verdict === 'not_configured') throw new AppError('HOSTING_WEBHOOK_NOT_CONFIGURED', 'Hosting status webhook not configured');
         if (verdict === 'unauthorized') throw unauthorized('Unauthorized');
       },
       schema: {

@@ -78,7 +78,7 @@ export function sessionWalletRoutes(
     handler: async (request) => {
       const address = request.query.address;
       if (address !== undefined) {
-        if (!deps.balanceByAddress) throw new AppError(500, undefined, 'Balance lookup not configured');
+        if (!deps.balanceByAddress) throw new AppError('BALANCE_LOOKUP_NOT_CONFIGURED', 'Balance lookup not configured');
         return deps.balanceByAddress(request, address);
       }
       const cdp = sessionWallet.cdpInfo();

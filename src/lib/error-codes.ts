@@ -1,0 +1,98 @@
+/**
+ * The catalogue of every error the platform raises (issue "one error vocabulary"; docs/architecture.md
+ * "Errors"). A service throws `new AppError(<code>, message?, extra?)`: the code is typed (a key of
+ * this object), its HTTP status comes from here, and so does whether a `code` field appears in the
+ * JSON body. `body` is that field's exact value, present only where the specification (or an
+ * answer documented before this catalogue) shows a code; other errors answer `{error}` alone, and
+ * their code still names them in logs and in the OpenAPI description (`x-error-codes`).
+ *
+ * To add an error: add an entry here (status, summary, `body` only if clients must see a code),
+ * then throw it by name.
+ */
+export type ErrorDefinition = { readonly status: number; readonly summary: string; readonly body?: string };
+
+export const ERROR_CODES = {
+  // generic, behind the helpers of errors.ts
+  BAD_REQUEST: { status: 400, summary: 'The request is invalid (the message says which field and why)' },
+  UNAUTHORIZED: { status: 401, summary: 'No valid session, key or secret' },
+  FORBIDDEN: { status: 403, summary: 'Authenticated, but not allowed' },
+  NOT_FOUND: { status: 404, summary: 'No such resource (or not yours)' },
+  CONFLICT: { status: 409, summary: 'The resource exists or is in a state that refuses this' },
+  TOO_MANY_REQUESTS: { status: 429, summary: 'Rate limited; see Retry-After' },
+  SERVICE_UNAVAILABLE: { status: 503, summary: 'A dependency or integration is not available' },
+  CLIENT_CLOSED: { status: 499, summary: 'The client went away before the answer (never sent)' },
+
+  // configuration and integrations (§7 "not configured")
+  SERVER_MISCONFIGURED: { status: 500, summary: 'A required server setting is missing' },
+  BRIDGE_NOT_CONFIGURED: { status: 503, summary: 'BRIDGE_SECRET is not set: the bridge is closed' },
+  HOSTING_WEBHOOK_NOT_CONFIGURED: { status: 503, summary: 'HOSTING_WEBHOOK_SECRET is not set: the webhook is closed' },
+  DEMO_UNAVAILABLE: { status: 503, summary: 'The demo chat has no model provider configured' },
+  DEMO_FAILED: { status: 500, summary: 'The demo chat provider failed' },
+  BALANCE_LOOKUP_NOT_CONFIGURED: { status: 500, summary: 'Stablecoin balance lookup is not wired in this process' },
+  RPC_NOT_CONFIGURED: { status: 500, summary: 'No chain RPC is configured (TEMPO_RPC_URL)', body: 'RPC_NOT_CONFIGURED' },
+  RPC_FAILED: { status: 500, summary: 'The chain RPC failed', body: 'RPC_FAILED' },
+  CDP_NOT_CONFIGURED: { status: 500, summary: 'Custodial wallets are not configured (CDP_*)', body: 'CDP_NOT_CONFIGURED' },
+  CDP_FAILED: { status: 500, summary: 'The custodial wallet provider failed', body: 'CDP_FAILED' },
+  AUDIO_UNAVAILABLE: { status: 502, summary: 'No audio provider is configured for tts/stt' },
+
+  // accounts and admin (§4.1, docs/admin.md)
+  ADMIN_REQUIRED: { status: 403, summary: 'Only admins may do this', body: 'ADMIN_REQUIRED' },
+  SETUP_LINK_INVALID: { status: 404, summary: 'The one-time admin setup link is invalid, expired or used', body: 'SETUP_LINK_INVALID' },
+  CANNOT_REVOKE_SELF: { status: 400, summary: 'An admin cannot revoke their own admin right', body: 'CANNOT_REVOKE_SELF' },
+
+  // agents (§4.7, §7)
+  PLAN_REQUIRED: { status: 402, summary: 'The plan does not allow this (tier, or a missing plan header on /api/ai)', body: 'PLAN_REQUIRED' },
+  SUBSCRIPTION_REQUIRED: { status: 402, summary: 'An active subscription is required', body: 'SUBSCRIPTION_REQUIRED' },
+  AGENT_LIMIT_REACHED: { status: 402, summary: "The plan's agent limit is reached (429 on the web app, §4.7)", body: 'AGENT_LIMIT_REACHED' },
+  PROVISIONING_FAILED: { status: 500, summary: 'The backend could not provision the agent', body: 'PROVISIONING_FAILED' },
+  BACKEND_UNAVAILABLE: { status: 500, summary: 'The web app could not reach the backend', body: 'BACKEND_UNAVAILABLE' },
+  BACKEND_ERROR: { status: 500, summary: "The backend refused; its status and code are passed on" },
+  HOSTING_UNAVAILABLE: { status: 500, summary: 'The hosting driver failed', body: 'HOSTING_UNAVAILABLE' },
+  AGENT_NOT_RUNNING: { status: 409, summary: 'The agent must be running for this', body: 'AGENT_NOT_RUNNING' },
+  AGENT_UNAVAILABLE: { status: 502, summary: 'The agent failed or could not be reached', body: 'AGENT_UNAVAILABLE' },
+  AGENT_TIMEOUT: { status: 500, summary: 'The agent did not reply in time', body: 'AGENT_TIMEOUT' },
+  AGENT_ERROR: { status: 500, summary: 'The agent answered with an error', body: 'AGENT_ERROR' },
+  NO_GATEWAY_TOKEN: { status: 503, summary: 'The agent has no gateway token yet', body: 'NO_GATEWAY_TOKEN' },
+
+  // files (§4.17)
+  NO_WORKSPACE: { status: 404, summary: 'The agent has no workspace on this machine yet', body: 'NO_WORKSPACE' },
+  NO_LOCAL_WORKSPACE: { status: 409, summary: "The agent's workspace is not on this machine", body: 'NO_LOCAL_WORKSPACE' },
+  NOT_A_REPOSITORY: { status: 500, summary: 'The workspace is not a git repository', body: 'NOT_A_REPOSITORY' },
+  GIT_FAILED: { status: 500, summary: 'A git command failed', body: 'GIT_FAILED' },
+
+  // AI layer (§4.9)
+  AI_RATE_LIMITED: { status: 429, summary: 'AI_RATE_LIMIT requests per minute per IP exceeded' },
+  AI_USAGE_STORE_UNAVAILABLE: { status: 503, summary: 'The usage store (PostgreSQL) is unavailable' },
+  AI_PROVIDER_ERROR: { status: 500, summary: 'The AI provider request failed', body: 'AI_PROVIDER_ERROR' },
+  MODEL_RESTRICTED: { status: 403, summary: 'The model is not available on this plan', body: 'MODEL_RESTRICTED' },
+  PROVIDER_UNAVAILABLE: { status: 503, summary: 'No configured provider can serve this model', body: 'PROVIDER_UNAVAILABLE' },
+  QUOTA_EXCEEDED: { status: 429, summary: 'The monthly token quota is used up', body: 'QUOTA_EXCEEDED' },
+
+  // trading (§4.5)
+  TRADING_KEY_REQUIRED: { status: 503, summary: 'No trading key: the user must add one' },
+  TRADING_NOT_CONFIGURED: { status: 503, summary: 'TRADING_API_URL is not set' },
+  TRADING_TIMEOUT: { status: 503, summary: 'The trading service timed out' },
+  TRADING_UNREACHABLE: { status: 503, summary: 'The trading service could not be reached' },
+  TRADING_ERROR: { status: 500, summary: 'The trading service answered with an error' },
+  TRADING_INVALID_RESPONSE: { status: 500, summary: 'The trading service answered something unreadable' },
+
+  // card processor (§2, §4.4)
+  PROCESSOR_NOT_CONFIGURED: { status: 500, summary: 'Card payments are not configured (STRIPE_SECRET_KEY)', body: 'PROCESSOR_NOT_CONFIGURED' },
+  CHECKOUT_FAILED: { status: 500, summary: 'The card processor could not create the checkout', body: 'CHECKOUT_FAILED' },
+
+  // payments (§4.4, §4.8; the 402 bodies name these in `error`, as the specification shows)
+  INSUFFICIENT_BALANCE: { status: 402, summary: 'Not enough balance (wallet or payment session)' },
+} as const satisfies Record<string, ErrorDefinition>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The `code` values a client can see in error bodies, for the OpenAPI error schema. */
+export const PUBLIC_ERROR_CODES: string[] = [...new Set(Object.values(ERROR_CODES as Record<string, ErrorDefinition>).flatMap((d) => (d.body ? [d.body] : [])))].sort();
+
+/** The catalogue as the OpenAPI descriptions carry it (`x-error-codes`). */
+export const errorCatalogue = () =>
+  Object.fromEntries(Object.entries(ERROR_CODES as Record<string, ErrorDefinition>).map(([code, d]) => [code, { status: d.status, summary: d.summary, ...(d.body ? { body: d.body } : {}) }]));
+
+/** The catalogue entry whose body code is `body` (codes passed on from the backend). */
+export const codeForBody = (body: string | undefined): ErrorCode | undefined =>
+  body === undefined ? undefined : (Object.entries(ERROR_CODES as Record<string, ErrorDefinition>).find(([, d]) => d.body === body)?.[0] as ErrorCode | undefined);
