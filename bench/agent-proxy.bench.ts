@@ -87,28 +87,49 @@ export async function run(): Promise<BenchOutput> {
     await platform.startWorkers();
     const base = `http://127.0.0.1:${(web.server.address() as AddressInfo).port}`;
     const call = (method: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
-      fetch(`${base}${path}`, { method, headers: { 'content-type': 'application/json', ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+      fetch(`${base}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json', ...headers },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
 
     const email = `bench${Date.now()}@example.com`;
     await call('POST', '/api/register', { email, password: 'bench-password-long', name: 'Bench' });
     const login = await call('POST', '/api/auth/login', { email, password: 'bench-password-long' });
     const cookie = /service-session=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
     const key = ((await (await call('POST', '/api/keys', { name: 'bench' }, { cookie })).json()) as { key: string }).key;
-    const agentId = ((await (await call('POST', '/api/agents/provision', { name: 'Bench' }, { cookie })).json()) as { agent: { id: string } }).agent.id;
+    const agentId = (
+      (await (await call('POST', '/api/agents/provision', { name: 'Bench' }, { cookie })).json()) as { agent: { id: string } }
+    ).agent.id;
     for (let i = 0; ; i++) {
-      const a = ((await (await call('GET', `/api/agents/${agentId}`, undefined, { cookie })).json()) as { agent: { status: string } }).agent;
+      const a = ((await (await call('GET', `/api/agents/${agentId}`, undefined, { cookie })).json()) as { agent: { status: string } })
+        .agent;
       if (a.status === 'running') break;
       if (a.status === 'error' || i > 300) throw new Error(`agent did not start: ${a.status}`);
       await new Promise((r) => setTimeout(r, 200));
     }
     const row = await db.kysely.selectFrom('agents').select('gateway_url').where('id', '=', agentId).executeTakeFirstOrThrow();
-    const creds = await db.kysely.selectFrom('agent_credentials').select('gateway_token_enc').where('agent_id', '=', agentId).executeTakeFirstOrThrow();
+    const creds = await db.kysely
+      .selectFrom('agent_credentials')
+      .select('gateway_token_enc')
+      .where('agent_id', '=', agentId)
+      .executeTakeFirstOrThrow();
     const token = decryptSecret(secrets.secretsEncryptionKey, creds.gateway_token_enc);
 
     const body = JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'Say hello in one short sentence.' }] });
     const targets: Target[] = [
-      { key: 'direct', url: `${row.gateway_url}/v1/chat/completions`, headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body },
-      { key: 'proxy', url: `${base}/api/agents/${agentId}/v1/chat/completions`, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body },
+      {
+        key: 'direct',
+        url: `${row.gateway_url}/v1/chat/completions`,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body,
+      },
+      {
+        key: 'proxy',
+        url: `${base}/api/agents/${agentId}/v1/chat/completions`,
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body,
+      },
     ];
     for (const t of targets) {
       const res = await fetch(t.url, { method: 'POST', headers: t.headers, body: t.body });
@@ -118,7 +139,8 @@ export async function run(): Promise<BenchOutput> {
 
     const perRound: Record<string, ClientResult[]> = {};
     for (let r = 0; r < settings.rounds; r++) {
-      for (const target of targets) (perRound[target.key] ??= []).push(await load(target, 1, settings.durationS, r === 0 ? settings.warmupS : 0.5));
+      for (const target of targets)
+        (perRound[target.key] ??= []).push(await load(target, 1, settings.durationS, r === 0 ? settings.warmupS : 0.5));
     }
     const d = perRound.direct!;
     const p = perRound.proxy!;
@@ -128,10 +150,19 @@ export async function run(): Promise<BenchOutput> {
     // idle WebSockets through the proxy
     await settle();
     const before = rssMb();
-    const child = spawn(process.execPath, ['--input-type=module', '-e', SOCKETS, JSON.stringify({ url: `${base.replace(/^http/, 'ws')}/api/agents/${agentId}/ws`, authorization: `Bearer ${key}`, n: sockets })], {
-      cwd: join(import.meta.dirname, '..'),
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        SOCKETS,
+        JSON.stringify({ url: `${base.replace(/^http/, 'ws')}/api/agents/${agentId}/ws`, authorization: `Bearer ${key}`, n: sockets }),
+      ],
+      {
+        cwd: join(import.meta.dirname, '..'),
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
     let childErr = '';
     child.stderr!.setEncoding('utf8').on('data', (s: string) => (childErr += s));
     await new Promise<void>((resolve, reject) => {
@@ -162,7 +193,7 @@ export async function run(): Promise<BenchOutput> {
       '',
       'One real local agent (built-in runtime) whose model is a local upstream in its own process answering after a fixed ' +
         `${delayMs} ms. **direct**: the agent's gateway \`POST /v1/chat/completions\` with its gateway token; **proxy**: the same call ` +
-        'through the web app at `POST /api/agents/:id/v1/chat/completions` with the owner\'s `sk_` key. Concurrency 1, ' +
+        "through the web app at `POST /api/agents/:id/v1/chat/completions` with the owner's `sk_` key. Concurrency 1, " +
         `${settings.rounds} alternating rounds of ${settings.durationS} s; the added time is per round (proxy − direct), then the median.`,
       '',
       '| case | req/s | mean ms | p50 ms | p99 ms | failures |',
@@ -172,7 +203,7 @@ export async function run(): Promise<BenchOutput> {
       '',
       `- the proxy adds **${round(addedMean, 3)} ms** mean (p50 ${round(addedP50, 3)} ms) at concurrency 1 (goal < 1 ms)`,
       `- ${sockets} idle WebSockets through the proxy (clients in another process): web app resident memory ${round(before, 1)} MB before, ` +
-        `${round(withSockets, 1)} MB with them open (${round((withSockets - before) * 1024 / sockets, 1)} KB each, both legs), ${round(later, 1)} MB ten seconds later`,
+        `${round(withSockets, 1)} MB with them open (${round(((withSockets - before) * 1024) / sockets, 1)} KB each, both legs), ${round(later, 1)} MB ten seconds later`,
     ].join('\n');
     return { name: 'agent-proxy', results, markdown };
   } finally {

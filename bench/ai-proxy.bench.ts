@@ -67,10 +67,14 @@ await pool.close();
 `;
 
 export async function load(target: Target, concurrency: number, durationS: number, warmupS: number): Promise<ClientResult> {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', CLIENT, JSON.stringify({ ...target, concurrency, durationS, warmupS })], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--input-type=module', '-e', CLIENT, JSON.stringify({ ...target, concurrency, durationS, warmupS })],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   let err = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -134,19 +138,35 @@ async function startPortkey(upstreamBase: string): Promise<{ proc: ChildProcess;
       encoding: 'utf8',
       timeout: 300_000,
     });
-    if (!existsSync(entry)) return { error: `npm install @portkey-ai/gateway@${PORTKEY_VERSION} failed: ${(npm.stderr || npm.error?.message || '').trim().slice(-400)}` };
+    if (!existsSync(entry))
+      return {
+        error: `npm install @portkey-ai/gateway@${PORTKEY_VERSION} failed: ${(npm.stderr || npm.error?.message || '').trim().slice(-400)}`,
+      };
   }
   const port = await freePort();
-  const proc = spawn(process.execPath, [entry, `--port=${port}`, "--headless"], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PORT: String(port) } });
+  const proc = spawn(process.execPath, [entry, `--port=${port}`, '--headless'], {
+    cwd: dir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, PORT: String(port) },
+  });
   let log = '';
   proc.stdout?.setEncoding('utf8').on('data', (d: string) => (log += d));
   proc.stderr?.setEncoding('utf8').on('data', (d: string) => (log += d));
   const url = `http://127.0.0.1:${port}/v1/chat/completions`;
-  const headers = { 'content-type': 'application/json', authorization: 'Bearer bench', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstreamBase };
+  const headers = {
+    'content-type': 'application/json',
+    authorization: 'Bearer bench',
+    'x-portkey-provider': 'openai',
+    'x-portkey-custom-host': upstreamBase,
+  };
   for (let i = 0; i < 100; i++) {
     await new Promise((r) => setTimeout(r, 200));
     try {
-      const res = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'ping' }] }) });
+      const res = await fetch(url, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'ping' }] }),
+      });
       await res.text();
       if (res.ok) return { proc, url, note: `@portkey-ai/gateway@${PORTKEY_VERSION}` };
     } catch {
@@ -199,7 +219,12 @@ export async function run(): Promise<BenchOutput> {
 
     const messages = [{ role: 'user', content: 'Say hello in one short sentence.' }];
     const targets: Target[] = [
-      { key: 'direct', url: `${upstream.base}/chat/completions`, headers: { 'content-type': 'application/json', authorization: 'Bearer bench' }, body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages }) },
+      {
+        key: 'direct',
+        url: `${upstream.base}/chat/completions`,
+        headers: { 'content-type': 'application/json', authorization: 'Bearer bench' },
+        body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages }),
+      },
       {
         key: 'platform',
         url: `${backendUrl}/api/ai/chat`,
@@ -222,7 +247,12 @@ export async function run(): Promise<BenchOutput> {
       targets.push({
         key: 'portkey',
         url: portkey.url,
-        headers: { 'content-type': 'application/json', authorization: 'Bearer bench', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': upstream.base },
+        headers: {
+          'content-type': 'application/json',
+          authorization: 'Bearer bench',
+          'x-portkey-provider': 'openai',
+          'x-portkey-custom-host': upstream.base,
+        },
         body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages }),
       });
     }

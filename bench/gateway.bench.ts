@@ -38,7 +38,13 @@ export async function run(): Promise<BenchOutput> {
     database = await startBenchDatabase('gateway-bench');
     const dir = database.dir;
     const config = loadConfig(
-      { DATA_DIR: dir, LOG_LEVEL: 'silent', INTERNAL_API_KEY: 'bench-internal-key', ROUTER_API_KEY: 'bench-router-key', ROUTER_BASE_URL: upstream.base },
+      {
+        DATA_DIR: dir,
+        LOG_LEVEL: 'silent',
+        INTERNAL_API_KEY: 'bench-internal-key',
+        ROUTER_API_KEY: 'bench-router-key',
+        ROUTER_BASE_URL: upstream.base,
+      },
       { cwd: dir, readDotEnv: false },
     );
     db = createDb(database.url, { poolSize: config.DATABASE_POOL_SIZE });
@@ -56,10 +62,20 @@ export async function run(): Promise<BenchOutput> {
     const cookie = /service-session=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
     const wallet = (await (await post('/api/wallet', { action: 'create' }, { cookie })).json()) as { address: string };
     const key = (await (await post('/api/keys', { name: 'bench' }, { cookie })).json()) as { key: string };
-    await platform.services.ledger.credit({ address: wallet.address, amountMicros: 900_000_000_000, eventId: 'bench-key', source: 'bench' });
+    await platform.services.ledger.credit({
+      address: wallet.address,
+      amountMicros: 900_000_000_000,
+      eventId: 'bench-key',
+      source: 'bench',
+    });
     // a second wallet opens a session with an EIP-712 authorisation
     const account = privateKeyToAccount(generatePrivateKey());
-    await platform.services.ledger.credit({ address: account.address, amountMicros: 900_000_000_000, eventId: 'bench-session', source: 'bench' });
+    await platform.services.ledger.credit({
+      address: account.address,
+      amountMicros: 900_000_000_000,
+      eventId: 'bench-session',
+      source: 'bench',
+    });
     const deadline = Math.floor(Date.now() / 1000) + 600;
     const salt = `0x${randomBytes(32).toString('hex')}` as Hex;
     const signature = await account.signTypedData({
@@ -68,7 +84,9 @@ export async function run(): Promise<BenchOutput> {
       primaryType: 'OpenSession',
       message: { wallet: account.address, deposit: 800_000_000_000n, deadline: BigInt(deadline), salt },
     });
-    const opened = (await (await post('/api/wallet/sessions', { address: account.address, deposit: '800000', signature, deadline, salt })).json()) as { sessionId: string };
+    const opened = (await (
+      await post('/api/wallet/sessions', { address: account.address, deposit: '800000', signature, deadline, salt })
+    ).json()) as { sessionId: string };
 
     const body = JSON.stringify({ plugin: 'generate-text', messages: [{ role: 'user', content: 'Say hello in one short sentence.' }] });
     const url = `${base}/api/v1/gateway`;
@@ -77,7 +95,12 @@ export async function run(): Promise<BenchOutput> {
       {
         key: 'session',
         url,
-        headers: { 'content-type': 'application/json', 'x-payment-method': 'session', 'x-session-id': opened.sessionId, 'x-wallet-address': account.address },
+        headers: {
+          'content-type': 'application/json',
+          'x-payment-method': 'session',
+          'x-session-id': opened.sessionId,
+          'x-wallet-address': account.address,
+        },
         body,
       },
     ];
@@ -93,14 +116,18 @@ export async function run(): Promise<BenchOutput> {
     for (const c of levels) {
       const perRound: Record<string, ClientResult[]> = {};
       for (let r = 0; r < settings.rounds; r++) {
-        for (const target of targets) (perRound[target.key] ??= []).push(await load(target, c, settings.durationS, r === 0 ? settings.warmupS : 0.5));
+        for (const target of targets)
+          (perRound[target.key] ??= []).push(await load(target, c, settings.durationS, r === 0 ? settings.warmupS : 0.5));
       }
       const k = perRound.key!;
       const s = perRound.session!;
       const ratio50 = median(s.map((x, i) => x.p50Ms / k[i]!.p50Ms));
       const ratio99 = median(s.map((x, i) => x.p99Ms / k[i]!.p99Ms));
       results[`concurrency${c}`] = { key: k, session: s, sessionToKeyP50: round(ratio50, 3), sessionToKeyP99: round(ratio99, 3) };
-      for (const [name, runs] of [['key', k], ['session', s]] as const) {
+      for (const [name, runs] of [
+        ['key', k],
+        ['session', s],
+      ] as const) {
         rows.push(
           `| ${c} | ${name} | ${round(median(runs.map((x) => x.rps)), 0)} | ${round(median(runs.map((x) => x.p50Ms)), 2)} | ${round(median(runs.map((x) => x.p99Ms)), 2)} | ${runs.reduce((a, x) => a + x.failures, 0)} |`,
         );
@@ -114,7 +141,7 @@ export async function run(): Promise<BenchOutput> {
       '',
       `Upstream: local OpenAI-compatible server answering after a fixed ${delayMs} ms (its own process). Both cases call ` +
         '`POST /api/v1/gateway` with plugin `generate-text` on a real listening web app with the embedded PostgreSQL: **key** ' +
-        '(`Authorization: Bearer sk_…`; the card method debits the caller\'s wallet balance in the ledger) and **session** ' +
+        "(`Authorization: Bearer sk_…`; the card method debits the caller's wallet balance in the ledger) and **session** " +
         '(`X-Payment-Method: session`; EIP-712 receipt signed, one-statement conditional debit). ' +
         `${settings.rounds} alternating rounds of ${settings.durationS} s per case and level; medians over rounds; the ratio is per round, then the median.`,
       '',

@@ -88,13 +88,15 @@ export async function run(): Promise<BenchOutput> {
         ]),
         '',
       );
-      lines.push(`- concurrency ${connections}: cached p99 ${round(r.cached!.p99Ms, 2)} ms, ${round(r.cached!.ratio, 2)}x the bare route's req/s (cache off: p99 ${round(r.uncached!.p99Ms, 2)} ms, ${round(r.uncached!.ratio, 2)}x)`);
+      lines.push(
+        `- concurrency ${connections}: cached p99 ${round(r.cached!.p99Ms, 2)} ms, ${round(r.cached!.ratio, 2)}x the bare route's req/s (cache off: p99 ${round(r.uncached!.p99Ms, 2)} ms, ${round(r.uncached!.ratio, 2)}x)`,
+      );
     }
     const markdown = [
       `Machine: ${machineLine(machine)}`,
       '',
       'Backend `POST /api/validate-key` with a valid `sk_` key and the INTERNAL_API_KEY bearer, against a bare Fastify POST route ' +
-        'returning the same JSON (autocannon in its own process; latencies are autocannon\'s whole-millisecond histogram). ' +
+        "returning the same JSON (autocannon in its own process; latencies are autocannon's whole-millisecond histogram). " +
         `${settings.rounds} round-robin rounds of ${settings.durationS} s per case; ratios per round, then the median. ` +
         'Goals: p99 ≤ 1 ms at concurrency 1; ≥ 0.5x the bare route at concurrency 16.',
       '',

@@ -26,7 +26,16 @@ export async function run(): Promise<BenchOutput> {
   const [web, backend] = [await freePort(), await freePort()];
   const child = spawn(join(ROOT, 'node_modules', '.bin', 'node'), ['src/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, DATA_DIR: dir, WEB_PORT: String(web), BACKEND_PORT: String(backend), PUBLIC_URL: `http://127.0.0.1:${web}`, BACKEND_URL: `http://127.0.0.1:${backend}`, LOG_LEVEL: 'warn', LOG_FORMAT: 'json' },
+    env: {
+      ...process.env,
+      DATA_DIR: dir,
+      WEB_PORT: String(web),
+      BACKEND_PORT: String(backend),
+      PUBLIC_URL: `http://127.0.0.1:${web}`,
+      BACKEND_URL: `http://127.0.0.1:${backend}`,
+      LOG_LEVEL: 'warn',
+      LOG_FORMAT: 'json',
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

@@ -52,7 +52,10 @@ export async function run(): Promise<BenchOutput> {
       { cwd: dir, readDotEnv: false },
     );
     const secrets = resolveSecrets(config);
-    embedded = await startEmbeddedPostgres({ dataDir: dir, password: storedSecret(dir, 'embeddedDbPassword', () => `bench-${Date.now().toString(36)}`) });
+    embedded = await startEmbeddedPostgres({
+      dataDir: dir,
+      password: storedSecret(dir, 'embeddedDbPassword', () => `bench-${Date.now().toString(36)}`),
+    });
     await migrate(embedded.url);
     db = createDb(embedded.url, { poolSize: config.DATABASE_POOL_SIZE });
     platform = createPlatform({ config, db, secrets });
@@ -66,10 +69,18 @@ export async function run(): Promise<BenchOutput> {
     const base = `http://127.0.0.1:${webPort}`;
     const creds = { email: 'bench@example.com', password: 'correct horse battery' };
     await fetch(`${base}/api/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(creds) });
-    const login = await fetch(`${base}/api/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(creds) });
+    const login = await fetch(`${base}/api/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(creds),
+    });
     const cookie = /service-session=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
     const call = async (method: string, path: string, body?: unknown) => {
-      const r = await fetch(`${base}${path}`, { method, headers: { cookie, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) });
+      const r = await fetch(`${base}${path}`, {
+        method,
+        headers: { cookie, ...(body ? { 'content-type': 'application/json' } : {}) },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
       return (await r.json()) as Record<string, any>;
     };
 
@@ -94,7 +105,15 @@ export async function run(): Promise<BenchOutput> {
       for (let i = 0; i < RUNS; i++) {
         const agentId = `bench-baseline-${i}`;
         const t0 = performance.now();
-        const d = await driver.deploy({ agentId, userId: 'bench', plan: 'label', gatewayToken: 'x'.repeat(48), platformApiKey: 'apk_bench', backendUrl: config.BACKEND_URL, config: {} });
+        const d = await driver.deploy({
+          agentId,
+          userId: 'bench',
+          plan: 'label',
+          gatewayToken: 'x'.repeat(48),
+          platformApiKey: 'apk_bench',
+          backendUrl: config.BACKEND_URL,
+          config: {},
+        });
         while (!(await probeHealthz(d.url, 1000))) await new Promise((r) => setTimeout(r, 10));
         runtime.push(performance.now() - t0);
         await driver.delete(agentId);
@@ -118,7 +137,7 @@ export async function run(): Promise<BenchOutput> {
       `| provision → status \`running\` (web → backend → job → driver → /healthz) | ${results.provisioningToRunningMedianMs} |`,
       `| runtime start alone (driver deploy → /healthz answers, polled every 10 ms) | ${results.runtimeStartMedianMs} |`,
       '',
-      'The platform waits for health with the §4.12 poll (first probe at once, then every 2 s). The local driver\'s deploy() returns once the agent accepts connections on its port, so the first probe normally succeeds; the difference to the runtime alone is the web → backend → job hand-off and the database writes around it.',
+      "The platform waits for health with the §4.12 poll (first probe at once, then every 2 s). The local driver's deploy() returns once the agent accepts connections on its port, so the first probe normally succeeds; the difference to the runtime alone is the web → backend → job hand-off and the database writes around it.",
     ].join('\n');
     return { name: 'provisioning', results, markdown };
   } finally {

@@ -23,7 +23,11 @@ const files = readdirSync(BENCH_DIR)
   .filter((f) => filters.length === 0 || filters.some((q) => f.replace(/\.bench\.ts$/, '').includes(q)));
 
 if (files.length === 0) {
-  console.error(`No bench matches ${filters.join(', ') || '(any)'}; available: ${readdirSync(BENCH_DIR).filter((f) => f.endsWith('.bench.ts')).join(', ')}`);
+  console.error(
+    `No bench matches ${filters.join(', ') || '(any)'}; available: ${readdirSync(BENCH_DIR)
+      .filter((f) => f.endsWith('.bench.ts'))
+      .join(', ')}`,
+  );
   process.exit(1);
 }
 
@@ -38,7 +42,9 @@ for (const file of files) {
     console.log(out.markdown.trim());
     writeSection(DOC, out.name, out.markdown);
     writeJson(join(BENCH_DIR, 'results', `${out.name}.json`), out.results);
-    console.log(`\n(${out.name}: ${((Date.now() - started) / 1000).toFixed(0)} s; written to docs/benchmarks.md and bench/results/${out.name}.json)`);
+    console.log(
+      `\n(${out.name}: ${((Date.now() - started) / 1000).toFixed(0)} s; written to docs/benchmarks.md and bench/results/${out.name}.json)`,
+    );
   } catch (err) {
     failed += 1;
     console.error(`${file} failed:`, err instanceof Error ? (err.stack ?? err.message) : err);

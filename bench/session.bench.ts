@@ -113,7 +113,14 @@ async function rawQuery(db: Db, tokenHash: Buffer, concurrency: number, seconds:
   const elapsed = (performance.now() - started) / 1000;
   latencies.sort((x, y) => x - y);
   const pct = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))] ?? 0;
-  return { qps: round(latencies.length / elapsed, 0), p50Ms: round(pct(50)), p99Ms: round(pct(99)), queries: latencies.length, concurrency, mode };
+  return {
+    qps: round(latencies.length / elapsed, 0),
+    p50Ms: round(pct(50)),
+    p99Ms: round(pct(99)),
+    queries: latencies.length,
+    concurrency,
+    mode,
+  };
 }
 
 export async function run(): Promise<BenchOutput> {
@@ -191,7 +198,10 @@ export async function run(): Promise<BenchOutput> {
     const raw = await rawQuery(db, tokenHash, settings.connections, RAW_QUERY_S, 'unnamed');
     const rawPrepared = await rawQuery(db, tokenHash, settings.connections, RAW_QUERY_S, 'prepared');
 
-    const a = m.a_bare!, b = m.b_authenticated!, c = m.c_unauthenticated!, bInfo = m.b_authenticated_info!;
+    const a = m.a_bare!,
+      b = m.b_authenticated!,
+      c = m.c_unauthenticated!,
+      bInfo = m.b_authenticated_info!;
     const d = m.d_authenticated_no_cache!;
     const results = {
       machine,

@@ -36,7 +36,10 @@ async function startHealthServer(): Promise<{ port: number; child: ChildProcess 
   const port = await freePort();
   const child = spawn(
     process.execPath,
-    ['-e', `require('node:http').createServer((q,s)=>{s.writeHead(q.url.endsWith('/healthz')?200:404,{'content-type':'application/json'});s.end('{"ok":true,"status":"live"}')}).listen(${port},'127.0.0.1')`],
+    [
+      '-e',
+      `require('node:http').createServer((q,s)=>{s.writeHead(q.url.endsWith('/healthz')?200:404,{'content-type':'application/json'});s.end('{"ok":true,"status":"live"}')}).listen(${port},'127.0.0.1')`,
+    ],
     { stdio: 'ignore' },
   );
   while (!(await probeHealthz(`http://127.0.0.1:${port}/x`, 500))) await sleep(20);
@@ -57,17 +60,24 @@ export async function run(): Promise<BenchOutput> {
   const load = loadavg()[0]!;
   try {
     const config = loadConfig({ DATA_DIR: dir, LOG_LEVEL: 'warn', HOSTING_DRIVER: 'local' }, { cwd: dir, readDotEnv: false });
-    embedded = await startEmbeddedPostgres({ dataDir: dir, password: storedSecret(dir, 'embeddedDbPassword', () => `bench-${Date.now().toString(36)}`) });
+    embedded = await startEmbeddedPostgres({
+      dataDir: dir,
+      password: storedSecret(dir, 'embeddedDbPassword', () => `bench-${Date.now().toString(36)}`),
+    });
     await migrate(embedded.url);
     db = createDb(embedded.url, { poolSize: 10 });
     health = await startHealthServer();
 
-    const user = await sql<{ id: string }>`insert into users (email, name, referral_code) values ('bench@example.com', 'bench', 'BENCHWD') returning id`.execute(db.kysely);
+    const user = await sql<{
+      id: string;
+    }>`insert into users (email, name, referral_code) values ('bench@example.com', 'bench', 'BENCHWD') returning id`.execute(db.kysely);
     const userId = user.rows[0]!.id;
     for (let i = 0; i < AGENTS; i++) {
       const id = `wd-bench-${i}`;
       await sql`insert into agents (id, user_id, name, status, subdomain, url, gateway_url)
-                values (${id}, ${userId}, ${id}, 'running', ${id}, ${`https://${id}.agents.localhost`}, ${`http://127.0.0.1:${health.port}/${id}`})`.execute(db.kysely);
+                values (${id}, ${userId}, ${id}, 'running', ${id}, ${`https://${id}.agents.localhost`}, ${`http://127.0.0.1:${health.port}/${id}`})`.execute(
+        db.kysely,
+      );
     }
 
     const driver = createLocalDriver({ dataDir: join(dir, 'agents-unused') });
@@ -100,14 +110,26 @@ export async function run(): Promise<BenchOutput> {
     await sleep(WINDOW_S * 1000);
     const wallMs = performance.now() - t0;
     const busyPct = ((cpuMs() - c0) / wallMs) * 100;
-    const checks = await sql<{ n: number }>`select count(*)::int as n from agent_watchdog where last_check_at > now() - make_interval(secs => ${wallMs / 1000})`.execute(db.kysely);
+    const checks = await sql<{
+      n: number;
+    }>`select count(*)::int as n from agent_watchdog where last_check_at > now() - make_interval(secs => ${wallMs / 1000})`.execute(
+      db.kysely,
+    );
     await worker.stop();
 
     // one idle built-in-runtime agent's resident memory, and a bare Node process for comparison
     const agentDriver = createLocalDriver({ dataDir: join(dir, 'agent'), runtime: 'builtin' });
     let agentRss = 0;
     try {
-      const d = await agentDriver.deploy({ agentId: 'rss-agent', userId, plan: 'label', gatewayToken: 'x'.repeat(48), platformApiKey: 'apk_bench', backendUrl: 'http://127.0.0.1:9', config: {} });
+      const d = await agentDriver.deploy({
+        agentId: 'rss-agent',
+        userId,
+        plan: 'label',
+        gatewayToken: 'x'.repeat(48),
+        platformApiKey: 'apk_bench',
+        backendUrl: 'http://127.0.0.1:9',
+        config: {},
+      });
       while (!(await probeHealthz(d.url, 1000))) await sleep(20);
       await sleep(5_000);
       agentRss = (await agentDriver.stats('rss-agent')).memory;
@@ -148,7 +170,7 @@ export async function run(): Promise<BenchOutput> {
       `| resident memory of one idle built-in-runtime agent (process tree) | ${results.agentRssMb} MB |`,
       `| resident memory of a bare Node process (\`setInterval\` only), same Node | ${results.bareNodeRssMb} MB |`,
       '',
-      'Per poll a backend runs the sync of the watched set (three statements), an adoption query and the due query; a healthy agent costs one HTTP GET per interval and one fenced UPDATE. PostgreSQL\'s own CPU (another process) is not counted above.',
+      "Per poll a backend runs the sync of the watched set (three statements), an adoption query and the due query; a healthy agent costs one HTTP GET per interval and one fenced UPDATE. PostgreSQL's own CPU (another process) is not counted above.",
     ].join('\n');
     return { name: 'watchdog', results, markdown };
   } finally {

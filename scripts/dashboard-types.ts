@@ -89,7 +89,9 @@ function operation(op: Operation, depth: number): string {
   // a group whose parameters are all optional is itself optional (as openapi-typescript emits it)
   const params = Object.entries(groups)
     .map(([where, lines]) =>
-      lines.length ? `${pad(depth + 2)}${where}${required.has(where) ? '' : '?'}: {\n${lines.join('\n')}\n${pad(depth + 2)}};` : `${pad(depth + 2)}${where}?: never;`,
+      lines.length
+        ? `${pad(depth + 2)}${where}${required.has(where) ? '' : '?'}: {\n${lines.join('\n')}\n${pad(depth + 2)}};`
+        : `${pad(depth + 2)}${where}?: never;`,
     )
     .join('\n');
   const body = op.requestBody?.content

@@ -55,13 +55,20 @@ export const OVERRIDES: Record<string, string> = {
 
 export function codegenArgs(url: string, outFile: string, verify = false): string[] {
   return [
-    '--dialect', 'postgres',
-    '--url', url,
-    '--out-file', outFile,
-    '--exclude-pattern', 'schema_migrations',
-    '--type-mapping', JSON.stringify(TYPE_MAPPING),
-    '--overrides', JSON.stringify({ columns: OVERRIDES }),
-    '--log-level', 'error',
+    '--dialect',
+    'postgres',
+    '--url',
+    url,
+    '--out-file',
+    outFile,
+    '--exclude-pattern',
+    'schema_migrations',
+    '--type-mapping',
+    JSON.stringify(TYPE_MAPPING),
+    '--overrides',
+    JSON.stringify({ columns: OVERRIDES }),
+    '--log-level',
+    'error',
     ...(verify ? ['--verify'] : []),
   ];
 }
@@ -73,7 +80,10 @@ export function runCodegen(url: string, verify = false): { ok: boolean; output: 
   const r = spawnSync(process.execPath, [bin, ...codegenArgs(url, DB_TYPES_FILE, verify)], { cwd: ROOT, encoding: 'utf8' });
   // kysely-codegen tries TypeScript's parser on override strings (TypeScript 7 has no JS API) and
   // falls back to the text as written, which is what we want: drop that notice
-  const output = `${r.stdout}${r.stderr}`.split('\n').filter((l) => !/^Failed to parse type expression|^\s+at /.test(l)).join('\n');
+  const output = `${r.stdout}${r.stderr}`
+    .split('\n')
+    .filter((l) => !/^Failed to parse type expression|^\s+at /.test(l))
+    .join('\n');
   return { ok: r.status === 0, output };
 }
 

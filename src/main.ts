@@ -95,7 +95,10 @@ async function main() {
   if (stopping) return;
   const { applied } = await migrate(url);
   if (stopping) return;
-  const db = (running.db = createDb(url, { poolSize: config.DATABASE_POOL_SIZE, ...(requestUrl ? { requestConnectionString: requestUrl } : {}) }));
+  const db = (running.db = createDb(url, {
+    poolSize: config.DATABASE_POOL_SIZE,
+    ...(requestUrl ? { requestConnectionString: requestUrl } : {}),
+  }));
   const platform = (running.platform = createPlatform({ config, db, secrets }));
 
   const listen = async (build: () => Promise<App>, port: number, name: string) => {
@@ -129,7 +132,10 @@ async function main() {
     }
   }
   if (generatedInternalKey) {
-    log?.info({ stored: 'DATA_DIR/secrets.json' }, 'INTERNAL_API_KEY not set: using a generated key for the web app and the backend in this process');
+    log?.info(
+      { stored: 'DATA_DIR/secrets.json' },
+      'INTERNAL_API_KEY not set: using a generated key for the web app and the backend in this process',
+    );
   }
   // one line naming what is off for lack of settings (the bridge and hosting webhook answer 503 then)
   const off = integrationsOff(config);
@@ -138,11 +144,18 @@ async function main() {
     platform.startWebJobs();
     // a new instance has no admin: print the one-time link that makes its opener one (docs/admin.md)
     const link = await platform.services.admin.setupLinkIfNoAdmin();
-    if (link) log?.warn({ setupLink: link }, `No admin yet: sign in, then open this one-time link to become the admin: ${link}  (or run: npm run admin -- <email>)`);
+    if (link)
+      log?.warn(
+        { setupLink: link },
+        `No admin yet: sign in, then open this one-time link to become the admin: ${link}  (or run: npm run admin -- <email>)`,
+      );
   }
   // deployment jobs run where the backend runs (it owns the hosting driver)
   if (mode !== 'web') await platform.startWorkers();
-  log?.info({ database: config.DATABASE_URL ? 'DATABASE_URL' : 'embedded', migrationsApplied: applied.length, docs: '/docs' }, 'platform ready');
+  log?.info(
+    { database: config.DATABASE_URL ? 'DATABASE_URL' : 'embedded', migrationsApplied: applied.length, docs: '/docs' },
+    'platform ready',
+  );
 }
 
 main().catch((err) => {

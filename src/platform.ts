@@ -146,7 +146,9 @@ export function createPlatform(deps: PlatformDeps) {
     encryptionKey: deps.secrets.secretsEncryptionKey,
     client:
       deps.tradingClient ??
-      (config.TRADING_API_URL ? createHttpTradingClient({ baseUrl: config.TRADING_API_URL, timeoutMs: config.TRADING_TIMEOUT_MS }) : undefined),
+      (config.TRADING_API_URL
+        ? createHttpTradingClient({ baseUrl: config.TRADING_API_URL, timeoutMs: config.TRADING_TIMEOUT_MS })
+        : undefined),
   });
   const sessionWallet = createSessionWalletService({ db, config, encryptionKey: deps.secrets.walletEncryptionKey });
   const hostingStatus = createHostingStatusService({
@@ -163,7 +165,15 @@ export function createPlatform(deps: PlatformDeps) {
   const agentConfig = createConfigService({ db, secretsKey: deps.secrets.secretsEncryptionKey, ...(deps.now ? { now: deps.now } : {}) });
   const keys = createKeysService({ db, config, cache: keyCache });
   const hostingMcp = createHostingMcpService(deps.now ? { now: deps.now } : {});
-  const ai = createAiService({ config, db, rateLimiter, providers: deps.aiProviders, usage: deps.aiUsageStore, logger: deps.logger, now: deps.now });
+  const ai = createAiService({
+    config,
+    db,
+    rateLimiter,
+    providers: deps.aiProviders,
+    usage: deps.aiUsageStore,
+    logger: deps.logger,
+    now: deps.now,
+  });
   const ownsDriver = !deps.driver;
   const driver = deps.driver ?? createHostingDriver(config, { log: (level, message) => log[level]({ source: 'hosting' }, message) });
   let worker: ReturnType<typeof createDeploymentWorker> | undefined;
@@ -208,14 +218,22 @@ export function createPlatform(deps: PlatformDeps) {
   const cardProcessor =
     deps.cardProcessor ??
     (config.STRIPE_SECRET_KEY
-      ? createStripeProcessor({ secretKey: config.STRIPE_SECRET_KEY, webhookSecret: config.STRIPE_WEBHOOK_SECRET, apiUrl: config.STRIPE_API_URL, timeoutMs: config.STRIPE_TIMEOUT_MS })
+      ? createStripeProcessor({
+          secretKey: config.STRIPE_SECRET_KEY,
+          webhookSecret: config.STRIPE_WEBHOOK_SECRET,
+          apiUrl: config.STRIPE_API_URL,
+          timeoutMs: config.STRIPE_TIMEOUT_MS,
+        })
       : undefined);
   const topUp = createTopUpService({ processor: cardProcessor, ledger, publicUrl: config.PUBLIC_URL, logger: log });
   const subscriptions = createSubscriptionsService({ db, processor: cardProcessor, publicUrl: config.PUBLIC_URL, sessionCache });
   const paymentChainId = config.TEMPO_TESTNET ? 42431 : 4217;
   const paymentSessions = createPaymentSessionsService({
     db,
-    signer: createReceiptSigner((config.PAYMENT_RECEIPT_KEY as `0x${string}` | undefined) ?? deriveReceiptKey(deps.secrets.secretsEncryptionKey), paymentChainId),
+    signer: createReceiptSigner(
+      (config.PAYMENT_RECEIPT_KEY as `0x${string}` | undefined) ?? deriveReceiptKey(deps.secrets.secretsEncryptionKey),
+      paymentChainId,
+    ),
     chainId: paymentChainId,
     ttlMs: config.PAYMENT_SESSION_TTL_MS,
     ...(deps.now ? { now: deps.now } : {}),
@@ -261,9 +279,62 @@ export function createPlatform(deps: PlatformDeps) {
   let heartbeatWorker: ReturnType<typeof createHeartbeatWorker> | undefined;
 
   return {
-    services: { chat, admin, topUp, subscriptions, agents, agentsWeb, driver, watchdog, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, hostingMcp, workflows, heartbeat, bridge, ledger, paymentSessions, gateway },
-    buildWebApp: () => buildWebApp(config, { usageReport: createUsageReport({ db, ...(deps.now ? { now: deps.now } : {}) }), cdpWallets, chat, agentTargets, stablecoinBalances: createStablecoinBalanceReader({ rpcUrl: config.TEMPO_RPC_URL, testnet: config.TEMPO_TESTNET }), admin, topUp, subscriptions, agentsWeb, ai, accounts, health, trading, sessionWallet, hostingStatus, agentConfig, keys, workflows, heartbeat, bridge, watchdog, payments: { sessions: paymentSessions, gateway } }, appOptions),
-    buildBackendApp: () => buildBackendApp(config, { agents, ai, keys, hostingMcp, watchdog, files: createFilesService({ db, driver }) }, appOptions),
+    services: {
+      chat,
+      admin,
+      topUp,
+      subscriptions,
+      agents,
+      agentsWeb,
+      driver,
+      watchdog,
+      ai,
+      accounts,
+      health,
+      trading,
+      sessionWallet,
+      hostingStatus,
+      agentConfig,
+      keys,
+      hostingMcp,
+      workflows,
+      heartbeat,
+      bridge,
+      ledger,
+      paymentSessions,
+      gateway,
+    },
+    buildWebApp: () =>
+      buildWebApp(
+        config,
+        {
+          usageReport: createUsageReport({ db, ...(deps.now ? { now: deps.now } : {}) }),
+          cdpWallets,
+          chat,
+          agentTargets,
+          stablecoinBalances: createStablecoinBalanceReader({ rpcUrl: config.TEMPO_RPC_URL, testnet: config.TEMPO_TESTNET }),
+          admin,
+          topUp,
+          subscriptions,
+          agentsWeb,
+          ai,
+          accounts,
+          health,
+          trading,
+          sessionWallet,
+          hostingStatus,
+          agentConfig,
+          keys,
+          workflows,
+          heartbeat,
+          bridge,
+          watchdog,
+          payments: { sessions: paymentSessions, gateway },
+        },
+        appOptions,
+      ),
+    buildBackendApp: () =>
+      buildBackendApp(config, { agents, ai, keys, hostingMcp, watchdog, files: createFilesService({ db, driver }) }, appOptions),
     /** Starts the deployment worker (backend processes): re-deploys agents that should run, then takes jobs. */
     async startWorkers() {
       worker ??= createDeploymentWorker({ db, agents, logger: log, ...(deps.workerPollMs ? { pollMs: deps.workerPollMs } : {}) });

@@ -33,10 +33,7 @@ const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFracti
 
 /** A markdown table of load results, one row per label. */
 export function loadTable(rows: { label: string; result: LoadResult; ratio?: number }[]): string {
-  const lines = [
-    '| case | req/s | p50 ms | p99 ms | ratio to baseline | non-2xx / errors |',
-    '|---|---:|---:|---:|---:|---:|',
-  ];
+  const lines = ['| case | req/s | p50 ms | p99 ms | ratio to baseline | non-2xx / errors |', '|---|---:|---:|---:|---:|---:|'];
   for (const { label, result: r, ratio } of rows) {
     lines.push(
       `| ${label} | ${fmt(r.rps)} | ${fmt(r.p50Ms)} | ${fmt(r.p99Ms)} | ${ratio === undefined ? '' : fmt(ratio, 2)} | ${r.non2xx} / ${r.errors + r.timeouts} |`,

@@ -92,7 +92,13 @@ export function App() {
         <Link href="/dashboard" className="brand">
           Agent platform
         </Link>
-        <button type="button" className="btn btn-secondary menu-toggle" aria-expanded={menuOpen} aria-controls="nav" onClick={() => setMenuOpen(!menuOpen)}>
+        <button
+          type="button"
+          className="btn btn-secondary menu-toggle"
+          aria-expanded={menuOpen}
+          aria-controls="nav"
+          onClick={() => setMenuOpen(!menuOpen)}
+        >
           Menu
         </button>
         <div className="who">
@@ -113,7 +119,10 @@ export function App() {
         <ul>
           {NAV.filter((n) => !n.admin || user.isAdmin).map((n) => (
             <li key={n.href}>
-              <Link href={n.href} current={n.href === '/dashboard' ? path === '/dashboard' || path.startsWith('/dashboard/agents') : path === n.href}>
+              <Link
+                href={n.href}
+                current={n.href === '/dashboard' ? path === '/dashboard' || path.startsWith('/dashboard/agents') : path === n.href}
+              >
                 {n.label}
               </Link>
             </li>

@@ -112,7 +112,9 @@ describe('generated secrets (CONFIG.md: generated once into DATA_DIR, mode 0600)
 
   it('rejects a key that is not 32 bytes with the variable name', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sec-'));
-    expect(() => resolveSecrets({ DATA_DIR: dir, WALLET_ENCRYPTION_KEY: 'short', SECRETS_ENCRYPTION_KEY: undefined })).toThrow(/WALLET_ENCRYPTION_KEY/);
+    expect(() => resolveSecrets({ DATA_DIR: dir, WALLET_ENCRYPTION_KEY: 'short', SECRETS_ENCRYPTION_KEY: undefined })).toThrow(
+      /WALLET_ENCRYPTION_KEY/,
+    );
   });
 
   it('with DATABASE_URL a missing key is never generated per process: web and backend would disagree', () => {
@@ -120,7 +122,9 @@ describe('generated secrets (CONFIG.md: generated once into DATA_DIR, mode 0600)
     const backend = mkdtempSync(join(tmpdir(), 'sec-backend-'));
     const shared = { DATABASE_URL: 'postgres://db.example/platform', WALLET_ENCRYPTION_KEY: undefined, SECRETS_ENCRYPTION_KEY: undefined };
     for (const dir of [web, backend]) {
-      expect(() => resolveSecrets({ ...shared, DATA_DIR: dir })).toThrow(/^Missing configuration: WALLET_ENCRYPTION_KEY must be set when DATABASE_URL is set/);
+      expect(() => resolveSecrets({ ...shared, DATA_DIR: dir })).toThrow(
+        /^Missing configuration: WALLET_ENCRYPTION_KEY must be set when DATABASE_URL is set/,
+      );
       expect(() => statSync(join(dir, 'secrets.json'))).toThrow(); // nothing generated
     }
     // the same keys in both processes' environment: both decrypt what the other wrote
@@ -134,7 +138,10 @@ describe('generated secrets (CONFIG.md: generated once into DATA_DIR, mode 0600)
     const dir = mkdtempSync(join(tmpdir(), 'sec-'));
     const before = resolveSecrets({ DATA_DIR: dir, WALLET_ENCRYPTION_KEY: undefined, SECRETS_ENCRYPTION_KEY: undefined });
     const warnings: string[] = [];
-    const after = resolveSecrets({ DATA_DIR: dir, DATABASE_URL: 'postgres://db/p', WALLET_ENCRYPTION_KEY: undefined, SECRETS_ENCRYPTION_KEY: undefined }, (l) => warnings.push(l));
+    const after = resolveSecrets(
+      { DATA_DIR: dir, DATABASE_URL: 'postgres://db/p', WALLET_ENCRYPTION_KEY: undefined, SECRETS_ENCRYPTION_KEY: undefined },
+      (l) => warnings.push(l),
+    );
     expect(after.walletEncryptionKey.equals(before.walletEncryptionKey)).toBe(true);
     expect(warnings).toHaveLength(2);
     expect(warnings[0]).toMatch(/WALLET_ENCRYPTION_KEY is not set: using the key generated earlier/);

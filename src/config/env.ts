@@ -66,7 +66,10 @@ const trustProxy = z
     if (v === '' || v === 'false' || v === '0') return false;
     if (v === 'true' || v === '1') return ['loopback'];
     if (/^\d+$/.test(v)) return Number(v);
-    const entries = v.split(',').map((e) => e.trim()).filter(Boolean);
+    const entries = v
+      .split(',')
+      .map((e) => e.trim())
+      .filter(Boolean);
     const bad = entries.find((e) => !validProxyEntry(e));
     if (bad !== undefined || entries.length === 0) {
       ctx.addIssue({
@@ -137,7 +140,12 @@ const envSchema = z.object({
   CSRF_ALLOWED_ORIGINS: z
     .string()
     .optional()
-    .transform((v) => (v ?? '').split(',').map((s) => s.trim()).filter(Boolean))
+    .transform((v) =>
+      (v ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.url({ error: 'must be a comma list of origins (URLs)' }))),
   /** added (docs/security.md): SIWE nonces per IP per minute from /api/auth/nonce */
   NONCE_RATE_LIMIT: positiveInt(60),
@@ -243,7 +251,10 @@ const envSchema = z.object({
 
   // Payment sessions and the v1 gateway (docs/payments.md)
   /** added: EIP-712 key (0x + 64 hex) that signs session receipts; unset: derived from SECRETS_ENCRYPTION_KEY (the same in every process) */
-  PAYMENT_RECEIPT_KEY: z.string().regex(/^0x[0-9a-fA-F]{64}$/, { error: 'must be 0x followed by 64 hex digits' }).optional(),
+  PAYMENT_RECEIPT_KEY: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{64}$/, { error: 'must be 0x followed by 64 hex digits' })
+    .optional(),
   /** added: lifetime of a payment session; the expiry job returns the remainder to the wallet after it */
   PAYMENT_SESSION_TTL_MS: positiveInt(24 * 60 * 60 * 1000),
   /** added: how often the web app's expiry job looks for payment sessions past their expiry */
@@ -300,10 +311,7 @@ export class ConfigError extends Error {
  * Reads `.env` from `cwd` (when present) under the real environment: real variables win.
  * Throws ConfigError with one line naming the variable and the problem.
  */
-export function loadConfig(
-  env: NodeJS.ProcessEnv = process.env,
-  options: { cwd?: string; readDotEnv?: boolean } = {},
-): Config {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { cwd?: string; readDotEnv?: boolean } = {}): Config {
   const cwd = options.cwd ?? process.cwd();
   let fromFile: Record<string, string> = {};
   if (options.readDotEnv !== false) {

@@ -101,7 +101,10 @@ export const LIMITS = {
   /** §2 Plans: models per plan (network and admins: all) */
   aiPlanModelCount: { solo: 3, collective: 5, label: 7, network: Number.POSITIVE_INFINITY } as Record<string, number>,
   /** §4.9 / §8 planned monthly token quotas (enforced only when AI_QUOTA_ENFORCE=true); network unlimited */
-  aiMonthlyTokenQuota: { solo: 2_000_000, collective: 6_000_000, label: 20_000_000, network: Number.POSITIVE_INFINITY } as Record<string, number>,
+  aiMonthlyTokenQuota: { solo: 2_000_000, collective: 6_000_000, label: 20_000_000, network: Number.POSITIVE_INFINITY } as Record<
+    string,
+    number
+  >,
   /** §4.10 / §8 demo chat: fixed max_tokens and the cap on each conversation entry */
   demoMaxTokens: 1024,
   demoConversationEntryMax: 4000,

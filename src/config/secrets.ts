@@ -67,7 +67,9 @@ export function resolveSecrets(
           `Missing configuration: ${envName} must be set when DATABASE_URL is set (every web and backend process must use the same key; generate one with: openssl rand -hex 32)`,
         );
       }
-      warn(`${envName} is not set: using the key generated earlier in ${join(config.DATA_DIR, 'secrets.json')}; set ${envName} to that value in every process sharing DATABASE_URL`);
+      warn(
+        `${envName} is not set: using the key generated earlier in ${join(config.DATA_DIR, 'secrets.json')}; set ${envName} to that value in every process sharing DATABASE_URL`,
+      );
     }
     value ??= storedSecret(config.DATA_DIR, storedName, () => randomBytes(32).toString('hex'));
     try {

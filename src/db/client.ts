@@ -53,7 +53,11 @@ export function createDb(
   const pool = newPool(connectionString, options.applicationName ?? 'agent-platform');
   const kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   const requestKysely = options.requestConnectionString
-    ? new Kysely<DB>({ dialect: new PostgresDialect({ pool: newPool(options.requestConnectionString, `${options.applicationName ?? 'agent-platform'}-request`) }) })
+    ? new Kysely<DB>({
+        dialect: new PostgresDialect({
+          pool: newPool(options.requestConnectionString, `${options.applicationName ?? 'agent-platform'}-request`),
+        }),
+      })
     : kysely;
 
   const asApp = <T>(userId: string, fn: (trx: Tx) => Promise<T>) =>

@@ -62,7 +62,9 @@ export async function packagedNativeDir(): Promise<{ nativeDir: string; version:
   try {
     mod = (await import(name)) as { initdb: string };
   } catch {
-    throw new EmbeddedPostgresError(`No PostgreSQL binaries for ${platform()}-${arch()} (package ${name} is not installed): run npm install, or set DATABASE_URL`);
+    throw new EmbeddedPostgresError(
+      `No PostgreSQL binaries for ${platform()}-${arch()} (package ${name} is not installed): run npm install, or set DATABASE_URL`,
+    );
   }
   const nativeDir = dirname(dirname(mod.initdb));
   const pkg = JSON.parse(readFileSync(join(dirname(nativeDir), 'package.json'), 'utf8')) as { version: string };
@@ -103,7 +105,9 @@ function ensureRootDir(path: string): void {
   mkdirSync(path, { recursive: true, mode: 0o755 });
   const st = statSync(path);
   if (st.uid !== 0 || (st.mode & 0o022) !== 0) {
-    throw new EmbeddedPostgresError(`${path} must be owned by root and writable only by root (found uid ${st.uid}, mode ${(st.mode & 0o777).toString(8)}): remove it and start again`);
+    throw new EmbeddedPostgresError(
+      `${path} must be owned by root and writable only by root (found uid ${st.uid}, mode ${(st.mode & 0o777).toString(8)}): remove it and start again`,
+    );
   }
   chmodSync(path, 0o755);
 }
@@ -139,7 +143,9 @@ function reachableBinaries(user: RunAs, nativeDir: string, version: string, cach
     }
   }
   if (!userCan(user, '-x', join(target, 'bin', 'postgres'))) {
-    throw new EmbeddedPostgresError(`the postgres OS user cannot run ${join(target, 'bin', 'postgres')}: check the permissions of ${root}, or set DATABASE_URL`);
+    throw new EmbeddedPostgresError(
+      `the postgres OS user cannot run ${join(target, 'bin', 'postgres')}: check the permissions of ${root}, or set DATABASE_URL`,
+    );
   }
   return target;
 }
@@ -176,7 +182,11 @@ function run(cmd: string, args: string[], user: RunAs, env: NodeJS.ProcessEnv): 
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     child.stderr.on('data', (c: Buffer) => (out += c.toString()));
     child.on('error', (err) => reject(new EmbeddedPostgresError(`cannot run ${cmd}: ${err.message}`)));
-    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new EmbeddedPostgresError(`${cmd} failed (exit ${code}): ${out.trim().split('\n').slice(-3).join(' | ')}`))));
+    child.on('close', (code) =>
+      code === 0
+        ? resolve(out)
+        : reject(new EmbeddedPostgresError(`${cmd} failed (exit ${code}): ${out.trim().split('\n').slice(-3).join(' | ')}`)),
+    );
   });
 }
 
@@ -196,8 +206,18 @@ export async function startEmbeddedPostgres(options: {
   mkdirSync(options.dataDir, { recursive: true });
   const user = runAsUser();
   const packaged = await packagedNativeDir();
-  const native = reachableBinaries(user, options.nativeDir ?? packaged.nativeDir, packaged.version, options.cacheRoots ?? ['/var/cache/agent-platform', join(tmpdir(), 'agent-platform-cache')]);
-  const pgdata = clusterDir(user, options.dataDir, options.dataRoots ?? ['/var/lib/agent-platform', join(tmpdir(), 'agent-platform-data')], options.log);
+  const native = reachableBinaries(
+    user,
+    options.nativeDir ?? packaged.nativeDir,
+    packaged.version,
+    options.cacheRoots ?? ['/var/cache/agent-platform', join(tmpdir(), 'agent-platform-cache')],
+  );
+  const pgdata = clusterDir(
+    user,
+    options.dataDir,
+    options.dataRoots ?? ['/var/lib/agent-platform', join(tmpdir(), 'agent-platform-data')],
+    options.log,
+  );
   // English messages: start-up waits for "ready to accept connections"
   const env = { ...process.env, LC_MESSAGES: 'C', LC_ALL: 'C' };
 
@@ -209,7 +229,12 @@ export async function startEmbeddedPostgres(options: {
     writeFileSync(pwfile, `${options.password}\n`, { mode: 0o600 });
     if (user) chownSync(pwfile, user.uid, user.gid);
     try {
-      await run(join(native, 'bin', 'initdb'), [`--pgdata=${pgdata}`, '--auth=password', '--username=postgres', `--pwfile=${pwfile}`, '--encoding=UTF8', '--no-locale'], user, env);
+      await run(
+        join(native, 'bin', 'initdb'),
+        [`--pgdata=${pgdata}`, '--auth=password', '--username=postgres', `--pwfile=${pwfile}`, '--encoding=UTF8', '--no-locale'],
+        user,
+        env,
+      );
     } finally {
       try {
         unlinkSync(pwfile);
@@ -235,7 +260,9 @@ export async function startEmbeddedPostgres(options: {
     };
     child.stderr!.on('data', onData);
     child.once('error', (err) => reject(new EmbeddedPostgresError(`cannot start PostgreSQL: ${err.message}`)));
-    child.once('exit', (code) => reject(new EmbeddedPostgresError(`PostgreSQL exited at start (code ${code}): ${output.trim().split('\n').slice(-2).join(' | ')}`)));
+    child.once('exit', (code) =>
+      reject(new EmbeddedPostgresError(`PostgreSQL exited at start (code ${code}): ${output.trim().split('\n').slice(-2).join(' | ')}`)),
+    );
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 

@@ -23,8 +23,16 @@ export const REQUEST_ROLE = 'platform_request';
  * owner's URL, and the request role's URL when `requestPassword` is given.
  */
 export async function ensureOwnerRole(superuserUrl: string, ownerPassword: string): Promise<string>;
-export async function ensureOwnerRole(superuserUrl: string, ownerPassword: string, requestPassword: string): Promise<{ ownerUrl: string; requestUrl: string }>;
-export async function ensureOwnerRole(superuserUrl: string, ownerPassword: string, requestPassword?: string): Promise<string | { ownerUrl: string; requestUrl: string }> {
+export async function ensureOwnerRole(
+  superuserUrl: string,
+  ownerPassword: string,
+  requestPassword: string,
+): Promise<{ ownerUrl: string; requestUrl: string }>;
+export async function ensureOwnerRole(
+  superuserUrl: string,
+  ownerPassword: string,
+  requestPassword?: string,
+): Promise<string | { ownerUrl: string; requestUrl: string }> {
   const u = new URL(superuserUrl);
   const database = decodeURIComponent(u.pathname.slice(1));
   const client = new pg.Client({ connectionString: superuserUrl, application_name: 'agent-platform-roles' });

@@ -41,12 +41,20 @@ export const ERROR_CODES = {
   CANNOT_REVOKE_SELF: { status: 400, summary: 'An admin cannot revoke their own admin right', body: 'CANNOT_REVOKE_SELF' },
 
   // agents (§4.7, §7)
-  PLAN_REQUIRED: { status: 402, summary: 'The plan does not allow this (tier, or a missing plan header on /api/ai)', body: 'PLAN_REQUIRED' },
+  PLAN_REQUIRED: {
+    status: 402,
+    summary: 'The plan does not allow this (tier, or a missing plan header on /api/ai)',
+    body: 'PLAN_REQUIRED',
+  },
   SUBSCRIPTION_REQUIRED: { status: 402, summary: 'An active subscription is required', body: 'SUBSCRIPTION_REQUIRED' },
-  AGENT_LIMIT_REACHED: { status: 402, summary: "The plan's agent limit is reached (429 on the web app, §4.7)", body: 'AGENT_LIMIT_REACHED' },
+  AGENT_LIMIT_REACHED: {
+    status: 402,
+    summary: "The plan's agent limit is reached (429 on the web app, §4.7)",
+    body: 'AGENT_LIMIT_REACHED',
+  },
   PROVISIONING_FAILED: { status: 500, summary: 'The backend could not provision the agent', body: 'PROVISIONING_FAILED' },
   BACKEND_UNAVAILABLE: { status: 500, summary: 'The web app could not reach the backend', body: 'BACKEND_UNAVAILABLE' },
-  BACKEND_ERROR: { status: 500, summary: "The backend refused; its status and code are passed on" },
+  BACKEND_ERROR: { status: 500, summary: 'The backend refused; its status and code are passed on' },
   HOSTING_UNAVAILABLE: { status: 500, summary: 'The hosting driver failed', body: 'HOSTING_UNAVAILABLE' },
   AGENT_NOT_RUNNING: { status: 409, summary: 'The agent must be running for this', body: 'AGENT_NOT_RUNNING' },
   AGENT_UNAVAILABLE: { status: 502, summary: 'The agent failed or could not be reached', body: 'AGENT_UNAVAILABLE' },
@@ -77,7 +85,11 @@ export const ERROR_CODES = {
   TRADING_INVALID_RESPONSE: { status: 500, summary: 'The trading service answered something unreadable' },
 
   // card processor (§2, §4.4)
-  PROCESSOR_NOT_CONFIGURED: { status: 500, summary: 'Card payments are not configured (STRIPE_SECRET_KEY)', body: 'PROCESSOR_NOT_CONFIGURED' },
+  PROCESSOR_NOT_CONFIGURED: {
+    status: 500,
+    summary: 'Card payments are not configured (STRIPE_SECRET_KEY)',
+    body: 'PROCESSOR_NOT_CONFIGURED',
+  },
   CHECKOUT_FAILED: { status: 500, summary: 'The card processor could not create the checkout', body: 'CHECKOUT_FAILED' },
 
   // payments (§4.4, §4.8; the 402 bodies name these in `error`, as the specification shows)
@@ -87,12 +99,21 @@ export const ERROR_CODES = {
 export type ErrorCode = keyof typeof ERROR_CODES;
 
 /** The `code` values a client can see in error bodies, for the OpenAPI error schema. */
-export const PUBLIC_ERROR_CODES: string[] = [...new Set(Object.values(ERROR_CODES as Record<string, ErrorDefinition>).flatMap((d) => (d.body ? [d.body] : [])))].sort();
+export const PUBLIC_ERROR_CODES: string[] = [
+  ...new Set(Object.values(ERROR_CODES as Record<string, ErrorDefinition>).flatMap((d) => (d.body ? [d.body] : []))),
+].sort();
 
 /** The catalogue as the OpenAPI descriptions carry it (`x-error-codes`). */
 export const errorCatalogue = () =>
-  Object.fromEntries(Object.entries(ERROR_CODES as Record<string, ErrorDefinition>).map(([code, d]) => [code, { status: d.status, summary: d.summary, ...(d.body ? { body: d.body } : {}) }]));
+  Object.fromEntries(
+    Object.entries(ERROR_CODES as Record<string, ErrorDefinition>).map(([code, d]) => [
+      code,
+      { status: d.status, summary: d.summary, ...(d.body ? { body: d.body } : {}) },
+    ]),
+  );
 
 /** The catalogue entry whose body code is `body` (codes passed on from the backend). */
 export const codeForBody = (body: string | undefined): ErrorCode | undefined =>
-  body === undefined ? undefined : (Object.entries(ERROR_CODES as Record<string, ErrorDefinition>).find(([, d]) => d.body === body)?.[0] as ErrorCode | undefined);
+  body === undefined
+    ? undefined
+    : (Object.entries(ERROR_CODES as Record<string, ErrorDefinition>).find(([, d]) => d.body === body)?.[0] as ErrorCode | undefined);

@@ -32,10 +32,13 @@ export class AppError extends Error {
 
 export const badRequest = (message: string, extra?: Record<string, unknown>) => new AppError('BAD_REQUEST', message, extra);
 export const unauthorized = (message = 'Unauthorized', extra?: Record<string, unknown>) => new AppError('UNAUTHORIZED', message, extra);
-export const forbidden = (message = 'Forbidden', code: ErrorCode = 'FORBIDDEN', extra?: Record<string, unknown>) => new AppError(code, message, extra);
+export const forbidden = (message = 'Forbidden', code: ErrorCode = 'FORBIDDEN', extra?: Record<string, unknown>) =>
+  new AppError(code, message, extra);
 export const notFound = (message = 'Not found') => new AppError('NOT_FOUND', message);
 export const conflict = (message: string) => new AppError('CONFLICT', message);
-export const tooManyRequests = (message = 'Too many requests', extra?: Record<string, unknown>) => new AppError('TOO_MANY_REQUESTS', message, extra);
-export const serviceUnavailable = (message = 'Service unavailable', extra?: Record<string, unknown>) => new AppError('SERVICE_UNAVAILABLE', message, extra);
+export const tooManyRequests = (message = 'Too many requests', extra?: Record<string, unknown>) =>
+  new AppError('TOO_MANY_REQUESTS', message, extra);
+export const serviceUnavailable = (message = 'Service unavailable', extra?: Record<string, unknown>) =>
+  new AppError('SERVICE_UNAVAILABLE', message, extra);
 
 export const isAppError = (e: unknown): e is AppError => e instanceof AppError;

@@ -66,10 +66,7 @@ export function fixedAgentSettings(options: { plan: string; workspace: string; p
  * The effective configuration: §2 defaults < the user's configuration < §8 fixed settings.
  * A token the user put into `gateway.auth.token` is dropped (tokens never live in the file).
  */
-export function buildAgentConfig(
-  userConfig: Json,
-  options: { plan: string; workspace: string; port: number; model?: string },
-): Json {
+export function buildAgentConfig(userConfig: Json, options: { plan: string; workspace: string; port: number; model?: string }): Json {
   const merged = deepMerge(deepMerge(defaultAgentConfig(options), isObject(userConfig) ? userConfig : {}), fixedAgentSettings(options));
   const auth = (merged.gateway as Json).auth as Json;
   delete auth.token;

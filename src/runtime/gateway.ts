@@ -155,7 +155,9 @@ const lastUserText = (messages: unknown): string | undefined => {
 
 const openAiError = (message: string, type: string, code?: string) => ({ error: { message, type, ...(code ? { code } : {}) } });
 
-export async function createGateway(options: GatewayOptions): Promise<{ app: FastifyInstance<any, any, any, any>; stats: () => RuntimeStats; flushStats: () => void }> {
+export async function createGateway(
+  options: GatewayOptions,
+): Promise<{ app: FastifyInstance<any, any, any, any>; stats: () => RuntimeStats; flushStats: () => void }> {
   const startedAt = options.startedAt ?? Date.now();
   const limits: GatewayLimits = { ...DEFAULT_GATEWAY_LIMITS, ...options.limits };
   const modelSlots = createLimiter(limits.maxConcurrentModelCalls, limits.modelQueue);
@@ -274,7 +276,10 @@ export async function createGateway(options: GatewayOptions): Promise<{ app: Fas
   app.addHook('onResponse', async (request, reply) => {
     const path = request.url.split('?')[0]!;
     if (PUBLIC.has(path)) return;
-    request.log.info({ source: 'gateway', statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) }, `${request.method} ${path} ${reply.statusCode}`);
+    request.log.info(
+      { source: 'gateway', statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      `${request.method} ${path} ${reply.statusCode}`,
+    );
   });
 
   app.get('/healthz', async () => ({ ok: true, status: 'live' }));
@@ -330,7 +335,9 @@ export async function createGateway(options: GatewayOptions): Promise<{ app: Fas
     const release = await modelSlots.acquire();
     if (!release) {
       reply.header('retry-after', 1);
-      return reply.code(429).send(openAiError('This agent is busy: too many chat requests at once; retry shortly', 'rate_limit_error', 'AGENT_BUSY'));
+      return reply
+        .code(429)
+        .send(openAiError('This agent is busy: too many chat requests at once; retry shortly', 'rate_limit_error', 'AGENT_BUSY'));
     }
     // the slot is held until the answer (or the stream) is finished
     reply.raw.once('close', release);
@@ -345,7 +352,9 @@ export async function createGateway(options: GatewayOptions): Promise<{ app: Fas
       const timeout = (err as Error).name === 'TimeoutError';
       return reply
         .code(timeout ? 504 : 502)
-        .send(openAiError(timeout ? 'The model provider did not answer in time' : 'The model provider could not be reached', 'upstream_error'));
+        .send(
+          openAiError(timeout ? 'The model provider did not answer in time' : 'The model provider could not be reached', 'upstream_error'),
+        );
     }
     if (!upstream.ok) {
       record(false, 0);
@@ -379,7 +388,8 @@ export async function createGateway(options: GatewayOptions): Promise<{ app: Fas
     request.log.info({ source: 'chat', model, ms }, 'chat completion answered');
     const userText = lastUserText(body.messages);
     const replyText = (json as { choices?: { message?: { content?: unknown } }[] }).choices?.[0]?.message?.content;
-    if (options.reportTurn && userText && typeof replyText === 'string') options.reportTurn({ user: userText, reply: replyText, responseMs: ms, channel: 'api' });
+    if (options.reportTurn && userText && typeof replyText === 'string')
+      options.reportTurn({ user: userText, reply: replyText, responseMs: ms, channel: 'api' });
     return reply.send(json);
   });
 
@@ -425,7 +435,13 @@ export async function createGateway(options: GatewayOptions): Promise<{ app: Fas
       } catch (err) {
         const timeout = (err as Error).name === 'TimeoutError';
         request.log.error({ source: 'heartbeat', err: (err as Error).message }, 'heartbeat failed');
-        return { status: timeout ? 504 : 502, body: openAiError(timeout ? 'The model provider did not answer in time' : 'The model provider could not be reached', 'upstream_error') };
+        return {
+          status: timeout ? 504 : 502,
+          body: openAiError(
+            timeout ? 'The model provider did not answer in time' : 'The model provider could not be reached',
+            'upstream_error',
+          ),
+        };
       }
     })();
     if (runId) {
@@ -467,10 +483,14 @@ export async function createGateway(options: GatewayOptions): Promise<{ app: Fas
         if (closed) return;
         history.push({ role: 'user', content });
         historyChars += content.length;
-        while (history.length > 40 || (historyChars > limits.wsHistoryChars && history.length > 1)) historyChars -= String(history.shift()!.content).length;
+        while (history.length > 40 || (historyChars > limits.wsHistoryChars && history.length > 1))
+          historyChars -= String(history.shift()!.content).length;
         const started = Date.now();
         try {
-          const res = await complete({ model: modelName, messages: history }, AbortSignal.timeout(Math.min(LIMITS.chatWebSocketTimeoutMs, options.model.timeoutMs)));
+          const res = await complete(
+            { model: modelName, messages: history },
+            AbortSignal.timeout(Math.min(LIMITS.chatWebSocketTimeoutMs, options.model.timeoutMs)),
+          );
           if (!res.ok) throw new Error(`model provider answered ${res.status}`);
           const json = (await res.json()) as { choices?: { message?: { content?: string } }[] };
           const reply = json.choices?.[0]?.message?.content ?? '';

@@ -100,7 +100,9 @@ const model = {
   // the model named in the configuration: agents.defaults.model (§2), else a top-level `model` the platform stores
   defaultModel:
     str('AGENT_MODEL') ??
-    [configValue(config, 'agents.defaults.model'), configValue(config, 'model')].find((m): m is string => typeof m === 'string' && m.length > 0),
+    [configValue(config, 'agents.defaults.model'), configValue(config, 'model')].find(
+      (m): m is string => typeof m === 'string' && m.length > 0,
+    ),
   timeoutMs: Number(str('AGENT_MODEL_TIMEOUT_MS') ?? 60_000) || 60_000,
 };
 

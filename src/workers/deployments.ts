@@ -52,9 +52,14 @@ export function createDeploymentWorker(options: DeploymentWorkerOptions) {
   async function runOnce(): Promise<boolean> {
     const job = await agentsRepo.takeJob(db.kysely, workerId, leaseMs);
     if (!job) return false;
-    const heartbeat = setInterval(() => {
-      agentsRepo.renewLease(db.kysely, job.id, workerId, leaseMs).catch((err) => log.warn({ err, jobId: job.id }, 'lease renewal failed'));
-    }, Math.max(50, Math.floor(leaseMs / 3)));
+    const heartbeat = setInterval(
+      () => {
+        agentsRepo
+          .renewLease(db.kysely, job.id, workerId, leaseMs)
+          .catch((err) => log.warn({ err, jobId: job.id }, 'lease renewal failed'));
+      },
+      Math.max(50, Math.floor(leaseMs / 3)),
+    );
     heartbeat.unref();
     try {
       const r = await agents.runJob(job, stopping.signal);

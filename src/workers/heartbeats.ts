@@ -57,7 +57,11 @@ export function createHeartbeatWorker(options: HeartbeatWorkerOptions) {
         signal: AbortSignal.timeout(options.timeoutMs),
       });
     } catch (err) {
-      return { status: 'failed', error: (err as Error).name === 'TimeoutError' ? 'the agent did not answer in time' : 'the agent could not be reached', ran: false };
+      return {
+        status: 'failed',
+        error: (err as Error).name === 'TimeoutError' ? 'the agent did not answer in time' : 'the agent could not be reached',
+        ran: false,
+      };
     }
     const body = (await res.json().catch(() => undefined)) as { ok?: boolean; error?: { message?: string } | string } | undefined;
     if (res.ok && body?.ok === true) return { status: 'ok', error: null, ran: true };

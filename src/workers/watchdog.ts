@@ -132,9 +132,12 @@ export function createWatchdogWorker(options: WatchdogWorkerOptions) {
       if (running) return;
       running = true;
       stopping = new AbortController();
-      renewTimer = setInterval(() => {
-        watchdogRepo.renew(db.kysely, holder, s.leaseMs).catch((err) => log.warn({ err }, 'watchdog lease renewal failed'));
-      }, Math.max(50, Math.floor(s.leaseMs / 3)));
+      renewTimer = setInterval(
+        () => {
+          watchdogRepo.renew(db.kysely, holder, s.leaseMs).catch((err) => log.warn({ err }, 'watchdog lease renewal failed'));
+        },
+        Math.max(50, Math.floor(s.leaseMs / 3)),
+      );
       renewTimer.unref();
       polling = pollOnce()
         .catch((err) => log.error({ err }, 'watchdog poll failed'))
@@ -153,7 +156,8 @@ export function createWatchdogWorker(options: WatchdogWorkerOptions) {
       await polling;
       await Promise.allSettled([...inFlight.values()]);
       await sending;
-      if (options.release !== false) await watchdogRepo.release(db.kysely, holder).catch((err) => log.warn({ err }, 'watchdog lease release failed'));
+      if (options.release !== false)
+        await watchdogRepo.release(db.kysely, holder).catch((err) => log.warn({ err }, 'watchdog lease release failed'));
     },
   };
 }

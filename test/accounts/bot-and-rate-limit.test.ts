@@ -67,7 +67,11 @@ describe('§4.1 register bot detection → 403', () => {
     const url = dead.url;
     await dead.close();
     await withTestPlatform({ TURNSTILE_SECRET_KEY: SECRET, TURNSTILE_VERIFY_URL: url }, async (t2) => {
-      const res = await t2.web.inject({ method: 'POST', url: '/api/register', payload: { email: freshEmail(), password: 'Tr1cky-horse-battery', turnstileToken: 'human-token' } });
+      const res = await t2.web.inject({
+        method: 'POST',
+        url: '/api/register',
+        payload: { email: freshEmail(), password: 'Tr1cky-horse-battery', turnstileToken: 'human-token' },
+      });
       expect(res.statusCode).toBe(403);
     });
   });
@@ -76,7 +80,11 @@ describe('§4.1 register bot detection → 403', () => {
     const t2 = await startTestPlatform({ TURNSTILE_VERIFY_URL: fake.url });
     const before = fake.calls.length;
     try {
-      const res = await t2.web.inject({ method: 'POST', url: '/api/register', payload: { email: freshEmail(), password: 'Tr1cky-horse-battery' } });
+      const res = await t2.web.inject({
+        method: 'POST',
+        url: '/api/register',
+        payload: { email: freshEmail(), password: 'Tr1cky-horse-battery' },
+      });
       expect(res.statusCode).toBe(201);
       expect(fake.calls.length).toBe(before);
     } finally {
@@ -93,7 +101,12 @@ describe('§4.1 register per-IP sign-up limit → 429 (REGISTER_RATE_LIMIT)', ()
   afterAll(() => t.close());
 
   const register = (ip: string) =>
-    t.web.inject({ method: 'POST', url: '/api/register', payload: { email: freshEmail(), password: 'Tr1cky-horse-battery' }, headers: { 'x-forwarded-for': ip } });
+    t.web.inject({
+      method: 'POST',
+      url: '/api/register',
+      payload: { email: freshEmail(), password: 'Tr1cky-horse-battery' },
+      headers: { 'x-forwarded-for': ip },
+    });
 
   it('allows REGISTER_RATE_LIMIT sign-ups per IP, then answers 429 with a JSON error', async () => {
     expect((await register('203.0.113.7')).statusCode).toBe(201);
@@ -167,7 +180,12 @@ describe('§4.1 429: without TRUST_PROXY a spoofed X-Forwarded-For does not esca
   it('every request counts against the socket address whatever X-Forwarded-For says', async () => {
     const codes: number[] = [];
     for (const ip of ['192.0.2.1', '192.0.2.2', '192.0.2.3', '192.0.2.4']) {
-      const res = await t.web.inject({ method: 'POST', url: '/api/register', payload: { email: freshEmail(), password: 'Tr1cky-horse-battery' }, headers: { 'x-forwarded-for': ip } });
+      const res = await t.web.inject({
+        method: 'POST',
+        url: '/api/register',
+        payload: { email: freshEmail(), password: 'Tr1cky-horse-battery' },
+        headers: { 'x-forwarded-for': ip },
+      });
       codes.push(res.statusCode);
     }
     expect(codes).toEqual([201, 201, 429, 429]);
@@ -177,9 +195,20 @@ describe('§4.1 429: without TRUST_PROXY a spoofed X-Forwarded-For does not esca
     const t2 = await startTestPlatform({ REGISTER_RATE_LIMIT: '1' });
     try {
       for (let i = 0; i < 3; i++) {
-        expect((await t2.web.inject({ method: 'POST', url: '/api/register', payload: { email: 'not-an-email', password: 'Tr1cky-horse-battery' } })).statusCode).toBe(400);
+        expect(
+          (
+            await t2.web.inject({
+              method: 'POST',
+              url: '/api/register',
+              payload: { email: 'not-an-email', password: 'Tr1cky-horse-battery' },
+            })
+          ).statusCode,
+        ).toBe(400);
       }
-      expect((await t2.web.inject({ method: 'POST', url: '/api/register', payload: { email: freshEmail(), password: 'Tr1cky-horse-battery' } })).statusCode).toBe(201);
+      expect(
+        (await t2.web.inject({ method: 'POST', url: '/api/register', payload: { email: freshEmail(), password: 'Tr1cky-horse-battery' } }))
+          .statusCode,
+      ).toBe(201);
     } finally {
       await t2.close();
     }

@@ -32,12 +32,18 @@ describe('§4.1 ten concurrent registrations with one email', () => {
     expect(codes).toEqual([201, 409, 409, 409, 409, 409, 409, 409, 409, 409]);
     for (const r of results.filter((x) => x.statusCode === 409)) expect(r.json()).toEqual({ error: expect.any(String) });
 
-    const { rows } = await sql<{ n: number }>`select count(*)::int as n from users where lower(email) = ${`${local}@example.com`}`.execute(t.database.db.kysely);
+    const { rows } = await sql<{ n: number }>`select count(*)::int as n from users where lower(email) = ${`${local}@example.com`}`.execute(
+      t.database.db.kysely,
+    );
     expect(rows[0]!.n).toBe(1);
 
     // the one account works with the password of the request that won
     const winner = results.findIndex((r) => r.statusCode === 201);
-    const login = await t.web.inject({ method: 'POST', url: '/api/auth/login', payload: { email: `${local}@example.com`, password: `password-${winner}` } });
+    const login = await t.web.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      payload: { email: `${local}@example.com`, password: `password-${winner}` },
+    });
     expect(login.statusCode).toBe(200);
     expect(login.json().user.id).toBe(results[winner]!.json().id);
   });

@@ -41,7 +41,11 @@ afterAll(() => t.close());
 describe('§4.1 POST /api/auth/login', () => {
   it('200 {ok:true, user:{id,name}} and a session cookie with HttpOnly, SameSite=Lax, Path=/, 30 days (§5, §8); no Secure on http', async () => {
     const email = freshEmail();
-    const reg = await t.web.inject({ method: 'POST', url: '/api/register', payload: { email, password: 'Tr1cky-horse-battery', name: 'Grace' } });
+    const reg = await t.web.inject({
+      method: 'POST',
+      url: '/api/register',
+      payload: { email, password: 'Tr1cky-horse-battery', name: 'Grace' },
+    });
     const res = await login({ email, password: 'Tr1cky-horse-battery' });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ ok: true, user: { id: reg.json().id, name: 'Grace' } });
@@ -61,7 +65,11 @@ describe('§4.1 POST /api/auth/login', () => {
     expect(a.secure).toBeUndefined();
 
     // only the token's hash is stored (§2 Session is a database record bound to the cookie)
-    const rows = await t.database.db.kysely.selectFrom('sessions').select(['token_hash', 'expires_at']).where('user_id', '=', reg.json().id).execute();
+    const rows = await t.database.db.kysely
+      .selectFrom('sessions')
+      .select(['token_hash', 'expires_at'])
+      .where('user_id', '=', reg.json().id)
+      .execute();
     expect(rows).toHaveLength(1);
     expect(Buffer.compare(rows[0]!.token_hash, sha256(token))).toBe(0);
     expect(rows[0]!.token_hash.toString('utf8')).not.toContain(token);
@@ -122,7 +130,10 @@ describe('§4.1 POST /api/auth/login', () => {
 
   it('a wallet user (no password) cannot sign in with a password → 401', async () => {
     const email = `0x${'ab'.repeat(20)}@wallet.local`;
-    await t.database.db.kysely.insertInto('users').values({ email, name: 'Wallet', password_hash: null, referral_code: 'WALLETNOPW' }).execute();
+    await t.database.db.kysely
+      .insertInto('users')
+      .values({ email, name: 'Wallet', password_hash: null, referral_code: 'WALLETNOPW' })
+      .execute();
     const res = await login({ email, password: 'Tr1cky-horse-battery' });
     expect(res.statusCode).toBe(401);
   });
@@ -156,7 +167,11 @@ describe('§4.1 GET /api/auth/session (always 200)', () => {
 
   it('an expired session → {user:null}', async () => {
     const u = await signUp(t.web, { email: freshEmail() });
-    await t.database.db.kysely.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1000) }).where('user_id', '=', u.id).execute();
+    await t.database.db.kysely
+      .updateTable('sessions')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('user_id', '=', u.id)
+      .execute();
     expect((await session(u.cookie)).json()).toEqual({ user: null });
   });
 
@@ -168,7 +183,11 @@ describe('§4.1 GET /api/auth/session (always 200)', () => {
     await t.database.db.kysely.updateTable('users').set({ email_verified: true }).where('id', '=', u.id).execute();
     const other = await signUp(t.web, { email: 'Other-Admin@example.com' });
     expect((await session(other.cookie)).json().user.isAdmin).toBe(false);
-    const fresh = await t.web.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'boss@example.com', password: 'correct horse battery' } });
+    const fresh = await t.web.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      payload: { email: 'boss@example.com', password: 'correct horse battery' },
+    });
     expect((await session(`service-session=${sessionCookieFrom(fresh)}`)).json().user).toMatchObject({ id: u.id, isAdmin: true });
   });
 
@@ -239,7 +258,12 @@ describe('§4.1 GET|POST /api/auth/nonce', () => {
 describe('nonce flood (docs/security.md): issuing stores nothing, is limited per IP, and spent nonces are purged', () => {
   const countNonces = async (p: TestPlatform) =>
     Number(
-      (await p.database.db.kysely.selectFrom('siwe_nonces').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n,
+      (
+        await p.database.db.kysely
+          .selectFrom('siwe_nonces')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
     );
 
   it('hundreds of nonce requests write no row', async () => {
@@ -283,7 +307,11 @@ describe('expired sessions are purged (a job of the web app)', () => {
     const live = await signUp(t.web, { email: freshEmail() });
     const stale = await signUp(t.web, { email: freshEmail() });
     const db = t.database.db.kysely;
-    await db.updateTable('sessions').set({ expires_at: new Date(Date.now() - 1000) }).where('user_id', '=', stale.id).execute();
+    await db
+      .updateTable('sessions')
+      .set({ expires_at: new Date(Date.now() - 1000) })
+      .where('user_id', '=', stale.id)
+      .execute();
     expect(await t.platform.services.accounts.purgeExpiredSessions()).toBeGreaterThanOrEqual(1);
     expect(await db.selectFrom('sessions').select('id').where('user_id', '=', stale.id).execute()).toEqual([]);
     expect((await session(live.cookie)).json().user?.id).toBe(live.id);
@@ -315,7 +343,10 @@ describe('§4.1 current user and profile (paths not shown: GET|POST|PATCH /api/u
 
   it('POST and PATCH update the name; the session shows it', async () => {
     const u = await signUp(t.web, { email: freshEmail() });
-    for (const [method, name] of [['POST', 'New Name'], ['PATCH', 'Newer Name']] as const) {
+    for (const [method, name] of [
+      ['POST', 'New Name'],
+      ['PATCH', 'Newer Name'],
+    ] as const) {
       const res = await t.web.inject({ method, url: '/api/user', headers: { cookie: u.cookie }, payload: { name: `  ${name}  ` } });
       expect(res.statusCode).toBe(200);
       expect(res.json()).toMatchObject({ id: u.id, name });
@@ -325,7 +356,9 @@ describe('§4.1 current user and profile (paths not shown: GET|POST|PATCH /api/u
 
   it('an empty name → 400; no session → 401', async () => {
     const u = await signUp(t.web, { email: freshEmail() });
-    expect((await t.web.inject({ method: 'PATCH', url: '/api/user', headers: { cookie: u.cookie }, payload: { name: '   ' } })).statusCode).toBe(400);
+    expect(
+      (await t.web.inject({ method: 'PATCH', url: '/api/user', headers: { cookie: u.cookie }, payload: { name: '   ' } })).statusCode,
+    ).toBe(400);
     expect((await t.web.inject({ method: 'PATCH', url: '/api/user', payload: { name: 'x' } })).statusCode).toBe(401);
   });
 

@@ -48,7 +48,9 @@ describe('failed sign-ins per account and IP → 429 with Retry-After; the owner
 
   it('a burst of 30 parallel guesses gets at most LOGIN_FAILURE_LIMIT password checks', async () => {
     const u = await signUp(t.web);
-    const codes = await Promise.all(Array.from({ length: 30 }, (_, i) => login(t, u.email, `parallel-${i}`, '198.51.100.3').then((r) => r.statusCode)));
+    const codes = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => login(t, u.email, `parallel-${i}`, '198.51.100.3').then((r) => r.statusCode)),
+    );
     expect(codes.filter((c) => c === 401).length).toBe(5);
     expect(codes.filter((c) => c === 429).length).toBe(25);
   });
@@ -121,7 +123,11 @@ describe('common passwords are refused at registration (list from @zxcvbn-ts/lan
   });
 
   it('an uncommon password of the minimum length is accepted', async () => {
-    const res = await t.web.inject({ method: 'POST', url: '/api/register', payload: { email: `ok-${randomBytes(4).toString('hex')}@example.com`, password: 'q7#Lm2!z' } });
+    const res = await t.web.inject({
+      method: 'POST',
+      url: '/api/register',
+      payload: { email: `ok-${randomBytes(4).toString('hex')}@example.com`, password: 'q7#Lm2!z' },
+    });
     expect(res.statusCode).toBe(201);
   });
 });

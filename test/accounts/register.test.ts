@@ -11,8 +11,7 @@ let n = 0;
 const freshEmail = () => `reg${Date.now().toString(36)}${n++}@example.com`;
 const register = (payload: unknown, headers: Record<string, string> = {}) =>
   t.web.inject({ method: 'POST', url: '/api/register', payload: payload as object, headers });
-const login = (email: string, password: string) =>
-  t.web.inject({ method: 'POST', url: '/api/auth/login', payload: { email, password } });
+const login = (email: string, password: string) => t.web.inject({ method: 'POST', url: '/api/auth/login', payload: { email, password } });
 const cookieOf = (res: { headers: Record<string, unknown> }) => {
   const c = ([] as unknown[]).concat(res.headers['set-cookie']).find((x) => typeof x === 'string' && x.startsWith('service-session='));
   return (c as string).split(';')[0]!;
@@ -50,7 +49,11 @@ describe('§4.1 POST /api/register → 201', () => {
     const res = await register({ email, password: 'Tr1cky-horse-battery', name: 'Ada Lovelace' });
     expect(res.statusCode).toBe(201);
     expect(res.json().name).toBe('Ada Lovelace');
-    const row = await t.database.db.kysely.selectFrom('users').select('password_hash').where('id', '=', res.json().id).executeTakeFirstOrThrow();
+    const row = await t.database.db.kysely
+      .selectFrom('users')
+      .select('password_hash')
+      .where('id', '=', res.json().id)
+      .executeTakeFirstOrThrow();
     expect(row.password_hash).toMatch(/^\$argon2id\$/);
     expect(row.password_hash).not.toContain('Tr1cky-horse-battery');
   });
@@ -59,7 +62,15 @@ describe('§4.1 POST /api/register → 201', () => {
     const email = freshEmail();
     const reg = await register({ email, password: 'Tr1cky-horse-battery' });
     const p = await profile(email, 'Tr1cky-horse-battery');
-    expect(p).toEqual({ id: reg.json().id, email, name: email, plan: 'solo', credits: 0, twoFactorEnabled: false, referralCode: expect.stringMatching(/^[A-Z0-9]{8}$/) });
+    expect(p).toEqual({
+      id: reg.json().id,
+      email,
+      name: email,
+      plan: 'solo',
+      credits: 0,
+      twoFactorEnabled: false,
+      referralCode: expect.stringMatching(/^[A-Z0-9]{8}$/),
+    });
   });
 
   it('a password of exactly the §8 minimum (8) is accepted', async () => {
@@ -81,11 +92,14 @@ describe('§4.1 POST /api/register → 400', () => {
     expect(res.json()).toEqual({ error: expect.stringMatching(/required/i) });
   });
 
-  it.each(['not-an-email', 'a@', '@example.com', 'a b@example.com', 'user@@example.com'])('invalid email format %j → 400', async (email) => {
-    const res = await register({ email, password: 'Tr1cky-horse-battery' });
-    expect(res.statusCode).toBe(400);
-    expect(res.json().error).toMatch(/email/i);
-  });
+  it.each(['not-an-email', 'a@', '@example.com', 'a b@example.com', 'user@@example.com'])(
+    'invalid email format %j → 400',
+    async (email) => {
+      const res = await register({ email, password: 'Tr1cky-horse-battery' });
+      expect(res.statusCode).toBe(400);
+      expect(res.json().error).toMatch(/email/i);
+    },
+  );
 
   it('a password shorter than 8 characters (§8) → 400', async () => {
     const res = await register({ email: freshEmail(), password: 'x'.repeat(LIMITS.passwordMinLength - 1) });

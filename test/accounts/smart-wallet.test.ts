@@ -18,7 +18,17 @@ import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpe
 //   PUSH1 4 CALLDATALOAD PUSH1 0x64 CALLDATALOAD EQ PUSH1 0x0f JUMPI
 //   PUSH1 0x20 PUSH1 0 RETURN
 //   JUMPDEST PUSH4 0x1626ba7e PUSH1 0xe0 SHL PUSH1 0 MSTORE PUSH1 0x20 PUSH1 0 RETURN
-const WALLET_RUNTIME = ('0x' + '600435' + '606435' + '14' + '600f57' + '60206000f3' + '5b' + '631626ba7e' + '60e01b' + '600052' + '60206000f3') as Hex;
+const WALLET_RUNTIME = ('0x' +
+  '600435' +
+  '606435' +
+  '14' +
+  '600f57' +
+  '60206000f3' +
+  '5b' +
+  '631626ba7e' +
+  '60e01b' +
+  '600052' +
+  '60206000f3') as Hex;
 // init code returning the runtime: PUSH1 len DUP1 PUSH1 0x0b PUSH1 0 CODECOPY PUSH1 0 RETURN
 const runtimeLen = (WALLET_RUNTIME.length - 2) / 2;
 const WALLET_INIT = ('0x60' + runtimeLen.toString(16).padStart(2, '0') + '80600b6000396000f3' + WALLET_RUNTIME.slice(2)) as Hex;
@@ -48,7 +58,15 @@ afterAll(async () => {
 
 const nonce = async () => (await t.web.inject({ method: 'GET', url: '/api/auth/nonce' })).json().nonce as string;
 const messageFor = async (address: `0x${string}`) =>
-  createSiweMessage({ address, chainId: 8453, domain: 'localhost:3000', uri: 'http://localhost:3000', version: '1', nonce: await nonce(), issuedAt: new Date() });
+  createSiweMessage({
+    address,
+    chainId: 8453,
+    domain: 'localhost:3000',
+    uri: 'http://localhost:3000',
+    version: '1',
+    nonce: await nonce(),
+    issuedAt: new Date(),
+  });
 const walletAuth = (payload: object) => t.web.inject({ method: 'POST', url: '/api/wallet-auth', payload });
 
 describe.skipIf(!anvilAvailable)('§4.1 wallet-auth with smart-wallet signatures through SIWE_RPC_URL (anvil)', () => {
@@ -104,7 +122,9 @@ describe.skipIf(!anvilAvailable)('§4.1 wallet-auth with smart-wallet signatures
   it('an address with no code and a non-ECDSA signature → 401', async () => {
     const wallet = '0x0000000000000000000000000000000000badbad' as const;
     const message = await messageFor(wallet);
-    expect((await walletAuth({ address: wallet, message, signature: pad(hashMessage(message), { size: 96, dir: 'right' }) })).statusCode).toBe(401);
+    expect(
+      (await walletAuth({ address: wallet, message, signature: pad(hashMessage(message), { size: 96, dir: 'right' }) })).statusCode,
+    ).toBe(401);
   });
 });
 
@@ -115,8 +135,19 @@ describe('§4.1 wallet-auth when SIWE_RPC_URL is unreachable', () => {
     await withTestPlatform({ SIWE_RPC_URL: 'http://127.0.0.1:9' }, async (t2) => {
       const wallet = '0x0000000000000000000000000000000000c0ffee' as const;
       const n0 = (await t2.web.inject({ method: 'GET', url: '/api/auth/nonce' })).json().nonce;
-      const message = createSiweMessage({ address: wallet, chainId: 8453, domain: 'localhost:3000', uri: 'http://localhost:3000', version: '1', nonce: n0 });
-      const res = await t2.web.inject({ method: 'POST', url: '/api/wallet-auth', payload: { address: wallet, message, signature: pad(hashMessage(message), { size: 96, dir: 'right' }) } });
+      const message = createSiweMessage({
+        address: wallet,
+        chainId: 8453,
+        domain: 'localhost:3000',
+        uri: 'http://localhost:3000',
+        version: '1',
+        nonce: n0,
+      });
+      const res = await t2.web.inject({
+        method: 'POST',
+        url: '/api/wallet-auth',
+        payload: { address: wallet, message, signature: pad(hashMessage(message), { size: 96, dir: 'right' }) },
+      });
       expect(res.statusCode).toBe(503);
       expect(res.json().error).toMatch(/try again/);
     });

@@ -29,8 +29,14 @@ beforeAll(async () => {
     req.on('end', () => {
       if (rpcStatus !== 200) return void res.writeHead(rpcStatus).end('upstream down');
       const calls = JSON.parse(body);
-      const answer = (c: { id: number; method: string }) => ({ jsonrpc: '2.0', id: c.id, result: c.method === 'eth_chainId' ? '0x2105' : '0x' });
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(Array.isArray(calls) ? calls.map(answer) : answer(calls)));
+      const answer = (c: { id: number; method: string }) => ({
+        jsonrpc: '2.0',
+        id: c.id,
+        result: c.method === 'eth_chainId' ? '0x2105' : '0x',
+      });
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify(Array.isArray(calls) ? calls.map(answer) : answer(calls)));
     });
   });
   await new Promise<void>((r) => rpc.listen(0, '127.0.0.1', r));
@@ -87,7 +93,11 @@ describe('§4.1 POST /api/wallet-auth → 200', () => {
     expect(first.statusCode).toBe(200);
     expect(second.statusCode).toBe(200);
     expect(second.json().user.id).toBe(first.json().user.id);
-    const rows = await t.database.db.kysely.selectFrom('users').select('id').where('email', '=', `${account.address.toLowerCase()}@wallet.local`).execute();
+    const rows = await t.database.db.kysely
+      .selectFrom('users')
+      .select('id')
+      .where('email', '=', `${account.address.toLowerCase()}@wallet.local`)
+      .execute();
     expect(rows).toHaveLength(1);
   });
 
@@ -137,11 +147,23 @@ describe('§4.1 POST /api/wallet-auth → 200', () => {
       const account = privateKeyToAccount(generatePrivateKey());
       const n2 = (await t2.web.inject({ method: 'POST', url: '/api/auth/nonce' })).json().nonce;
       const make = async (o: MsgOverrides) => {
-        const message = createSiweMessage({ address: account.address, chainId: 84532, domain: 'app.example.org', uri: 'https://app.example.org', version: '1', nonce: n2, ...o });
+        const message = createSiweMessage({
+          address: account.address,
+          chainId: 84532,
+          domain: 'app.example.org',
+          uri: 'https://app.example.org',
+          version: '1',
+          nonce: n2,
+          ...o,
+        });
         return { address: account.address, message, signature: await account.signMessage({ message }) };
       };
       // the default chain is wrong here
-      const wrong = await t2.web.inject({ method: 'POST', url: '/api/wallet-auth', payload: await make({ chainId: 8453, nonce: (await t2.web.inject({ method: 'GET', url: '/api/auth/nonce' })).json().nonce }) });
+      const wrong = await t2.web.inject({
+        method: 'POST',
+        url: '/api/wallet-auth',
+        payload: await make({ chainId: 8453, nonce: (await t2.web.inject({ method: 'GET', url: '/api/auth/nonce' })).json().nonce }),
+      });
       expect(wrong.statusCode).toBe(401);
       const ok = await t2.web.inject({ method: 'POST', url: '/api/wallet-auth', payload: await make({}) });
       expect(ok.statusCode).toBe(200);
@@ -173,10 +195,14 @@ describe('§4.1 POST /api/wallet-auth → 401 (invalid signature / message)', ()
 
   it('an expired nonce (older than 10 minutes) → 401', async () => {
     // nonces carry their own signed expiry: one issued 10 minutes and 1 second ago (same key)
-    await withTestPlatform({ SIWE_RPC_URL: CLOSED_RPC }, { now: () => new Date(Date.now() - LIMITS.siweNonceTtlMs - 1000) }, async (past) => {
-      const n0 = (await past.web.inject({ method: 'GET', url: '/api/auth/nonce' })).json().nonce as string;
-      await expect401(await signedBody(account, { nonce: n0 }));
-    });
+    await withTestPlatform(
+      { SIWE_RPC_URL: CLOSED_RPC },
+      { now: () => new Date(Date.now() - LIMITS.siweNonceTtlMs - 1000) },
+      async (past) => {
+        const n0 = (await past.web.inject({ method: 'GET', url: '/api/auth/nonce' })).json().nonce as string;
+        await expect401(await signedBody(account, { nonce: n0 }));
+      },
+    );
   });
 
   it('a nonce whose expiry or signature was edited → 401', async () => {
@@ -292,7 +318,9 @@ describe('sessions from wallet sign-in are like any other (§2 Session)', () => 
     const cookie = `service-session=${token}`;
     expect((await t.web.inject({ method: 'GET', url: '/api/user', headers: { cookie } })).statusCode).toBe(200);
     await t.web.inject({ method: 'POST', url: '/api/auth/signout', headers: { cookie } });
-    expect(await t.database.db.kysely.selectFrom('sessions').select('id').where('token_hash', '=', sha256(token)).execute()).toHaveLength(0);
+    expect(await t.database.db.kysely.selectFrom('sessions').select('id').where('token_hash', '=', sha256(token)).execute()).toHaveLength(
+      0,
+    );
     expect((await t.web.inject({ method: 'GET', url: '/api/auth/session', headers: { cookie } })).json()).toEqual({ user: null });
   });
 });

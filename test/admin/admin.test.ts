@@ -13,14 +13,17 @@ const root = join(import.meta.dirname, '..', '..');
 let t: AgentsTestPlatform;
 // no STRIPE_SECRET_KEY: the self-hosted default (the agents helper sets one; unset it here)
 beforeAll(async () => {
-  t = await startAgentsPlatform({ env: { STRIPE_SECRET_KEY: '', ADMIN_EMAILS: '', ADMIN_EMAILS_REQUIRE_VERIFIED: 'true', DEFAULT_PLAN: 'solo' } });
+  t = await startAgentsPlatform({
+    env: { STRIPE_SECRET_KEY: '', ADMIN_EMAILS: '', ADMIN_EMAILS_REQUIRE_VERIFIED: 'true', DEFAULT_PLAN: 'solo' },
+  });
 });
 afterAll(() => t.close());
 
 const call = (method: 'GET' | 'POST' | 'PATCH', url: string, cookie?: string, payload?: unknown) =>
   t.web.inject({ method, url, headers: cookie ? { cookie } : {}, ...(payload !== undefined ? { payload: payload as object } : {}) });
 const isAdmin = async (cookie: string) => (await call('GET', '/api/auth/session', cookie)).json().user.isAdmin as boolean;
-const agentPlan = async (id: string) => (await t.database.db.kysely.selectFrom('agents').select('plan').where('id', '=', id).executeTakeFirstOrThrow()).plan;
+const agentPlan = async (id: string) =>
+  (await t.database.db.kysely.selectFrom('agents').select('plan').where('id', '=', id).executeTakeFirstOrThrow()).plan;
 
 describe('no card processor configured', () => {
   it('a new account provisions without a subscription, on DEFAULT_PLAN (was: 402 for everyone)', async () => {
@@ -68,7 +71,11 @@ describe('admin rights come from proof', () => {
   it('admins list users and set plans and admin flags; others get 403 ADMIN_REQUIRED; bad input 400/404', async () => {
     const admin = await signUp(t.web);
     await t.database.db.kysely.updateTable('users').set({ is_admin: true }).where('id', '=', admin.id).execute();
-    const relog = await t.web.inject({ method: 'POST', url: '/api/auth/login', payload: { email: admin.email, password: 'correct horse battery' } });
+    const relog = await t.web.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      payload: { email: admin.email, password: 'correct horse battery' },
+    });
     const cookie = `service-session=${/service-session=([^;]*)/.exec(String(relog.headers['set-cookie']))![1]}`;
     const user = await signUp(t.web);
 
@@ -100,7 +107,13 @@ describe('npm run admin', () => {
       cwd: root,
       encoding: 'utf8',
       timeout: 60_000,
-      env: { PATH: process.env.PATH ?? '', DATABASE_URL: t.database.url, LOG_LEVEL: 'silent', WALLET_ENCRYPTION_KEY: 'ab'.repeat(32), SECRETS_ENCRYPTION_KEY: 'cd'.repeat(32) },
+      env: {
+        PATH: process.env.PATH ?? '',
+        DATABASE_URL: t.database.url,
+        LOG_LEVEL: 'silent',
+        WALLET_ENCRYPTION_KEY: 'ab'.repeat(32),
+        SECRETS_ENCRYPTION_KEY: 'cd'.repeat(32),
+      },
     });
 
   it('grants and revokes admin by email (any case), and says so when no account matches', async () => {

@@ -15,7 +15,12 @@ beforeAll(async () => {
   t = await startAgentsPlatform();
   owner = await subscriber(t, 'collective');
   other = await subscriber(t, 'collective');
-  const res = await t.web.inject({ method: 'POST', url: '/api/agents/provision', headers: { cookie: owner.cookie }, payload: { name: 'Reporter' } });
+  const res = await t.web.inject({
+    method: 'POST',
+    url: '/api/agents/provision',
+    headers: { cookie: owner.cookie },
+    payload: { name: 'Reporter' },
+  });
   expect(res.statusCode).toBe(201);
   agentId = res.json().agent.id;
   const spec = await eventually(async () => t.driver.deploys.find((s) => s.agentId === agentId));
@@ -25,7 +30,12 @@ afterAll(() => t.close());
 
 const report = (headers: Record<string, string>, payload: unknown) =>
   t.backend.inject({ method: 'POST', url: '/api/agent-callbacks/messages', headers, payload: payload as object });
-const turn = { messages: [{ sender: 'user', content: 'hello agent', platform: 'api' }, { sender: 'agent', content: 'hello human', platform: 'api', responseMs: 12 }] };
+const turn = {
+  messages: [
+    { sender: 'user', content: 'hello agent', platform: 'api' },
+    { sender: 'agent', content: 'hello human', platform: 'api', responseMs: 12 },
+  ],
+};
 
 describe('agent callbacks', () => {
   it('stores a turn under the agent the key belongs to; the owner sees it in §4.7 messages', async () => {
@@ -34,9 +44,14 @@ describe('agent callbacks', () => {
     expect(res.json()).toEqual({ agentId, stored: 2 });
     const list = await t.web.inject({ method: 'GET', url: `/api/agents/${agentId}/messages`, headers: { cookie: owner.cookie } });
     expect(list.statusCode).toBe(200);
-    const contents = list.json().messages.map((m: { content: string }) => m.content).sort();
+    const contents = list
+      .json()
+      .messages.map((m: { content: string }) => m.content)
+      .sort();
     expect(contents).toEqual(['hello agent', 'hello human']);
-    expect((await t.web.inject({ method: 'GET', url: `/api/agents/${agentId}/messages`, headers: { cookie: other.cookie } })).statusCode).toBe(404);
+    expect(
+      (await t.web.inject({ method: 'GET', url: `/api/agents/${agentId}/messages`, headers: { cookie: other.cookie } })).statusCode,
+    ).toBe(404);
   });
 
   it.each([
@@ -46,12 +61,18 @@ describe('agent callbacks', () => {
     // the platform's own key is not an agent key: agents never hold it
     ['the internal API key', () => bearer(t)],
   ])('401 with %s, and nothing stored', async (_label, headers) => {
-    const before = await t.database.db.kysely.selectFrom('agent_messages').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const before = await t.database.db.kysely
+      .selectFrom('agent_messages')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     const h = typeof headers === 'function' ? headers() : headers;
     const res = await report(h as Record<string, string>, turn);
     expect(res.statusCode).toBe(401);
     expect(res.json()).toEqual({ error: 'Unauthorized' });
-    const after = await t.database.db.kysely.selectFrom('agent_messages').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const after = await t.database.db.kysely
+      .selectFrom('agent_messages')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     expect(after.n).toBe(before.n);
   });
 
@@ -70,7 +91,10 @@ describe('agent callbacks', () => {
   });
 
   it('a body cannot redirect messages to another agent: the key decides', async () => {
-    const res = await report({ authorization: `Bearer ${key}` }, { messages: [{ sender: 'user', content: 'mine', agentId: 'someone-else' }] });
+    const res = await report(
+      { authorization: `Bearer ${key}` },
+      { messages: [{ sender: 'user', content: 'mine', agentId: 'someone-else' }] },
+    );
     expect(res.statusCode).toBe(201);
     expect(res.json().agentId).toBe(agentId);
   });

@@ -20,7 +20,12 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const inject = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, userId: string | null, payload?: unknown) =>
-  t.backend.inject({ method, url, headers: userId ? { ...bearer(t), 'x-user-id': userId } : bearer(t), ...(payload !== undefined ? { payload: payload as object } : {}) });
+  t.backend.inject({
+    method,
+    url,
+    headers: userId ? { ...bearer(t), 'x-user-id': userId } : bearer(t),
+    ...(payload !== undefined ? { payload: payload as object } : {}),
+  });
 
 describe('POST /api/deployments in parallel (one agent)', () => {
   it('an existing agent: every request answers 202 with the same job, one deployment row, no deadlock', async () => {
@@ -28,7 +33,9 @@ describe('POST /api/deployments in parallel (one agent)', () => {
     try {
       const agent = (await inject('POST', '/api/agents', alice, { name: 'Raced', config: { plan: 'collective' } })).json();
       const res = await Promise.all(
-        Array.from({ length: 12 }, (_, i) => inject('POST', '/api/deployments', alice, { name: 'Raced', agentId: agent.id, plan: 'collective', config: { n: i } })),
+        Array.from({ length: 12 }, (_, i) =>
+          inject('POST', '/api/deployments', alice, { name: 'Raced', agentId: agent.id, plan: 'collective', config: { n: i } }),
+        ),
       );
       expect(res.map((r) => r.statusCode)).toEqual(Array(12).fill(202));
       const jobIds = new Set(res.map((r) => r.json().deployment.id));
@@ -44,10 +51,16 @@ describe('POST /api/deployments in parallel (one agent)', () => {
 
   it('a new agentId: the agent is created once and every request joins its job', async () => {
     const agentId = `fresh-${Date.now().toString(36)}`;
-    const res = await Promise.all(Array.from({ length: 8 }, () => inject('POST', '/api/deployments', bob, { name: 'Fresh', agentId, plan: 'collective' })));
+    const res = await Promise.all(
+      Array.from({ length: 8 }, () => inject('POST', '/api/deployments', bob, { name: 'Fresh', agentId, plan: 'collective' })),
+    );
     expect(res.map((r) => (r.statusCode === 202 ? 202 : r.body))).toEqual(Array(8).fill(202));
     expect(new Set(res.map((r) => r.json().agent.id))).toEqual(new Set([agentId]));
-    const n = await t.database.db.kysely.selectFrom('agents').select((eb) => eb.fn.countAll<number>().as('n')).where('id', '=', agentId).executeTakeFirstOrThrow();
+    const n = await t.database.db.kysely
+      .selectFrom('agents')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('id', '=', agentId)
+      .executeTakeFirstOrThrow();
     expect(Number(n.n)).toBe(1);
   });
 
@@ -56,7 +69,11 @@ describe('POST /api/deployments in parallel (one agent)', () => {
     const res = await inject('POST', '/api/deployments', bob, { name: 'Steal', agentId: agent.id });
     expect(res.statusCode).toBe(404);
     expect(res.json()).toMatchObject({ error: 'Agent not found' });
-    const row = await t.database.db.kysely.selectFrom('agents').select(['user_id', 'status', 'name']).where('id', '=', agent.id).executeTakeFirstOrThrow();
+    const row = await t.database.db.kysely
+      .selectFrom('agents')
+      .select(['user_id', 'status', 'name'])
+      .where('id', '=', agent.id)
+      .executeTakeFirstOrThrow();
     expect(row).toEqual({ user_id: alice, status: 'pending', name: 'Not yours' });
     const jobs = await t.database.db.kysely.selectFrom('deployments').select('id').where('agent_id', '=', agent.id).execute();
     expect(jobs).toEqual([]);
@@ -68,7 +85,12 @@ describe('instance actions on many agents', () => {
     const u = await subscriber(t, 'network');
     const ids: string[] = [];
     for (let i = 0; i < 6; i++) {
-      const r = await t.web.inject({ method: 'POST', url: '/api/agents/provision', headers: { cookie: u.cookie }, payload: { name: `Fleet ${i}` } });
+      const r = await t.web.inject({
+        method: 'POST',
+        url: '/api/agents/provision',
+        headers: { cookie: u.cookie },
+        payload: { name: `Fleet ${i}` },
+      });
       expect(r.statusCode).toBe(201);
       ids.push(r.json().agent.id);
     }
@@ -137,7 +159,11 @@ describe('§4.7 backend rows with the bearer key alone (operator account)', () =
   });
 
   it('nobody can sign in as the operator account', async () => {
-    const res = await t.web.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'operator@operator.invalid', password: 'anything-at-all' } });
+    const res = await t.web.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      payload: { email: 'operator@operator.invalid', password: 'anything-at-all' },
+    });
     expect(res.statusCode).toBeGreaterThanOrEqual(400);
     expect(res.statusCode).toBeLessThan(500);
   });

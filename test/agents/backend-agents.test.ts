@@ -18,7 +18,12 @@ afterAll(() => t.close());
 
 const as = (userId: string) => ({ ...bearer(t), 'x-user-id': userId });
 const inject = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, userId: string | null, payload?: unknown) =>
-  t.backend.inject({ method, url, headers: userId ? as(userId) : bearer(t), ...(payload !== undefined ? { payload: payload as object } : {}) });
+  t.backend.inject({
+    method,
+    url,
+    headers: userId ? as(userId) : bearer(t),
+    ...(payload !== undefined ? { payload: payload as object } : {}),
+  });
 
 async function deployAndWait(userId: string, body: Record<string, unknown> = {}) {
   const res = await inject('POST', '/api/deployments', userId, { userId, name: 'Deployed', ...body });
@@ -31,8 +36,15 @@ async function deployAndWait(userId: string, body: Record<string, unknown> = {})
 describe('bearer key (§5)', () => {
   it('401 without a header, 401 without the Bearer prefix, 403 for a wrong key', async () => {
     expect((await t.backend.inject({ method: 'GET', url: '/api/agents' })).statusCode).toBe(401);
-    expect((await t.backend.inject({ method: 'GET', url: '/api/agents', headers: { authorization: 'test-internal-key' } })).json()).toEqual({ error: 'Unauthorized' });
-    const wrong = await t.backend.inject({ method: 'POST', url: '/api/deployments', headers: { authorization: 'Bearer nope' }, payload: { name: 'x' } });
+    expect((await t.backend.inject({ method: 'GET', url: '/api/agents', headers: { authorization: 'test-internal-key' } })).json()).toEqual(
+      { error: 'Unauthorized' },
+    );
+    const wrong = await t.backend.inject({
+      method: 'POST',
+      url: '/api/deployments',
+      headers: { authorization: 'Bearer nope' },
+      payload: { name: 'x' },
+    });
     expect(wrong.statusCode).toBe(403);
     expect(wrong.json()).toEqual({ error: 'Forbidden' });
   });
@@ -54,7 +66,11 @@ describe('bearer key (§5)', () => {
 
 describe('agent records (§4.7 backend)', () => {
   it('POST creates a pending agent at <id>.<AGENTS_DOMAIN>; GET lists a flat array', async () => {
-    const res = await inject('POST', '/api/agents', null, { name: '  Scout  ', userId: bob, config: { plan: 'collective', aiProvider: 'router' } });
+    const res = await inject('POST', '/api/agents', null, {
+      name: '  Scout  ',
+      userId: bob,
+      config: { plan: 'collective', aiProvider: 'router' },
+    });
     expect(res.statusCode).toBe(201);
     const a = res.json();
     expect(a).toMatchObject({ name: 'Scout', status: 'pending', agentId: a.id });
@@ -65,10 +81,25 @@ describe('agent records (§4.7 backend)', () => {
     const list = await inject('GET', '/api/agents', bob);
     expect(list.statusCode).toBe(200);
     expect(Array.isArray(list.json())).toBe(true);
-    expect(list.json()[0]).toEqual({ id: a.id, name: 'Scout', status: 'pending', created: a.createdAt, subdomain: a.subdomain, url: a.url });
+    expect(list.json()[0]).toEqual({
+      id: a.id,
+      name: 'Scout',
+      status: 'pending',
+      created: a.createdAt,
+      subdomain: a.subdomain,
+      url: a.url,
+    });
 
     const one = (await inject('GET', `/api/agents/${a.id}`, bob)).json();
-    expect(one).toMatchObject({ id: a.id, status: 'pending', plan: 'collective', aiProvider: 'router', verified: false, verificationType: null, attestationUid: null });
+    expect(one).toMatchObject({
+      id: a.id,
+      status: 'pending',
+      plan: 'collective',
+      aiProvider: 'router',
+      verified: false,
+      verificationType: null,
+      attestationUid: null,
+    });
     // nothing was deployed for a pending agent
     expect(t.driver.calls.filter((c) => c.agentId === a.id)).toEqual([]);
   });
@@ -89,7 +120,15 @@ describe('agent records (§4.7 backend)', () => {
     const a = (await inject('POST', '/api/agents', bob, { name: 'Tune' })).json();
     const res = await inject('PUT', `/api/agents/${a.id}`, bob, { plan: 'network', aiProvider: 'openai', config: { tone: 'dry' } });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ id: a.id, plan: 'network', aiProvider: 'openai', subdomain: a.subdomain, status: 'pending', message: 'Agent updated', config: { tone: 'dry' } });
+    expect(res.json()).toMatchObject({
+      id: a.id,
+      plan: 'network',
+      aiProvider: 'openai',
+      subdomain: a.subdomain,
+      status: 'pending',
+      message: 'Agent updated',
+      config: { tone: 'dry' },
+    });
     expect((await inject('PUT', '/api/agents/a-missing-agent', bob, {})).statusCode).toBe(404);
   });
 
@@ -119,7 +158,14 @@ describe('agent records (§4.7 backend)', () => {
 
 describe('deployments (§4.18) and per-agent credentials', () => {
   it('POST /api/deployments answers 202 with the job; the worker deploys and the agent runs', async () => {
-    const res = await inject('POST', '/api/deployments', null, { userId: alice, name: 'Worker bee', plan: 'collective', model: 'gpt-4', aiProvider: 'router', config: { greeting: 'hi' } });
+    const res = await inject('POST', '/api/deployments', null, {
+      userId: alice,
+      name: 'Worker bee',
+      plan: 'collective',
+      model: 'gpt-4',
+      aiProvider: 'router',
+      config: { greeting: 'hi' },
+    });
     expect(res.statusCode).toBe(202);
     const { deployment, agent } = res.json();
     expect(agent).toMatchObject({ status: 'provisioning', plan: 'collective', model: 'gpt-4', config: { greeting: 'hi' } });
@@ -146,7 +192,11 @@ describe('deployments (§4.18) and per-agent credentials', () => {
     expect(Object.keys(spec.env ?? {})).not.toEqual(expect.arrayContaining(['DATABASE_URL']));
     for (const k of ['DATABASE_URL', 'INTERNAL_API_KEY', 'WALLET_ENCRYPTION_KEY']) expect(spec.env?.[k]).toBeUndefined();
 
-    const row = await t.database.db.kysely.selectFrom('agent_credentials').selectAll().where('agent_id', '=', a.id).executeTakeFirstOrThrow();
+    const row = await t.database.db.kysely
+      .selectFrom('agent_credentials')
+      .selectAll()
+      .where('agent_id', '=', a.id)
+      .executeTakeFirstOrThrow();
     expect(row.gateway_token_enc).not.toContain(spec.gatewayToken);
     expect(decryptSecret(TEST_SECRETS.secretsEncryptionKey, row.gateway_token_enc)).toBe(spec.gatewayToken);
     expect(row.platform_key_hash!.equals(sha256(spec.platformApiKey))).toBe(true);
@@ -167,7 +217,12 @@ describe('deployments (§4.18) and per-agent credentials', () => {
     const res = await inject('POST', `/api/agents/${agent.id}/start`, u);
     expect(res.json()).toMatchObject({ status: 'provisioning', deployment: { status: 'queued' } });
     await eventually(async () => {
-      await t.database.db.kysely.updateTable('deployments').set({ run_after: new Date(0) }).where('agent_id', '=', agent.id).where('status', '=', 'queued').execute();
+      await t.database.db.kysely
+        .updateTable('deployments')
+        .set({ run_after: new Date(0) })
+        .where('agent_id', '=', agent.id)
+        .where('status', '=', 'queued')
+        .execute();
       return (await inject('GET', `/api/agents/${agent.id}`, u)).json().status === 'error';
     });
     const job = (await inject('GET', `/api/deployments/${res.json().deployment.id}`, u)).json();
@@ -187,7 +242,9 @@ describe('lifecycle, logs, stats, runtime instances', () => {
     expect((await inject('POST', `/api/agents/${id}/start`, alice)).json()).toMatchObject({ status: 'running' });
     expect(t.driver.units.get(id)!.status).toBe('healthy');
     expect((await inject('POST', `/api/agents/${id}/restart`, alice)).json()).toMatchObject({ action: 'restart', status: 'running' });
-    expect(t.driver.calls.filter((c) => c.agentId === id).map((c) => c.op)).toEqual(expect.arrayContaining(['suspend', 'resume', 'restart']));
+    expect(t.driver.calls.filter((c) => c.agentId === id).map((c) => c.op)).toEqual(
+      expect.arrayContaining(['suspend', 'resume', 'restart']),
+    );
 
     t.driver.units.delete(id);
     const re = await inject('POST', `/api/agents/${id}/restart`, alice);
@@ -211,7 +268,11 @@ describe('lifecycle, logs, stats, runtime instances', () => {
     const { id } = await deployAndWait(bob, { name: 'Listed' });
     const mine = (await inject('GET', '/api/runtime-instances', bob)).json();
     expect(mine.instances.every((i: { userId: string }) => i.userId === bob)).toBe(true);
-    expect(mine.instances.find((i: { agentId: string }) => i.agentId === id)).toMatchObject({ status: 'running', containerStatus: 'healthy', driver: 'local' });
+    expect(mine.instances.find((i: { agentId: string }) => i.agentId === id)).toMatchObject({
+      status: 'running',
+      containerStatus: 'healthy',
+      driver: 'local',
+    });
     const all = (await inject('GET', '/api/runtime-instances?limit=100', null)).json();
     expect(all.instances.some((i: { userId: string }) => i.userId === alice)).toBe(true);
     expect(all.count).toBe(all.instances.length);
@@ -231,8 +292,13 @@ describe('hosting unavailable (§4.12)', () => {
       expect(created.statusCode).toBe(201);
       expect((await down.backend.inject({ method: 'GET', url: '/api/agents', headers: h })).statusCode).toBe(200);
       expect((await down.backend.inject({ method: 'GET', url: `/api/agents/${created.json().id}`, headers: h })).statusCode).toBe(200);
-      expect((await down.backend.inject({ method: 'POST', url: `/api/agents/${created.json().id}/start`, headers: h })).statusCode).toBe(500);
-      expect((await down.backend.inject({ method: 'DELETE', url: `/api/agents/${created.json().id}`, headers: h })).json()).toEqual({ id: created.json().id, deleted: true });
+      expect((await down.backend.inject({ method: 'POST', url: `/api/agents/${created.json().id}/start`, headers: h })).statusCode).toBe(
+        500,
+      );
+      expect((await down.backend.inject({ method: 'DELETE', url: `/api/agents/${created.json().id}`, headers: h })).json()).toEqual({
+        id: created.json().id,
+        deleted: true,
+      });
       expect((await down.backend.inject({ method: 'GET', url: '/health' })).json()).toMatchObject({ provisioning: 'disabled' });
     } finally {
       await down.close();
@@ -243,7 +309,10 @@ describe('hosting unavailable (§4.12)', () => {
     const { id } = await deployAndWait(alice, { name: 'Offline' });
     t.driver.unreachable = true;
     try {
-      expect((await inject('GET', `/api/agents/${id}/stats`, alice)).json()).toEqual({ error: 'Hosting unavailable', code: 'HOSTING_UNAVAILABLE' });
+      expect((await inject('GET', `/api/agents/${id}/stats`, alice)).json()).toEqual({
+        error: 'Hosting unavailable',
+        code: 'HOSTING_UNAVAILABLE',
+      });
       expect((await inject('POST', `/api/agents/${id}/restart`, alice)).statusCode).toBe(500);
       expect((await inject('GET', `/api/agents/${id}`, alice)).statusCode).toBe(200);
       const inst = (await inject('GET', '/api/runtime-instances', alice)).json();

@@ -23,7 +23,10 @@ const storedConfig = async (id: string) =>
 describe('channel secrets', () => {
   it('are sealed at rest, masked in answers, kept through a masked round trip, and clear only in the deploy spec', async () => {
     const u = await subscriber(t);
-    const prov = await web('POST', '/api/agents/provision', u.cookie, { name: 'Bot', config: { channels: { telegram: { enabled: true, botToken: TOKEN } } } });
+    const prov = await web('POST', '/api/agents/provision', u.cookie, {
+      name: 'Bot',
+      config: { channels: { telegram: { enabled: true, botToken: TOKEN } } },
+    });
     expect(prov.statusCode).toBe(201);
     const id = prov.json().agent.id as string;
     await eventually(async () => (await web('GET', `/api/agents/${id}`, u.cookie)).json().agent?.status === 'running');
@@ -43,11 +46,15 @@ describe('channel secrets', () => {
     expect(backend.body).not.toContain(TOKEN);
 
     // a masked configuration sent back keeps the secret; a new value replaces it
-    const kept = await web('PUT', `/api/agents/${id}/config`, u.cookie, { channels: { telegram: { enabled: false, botToken: '••••9xyz' } } });
+    const kept = await web('PUT', `/api/agents/${id}/config`, u.cookie, {
+      channels: { telegram: { enabled: false, botToken: '••••9xyz' } },
+    });
     expect(kept.statusCode).toBe(200);
     expect(kept.json().config.channels.telegram).toEqual({ enabled: false, botToken: '••••9xyz' });
     expect(await storedConfig(id)).not.toContain(TOKEN);
-    const replaced = await web('PUT', `/api/agents/${id}/config`, u.cookie, { channels: { telegram: { enabled: true, botToken: NEW_TOKEN } } });
+    const replaced = await web('PUT', `/api/agents/${id}/config`, u.cookie, {
+      channels: { telegram: { enabled: true, botToken: NEW_TOKEN } },
+    });
     expect(replaced.json().config.channels.telegram.botToken).toBe('••••4abc');
     expect(await storedConfig(id)).not.toContain(NEW_TOKEN);
 

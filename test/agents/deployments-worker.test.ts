@@ -14,7 +14,13 @@ const config = { AGENTS_DOMAIN: 'agents.test', BACKEND_URL: 'http://127.0.0.1:9'
 
 beforeAll(async () => {
   t = await createTestDatabase();
-  userId = (await t.db.kysely.insertInto('users').values({ email: 'w@example.com', name: 'w', password_hash: null, referral_code: 'W1' }).returning('id').executeTakeFirstOrThrow()).id;
+  userId = (
+    await t.db.kysely
+      .insertInto('users')
+      .values({ email: 'w@example.com', name: 'w', password_hash: null, referral_code: 'W1' })
+      .returning('id')
+      .executeTakeFirstOrThrow()
+  ).id;
 });
 afterAll(() => t.drop());
 
@@ -22,7 +28,11 @@ async function newJobs(n: number) {
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
     const a = await t.db.withUser(userId, (trx) =>
-      insertAgentRecord(trx, { agentsDomain: 'agents.test', secretsKey: TEST_SECRETS.secretsEncryptionKey }, { userId, name: `job ${i}`, status: 'provisioning', plan: 'network' }),
+      insertAgentRecord(
+        trx,
+        { agentsDomain: 'agents.test', secretsKey: TEST_SECRETS.secretsEncryptionKey },
+        { userId, name: `job ${i}`, status: 'provisioning', plan: 'network' },
+      ),
     );
     await agentsRepo.enqueueDeploy(t.db.kysely, a.id, userId, 3);
     ids.push(a.id);
@@ -36,7 +46,10 @@ describe('deployment worker', () => {
     driver.deployDelayMs = 20;
     const agents = createAgentsService({ db: t.db, config, secrets: TEST_SECRETS, driver });
     const ids = await newJobs(12);
-    const workers = [createDeploymentWorker({ db: t.db, agents, workerId: 'w1' }), createDeploymentWorker({ db: t.db, agents, workerId: 'w2' })];
+    const workers = [
+      createDeploymentWorker({ db: t.db, agents, workerId: 'w1' }),
+      createDeploymentWorker({ db: t.db, agents, workerId: 'w2' }),
+    ];
     // each worker drains with 3 concurrent loops: 6 takers compete for 12 jobs
     const drain = async (w: (typeof workers)[number]) => {
       while (await w.runOnce());
@@ -46,7 +59,11 @@ describe('deployment worker', () => {
     const perAgent = new Map<string, number>();
     for (const s of driver.deploys) perAgent.set(s.agentId, (perAgent.get(s.agentId) ?? 0) + 1);
     for (const id of ids) expect(perAgent.get(id)).toBe(1);
-    const jobs = await t.db.kysely.selectFrom('deployments').select(['status', 'attempts', 'agent_id']).where('agent_id', 'in', ids).execute();
+    const jobs = await t.db.kysely
+      .selectFrom('deployments')
+      .select(['status', 'attempts', 'agent_id'])
+      .where('agent_id', 'in', ids)
+      .execute();
     expect(jobs.every((j) => j.status === 'succeeded' && j.attempts === 1)).toBe(true);
     const agentsRows = await t.db.kysely.selectFrom('agents').select('status').where('id', 'in', ids).execute();
     expect(agentsRows.every((a) => a.status === 'running')).toBe(true);
@@ -104,6 +121,8 @@ describe('deployment worker', () => {
     const w2 = createDeploymentWorker({ db: t.db, agents: agents2, workerId: 'second' });
     while (await w2.runOnce());
     expect(fresh.units.has(id!)).toBe(true);
-    expect((await t.db.kysely.selectFrom('agents').select('status').where('id', '=', id!).executeTakeFirstOrThrow()).status).toBe('running');
+    expect((await t.db.kysely.selectFrom('agents').select('status').where('id', '=', id!).executeTakeFirstOrThrow()).status).toBe(
+      'running',
+    );
   });
 });

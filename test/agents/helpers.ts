@@ -16,7 +16,17 @@ export async function startAgentsPlatform<D extends HostingDriver = FakeDriver>(
   const port = await freePort();
   const driver = (options.driver ?? createFakeDriver()) as D;
   const backendUrl = `http://127.0.0.1:${port}`;
-  const t = await startTestPlatform({ BACKEND_URL: backendUrl, ADMIN_EMAILS: 'admin@example.com', ADMIN_EMAILS_REQUIRE_VERIFIED: 'false', STRIPE_SECRET_KEY: 'sk_test_agents', REGISTER_RATE_LIMIT: '100000', ...options.env }, { driver, workerPollMs: 50 });
+  const t = await startTestPlatform(
+    {
+      BACKEND_URL: backendUrl,
+      ADMIN_EMAILS: 'admin@example.com',
+      ADMIN_EMAILS_REQUIRE_VERIFIED: 'false',
+      STRIPE_SECRET_KEY: 'sk_test_agents',
+      REGISTER_RATE_LIMIT: '100000',
+      ...options.env,
+    },
+    { driver, workerPollMs: 50 },
+  );
   await t.backend.listen({ host: '127.0.0.1', port });
   if (options.startWorkers !== false) await t.platform.startWorkers();
   return Object.assign(t, { driver, backendUrl });

@@ -65,7 +65,12 @@ describe('provision', () => {
 
   it('201 provisioning → running; the backend got the plan, model and provider', async () => {
     const u = await subscriber(t, 'collective');
-    const res = await web('POST', '/api/agents/provision', u.cookie, { name: '  Researcher ', model: 'gpt-4', tier: 'pro', config: { aiProvider: 'openai' } });
+    const res = await web('POST', '/api/agents/provision', u.cookie, {
+      name: '  Researcher ',
+      model: 'gpt-4',
+      tier: 'pro',
+      config: { aiProvider: 'openai' },
+    });
     expect(res.statusCode).toBe(201);
     const { success, agent } = res.json();
     expect(success).toBe(true);
@@ -94,13 +99,16 @@ describe('provision', () => {
     expect(typeof over.json().error).toBe('string');
 
     const pro = await subscriber(t, 'collective');
-    for (let i = 0; i < 3; i++) expect((await web('POST', '/api/agents/provision', pro.cookie, { name: `p${i}`, tier: 'pro' })).statusCode).toBe(201);
+    for (let i = 0; i < 3; i++)
+      expect((await web('POST', '/api/agents/provision', pro.cookie, { name: `p${i}`, tier: 'pro' })).statusCode).toBe(201);
     expect((await web('POST', '/api/agents/provision', pro.cookie, { name: 'p3' })).json()).toMatchObject({ current: 3, limit: 3 });
   });
 
   it('the limit check and the insert are atomic: 10 parallel provisions by a starter user create exactly 1 agent', async () => {
     const u = await subscriber(t, 'solo');
-    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => web('POST', '/api/agents/provision', u.cookie, { name: `race ${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => web('POST', '/api/agents/provision', u.cookie, { name: `race ${i}` })),
+    );
     const codes = results.map((r) => r.statusCode).sort();
     expect(codes.filter((c) => c === 201)).toHaveLength(1);
     expect(codes.filter((c) => c === 429)).toHaveLength(9);
@@ -112,7 +120,11 @@ describe('provision', () => {
     const admin = await signUp(t.web, { email: 'Admin@Example.com' });
     const res = await web('POST', '/api/agents/provision', admin.cookie, { name: 'Boss' });
     expect(res.statusCode).toBe(201);
-    const row = await t.database.db.kysely.selectFrom('agents').select('plan').where('id', '=', res.json().agent.id).executeTakeFirstOrThrow();
+    const row = await t.database.db.kysely
+      .selectFrom('agents')
+      .select('plan')
+      .where('id', '=', res.json().agent.id)
+      .executeTakeFirstOrThrow();
     expect(row.plan).toBe('network');
   });
 
@@ -179,13 +191,23 @@ describe('one agent', () => {
     const put = await web('PUT', `/api/agents/${id}/config`, owner.cookie, { channels: { webchat: { enabled: false } } });
     expect(put.statusCode).toBe(200);
     expect(put.json()).toEqual({ config: { channels: { webchat: { enabled: false } } }, status: 'updated' });
-    expect((await web('GET', `/api/agents/${id}/config`, owner.cookie)).json()).toEqual({ config: { channels: { webchat: { enabled: false } } }, status: 'ok' });
+    expect((await web('GET', `/api/agents/${id}/config`, owner.cookie)).json()).toEqual({
+      config: { channels: { webchat: { enabled: false } } },
+      status: 'ok',
+    });
   });
 
   it('logs: real runtime lines from the driver; limit default 50, capped at 100; level filter', async () => {
     const res = (await web('GET', `/api/agents/${id}/logs`, owner.cookie)).json();
     expect(res).toMatchObject({ limit: 50, status: 'ok', total: 2 });
-    expect(res.logs[0]).toEqual({ id: expect.any(String), timestamp: expect.any(String), level: 'info', message: `gateway listening for ${id}`, source: 'gateway', agentId: id });
+    expect(res.logs[0]).toEqual({
+      id: expect.any(String),
+      timestamp: expect.any(String),
+      level: 'info',
+      message: `gateway listening for ${id}`,
+      source: 'gateway',
+      agentId: id,
+    });
     expect((await web('GET', `/api/agents/${id}/logs?limit=500`, owner.cookie)).json().limit).toBe(100);
     const warn = (await web('GET', `/api/agents/${id}/logs?level=warn&limit=5`, owner.cookie)).json();
     expect(warn.logs.map((l: { level: string }) => l.level)).toEqual(['warn']);
@@ -194,12 +216,25 @@ describe('one agent', () => {
   it('messages: stored chat messages with limit and offset', async () => {
     for (let i = 0; i < 3; i++) {
       await t.platform.services.agentsWeb.recordMessage(owner.id, { agentId: id, sender: 'user', content: `q${i}` });
-      await t.platform.services.agentsWeb.recordMessage(owner.id, { agentId: id, sender: 'agent', content: `a${i}`, responseMs: 100 * (i + 1), failed: i === 2 });
+      await t.platform.services.agentsWeb.recordMessage(owner.id, {
+        agentId: id,
+        sender: 'agent',
+        content: `a${i}`,
+        responseMs: 100 * (i + 1),
+        failed: i === 2,
+      });
     }
     const page = (await web('GET', `/api/agents/${id}/messages?limit=2&offset=1`, owner.cookie)).json();
     expect(page).toMatchObject({ total: 6, limit: 2, offset: 1, status: 'ok' });
     expect(page.messages).toHaveLength(2);
-    expect(page.messages[0]).toEqual({ id: expect.any(String), agentId: id, sender: expect.any(String), content: expect.any(String), timestamp: expect.any(String), platform: 'web' });
+    expect(page.messages[0]).toEqual({
+      id: expect.any(String),
+      agentId: id,
+      sender: expect.any(String),
+      content: expect.any(String),
+      timestamp: expect.any(String),
+      platform: 'web',
+    });
     const all = (await web('GET', `/api/agents/${id}/messages`, owner.cookie)).json();
     expect(all.limit).toBe(50);
     expect(all.messages).toHaveLength(6);
@@ -222,11 +257,13 @@ describe('one agent', () => {
     expect(res.stats.uptimeFormatted).toMatch(/^\d+h \d+m \d+s$/);
   });
 
-  it('instance lifecycle: stop, start, restart act on the user\'s agents', async () => {
+  it("instance lifecycle: stop, start, restart act on the user's agents", async () => {
     const stop = await web('POST', `/api/instance/${owner.id}/stop`, owner.cookie, {});
     expect(stop.statusCode).toBe(200);
     expect(stop.json()).toEqual({ success: true, action: 'stop', userId: owner.id, agents: [{ id, status: 'stopped' }] });
-    expect((await web('POST', `/api/instance/${owner.id}/start`, owner.cookie, { agentId: id })).json().agents).toEqual([{ id, status: 'running' }]);
+    expect((await web('POST', `/api/instance/${owner.id}/start`, owner.cookie, { agentId: id })).json().agents).toEqual([
+      { id, status: 'running' },
+    ]);
     const noBody = await web('POST', `/api/instance/${owner.id}/restart`, owner.cookie);
     expect(noBody.json(), noBody.body).toMatchObject({ agents: [{ id, status: 'running' }] });
     expect((await web('POST', `/api/instance/${owner.id}/restart`)).statusCode).toBe(401);
@@ -249,7 +286,13 @@ describe('clone and preflight', () => {
       expect(res.statusCode).toBe(501);
       expect(res.json()).toMatchObject({ status: 'unavailable', error: expect.any(String), message: expect.any(String) });
     }
-    expect((await web('GET', '/api/agents/clone')).json()).toEqual({ service: expect.any(String), version: '0.1.0', protocol: expect.any(String), clonePrice: expect.any(String), chainId: expect.any(Number) });
+    expect((await web('GET', '/api/agents/clone')).json()).toEqual({
+      service: expect.any(String),
+      version: '0.1.0',
+      protocol: expect.any(String),
+      clonePrice: expect.any(String),
+      chainId: expect.any(Number),
+    });
     expect((await web('GET', '/api/agents/preflight', u.cookie)).statusCode).toBe(404);
   });
 });
@@ -287,7 +330,12 @@ describe('bad input: 4xx JSON, never 5xx', () => {
   });
 
   it('a non-JSON body is 400', async () => {
-    const res = await t.web.inject({ method: 'POST', url: '/api/agents/provision', headers: { cookie: u.cookie, 'content-type': 'application/json' }, payload: '{oops' });
+    const res = await t.web.inject({
+      method: 'POST',
+      url: '/api/agents/provision',
+      headers: { cookie: u.cookie, 'content-type': 'application/json' },
+      payload: '{oops',
+    });
     expect(res.statusCode).toBe(400);
   });
 
@@ -320,7 +368,12 @@ describe('backend unreachable', () => {
     // the web app of `off` points at a port nobody listens on
     try {
       const u = await subscriber(off, 'label');
-      const res = await off.web.inject({ method: 'POST', url: '/api/agents/provision', headers: { cookie: u.cookie }, payload: { name: 'Lonely' } });
+      const res = await off.web.inject({
+        method: 'POST',
+        url: '/api/agents/provision',
+        headers: { cookie: u.cookie },
+        payload: { name: 'Lonely' },
+      });
       expect(res.statusCode).toBe(500);
       expect(res.json()).toMatchObject({ error: 'Provisioning failed', agentId: expect.any(String) });
       const agentId = res.json().agentId as string;

@@ -12,7 +12,12 @@ import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpe
 
 const KEY = 'test-internal-key';
 const auth = { authorization: `Bearer ${KEY}` };
-const plan = (p: string, extra: Record<string, string> = {}) => ({ ...auth, 'x-user-plan': p, 'x-stripe-subscription-id': 'sub_123', ...extra });
+const plan = (p: string, extra: Record<string, string> = {}) => ({
+  ...auth,
+  'x-user-plan': p,
+  'x-stripe-subscription-id': 'sub_123',
+  ...extra,
+});
 
 let router: FakeOpenAi;
 let anthropic: FakeAnthropic;
@@ -42,7 +47,8 @@ beforeEach(() => {
   anthropic.reset();
 });
 
-const chat = (headers: Record<string, string>, payload: unknown) => t.backend.inject({ method: 'POST', url: '/api/ai/chat', headers, payload: payload as object });
+const chat = (headers: Record<string, string>, payload: unknown) =>
+  t.backend.inject({ method: 'POST', url: '/api/ai/chat', headers, payload: payload as object });
 const hello = { messages: [{ role: 'user', content: 'What is 2+2?' }] };
 
 describe('bearer key on /api/ai/* (§5)', () => {
@@ -117,7 +123,17 @@ describe('models', () => {
     expect(body.router).toBe(true);
     expect(body.count).toBe(body.models.length);
     for (const m of body.models) {
-      expect(Object.keys(m).sort()).toEqual(['available', 'contextWindow', 'description', 'id', 'inputCost', 'name', 'outputCost', 'provider', 'tags']);
+      expect(Object.keys(m).sort()).toEqual([
+        'available',
+        'contextWindow',
+        'description',
+        'id',
+        'inputCost',
+        'name',
+        'outputCost',
+        'provider',
+        'tags',
+      ]);
       expect(m.id).toMatch(/^[^/]+\/.+$/);
     }
     const byId = Object.fromEntries(body.models.map((m: any) => [m.id, m]));
@@ -129,14 +145,24 @@ describe('models', () => {
 
   it("?refresh=true merges the router's /models (prices, names, new models)", async () => {
     router.models = [
-      { id: 'openai/gpt-4o-mini', name: 'GPT-4o mini (router)', pricing: { prompt: '0.0000002', completion: '0.0000008' }, context_length: 100_000 },
+      {
+        id: 'openai/gpt-4o-mini',
+        name: 'GPT-4o mini (router)',
+        pricing: { prompt: '0.0000002', completion: '0.0000008' },
+        context_length: 100_000,
+      },
       { id: 'newvendor/new-model', name: 'New Model', pricing: { prompt: '0.000001', completion: '0.000002' }, context_length: 32_000 },
     ];
     const res = await t.backend.inject({ method: 'GET', url: '/api/ai/models?refresh=true', headers: auth });
     expect(res.statusCode).toBe(200);
     expect(router.requests.some((r) => r.method === 'GET' && r.path === '/v1/models')).toBe(true);
     const byId = Object.fromEntries(res.json().models.map((m: any) => [m.id, m]));
-    expect(byId['openai/gpt-4o-mini']).toMatchObject({ name: 'GPT-4o mini (router)', inputCost: 0.0000002, outputCost: 0.0000008, contextWindow: 100_000 });
+    expect(byId['openai/gpt-4o-mini']).toMatchObject({
+      name: 'GPT-4o mini (router)',
+      inputCost: 0.0000002,
+      outputCost: 0.0000008,
+      contextWindow: 100_000,
+    });
     expect(byId['newvendor/new-model']).toMatchObject({ provider: 'router', available: true, tags: [] });
   });
 
@@ -162,7 +188,12 @@ describe('plan middleware (§4.9/§5)', () => {
       const missing = await t.backend.inject({ method: 'POST', url, headers: auth, payload: {} });
       expect(missing.statusCode).toBe(402);
       expect(missing.json()).toEqual({ success: false, error: expect.any(String), code: 'PLAN_REQUIRED' });
-      const unknown = await t.backend.inject({ method: 'POST', url, headers: { ...auth, 'x-user-plan': 'gold', 'x-stripe-subscription-id': 's' }, payload: {} });
+      const unknown = await t.backend.inject({
+        method: 'POST',
+        url,
+        headers: { ...auth, 'x-user-plan': 'gold', 'x-stripe-subscription-id': 's' },
+        payload: {},
+      });
       expect(unknown.json().code).toBe('PLAN_REQUIRED');
       const noSub = await t.backend.inject({ method: 'POST', url, headers: { ...auth, 'x-user-plan': 'solo' }, payload: {} });
       expect(noSub.statusCode).toBe(402);
@@ -244,12 +275,22 @@ describe('POST /api/ai/estimate-cost', () => {
   });
 
   it('400 when a field is missing or the model is unknown', async () => {
-    for (const payload of [{}, { model: 'openai/gpt-4o-mini' }, { model: 'openai/gpt-4o-mini', inputTokens: 1 }, { inputTokens: 1, outputTokens: 1 }]) {
+    for (const payload of [
+      {},
+      { model: 'openai/gpt-4o-mini' },
+      { model: 'openai/gpt-4o-mini', inputTokens: 1 },
+      { inputTokens: 1, outputTokens: 1 },
+    ]) {
       const res = await t.backend.inject({ method: 'POST', url: '/api/ai/estimate-cost', headers: plan('solo'), payload });
       expect(res.statusCode).toBe(400);
       expect(res.json().error).toBe('Model, inputTokens and outputTokens are required');
     }
-    const unknown = await t.backend.inject({ method: 'POST', url: '/api/ai/estimate-cost', headers: plan('solo'), payload: { model: 'no/such', inputTokens: 1, outputTokens: 1 } });
+    const unknown = await t.backend.inject({
+      method: 'POST',
+      url: '/api/ai/estimate-cost',
+      headers: plan('solo'),
+      payload: { model: 'no/such', inputTokens: 1, outputTokens: 1 },
+    });
     expect(unknown.statusCode).toBe(400);
     expect(unknown.json()).toEqual({ error: 'Unknown model' });
   });
@@ -257,7 +298,13 @@ describe('POST /api/ai/estimate-cost', () => {
 
 describe('POST /api/ai/chat', () => {
   it('answers in the §4.9 shape and sends the router what the client asked', async () => {
-    const res = await chat(plan('solo', { 'x-user-id': 'user-42' }), { ...hello, model: 'deepseek/deepseek-chat', temperature: 0.3, top_p: 0.9, max_tokens: 50 });
+    const res = await chat(plan('solo', { 'x-user-id': 'user-42' }), {
+      ...hello,
+      model: 'deepseek/deepseek-chat',
+      temperature: 0.3,
+      top_p: 0.9,
+      max_tokens: 50,
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({
       id: 'chatcmpl-fake',
@@ -322,7 +369,11 @@ describe('POST /api/ai/chat', () => {
     expect(sent.path).toBe('/v1/messages');
     expect(sent.headers['x-api-key']).toBe('anthropic-key');
     expect(sent.headers['anthropic-version']).toBe('2023-06-01');
-    expect(sent.body).toMatchObject({ model: 'claude-sonnet-4-5', system: 'Be brief.', messages: [{ role: 'user', content: 'Hi Claude' }] });
+    expect(sent.body).toMatchObject({
+      model: 'claude-sonnet-4-5',
+      system: 'Be brief.',
+      messages: [{ role: 'user', content: 'Hi Claude' }],
+    });
 
     anthropic.failModels.add('claude-sonnet-4-5');
     const fb = await chat(plan('network'), { ...hello, model: 'anthropic/claude-sonnet-4-5' });
@@ -358,7 +409,14 @@ describe('POST /api/ai/chat', () => {
     await t.platform.services.ai.usage.flush();
     const rows = await t.database.db.kysely.selectFrom('ai_usage').selectAll().where('user_id', '=', user).orderBy('id').execute();
     expect(rows).toHaveLength(2);
-    expect(rows[0]).toMatchObject({ model: 'deepseek/deepseek-chat', provider: 'router', agent_id: 'agent-1', prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 });
+    expect(rows[0]).toMatchObject({
+      model: 'deepseek/deepseek-chat',
+      provider: 'router',
+      agent_id: 'agent-1',
+      prompt_tokens: 10,
+      completion_tokens: 5,
+      total_tokens: 15,
+    });
     expect(Number(rows[0]!.cost)).toBeCloseTo(10 * 0.27e-6 + 5 * 1.1e-6, 12);
     const monthly = await t.database.db.kysely.selectFrom('ai_usage_monthly').selectAll().where('user_id', '=', user).execute();
     expect(monthly).toHaveLength(1);
@@ -366,7 +424,9 @@ describe('POST /api/ai/chat', () => {
     // anonymous by default (§5 header context)
     await chat(plan('solo'), hello);
     await t.platform.services.ai.usage.flush();
-    const anon = await sql<{ n: number }>`select count(*)::int as n from ai_usage where user_id = 'anonymous'`.execute(t.database.db.kysely);
+    const anon = await sql<{ n: number }>`select count(*)::int as n from ai_usage where user_id = 'anonymous'`.execute(
+      t.database.db.kysely,
+    );
     expect(anon.rows[0]!.n).toBeGreaterThan(0);
   });
 
@@ -380,19 +440,36 @@ describe('token quotas (§4.9)', () => {
   it('recorded but not enforced by default; 429 QUOTA_EXCEEDED when AI_QUOTA_ENFORCE=true', async () => {
     const month = new Date().toISOString().slice(0, 7) + '-01';
     const seed = (db: TestPlatform['database']['db'], user: string) =>
-      sql`insert into ai_usage_monthly (user_id, month, model, requests, total_tokens) values (${user}, ${month}::date, 'openai/gpt-4o-mini', 1, 2000000)`.execute(db.kysely);
+      sql`insert into ai_usage_monthly (user_id, month, model, requests, total_tokens) values (${user}, ${month}::date, 'openai/gpt-4o-mini', 1, 2000000)`.execute(
+        db.kysely,
+      );
     await seed(t.database.db, 'heavy');
     expect((await chat(plan('solo', { 'x-user-id': 'heavy' }), hello)).statusCode).toBe(200);
 
     await withTestPlatform({ ...aiEnv(), AI_QUOTA_ENFORCE: 'true' }, async (p) => {
       await seed(p.database.db, 'heavy');
-      const res = await p.backend.inject({ method: 'POST', url: '/api/ai/chat', headers: plan('solo', { 'x-user-id': 'heavy' }), payload: hello });
+      const res = await p.backend.inject({
+        method: 'POST',
+        url: '/api/ai/chat',
+        headers: plan('solo', { 'x-user-id': 'heavy' }),
+        payload: hello,
+      });
       expect(res.statusCode).toBe(429);
       expect(res.json()).toMatchObject({ error: expect.any(String), code: 'QUOTA_EXCEEDED' });
       // collective's quota is 6M: the same usage passes; network is unlimited
-      const col = await p.backend.inject({ method: 'POST', url: '/api/ai/chat', headers: plan('collective', { 'x-user-id': 'heavy' }), payload: hello });
+      const col = await p.backend.inject({
+        method: 'POST',
+        url: '/api/ai/chat',
+        headers: plan('collective', { 'x-user-id': 'heavy' }),
+        payload: hello,
+      });
       expect(col.statusCode).toBe(200);
-      const light = await p.backend.inject({ method: 'POST', url: '/api/ai/chat', headers: plan('solo', { 'x-user-id': 'light' }), payload: hello });
+      const light = await p.backend.inject({
+        method: 'POST',
+        url: '/api/ai/chat',
+        headers: plan('solo', { 'x-user-id': 'light' }),
+        payload: hello,
+      });
       expect(light.statusCode).toBe(200);
     });
   });
@@ -442,7 +519,12 @@ describe('bad input: 4xx JSON, never 5xx', () => {
   });
 
   it('malformed JSON is a 400', async () => {
-    const res = await t.backend.inject({ method: 'POST', url: '/api/ai/chat', headers: { ...plan('solo'), 'content-type': 'application/json' }, payload: '{"messages": [' });
+    const res = await t.backend.inject({
+      method: 'POST',
+      url: '/api/ai/chat',
+      headers: { ...plan('solo'), 'content-type': 'application/json' },
+      payload: '{"messages": [',
+    });
     expect(res.statusCode).toBe(400);
   });
 });

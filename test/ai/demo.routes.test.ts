@@ -76,15 +76,23 @@ describe('POST /api/demo/chat', () => {
     expect(bad.statusCode).toBe(400);
   });
 
-  it.each([[{}], [{ message: '' }], [{ message: '   ' }], [{ message: 42 }], [{ message: null }]])('400 Message required for %j', async (payload) => {
-    const res = await post(payload);
-    expect(res.statusCode).toBe(400);
-    expect(res.json()).toEqual({ error: 'Message required' });
-  });
+  it.each([[{}], [{ message: '' }], [{ message: '   ' }], [{ message: 42 }], [{ message: null }]])(
+    '400 Message required for %j',
+    async (payload) => {
+      const res = await post(payload);
+      expect(res.statusCode).toBe(400);
+      expect(res.json()).toEqual({ error: 'Message required' });
+    },
+  );
 
   it('bad input never gives a 5xx', async () => {
     for (const payload of [[], 'text', { message: 'hi', conversation: 'nope' }, { message: 'hi', mode: 7 }, { message: 'hi', model: 7 }]) {
-      const res = await t.web.inject({ method: 'POST', url: '/api/demo/chat', headers: { 'content-type': 'application/json' }, payload: JSON.stringify(payload) });
+      const res = await t.web.inject({
+        method: 'POST',
+        url: '/api/demo/chat',
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify(payload),
+      });
       expect(res.statusCode).toBe(400);
       expect(typeof res.json().error).toBe('string');
     }

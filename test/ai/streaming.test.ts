@@ -25,7 +25,13 @@ const headers = {
 beforeAll(async () => {
   router = await startFakeOpenAi({ apiKey: 'router-key' });
   anthropic = await startFakeAnthropic({ apiKey: 'anthropic-key' });
-  t = await startTestPlatform({ ROUTER_API_KEY: 'router-key', ROUTER_BASE_URL: router.url, ANTHROPIC_API_KEY: 'anthropic-key', ANTHROPIC_BASE_URL: anthropic.url, AI_RATE_LIMIT: '1000' });
+  t = await startTestPlatform({
+    ROUTER_API_KEY: 'router-key',
+    ROUTER_BASE_URL: router.url,
+    ANTHROPIC_API_KEY: 'anthropic-key',
+    ANTHROPIC_BASE_URL: anthropic.url,
+    AI_RATE_LIMIT: '1000',
+  });
   await t.backend.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(t.backend.server.address() as AddressInfo).port}`;
 });
@@ -62,7 +68,13 @@ describe('POST /api/ai/chat with stream:true', () => {
     expect(deltas.length).toBeGreaterThan(1);
     expect(deltas.map((d) => d.delta).join('')).toBe('Echo: stream please');
     const done = evs.at(-2);
-    expect(done).toMatchObject({ model: 'openai/gpt-4o-mini', provider: 'router', done: true, message: { role: 'assistant', content: 'Echo: stream please' }, usage: { total_tokens: 15 } });
+    expect(done).toMatchObject({
+      model: 'openai/gpt-4o-mini',
+      provider: 'router',
+      done: true,
+      message: { role: 'assistant', content: 'Echo: stream please' },
+      usage: { total_tokens: 15 },
+    });
     const sent = router.requests.at(-1)!.body;
     expect(sent.stream).toBe(true);
     await t.platform.services.ai.usage.flush();
@@ -80,7 +92,11 @@ describe('POST /api/ai/chat with stream:true', () => {
   it('streams from the Anthropic Messages API', async () => {
     const res = await streamChat({ model: 'anthropic/claude-sonnet-4-5', messages: [{ role: 'user', content: 'hey there claude' }] });
     const evs = events(res.text);
-    expect(evs.at(-2)).toMatchObject({ provider: 'anthropic', message: { content: 'Claude: hey there claude' }, usage: { prompt_tokens: 20, completion_tokens: 7, total_tokens: 27 } });
+    expect(evs.at(-2)).toMatchObject({
+      provider: 'anthropic',
+      message: { content: 'Claude: hey there claude' },
+      usage: { prompt_tokens: 20, completion_tokens: 7, total_tokens: 27 },
+    });
     expect(anthropic.requests.at(-1)!.body.stream).toBe(true);
   });
 
@@ -122,7 +138,12 @@ describe('POST /api/ai/chat with stream:true', () => {
     await withTestPlatform({ ROUTER_API_KEY: 'router-key', ROUTER_BASE_URL: router.url, AI_TIMEOUT_MS: '300' }, async (p) => {
       router.delayMs = 1_000;
       const started = Date.now();
-      const res = await p.backend.inject({ method: 'POST', url: '/api/ai/chat', headers, payload: { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] } });
+      const res = await p.backend.inject({
+        method: 'POST',
+        url: '/api/ai/chat',
+        headers,
+        payload: { model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'x' }] },
+      });
       expect(res.statusCode).toBe(500);
       expect(Date.now() - started).toBeLessThan(1_500);
       expect(router.requests.map((r) => r.body.model)).toEqual(['openai/gpt-4o-mini', 'google/gemini-2.5-flash']);

@@ -44,8 +44,23 @@ describe('GET /api/usage', () => {
     expect(body.from).toBe('2026-11-18');
     expect(body.to).toBe('2026-11-24');
     expect(body.daily).toHaveLength(7);
-    expect(body.daily.map((d: { date: string }) => d.date)).toEqual(['2026-11-18', '2026-11-19', '2026-11-20', '2026-11-21', '2026-11-22', '2026-11-23', '2026-11-24']);
-    expect(body.daily[6]).toEqual({ date: '2026-11-24', requests: 2, promptTokens: 75, completionTokens: 75, totalTokens: 150, cost: 0.0045 });
+    expect(body.daily.map((d: { date: string }) => d.date)).toEqual([
+      '2026-11-18',
+      '2026-11-19',
+      '2026-11-20',
+      '2026-11-21',
+      '2026-11-22',
+      '2026-11-23',
+      '2026-11-24',
+    ]);
+    expect(body.daily[6]).toEqual({
+      date: '2026-11-24',
+      requests: 2,
+      promptTokens: 75,
+      completionTokens: 75,
+      totalTokens: 150,
+      cost: 0.0045,
+    });
     expect(body.daily[4]).toMatchObject({ date: '2026-11-22', requests: 1, totalTokens: 1000, cost: 0.05 });
     expect(body.daily[0]).toEqual({ date: '2026-11-18', requests: 0, promptTokens: 0, completionTokens: 0, totalTokens: 0, cost: 0 });
     expect(body.totals).toEqual({ requests: 3, promptTokens: 575, completionTokens: 575, totalTokens: 1150, cost: 0.0545 });

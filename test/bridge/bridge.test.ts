@@ -57,12 +57,20 @@ describe('§4.13 with BRIDGE_SECRET set', () => {
         expect(res.statusCode, `${method} ${url}`).toBe(401);
         expect(res.json()).toEqual({ error: 'unauthorized' });
       }
-      const count = await t.database.db.kysely.selectFrom('bridge_messages').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      const count = await t.database.db.kysely
+        .selectFrom('bridge_messages')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
       expect(count.n).toBe(0);
     });
 
     it('the secret is checked before the body: bad JSON without the secret → 401', async () => {
-      const res = await t.web.inject({ method: 'POST', url: '/api/bridge/send', payload: '{', headers: { 'content-type': 'application/json' } });
+      const res = await t.web.inject({
+        method: 'POST',
+        url: '/api/bridge/send',
+        payload: '{',
+        headers: { 'content-type': 'application/json' },
+      });
       expect(res.statusCode).toBe(401);
     });
 
@@ -82,7 +90,11 @@ describe('§4.13 with BRIDGE_SECRET set', () => {
         ok: true,
         message: { id: expect.any(String), sender: 'atlas-main', channel: 'general', priority: 'normal', created_at: expect.any(String) },
       });
-      const row = await t.database.db.kysely.selectFrom('bridge_messages').selectAll().where('id', '=', res.json().message.id).executeTakeFirstOrThrow();
+      const row = await t.database.db.kysely
+        .selectFrom('bridge_messages')
+        .selectAll()
+        .where('id', '=', res.json().message.id)
+        .executeTakeFirstOrThrow();
       expect(row).toMatchObject({ content: 'hello bus', channel: 'general', priority: 'normal' });
     });
 
@@ -144,7 +156,8 @@ describe('§4.13 with BRIDGE_SECRET set', () => {
     it('returns unread messages ascending by creation time, marks them read for the reader', async () => {
       const since = new Date().toISOString();
       const ids: string[] = [];
-      for (const content of ['one', 'two', 'three']) ids.push((await api.send({ sender: 'atlas-service', content, channel: 'tasks' })).json().message.id);
+      for (const content of ['one', 'two', 'three'])
+        ids.push((await api.send({ sender: 'atlas-service', content, channel: 'tasks' })).json().message.id);
       await api.send({ sender: 'atlas-service', content: 'elsewhere', channel: 'alerts' });
 
       const first = await api.inbox({ channel: 'tasks', since, reader: 'worker-1' });
@@ -152,23 +165,41 @@ describe('§4.13 with BRIDGE_SECRET set', () => {
       const body = first.json();
       expect(body).toEqual({ ok: true, channel: 'tasks', count: 3, messages: expect.any(Array) });
       expect(body.messages.map((m: Msg) => m.id)).toEqual(ids);
-      expect(body.messages[0]).toEqual({ id: ids[0], sender: 'atlas-service', channel: 'tasks', content: 'one', priority: 'normal', created_at: expect.any(String) });
+      expect(body.messages[0]).toEqual({
+        id: ids[0],
+        sender: 'atlas-service',
+        channel: 'tasks',
+        content: 'one',
+        priority: 'normal',
+        created_at: expect.any(String),
+      });
       const times = body.messages.map((m: Msg) => m.created_at);
       expect([...times].sort()).toEqual(times);
 
       // already read by worker-1: excluded
-      expect((await api.inbox({ channel: 'tasks', since, reader: 'worker-1' })).json()).toEqual({ ok: true, channel: 'tasks', count: 0, messages: [] });
+      expect((await api.inbox({ channel: 'tasks', since, reader: 'worker-1' })).json()).toEqual({
+        ok: true,
+        channel: 'tasks',
+        count: 0,
+        messages: [],
+      });
       // read tracking is per reader
       expect((await api.inbox({ channel: 'tasks', since, reader: 'worker-2' })).json().count).toBe(3);
       // a new message reaches worker-1 alone
       await api.send({ sender: 'atlas-main', content: 'four', channel: 'tasks' });
-      expect((await api.inbox({ channel: 'tasks', since, reader: 'worker-1' })).json().messages.map((m: Msg) => m.content)).toEqual(['four']);
+      expect((await api.inbox({ channel: 'tasks', since, reader: 'worker-1' })).json().messages.map((m: Msg) => m.content)).toEqual([
+        'four',
+      ]);
     });
 
     it('reader `unknown` (also the default) peeks without marking anything read', async () => {
       const since = new Date().toISOString();
       await api.send({ sender: 'atlas-main', content: 'peek me', channel: 'alerts' });
-      const queries: Record<string, string>[] = [{ channel: 'alerts', since }, { channel: 'alerts', since, reader: 'unknown' }, { channel: 'alerts', since }];
+      const queries: Record<string, string>[] = [
+        { channel: 'alerts', since },
+        { channel: 'alerts', since, reader: 'unknown' },
+        { channel: 'alerts', since },
+      ];
       for (const query of queries) {
         expect((await api.inbox(query)).json().messages.map((m: Msg) => m.content)).toEqual(['peek me']);
       }
@@ -197,7 +228,9 @@ describe('§4.13 with BRIDGE_SECRET set', () => {
       const all = (await api.inbox({ channel: 'alerts', since: older, reader })).json().messages.map((m: Msg) => m.content);
       expect(all.slice(0, 2)).toEqual(['old-1', 'recent-1']);
       // epoch milliseconds work as well
-      const epoch = (await api.inbox({ channel: 'alerts', since: String(Date.now() - 26 * 3600_000) })).json().messages.map((m: Msg) => m.content);
+      const epoch = (await api.inbox({ channel: 'alerts', since: String(Date.now() - 26 * 3600_000) }))
+        .json()
+        .messages.map((m: Msg) => m.content);
       expect(epoch).toContain('old-1');
     });
 
@@ -236,7 +269,10 @@ describe('§4.13 with BRIDGE_SECRET set', () => {
         const channel = 'general';
         const reader = `racer-${round}`;
         await seed(t, 40, { channel, tag: `race${round}` });
-        const expected = (await api.inbox({ channel, since, limit: '100' })).json().messages.filter((m: Msg) => m.content.startsWith(`race${round}-`)).map((m: Msg) => m.id);
+        const expected = (await api.inbox({ channel, since, limit: '100' }))
+          .json()
+          .messages.filter((m: Msg) => m.content.startsWith(`race${round}-`))
+          .map((m: Msg) => m.id);
         expect(expected).toHaveLength(40);
         const results = await Promise.all(Array.from({ length: 4 }, () => api.inbox({ channel, since, reader, limit: '100' })));
         const got = results.flatMap((r) => {
@@ -255,7 +291,13 @@ describe('§4.13 with BRIDGE_SECRET set', () => {
       const seen: string[] = [];
       for (let i = 0; i < 20; i++) {
         const batch = await Promise.all(Array.from({ length: 6 }, () => api.inbox({ channel: 'alerts', since, reader, limit: '7' })));
-        const ids = batch.flatMap((r) => r.json().messages.filter((m: Msg) => m.content.startsWith('drain-')).map((m: Msg) => m.id) as string[]);
+        const ids = batch.flatMap(
+          (r) =>
+            r
+              .json()
+              .messages.filter((m: Msg) => m.content.startsWith('drain-'))
+              .map((m: Msg) => m.id) as string[],
+        );
         seen.push(...ids);
         if (batch.every((r) => r.json().count === 0)) break;
       }
@@ -267,7 +309,10 @@ describe('§4.13 with BRIDGE_SECRET set', () => {
   describe('GET /api/bridge/health', () => {
     it('counts messages and reports the newest (§4.13 shape)', async () => {
       const sent = (await api.send({ sender: BRIDGE_OPERATOR_IDENTITY, content: 'latest', channel: 'tasks' })).json().message;
-      const total = await t.database.db.kysely.selectFrom('bridge_messages').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+      const total = await t.database.db.kysely
+        .selectFrom('bridge_messages')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .executeTakeFirstOrThrow();
       const res = await api.health();
       expect(res.statusCode).toBe(200);
       expect(res.json()).toEqual({
@@ -299,15 +344,19 @@ describe('§4.13 with BRIDGE_SECRET set', () => {
       expect(res.json()).toEqual(expect.objectContaining({ error: expect.any(String) }));
     });
 
-    it.each(['channel=a&channel=b', 'limit=1&limit=2', 'since=%00', 'reader=a&reader=b', `since=${'9'.repeat(80)}`, 'limit=99999999999999999999'])(
-      'inbox: %s',
-      async (query) => {
-        const res = await t.web.inject({ method: 'GET', url: `/api/bridge/inbox?${query}`, headers: H });
-        expect(res.statusCode).toBeGreaterThanOrEqual(400);
-        expect(res.statusCode).toBeLessThan(500);
-        expect(res.json()).toEqual(expect.objectContaining({ error: expect.any(String) }));
-      },
-    );
+    it.each([
+      'channel=a&channel=b',
+      'limit=1&limit=2',
+      'since=%00',
+      'reader=a&reader=b',
+      `since=${'9'.repeat(80)}`,
+      'limit=99999999999999999999',
+    ])('inbox: %s', async (query) => {
+      const res = await t.web.inject({ method: 'GET', url: `/api/bridge/inbox?${query}`, headers: H });
+      expect(res.statusCode).toBeGreaterThanOrEqual(400);
+      expect(res.statusCode).toBeLessThan(500);
+      expect(res.json()).toEqual(expect.objectContaining({ error: expect.any(String) }));
+    });
   });
 });
 
@@ -321,7 +370,11 @@ describe('§4.13 / §5 with BRIDGE_SECRET unset: the bridge is closed (docs/secu
   it('send, inbox and health answer 503 `Bridge not configured` with or without a header, and nothing is stored', async () => {
     for (const headers of [{}, { 'x-bridge-secret': '' }, { 'x-bridge-secret': 'anything' }] as Record<string, string>[]) {
       const api = client(() => t, headers);
-      for (const res of [await api.send({ sender: BRIDGE_OPERATOR_IDENTITY, content: 'spoof' }), await api.inbox({ reader: 'x' }), await api.health()]) {
+      for (const res of [
+        await api.send({ sender: BRIDGE_OPERATOR_IDENTITY, content: 'spoof' }),
+        await api.inbox({ reader: 'x' }),
+        await api.health(),
+      ]) {
         expect(res.statusCode).toBe(503);
         expect(res.json()).toEqual({ error: 'Bridge not configured' });
       }
@@ -336,7 +389,14 @@ describe('§4.13 / §5 with BRIDGE_SECRET unset: the bridge is closed (docs/secu
 
 describe('§4.13 health when the store fails → 500 `{status:"error", error}`', () => {
   it('reports the failure as JSON', async () => {
-    const app = await createBaseApp({ title: 't', description: 't', version: '0', logLevel: 'silent', bodyLimit: 1_000_000, trustProxy: false });
+    const app = await createBaseApp({
+      title: 't',
+      description: 't',
+      version: '0',
+      logLevel: 'silent',
+      bodyLimit: 1_000_000,
+      trustProxy: false,
+    });
     const failing = {
       health: async () => {
         throw new Error('connection refused');

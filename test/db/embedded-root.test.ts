@@ -29,7 +29,13 @@ describe.skipIf(!isRoot)('embedded PostgreSQL as root inside a 0700 folder', () 
     const nativeCopy = join(home, 'node_modules', 'native');
     cpSync(nativeDir, nativeCopy, { recursive: true, verbatimSymlinks: true });
     const dataDir = join(home, 'data');
-    const opts = { dataDir, password: 'pw-0700', nativeDir: nativeCopy, cacheRoots: [join(roots, 'cache')], dataRoots: [join(roots, 'data')] };
+    const opts = {
+      dataDir,
+      password: 'pw-0700',
+      nativeDir: nativeCopy,
+      cacheRoots: [join(roots, 'cache')],
+      dataRoots: [join(roots, 'data')],
+    };
 
     const first = await startEmbeddedPostgres(opts);
     try {

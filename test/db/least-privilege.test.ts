@@ -36,7 +36,11 @@ async function freshDatabase(): Promise<{ url: string; drop(): Promise<void> }> 
   };
 }
 
-const USER = (n: number) => ({ email: `lp${n}@example.com`, name: `lp${n}`, referral_code: `LP-${n}-${Math.random().toString(36).slice(2, 8).toUpperCase()}` });
+const USER = (n: number) => ({
+  email: `lp${n}@example.com`,
+  name: `lp${n}`,
+  referral_code: `LP-${n}-${Math.random().toString(36).slice(2, 8).toUpperCase()}`,
+});
 
 describe('row rules on a migrated database', () => {
   let t: TestDatabase;
@@ -52,23 +56,51 @@ describe('row rules on a migrated database', () => {
   });
   afterAll(() => t?.drop());
 
-  it("the request role may rename itself but not change its plan, admin right, credits or subscription", async () => {
-    await t.db.withUser(a, (trx) => trx.updateTable('users').set({ name: 'renamed', updated_at: new Date() }).where('id', '=', a).execute());
-    for (const change of [{ plan: 'network' as const }, { is_admin: true }, { credits: 1000 }, { subscription_status: 'active' }, { email: 'x@example.com' }]) {
-      await expect(t.db.withUser(a, (trx) => trx.updateTable('users').set(change).where('id', '=', a).execute()), JSON.stringify(change)).rejects.toMatchObject({ code: '42501' });
+  it('the request role may rename itself but not change its plan, admin right, credits or subscription', async () => {
+    await t.db.withUser(a, (trx) =>
+      trx.updateTable('users').set({ name: 'renamed', updated_at: new Date() }).where('id', '=', a).execute(),
+    );
+    for (const change of [
+      { plan: 'network' as const },
+      { is_admin: true },
+      { credits: 1000 },
+      { subscription_status: 'active' },
+      { email: 'x@example.com' },
+    ]) {
+      await expect(
+        t.db.withUser(a, (trx) => trx.updateTable('users').set(change).where('id', '=', a).execute()),
+        JSON.stringify(change),
+      ).rejects.toMatchObject({ code: '42501' });
     }
-    const row = await t.db.kysely.selectFrom('users').select(['name', 'plan', 'is_admin', 'credits']).where('id', '=', a).executeTakeFirstOrThrow();
+    const row = await t.db.kysely
+      .selectFrom('users')
+      .select(['name', 'plan', 'is_admin', 'credits'])
+      .where('id', '=', a)
+      .executeTakeFirstOrThrow();
     expect(row).toEqual({ name: 'renamed', plan: 'solo', is_admin: false, credits: 0 });
   });
 
   it("a row filed under another user's agent is refused by the database, from any connection", async () => {
     // as the owner (system code): the foreign key still holds
-    await expect(t.db.kysely.insertInto('agent_messages').values({ agent_id: agentOfA, user_id: b, sender: 'user', content: 'x' }).execute()).rejects.toMatchObject({ code: '23503' });
+    await expect(
+      t.db.kysely.insertInto('agent_messages').values({ agent_id: agentOfA, user_id: b, sender: 'user', content: 'x' }).execute(),
+    ).rejects.toMatchObject({ code: '23503' });
     // as user B through row-level security (user_id = B passes the policy): the key refuses it
-    await expect(t.db.withUser(b, (trx) => trx.insertInto('agent_messages').values({ agent_id: agentOfA, user_id: b, sender: 'user', content: 'x' }).execute())).rejects.toMatchObject({ code: '23503' });
+    await expect(
+      t.db.withUser(b, (trx) =>
+        trx.insertInto('agent_messages').values({ agent_id: agentOfA, user_id: b, sender: 'user', content: 'x' }).execute(),
+      ),
+    ).rejects.toMatchObject({ code: '23503' });
     for (const table of ['agent_credentials', 'deployments', 'agent_watchdog', 'agent_watchdog_events'] as const) {
-      const fks = await sql<{ def: string }>`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = ${table}::regclass AND contype = 'f'`.execute(t.db.kysely);
-      expect(fks.rows.map((r) => r.def), table).toContain('FOREIGN KEY (agent_id, user_id) REFERENCES agents(id, user_id) ON DELETE CASCADE');
+      const fks = await sql<{
+        def: string;
+      }>`SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = ${table}::regclass AND contype = 'f'`.execute(
+        t.db.kysely,
+      );
+      expect(
+        fks.rows.map((r) => r.def),
+        table,
+      ).toContain('FOREIGN KEY (agent_id, user_id) REFERENCES agents(id, user_id) ON DELETE CASCADE');
     }
     // the owner's own rows are fine, and deleting the agent still removes them
     await t.db.kysely.insertInto('agent_messages').values({ agent_id: agentOfA, user_id: a, sender: 'user', content: 'ok' }).execute();
@@ -87,9 +119,15 @@ it('the composite-key migration refuses a database whose rows already disagree, 
     await c.connect();
     try {
       const ids = [];
-      for (const n of [3, 4]) ids.push((await c.query(`INSERT INTO users (email, name, referral_code) VALUES ($1, $2, $3) RETURNING id`, Object.values(USER(n)))).rows[0].id);
+      for (const n of [3, 4])
+        ids.push(
+          (await c.query(`INSERT INTO users (email, name, referral_code) VALUES ($1, $2, $3) RETURNING id`, Object.values(USER(n)))).rows[0]
+            .id,
+        );
       await c.query(`INSERT INTO agents (id, user_id, name, subdomain, url) VALUES ('agent-old', $1, 'x', 's', 'u')`, [ids[0]]);
-      await c.query(`INSERT INTO agent_messages (agent_id, user_id, sender, content) VALUES ('agent-old', $1, 'user', 'misfiled')`, [ids[1]]);
+      await c.query(`INSERT INTO agent_messages (agent_id, user_id, sender, content) VALUES ('agent-old', $1, 'user', 'misfiled')`, [
+        ids[1],
+      ]);
     } finally {
       await c.end();
     }

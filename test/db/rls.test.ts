@@ -13,10 +13,17 @@ let bob: string;
 beforeAll(async () => {
   t = await createTestDatabase();
   const ins = (email: string, code: string) =>
-    t.db.kysely.insertInto('users').values({ email, name: email, password_hash: null, referral_code: code }).returning('id').executeTakeFirstOrThrow();
+    t.db.kysely
+      .insertInto('users')
+      .values({ email, name: email, password_hash: null, referral_code: code })
+      .returning('id')
+      .executeTakeFirstOrThrow();
   alice = (await ins('alice@example.com', 'ALICE')).id;
   bob = (await ins('bob@example.com', 'BOB')).id;
-  for (const [user, n] of [[alice, 1], [bob, 2]] as const) {
+  for (const [user, n] of [
+    [alice, 1],
+    [bob, 2],
+  ] as const) {
     await t.db.kysely
       .insertInto('sessions')
       .values({ user_id: user, token_hash: Buffer.alloc(32, n), expires_at: new Date(Date.now() + 60_000), user_agent: null, ip: null })
@@ -27,9 +34,13 @@ afterAll(() => t.drop());
 
 describe('row-level security', () => {
   it('request queries run as a role that is neither superuser nor owner and has no BYPASSRLS', async () => {
-    const row = await t.db.withUser(alice, async (trx) =>
-      (await sql<{ rolname: string; rolsuper: boolean; rolbypassrls: boolean }>`
-        select rolname, rolsuper, rolbypassrls from pg_roles where rolname = current_user`.execute(trx)).rows[0],
+    const row = await t.db.withUser(
+      alice,
+      async (trx) =>
+        (
+          await sql<{ rolname: string; rolsuper: boolean; rolbypassrls: boolean }>`
+        select rolname, rolsuper, rolbypassrls from pg_roles where rolname = current_user`.execute(trx)
+        ).rows[0],
     );
     expect(row).toEqual({ rolname: 'platform_app', rolsuper: false, rolbypassrls: false });
   });
@@ -54,7 +65,7 @@ describe('row-level security', () => {
     expect(seen.bobById).toHaveLength(0);
   });
 
-  it("user A cannot update, delete or create rows of user B", async () => {
+  it('user A cannot update, delete or create rows of user B', async () => {
     await t.db.withUser(alice, async (trx) => {
       const upd = await trx.updateTable('users').set({ name: 'hacked' }).where('id', '=', bob).executeTakeFirst();
       expect(upd.numUpdatedRows).toBe(0n);
@@ -63,7 +74,10 @@ describe('row-level security', () => {
     });
     await expect(
       t.db.withUser(alice, (trx) =>
-        trx.insertInto('sessions').values({ user_id: bob, token_hash: Buffer.alloc(32, 9), expires_at: new Date(), user_agent: null, ip: null }).execute(),
+        trx
+          .insertInto('sessions')
+          .values({ user_id: bob, token_hash: Buffer.alloc(32, 9), expires_at: new Date(), user_agent: null, ip: null })
+          .execute(),
       ),
     ).rejects.toThrow(/row-level security/);
     const bobRow = await t.db.kysely.selectFrom('users').select('name').where('id', '=', bob).executeTakeFirstOrThrow();
@@ -80,7 +94,10 @@ describe('row-level security', () => {
 
   it('emails are unique case-insensitively in the database itself', async () => {
     await expect(
-      t.db.kysely.insertInto('users').values({ email: 'ALICE@example.com'.toLowerCase(), name: 'x', password_hash: null, referral_code: 'X1' }).execute(),
+      t.db.kysely
+        .insertInto('users')
+        .values({ email: 'ALICE@example.com'.toLowerCase(), name: 'x', password_hash: null, referral_code: 'X1' })
+        .execute(),
     ).rejects.toMatchObject({ code: '23505' });
     // and mixed case cannot sneak past the lower-case check either
     await expect(

@@ -30,8 +30,17 @@ const specA = (): AgentDeploySpec => ({
   gatewayToken: TOKEN_A,
   platformApiKey: 'agent-scoped-key',
   backendUrl: 'http://127.0.0.1:9',
-  config: { logging: { level: 'debug' }, agents: { defaults: { model: 'vendor/model-a' } }, gateway: { bind: 'loopback', auth: { token: 'leak-me' } } },
-  env: { AGENT_MODEL_BASE_URL: upstream.baseUrl, AGENT_MODEL_API_KEY: 'model-key', DATABASE_URL: 'postgres://platform-secret', INTERNAL_API_KEY: 'internal' },
+  config: {
+    logging: { level: 'debug' },
+    agents: { defaults: { model: 'vendor/model-a' } },
+    gateway: { bind: 'loopback', auth: { token: 'leak-me' } },
+  },
+  env: {
+    AGENT_MODEL_BASE_URL: upstream.baseUrl,
+    AGENT_MODEL_API_KEY: 'model-key',
+    DATABASE_URL: 'postgres://platform-secret',
+    INTERNAL_API_KEY: 'internal',
+  },
 });
 
 const specB = (): AgentDeploySpec => ({
@@ -47,7 +56,8 @@ const specB = (): AgentDeploySpec => ({
 });
 
 const auth = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' });
-const chat = (url: string, token: string, body: unknown) => fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: auth(token), body: JSON.stringify(body) });
+const chat = (url: string, token: string, body: unknown) =>
+  fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: auth(token), body: JSON.stringify(body) });
 const pidOf = (agentId: string) => JSON.parse(readFileSync(join(dataDir, 'agents', agentId, 'driver-state.json'), 'utf8')).pid as number;
 
 async function until<T>(fn: () => Promise<T> | T, ok: (v: T) => boolean, timeoutMs = 5_000): Promise<T> {
@@ -63,7 +73,9 @@ async function until<T>(fn: () => Promise<T> | T, ok: (v: T) => boolean, timeout
 function wsRoundTrip(url: string, opts: { token?: string; header?: string }, messages: unknown[]): Promise<unknown[]> {
   return new Promise((resolve, reject) => {
     const q = opts.token ? `?token=${encodeURIComponent(opts.token)}` : '';
-    const ws = new WebSocket(`${url.replace('http', 'ws')}/ws${q}`, { headers: opts.header ? { authorization: `Bearer ${opts.header}` } : {} });
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/ws${q}`, {
+      headers: opts.header ? { authorization: `Bearer ${opts.header}` } : {},
+    });
     const got: unknown[] = [];
     ws.on('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
     ws.on('error', reject);
@@ -82,7 +94,15 @@ beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'local-driver-'));
   upstream = await startFakeOpenAi({ apiKey: 'model-key' });
   driver = createHostingDriver(
-    { HOSTING_DRIVER: 'local', DATA_DIR: dataDir, AGENT_RUNTIME: 'builtin', HOSTING_API_URL: 'http://127.0.0.1:9', HOSTING_API_KEY: undefined, HOSTING_OWNER_ID: undefined, AGENT_IMAGE: 'x' },
+    {
+      HOSTING_DRIVER: 'local',
+      DATA_DIR: dataDir,
+      AGENT_RUNTIME: 'builtin',
+      HOSTING_API_URL: 'http://127.0.0.1:9',
+      HOSTING_API_KEY: undefined,
+      HOSTING_OWNER_ID: undefined,
+      AGENT_IMAGE: 'x',
+    },
     { stopGraceMs: 3_000 },
   );
   const [a, b] = await Promise.all([driver.deploy(specA()), driver.deploy(specB())]);
@@ -162,7 +182,9 @@ describe('local driver with the built-in runtime', () => {
     expect(replies[1]).toEqual({ type: 'reply', content: 'Echo: second' });
     expect((replies[2] as { type: string }).type).toBe('error');
     expect(upstream.requests.at(-1)!.body.messages!.map((m: { content: string }) => m.content)).toEqual(['first', 'Echo: first', 'second']);
-    expect(await wsRoundTrip(urlA, { header: TOKEN_A }, [{ type: 'chat', content: 'hdr' }])).toEqual([{ type: 'reply', content: 'Echo: hdr' }]);
+    expect(await wsRoundTrip(urlA, { header: TOKEN_A }, [{ type: 'chat', content: 'hdr' }])).toEqual([
+      { type: 'reply', content: 'Echo: hdr' },
+    ]);
     await expect(wsRoundTrip(urlA, { token: 'wrong' }, [{ type: 'chat', content: 'x' }])).rejects.toThrow(/401/);
   });
 
@@ -186,7 +208,8 @@ describe('local driver with the built-in runtime', () => {
     const env = readEnviron(pidOf('agent-a'))!;
     expect(env.AGENT_GATEWAY_TOKEN).toBe(TOKEN_A);
     expect(env.AGENT_PLATFORM_API_KEY).toBe('agent-scoped-key');
-    for (const name of ['DATABASE_URL', 'INTERNAL_API_KEY', 'WALLET_ENCRYPTION_KEY', 'SECRETS_ENCRYPTION_KEY']) expect(env[name]).toBeUndefined();
+    for (const name of ['DATABASE_URL', 'INTERNAL_API_KEY', 'WALLET_ENCRYPTION_KEY', 'SECRETS_ENCRYPTION_KEY'])
+      expect(env[name]).toBeUndefined();
     const state = readFileSync(join(dataDir, 'agents', 'agent-a', 'driver-state.json'), 'utf8');
     expect(state).not.toContain(TOKEN_A);
   });
@@ -260,7 +283,15 @@ describe('local driver with the built-in runtime', () => {
   it('a second platform instance re-adopts a running agent instead of restarting it', async () => {
     const pid = pidOf('agent-a');
     // the first instance is simply dropped (a crashed platform): a new one starts on the same DATA_DIR
-    const second = createHostingDriver({ HOSTING_DRIVER: 'local', DATA_DIR: dataDir, AGENT_RUNTIME: 'builtin', HOSTING_API_URL: 'http://127.0.0.1:9', HOSTING_API_KEY: undefined, HOSTING_OWNER_ID: undefined, AGENT_IMAGE: 'x' });
+    const second = createHostingDriver({
+      HOSTING_DRIVER: 'local',
+      DATA_DIR: dataDir,
+      AGENT_RUNTIME: 'builtin',
+      HOSTING_API_URL: 'http://127.0.0.1:9',
+      HOSTING_API_KEY: undefined,
+      HOSTING_OWNER_ID: undefined,
+      AGENT_IMAGE: 'x',
+    });
     expect((await second.status('agent-a')).status).toBe('healthy');
     const adopted = await second.deploy(specA());
     expect(adopted).toEqual({ externalId: `local-${pid}`, url: urlA, status: 'healthy' });
@@ -271,7 +302,15 @@ describe('local driver with the built-in runtime', () => {
     expect(isAlive(pid)).toBe(false);
     expect(await waitForHealthy(changed.url, { timeoutMs: 15_000, intervalMs: 100 })).toBe(true);
     // the second instance can restart what it adopted (the launch environment comes from the process)
-    const third = createHostingDriver({ HOSTING_DRIVER: 'local', DATA_DIR: dataDir, AGENT_RUNTIME: 'builtin', HOSTING_API_URL: 'http://127.0.0.1:9', HOSTING_API_KEY: undefined, HOSTING_OWNER_ID: undefined, AGENT_IMAGE: 'x' });
+    const third = createHostingDriver({
+      HOSTING_DRIVER: 'local',
+      DATA_DIR: dataDir,
+      AGENT_RUNTIME: 'builtin',
+      HOSTING_API_URL: 'http://127.0.0.1:9',
+      HOSTING_API_KEY: undefined,
+      HOSTING_OWNER_ID: undefined,
+      AGENT_IMAGE: 'x',
+    });
     await third.restart('agent-a');
     expect(await waitForHealthy(changed.url, { timeoutMs: 15_000, intervalMs: 100 })).toBe(true);
     await third.shutdown(); // stops what it started
@@ -283,8 +322,23 @@ describe('local driver with the built-in runtime', () => {
   it('reports a crashed process as error, and restart without any launch spec as not deployed', async () => {
     const pid = pidOf('agent-b');
     process.kill(pid, 'SIGKILL');
-    expect((await until(() => driver.status('agent-b'), (s) => s.status !== 'healthy' && s.status !== 'running')).status).toBe('error');
-    const fresh = createHostingDriver({ HOSTING_DRIVER: 'local', DATA_DIR: dataDir, AGENT_RUNTIME: 'builtin', HOSTING_API_URL: 'http://127.0.0.1:9', HOSTING_API_KEY: undefined, HOSTING_OWNER_ID: undefined, AGENT_IMAGE: 'x' });
+    expect(
+      (
+        await until(
+          () => driver.status('agent-b'),
+          (s) => s.status !== 'healthy' && s.status !== 'running',
+        )
+      ).status,
+    ).toBe('error');
+    const fresh = createHostingDriver({
+      HOSTING_DRIVER: 'local',
+      DATA_DIR: dataDir,
+      AGENT_RUNTIME: 'builtin',
+      HOSTING_API_URL: 'http://127.0.0.1:9',
+      HOSTING_API_KEY: undefined,
+      HOSTING_OWNER_ID: undefined,
+      AGENT_IMAGE: 'x',
+    });
     expect((await fresh.status('agent-b')).status).toBe('stopped');
     await expect(fresh.restart('agent-b')).rejects.toBeInstanceOf(AgentNotDeployedError);
   });

@@ -7,7 +7,14 @@
 import { describe, expect, it } from 'vitest';
 import { buildOpenClawConfig } from '../../src/domains/agents/drivers/openclaw-config.ts';
 
-const base = { workspace: '/data/agents/a1/workspace', port: 40123, bind: 'loopback' as const, modelBaseUrl: 'http://127.0.0.1:9/v1', modelApiKey: true, model: 'gpt-4' };
+const base = {
+  workspace: '/data/agents/a1/workspace',
+  port: 40123,
+  bind: 'loopback' as const,
+  modelBaseUrl: 'http://127.0.0.1:9/v1',
+  modelApiKey: true,
+  model: 'gpt-4',
+};
 
 describe('OpenClaw configuration (§8 agent container settings)', () => {
   it('tools profile by plan: messaging for solo, coding otherwise; browser and canvas denied; shell allow-list; files held to the workspace', () => {
@@ -42,12 +49,25 @@ describe('OpenClaw configuration (§8 agent container settings)', () => {
   it('a user cannot override the fixed settings, nor put a token or password into the file', () => {
     const user = {
       tools: { profile: 'full', deny: [], exec: { security: 'full' }, fs: { workspaceOnly: false } },
-      gateway: { mode: 'remote', auth: { mode: 'none', token: 'user-token', password: 'pw' }, http: { endpoints: { chatCompletions: { enabled: false } } } },
+      gateway: {
+        mode: 'remote',
+        auth: { mode: 'none', token: 'user-token', password: 'pw' },
+        http: { endpoints: { chatCompletions: { enabled: false } } },
+      },
     };
     const cfg = buildOpenClawConfig(user, { ...base, plan: 'solo' }) as any;
-    expect(cfg.tools).toMatchObject({ profile: 'messaging', deny: ['browser', 'canvas'], exec: { security: 'allowlist', ask: 'off' }, fs: { workspaceOnly: true } });
+    expect(cfg.tools).toMatchObject({
+      profile: 'messaging',
+      deny: ['browser', 'canvas'],
+      exec: { security: 'allowlist', ask: 'off' },
+      fs: { workspaceOnly: true },
+    });
     expect(cfg.gateway.mode).toBe('local');
-    expect(cfg.gateway.auth).toEqual({ mode: 'token', allowTailscale: true, token: { source: 'env', provider: 'default', id: 'OPENCLAW_GATEWAY_TOKEN' } });
+    expect(cfg.gateway.auth).toEqual({
+      mode: 'token',
+      allowTailscale: true,
+      token: { source: 'env', provider: 'default', id: 'OPENCLAW_GATEWAY_TOKEN' },
+    });
     expect(cfg.gateway.http.endpoints.chatCompletions.enabled).toBe(true);
     expect(JSON.stringify(cfg)).not.toMatch(/user-token|"pw"/);
   });
@@ -82,8 +102,22 @@ describe('OpenClaw configuration (§8 agent container settings)', () => {
   });
 
   it('keeps only top-level keys OpenClaw knows: the platform fields of a stored configuration are left out, its model used', () => {
-    const cfg = buildOpenClawConfig({ name: 'My agent', aiProvider: 'router', model: 'claude-x', channels: { webchat: { enabled: true } }, session: { dmScope: 'main' } }, { ...base, plan: 'solo', model: undefined }) as any;
-    expect(Object.keys(cfg).sort()).toEqual(['agents', 'discovery', 'gateway', 'logging', 'models', 'session', 'skills', 'telemetry', 'tools', 'update']);
+    const cfg = buildOpenClawConfig(
+      { name: 'My agent', aiProvider: 'router', model: 'claude-x', channels: { webchat: { enabled: true } }, session: { dmScope: 'main' } },
+      { ...base, plan: 'solo', model: undefined },
+    ) as any;
+    expect(Object.keys(cfg).sort()).toEqual([
+      'agents',
+      'discovery',
+      'gateway',
+      'logging',
+      'models',
+      'session',
+      'skills',
+      'telemetry',
+      'tools',
+      'update',
+    ]);
     expect(cfg.agents.defaults.model).toBe('platform/claude-x');
     expect(cfg.models.providers.platform.models).toEqual([{ id: 'claude-x', name: 'claude-x' }]);
     expect(cfg.session.dmScope).toBe('main');

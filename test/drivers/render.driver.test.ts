@@ -5,7 +5,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { containerHealth, waitForHealthy } from '../../src/domains/agents/container-health.ts';
 import { createHostingDriver, planResources, type DriverConfig } from '../../src/domains/agents/drivers/index.ts';
-import { AgentNotDeployedError, HostingUnavailableError, type AgentDeploySpec, type HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
+import {
+  AgentNotDeployedError,
+  HostingUnavailableError,
+  type AgentDeploySpec,
+  type HostingDriver,
+} from '../../src/domains/agents/drivers/driver.ts';
 import { startFakeRenderApi, type FakeRenderApi } from '../fakes/render-api.ts';
 
 const TOKEN = 'r'.repeat(48);
@@ -60,10 +65,22 @@ describe('render driver', () => {
     expect(deployment.status).toBe('starting');
     expect(deployment.externalId).toMatch(/^srv-/);
     const service = render.services.get(deployment.externalId)!;
-    expect(service).toMatchObject({ name: 'agent-r1', ownerId: 'tea-owner', type: 'web_service', image: { imagePath: 'ghcr.io/openclaw/openclaw:latest' } });
+    expect(service).toMatchObject({
+      name: 'agent-r1',
+      ownerId: 'tea-owner',
+      type: 'web_service',
+      image: { imagePath: 'ghcr.io/openclaw/openclaw:latest' },
+    });
     expect(service.serviceDetails).toMatchObject({ runtime: 'image', plan: 'pro', healthCheckPath: '/healthz' });
     const env = Object.fromEntries(service.envVars.map((e) => [e.key, e.value]));
-    expect(env).toMatchObject({ AGENT_GATEWAY_TOKEN: TOKEN, OPENCLAW_GATEWAY_PORT: '18789', AGENT_PLAN: 'collective', AGENT_PLATFORM_API_KEY: 'scoped', NODE_ENV: 'production', HOME: '/home/node' });
+    expect(env).toMatchObject({
+      AGENT_GATEWAY_TOKEN: TOKEN,
+      OPENCLAW_GATEWAY_PORT: '18789',
+      AGENT_PLAN: 'collective',
+      AGENT_PLATFORM_API_KEY: 'scoped',
+      NODE_ENV: 'production',
+      HOME: '/home/node',
+    });
     expect(env.AGENT_MODEL_BASE_URL).toBe('https://models.example/v1');
     for (const secret of ['DATABASE_URL', 'INTERNAL_API_KEY', 'WALLET_ENCRYPTION_KEY']) expect(env[secret]).toBeUndefined();
 

@@ -45,7 +45,16 @@ describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
     upstream = await startFakeOpenAi({ apiKey: 'model-key' });
     const other = join(dataDir, 'agents', 'agent-other', 'workspace');
     driver = createHostingDriver(
-      { HOSTING_DRIVER: 'local', DATA_DIR: dataDir, AGENT_RUNTIME: 'builtin', AGENT_SANDBOX: 'auto', HOSTING_API_URL: 'http://127.0.0.1:9', HOSTING_API_KEY: undefined, HOSTING_OWNER_ID: undefined, AGENT_IMAGE: 'x' },
+      {
+        HOSTING_DRIVER: 'local',
+        DATA_DIR: dataDir,
+        AGENT_RUNTIME: 'builtin',
+        AGENT_SANDBOX: 'auto',
+        HOSTING_API_URL: 'http://127.0.0.1:9',
+        HOSTING_API_KEY: undefined,
+        HOSTING_OWNER_ID: undefined,
+        AGENT_IMAGE: 'x',
+      },
       {
         stopGraceMs: 2_000,
         runtimeEntry: fileURLToPath(new URL('../fixtures/sandbox-probe.ts', import.meta.url)),
@@ -66,7 +75,9 @@ describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
     );
     await driver.deploy(spec('agent-other', 'o'.repeat(48)));
     writeFileSync(join(other, 'notes.txt'), 'the other tenant’s data');
-    const a = await driver.deploy(spec('agent-a', tokenA, { AGENT_MODEL_BASE_URL: upstream.baseUrl, AGENT_MODEL_API_KEY: 'model-key', AGENT_MODEL: 'm' }));
+    const a = await driver.deploy(
+      spec('agent-a', tokenA, { AGENT_MODEL_BASE_URL: upstream.baseUrl, AGENT_MODEL_API_KEY: 'model-key', AGENT_MODEL: 'm' }),
+    );
     urlA = a.url;
     expect(await waitForHealthy(urlA, { timeoutMs: 20_000, intervalMs: 100 })).toBe(true);
   });
@@ -79,9 +90,10 @@ describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
 
   const probe = () => JSON.parse(readFileSync(join(dataDir, 'agents', 'agent-a', 'workspace', 'probe.json'), 'utf8'));
 
-  it('cannot read DATA_DIR/secrets.json, the PostgreSQL data directory, another agent\'s workspace or /etc/shadow', () => {
+  it("cannot read DATA_DIR/secrets.json, the PostgreSQL data directory, another agent's workspace or /etc/shadow", () => {
     const { paths } = probe();
-    for (const [path, outcome] of Object.entries(paths)) expect([path, outcome]).toEqual([path, expect.stringMatching(/^(ENOENT|EACCES)$/)]);
+    for (const [path, outcome] of Object.entries(paths))
+      expect([path, outcome]).toEqual([path, expect.stringMatching(/^(ENOENT|EACCES)$/)]);
   });
 
   it("runs as its own unprivileged user and cannot see the platform's process or environment", () => {

@@ -30,7 +30,8 @@ async function api(method: string, path: string, body?: unknown) {
 
 /** the gateway's own address (agents report the platform's proxied WebSocket, docs/agents.md) */
 const gatewayBase = async (agentId: string) =>
-  (await live.database.db.kysely.selectFrom('agents').select('gateway_url').where('id', '=', agentId).executeTakeFirstOrThrow()).gateway_url!;
+  (await live.database.db.kysely.selectFrom('agents').select('gateway_url').where('id', '=', agentId).executeTakeFirstOrThrow())
+    .gateway_url!;
 
 beforeAll(async () => {
   live = await startLivePlatform({ ADMIN_EMAILS: 'root@example.com' });
@@ -55,12 +56,16 @@ describe('agents end to end (local driver, built-in runtime)', () => {
     expect(prov.body.agent.status).toBe('provisioning');
     agentId = prov.body.agent.id;
 
-    const agent = await eventually(async () => {
-      const r = await api('GET', `/api/agents/${agentId}`);
-      if (r.body.agent?.status === 'error') throw new Error('provisioning failed');
-      return r.body.agent?.status === 'running' ? r.body.agent : null;
-    }, 60_000, 200);
-    const health = await fetch(`${(await gatewayBase(agent.id))}/healthz`);
+    const agent = await eventually(
+      async () => {
+        const r = await api('GET', `/api/agents/${agentId}`);
+        if (r.body.agent?.status === 'error') throw new Error('provisioning failed');
+        return r.body.agent?.status === 'running' ? r.body.agent : null;
+      },
+      60_000,
+      200,
+    );
+    const health = await fetch(`${await gatewayBase(agent.id)}/healthz`);
     expect(await health.json()).toEqual({ ok: true, status: 'live' });
     // its configuration file may carry channel secrets: nobody but the agent may read it
     const configFile = join(live.config.DATA_DIR, 'agents', agentId, 'workspace', 'openclaw.json');
@@ -69,10 +74,18 @@ describe('agents end to end (local driver, built-in runtime)', () => {
 
   it('a chat completion through the agent reaches the model upstream and returns', async () => {
     const agent = (await api('GET', `/api/agents/${agentId}`)).body.agent;
-    const creds = await live.database.db.kysely.selectFrom('agent_credentials').selectAll().where('agent_id', '=', agentId).executeTakeFirstOrThrow();
+    const creds = await live.database.db.kysely
+      .selectFrom('agent_credentials')
+      .selectAll()
+      .where('agent_id', '=', agentId)
+      .executeTakeFirstOrThrow();
     const token = decryptSecret(TEST_SECRETS.secretsEncryptionKey, creds.gateway_token_enc);
-    const base = (await gatewayBase(agent.id));
-    const denied = await fetch(`${base}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const base = await gatewayBase(agent.id);
+    const denied = await fetch(`${base}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(denied.status).toBe(401);
     const res = await fetch(`${base}/v1/chat/completions`, {
       method: 'POST',
@@ -111,24 +124,38 @@ describe('agents end to end (local driver, built-in runtime)', () => {
     expect(renamed.body).toMatchObject({ success: true, agent: { name: 'Renamed agent' } });
     const restart = await api('POST', `/api/instance/${userId}/restart`, { agentId });
     expect(restart.status).toBe(200);
-    const agent = await eventually(async () => {
-      const a = (await api('GET', `/api/agents/${agentId}`)).body.agent;
-      if (a.status !== 'running') return null;
-      const ok = await fetch(`${(await gatewayBase(a.id))}/healthz`).then((r) => r.ok, () => false);
-      return ok ? a : null;
-    }, 60_000, 200);
+    const agent = await eventually(
+      async () => {
+        const a = (await api('GET', `/api/agents/${agentId}`)).body.agent;
+        if (a.status !== 'running') return null;
+        const ok = await fetch(`${await gatewayBase(a.id)}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        );
+        return ok ? a : null;
+      },
+      60_000,
+      200,
+    );
     expect(agent.name).toBe('Renamed agent');
   }, 90_000);
 
   it('after a platform restart the running agent runs again', async () => {
     await live.stop();
     await live.start();
-    const agent = await eventually(async () => {
-      const a = (await api('GET', `/api/agents/${agentId}`)).body.agent;
-      if (a?.status !== 'running') return null;
-      const ok = await fetch(`${(await gatewayBase(a.id))}/healthz`).then((r) => r.ok, () => false);
-      return ok ? a : null;
-    }, 90_000, 250);
+    const agent = await eventually(
+      async () => {
+        const a = (await api('GET', `/api/agents/${agentId}`)).body.agent;
+        if (a?.status !== 'running') return null;
+        const ok = await fetch(`${await gatewayBase(a.id)}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        );
+        return ok ? a : null;
+      },
+      90_000,
+      250,
+    );
     expect(agent.id).toBe(agentId);
   }, 120_000);
 
@@ -137,6 +164,14 @@ describe('agents end to end (local driver, built-in runtime)', () => {
     const del = await api('DELETE', `/api/agents/${agentId}`);
     expect(del.body).toEqual({ success: true, id: agentId, deleted: true });
     expect((await api('GET', `/api/agents/${agentId}`)).status).toBe(404);
-    await eventually(async () => !(await fetch(`${base}/healthz`).then((r) => r.ok, () => false)), 20_000, 200);
+    await eventually(
+      async () =>
+        !(await fetch(`${base}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        )),
+      20_000,
+      200,
+    );
   }, 30_000);
 });

@@ -22,7 +22,11 @@ type Account = { cookie: string; key: string };
 async function api(account: Partial<Account>, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
   const res = await fetch(`${live.webUrl}${path}`, {
     method,
-    headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(account.cookie ? { cookie: account.cookie } : {}), ...headers },
+    headers: {
+      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      ...(account.cookie ? { cookie: account.cookie } : {}),
+      ...headers,
+    },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   return res;
@@ -50,11 +54,16 @@ beforeAll(async () => {
   const prov = await api(owner, 'POST', '/api/agents/provision', { name: 'Talker' });
   expect(prov.status).toBe(201);
   agentId = ((await prov.json()) as { agent: { id: string } }).agent.id;
-  const agent = await eventually(async () => {
-    const a = ((await (await api(owner, 'GET', `/api/agents/${agentId}`)).json()) as { agent?: { status: string; websocketUrl: string } }).agent;
-    if (a?.status === 'error') throw new Error('provisioning failed');
-    return a?.status === 'running' ? a : null;
-  }, 60_000, 200);
+  const agent = await eventually(
+    async () => {
+      const a = ((await (await api(owner, 'GET', `/api/agents/${agentId}`)).json()) as { agent?: { status: string; websocketUrl: string } })
+        .agent;
+      if (a?.status === 'error') throw new Error('provisioning failed');
+      return a?.status === 'running' ? a : null;
+    },
+    60_000,
+    200,
+  );
   websocketUrl = agent.websocketUrl;
 }, 120_000);
 
@@ -66,14 +75,21 @@ const client = (key: string, id = agentId) => new OpenAI({ apiKey: key, baseURL:
 
 describe('the gateway proxy with the official openai client and an sk_ key', () => {
   it('non-streaming chat completion', async () => {
-    const completion = await client(owner.key).chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'ping over the proxy' }] });
+    const completion = await client(owner.key).chat.completions.create({
+      model: 'fake-model',
+      messages: [{ role: 'user', content: 'ping over the proxy' }],
+    });
     expect(completion.choices[0]!.message.content).toContain('ping over the proxy');
     // the model provider saw the platform's router key, never the caller's sk_ key
     expect(live.upstream.requests.at(-1)!.authorization).toBe('Bearer router-test-key');
   });
 
   it('streaming chat completion', async () => {
-    const stream = await client(owner.key).chat.completions.create({ model: 'fake-model', stream: true, messages: [{ role: 'user', content: 'stream me please' }] });
+    const stream = await client(owner.key).chat.completions.create({
+      model: 'fake-model',
+      stream: true,
+      messages: [{ role: 'user', content: 'stream me please' }],
+    });
     let text = '';
     let chunks = 0;
     for await (const chunk of stream) {
@@ -85,21 +101,33 @@ describe('the gateway proxy with the official openai client and an sk_ key', () 
   });
 
   it("another user's key gets 404, a wrong key 401, no credentials 401; the gateway token never reaches the caller", async () => {
-    await expect(client(stranger.key).chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(NotFoundError);
-    await expect(client('sk_not-a-real-key-000000000000').chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(
-      AuthenticationError,
-    );
+    await expect(
+      client(stranger.key).chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }),
+    ).rejects.toBeInstanceOf(NotFoundError);
+    await expect(
+      client('sk_not-a-real-key-000000000000').chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] }),
+    ).rejects.toBeInstanceOf(AuthenticationError);
     const anonymous = await api({}, 'POST', `/api/agents/${agentId}/v1/chat/completions`, { messages: [] });
     expect(anonymous.status).toBe(401);
-    const strangerCookie = await api({ cookie: stranger.cookie }, 'POST', `/api/agents/${agentId}/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }] });
+    const strangerCookie = await api({ cookie: stranger.cookie }, 'POST', `/api/agents/${agentId}/v1/chat/completions`, {
+      messages: [{ role: 'user', content: 'x' }],
+    });
     expect(strangerCookie.status).toBe(404);
-    const unknown = await api(owner, 'POST', `/api/agents/no-such-agent/v1/chat/completions`, { messages: [{ role: 'user', content: 'x' }] });
+    const unknown = await api(owner, 'POST', `/api/agents/no-such-agent/v1/chat/completions`, {
+      messages: [{ role: 'user', content: 'x' }],
+    });
     expect(unknown.status).toBe(404);
     // the owner's session cookie works too
-    const viaCookie = await api({ cookie: owner.cookie }, 'POST', `/api/agents/${agentId}/v1/chat/completions`, { messages: [{ role: 'user', content: 'cookie call' }] });
+    const viaCookie = await api({ cookie: owner.cookie }, 'POST', `/api/agents/${agentId}/v1/chat/completions`, {
+      messages: [{ role: 'user', content: 'cookie call' }],
+    });
     expect(viaCookie.status).toBe(200);
     const agentJson = await (await api(owner, 'GET', `/api/agents/${agentId}`)).text();
-    const creds = await live.database.db.kysely.selectFrom('agent_credentials').select('gateway_token_enc').where('agent_id', '=', agentId).executeTakeFirstOrThrow();
+    const creds = await live.database.db.kysely
+      .selectFrom('agent_credentials')
+      .select('gateway_token_enc')
+      .where('agent_id', '=', agentId)
+      .executeTakeFirstOrThrow();
     expect(agentJson).not.toContain(creds.gateway_token_enc);
   });
 
@@ -148,7 +176,11 @@ describe('the gateway proxy with the official openai client and an sk_ key', () 
           port,
           method: 'POST',
           path: '/v1/chat/completions',
-          headers: { host: `${agentId}.${live.config.AGENTS_DOMAIN}:${port}`, authorization: `Bearer ${owner.key}`, 'content-type': 'application/json' },
+          headers: {
+            host: `${agentId}.${live.config.AGENTS_DOMAIN}:${port}`,
+            authorization: `Bearer ${owner.key}`,
+            'content-type': 'application/json',
+          },
         },
         (res) => {
           let text = '';
@@ -183,11 +215,22 @@ describe('§4.8 POST /api/gateway/chat and §4.18 POST /api/chat', () => {
     const res = await api({ cookie: owner.cookie }, 'POST', '/api/chat', { agentId, message: 'rest json turn' });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { reply: string; agentId: string; agentName: string; responseMs: number };
-    expect(body).toMatchObject({ reply: expect.stringContaining('rest json turn'), agentId, agentName: 'Talker', responseMs: expect.any(Number) });
+    expect(body).toMatchObject({
+      reply: expect.stringContaining('rest json turn'),
+      agentId,
+      agentName: 'Talker',
+      responseMs: expect.any(Number),
+    });
   });
 
   it('REST chat streams Server-Sent Events and the assembled streamed reply appears in the messages', async () => {
-    const res = await api({ cookie: owner.cookie }, 'POST', '/api/chat', { agentId, message: 'rest streamed turn with several words' }, { accept: 'text/event-stream' });
+    const res = await api(
+      { cookie: owner.cookie },
+      'POST',
+      '/api/chat',
+      { agentId, message: 'rest streamed turn with several words' },
+      { accept: 'text/event-stream' },
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const text = await res.text();
@@ -201,7 +244,9 @@ describe('§4.8 POST /api/gateway/chat and §4.18 POST /api/chat', () => {
     expect(done.name).toBe('done');
     expect(done.data.reply).toBe(deltas.map((d) => d.data.content).join(''));
 
-    const messages = (await (await api(owner, 'GET', `/api/agents/${agentId}/messages`)).json()) as { messages: { sender: string; content: string }[] };
+    const messages = (await (await api(owner, 'GET', `/api/agents/${agentId}/messages`)).json()) as {
+      messages: { sender: string; content: string }[];
+    };
     expect(messages.messages).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ sender: 'user', content: 'rest streamed turn with several words' }),
@@ -212,7 +257,10 @@ describe('§4.8 POST /api/gateway/chat and §4.18 POST /api/chat', () => {
 
   it('REST chat: 400 for neither or both message forms, 404 for a stranger, 401 anonymous', async () => {
     expect((await api({ cookie: owner.cookie }, 'POST', '/api/chat', { agentId })).status).toBe(400);
-    expect((await api({ cookie: owner.cookie }, 'POST', '/api/chat', { agentId, message: 'a', messages: [{ role: 'user', content: 'b' }] })).status).toBe(400);
+    expect(
+      (await api({ cookie: owner.cookie }, 'POST', '/api/chat', { agentId, message: 'a', messages: [{ role: 'user', content: 'b' }] }))
+        .status,
+    ).toBe(400);
     expect((await api({ cookie: stranger.cookie }, 'POST', '/api/chat', { agentId, message: 'x' })).status).toBe(404);
     expect((await api({}, 'POST', '/api/chat', { agentId, message: 'x' })).status).toBe(401);
   });
@@ -246,12 +294,19 @@ describe('§4.7 live logs: /api/logs/:agentId/stream, /history, /stop, /active',
     expect(s.res.status).toBe(200);
     expect(s.res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     await s.readUntil(/: connected/);
-    expect((await (await api({ cookie: owner.cookie }, 'GET', `/api/logs/${agentId}/active`)).json())).toEqual({ agentId, active: true, streams: 1 });
+    expect(await (await api({ cookie: owner.cookie }, 'GET', `/api/logs/${agentId}/active`)).json()).toEqual({
+      agentId,
+      active: true,
+      streams: 1,
+    });
     // make the runtime write (chat turns are logged) until a line arrives: the reader's first
     // look only sets where "new" starts, and on a loaded machine it may come late
     const arrived = s.readUntil(/event: log\ndata: /, 45_000);
     let done = false;
-    void arrived.then(() => (done = true), () => (done = true));
+    void arrived.then(
+      () => (done = true),
+      () => (done = true),
+    );
     for (let i = 0; i < 60 && !done; i++) {
       await client(owner.key).chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: `log me ${i}` }] });
       await new Promise((r) => setTimeout(r, 500));
@@ -260,7 +315,7 @@ describe('§4.7 live logs: /api/logs/:agentId/stream, /history, /stop, /active',
     const first = JSON.parse(/event: log\ndata: (.+)\n/.exec(text)![1]!);
     expect(first).toMatchObject({ agentId, timestamp: expect.any(String), level: expect.any(String), message: expect.any(String) });
     // stop ends it with an end event
-    expect((await (await api({ cookie: owner.cookie }, 'POST', `/api/logs/${agentId}/stop`)).json())).toEqual({ agentId, stopped: 1 });
+    expect(await (await api({ cookie: owner.cookie }, 'POST', `/api/logs/${agentId}/stop`)).json()).toEqual({ agentId, stopped: 1 });
     await s.readUntil(/event: end\ndata: \{"reason":"Stopped"\}/);
     await eventually(async () => liveLogs().counts().subscribers === 0, 5000, 20);
   }, 60_000);
@@ -271,11 +326,19 @@ describe('§4.7 live logs: /api/logs/:agentId/stream, /history, /stop, /active',
       await s.readUntil(/: connected/);
       s.abort();
     }
-    await eventually(async () => {
-      const c = liveLogs().counts();
-      return c.pollers === 0 && c.subscribers === 0;
-    }, 10_000, 20);
-    expect((await (await api({ cookie: owner.cookie }, 'GET', `/api/logs/${agentId}/active`)).json())).toEqual({ agentId, active: false, streams: 0 });
+    await eventually(
+      async () => {
+        const c = liveLogs().counts();
+        return c.pollers === 0 && c.subscribers === 0;
+      },
+      10_000,
+      20,
+    );
+    expect(await (await api({ cookie: owner.cookie }, 'GET', `/api/logs/${agentId}/active`)).json()).toEqual({
+      agentId,
+      active: false,
+      streams: 0,
+    });
   }, 60_000);
 
   it('history lists recent lines; a stranger gets 404 everywhere, no session 401', async () => {

@@ -23,10 +23,11 @@ export async function startFakeAnthropic(options: { apiKey: string }): Promise<F
       fake.requests = [];
       fake.failModels.clear();
     },
-    close: () => new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
   const json = (res: ServerResponse, status: number, body: unknown) => {
     res.writeHead(status, { 'content-type': 'application/json' });
@@ -37,12 +38,22 @@ export async function startFakeAnthropic(options: { apiKey: string }): Promise<F
     for await (const c of req) raw += c;
     const body = raw ? JSON.parse(raw) : undefined;
     const path = (req.url ?? '').split('?')[0]!;
-    fake.requests.push({ method: req.method ?? '', path, headers: req.headers, authorization: req.headers.authorization, body: body ?? {} });
-    if (req.headers['x-api-key'] !== options.apiKey) return json(res, 401, { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } });
-    if (!req.headers['anthropic-version']) return json(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'anthropic-version required' } });
+    fake.requests.push({
+      method: req.method ?? '',
+      path,
+      headers: req.headers,
+      authorization: req.headers.authorization,
+      body: body ?? {},
+    });
+    if (req.headers['x-api-key'] !== options.apiKey)
+      return json(res, 401, { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } });
+    if (!req.headers['anthropic-version'])
+      return json(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'anthropic-version required' } });
     if (req.method !== 'POST' || path !== '/v1/messages') return json(res, 404, { type: 'error', error: { type: 'not_found_error' } });
-    if (typeof body?.max_tokens !== 'number') return json(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens required' } });
-    if ((body.messages ?? []).some((m: any) => m.role === 'system')) return json(res, 400, { type: 'error', error: { message: 'system role not allowed in messages' } });
+    if (typeof body?.max_tokens !== 'number')
+      return json(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'max_tokens required' } });
+    if ((body.messages ?? []).some((m: any) => m.role === 'system'))
+      return json(res, 400, { type: 'error', error: { message: 'system role not allowed in messages' } });
     const model = String(body.model);
     if (fake.failModels.has(model)) return json(res, 529, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
     const last = [...body.messages].reverse().find((m: any) => m.role === 'user');

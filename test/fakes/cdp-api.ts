@@ -29,7 +29,11 @@ const readBody = (req: IncomingMessage) =>
     req.on('end', () => resolve(s));
   });
 
-function checkJwt(token: string | undefined, key: KeyObject, alg: 'ES256' | 'EdDSA'): { header: Record<string, unknown>; claims: Record<string, unknown> } | undefined {
+function checkJwt(
+  token: string | undefined,
+  key: KeyObject,
+  alg: 'ES256' | 'EdDSA',
+): { header: Record<string, unknown>; claims: Record<string, unknown> } | undefined {
   if (!token) return undefined;
   const [h, c, s] = token.split('.');
   if (!h || !c || !s) return undefined;
@@ -71,7 +75,13 @@ export async function startFakeCdp(options: { apiKeyType?: 'ec' | 'ed25519' } = 
     const uri = `${req.method} ${req.headers.host}${path}`;
     const auth = checkJwt(String(req.headers.authorization ?? '').replace(/^Bearer /, ''), apiPublic, apiAlg);
     const now = Math.floor(Date.now() / 1000);
-    const authOk = Boolean(auth && auth.header.kid === apiKeyId && auth.claims.sub === apiKeyId && (auth.claims.uris as string[] | undefined)?.[0] === uri && Number(auth.claims.exp) > now);
+    const authOk = Boolean(
+      auth &&
+        auth.header.kid === apiKeyId &&
+        auth.claims.sub === apiKeyId &&
+        (auth.claims.uris as string[] | undefined)?.[0] === uri &&
+        Number(auth.claims.exp) > now,
+    );
     let body: Record<string, unknown> = {};
     try {
       body = raw ? JSON.parse(raw) : {};
@@ -80,19 +90,25 @@ export async function startFakeCdp(options: { apiKeyType?: 'ec' | 'ed25519' } = 
     }
     const walletJwt = checkJwt(req.headers['x-wallet-auth'] as string | undefined, wallet.publicKey, 'ES256');
     const walletAuthOk = Boolean(
-      walletJwt && (walletJwt.claims.uris as string[] | undefined)?.[0] === uri && walletJwt.claims.reqHash === createHash('sha256').update(sortedJson(body)).digest('hex'),
+      walletJwt &&
+        (walletJwt.claims.uris as string[] | undefined)?.[0] === uri &&
+        walletJwt.claims.reqHash === createHash('sha256').update(sortedJson(body)).digest('hex'),
     );
     state.requests.push({ path, authOk, walletAuthOk });
     if (!authOk) return send(401, { errorType: 'unauthorized', errorMessage: 'invalid API key JWT' });
     if (!walletAuthOk) return send(401, { errorType: 'unauthorized', errorMessage: 'invalid wallet auth JWT' });
     if (state.failWith) return send(state.failWith, { errorType: 'internal_server_error', errorMessage: 'the fake CDP was told to fail' });
     const name = String(body.name ?? '');
-    if ([...state.accounts.values()].some((a) => a.name === name)) return send(409, { errorType: 'already_exists', errorMessage: 'an account with this name exists' });
+    if ([...state.accounts.values()].some((a) => a.name === name))
+      return send(409, { errorType: 'already_exists', errorMessage: 'an account with this name exists' });
     let privateKey: string;
     if (req.method === 'POST' && path === '/platform/v2/evm/accounts') privateKey = generatePrivateKey();
     else if (req.method === 'POST' && path === '/platform/v2/evm/accounts/import') {
       try {
-        const bytes = privateDecrypt({ key: rsa.privateKey, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' }, Buffer.from(String(body.encryptedPrivateKey), 'base64'));
+        const bytes = privateDecrypt(
+          { key: rsa.privateKey, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' },
+          Buffer.from(String(body.encryptedPrivateKey), 'base64'),
+        );
         privateKey = `0x${bytes.toString('hex')}`;
       } catch {
         return send(400, { errorType: 'invalid_request', errorMessage: 'cannot decrypt the private key' });

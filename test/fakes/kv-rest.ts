@@ -77,7 +77,10 @@ export async function startFakeKv(token = 'kv-test-token'): Promise<FakeKv> {
     // `/pipeline` and `/multi-exec` take an array of commands and answer an array of {result|error}
     if (path === '/pipeline' || path === '/multi-exec') {
       if (!Array.isArray(cmd) || !cmd.every((c) => Array.isArray(c) && c.length > 0)) return send(400, { error: 'ERR invalid pipeline' });
-      return send(200, (cmd as unknown[][]).map((c) => run(c.map(String), base64)));
+      return send(
+        200,
+        (cmd as unknown[][]).map((c) => run(c.map(String), base64)),
+      );
     }
     if (path !== '/' || !Array.isArray(cmd) || cmd.length === 0) return send(400, { error: 'ERR invalid command' });
     const out = run(cmd.map(String), base64);

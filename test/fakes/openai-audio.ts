@@ -20,10 +20,11 @@ export async function startFakeAudio(apiKey: string): Promise<FakeAudio> {
     speech: [],
     transcriptions: [],
     fail: false,
-    close: () => new Promise((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    }),
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
   const server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];

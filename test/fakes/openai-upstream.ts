@@ -17,7 +17,13 @@ export type ChatBody = {
   stream?: boolean;
   [key: string]: any;
 };
-export type ReceivedRequest = { method: string; path: string; headers: IncomingMessage['headers']; authorization: string | undefined; body: any };
+export type ReceivedRequest = {
+  method: string;
+  path: string;
+  headers: IncomingMessage['headers'];
+  authorization: string | undefined;
+  body: any;
+};
 
 export type FakeOpenAi = {
   /** base URL including `/v1` (what ROUTER_BASE_URL, AGENT_MODEL_BASE_URL and the like take) */
@@ -103,7 +109,8 @@ export async function startFakeOpenAi(options: { apiKey?: string; quiet?: boolea
       return json(res, 400, { error: { message: 'bad json' } });
     }
     const path = (req.url ?? '').split('?')[0]!;
-    if (!options.quiet) fake.requests.push({ method: req.method ?? '', path, headers: req.headers, authorization: req.headers.authorization, body });
+    if (!options.quiet)
+      fake.requests.push({ method: req.method ?? '', path, headers: req.headers, authorization: req.headers.authorization, body });
     res.on('close', () => {
       if (!res.writableFinished) {
         fake.aborted++;

@@ -63,7 +63,13 @@ export async function startFakeRenderApi(options: { apiKey: string; deployMs?: n
   };
   const newDeploy = (s: FakeService) => {
     for (const d of s.deploys) if (deployStatus(d).status === 'live') d.status = 'deactivated';
-    const d = { id: nextId('dep'), status: 'build_in_progress', createdAt: new Date().toISOString(), finishedAt: null, liveAt: Date.now() + deployMs };
+    const d = {
+      id: nextId('dep'),
+      status: 'build_in_progress',
+      createdAt: new Date().toISOString(),
+      finishedAt: null,
+      liveAt: Date.now() + deployMs,
+    };
     s.deploys.unshift(d);
     return d;
   };
@@ -90,7 +96,8 @@ export async function startFakeRenderApi(options: { apiKey: string; deployMs?: n
     const svc = /^\/svc\/([^/]+)\/healthz$/.exec(path);
     if (svc) {
       const s = api.services.get(svc[1]!);
-      const live = s && !api.unhealthy.has(s.id) && s.suspended === 'not_suspended' && s.deploys.some((d) => deployStatus(d).status === 'live');
+      const live =
+        s && !api.unhealthy.has(s.id) && s.suspended === 'not_suspended' && s.deploys.some((d) => deployStatus(d).status === 'live');
       return live ? send(res, 200, { ok: true, status: 'live' }) : send(res, 503, { ok: false });
     }
 
@@ -104,10 +111,14 @@ export async function startFakeRenderApi(options: { apiKey: string; deployMs?: n
         const name = u.searchParams.get('name');
         const owner = u.searchParams.get('ownerId');
         const list = [...api.services.values()].filter((s) => (!name || s.name === name) && (!owner || s.ownerId === owner));
-        return send(res, 200, list.map((s) => ({ service: publicService(s), cursor: s.id })));
+        return send(
+          res,
+          200,
+          list.map((s) => ({ service: publicService(s), cursor: s.id })),
+        );
       }
       if (method === 'POST') {
-        const body = (await readJson(req)) as Partial<FakeService> & { serviceDetails?: Record<string, unknown> } | undefined;
+        const body = (await readJson(req)) as (Partial<FakeService> & { serviceDetails?: Record<string, unknown> }) | undefined;
         if (!body || body.type !== 'web_service' || !body.name || !body.ownerId || !body.image?.imagePath) {
           return send(res, 400, { message: 'type web_service, name, ownerId and image.imagePath are required' });
         }
@@ -120,7 +131,11 @@ export async function startFakeRenderApi(options: { apiKey: string; deployMs?: n
           type: body.type,
           suspended: 'not_suspended',
           image: body.image,
-          serviceDetails: { ...(body.serviceDetails ?? {}), plan: String(body.serviceDetails?.plan ?? 'starter'), url: `${origin}/svc/${id}` },
+          serviceDetails: {
+            ...(body.serviceDetails ?? {}),
+            plan: String(body.serviceDetails?.plan ?? 'starter'),
+            url: `${origin}/svc/${id}`,
+          },
           envVars: body.envVars ?? [],
           deploys: [],
           restarts: 0,
@@ -143,21 +158,34 @@ export async function startFakeRenderApi(options: { apiKey: string; deployMs?: n
       }
       if (action === 'deploys' && method === 'GET') {
         const limit = Number(u.searchParams.get('limit') ?? 20);
-        return send(res, 200, s.deploys.slice(0, limit).map((d) => {
-          const { liveAt: _l, ...deploy } = deployStatus(d);
-          return { deploy, cursor: d.id };
-        }));
+        return send(
+          res,
+          200,
+          s.deploys.slice(0, limit).map((d) => {
+            const { liveAt: _l, ...deploy } = deployStatus(d);
+            return { deploy, cursor: d.id };
+          }),
+        );
       }
       if (action === 'deploys' && method === 'POST') {
         const { liveAt: _l, ...deploy } = newDeploy(s);
         return send(res, 201, deploy);
       }
-      if (action === 'env-vars' && method === 'GET') return send(res, 200, s.envVars.map((e) => ({ envVar: e, cursor: e.key })));
+      if (action === 'env-vars' && method === 'GET')
+        return send(
+          res,
+          200,
+          s.envVars.map((e) => ({ envVar: e, cursor: e.key })),
+        );
       if (action === 'env-vars' && method === 'PUT') {
         const body = (await readJson(req)) as { key: string; value: string }[] | undefined;
         if (!Array.isArray(body)) return send(res, 400, { message: 'array of {key,value} required' });
         s.envVars = body;
-        return send(res, 200, body.map((e) => ({ envVar: e, cursor: e.key })));
+        return send(
+          res,
+          200,
+          body.map((e) => ({ envVar: e, cursor: e.key })),
+        );
       }
       if (action === 'restart' && method === 'POST') {
         s.restarts += 1;
@@ -178,8 +206,26 @@ export async function startFakeRenderApi(options: { apiKey: string; deployMs?: n
       if (!u.searchParams.get('ownerId')) return send(res, 400, { message: 'ownerId required' });
       const logs = s
         ? [
-            { id: 'l2', timestamp: new Date().toISOString(), message: 'agent runtime listening', labels: [{ name: 'level', value: 'info' }, { name: 'type', value: 'app' }, { name: 'resource', value: s.id }] },
-            { id: 'l1', timestamp: new Date(Date.now() - 1000).toISOString(), message: 'image pulled', labels: [{ name: 'level', value: 'warning' }, { name: 'type', value: 'build' }, { name: 'resource', value: s.id }] },
+            {
+              id: 'l2',
+              timestamp: new Date().toISOString(),
+              message: 'agent runtime listening',
+              labels: [
+                { name: 'level', value: 'info' },
+                { name: 'type', value: 'app' },
+                { name: 'resource', value: s.id },
+              ],
+            },
+            {
+              id: 'l1',
+              timestamp: new Date(Date.now() - 1000).toISOString(),
+              message: 'image pulled',
+              labels: [
+                { name: 'level', value: 'warning' },
+                { name: 'type', value: 'build' },
+                { name: 'resource', value: s.id },
+              ],
+            },
           ]
         : [];
       return send(res, 200, { hasMore: false, logs });
@@ -188,7 +234,13 @@ export async function startFakeRenderApi(options: { apiKey: string; deployMs?: n
     if (parts[0] === 'metrics' && method === 'GET' && (parts[1] === 'cpu' || parts[1] === 'memory')) {
       const resource = u.searchParams.get('resource') ?? '';
       const value = parts[1] === 'cpu' ? 0.25 : 512 * 1024 * 1024;
-      return send(res, 200, [{ labels: [{ field: 'resource', value: resource }], unit: parts[1] === 'cpu' ? 'cpu' : 'bytes', values: [{ timestamp: new Date().toISOString(), value }] }]);
+      return send(res, 200, [
+        {
+          labels: [{ field: 'resource', value: resource }],
+          unit: parts[1] === 'cpu' ? 'cpu' : 'bytes',
+          values: [{ timestamp: new Date().toISOString(), value }],
+        },
+      ]);
     }
 
     return send(res, 404, { message: 'not found' });

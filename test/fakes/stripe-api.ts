@@ -32,7 +32,11 @@ export type FakeStripe = {
   /** answer every API call with 500 */
   failing: boolean;
   /** a completed-checkout (or other) event for a session, as the raw body and `payment-signature` header Stripe would send */
-  signedEvent(type: string, object: Record<string, unknown>, opts?: { id?: string; secret?: string; created?: number }): { body: string; signature: string; id: string };
+  signedEvent(
+    type: string,
+    object: Record<string, unknown>,
+    opts?: { id?: string; secret?: string; created?: number },
+  ): { body: string; signature: string; id: string };
   close(): Promise<void>;
 };
 
@@ -114,7 +118,14 @@ export async function startFakeStripe(): Promise<FakeStripe> {
     },
     signedEvent(type, object, opts = {}) {
       const id = opts.id ?? `evt_${randomBytes(12).toString('hex')}`;
-      const body = JSON.stringify({ id, object: 'event', type, api_version: '2025-01-01', created: opts.created ?? Math.floor(Date.now() / 1000), data: { object } });
+      const body = JSON.stringify({
+        id,
+        object: 'event',
+        type,
+        api_version: '2025-01-01',
+        created: opts.created ?? Math.floor(Date.now() / 1000),
+        data: { object },
+      });
       const signature = sdk.webhooks.generateTestHeaderString({ payload: body, secret: opts.secret ?? webhookSecret });
       return { body, signature, id };
     },

@@ -41,10 +41,19 @@ export async function startFakeTelegram(options: { token: string }): Promise<Fak
       state.failNext -= 1;
       return send(502, { ok: false, error_code: 502, description: 'Bad Gateway' });
     }
-    if (body.chat_id === undefined || body.chat_id === '') return send(400, { ok: false, error_code: 400, description: 'Bad Request: chat_id is empty' });
+    if (body.chat_id === undefined || body.chat_id === '')
+      return send(400, { ok: false, error_code: 400, description: 'Bad Request: chat_id is empty' });
     if (!body.text) return send(400, { ok: false, error_code: 400, description: 'Bad Request: message text is empty' });
     state.messages.push({ chatId: String(body.chat_id), text: body.text });
-    send(200, { ok: true, result: { message_id: ++messageId, chat: { id: Number(body.chat_id) || body.chat_id, type: 'private' }, date: Math.floor(Date.now() / 1000), text: body.text } });
+    send(200, {
+      ok: true,
+      result: {
+        message_id: ++messageId,
+        chat: { id: Number(body.chat_id) || body.chat_id, type: 'private' },
+        date: Math.floor(Date.now() / 1000),
+        text: body.text,
+      },
+    });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   state.apiUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -43,11 +43,18 @@ afterAll(async () => {
 });
 
 const q = (params: Record<string, string>) => new URLSearchParams({ agentId, ...params }).toString();
-const get = (route: string, params: Record<string, string> = {}) => t.backend.inject({ method: 'GET', url: `/api/browse/${route}?${q(params)}`, headers: bearer(t) });
-const post = (route: string, payload: object) => t.backend.inject({ method: 'POST', url: `/api/browse/${route}?${q({})}`, headers: bearer(t), payload });
+const get = (route: string, params: Record<string, string> = {}) =>
+  t.backend.inject({ method: 'GET', url: `/api/browse/${route}?${q(params)}`, headers: bearer(t) });
+const post = (route: string, payload: object) =>
+  t.backend.inject({ method: 'POST', url: `/api/browse/${route}?${q({})}`, headers: bearer(t), payload });
 
 /** Everything outside the workspace, to prove a refused call changed nothing. */
-const outsideState = () => JSON.stringify({ files: readdirSync(base).sort(), secret: readFileSync(join(base, OUTSIDE), 'utf8'), dir: readdirSync(join(base, 'outside-dir')) });
+const outsideState = () =>
+  JSON.stringify({
+    files: readdirSync(base).sort(),
+    secret: readFileSync(join(base, OUTSIDE), 'utf8'),
+    dir: readdirSync(join(base, 'outside-dir')),
+  });
 
 describe('§4.17 tree', () => {
   it('folders first, alphabetical, excluded folders left out, depth default 3 and capped at 4', async () => {
@@ -58,7 +65,8 @@ describe('§4.17 tree', () => {
     expect(names.indexOf('Docs')).toBeLessThan(names.indexOf('a.txt'));
     expect(names).not.toContain('node_modules');
     expect(names.filter((n: string) => n.endsWith('.txt'))).toEqual(['a.txt', 'b.txt']);
-    const depthOf = (n: { children?: unknown[] }): number => 1 + Math.max(0, ...((n.children ?? []) as { children?: unknown[] }[]).map(depthOf));
+    const depthOf = (n: { children?: unknown[] }): number =>
+      1 + Math.max(0, ...((n.children ?? []) as { children?: unknown[] }[]).map(depthOf));
     expect(depthOf(root)).toBe(4); // root + 3 levels: src/deep/deeper, then no children
     const src = root.children.find((c: { name: string }) => c.name === 'src');
     expect(src.children.map((c: { name: string; path: string }) => [c.name, c.path])).toEqual([
@@ -114,28 +122,59 @@ describe('§4.17 read and write', () => {
 
 describe('§4.17 git', () => {
   it('status, diff, sync and log on a repository; not a repository before git init', async () => {
-    expect((await get('git-status')).json()).toEqual({ ok: true, isGitRepo: false, branch: null, remote: null, changes: [], hasChanges: false });
+    expect((await get('git-status')).json()).toEqual({
+      ok: true,
+      isGitRepo: false,
+      branch: null,
+      remote: null,
+      changes: [],
+      hasChanges: false,
+    });
     expect((await post('git-sync', {})).statusCode).toBe(500);
     execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: workspace });
     const status = (await get('git-status')).json();
     expect(status).toMatchObject({ ok: true, isGitRepo: true, branch: 'main', remote: null, hasChanges: true });
     expect(status.changes).toEqual(expect.arrayContaining([{ status: '??', path: 'a.txt' }]));
     const sync = (await post('git-sync', { message: 'first' })).json();
-    expect(sync).toMatchObject({ ok: true, committed: true, pushed: false, hash: expect.stringMatching(/^[0-9a-f]{40}$/), message: 'first' });
+    expect(sync).toMatchObject({
+      ok: true,
+      committed: true,
+      pushed: false,
+      hash: expect.stringMatching(/^[0-9a-f]{40}$/),
+      message: 'first',
+    });
     writeFileSync(join(workspace, 'a.txt'), 'changed');
-    expect((await get('git-diff', { path: 'a.txt' })).json()).toEqual({ ok: true, unstaged: expect.stringContaining('+changed'), staged: null });
+    expect((await get('git-diff', { path: 'a.txt' })).json()).toEqual({
+      ok: true,
+      unstaged: expect.stringContaining('+changed'),
+      staged: null,
+    });
     expect((await post('git-sync', {})).json()).toMatchObject({ committed: true, message: 'sync changes' });
     const log = (await get('git-log', { limit: '1' })).json();
-    expect(log.commits).toEqual([{ hash: expect.any(String), shortHash: expect.any(String), subject: 'sync changes', author: 'Agent platform', date: expect.any(String) }]);
+    expect(log.commits).toEqual([
+      {
+        hash: expect.any(String),
+        shortHash: expect.any(String),
+        subject: 'sync changes',
+        author: 'Agent platform',
+        date: expect.any(String),
+      },
+    ]);
     expect((await get('git-log', { limit: '101' })).statusCode).toBe(400);
   });
 });
 
 describe('§4.17 access', () => {
-  it('401 without the key; 404 for an unknown agent or another user\'s; 400 without agentId', async () => {
+  it("401 without the key; 404 for an unknown agent or another user's; 400 without agentId", async () => {
     expect((await t.backend.inject({ method: 'GET', url: `/api/browse/tree?${q({})}` })).statusCode).toBe(401);
-    expect((await t.backend.inject({ method: 'GET', url: `/api/browse/tree?agentId=nope-agent`, headers: bearer(t) })).statusCode).toBe(404);
-    const other = await t.backend.inject({ method: 'GET', url: `/api/browse/tree?${q({})}`, headers: { ...bearer(t), 'x-user-id': '00000000-0000-4000-8000-000000000001' } });
+    expect((await t.backend.inject({ method: 'GET', url: `/api/browse/tree?agentId=nope-agent`, headers: bearer(t) })).statusCode).toBe(
+      404,
+    );
+    const other = await t.backend.inject({
+      method: 'GET',
+      url: `/api/browse/tree?${q({})}`,
+      headers: { ...bearer(t), 'x-user-id': '00000000-0000-4000-8000-000000000001' },
+    });
     expect(other.statusCode).toBe(404);
     expect((await t.backend.inject({ method: 'GET', url: '/api/browse/tree', headers: bearer(t) })).statusCode).toBe(400);
   });

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SystemMetrics } from '../../src/domains/health/health.service.ts';
 import { signUp, startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
-const isoNow = (s: unknown) => typeof s === 'string' && !Number.isNaN(Date.parse(s)) && Math.abs(Date.parse(s) - Date.now()) < 60_000 && s === new Date(s).toISOString();
+const isoNow = (s: unknown) =>
+  typeof s === 'string' && !Number.isNaN(Date.parse(s)) && Math.abs(Date.parse(s) - Date.now()) < 60_000 && s === new Date(s).toISOString();
 
 describe('§4.12 GET /api/health (none)', () => {
   let cpu = 10;
@@ -125,7 +126,12 @@ describe('§4.12 GET /api/admin/health (hardware fields, admins only)', () => {
       health: 'degraded',
       cpu: { percent: 72.3, cores: expect.any(Number), loadAverage: expect.any(Array) },
       memory: { percent: 40, totalBytes: expect.any(Number), freeBytes: expect.any(Number) },
-      process: { rssBytes: expect.any(Number), heapUsedBytes: expect.any(Number), uptimeSeconds: expect.any(Number), node: expect.stringMatching(/^v\d+/) },
+      process: {
+        rssBytes: expect.any(Number),
+        heapUsedBytes: expect.any(Number),
+        uptimeSeconds: expect.any(Number),
+        node: expect.stringMatching(/^v\d+/),
+      },
       system: { platform: expect.any(String), arch: expect.any(String), uptimeSeconds: expect.any(Number) },
     });
     expect(body.cpu.cores).toBeGreaterThan(0);

@@ -26,19 +26,26 @@ let agentId: string;
 let cookie: string;
 
 const heartbeatRequests = () => upstream.requests.filter((r) => r.body.messages?.at(-1)?.content === DEFAULT_HEARTBEAT_PROMPT);
-const row = () =>
-  database.db.kysely.selectFrom('heartbeat_settings').selectAll().where('agent_id', '=', agentId).executeTakeFirstOrThrow();
+const row = () => database.db.kysely.selectFrom('heartbeat_settings').selectAll().where('agent_id', '=', agentId).executeTakeFirstOrThrow();
 /** the minute passed: the heartbeat is due now */
-const makeDue = () => sql`update heartbeat_settings set next_heartbeat = now() - interval '1 second' where agent_id = ${agentId}`.execute(database.db.kysely);
-const settings = async () => (await p.web.inject({ method: 'GET', url: `/api/heartbeat?agentId=${agentId}`, headers: { cookie } })).json().heartbeat;
-const save = (payload: object) => p.web.inject({ method: 'POST', url: '/api/heartbeat', headers: { cookie }, payload: { agentId, ...payload } });
-const worker = (leaseMs = 300) => createHeartbeatWorker({ db: database.db, secretsKey: TEST_SECRETS.secretsEncryptionKey, pollMs: 50, timeoutMs: 10_000, leaseMs });
+const makeDue = () =>
+  sql`update heartbeat_settings set next_heartbeat = now() - interval '1 second' where agent_id = ${agentId}`.execute(database.db.kysely);
+const settings = async () =>
+  (await p.web.inject({ method: 'GET', url: `/api/heartbeat?agentId=${agentId}`, headers: { cookie } })).json().heartbeat;
+const save = (payload: object) =>
+  p.web.inject({ method: 'POST', url: '/api/heartbeat', headers: { cookie }, payload: { agentId, ...payload } });
+const worker = (leaseMs = 300) =>
+  createHeartbeatWorker({ db: database.db, secretsKey: TEST_SECRETS.secretsEncryptionKey, pollMs: 50, timeoutMs: 10_000, leaseMs });
 
 beforeAll(async () => {
   database = await createTestDatabase();
   dataDir = mkdtempSync(join(tmpdir(), 'heartbeat-fire-'));
   upstream = await startFakeOpenAi({ apiKey: 'router-key', reply: 'HEARTBEAT_OK' });
-  p = await startPlatform({ db: database.db, dataDir, env: { ROUTER_BASE_URL: upstream.baseUrl, ROUTER_API_KEY: 'router-key', HEARTBEAT_POLL_MS: '50' } });
+  p = await startPlatform({
+    db: database.db,
+    dataDir,
+    env: { ROUTER_BASE_URL: upstream.baseUrl, ROUTER_API_KEY: 'router-key', HEARTBEAT_POLL_MS: '50' },
+  });
   const owner = await signUp(p.web);
   agentId = (await deployAgent(p, database.db, owner)).agentId;
   cookie = owner.cookie;
@@ -92,7 +99,11 @@ describe('§4.12 heartbeats fire', () => {
 
   it('the runtime endpoint needs the gateway token', async () => {
     const a = await database.db.kysely.selectFrom('agents').select('gateway_url').where('id', '=', agentId).executeTakeFirstOrThrow();
-    const res = await fetch(`${a.gateway_url}/v1/heartbeat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const res = await fetch(`${a.gateway_url}/v1/heartbeat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(res.status).toBe(401);
   });
 

@@ -92,7 +92,12 @@ describe('§4.12 POST /api/heartbeat', () => {
     // and GET reads it back
     const read = await get(alice, `?agentId=${agent}`);
     expect(read.json()).toEqual({
-      heartbeat: { frequency: '30m', enabled: false, lastHeartbeat: body.heartbeat.lastHeartbeat, nextHeartbeat: body.heartbeat.nextHeartbeat },
+      heartbeat: {
+        frequency: '30m',
+        enabled: false,
+        lastHeartbeat: body.heartbeat.lastHeartbeat,
+        nextHeartbeat: body.heartbeat.nextHeartbeat,
+      },
     });
   });
 
@@ -203,7 +208,11 @@ describe('§4.12 security (§5 session)', () => {
   it('no session → 401 on GET, POST and DELETE', async () => {
     const agent = await addAgent(alice);
     await post(alice, { agentId: agent, frequency: '9h' });
-    for (const res of [await get(undefined, `?agentId=${agent}`), await post(undefined, { agentId: agent }), await del(undefined, { payload: { agentId: agent } })]) {
+    for (const res of [
+      await get(undefined, `?agentId=${agent}`),
+      await post(undefined, { agentId: agent }),
+      await del(undefined, { payload: { agentId: agent } }),
+    ]) {
       expect(res.statusCode).toBe(401);
       expect(res.json()).toEqual({ error: expect.any(String) });
     }
@@ -237,7 +246,12 @@ describe('bad input on every heartbeat route → 4xx JSON `{error}`, never 5xx (
     { name: 'POST wrong content type', method: 'POST', payload: 'agentId=a', contentType: 'application/x-www-form-urlencoded' },
     { name: 'POST wrong types', method: 'POST', payload: '{"agentId":{},"frequency":[],"enabled":1}', contentType: 'application/json' },
     { name: 'POST empty body', method: 'POST', payload: '', contentType: 'application/json' },
-    { name: 'POST very long agentId', method: 'POST', payload: JSON.stringify({ agentId: 'a'.repeat(5000) }), contentType: 'application/json' },
+    {
+      name: 'POST very long agentId',
+      method: 'POST',
+      payload: JSON.stringify({ agentId: 'a'.repeat(5000) }),
+      contentType: 'application/json',
+    },
     { name: 'DELETE malformed JSON', method: 'DELETE', payload: '{', contentType: 'application/json' },
     { name: 'DELETE wrong content type', method: 'DELETE', payload: 'x', contentType: 'text/plain' },
     { name: 'GET repeated agentId', method: 'GET', url: '/api/heartbeat?agentId=a&agentId=b' },

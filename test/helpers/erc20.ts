@@ -11,20 +11,78 @@ type Op = string | { label: string } | { push2: string };
 const TRANSFER_TOPIC = keccak256(toHex('Transfer(address,address,uint256)')).slice(2);
 
 const program: Op[] = [
-  '6000', '35', '60e0', '1c', // selector = calldata[0:4]
-  '80', '6370a08231', '14', { push2: 'balanceOf' }, '57',
-  '80', '63a9059cbb', '14', { push2: 'transfer' }, '57',
-  '6000', '80', 'fd',
-  { label: 'balanceOf' }, '5b', '6004', '35', '54', '6000', '52', '6020', '6000', 'f3',
-  { label: 'transfer' }, '5b',
-  '33', '54', '6024', '35', // [amt, bal]
-  '80', '82', '10', { push2: 'fail' }, '57', // bal < amt → fail
-  '81', '81', '90', '03', '33', '55', // balance[caller] = bal - amt
-  '80', '6004', '35', '54', '01', '6004', '35', '55', // balance[to] += amt
-  '6000', '52', // mem[0] = amt
-  '6004', '35', '33', `7f${TRANSFER_TOPIC}`, '6020', '6000', 'a3', // LOG3(0, 32, Transfer, from, to)
-  '6001', '6000', '52', '6020', '6000', 'f3', // return true
-  { label: 'fail' }, '5b', '6000', '80', 'fd',
+  '6000',
+  '35',
+  '60e0',
+  '1c', // selector = calldata[0:4]
+  '80',
+  '6370a08231',
+  '14',
+  { push2: 'balanceOf' },
+  '57',
+  '80',
+  '63a9059cbb',
+  '14',
+  { push2: 'transfer' },
+  '57',
+  '6000',
+  '80',
+  'fd',
+  { label: 'balanceOf' },
+  '5b',
+  '6004',
+  '35',
+  '54',
+  '6000',
+  '52',
+  '6020',
+  '6000',
+  'f3',
+  { label: 'transfer' },
+  '5b',
+  '33',
+  '54',
+  '6024',
+  '35', // [amt, bal]
+  '80',
+  '82',
+  '10',
+  { push2: 'fail' },
+  '57', // bal < amt → fail
+  '81',
+  '81',
+  '90',
+  '03',
+  '33',
+  '55', // balance[caller] = bal - amt
+  '80',
+  '6004',
+  '35',
+  '54',
+  '01',
+  '6004',
+  '35',
+  '55', // balance[to] += amt
+  '6000',
+  '52', // mem[0] = amt
+  '6004',
+  '35',
+  '33',
+  `7f${TRANSFER_TOPIC}`,
+  '6020',
+  '6000',
+  'a3', // LOG3(0, 32, Transfer, from, to)
+  '6001',
+  '6000',
+  '52',
+  '6020',
+  '6000',
+  'f3', // return true
+  { label: 'fail' },
+  '5b',
+  '6000',
+  '80',
+  'fd',
 ];
 
 function assemble(ops: Op[]): Hex {

@@ -88,7 +88,9 @@ export async function signUp(web: App, opts: { email?: string; password?: string
  */
 export async function withTestPlatform<T>(
   env: Record<string, string>,
-  ...rest: [fn: (t: TestPlatform) => Promise<T>] | [overrides: Partial<Omit<PlatformDeps, 'config' | 'db' | 'secrets'>>, fn: (t: TestPlatform) => Promise<T>]
+  ...rest:
+    | [fn: (t: TestPlatform) => Promise<T>]
+    | [overrides: Partial<Omit<PlatformDeps, 'config' | 'db' | 'secrets'>>, fn: (t: TestPlatform) => Promise<T>]
 ): Promise<T> {
   const [overrides, fn] = rest.length === 1 ? [{}, rest[0]] : rest;
   const t = await startTestPlatform(env, overrides);

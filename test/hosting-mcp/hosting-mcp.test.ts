@@ -9,7 +9,8 @@ beforeAll(async () => {
 });
 afterAll(() => t?.close());
 
-const get = (path: string, headers: Record<string, string> = BEARER) => t.backend.inject({ method: 'GET', url: `/api/hosting-mcp/${path}`, headers });
+const get = (path: string, headers: Record<string, string> = BEARER) =>
+  t.backend.inject({ method: 'GET', url: `/api/hosting-mcp/${path}`, headers });
 const validate = (payload: unknown, headers: Record<string, string> = BEARER) =>
   t.backend.inject({ method: 'POST', url: '/api/hosting-mcp/validate-config', headers, payload: payload as object });
 
@@ -39,7 +40,13 @@ describe('§4.16 informational endpoints', () => {
 
   it('GET setup: {title,recommended_approach,quick_start:{step_1,step_2,step_3},docker_config_example,documentation_links}', async () => {
     const body = (await get('setup')).json();
-    expect(Object.keys(body).sort()).toEqual(['docker_config_example', 'documentation_links', 'quick_start', 'recommended_approach', 'title']);
+    expect(Object.keys(body).sort()).toEqual([
+      'docker_config_example',
+      'documentation_links',
+      'quick_start',
+      'recommended_approach',
+      'title',
+    ]);
     expect(Object.keys(body.quick_start)).toEqual(['step_1', 'step_2', 'step_3']);
     expect(body.docker_config_example).toBeTypeOf('object');
   });
@@ -51,7 +58,14 @@ describe('§4.16 informational endpoints', () => {
     expect(Object.keys(body).sort()).toEqual(['complete_reference', 'source', 'tool_categories']);
     const expected: Record<string, string[]> = {
       workspaces: ['list_workspaces', 'select_workspace', 'get_selected_workspace'],
-      services: ['list_services', 'get_service', 'create_web_service', 'create_static_site', 'create_cron_job', 'update_environment_variables'],
+      services: [
+        'list_services',
+        'get_service',
+        'create_web_service',
+        'create_static_site',
+        'create_cron_job',
+        'update_environment_variables',
+      ],
       deployments: ['list_deploys', 'get_deploy'],
       logs: ['list_logs', 'list_log_label_values'],
       metrics: ['get_metrics'],
@@ -69,7 +83,13 @@ describe('§4.16 informational endpoints', () => {
   it('GET examples: {description, examples:{service_management,…,troubleshooting}} of prompt strings', async () => {
     const body = (await get('examples')).json();
     expect(typeof body.description).toBe('string');
-    expect(Object.keys(body.examples)).toEqual(['service_management', 'deployment_monitoring', 'database_management', 'monitoring_and_logs', 'troubleshooting']);
+    expect(Object.keys(body.examples)).toEqual([
+      'service_management',
+      'deployment_monitoring',
+      'database_management',
+      'monitoring_and_logs',
+      'troubleshooting',
+    ]);
     for (const list of Object.values(body.examples) as unknown[][]) {
       expect(list.length).toBeGreaterThan(0);
       for (const p of list) expect(typeof p).toBe('string');
@@ -124,7 +144,12 @@ describe('§4.16 POST validate-config', () => {
     ['text/plain', '{"api_key":"rnd_aaaaaaaaaaaaaaaaaaaa"}', 'text/plain'],
     ['empty body', '', 'application/json'],
   ])('bad input (%s) → 4xx JSON {error}, never 5xx', async (_label, payload, type) => {
-    const res = await t.backend.inject({ method: 'POST', url: '/api/hosting-mcp/validate-config', headers: { ...BEARER, 'content-type': type }, payload });
+    const res = await t.backend.inject({
+      method: 'POST',
+      url: '/api/hosting-mcp/validate-config',
+      headers: { ...BEARER, 'content-type': type },
+      payload,
+    });
     expect(res.statusCode).toBeGreaterThanOrEqual(400);
     expect(res.statusCode).toBeLessThan(500);
     expect(typeof res.json().error).toBe('string');
@@ -144,7 +169,12 @@ describe('§5 bearer key on every hosting MCP route', () => {
   ];
   it.each(routes)('%s %s: none → 401 Unauthorized, no Bearer prefix → 401, wrong → 403 Forbidden', async (method, path) => {
     const call = (headers: Record<string, string>) =>
-      t.backend.inject({ method: method as 'GET' | 'POST', url: `/api/hosting-mcp/${path}`, headers, ...(method === 'POST' ? { payload: { api_key: 'rnd_' + 'a'.repeat(20) } } : {}) });
+      t.backend.inject({
+        method: method as 'GET' | 'POST',
+        url: `/api/hosting-mcp/${path}`,
+        headers,
+        ...(method === 'POST' ? { payload: { api_key: 'rnd_' + 'a'.repeat(20) } } : {}),
+      });
     const none = await call({});
     expect(none.statusCode).toBe(401);
     expect(none.json()).toEqual({ error: 'Unauthorized' });

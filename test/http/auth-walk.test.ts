@@ -44,7 +44,9 @@ describe('every secured operation answers 401 before it validates its input', ()
         const res = await app.inject({
           method: op.method as 'GET',
           url,
-          ...(op.method === 'GET' || op.method === 'DELETE' ? {} : { headers: { 'content-type': 'application/json' }, payload: '"not an object"' }),
+          ...(op.method === 'GET' || op.method === 'DELETE'
+            ? {}
+            : { headers: { 'content-type': 'application/json' }, payload: '"not an object"' }),
         });
         if (res.statusCode !== 401) wrong.push(`${op.method} ${op.path} → ${res.statusCode} ${res.body.slice(0, 120)}`);
       }

@@ -42,10 +42,25 @@ const UNPARSABLE: [string, { payload?: string; headers: Record<string, string>; 
   ['empty body with JSON content type', { payload: '', headers: JSON_CT, lenient: true }],
   ['text/xml body', { payload: '<user><email>a@b.co</email></user>', headers: { 'content-type': 'text/xml' } }],
   ['text/plain body', { payload: 'email=a@b.co', headers: { 'content-type': 'text/plain' }, lenient: true }],
-  ['form-encoded body', { payload: 'email=a%40b.co&password=password123', headers: { 'content-type': 'application/x-www-form-urlencoded' } }],
-  ['multipart body', { payload: '--b\r\nContent-Disposition: form-data; name="email"\r\n\r\na@b.co\r\n--b--', headers: { 'content-type': 'multipart/form-data; boundary=b' } }],
-  ['JSON with a charset parameter', { payload: '{"email":"a@b.co"}', headers: { 'content-type': 'application/json; charset=utf-16' }, lenient: true }],
-  ['__proto__ pollution attempt', { payload: '{"__proto__":{"isAdmin":true},"email":"a@b.co","password":"password123"}', headers: JSON_CT }],
+  [
+    'form-encoded body',
+    { payload: 'email=a%40b.co&password=password123', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+  ],
+  [
+    'multipart body',
+    {
+      payload: '--b\r\nContent-Disposition: form-data; name="email"\r\n\r\na@b.co\r\n--b--',
+      headers: { 'content-type': 'multipart/form-data; boundary=b' },
+    },
+  ],
+  [
+    'JSON with a charset parameter',
+    { payload: '{"email":"a@b.co"}', headers: { 'content-type': 'application/json; charset=utf-16' }, lenient: true },
+  ],
+  [
+    '__proto__ pollution attempt',
+    { payload: '{"__proto__":{"isAdmin":true},"email":"a@b.co","password":"password123"}', headers: JSON_CT },
+  ],
   ['constructor.prototype pollution attempt', { payload: '{"constructor":{"prototype":{"isAdmin":true}}}', headers: JSON_CT }],
 ];
 
@@ -76,7 +91,10 @@ const WRONG_FIELDS: Record<string, [string, unknown][]> = {
     ['huge referral code', { email: 'huge-ref@example.com', password: 'Tr1cky-horse-battery', referralCode: HUGE }],
     ['huge turnstile token', { email: 'huge-tt@example.com', password: 'Tr1cky-horse-battery', turnstileToken: HUGE }],
     ['NUL byte in email', { email: 'a\u0000@b.co', password: 'Tr1cky-horse-battery' }],
-    ['NUL byte in name (PostgreSQL text cannot hold it)', { email: 'nul-name@example.com', password: 'Tr1cky-horse-battery', name: 'a\u0000b' }],
+    [
+      'NUL byte in name (PostgreSQL text cannot hold it)',
+      { email: 'nul-name@example.com', password: 'Tr1cky-horse-battery', name: 'a\u0000b' },
+    ],
     ['control character in name', { email: 'ctl-name@example.com', password: 'Tr1cky-horse-battery', name: 'line\nbreak' }],
     ['email null', { email: null, password: 'Tr1cky-horse-battery' }],
   ],
@@ -263,7 +281,12 @@ describe('body size limit (BODY_LIMIT, default 1 MB) → 413 JSON {error}', () =
   const big = JSON.stringify({ email: 'big@example.com', password: 'x'.repeat(1_048_576 + 10) });
   for (const e of ENDPOINTS) {
     it(`${e.method} ${e.url} with a body over 1 MB`, async () => {
-      const res = await appOf(e).inject({ method: e.method, url: e.url, headers: { ...JSON_CT, ...(e.auth ? { cookie } : {}) }, payload: big });
+      const res = await appOf(e).inject({
+        method: e.method,
+        url: e.url,
+        headers: { ...JSON_CT, ...(e.auth ? { cookie } : {}) },
+        payload: big,
+      });
       expect(res.statusCode).toBe(413);
       expect(res.json()).toEqual({ error: expect.any(String) });
     });

@@ -28,7 +28,7 @@ describe('§5 bearer key, INTERNAL_API_KEY set', () => {
   });
   afterAll(() => app.close());
   const call = (authorization?: string | string[], method: 'GET' | 'POST' = 'GET') =>
-    app.inject({ method, url: '/protected', headers: authorization === undefined ? {} : { authorization } as Record<string, string> });
+    app.inject({ method, url: '/protected', headers: authorization === undefined ? {} : ({ authorization } as Record<string, string>) });
 
   it('the right key → 200 and the handler runs', async () => {
     const res = await call(`Bearer ${KEY}`);

@@ -35,9 +35,19 @@ describe('state-changing cookie requests from another origin → 403, and nothin
     const still = await t.web.inject({ method: 'GET', url: '/api/auth/session', headers: { cookie: u.cookie } });
     expect(still.json().user?.id).toBe(u.id);
 
-    const profile = await t.web.inject({ method: 'PATCH', url: '/api/user', headers: { cookie: u.cookie, ...headers }, payload: { name: 'Pwned' } });
+    const profile = await t.web.inject({
+      method: 'PATCH',
+      url: '/api/user',
+      headers: { cookie: u.cookie, ...headers },
+      payload: { name: 'Pwned' },
+    });
     expect(profile.statusCode).toBe(403);
-    const wf = await t.web.inject({ method: 'POST', url: '/api/workflows', headers: { cookie: u.cookie, ...headers }, payload: { name: 'x' } });
+    const wf = await t.web.inject({
+      method: 'POST',
+      url: '/api/workflows',
+      headers: { cookie: u.cookie, ...headers },
+      payload: { name: 'x' },
+    });
     expect(wf.statusCode).toBe(403);
     const me = await t.web.inject({ method: 'GET', url: '/api/user', headers: { cookie: u.cookie } });
     expect(me.json().name).not.toBe('Pwned');
@@ -63,9 +73,19 @@ describe('our own origin, a configured extra origin, and non-browser clients pas
   };
   it.each(Object.entries(cases))('%s', async (_name, headers) => {
     const u = await signUp(t.web);
-    const login = await t.web.inject({ method: 'POST', url: '/api/auth/login', headers, payload: { email: u.email, password: u.password } });
+    const login = await t.web.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      headers,
+      payload: { email: u.email, password: u.password },
+    });
     expect(login.statusCode).toBe(200);
-    const profile = await t.web.inject({ method: 'PATCH', url: '/api/user', headers: { cookie: u.cookie, ...headers }, payload: { name: 'Renamed' } });
+    const profile = await t.web.inject({
+      method: 'PATCH',
+      url: '/api/user',
+      headers: { cookie: u.cookie, ...headers },
+      payload: { name: 'Renamed' },
+    });
     expect(profile.statusCode).toBe(200);
     const out = await t.web.inject({ method: 'POST', url: '/api/auth/signout', headers: { cookie: u.cookie, ...headers } });
     expect(out.statusCode).toBe(200);
@@ -73,7 +93,11 @@ describe('our own origin, a configured extra origin, and non-browser clients pas
 
   it('reads (GET) with a foreign Origin are not refused; cookie-less public POSTs (webhooks) are not either', async () => {
     const u = await signUp(t.web);
-    const res = await t.web.inject({ method: 'GET', url: '/api/auth/session', headers: { cookie: u.cookie, origin: 'https://evil.example.net' } });
+    const res = await t.web.inject({
+      method: 'GET',
+      url: '/api/auth/session',
+      headers: { cookie: u.cookie, origin: 'https://evil.example.net' },
+    });
     expect(res.statusCode).toBe(200);
     const nonce = await t.web.inject({ method: 'POST', url: '/api/auth/nonce', headers: { origin: 'https://evil.example.net' } });
     expect(nonce.statusCode).toBe(200);
@@ -83,7 +107,12 @@ describe('our own origin, a configured extra origin, and non-browser clients pas
 describe('loopback aliases of a loopback PUBLIC_URL (the default http://localhost:3000)', () => {
   it('http://127.0.0.1:3000 and http://[::1]:3000 are our own origin; other ports and schemes are not', async () => {
     const { ownOrigins, createOriginCheck } = await import('../../src/http/shared/origin-check.ts');
-    expect(ownOrigins('http://localhost:3000')).toEqual(['http://localhost:3000', 'http://localhost:3000', 'http://127.0.0.1:3000', 'http://[::1]:3000']);
+    expect(ownOrigins('http://localhost:3000')).toEqual([
+      'http://localhost:3000',
+      'http://localhost:3000',
+      'http://127.0.0.1:3000',
+      'http://[::1]:3000',
+    ]);
     expect(ownOrigins('https://app.example.com')).toEqual(['https://app.example.com']);
     const check = createOriginCheck({ publicUrl: 'http://localhost:3000', sessionCookie: 'service-session' });
     const req = (origin: string) => ({ method: 'POST', url: '/api/auth/login', headers: { origin } }) as never;

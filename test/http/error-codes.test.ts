@@ -39,7 +39,8 @@ describe('the catalogue', () => {
       const text = readFileSync(file, 'utf8');
       for (const m of text.matchAll(/new AppError\(\s*([^,)]*)/g)) {
         const first = m[1]!.trim();
-        if (/^\d/.test(first) || first === 'undefined' || (/^'/.test(first) && !(first.slice(1, -1) in ERROR_CODES))) offenders.push(`${file.slice(SRC.length)}: ${m[0]}`);
+        if (/^\d/.test(first) || first === 'undefined' || (/^'/.test(first) && !(first.slice(1, -1) in ERROR_CODES)))
+          offenders.push(`${file.slice(SRC.length)}: ${m[0]}`);
       }
     }
     expect(offenders).toEqual([]);
@@ -62,9 +63,17 @@ describe('in the running apps', () => {
 
   it('an error without a body code answers {error} alone; one with a code adds it', async () => {
     // trading without TRADING_API_URL: TRADING_NOT_CONFIGURED has no body code
-    const reg = await t.web.inject({ method: 'POST', url: '/api/register', payload: { email: 'codes@example.com', password: 'correct horse battery' } });
+    const reg = await t.web.inject({
+      method: 'POST',
+      url: '/api/register',
+      payload: { email: 'codes@example.com', password: 'correct horse battery' },
+    });
     expect(reg.statusCode).toBe(201);
-    const login = await t.web.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'codes@example.com', password: 'correct horse battery' } });
+    const login = await t.web.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      payload: { email: 'codes@example.com', password: 'correct horse battery' },
+    });
     const cookie = String(login.headers['set-cookie']).split(';')[0]!;
     const trading = await t.web.inject({ method: 'GET', url: '/api/trading/balances', headers: { cookie } });
     expect(trading.statusCode).toBeGreaterThanOrEqual(500);

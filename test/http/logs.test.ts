@@ -35,9 +35,14 @@ describe.each(['info', 'trace'])('logs at level %s contain no secrets', (level) 
       const wrongPassword = `wrong-${level}-Yt7@pQ1`;
       secrets.push(password, wrongPassword);
 
-      expect((await t.web.inject({ method: 'POST', url: '/api/register', payload: { email, password, turnstileToken: 'tt-secret-token-123' } })).statusCode).toBe(201);
+      expect(
+        (await t.web.inject({ method: 'POST', url: '/api/register', payload: { email, password, turnstileToken: 'tt-secret-token-123' } }))
+          .statusCode,
+      ).toBe(201);
       secrets.push('tt-secret-token-123');
-      expect((await t.web.inject({ method: 'POST', url: '/api/auth/login', payload: { email, password: wrongPassword } })).statusCode).toBe(401);
+      expect((await t.web.inject({ method: 'POST', url: '/api/auth/login', payload: { email, password: wrongPassword } })).statusCode).toBe(
+        401,
+      );
       const login = await t.web.inject({ method: 'POST', url: '/api/auth/login', payload: { email, password } });
       expect(login.statusCode).toBe(200);
       const token = sessionCookieFrom(login);
@@ -47,7 +52,9 @@ describe.each(['info', 'trace'])('logs at level %s contain no secrets', (level) 
 
       expect((await t.web.inject({ method: 'GET', url: '/api/user', headers: { cookie } })).statusCode).toBe(200);
       expect((await t.web.inject({ method: 'GET', url: '/api/auth/session', headers: { cookie } })).json().user.email).toBe(email);
-      expect((await t.web.inject({ method: 'PATCH', url: '/api/user', headers: { cookie }, payload: { name: 'Logged' } })).statusCode).toBe(200);
+      expect((await t.web.inject({ method: 'PATCH', url: '/api/user', headers: { cookie }, payload: { name: 'Logged' } })).statusCode).toBe(
+        200,
+      );
       // a secret in a query string is redacted from the logged URL
       await t.web.inject({ method: 'GET', url: '/api/auth/session?token=query-secret-abc&code=oauth-code-xyz', headers: { cookie } });
       secrets.push('query-secret-abc', 'oauth-code-xyz');
@@ -57,20 +64,37 @@ describe.each(['info', 'trace'])('logs at level %s contain no secrets', (level) 
 
       const account = privateKeyToAccount(generatePrivateKey());
       const nonce = (await t.web.inject({ method: 'GET', url: '/api/auth/nonce' })).json().nonce;
-      const message = createSiweMessage({ address: account.address, chainId: 8453, domain: 'localhost:3000', uri: 'http://localhost:3000', version: '1', nonce });
+      const message = createSiweMessage({
+        address: account.address,
+        chainId: 8453,
+        domain: 'localhost:3000',
+        uri: 'http://localhost:3000',
+        version: '1',
+        nonce,
+      });
       const signature = await account.signMessage({ message });
-      const wallet = await t.web.inject({ method: 'POST', url: '/api/wallet-auth', payload: { address: account.address, message, signature } });
+      const wallet = await t.web.inject({
+        method: 'POST',
+        url: '/api/wallet-auth',
+        payload: { address: account.address, message, signature },
+      });
       expect(wallet.statusCode).toBe(200);
       const walletToken = sessionCookieFrom(wallet);
       secrets.push(walletToken, signature);
 
-      expect((await t.web.inject({ method: 'POST', url: '/api/auth/signout', headers: { cookie: `service-session=${walletToken}` } })).statusCode).toBe(200);
+      expect(
+        (await t.web.inject({ method: 'POST', url: '/api/auth/signout', headers: { cookie: `service-session=${walletToken}` } }))
+          .statusCode,
+      ).toBe(200);
     } finally {
       await t.close();
     }
 
     const log = text();
-    const lines = log.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = log
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     // the logger really captured the traffic (the test can fail): request lines exist
     expect(lines.filter((l) => l.msg === 'request completed').length).toBeGreaterThanOrEqual(10);
     for (const l of lines.filter((x) => x.req || x.res)) expect(typeof l.reqId).toBe('string');

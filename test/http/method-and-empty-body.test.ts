@@ -46,7 +46,12 @@ describe('405 Method not allowed', () => {
 describe('empty JSON body', () => {
   it('POST /api/auth/signout with Content-Type application/json and no body → 200, session gone (§4.1)', async () => {
     const user = await signUp(t.web);
-    const res = await t.web.inject({ method: 'POST', url: '/api/auth/signout', headers: { cookie: user.cookie, 'content-type': 'application/json' }, payload: '' });
+    const res = await t.web.inject({
+      method: 'POST',
+      url: '/api/auth/signout',
+      headers: { cookie: user.cookie, 'content-type': 'application/json' },
+      payload: '',
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ ok: true });
     const session = await t.web.inject({ method: 'GET', url: '/api/auth/session', headers: { cookie: user.cookie } });
@@ -55,23 +60,43 @@ describe('empty JSON body', () => {
 
   it('GET and POST /api/auth/nonce with an empty JSON body → 200', async () => {
     for (const method of ['GET', 'POST'] as const) {
-      const res = await t.web.inject({ method, url: '/api/auth/nonce', headers: { 'content-type': 'application/json; charset=utf-8' }, payload: ' ' });
+      const res = await t.web.inject({
+        method,
+        url: '/api/auth/nonce',
+        headers: { 'content-type': 'application/json; charset=utf-8' },
+        payload: ' ',
+      });
       expect(res.statusCode, method).toBe(200);
       expect(typeof res.json().nonce).toBe('string');
     }
   });
 
   it('a route that needs a body still answers its own 400; invalid JSON is still 400', async () => {
-    const empty = await t.web.inject({ method: 'POST', url: '/api/auth/login', headers: { 'content-type': 'application/json' }, payload: '' });
+    const empty = await t.web.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      headers: { 'content-type': 'application/json' },
+      payload: '',
+    });
     expect(empty.statusCode).toBe(400);
     expect(typeof empty.json().error).toBe('string');
-    const bad = await t.web.inject({ method: 'POST', url: '/api/auth/login', headers: { 'content-type': 'application/json' }, payload: '{"email":' });
+    const bad = await t.web.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"email":',
+    });
     expect(bad.statusCode).toBe(400);
     expect(bad.json()).toEqual({ error: 'Body is not valid JSON' });
   });
 
   it('prototype poisoning is still refused', async () => {
-    const res = await t.web.inject({ method: 'POST', url: '/api/auth/login', headers: { 'content-type': 'application/json' }, payload: '{"__proto__":{"x":1},"email":"a@b.c","password":"12345678"}' });
+    const res = await t.web.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"__proto__":{"x":1},"email":"a@b.c","password":"12345678"}',
+    });
     expect(res.statusCode).toBe(400);
   });
 });

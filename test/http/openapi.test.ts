@@ -12,7 +12,11 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-type Doc = { openapi: string; info: { title: string }; paths: Record<string, Record<string, { responses?: Record<string, unknown>; requestBody?: unknown }>> };
+type Doc = {
+  openapi: string;
+  info: { title: string };
+  paths: Record<string, Record<string, { responses?: Record<string, unknown>; requestBody?: unknown }>>;
+};
 
 describe('OpenAPI on the web app', () => {
   it('GET /docs/json → OpenAPI 3.1.x listing the §4.1 and §4.12 paths with their methods', async () => {
@@ -54,7 +58,13 @@ describe('OpenAPI on the web app', () => {
 
   it('GET /docs → an HTML page', async () => {
     const res = await t.web.inject({ method: 'GET', url: '/docs' });
-    const final = res.statusCode >= 300 && res.statusCode < 400 ? await t.web.inject({ method: 'GET', url: String(res.headers.location).startsWith('/') ? String(res.headers.location) : `/docs/${res.headers.location}` }) : res;
+    const final =
+      res.statusCode >= 300 && res.statusCode < 400
+        ? await t.web.inject({
+            method: 'GET',
+            url: String(res.headers.location).startsWith('/') ? String(res.headers.location) : `/docs/${res.headers.location}`,
+          })
+        : res;
     expect(final.statusCode).toBe(200);
     expect(String(final.headers['content-type'])).toMatch(/text\/html/);
     expect(final.body).toMatch(/<html/i);
@@ -68,14 +78,22 @@ describe('OpenAPI on the backend app', () => {
     const doc = res.json() as Doc & { components?: { securitySchemes?: Record<string, { type: string; scheme?: string }> } };
     expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
     expect(doc.paths).toHaveProperty(['/health', 'get']);
-    expect(Object.values(doc.components?.securitySchemes ?? {})).toContainEqual(expect.objectContaining({ type: 'http', scheme: 'bearer' }));
+    expect(Object.values(doc.components?.securitySchemes ?? {})).toContainEqual(
+      expect.objectContaining({ type: 'http', scheme: 'bearer' }),
+    );
     // the backend does not serve the web app's routes
     expect(doc.paths).not.toHaveProperty(['/api/register']);
   });
 
   it('GET /docs → an HTML page', async () => {
     const res = await t.backend.inject({ method: 'GET', url: '/docs' });
-    const final = res.statusCode >= 300 && res.statusCode < 400 ? await t.backend.inject({ method: 'GET', url: String(res.headers.location).startsWith('/') ? String(res.headers.location) : `/docs/${res.headers.location}` }) : res;
+    const final =
+      res.statusCode >= 300 && res.statusCode < 400
+        ? await t.backend.inject({
+            method: 'GET',
+            url: String(res.headers.location).startsWith('/') ? String(res.headers.location) : `/docs/${res.headers.location}`,
+          })
+        : res;
     expect(final.statusCode).toBe(200);
     expect(String(final.headers['content-type'])).toMatch(/text\/html/);
   });

@@ -34,7 +34,10 @@ describe.each([
   let t: TestPlatform;
   beforeAll(async () => {
     const u = url();
-    t = await startTestPlatform({ REDIS_URL: u, REDIS_TIMEOUT_MS: '200', REGISTER_RATE_LIMIT: '2' }, { rateLimiter: createRateLimiter(u, { timeoutMs: 200 }) });
+    t = await startTestPlatform(
+      { REDIS_URL: u, REDIS_TIMEOUT_MS: '200', REGISTER_RATE_LIMIT: '2' },
+      { rateLimiter: createRateLimiter(u, { timeoutMs: 200 }) },
+    );
   });
   afterAll(() => t.close());
 
@@ -46,11 +49,19 @@ describe.each([
     const started = Date.now();
     const statuses: number[] = [];
     for (let i = 0; i < 3; i++) {
-      const r = await t.web.inject({ method: 'POST', url: '/api/register', payload: { email: `r${i}-${Date.now()}@example.com`, password: 'a long enough passphrase' } });
+      const r = await t.web.inject({
+        method: 'POST',
+        url: '/api/register',
+        payload: { email: `r${i}-${Date.now()}@example.com`, password: 'a long enough passphrase' },
+      });
       statuses.push(r.statusCode);
     }
     expect(statuses).toEqual([201, 201, 429]);
-    const login = await t.web.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'nobody@example.com', password: 'wrong password here' } });
+    const login = await t.web.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      payload: { email: 'nobody@example.com', password: 'wrong password here' },
+    });
     expect(login.statusCode).toBe(401);
     // bounded: a handful of 200 ms command timeouts at most, never ioredis's 7-15 s
     expect(Date.now() - started).toBeLessThan(5_000);

@@ -12,7 +12,11 @@ const KEY_FORMAT = /^sk_[A-Za-z0-9_-]{40}$/;
 
 let t: TestPlatform;
 beforeAll(async () => {
-  t = await startTestPlatform({ ADMIN_EMAILS: 'keyadmin@example.com', ADMIN_EMAILS_REQUIRE_VERIFIED: 'false', REGISTER_RATE_LIMIT: '100000' });
+  t = await startTestPlatform({
+    ADMIN_EMAILS: 'keyadmin@example.com',
+    ADMIN_EMAILS_REQUIRE_VERIFIED: 'false',
+    REGISTER_RATE_LIMIT: '100000',
+  });
 });
 afterAll(() => t?.close());
 
@@ -37,7 +41,9 @@ describe('§4.3 POST /api/keys', () => {
     // never again: list and get show only the preview
     const list = await t.web.inject({ method: 'GET', url: '/api/keys', headers: { cookie: u.cookie } });
     expect(list.body).not.toContain(body.key);
-    expect(list.json().keys).toEqual([{ id: body.id, name: 'CI deploy', keyPreview: body.key.slice(0, 10), createdAt: body.createdAt, lastUsed: null }]);
+    expect(list.json().keys).toEqual([
+      { id: body.id, name: 'CI deploy', keyPreview: body.key.slice(0, 10), createdAt: body.createdAt, lastUsed: null },
+    ]);
   });
 
   it('two keys never share a value (CSPRNG)', async () => {
@@ -130,7 +136,14 @@ describe('backend POST /api/validate-key (§4.3 flow, §4.18 shape)', () => {
     const res = await validateBackend({ apiKey: k.key });
     expect(res.statusCode).toBe(200);
     const body = res.json();
-    expect(body).toEqual({ valid: true, userId: u.id, email: u.email, plan: 'solo', subscriptionStatus: 'none', features: expect.any(Array) });
+    expect(body).toEqual({
+      valid: true,
+      userId: u.id,
+      email: u.email,
+      plan: 'solo',
+      subscriptionStatus: 'none',
+      features: expect.any(Array),
+    });
     expect(body.features).toContain('messaging_tools');
     expect(body.features).not.toContain('coding_tools');
     const got = (await t.web.inject({ method: 'GET', url: `/api/keys/${k.id}`, headers: { cookie: u.cookie } })).json();
@@ -141,7 +154,11 @@ describe('backend POST /api/validate-key (§4.3 flow, §4.18 shape)', () => {
   it('features follow the plan (collective and above: coding tools; network: all models) and admins get network level', async () => {
     const u = await signUp(t.web);
     const k = await createKey(u.cookie);
-    await t.database.db.kysely.updateTable('users').set({ plan: 'collective', subscription_status: 'active' }).where('id', '=', u.id).execute();
+    await t.database.db.kysely
+      .updateTable('users')
+      .set({ plan: 'collective', subscription_status: 'active' })
+      .where('id', '=', u.id)
+      .execute();
     const c = (await validateBackend({ apiKey: k.key })).json();
     expect(c).toMatchObject({ plan: 'collective', subscriptionStatus: 'active' });
     expect(c.features).toContain('coding_tools');
@@ -227,13 +244,28 @@ describe('§4.3 POST /api/keys/validate (web)', () => {
   it('with a session: the same flow and profile as the backend endpoint', async () => {
     const u = await signUp(t.web);
     const k = await createKey(u.cookie);
-    const res = await t.web.inject({ method: 'POST', url: '/api/keys/validate', headers: { cookie: u.cookie }, payload: { apiKey: k.key } });
+    const res = await t.web.inject({
+      method: 'POST',
+      url: '/api/keys/validate',
+      headers: { cookie: u.cookie },
+      payload: { apiKey: k.key },
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ valid: true, userId: u.id, email: u.email, plan: 'solo' });
-    const bad = await t.web.inject({ method: 'POST', url: '/api/keys/validate', headers: { cookie: u.cookie }, payload: { apiKey: 'sk_nope' } });
+    const bad = await t.web.inject({
+      method: 'POST',
+      url: '/api/keys/validate',
+      headers: { cookie: u.cookie },
+      payload: { apiKey: 'sk_nope' },
+    });
     expect(bad.statusCode).toBe(401);
     expect(bad.json()).toEqual({ valid: false, error: 'Invalid API key' });
-    const notSk = await t.web.inject({ method: 'POST', url: '/api/keys/validate', headers: { cookie: u.cookie }, payload: { apiKey: 'abc' } });
+    const notSk = await t.web.inject({
+      method: 'POST',
+      url: '/api/keys/validate',
+      headers: { cookie: u.cookie },
+      payload: { apiKey: 'abc' },
+    });
     expect(notSk.statusCode).toBe(400);
   });
 });
@@ -276,7 +308,9 @@ describe('§4.3 security: sessions', () => {
     const b = await signUp(t.web);
     await createKey(a.cookie);
     expect(await t.database.db.withoutUser((trx) => trx.selectFrom('api_keys').select('id').execute())).toEqual([]);
-    expect(await t.database.db.withUser(b.id, (trx) => trx.selectFrom('api_keys').select('id').where('user_id', '=', a.id).execute())).toEqual([]);
+    expect(
+      await t.database.db.withUser(b.id, (trx) => trx.selectFrom('api_keys').select('id').where('user_id', '=', a.id).execute()),
+    ).toEqual([]);
   });
 });
 
@@ -292,7 +326,13 @@ describe('bad input: 4xx JSON {error}, never 5xx', () => {
     { name: 'web validate: apiKey object', app: 'web', url: '/api/keys/validate', payload: '{"apiKey":{"a":1}}' },
     { name: 'backend validate: malformed JSON', app: 'backend', url: '/api/validate-key', payload: '{apiKey' },
     { name: 'backend validate: body array', app: 'backend', url: '/api/validate-key', payload: '[]' },
-    { name: 'backend validate: form content type', app: 'backend', url: '/api/validate-key', payload: 'apiKey=sk_x', type: 'application/x-www-form-urlencoded' },
+    {
+      name: 'backend validate: form content type',
+      app: 'backend',
+      url: '/api/validate-key',
+      payload: 'apiKey=sk_x',
+      type: 'application/x-www-form-urlencoded',
+    },
     { name: 'backend validate: apiKey null', app: 'backend', url: '/api/validate-key', payload: '{"apiKey":null}' },
   ];
   it.each(cases)('$name', async ({ app, url, payload, type }) => {
@@ -371,7 +411,9 @@ describe('verified keys are cached (docs/configuration.md API_KEY_CACHE_TTL_MS) 
     const k = await createKey(u.cookie);
     expect((await validateBackend({ apiKey: k.key })).statusCode).toBe(200);
     const lastUsed = async () =>
-      (await t.database.db.kysely.selectFrom('api_keys').select('last_used_at').where('id', '=', k.id).executeTakeFirstOrThrow()).last_used_at!.getTime();
+      (
+        await t.database.db.kysely.selectFrom('api_keys').select('last_used_at').where('id', '=', k.id).executeTakeFirstOrThrow()
+      ).last_used_at!.getTime();
     const first = await lastUsed();
     for (let i = 0; i < 5; i++) expect((await validateBackend({ apiKey: k.key })).statusCode).toBe(200);
     expect(await lastUsed()).toBe(first);

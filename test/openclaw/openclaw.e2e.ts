@@ -76,7 +76,13 @@ function agentPids(agentId: string): number[] {
       }
     });
 }
-const environOf = (pid: number) => Object.fromEntries(readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean).map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+const environOf = (pid: number) =>
+  Object.fromEntries(
+    readFileSync(`/proc/${pid}/environ`, 'utf8')
+      .split('\0')
+      .filter(Boolean)
+      .map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]),
+  );
 
 /**
  * The runtime's own start: OpenClaw's gateway run directly by Node 24 (no platform, no sandbox)
@@ -89,7 +95,10 @@ async function runtimeStartMs(round: number): Promise<number> {
   const workspace = join(dir, 'workspace');
   mkdirSync(workspace);
   const configPath = join(dir, 'openclaw.json');
-  const cfg = buildOpenClawConfig({}, { plan: 'solo', workspace, port, bind: 'loopback', modelBaseUrl: upstream.baseUrl, modelApiKey: true, model: 'gpt-4' });
+  const cfg = buildOpenClawConfig(
+    {},
+    { plan: 'solo', workspace, port, bind: 'loopback', modelBaseUrl: upstream.baseUrl, modelApiKey: true, model: 'gpt-4' },
+  );
   writeFileSync(configPath, JSON.stringify(cfg));
   const env = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -123,7 +132,13 @@ async function runtimeStartMs(round: number): Promise<number> {
 }
 
 async function startPlatform() {
-  const platform = createPlatform({ config, db: database.db, secrets: TEST_SECRETS, logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), rateLimiter: createMemoryRateLimiter() });
+  const platform = createPlatform({
+    config,
+    db: database.db,
+    secrets: TEST_SECRETS,
+    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    rateLimiter: createMemoryRateLimiter(),
+  });
   const web = await platform.buildWebApp();
   const backend = await platform.buildBackendApp();
   await web.listen({ host: '127.0.0.1', port: config.WEB_PORT });
@@ -133,7 +148,8 @@ async function startPlatform() {
 }
 
 beforeAll(async () => {
-  if (!existsSync(launcher)) throw new Error(`OpenClaw is not installed in ${installedIn}/openclaw: run npm run runtime:openclaw (npm run test:openclaw does)`);
+  if (!existsSync(launcher))
+    throw new Error(`OpenClaw is not installed in ${installedIn}/openclaw: run npm run runtime:openclaw (npm run test:openclaw does)`);
   database = await createTestDatabase();
   dataDir = mkdtempSync(join(tmpdir(), 'openclaw-e2e-'));
   symlinkSync(join(installedIn, 'openclaw'), join(dataDir, 'openclaw'));
@@ -245,11 +261,23 @@ describe('AGENT_RUNTIME=openclaw end to end (local driver, real OpenClaw)', () =
       controlUi: { enabled: true, allowedOrigins: ['*'] },
     });
     expect(cfg.agents.defaults).toMatchObject({ model: 'platform/gpt-4', workspace: join(dataDir, 'agents', agentId, 'workspace') });
-    expect(cfg.models.providers.platform).toMatchObject({ baseUrl: upstream.baseUrl, api: 'openai-completions', apiKey: { source: 'env', id: 'AGENT_MODEL_API_KEY' } });
-    expect(cfg).toMatchObject({ update: { checkOnStart: false }, telemetry: { enabled: false }, models: { catalogRefresh: { enabled: false } } });
+    expect(cfg.models.providers.platform).toMatchObject({
+      baseUrl: upstream.baseUrl,
+      api: 'openai-completions',
+      apiKey: { source: 'env', id: 'AGENT_MODEL_API_KEY' },
+    });
+    expect(cfg).toMatchObject({
+      update: { checkOnStart: false },
+      telemetry: { enabled: false },
+      models: { catalogRefresh: { enabled: false } },
+    });
 
     // secrets: in the environment only, never in the file or on a command line
-    const creds = await database.db.kysely.selectFrom('agent_credentials').selectAll().where('agent_id', '=', agentId).executeTakeFirstOrThrow();
+    const creds = await database.db.kysely
+      .selectFrom('agent_credentials')
+      .selectAll()
+      .where('agent_id', '=', agentId)
+      .executeTakeFirstOrThrow();
     const token = decryptSecret(TEST_SECRETS.secretsEncryptionKey, creds.gateway_token_enc);
     expect(raw).not.toContain(token);
     expect(raw).not.toContain(ROUTER_KEY);
@@ -275,15 +303,27 @@ describe('AGENT_RUNTIME=openclaw end to end (local driver, real OpenClaw)', () =
   }, 90_000);
 
   it('answers an OpenAI-compatible chat through its gateway with the fake model provider', async () => {
-    const creds = await database.db.kysely.selectFrom('agent_credentials').selectAll().where('agent_id', '=', agentId).executeTakeFirstOrThrow();
+    const creds = await database.db.kysely
+      .selectFrom('agent_credentials')
+      .selectAll()
+      .where('agent_id', '=', agentId)
+      .executeTakeFirstOrThrow();
     const token = decryptSecret(TEST_SECRETS.secretsEncryptionKey, creds.gateway_token_enc);
     const url = `${gatewayBase(agent.websocketUrl)}/v1/chat/completions`;
     const body = JSON.stringify({ model: 'openclaw', messages: [{ role: 'user', content: 'ping' }] });
-    const denied = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer wrong-token' }, body });
+    const denied = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer wrong-token' },
+      body,
+    });
     expect(denied.status).toBe(401);
     const before = upstream.requests.length;
     upstream.reply = 'pong from the fake provider';
-    const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body });
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body,
+    });
     expect(res.status).toBe(200);
     const answer = (await res.json()) as { object: string; choices: { message: { role: string; content: string } }[] };
     expect(answer.object).toBe('chat.completion');
@@ -300,7 +340,11 @@ describe('AGENT_RUNTIME=openclaw end to end (local driver, real OpenClaw)', () =
     const userId = (await api('GET', '/api/auth/session')).body.user.id as string;
     const before = agentPids(agentId);
     expect((await api('POST', `/api/instance/${userId}/restart`, { agentId })).status).toBe(200);
-    const creds = await database.db.kysely.selectFrom('agent_credentials').selectAll().where('agent_id', '=', agentId).executeTakeFirstOrThrow();
+    const creds = await database.db.kysely
+      .selectFrom('agent_credentials')
+      .selectAll()
+      .where('agent_id', '=', agentId)
+      .executeTakeFirstOrThrow();
     const token = decryptSecret(TEST_SECRETS.secretsEncryptionKey, creds.gateway_token_enc);
     const again = await eventually(
       async () => {

@@ -22,8 +22,12 @@ afterAll(async () => {
 });
 
 const snapshot = async () => {
-  const r = await sql<{ s: string }>`SELECT (SELECT count(*) FROM ledger_entries)::text || '/' || (SELECT count(*) FROM payment_sessions)::text
-    || '/' || (SELECT coalesce(sum(balance_micros), 0) FROM wallet_balances)::text || '/' || (SELECT count(*) FROM mpp_payments)::text AS s`.execute(t.database.db.kysely);
+  const r = await sql<{
+    s: string;
+  }>`SELECT (SELECT count(*) FROM ledger_entries)::text || '/' || (SELECT count(*) FROM payment_sessions)::text
+    || '/' || (SELECT coalesce(sum(balance_micros), 0) FROM wallet_balances)::text || '/' || (SELECT count(*) FROM mpp_payments)::text AS s`.execute(
+    t.database.db.kysely,
+  );
   return r.rows[0]!.s;
 };
 
@@ -35,13 +39,20 @@ const BODIES: [string, { payload?: string; headers: Record<string, string> }][] 
   ['null', { payload: 'null', headers: JSON_CT }],
   ['NUL bytes', { payload: '{"address":"\\u0000","deposit":"\\u0000"}', headers: JSON_CT }],
   ['huge field', { payload: JSON.stringify({ address: 'x'.repeat(200_000), deposit: 'y'.repeat(100) }), headers: JSON_CT }],
-  ['nested objects', { payload: JSON.stringify({ address: { a: 1 }, deposit: [1], signature: {}, deadline: 'soon', salt: 5 }), headers: JSON_CT }],
+  [
+    'nested objects',
+    { payload: JSON.stringify({ address: { a: 1 }, deposit: [1], signature: {}, deadline: 'soon', salt: 5 }), headers: JSON_CT },
+  ],
   ['numbers out of range', { payload: JSON.stringify({ address: ADDRESS, deposit: 1e300 }), headers: JSON_CT }],
   ['text/plain', { payload: 'address=x', headers: { 'content-type': 'text/plain' } }],
 ];
 
 const GATEWAY_CASES: [string, Record<string, string>, unknown][] = [
-  ['messages not an array', { 'x-payment-method': 'session', 'x-session-id': 'ps_x', 'x-wallet-address': ADDRESS }, { plugin: 'generate-text', messages: 'hi' }],
+  [
+    'messages not an array',
+    { 'x-payment-method': 'session', 'x-session-id': 'ps_x', 'x-wallet-address': ADDRESS },
+    { plugin: 'generate-text', messages: 'hi' },
+  ],
   ['empty messages', {}, { plugin: 'generate-text', messages: [] }],
   ['bad role', {}, { plugin: 'agent', messages: [{ role: 'root', content: 'x' }] }],
   ['max_tokens negative', {}, { plugin: 'generate-text', prompt: 'x', max_tokens: -1 }],
@@ -69,7 +80,12 @@ describe('payments endpoints refuse bad input with 4xx JSON and change nothing',
   it('POST /api/v1/gateway with bad fields and headers', async () => {
     const before = await snapshot();
     for (const [name, headers, payload] of GATEWAY_CASES) {
-      const res = await t.web.inject({ method: 'POST', url: '/api/v1/gateway', headers: { ...JSON_CT, ...headers }, payload: JSON.stringify(payload) });
+      const res = await t.web.inject({
+        method: 'POST',
+        url: '/api/v1/gateway',
+        headers: { ...JSON_CT, ...headers },
+        payload: JSON.stringify(payload),
+      });
       expect(res.statusCode, `${name}: ${res.body}`).toBeGreaterThanOrEqual(400);
       expect(res.statusCode, name).toBeLessThan(500);
       expect(typeof res.json().error, name).toBe('string');

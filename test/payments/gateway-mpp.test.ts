@@ -14,7 +14,10 @@ import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 const TOKEN = '0x20c0000000000000000000000000000000000000' as const; // pathUSD, the MPP_CURRENCY default
 const RECIPIENT = '0x000000000000000000000000000000000000beef' as const;
 const PAYER = ANVIL_ACCOUNT;
-const erc20 = parseAbi(['function transfer(address to, uint256 amount) returns (bool)', 'function balanceOf(address) view returns (uint256)']);
+const erc20 = parseAbi([
+  'function transfer(address to, uint256 amount) returns (bool)',
+  'function balanceOf(address) view returns (uint256)',
+]);
 
 let anvil: Anvil | undefined;
 let rpcUrl = '';
@@ -27,7 +30,8 @@ const send = (from: Hex, data: Hex, to: Hex = TOKEN) => anvil!.send(from, to, da
 const transfer = async (to: Hex, amount: bigint, token: Hex = TOKEN) =>
   (await send(PAYER, encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [to, amount] }), token)).hash;
 
-const credential = (nonce: string, hash: string) => Buffer.from(JSON.stringify({ challenge: { nonce }, payload: { type: 'hash', hash } })).toString('base64url');
+const credential = (nonce: string, hash: string) =>
+  Buffer.from(JSON.stringify({ challenge: { nonce }, payload: { type: 'hash', hash } })).toString('base64url');
 
 beforeAll(async () => {
   if (!anvilAvailable) return;
@@ -36,7 +40,12 @@ beforeAll(async () => {
   await rpc('anvil_setCode', [TOKEN, ERC20_RUNTIME]);
   await rpc('anvil_setStorageAt', [TOKEN, balanceSlot(PAYER), toHex(1_000_000_000n, { size: 32 })]);
   router = await startFakeOpenAi({ apiKey: 'router-key', quiet: true });
-  t = await startTestPlatform({ ROUTER_API_KEY: 'router-key', ROUTER_BASE_URL: router.url, TEMPO_RPC_URL: rpcUrl, MPP_RECIPIENT: RECIPIENT });
+  t = await startTestPlatform({
+    ROUTER_API_KEY: 'router-key',
+    ROUTER_BASE_URL: router.url,
+    TEMPO_RPC_URL: rpcUrl,
+    MPP_RECIPIENT: RECIPIENT,
+  });
 });
 
 afterAll(async () => {
@@ -59,10 +68,16 @@ describe.skipIf(!anvilAvailable)('§4.8 MPP on anvil', () => {
     const receipt = await send(PAYER, encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [RECIPIENT, 5n] }));
     expect(receipt.status).toBe('0x1');
     expect(receipt.logs).toHaveLength(1);
-    const bal = await rpc('eth_call', [{ to: TOKEN, data: encodeFunctionData({ abi: erc20, functionName: 'balanceOf', args: [RECIPIENT] }) }, 'latest']);
+    const bal = await rpc('eth_call', [
+      { to: TOKEN, data: encodeFunctionData({ abi: erc20, functionName: 'balanceOf', args: [RECIPIENT] }) },
+      'latest',
+    ]);
     expect(BigInt(bal as string)).toBe(5n);
     // the second anvil account holds no tokens: its transfer reverts (or is refused at estimation)
-    const tooMuch = await send('0x70997970c51812dc3a010c7d01b50e0d17dc79c8', encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [PAYER, 1n] })).catch(() => ({ status: '0x0' }));
+    const tooMuch = await send(
+      '0x70997970c51812dc3a010c7d01b50e0d17dc79c8',
+      encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [PAYER, 1n] }),
+    ).catch(() => ({ status: '0x0' }));
     expect(tooMuch.status).toBe('0x0');
   });
 
@@ -73,7 +88,15 @@ describe.skipIf(!anvilAvailable)('§4.8 MPP on anvil', () => {
     expect(body).toMatchObject({
       error: 'payment_required',
       message: expect.any(String),
-      mpp: { scheme: 'Payment', amount: '10000', currency: TOKEN, recipient: RECIPIENT, description: expect.any(String), nonce: expect.any(String), expiresAt: expect.any(Number) },
+      mpp: {
+        scheme: 'Payment',
+        amount: '10000',
+        currency: TOKEN,
+        recipient: RECIPIENT,
+        description: expect.any(String),
+        nonce: expect.any(String),
+        expiresAt: expect.any(Number),
+      },
       stripe: { checkoutUrl: null, amount: 1, currency: 'usd' },
     });
     expect(body.mpp.expiresAt).toBeGreaterThan(Date.now());
@@ -103,14 +126,20 @@ describe.skipIf(!anvilAvailable)('§4.8 MPP on anvil', () => {
     const c = await challenge();
     const hash = await transfer(RECIPIENT, 10_000n);
     const results = await Promise.all(Array.from({ length: 10 }, () => gw({ authorization: `Payment ${credential(c.nonce, hash)}` })));
-    expect(results.filter((r) => r.statusCode === 200), results.map((r) => r.json().message).join()).toHaveLength(1);
+    expect(
+      results.filter((r) => r.statusCode === 200),
+      results.map((r) => r.json().message).join(),
+    ).toHaveLength(1);
     expect(results.filter((r) => r.statusCode === 402)).toHaveLength(9);
   });
 
-  it('refuses too small a transfer, another recipient, another token, another plugin\'s challenge, an unknown tx and garbage', async () => {
+  it("refuses too small a transfer, another recipient, another token, another plugin's challenge, an unknown tx and garbage", async () => {
     const cases: [() => Promise<string>, RegExp][] = [
       [async () => credential((await challenge()).nonce, await transfer(RECIPIENT, 9_999n)), /below the amount/],
-      [async () => credential((await challenge()).nonce, await transfer('0x000000000000000000000000000000000000dead', 10_000n)), /below the amount/],
+      [
+        async () => credential((await challenge()).nonce, await transfer('0x000000000000000000000000000000000000dead', 10_000n)),
+        /below the amount/,
+      ],
       [async () => credential((await challenge('agent')).nonce, await transfer(RECIPIENT, 50_000n)), /another call/],
       [async () => credential((await challenge()).nonce, `0x${'11'.repeat(32)}`), /not found/],
       [async () => credential('forged.nonce', await transfer(RECIPIENT, 10_000n)), /unknown challenge/],
@@ -119,7 +148,11 @@ describe.skipIf(!anvilAvailable)('§4.8 MPP on anvil', () => {
     for (const [make, reason] of cases) {
       const res = await gw({ authorization: `Payment ${await make()}` });
       expect(res.statusCode).toBe(402);
-      expect(res.json(), res.body).toMatchObject({ error: 'payment_required', message: expect.stringMatching(reason), mpp: expect.any(Object) });
+      expect(res.json(), res.body).toMatchObject({
+        error: 'payment_required',
+        message: expect.stringMatching(reason),
+        mpp: expect.any(Object),
+      });
     }
   });
 
@@ -138,6 +171,9 @@ describe.skipIf(!anvilAvailable)('§4.8 MPP on anvil', () => {
     const c = mpp.challenge(10_000, 'generate-text')!;
     const hash = await transfer(RECIPIENT, 10_000n);
     clock += 1001;
-    expect(await mpp.verify(credential(String(c.mpp.nonce), hash), 10_000, 'generate-text')).toEqual({ ok: false, reason: 'challenge expired' });
+    expect(await mpp.verify(credential(String(c.mpp.nonce), hash), 10_000, 'generate-text')).toEqual({
+      ok: false,
+      reason: 'challenge expired',
+    });
   });
 });

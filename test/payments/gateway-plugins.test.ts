@@ -28,7 +28,12 @@ let n = 0;
 beforeAll(async () => {
   router = await startFakeOpenAi({ apiKey: 'router-key', quiet: true });
   audio = await startFakeAudio('openai-key');
-  t = await startTestPlatform({ ROUTER_API_KEY: 'router-key', ROUTER_BASE_URL: router.url, OPENAI_API_KEY: 'openai-key', OPENAI_BASE_URL: audio.url });
+  t = await startTestPlatform({
+    ROUTER_API_KEY: 'router-key',
+    ROUTER_BASE_URL: router.url,
+    OPENAI_API_KEY: 'openai-key',
+    OPENAI_BASE_URL: audio.url,
+  });
   await t.web.listen({ port: 0, host: '127.0.0.1' });
   base = `http://127.0.0.1:${(t.web.server.address() as AddressInfo).port}`;
 });
@@ -42,7 +47,12 @@ afterAll(async () => {
 async function session(deposit = '1.00') {
   const pk = generatePrivateKey();
   const account = privateKeyToAccount(pk);
-  await t.platform.services.ledger.credit({ address: account.address, amountMicros: 10_000_000, eventId: `evt_plugins_${n++}`, source: 'test' });
+  await t.platform.services.ledger.credit({
+    address: account.address,
+    amountMicros: 10_000_000,
+    eventId: `evt_plugins_${n++}`,
+    source: 'test',
+  });
   const deadline = Math.floor(Date.now() / 1000) + 600;
   const salt = `0x${randomBytes(32).toString('hex')}` as Hex;
   const signature = await account.signTypedData({
@@ -51,7 +61,11 @@ async function session(deposit = '1.00') {
     primaryType: 'OpenSession',
     message: { wallet: account.address, deposit: BigInt(Math.round(Number(deposit) * 1e6)), deadline: BigInt(deadline), salt },
   });
-  const res = await t.web.inject({ method: 'POST', url: '/api/wallet/sessions', payload: { address: account.address, deposit, signature, deadline, salt } });
+  const res = await t.web.inject({
+    method: 'POST',
+    url: '/api/wallet/sessions',
+    payload: { address: account.address, deposit, signature, deadline, salt },
+  });
   expect(res.statusCode, res.body).toBe(201);
   const { sessionId } = res.json() as { sessionId: string };
   return { 'x-payment-method': 'session', 'x-session-id': sessionId, 'x-wallet-address': account.address };
@@ -61,7 +75,7 @@ const gw = (headers: Record<string, string>, payload: object) =>
   t.web.inject({ method: 'POST', url: '/api/v1/gateway', headers: { 'content-type': 'application/json', ...headers }, payload });
 
 describe('plugins', () => {
-  it('tts: the provider\'s /audio/speech, $0.03', async () => {
+  it("tts: the provider's /audio/speech, $0.03", async () => {
     const h = await session();
     const res = await gw({ ...h, 'x-plugin-id': 'tts' }, { input: 'hello world', voice: 'nova' });
     expect(res.statusCode, res.body).toBe(200);
@@ -72,7 +86,7 @@ describe('plugins', () => {
     expect(res.headers['x-session-remaining']).toBe('0.97');
   });
 
-  it('stt: the provider\'s /audio/transcriptions (multipart), $0.02', async () => {
+  it("stt: the provider's /audio/transcriptions (multipart), $0.02", async () => {
     const h = await session();
     const bytes = Buffer.from('fake mp3 bytes \u0000\u0001');
     const res = await gw(h, { plugin: 'stt', audio: bytes.toString('base64'), filename: 'clip.mp3', language: 'en' });
@@ -110,10 +124,18 @@ describe('plugins', () => {
       expect(res.headers['payment-receipt']).toMatch(/^session:ps_/);
       expect(res.headers['x-plugin-id']).toBe(plugin);
       const text = await res.body.text();
-      const events = text.split('\n\n').filter((b) => b.startsWith('data: ')).map((b) => b.slice(6));
+      const events = text
+        .split('\n\n')
+        .filter((b) => b.startsWith('data: '))
+        .map((b) => b.slice(6));
       expect(events.at(-1)).toBe('[DONE]');
       const parsed = events.slice(0, -1).map((e) => JSON.parse(e));
-      expect(parsed.filter((e) => e.delta).map((e) => e.delta).join('')).toBe('Echo: stream me');
+      expect(
+        parsed
+          .filter((e) => e.delta)
+          .map((e) => e.delta)
+          .join(''),
+      ).toBe('Echo: stream me');
       expect(parsed.at(-1)).toMatchObject({ plugin, message: 'Echo: stream me', done: true, payment: { method: 'session' } });
       expect(res.headers['x-session-remaining']).toBe(plugin === 'agent' ? '0.95' : '0.99');
     }
@@ -151,7 +173,7 @@ describe('card method', () => {
   });
 });
 
-describe('agent plugin through the caller\'s running agent', () => {
+describe("agent plugin through the caller's running agent", () => {
   it('a signed-in caller with a running agent is answered by its gateway (/v1/chat/completions, gateway token)', async () => {
     const seen: { authorization: string | undefined; body: any }[] = [];
     const agentGateway = createServer(async (req, res) => {
@@ -159,15 +181,25 @@ describe('agent plugin through the caller\'s running agent', () => {
       for await (const c of req) raw += c;
       seen.push({ authorization: req.headers.authorization, body: JSON.parse(raw) });
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'Your agent here.' } }] }));
+      res.end(
+        JSON.stringify({
+          id: 'x',
+          object: 'chat.completion',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'Your agent here.' } }],
+        }),
+      );
     });
     await new Promise<void>((r) => agentGateway.listen(0, '127.0.0.1', r));
     try {
       const user = await signUp(t.web);
       const url = `http://127.0.0.1:${(agentGateway.address() as AddressInfo).port}`;
       const k = t.database.db.kysely;
-      await sql`INSERT INTO agents (id, user_id, name, status, subdomain, url, gateway_url) VALUES ('agent-pay-1', ${user.id}, 'Mine', 'running', 'agent-pay-1', ${url}, ${url})`.execute(k);
-      await sql`INSERT INTO agent_credentials (agent_id, user_id, gateway_token_enc) VALUES ('agent-pay-1', ${user.id}, ${encryptSecret(TEST_SECRETS.secretsEncryptionKey, 'gw-token-123')})`.execute(k);
+      await sql`INSERT INTO agents (id, user_id, name, status, subdomain, url, gateway_url) VALUES ('agent-pay-1', ${user.id}, 'Mine', 'running', 'agent-pay-1', ${url}, ${url})`.execute(
+        k,
+      );
+      await sql`INSERT INTO agent_credentials (agent_id, user_id, gateway_token_enc) VALUES ('agent-pay-1', ${user.id}, ${encryptSecret(TEST_SECRETS.secretsEncryptionKey, 'gw-token-123')})`.execute(
+        k,
+      );
       const h = await session();
       const res = await gw({ ...h, cookie: user.cookie }, { plugin: 'agent', messages: [{ role: 'user', content: 'hello agent' }] });
       expect(res.statusCode, res.body).toBe(200);

@@ -57,7 +57,11 @@ async function openSession(pk: Hex, deposit: string) {
 const gw = (headers: Record<string, string>, payload: object = { plugin: 'generate-text', prompt: 'hello' }) =>
   t.web.inject({ method: 'POST', url: '/api/v1/gateway', headers: { 'content-type': 'application/json', ...headers }, payload });
 
-const sessionHeaders = (s: { sessionId: string; address: string }) => ({ 'x-payment-method': 'session', 'x-session-id': s.sessionId, 'x-wallet-address': s.address });
+const sessionHeaders = (s: { sessionId: string; address: string }) => ({
+  'x-payment-method': 'session',
+  'x-session-id': s.sessionId,
+  'x-wallet-address': s.address,
+});
 
 describe('opening a session', () => {
   it('moves the deposit from the wallet balance into the session (EIP-712 proof)', async () => {
@@ -69,7 +73,11 @@ describe('opening a session', () => {
     expect(s).toMatchObject({ address, remaining: '0.25', status: 'active' });
     expect(await t.platform.services.ledger.balance(address)).toBe(750_000);
     // only the hash of the bearer id is stored
-    const rows = await sql<{ n: number }>`SELECT count(*)::int AS n FROM payment_sessions WHERE token_hash = sha256(convert_to(${s.sessionId}, 'UTF8'))`.execute(t.database.db.kysely);
+    const rows = await sql<{
+      n: number;
+    }>`SELECT count(*)::int AS n FROM payment_sessions WHERE token_hash = sha256(convert_to(${s.sessionId}, 'UTF8'))`.execute(
+      t.database.db.kysely,
+    );
     expect(rows.rows[0]!.n).toBe(1);
     const dump = await sql<{ t: string }>`SELECT row_to_json(p)::text AS t FROM payment_sessions p`.execute(t.database.db.kysely);
     expect(dump.rows.map((r) => r.t).join()).not.toContain(s.sessionId.slice(3));
@@ -84,7 +92,12 @@ describe('opening a session', () => {
     expect(ok.statusCode, ok.body).toBe(201);
     const other = `0x${'ab'.repeat(20)}`;
     await fund(other, 500_000);
-    const no = await t.web.inject({ method: 'POST', url: '/api/wallet/sessions', headers: { cookie }, payload: { address: other, deposit: 0.1 } });
+    const no = await t.web.inject({
+      method: 'POST',
+      url: '/api/wallet/sessions',
+      headers: { cookie },
+      payload: { address: other, deposit: 0.1 },
+    });
     expect(no.statusCode).toBe(403);
     expect(await t.platform.services.ledger.balance(other)).toBe(500_000);
   });
@@ -110,10 +123,17 @@ describe('opening a session', () => {
       expect(res.statusCode, JSON.stringify(payload)).toBe(status);
       expect(typeof res.json().error).toBe('string');
     }
-    const notJson = await t.web.inject({ method: 'POST', url: '/api/wallet/sessions', headers: { 'content-type': 'application/json' }, payload: '[1' });
+    const notJson = await t.web.inject({
+      method: 'POST',
+      url: '/api/wallet/sessions',
+      headers: { 'content-type': 'application/json' },
+      payload: '[1',
+    });
     expect(notJson.statusCode).toBe(400);
     expect(await t.platform.services.ledger.balance(address)).toBe(100_000);
-    const n = await sql<{ n: number }>`SELECT count(*)::int AS n FROM payment_sessions WHERE address = ${address}`.execute(t.database.db.kysely);
+    const n = await sql<{ n: number }>`SELECT count(*)::int AS n FROM payment_sessions WHERE address = ${address}`.execute(
+      t.database.db.kysely,
+    );
     expect(n.rows[0]!.n).toBe(0);
   });
 
@@ -121,7 +141,9 @@ describe('opening a session', () => {
     const pk = generatePrivateKey();
     await fund(privateKeyToAccount(pk).address.toLowerCase(), 1_000_000);
     const payload = await signedOpen(pk, '0.10');
-    const results = await Promise.all(Array.from({ length: 5 }, () => t.web.inject({ method: 'POST', url: '/api/wallet/sessions', payload })));
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => t.web.inject({ method: 'POST', url: '/api/wallet/sessions', payload })),
+    );
     expect(results.filter((r) => r.statusCode === 201)).toHaveLength(1);
     expect(results.filter((r) => r.statusCode === 400)).toHaveLength(4);
   });
@@ -132,7 +154,9 @@ describe('gateway session billing', () => {
     const pk = generatePrivateKey();
     await fund(privateKeyToAccount(pk).address.toLowerCase(), 100_000);
     const s = await openSession(pk, '0.10'); // generate-text costs $0.01
-    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => gw(sessionHeaders(s), { plugin: 'generate-text', prompt: `call ${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => gw(sessionHeaders(s), { plugin: 'generate-text', prompt: `call ${i}` })),
+    );
     const ok = results.filter((r) => r.statusCode === 200);
     const short = results.filter((r) => r.statusCode === 402);
     expect(ok).toHaveLength(10);
@@ -143,9 +167,24 @@ describe('gateway session billing', () => {
     for (const r of ok) {
       expect(r.headers['payment-receipt']).toMatch(new RegExp(`^session:${s.sessionId}:[0-9a-f]{32}$`));
       expect(r.headers['x-plugin-id']).toBe('generate-text');
-      expect(r.json()).toMatchObject({ plugin: 'generate-text', message: expect.stringContaining('Echo: call'), payment: { method: 'session' } });
+      expect(r.json()).toMatchObject({
+        plugin: 'generate-text',
+        message: expect.stringContaining('Echo: call'),
+        payment: { method: 'session' },
+      });
     }
-    expect(ok.map((r) => r.headers['x-session-remaining']).sort()).toEqual(['0.00', '0.01', '0.02', '0.03', '0.04', '0.05', '0.06', '0.07', '0.08', '0.09']);
+    expect(ok.map((r) => r.headers['x-session-remaining']).sort()).toEqual([
+      '0.00',
+      '0.01',
+      '0.02',
+      '0.03',
+      '0.04',
+      '0.05',
+      '0.06',
+      '0.07',
+      '0.08',
+      '0.09',
+    ]);
     const view = await t.web.inject({ method: 'GET', url: '/api/wallet/sessions', headers: { 'x-session-id': s.sessionId } });
     expect(view.json()).toMatchObject({ remaining: '0.00', debits: 10 });
     const listed = await t.web.inject({ method: 'GET', url: '/api/wallet/sessions/receipts', headers: { 'x-session-id': s.sessionId } });
@@ -159,7 +198,10 @@ describe('gateway session billing', () => {
     const s = await openSession(pk, '0.05');
     const res = await gw(sessionHeaders(s));
     expect(res.statusCode).toBe(200);
-    const signer = (await t.web.inject({ method: 'GET', url: '/api/payments/receipt-signer' })).json() as { address: string; domain: { chainId: number } };
+    const signer = (await t.web.inject({ method: 'GET', url: '/api/payments/receipt-signer' })).json() as {
+      address: string;
+      domain: { chainId: number };
+    };
     const nonce = String(res.headers['payment-receipt']).split(':').pop()!;
     const recovered = await recoverTypedDataAddress({
       domain: paymentDomain(signer.domain.chainId),
@@ -194,7 +236,9 @@ describe('gateway session billing', () => {
     expect(badMethod.statusCode).toBe(400);
     const badInput = await gw(sessionHeaders(s), { plugin: 'generate-text', messages: 'hi' });
     expect(badInput.statusCode).toBe(400);
-    expect((await t.web.inject({ method: 'GET', url: '/api/wallet/sessions', headers: { 'x-session-id': s.sessionId } })).json()).toMatchObject({ remaining: '0.05', debits: 0 });
+    expect(
+      (await t.web.inject({ method: 'GET', url: '/api/wallet/sessions', headers: { 'x-session-id': s.sessionId } })).json(),
+    ).toMatchObject({ remaining: '0.05', debits: 0 });
   });
 
   it('a plugin that fails is not charged (the debit is refunded once)', async () => {
@@ -229,7 +273,9 @@ describe('gateway session billing', () => {
     expect(await t.platform.services.ledger.balance(address)).toBe(90_000);
     expect((await gw(sessionHeaders(s))).json().error).toBe('session_invalid');
     expect((await t.web.inject({ method: 'DELETE', url: '/api/wallet/sessions' })).statusCode).toBe(400);
-    expect((await t.web.inject({ method: 'GET', url: '/api/wallet/sessions', headers: { 'x-session-id': 'ps_nope' } })).statusCode).toBe(404);
+    expect((await t.web.inject({ method: 'GET', url: '/api/wallet/sessions', headers: { 'x-session-id': 'ps_nope' } })).statusCode).toBe(
+      404,
+    );
   });
 
   it('the expiry job ends sessions past their expiry and returns the remainder', async () => {
@@ -238,7 +284,9 @@ describe('gateway session billing', () => {
     await fund(address, 100_000);
     const s = await openSession(pk, '0.05');
     // move the schedule into the past (the expiry time is not money, so it may be changed directly)
-    await sql`UPDATE payment_sessions SET expires_at = now() - interval '1 second' WHERE address = ${address}`.execute(t.database.db.kysely);
+    await sql`UPDATE payment_sessions SET expires_at = now() - interval '1 second' WHERE address = ${address}`.execute(
+      t.database.db.kysely,
+    );
     expect((await gw(sessionHeaders(s))).json().error).toBe('session_invalid');
     expect(await t.platform.services.paymentSessions.expireDue()).toBeGreaterThanOrEqual(1);
     expect(await t.platform.services.ledger.balance(address)).toBe(100_000);

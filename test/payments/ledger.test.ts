@@ -39,7 +39,9 @@ describe('credit', () => {
   it('credits once per event id, also when the same event arrives 20 times in parallel', async () => {
     const a = addr(1);
     const results = await Promise.all(
-      Array.from({ length: 20 }, () => ledger.credit({ address: a.toUpperCase().replace('0X', '0x'), amountMicros: 5_000_000, eventId: 'evt_1', source: 'test' })),
+      Array.from({ length: 20 }, () =>
+        ledger.credit({ address: a.toUpperCase().replace('0X', '0x'), amountMicros: 5_000_000, eventId: 'evt_1', source: 'test' }),
+      ),
     );
     expect(results.filter((r) => r.credited)).toHaveLength(1);
     expect(await ledger.balance(a)).toBe(5_000_000);
@@ -89,12 +91,16 @@ describe('database invariants (any code path)', () => {
   });
 
   it('balances cannot be changed except through the journal, also as the request role', async () => {
-    await expect(sql`UPDATE wallet_balances SET balance_micros = balance_micros + 1`.execute(k())).rejects.toThrow(/only through ledger_entries/);
-    await expect(sql`INSERT INTO wallet_balances (address, balance_micros) VALUES (${addr(9)}, 100)`.execute(k())).rejects.toThrow(/only through ledger_entries/);
+    await expect(sql`UPDATE wallet_balances SET balance_micros = balance_micros + 1`.execute(k())).rejects.toThrow(
+      /only through ledger_entries/,
+    );
+    await expect(sql`INSERT INTO wallet_balances (address, balance_micros) VALUES (${addr(9)}, 100)`.execute(k())).rejects.toThrow(
+      /only through ledger_entries/,
+    );
     await expect(sql`DELETE FROM wallet_balances`.execute(k())).rejects.toThrow(/only through ledger_entries/);
-    await expect(
-      database.db.withoutUser((trx) => sql`UPDATE wallet_balances SET balance_micros = 1`.execute(trx)),
-    ).rejects.toThrow(/only through ledger_entries/);
+    await expect(database.db.withoutUser((trx) => sql`UPDATE wallet_balances SET balance_micros = 1`.execute(trx))).rejects.toThrow(
+      /only through ledger_entries/,
+    );
   });
 
   it('a raw journal row that would overdraw is refused by the CHECK', async () => {

@@ -109,7 +109,12 @@ describe('SIGKILL in the middle of a burst of debits', () => {
         try {
           const res = await fetch(`http://127.0.0.1:${port}/api/v1/gateway`, {
             method: 'POST',
-            headers: { 'content-type': 'application/json', 'x-payment-method': 'session', 'x-session-id': sessionId, 'x-wallet-address': account.address },
+            headers: {
+              'content-type': 'application/json',
+              'x-payment-method': 'session',
+              'x-session-id': sessionId,
+              'x-wallet-address': account.address,
+            },
             body: JSON.stringify({ plugin: 'generate-text', prompt: 'burst' }),
           });
           if (res.status === 200) {
@@ -138,7 +143,9 @@ describe('SIGKILL in the middle of a burst of debits', () => {
     for (const receipt of acknowledged) expect(journal.has(receipt.split(':').pop()!)).toBe(true);
     expect(await ledger.audit()).toEqual([]);
     // the restarted platform reports what the journal says
-    const view = (await (await fetch(`http://127.0.0.1:${port}/api/wallet/sessions`, { headers: { 'x-session-id': sessionId } })).json()) as { remaining: string; debits: number };
+    const view = (await (
+      await fetch(`http://127.0.0.1:${port}/api/wallet/sessions`, { headers: { 'x-session-id': sessionId } })
+    ).json()) as { remaining: string; debits: number };
     const sums = await sql<{ debited: string; refunded: string }>`
       SELECT coalesce(sum(-session_delta) FILTER (WHERE kind = 'session_debit'), 0)::text AS debited,
              coalesce(sum(session_delta + wallet_delta) FILTER (WHERE kind = 'session_refund'), 0)::text AS refunded

@@ -31,9 +31,21 @@ afterAll(async () => {
 const address = () => `0x${randomBytes(20).toString('hex')}`;
 const topUp = (query: string) => t.web.inject({ method: 'GET', url: `/api/wallet/top-up${query}` });
 const deliver = (e: { body: string; signature: string }, signature: string | null = e.signature) =>
-  t.web.inject({ method: 'POST', url: '/api/wallet/top-up', headers: { 'content-type': 'application/json', ...(signature === null ? {} : { 'payment-signature': signature }) }, payload: e.body });
+  t.web.inject({
+    method: 'POST',
+    url: '/api/wallet/top-up',
+    headers: { 'content-type': 'application/json', ...(signature === null ? {} : { 'payment-signature': signature }) },
+    payload: e.body,
+  });
 const completed = (metadata: Record<string, string>, extra: Record<string, unknown> = {}) =>
-  stripe.signedEvent('checkout.session.completed', { id: `cs_test_${randomBytes(6).toString('hex')}`, object: 'checkout.session', payment_status: 'paid', amount_total: Number(metadata.amountCents), metadata, ...extra });
+  stripe.signedEvent('checkout.session.completed', {
+    id: `cs_test_${randomBytes(6).toString('hex')}`,
+    object: 'checkout.session',
+    payment_status: 'paid',
+    amount_total: Number(metadata.amountCents),
+    metadata,
+    ...extra,
+  });
 
 describe('GET /api/wallet/top-up', () => {
   it('creates a checkout for the amount with the §4.4 redirect URLs and metadata; default 1000 cents', async () => {
@@ -56,7 +68,14 @@ describe('GET /api/wallet/top-up', () => {
 
   it('400 for an amount outside 500/1000/2500/5000 or a bad address; nothing is created', async () => {
     const before = stripe.sessions.length;
-    for (const q of ['?amount=700&address=' + address(), '?amount=abc&address=' + address(), '?amount=-500&address=' + address(), '?amount=1000', '?amount=1000&address=0x123', `?amount=1000&address=${address()}00`]) {
+    for (const q of [
+      '?amount=700&address=' + address(),
+      '?amount=abc&address=' + address(),
+      '?amount=-500&address=' + address(),
+      '?amount=1000',
+      '?amount=1000&address=0x123',
+      `?amount=1000&address=${address()}00`,
+    ]) {
       const res = await topUp(q);
       expect(res.statusCode, q).toBe(400);
       expect(typeof res.json().error).toBe('string');
@@ -100,7 +119,9 @@ describe('POST /api/wallet/top-up (processor webhook)', () => {
     expect((await deliver(e, null)).statusCode).toBe(400);
     expect((await deliver(e, 't=1,v1=deadbeef')).statusCode).toBe(400);
     const forged = completed({ type: 'wallet_top_up', walletAddress: a, amountCents: '5000' });
-    expect((await deliver({ body: forged.body, signature: stripe.signedEvent('x', {}, { secret: 'whsec_wrong' }).signature })).statusCode).toBe(400);
+    expect(
+      (await deliver({ body: forged.body, signature: stripe.signedEvent('x', {}, { secret: 'whsec_wrong' }).signature })).statusCode,
+    ).toBe(400);
     expect((await deliver({ body: e.body.replace('5000', '500000'), signature: e.signature })).statusCode).toBe(400);
     expect(await t.platform.services.ledger.balance(a)).toBe(0);
   });
@@ -137,7 +158,11 @@ describe('POST /api/wallet/top-up (processor webhook)', () => {
       primaryType: 'OpenSession',
       message: { wallet: account.address, deposit: 5_000_000n, deadline: BigInt(deadline), salt },
     });
-    const res = await t.web.inject({ method: 'POST', url: '/api/wallet/sessions', payload: { address: account.address, deposit: '5', signature, deadline, salt } });
+    const res = await t.web.inject({
+      method: 'POST',
+      url: '/api/wallet/sessions',
+      payload: { address: account.address, deposit: '5', signature, deadline, salt },
+    });
     expect(res.statusCode, res.body).toBe(201);
     expect(Number(res.json().remaining)).toBe(5);
     expect(await t.platform.services.ledger.balance(a)).toBe(0);
@@ -147,7 +172,12 @@ describe('POST /api/wallet/top-up (processor webhook)', () => {
 describe('the v1 gateway’s card method (§4.8)', () => {
   it('a 402 carries a real checkout URL for the plugin price, created on the processor', async () => {
     const before = stripe.sessions.length;
-    const res = await t.web.inject({ method: 'POST', url: '/api/v1/gateway', headers: { 'content-type': 'application/json' }, payload: { plugin: 'generate-text', prompt: 'hi' } });
+    const res = await t.web.inject({
+      method: 'POST',
+      url: '/api/v1/gateway',
+      headers: { 'content-type': 'application/json' },
+      payload: { plugin: 'generate-text', prompt: 'hi' },
+    });
     expect(res.statusCode).toBe(402);
     const body = res.json();
     expect(body.error).toBe('payment_required');
@@ -155,7 +185,16 @@ describe('the v1 gateway’s card method (§4.8)', () => {
     expect(body.stripe.checkoutUrl).toBe(stripe.sessions.at(-1)!.url);
     expect(body.stripe).toMatchObject({ amount: 1, currency: 'usd' });
     // unpaid calls keep answering 402 with the same link: no processor checkout per request
-    const again = await Promise.all(Array.from({ length: 5 }, () => t.web.inject({ method: 'POST', url: '/api/v1/gateway', headers: { 'content-type': 'application/json' }, payload: { plugin: 'generate-text', prompt: 'hi' } })));
+    const again = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        t.web.inject({
+          method: 'POST',
+          url: '/api/v1/gateway',
+          headers: { 'content-type': 'application/json' },
+          payload: { plugin: 'generate-text', prompt: 'hi' },
+        }),
+      ),
+    );
     expect(again.map((r) => r.json().stripe.checkoutUrl)).toEqual(Array(5).fill(body.stripe.checkoutUrl));
     expect(stripe.sessions.length).toBe(before + 1);
   });

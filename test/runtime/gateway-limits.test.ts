@@ -28,7 +28,9 @@ async function slowUpstream(delayMs: number) {
     req.on('end', () =>
       setTimeout(() => {
         state.inFlight--;
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: 'ok' } }] }));
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: 'ok' } }] }));
       }, delayMs),
     );
   });
@@ -81,7 +83,7 @@ describe('gateway lockout: the client address comes from the connection', () => 
     expect(await statsFrom(url, '127.0.0.1', right)).toBe(429);
   });
 
-  it('behind the platform\'s own proxy only the entry it appended counts: writing 127.0.0.1 first does not exempt a client', async () => {
+  it("behind the platform's own proxy only the entry it appended counts: writing 127.0.0.1 first does not exempt a client", async () => {
     // the platform's proxy at 127.0.0.1 appends the address it saw; what the client wrote before it is ignored
     const url = await gateway({ trustedProxy: '127.0.0.1' });
     for (let i = 0; i < 10; i++) await statsFrom(url, '127.0.0.1', { ...wrong, 'x-forwarded-for': `127.0.0.1, 203.0.113.9` });
@@ -103,7 +105,10 @@ function openWs(url: string): Promise<WebSocket> {
 describe('WebSocket and HTTP floods', () => {
   it('500 messages at once: bounded by the per-socket rate and queue, the model never sees more than its limit in flight', async () => {
     const up = await slowUpstream(30);
-    const url = await gateway({ baseUrl: up.baseUrl, limits: { maxConcurrentModelCalls: 2, wsBurst: 10, wsMessagesPerSecond: 5, wsQueuePerSocket: 3 } });
+    const url = await gateway({
+      baseUrl: up.baseUrl,
+      limits: { maxConcurrentModelCalls: 2, wsBurst: 10, wsMessagesPerSecond: 5, wsQueuePerSocket: 3 },
+    });
     const sockets = await Promise.all([openWs(url), openWs(url), openWs(url)]);
     const frames: { type: string; code?: string }[] = [];
     for (const ws of sockets) ws.on('message', (d) => frames.push(JSON.parse(String(d))));
@@ -137,7 +142,11 @@ describe('WebSocket and HTTP floods', () => {
     const url = await gateway({ baseUrl: up.baseUrl, limits: { maxConcurrentModelCalls: 2, modelQueue: 3 } });
     const res = await Promise.all(
       Array.from({ length: 20 }, () =>
-        fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { ...right, 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }) }),
+        fetch(`${url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { ...right, 'content-type': 'application/json' },
+          body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }),
+        }),
       ),
     );
     const statuses = res.map((r) => r.status);
@@ -184,7 +193,9 @@ describe('slow clients (header, request and keep-alive timeouts)', () => {
     // 10 clients with complete headers and a body that never finishes
     const bodyDrip = Array.from({ length: 10 }, () => {
       const s = open();
-      s.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`);
+      s.write(
+        `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{`,
+      );
       drips.push(setInterval(() => s.writable && s.write(' '), 50));
       return s;
     });

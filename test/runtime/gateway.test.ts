@@ -48,13 +48,23 @@ describe('gateway auth guard (§8: 10 failures per 60 s, 5-minute lockout, loopb
 describe('agent configuration file', () => {
   it('applies §2 defaults under and §8 fixed settings over the user configuration', () => {
     const config = buildAgentConfig(
-      { tools: { profile: 'full', deny: [] }, gateway: { mode: 'remote', port: 1, auth: { mode: 'none', token: 't' } }, channels: { webchat: { enabled: false } } },
+      {
+        tools: { profile: 'full', deny: [] },
+        gateway: { mode: 'remote', port: 1, auth: { mode: 'none', token: 't' } },
+        channels: { webchat: { enabled: false } },
+      },
       { plan: 'solo', workspace: '/w', port: 18789 },
     ) as any;
     expect(config.tools.profile).toBe('messaging');
     expect(config.tools.deny).toEqual(['browser', 'canvas']);
     expect(config.tools.exec.allowedPaths).toEqual(['/w', '/tmp', '/home/node']);
-    expect(config.gateway).toMatchObject({ mode: 'local', bind: 'lan', port: 18789, auth: { mode: 'token' }, controlUi: { enabled: true, allowedOrigins: ['*'] } });
+    expect(config.gateway).toMatchObject({
+      mode: 'local',
+      bind: 'lan',
+      port: 18789,
+      auth: { mode: 'token' },
+      controlUi: { enabled: true, allowedOrigins: ['*'] },
+    });
     expect(config.gateway.auth.token).toBeUndefined();
     expect(config.channels.webchat.enabled).toBe(false); // a user setting the §8 list does not fix
     expect(config.skills.install.nodeManager).toBe('npm');
@@ -112,7 +122,10 @@ describe('gateway in process', () => {
     expect(((await limited.json()) as { error: { type: string } }).error.type).toBe('server_error');
     upstream.failWith = undefined;
     expect((await call()).status).toBe(200);
-    const stats = (await (await fetch(`${url}/v1/stats`, { headers: { authorization: `Bearer ${token}` } })).json()) as { messagesProcessed: number; messagesFailed: number };
+    const stats = (await (await fetch(`${url}/v1/stats`, { headers: { authorization: `Bearer ${token}` } })).json()) as {
+      messagesProcessed: number;
+      messagesFailed: number;
+    };
     expect(stats).toMatchObject({ messagesProcessed: 1, messagesFailed: 2 });
   });
 });

@@ -87,7 +87,9 @@ describe('§4.5 personal trading key', () => {
     expect(res.statusCode).toBe(200);
     expect(fake.requests.at(-1)!.authorization).toBe('Bearer platform-key');
     // deleting again is still a success
-    expect((await withPlatformKey.web.inject({ method: 'DELETE', url: '/api/user/trading-key', headers: { cookie: u.cookie } })).statusCode).toBe(200);
+    expect(
+      (await withPlatformKey.web.inject({ method: 'DELETE', url: '/api/user/trading-key', headers: { cookie: u.cookie } })).statusCode,
+    ).toBe(200);
   });
 
   it("one user's key is never used for, nor visible to, another user", async () => {
@@ -123,10 +125,18 @@ describe('§4.5 trading calls', () => {
 
   it('GET /api/trading/balances?chains= passes the given list; bad chain names are 400', async () => {
     const u = await signUp(withPlatformKey.web);
-    const res = await withPlatformKey.web.inject({ method: 'GET', url: '/api/trading/balances?chains=base, solana', headers: { cookie: u.cookie } });
+    const res = await withPlatformKey.web.inject({
+      method: 'GET',
+      url: '/api/trading/balances?chains=base, solana',
+      headers: { cookie: u.cookie },
+    });
     expect(res.statusCode).toBe(200);
     expect(fake.requests.at(-1)!.query.get('chains')).toBe('base,solana');
-    const bad = await withPlatformKey.web.inject({ method: 'GET', url: '/api/trading/balances?chains=base,../admin', headers: { cookie: u.cookie } });
+    const bad = await withPlatformKey.web.inject({
+      method: 'GET',
+      url: '/api/trading/balances?chains=base,../admin',
+      headers: { cookie: u.cookie },
+    });
     expect(bad.statusCode).toBe(400);
     expect(bad.json()).toEqual({ error: 'Invalid chains' });
   });
@@ -144,24 +154,45 @@ describe('§4.5 trading calls', () => {
     const req = fake.requests.at(-1)!;
     expect([req.method, req.path, req.authorization]).toEqual(['POST', '/prompt', 'Bearer platform-key']);
 
-    const noThread = await withPlatformKey.web.inject({ method: 'POST', url: '/api/trading/prompt', headers: { cookie: u.cookie }, payload: { prompt: 'hi' } });
+    const noThread = await withPlatformKey.web.inject({
+      method: 'POST',
+      url: '/api/trading/prompt',
+      headers: { cookie: u.cookie },
+      payload: { prompt: 'hi' },
+    });
     expect(noThread.json().echo).toEqual({ prompt: 'hi' });
   });
 
   it('POST /api/trading/prompt without a prompt is 400', async () => {
     const u = await signUp(withPlatformKey.web);
-    for (const payload of [{}, { prompt: '' }, { prompt: '  ' }, { prompt: 5 }, { prompt: 'x', threadId: 7 }, { prompt: 'x'.repeat(10_001) }]) {
+    for (const payload of [
+      {},
+      { prompt: '' },
+      { prompt: '  ' },
+      { prompt: 5 },
+      { prompt: 'x', threadId: 7 },
+      { prompt: 'x'.repeat(10_001) },
+    ]) {
       const res = await withPlatformKey.web.inject({ method: 'POST', url: '/api/trading/prompt', headers: { cookie: u.cookie }, payload });
       expect(res.statusCode, JSON.stringify(payload).slice(0, 50)).toBe(400);
       expect(typeof res.json().error).toBe('string');
     }
-    const missing = await withPlatformKey.web.inject({ method: 'POST', url: '/api/trading/prompt', headers: { cookie: u.cookie }, payload: {} });
+    const missing = await withPlatformKey.web.inject({
+      method: 'POST',
+      url: '/api/trading/prompt',
+      headers: { cookie: u.cookie },
+      payload: {},
+    });
     expect(missing.json()).toEqual({ error: 'Prompt required' });
   });
 
   it('GET /api/trading/prompt?jobId= returns the job status; without jobId 400 `jobId required`', async () => {
     const u = await signUp(withPlatformKey.web);
-    const res = await withPlatformKey.web.inject({ method: 'GET', url: '/api/trading/prompt?jobId=job-7.a_b%3Ac', headers: { cookie: u.cookie } });
+    const res = await withPlatformKey.web.inject({
+      method: 'GET',
+      url: '/api/trading/prompt?jobId=job-7.a_b%3Ac',
+      headers: { cookie: u.cookie },
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ jobId: 'job-7.a_b:c', status: 'completed', result: 'bought 1 ETH' });
     expect(fake.requests.at(-1)!.path).toBe('/prompt/job-7.a_b%3Ac');
@@ -251,7 +282,12 @@ describe('§4.5 / §7 upstream failures: 500 or 503 JSON, never a hang', () => {
     const closedPort = await freePort();
     await withTestPlatform({ TRADING_API_URL: `http://127.0.0.1:${closedPort}`, TRADING_API_KEY: 'k' }, async (p) => {
       const u = await signUp(p.web);
-      const res = await p.web.inject({ method: 'POST', url: '/api/trading/prompt', headers: { cookie: u.cookie }, payload: { prompt: 'hi' } });
+      const res = await p.web.inject({
+        method: 'POST',
+        url: '/api/trading/prompt',
+        headers: { cookie: u.cookie },
+        payload: { prompt: 'hi' },
+      });
       expect(res.statusCode).toBe(503);
       expect(res.json()).toEqual({ error: 'Trading service unreachable' });
     });
@@ -314,7 +350,13 @@ describe('§7 bad input: 4xx JSON {error}, never 5xx', () => {
     ['repeated jobId', 'GET', '/api/trading/prompt?jobId=a&jobId=b', undefined, undefined],
     ['huge jobId', 'GET', `/api/trading/prompt?jobId=${'j'.repeat(300)}`, undefined, undefined],
     ['repeated chains', 'GET', '/api/trading/balances?chains=a&chains=b', undefined, undefined],
-    ['too many chains', 'GET', `/api/trading/balances?chains=${Array.from({ length: 30 }, (_, i) => `c${i}`).join(',')}`, undefined, undefined],
+    [
+      'too many chains',
+      'GET',
+      `/api/trading/balances?chains=${Array.from({ length: 30 }, (_, i) => `c${i}`).join(',')}`,
+      undefined,
+      undefined,
+    ],
   ] as const)('%s', async (_name, method, url, contentType, payload) => {
     const u = await signUp(withPlatformKey.web);
     const res = await withPlatformKey.web.inject({

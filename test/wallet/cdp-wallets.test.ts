@@ -41,7 +41,12 @@ describe('§4.4 POST /api/wallet/create', () => {
       const res = await post(p, '/api/wallet/create', u.cookie, { email: 'Owner@Example.com' });
       expect(res.statusCode).toBe(200);
       const body = res.json();
-      expect(body).toEqual({ success: true, walletAddress: expect.stringMatching(/^0x[0-9a-fA-F]{40}$/), walletId: expect.any(String), networks: ['base-sepolia', 'base'] });
+      expect(body).toEqual({
+        success: true,
+        walletAddress: expect.stringMatching(/^0x[0-9a-fA-F]{40}$/),
+        walletId: expect.any(String),
+        networks: ['base-sepolia', 'base'],
+      });
       expect(fake.accounts.has(body.walletAddress)).toBe(true);
       expect(fake.requests.at(-1)).toMatchObject({ authOk: true, walletAuthOk: true });
       const stored = (await rows(p)).find((r) => r.id === body.walletId)!;
@@ -72,7 +77,11 @@ describe('§4.4 POST /api/wallet/create', () => {
 
 describe('§4.4 GET|POST /api/wallet/cdp', () => {
   it('GET describes the provider; GET /api/wallet shows the agentic wallet when configured', async () => {
-    expect((await t.web.inject({ method: 'GET', url: '/api/wallet/cdp' })).json()).toEqual({ status: 'ok', type: 'evm_wallet', supportedChains: ['base', 'base-sepolia'] });
+    expect((await t.web.inject({ method: 'GET', url: '/api/wallet/cdp' })).json()).toEqual({
+      status: 'ok',
+      type: 'evm_wallet',
+      supportedChains: ['base', 'base-sepolia'],
+    });
     const w = (await t.web.inject({ method: 'GET', url: '/api/wallet' })).json();
     expect(w.agenticWallet).toMatchObject({ status: 'configured', projectId: 'fake-project' });
   });
@@ -102,7 +111,8 @@ describe('§4.4 GET|POST /api/wallet/cdp', () => {
 
   it('400 for a malformed key, 401 signed out; rows are per user (row-level security)', async () => {
     const u = await signUp(t.web);
-    for (const privateKey of ['0x1234', 'abc', `0x${'g'.repeat(64)}`]) expect((await post(t, '/api/wallet/cdp', u.cookie, { privateKey })).statusCode).toBe(400);
+    for (const privateKey of ['0x1234', 'abc', `0x${'g'.repeat(64)}`])
+      expect((await post(t, '/api/wallet/cdp', u.cookie, { privateKey })).statusCode).toBe(400);
     expect((await post(t, '/api/wallet/cdp', undefined, {})).statusCode).toBe(401);
     const other = await signUp(t.web);
     const seen = await t.database.db.withUser(other.id, (trx) => trx.selectFrom('cdp_wallets').select('id').execute());

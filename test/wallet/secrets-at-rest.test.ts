@@ -16,7 +16,9 @@ afterAll(() => t?.close());
 
 /** Every row of every table in the public schema, as JSON text. */
 async function dumpDatabase(): Promise<string[]> {
-  const tables = await sql<{ tablename: string }>`select tablename from pg_tables where schemaname = 'public'`.execute(t.database.db.kysely);
+  const tables = await sql<{ tablename: string }>`select tablename from pg_tables where schemaname = 'public'`.execute(
+    t.database.db.kysely,
+  );
   const out: string[] = [];
   for (const { tablename } of tables.rows) {
     const rows = await sql<{ j: string }>`select to_jsonb(x)::text as j from ${sql.table(tablename)} x`.execute(t.database.db.kysely);
@@ -29,11 +31,20 @@ describe('secrets at rest', () => {
   it('no plaintext trading key or wallet private key anywhere in the database', async () => {
     const u = await signUp(t.web);
     const tradingKey = 'tk_plaintext_canary_5f1e2d3c4b5a';
-    expect((await t.web.inject({ method: 'POST', url: '/api/user/trading-key', headers: { cookie: u.cookie }, payload: { apiKey: tradingKey } })).statusCode).toBe(200);
-    expect((await t.web.inject({ method: 'POST', url: '/api/wallet', headers: { cookie: u.cookie }, payload: { action: 'create' } })).statusCode).toBe(200);
+    expect(
+      (await t.web.inject({ method: 'POST', url: '/api/user/trading-key', headers: { cookie: u.cookie }, payload: { apiKey: tradingKey } }))
+        .statusCode,
+    ).toBe(200);
+    expect(
+      (await t.web.inject({ method: 'POST', url: '/api/wallet', headers: { cookie: u.cookie }, payload: { action: 'create' } })).statusCode,
+    ).toBe(200);
 
     // the sealed values really are the secrets (so the search below looks for the right strings)
-    const sealedTrading = await t.database.db.kysely.selectFrom('trading_keys').select('encrypted_key').where('user_id', '=', u.id).executeTakeFirstOrThrow();
+    const sealedTrading = await t.database.db.kysely
+      .selectFrom('trading_keys')
+      .select('encrypted_key')
+      .where('user_id', '=', u.id)
+      .executeTakeFirstOrThrow();
     expect(decryptSecret(TEST_SECRETS.secretsEncryptionKey, sealedTrading.encrypted_key)).toBe(tradingKey);
     const sealedWallet = await t.database.db.kysely
       .selectFrom('session_wallets')
@@ -47,7 +58,13 @@ describe('secrets at rest', () => {
     expect(dump).toContain('session_wallets'); // the dump covers the tables that hold the secrets
     expect(dump).toContain('trading_keys');
     const hex = privateKey.slice(2);
-    const needles = [tradingKey, hex, hex.toUpperCase(), Buffer.from(hex, 'hex').toString('base64'), Buffer.from(hex, 'hex').toString('base64url')];
+    const needles = [
+      tradingKey,
+      hex,
+      hex.toUpperCase(),
+      Buffer.from(hex, 'hex').toString('base64'),
+      Buffer.from(hex, 'hex').toString('base64url'),
+    ];
     for (const needle of needles) expect(dump.includes(needle), `found ${needle.slice(0, 8)}… in the database`).toBe(false);
   });
 

@@ -37,7 +37,12 @@ afterAll(async () => {
 });
 
 const post = async (p: TestPlatform, cookie: string | undefined, payload: unknown) => {
-  const res = await p.web.inject({ method: 'POST', url: '/api/wallet', ...(cookie ? { headers: { cookie } } : {}), payload: payload as object });
+  const res = await p.web.inject({
+    method: 'POST',
+    url: '/api/wallet',
+    ...(cookie ? { headers: { cookie } } : {}),
+    payload: payload as object,
+  });
   responses.push(res.body);
   return res;
 };
@@ -47,7 +52,11 @@ const get = async (p: TestPlatform, url: string, cookie?: string) => {
   return res;
 };
 const sealedKeyOf = async (p: TestPlatform, userId: string) =>
-  (await p.database.db.kysely.selectFrom('session_wallets').select(['encrypted_private_key', 'address']).where('user_id', '=', userId).executeTakeFirstOrThrow());
+  await p.database.db.kysely
+    .selectFrom('session_wallets')
+    .select(['encrypted_private_key', 'address'])
+    .where('user_id', '=', userId)
+    .executeTakeFirstOrThrow();
 
 describe('§4.4 POST /api/wallet', () => {
   it('create → {address,network:"base-sepolia",message}; the stored sealed key decrypts to that address\'s key', async () => {
@@ -152,7 +161,10 @@ describe('§4.4 GET /api/wallet (without address)', () => {
     const u = await signUp(t.web);
     const res = await get(t, '/api/wallet?address=0x0000000000000000000000000000000000000001', u.cookie);
     expect(res.statusCode).toBe(500);
-    expect(res.json()).toEqual({ error: 'Failed to fetch balances: no chain RPC is configured (TEMPO_RPC_URL)', code: 'RPC_NOT_CONFIGURED' });
+    expect(res.json()).toEqual({
+      error: 'Failed to fetch balances: no chain RPC is configured (TEMPO_RPC_URL)',
+      code: 'RPC_NOT_CONFIGURED',
+    });
   });
 });
 
@@ -229,7 +241,12 @@ describe('§7 bad input: 4xx JSON {error}, never 5xx', () => {
     ['form encoded', 'application/x-www-form-urlencoded', 'action=create'],
   ] as const)('%s', async (_name, contentType, payload) => {
     const u = await signUp(t.web);
-    const res = await t.web.inject({ method: 'POST', url: '/api/wallet', headers: { cookie: u.cookie, 'content-type': contentType }, payload });
+    const res = await t.web.inject({
+      method: 'POST',
+      url: '/api/wallet',
+      headers: { cookie: u.cookie, 'content-type': contentType },
+      payload,
+    });
     expect(res.statusCode).toBeGreaterThanOrEqual(400);
     expect(res.statusCode).toBeLessThan(500);
     expect(typeof res.json().error).toBe('string');

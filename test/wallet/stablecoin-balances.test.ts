@@ -27,7 +27,11 @@ beforeAll(async () => {
   for (const token of STABLECOINS) await anvil.rpc('anvil_setCode', [token.address, ERC20_RUNTIME]);
   // pathUSD 12.345678, USDC.e 0.5, GUSD 100 (6 decimals); the rest hold nothing
   const fund = async (symbol: string, amount: bigint) =>
-    anvil!.rpc('anvil_setStorageAt', [STABLECOINS.find((s) => s.symbol === symbol)!.address, balanceSlot(HOLDER), toHex(amount, { size: 32 })]);
+    anvil!.rpc('anvil_setStorageAt', [
+      STABLECOINS.find((s) => s.symbol === symbol)!.address,
+      balanceSlot(HOLDER),
+      toHex(amount, { size: 32 }),
+    ]);
   await fund('pathUSD', 12_345_678n);
   await fund('USDC.e', 500_000n);
   await fund('GUSD', 100_000_000n);
@@ -82,7 +86,13 @@ describe.skipIf(!anvilAvailable)('§4.4 stablecoin balances (anvil)', () => {
   it('an empty wallet: totalUsd 0.00, no tokens, pathUSD as primary with balance 0; testnet flag → 42431', async () => {
     const res = await lookup(testnet!, EMPTY);
     expect(res.json()).toMatchObject({ chain: 'Tempo Testnet', chainId: 42431, testnet: true, totalUsd: '0.00', allTokens: [] });
-    expect(res.json().primaryToken).toEqual({ address: STABLECOINS[0]!.address, name: 'pathUSD', symbol: 'pathUSD', decimals: 6, balance: '0' });
+    expect(res.json().primaryToken).toEqual({
+      address: STABLECOINS[0]!.address,
+      name: 'pathUSD',
+      symbol: 'pathUSD',
+      decimals: 6,
+      balance: '0',
+    });
   });
 
   it('400 without an address or with a bad one (no RPC call); 500 when the RPC fails', async () => {

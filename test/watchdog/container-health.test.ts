@@ -39,7 +39,12 @@ describe('render driver', () => {
 
   it('healthy, starting, suspended, stopped, error, not_found by the §3 conditions', async () => {
     const user = await signUp(t.web);
-    const dep = await t.backend.inject({ method: 'POST', url: '/api/deployments', headers: { authorization: `Bearer ${t.config.INTERNAL_API_KEY}` }, payload: { userId: user.id, name: 'R' } });
+    const dep = await t.backend.inject({
+      method: 'POST',
+      url: '/api/deployments',
+      headers: { authorization: `Bearer ${t.config.INTERNAL_API_KEY}` },
+      payload: { userId: user.id, name: 'R' },
+    });
     const id = dep.json().agent.id as string;
     const h = (extra = {}) => health(t.backend, id, user.id, { authorization: `Bearer ${t.config.INTERNAL_API_KEY}`, ...extra });
     await eventually(async () => (await h()).body.status === 'healthy', 15_000);
@@ -49,7 +54,15 @@ describe('render driver', () => {
     expect((await h()).body.status).toBe('starting'); // live, but /healthz silent after all retries
     render.unhealthy.delete(service.id);
 
-    expect((await t.backend.inject({ method: 'POST', url: `/api/agents/${id}/stop`, headers: { authorization: `Bearer ${t.config.INTERNAL_API_KEY}`, 'x-user-id': user.id } })).statusCode).toBe(200);
+    expect(
+      (
+        await t.backend.inject({
+          method: 'POST',
+          url: `/api/agents/${id}/stop`,
+          headers: { authorization: `Bearer ${t.config.INTERNAL_API_KEY}`, 'x-user-id': user.id },
+        })
+      ).statusCode,
+    ).toBe(200);
     expect((await h()).body.status).toBe('suspended');
     service.suspended = 'not_suspended';
 
@@ -87,7 +100,13 @@ describe('local driver (real processes)', () => {
       db: database.db,
       dataDir,
       watchdogEnabled: false,
-      env: { ROUTER_BASE_URL: upstream.baseUrl, ROUTER_API_KEY: 'router-key', CONTAINER_HEALTH_RETRIES: '2', CONTAINER_HEALTH_INTERVAL_MS: '50', WATCHDOG_PROBE_TIMEOUT_MS: '500' },
+      env: {
+        ROUTER_BASE_URL: upstream.baseUrl,
+        ROUTER_API_KEY: 'router-key',
+        CONTAINER_HEALTH_RETRIES: '2',
+        CONTAINER_HEALTH_INTERVAL_MS: '50',
+        WATCHDOG_PROBE_TIMEOUT_MS: '500',
+      },
     });
   }, 60_000);
   afterAll(async () => {
@@ -102,9 +121,15 @@ describe('local driver (real processes)', () => {
     const { agentId, owner } = await deployAgent(p, database.db);
     const h = () => health(p.backend, agentId, owner.id, bearer);
     expect((await h()).body.status).toBe('healthy');
-    expect((await p.backend.inject({ method: 'POST', url: `/api/agents/${agentId}/stop`, headers: { ...bearer, 'x-user-id': owner.id } })).statusCode).toBe(200);
+    expect(
+      (await p.backend.inject({ method: 'POST', url: `/api/agents/${agentId}/stop`, headers: { ...bearer, 'x-user-id': owner.id } }))
+        .statusCode,
+    ).toBe(200);
     expect((await h()).body.status).toBe('suspended');
-    expect((await p.backend.inject({ method: 'POST', url: `/api/agents/${agentId}/start`, headers: { ...bearer, 'x-user-id': owner.id } })).statusCode).toBe(200);
+    expect(
+      (await p.backend.inject({ method: 'POST', url: `/api/agents/${agentId}/start`, headers: { ...bearer, 'x-user-id': owner.id } }))
+        .statusCode,
+    ).toBe(200);
     await eventually(async () => (await h()).body.status === 'healthy', 15_000);
     process.kill(pidOf(dataDir, agentId), 'SIGKILL');
     await eventually(async () => (await h()).body.status === 'error', 10_000);

@@ -15,7 +15,19 @@ import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
 import { startFakeTelegram, type FakeTelegram } from '../fakes/telegram.ts';
 import { startFakeWebhook, type FakeWebhook } from '../fakes/webhook.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { BOT_TOKEN, CHAT_ID, chat, deployAgent, FAST, pidOf, sleep, startPlatform, waitForState, watchdogView, type RunningPlatform } from './helpers.ts';
+import {
+  BOT_TOKEN,
+  CHAT_ID,
+  chat,
+  deployAgent,
+  FAST,
+  pidOf,
+  sleep,
+  startPlatform,
+  waitForState,
+  watchdogView,
+  type RunningPlatform,
+} from './helpers.ts';
 
 let database: TestDatabase;
 let dataDir: string;
@@ -62,10 +74,14 @@ describe('watchdog faults (local driver, real processes)', () => {
     const before = pidOf(dataDir, agentId);
     process.kill(before, 'SIGKILL');
 
-    await eventually(async () => {
-      const v = await watchdogView(p, agentId, owner.id);
-      return v.state === 'running' && v.history.some((h) => h.kind === 'repair' && h.ok) ? v : null;
-    }, 30_000, 50);
+    await eventually(
+      async () => {
+        const v = await watchdogView(p, agentId, owner.id);
+        return v.state === 'running' && v.history.some((h) => h.kind === 'repair' && h.ok) ? v : null;
+      },
+      30_000,
+      50,
+    );
     const after = pidOf(dataDir, agentId);
     expect(after).not.toBe(before);
     expect(isAlive(after)).toBe(true);
@@ -74,7 +90,10 @@ describe('watchdog faults (local driver, real processes)', () => {
     expect(reply.body.choices![0]!.message.content).toContain('are you back?');
 
     const v = await watchdogView(p, agentId, owner.id);
-    const path = v.history.filter((h) => h.kind === 'transition').map((h) => h.to).reverse();
+    const path = v.history
+      .filter((h) => h.kind === 'transition')
+      .map((h) => h.to)
+      .reverse();
     expect(path).toEqual(['starting', 'running', 'degraded', 'repairing', 'running']);
     expect(v.history.filter((h) => h.kind === 'crash')).toHaveLength(1);
     expect(v.history.filter((h) => h.kind === 'repair')).toEqual([expect.objectContaining({ attempt: 1, ok: true })]);
@@ -88,7 +107,13 @@ describe('watchdog faults (local driver, real processes)', () => {
     expect(webhookFor(agentId).map((m) => m.event)).toEqual(['degraded', 'repair_attempt']);
     expect(webhookFor(agentId)[1]).toMatchObject({ type: 'watchdog', agentId, attempt: 1, ok: true });
     // the state is visible in the agent's own response
-    const agent = (await p.backend.inject({ method: 'GET', url: `/api/agents/${agentId}`, headers: { authorization: 'Bearer watchdog-internal-key', 'x-user-id': owner.id } })).json();
+    const agent = (
+      await p.backend.inject({
+        method: 'GET',
+        url: `/api/agents/${agentId}`,
+        headers: { authorization: 'Bearer watchdog-internal-key', 'x-user-id': owner.id },
+      })
+    ).json();
     expect(agent.watchdog).toMatchObject({ state: 'running' });
   }, 60_000);
 
@@ -132,10 +157,14 @@ describe('watchdog faults (local driver, real processes)', () => {
       await eventually(async () => (await watchdogView(p, agentId, owner.id)).history.some((h) => h.to === 'degraded'), 10_000, 20);
       // the probe waited its whole timeout for an answer that never came
       expect(Date.now() - degradedAt).toBeGreaterThanOrEqual(FAST.probeTimeoutMs! - 100);
-      await eventually(async () => {
-        const v = await watchdogView(p, agentId, owner.id);
-        return v.state === 'running' && v.history.some((h) => h.kind === 'repair' && h.ok);
-      }, 30_000, 50);
+      await eventually(
+        async () => {
+          const v = await watchdogView(p, agentId, owner.id);
+          return v.state === 'running' && v.history.some((h) => h.kind === 'repair' && h.ok);
+        },
+        30_000,
+        50,
+      );
     } finally {
       if (isAlive(pid)) process.kill(pid, 'SIGCONT');
     }

@@ -92,32 +92,50 @@ export const bearer = { authorization: 'Bearer watchdog-internal-key' };
 /** A user and a deployed agent that reached `running`; returns its id, owner and gateway token. */
 export async function deployAgent(p: RunningPlatform, db: Db, user?: { id: string }) {
   const owner = user ?? (await signUp(p.web));
-  const res = await p.backend.inject({ method: 'POST', url: '/api/deployments', headers: bearer, payload: { userId: owner.id, name: 'Watched', plan: 'network', model: 'vendor/model' } });
+  const res = await p.backend.inject({
+    method: 'POST',
+    url: '/api/deployments',
+    headers: bearer,
+    payload: { userId: owner.id, name: 'Watched', plan: 'network', model: 'vendor/model' },
+  });
   if (res.statusCode !== 202) throw new Error(`deploy failed: ${res.statusCode} ${res.body}`);
   const agentId = res.json().agent.id as string;
-  await eventually(async () => {
-    const a = (await p.backend.inject({ method: 'GET', url: `/api/agents/${agentId}`, headers: { ...bearer, 'x-user-id': owner.id } })).json();
-    if (a.status === 'error') throw new Error('deploy failed');
-    return a.status === 'running';
-  }, 60_000, 50);
+  await eventually(
+    async () => {
+      const a = (
+        await p.backend.inject({ method: 'GET', url: `/api/agents/${agentId}`, headers: { ...bearer, 'x-user-id': owner.id } })
+      ).json();
+      if (a.status === 'error') throw new Error('deploy failed');
+      return a.status === 'running';
+    },
+    60_000,
+    50,
+  );
   const creds = await db.kysely.selectFrom('agent_credentials').selectAll().where('agent_id', '=', agentId).executeTakeFirstOrThrow();
   return { agentId, owner, token: decryptSecret(TEST_SECRETS.secretsEncryptionKey, creds.gateway_token_enc) };
 }
 
 export const watchdogView = async (p: RunningPlatform, agentId: string, userId: string) =>
-  (await p.backend.inject({ method: 'GET', url: `/api/agents/${agentId}/watchdog?limit=100`, headers: { ...bearer, 'x-user-id': userId } })).json() as {
+  (
+    await p.backend.inject({ method: 'GET', url: `/api/agents/${agentId}/watchdog?limit=100`, headers: { ...bearer, 'x-user-id': userId } })
+  ).json() as {
     state: string | null;
     repairAttempts: number;
     history: { kind: string; from: string | null; to: string | null; attempt: number | null; ok: boolean | null; detail: string | null }[];
   };
 
 export const waitForState = (p: RunningPlatform, agentId: string, userId: string, state: string, timeoutMs = 30_000) =>
-  eventually(async () => {
-    const v = await watchdogView(p, agentId, userId);
-    return v.state === state ? v : null;
-  }, timeoutMs, 50);
+  eventually(
+    async () => {
+      const v = await watchdogView(p, agentId, userId);
+      return v.state === state ? v : null;
+    },
+    timeoutMs,
+    50,
+  );
 
-export const pidOf = (dataDir: string, agentId: string) => JSON.parse(readFileSync(join(dataDir, 'agents', agentId, 'driver-state.json'), 'utf8')).pid as number;
+export const pidOf = (dataDir: string, agentId: string) =>
+  JSON.parse(readFileSync(join(dataDir, 'agents', agentId, 'driver-state.json'), 'utf8')).pid as number;
 
 export async function gatewayUrl(db: Db, agentId: string) {
   const a = await db.kysely.selectFrom('agents').select('gateway_url').where('id', '=', agentId).executeTakeFirstOrThrow();

@@ -34,10 +34,20 @@ afterAll(async () => {
 });
 
 async function runningAgent(user: { id: string; cookie: string }) {
-  const res = await t.backend.inject({ method: 'POST', url: '/api/deployments', headers: bearer(t), payload: { userId: user.id, name: 'Routes' } });
+  const res = await t.backend.inject({
+    method: 'POST',
+    url: '/api/deployments',
+    headers: bearer(t),
+    payload: { userId: user.id, name: 'Routes' },
+  });
   expect(res.statusCode).toBe(202);
   const id = res.json().agent.id as string;
-  await eventually(async () => (await t.web.inject({ method: 'GET', url: `/api/agents/${id}/watchdog`, headers: { cookie: user.cookie } })).json().state === 'running', 15_000);
+  await eventually(
+    async () =>
+      (await t.web.inject({ method: 'GET', url: `/api/agents/${id}/watchdog`, headers: { cookie: user.cookie } })).json().state ===
+      'running',
+    15_000,
+  );
   return id;
 }
 
@@ -53,7 +63,7 @@ describe('GET /api/agents/:id/watchdog', () => {
     expect(agent.json().agent.watchdog).toMatchObject({ state: 'running' });
   }, 30_000);
 
-  it('web: 401 without a session, 404 for another user\'s agent, 400 for a bad limit', async () => {
+  it("web: 401 without a session, 404 for another user's agent, 400 for a bad limit", async () => {
     const alice = await subscriber(t, 'network');
     const bob = await signUp(t.web);
     const id = await runningAgent(alice);
@@ -62,7 +72,11 @@ describe('GET /api/agents/:id/watchdog', () => {
     expect(foreign.statusCode).toBe(404);
     expect(foreign.json()).toEqual({ error: 'Agent not found' });
     for (const limit of ['0', '101', 'x']) {
-      const bad = await t.web.inject({ method: 'GET', url: `/api/agents/${id}/watchdog?limit=${limit}`, headers: { cookie: alice.cookie } });
+      const bad = await t.web.inject({
+        method: 'GET',
+        url: `/api/agents/${id}/watchdog?limit=${limit}`,
+        headers: { cookie: alice.cookie },
+      });
       expect(bad.statusCode).toBe(400);
       expect(typeof bad.json().error).toBe('string');
     }
@@ -74,9 +88,18 @@ describe('GET /api/agents/:id/watchdog', () => {
     const id = await runningAgent(alice);
     expect((await t.backend.inject({ method: 'GET', url: `/api/agents/${id}/watchdog` })).statusCode).toBe(401);
     expect((await t.backend.inject({ method: 'GET', url: `/api/agents/${id}/watchdog`, headers: bearer(t) })).statusCode).toBe(404);
-    expect((await t.backend.inject({ method: 'GET', url: `/api/agents/${id}/watchdog`, headers: { ...bearer(t), 'x-user-id': 'nope' } })).json()).toEqual({ error: 'Invalid user id' });
-    expect((await t.backend.inject({ method: 'GET', url: `/api/agents/${id}/watchdog`, headers: { ...bearer(t), 'x-user-id': bob.id } })).statusCode).toBe(404);
-    const ok = await t.backend.inject({ method: 'GET', url: `/api/agents/${id}/watchdog`, headers: { ...bearer(t), 'x-user-id': alice.id } });
+    expect(
+      (await t.backend.inject({ method: 'GET', url: `/api/agents/${id}/watchdog`, headers: { ...bearer(t), 'x-user-id': 'nope' } })).json(),
+    ).toEqual({ error: 'Invalid user id' });
+    expect(
+      (await t.backend.inject({ method: 'GET', url: `/api/agents/${id}/watchdog`, headers: { ...bearer(t), 'x-user-id': bob.id } }))
+        .statusCode,
+    ).toBe(404);
+    const ok = await t.backend.inject({
+      method: 'GET',
+      url: `/api/agents/${id}/watchdog`,
+      headers: { ...bearer(t), 'x-user-id': alice.id },
+    });
     expect(ok.json().state).toBe('running');
     const agent = await t.backend.inject({ method: 'GET', url: `/api/agents/${id}`, headers: { ...bearer(t), 'x-user-id': alice.id } });
     expect(agent.json().watchdog).toMatchObject({ state: 'running' });

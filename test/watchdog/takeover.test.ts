@@ -21,7 +21,8 @@ let a: RunningPlatform;
 let b: RunningPlatform;
 
 const holderOf = async (agentId: string) =>
-  (await database.db.kysely.selectFrom('agent_watchdog').select(['locked_by']).where('agent_id', '=', agentId).executeTakeFirstOrThrow()).locked_by;
+  (await database.db.kysely.selectFrom('agent_watchdog').select(['locked_by']).where('agent_id', '=', agentId).executeTakeFirstOrThrow())
+    .locked_by;
 
 beforeAll(async () => {
   database = await createTestDatabase();
@@ -63,11 +64,20 @@ describe('watchdog lease across two backends', () => {
 
     // the new holder watches it: a crash is repaired by B (its driver never started the process)
     process.kill(pidOf(dataDir, agentId), 'SIGKILL');
-    await eventually(async () => {
-      const v = await watchdogView(b, agentId, owner.id);
-      return v.state === 'running' && v.history.some((h) => h.kind === 'repair' && h.ok);
-    }, 60_000, 50);
-    const rows = await database.db.kysely.selectFrom('agent_watchdog_events').select(['kind', 'holder']).where('agent_id', '=', agentId).where('kind', '=', 'repair').execute();
+    await eventually(
+      async () => {
+        const v = await watchdogView(b, agentId, owner.id);
+        return v.state === 'running' && v.history.some((h) => h.kind === 'repair' && h.ok);
+      },
+      60_000,
+      50,
+    );
+    const rows = await database.db.kysely
+      .selectFrom('agent_watchdog_events')
+      .select(['kind', 'holder'])
+      .where('agent_id', '=', agentId)
+      .where('kind', '=', 'repair')
+      .execute();
     expect(rows.map((r) => r.holder)).toEqual([holderB]);
     expect((await chat(database.db, agentId, token, 'still there?')).status).toBe(200);
   }, 120_000);

@@ -61,18 +61,33 @@ describe('§6 payloads → record', () => {
     const body = res.json();
     expect(body).toEqual({
       received: true,
-      record: { status: 'SUCCESS', name: 'agent-api', message: 'https://svc.example.com', eventType: 'deployment', receivedAt: expect.any(String) },
+      record: {
+        status: 'SUCCESS',
+        name: 'agent-api',
+        message: 'https://svc.example.com',
+        eventType: 'deployment',
+        receivedAt: expect.any(String),
+      },
     });
     expect(Math.abs(Date.parse(body.record.receivedAt) - Date.now())).toBeLessThan(60_000);
   });
 
   it('incident: status, name, newest update body as message, eventType incident', async () => {
     const res = await hook(open, incident);
-    expect(res.json().record).toMatchObject({ status: 'identified', name: 'Elevated errors', message: 'We found the cause', eventType: 'incident' });
+    expect(res.json().record).toMatchObject({
+      status: 'identified',
+      name: 'Elevated errors',
+      message: 'We found the cause',
+      eventType: 'incident',
+    });
   });
 
   it('component: status, name, eventType component; name defaults to Hosting', async () => {
-    expect((await hook(open, component)).json().record).toMatchObject({ status: 'degraded_performance', name: 'Builds', eventType: 'component' });
+    expect((await hook(open, component)).json().record).toMatchObject({
+      status: 'degraded_performance',
+      name: 'Builds',
+      eventType: 'component',
+    });
     const unnamed = await hook(open, { component: { status: 'major_outage' } });
     expect(unnamed.json().record).toMatchObject({ status: 'major_outage', name: 'Hosting', eventType: 'component', message: null });
     const unnamedIncident = await hook(open, { incident: { status: 'resolved', incident_updates: [] } });
@@ -120,7 +135,14 @@ describe('§6 webhook secret', () => {
   });
 
   it('missing or wrong secret → 401, checked before the payload (bad JSON without a secret is 401)', async () => {
-    for (const opts of [{ secret: null }, { secret: 'wrong' }, { secret: '' }, { secret: null, query: '?secret=wrong' }, { secret: SECRET.slice(0, -1) }, { secret: SECRET + 'x' }]) {
+    for (const opts of [
+      { secret: null },
+      { secret: 'wrong' },
+      { secret: '' },
+      { secret: null, query: '?secret=wrong' },
+      { secret: SECRET.slice(0, -1) },
+      { secret: SECRET + 'x' },
+    ]) {
       const res = await hook(secured, deployment, opts);
       expect(res.statusCode, JSON.stringify(opts)).toBe(401);
       expect(res.json()).toEqual({ error: 'Unauthorized' });
@@ -197,14 +219,17 @@ describe('§6 / §8 storage: key-value store with a 7-day TTL, and our database'
 
   it('an unreachable or failing key-value store does not fail the webhook (the database copy is kept)', async () => {
     const dead = await freePort();
-    await withTestPlatform({ HOSTING_WEBHOOK_SECRET: SECRET, KV_REST_API_URL: `http://127.0.0.1:${dead}`, KV_REST_API_TOKEN: 't', KV_TIMEOUT_MS: '300' }, async (p) => {
-      const started = Date.now();
-      const res = await hook(p, deployment);
-      expect(res.statusCode).toBe(200);
-      expect(Date.now() - started).toBeLessThan(5_000);
-      const row = await p.database.db.kysely.selectFrom('hosting_status').select('status').executeTakeFirst();
-      expect(row?.status).toBe('SUCCESS');
-    });
+    await withTestPlatform(
+      { HOSTING_WEBHOOK_SECRET: SECRET, KV_REST_API_URL: `http://127.0.0.1:${dead}`, KV_REST_API_TOKEN: 't', KV_TIMEOUT_MS: '300' },
+      async (p) => {
+        const started = Date.now();
+        const res = await hook(p, deployment);
+        expect(res.statusCode).toBe(200);
+        expect(Date.now() - started).toBeLessThan(5_000);
+        const row = await p.database.db.kysely.selectFrom('hosting_status').select('status').executeTakeFirst();
+        expect(row?.status).toBe('SUCCESS');
+      },
+    );
     kv.failing = true;
     try {
       expect((await hook(secured, deployment, { secret: SECRET })).statusCode).toBe(200);

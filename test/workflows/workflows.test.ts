@@ -20,12 +20,22 @@ beforeAll(async () => {
 afterAll(() => t?.close());
 
 const req = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, user?: User, payload?: unknown) =>
-  t.web.inject({ method, url, ...(user ? { headers: { cookie: user.cookie } } : {}), ...(payload !== undefined ? { payload: payload as object } : {}) });
+  t.web.inject({
+    method,
+    url,
+    ...(user ? { headers: { cookie: user.cookie } } : {}),
+    ...(payload !== undefined ? { payload: payload as object } : {}),
+  });
 
 async function create(user: User, body: object) {
   const res = await req('POST', '/api/workflows', user, body);
   expect(res.statusCode).toBe(201);
-  return res.json().workflow as { id: string; name: string; updatedAt: string; nodes: { id: string; type: string; config: string; position: string }[] };
+  return res.json().workflow as {
+    id: string;
+    name: string;
+    updatedAt: string;
+    nodes: { id: string; type: string; config: string; position: string }[];
+  };
 }
 
 describe('§4.14 POST /api/workflows', () => {
@@ -55,12 +65,20 @@ describe('§4.14 POST /api/workflows', () => {
     });
     expect(new Date(workflow.createdAt).toISOString()).toBe(workflow.createdAt);
     // stored as text exactly as returned
-    const rows = await t.database.db.kysely.selectFrom('workflow_nodes').select(['config', 'position']).where('workflow_id', '=', workflow.id).execute();
+    const rows = await t.database.db.kysely
+      .selectFrom('workflow_nodes')
+      .select(['config', 'position'])
+      .where('workflow_id', '=', workflow.id)
+      .execute();
     expect(rows.map((r) => r.config).sort()).toEqual(['{"label":"Every day","cron":"0 8 * * *"}', '{"label":"Send"}', '{}'].sort());
   });
 
   it('accepts config/position sent back as the JSON-encoded strings GET returns (round trip)', async () => {
-    const w = await create(alice, { name: 'rt', description: 'd', nodes: [{ type: 'condition', config: '{"label":"if"}', position: '{"x":1.5,"y":-2}' }] });
+    const w = await create(alice, {
+      name: 'rt',
+      description: 'd',
+      nodes: [{ type: 'condition', config: '{"label":"if"}', position: '{"x":1.5,"y":-2}' }],
+    });
     expect(w.nodes[0]).toMatchObject({ config: '{"label":"if"}', position: '{"x":1.5,"y":-2}' });
   });
 
@@ -89,11 +107,17 @@ describe('§4.14 POST /api/workflows', () => {
     ['too many nodes', { name: 'x', nodes: Array.from({ length: LIMITS.workflowNodesMax + 1 }, () => ({ type: 'action' })) }],
     ['node config too large', { name: 'x', nodes: [{ type: 'action', config: { blob: 'x'.repeat(LIMITS.workflowNodeConfigMax) } }] }],
   ])('%s → 400 with an error and nothing stored', async (_, body) => {
-    const before = await t.database.db.kysely.selectFrom('workflows').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const before = await t.database.db.kysely
+      .selectFrom('workflows')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     const res = await req('POST', '/api/workflows', alice, body);
     expect(res.statusCode).toBe(400);
     expect(res.json()).toEqual({ error: expect.any(String) });
-    const after = await t.database.db.kysely.selectFrom('workflows').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const after = await t.database.db.kysely
+      .selectFrom('workflows')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     expect(after.n).toBe(before.n);
   });
 
@@ -104,7 +128,7 @@ describe('§4.14 POST /api/workflows', () => {
 });
 
 describe('§4.14 GET /api/workflows', () => {
-  it('lists only the caller\'s workflows, newest update first, each with nodes', async () => {
+  it("lists only the caller's workflows, newest update first, each with nodes", async () => {
     const u = await signUp(t.web);
     const a = await create(u, { name: 'A', nodes: [{ type: 'trigger' }] });
     const b = await create(u, { name: 'B' });
@@ -277,16 +301,14 @@ describe('§4.14 security: every route needs a live session (§5)', () => {
     }
   });
 
-  it('row-level security: without user context the tables show no rows; as bob, none of alice\'s', async () => {
+  it("row-level security: without user context the tables show no rows; as bob, none of alice's", async () => {
     await create(alice, { name: 'rls', nodes: [{ type: 'trigger' }] });
     const none = await t.database.db.withoutUser(async (trx) => ({
       w: await trx.selectFrom('workflows').select('id').execute(),
       n: await trx.selectFrom('workflow_nodes').select('id').execute(),
     }));
     expect(none).toEqual({ w: [], n: [] });
-    const asBob = await t.database.db.withUser(bob.id, (trx) =>
-      trx.selectFrom('workflows').select('user_id').execute(),
-    );
+    const asBob = await t.database.db.withUser(bob.id, (trx) => trx.selectFrom('workflows').select('user_id').execute());
     expect(asBob.every((r) => r.user_id === bob.id)).toBe(true);
   });
 });

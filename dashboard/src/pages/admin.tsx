@@ -81,7 +81,12 @@ export function AdminPage() {
                         <label className="sr-only" htmlFor={`plan-${u.id}`}>
                           Plan of {u.email}
                         </label>
-                        <select id={`plan-${u.id}`} value={u.plan} disabled={change.busy} onChange={(e) => void update(u.id, { plan: e.target.value as Plan })}>
+                        <select
+                          id={`plan-${u.id}`}
+                          value={u.plan}
+                          disabled={change.busy}
+                          onChange={(e) => void update(u.id, { plan: e.target.value as Plan })}
+                        >
                           {PLANS.map((p) => (
                             <option key={p.value} value={p.value}>
                               {p.label}
@@ -93,7 +98,13 @@ export function AdminPage() {
                         <Badge value={u.subscriptionStatus} />
                       </td>
                       <td>
-                        <input type="checkbox" aria-label={`${u.email} is an admin`} checked={u.isAdmin} disabled={change.busy || u.id === user.id} onChange={(e) => void update(u.id, { isAdmin: e.target.checked })} />
+                        <input
+                          type="checkbox"
+                          aria-label={`${u.email} is an admin`}
+                          checked={u.isAdmin}
+                          disabled={change.busy || u.id === user.id}
+                          onChange={(e) => void update(u.id, { isAdmin: e.target.checked })}
+                        />
                       </td>
                       <td>{formatDate(u.createdAt)}</td>
                     </tr>

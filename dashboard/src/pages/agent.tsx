@@ -99,16 +99,24 @@ function Chat({ agent }: { agent: Agent }) {
   useEffect(() => {
     if (history.data) {
       // newest first from the API; the chat reads oldest first
-      setLines(history.data.slice().reverse().map((m) => ({ id: m.id, sender: m.sender === 'user' ? 'user' : 'agent', content: m.content })));
+      setLines(
+        history.data
+          .slice()
+          .reverse()
+          .map((m) => ({ id: m.id, sender: m.sender === 'user' ? 'user' : 'agent', content: m.content })),
+      );
     }
   }, [history.data]);
   useEffect(() => {
     // braces: newer browsers return a Promise from scrollIntoView, and an effect may only return a cleanup
     end.current?.scrollIntoView?.({ block: 'end' });
   }, [lines]);
-  useEffect(() => () => {
-    abort.current?.abort();
-  }, []);
+  useEffect(
+    () => () => {
+      abort.current?.abort();
+    },
+    [],
+  );
 
   const send = async (e: FormEvent) => {
     e.preventDefault();
@@ -123,7 +131,10 @@ function Chat({ agent }: { agent: Agent }) {
     const body: ChatBody = {
       agentId: agent.id,
       stream: true,
-      messages: convo.filter((l) => !l.failed && l.content).slice(-20).map((l) => ({ role: l.sender === 'user' ? 'user' : 'assistant', content: l.content })),
+      messages: convo
+        .filter((l) => !l.failed && l.content)
+        .slice(-20)
+        .map((l) => ({ role: l.sender === 'user' ? 'user' : 'assistant', content: l.content })),
     };
     const setReply = (f: (s: string) => string, failed = false) =>
       setLines((ls) => ls.map((l) => (l.id === replyId ? { ...l, content: f(l.content), failed } : l)));
@@ -138,7 +149,12 @@ function Chat({ agent }: { agent: Agent }) {
       });
       if (!res.ok) {
         const err = (await res.json().catch(() => ({}))) as { error?: string; code?: string };
-        throw new ApiError(res.status, err.code === 'AGENT_NOT_RUNNING' ? 'The agent is not running. Start it from the Manage tab.' : (err.error ?? `The agent did not answer (${res.status}).`));
+        throw new ApiError(
+          res.status,
+          err.code === 'AGENT_NOT_RUNNING'
+            ? 'The agent is not running. Start it from the Manage tab.'
+            : (err.error ?? `The agent did not answer (${res.status}).`),
+        );
       }
       await readEvents(res, (name, data) => {
         const d = data as { content?: string; error?: string; reply?: string };
@@ -233,7 +249,14 @@ function Logs({ agentId }: { agentId: string }) {
     };
   }, [agentId]);
   return (
-    <Section title="Logs" actions={<span className="muted">{state === 'live' ? '● live' : state === 'ended' ? 'stream ended' : state === 'error' ? 'reconnecting…' : ''}</span>}>
+    <Section
+      title="Logs"
+      actions={
+        <span className="muted">
+          {state === 'live' ? '● live' : state === 'ended' ? 'stream ended' : state === 'error' ? 'reconnecting…' : ''}
+        </span>
+      }
+    >
       <ErrorText error={error} />
       {state === 'loading' && <Spinner label="Loading logs…" />}
       {state !== 'loading' && lines.length === 0 && <Empty>No log lines yet.</Empty>}
@@ -247,8 +270,14 @@ function Logs({ agentId }: { agentId: string }) {
 }
 
 function Health({ agentId }: { agentId: string }) {
-  const stats = useData(async () => call(api.GET('/api/agents/{id}/stats', { params: { path: { id: agentId } } })), [agentId], { pollMs: 5000 });
-  const wd = useData(async () => call(api.GET('/api/agents/{id}/watchdog', { params: { path: { id: agentId }, query: { limit: 20 } } })), [agentId], { pollMs: 10000 });
+  const stats = useData(async () => call(api.GET('/api/agents/{id}/stats', { params: { path: { id: agentId } } })), [agentId], {
+    pollMs: 5000,
+  });
+  const wd = useData(
+    async () => call(api.GET('/api/agents/{id}/watchdog', { params: { path: { id: agentId }, query: { limit: 20 } } })),
+    [agentId],
+    { pollMs: 10000 },
+  );
   const s = stats.data?.stats;
   return (
     <>
@@ -293,7 +322,8 @@ function Health({ agentId }: { agentId: string }) {
         {wd.data && (
           <>
             <p>
-              State: <Badge value={wd.data.state ?? 'not watched'} /> · last healthy {formatDate(wd.data.lastHealthyAt)} · repairs {wd.data.repairAttempts}
+              State: <Badge value={wd.data.state ?? 'not watched'} /> · last healthy {formatDate(wd.data.lastHealthyAt)} · repairs{' '}
+              {wd.data.repairAttempts}
             </p>
             {wd.data.lastError && <p className="error">Last problem: {wd.data.lastError}</p>}
             {wd.data.history.length === 0 ? (
@@ -317,7 +347,10 @@ function Health({ agentId }: { agentId: string }) {
 }
 
 function AgentConfig({ agentId }: { agentId: string }) {
-  const cfg = useData(async () => (await call(api.GET('/api/agents/{id}/config', { params: { path: { id: agentId } } }))).config, [agentId]);
+  const cfg = useData(
+    async () => (await call(api.GET('/api/agents/{id}/config', { params: { path: { id: agentId } } }))).config,
+    [agentId],
+  );
   const [text, setText] = useState<string | null>(null);
   const [parseError, setParseError] = useState<string>();
   const [saved, setSaved] = useState(false);
@@ -338,7 +371,9 @@ function AgentConfig({ agentId }: { agentId: string }) {
     }
     setParseError(undefined);
     const ok = await action.run(async () => {
-      const res = await call(api.PUT('/api/agents/{id}/config', { params: { path: { id: agentId } }, body: parsed as Record<string, unknown> }));
+      const res = await call(
+        api.PUT('/api/agents/{id}/config', { params: { path: { id: agentId } }, body: parsed as Record<string, unknown> }),
+      );
       setText(JSON.stringify(res.config, null, 2));
     });
     setSaved(ok);
@@ -351,7 +386,16 @@ function AgentConfig({ agentId }: { agentId: string }) {
       ) : (
         <Field label="Configuration (JSON)" error={parseError}>
           {({ id, describedBy, invalid }) => (
-            <textarea id={id} className="code" rows={14} value={value} onChange={(e) => setText(e.target.value)} aria-describedby={describedBy} aria-invalid={invalid} spellCheck={false} />
+            <textarea
+              id={id}
+              className="code"
+              rows={14}
+              value={value}
+              onChange={(e) => setText(e.target.value)}
+              aria-describedby={describedBy}
+              aria-invalid={invalid}
+              spellCheck={false}
+            />
           )}
         </Field>
       )}
@@ -403,7 +447,9 @@ function Heartbeat({ agentId }: { agentId: string }) {
       </p>
       <form className="inline-form" onSubmit={save} noValidate>
         <Field label="Every" error={freqError} hint="e.g. 30m, 3h, 1d">
-          {({ id, describedBy, invalid }) => <input id={id} value={f} onChange={(e) => setFrequency(e.target.value)} aria-describedby={describedBy} aria-invalid={invalid} />}
+          {({ id, describedBy, invalid }) => (
+            <input id={id} value={f} onChange={(e) => setFrequency(e.target.value)} aria-describedby={describedBy} aria-invalid={invalid} />
+          )}
         </Field>
         <label className="check">
           <input type="checkbox" checked={on} onChange={(e) => setEnabled(e.target.checked)} /> Enabled
@@ -452,7 +498,9 @@ function Manage({ agent, onChanged }: { agent: Agent; onChanged: () => Promise<v
       <Section title="Rename">
         <form className="inline-form" onSubmit={doRename} noValidate>
           <Field label="Name" error={nameError} hint={`1 to ${LIMITS.agentNameMax} characters`}>
-            {({ id, describedBy, invalid }) => <input id={id} value={name} onChange={(e) => setName(e.target.value)} aria-describedby={describedBy} aria-invalid={invalid} />}
+            {({ id, describedBy, invalid }) => (
+              <input id={id} value={name} onChange={(e) => setName(e.target.value)} aria-describedby={describedBy} aria-invalid={invalid} />
+            )}
           </Field>
           <Button type="submit" kind="primary" busy={rename.busy}>
             Rename
@@ -483,7 +531,8 @@ function Manage({ agent, onChanged }: { agent: Agent; onChanged: () => Promise<v
               kind="danger"
               busy={remove.busy}
               onClick={async () => {
-                if (await remove.run(() => call(api.DELETE('/api/agents/{id}', { params: { path: { id: agent.id } } })))) navigate('/dashboard');
+                if (await remove.run(() => call(api.DELETE('/api/agents/{id}', { params: { path: { id: agent.id } } }))))
+                  navigate('/dashboard');
               }}
             >
               Yes, delete {agent.name}

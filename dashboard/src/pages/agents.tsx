@@ -100,7 +100,14 @@ function Provision({ onCreated }: { onCreated: (id: string) => void }) {
       <form className="inline-form" onSubmit={submit} noValidate>
         <Field label="Name" error={nameError} hint={`1 to ${LIMITS.agentNameMax} characters`}>
           {({ id, describedBy, invalid }) => (
-            <input id={id} value={name} onChange={(e) => setName(e.target.value)} aria-describedby={describedBy} aria-invalid={invalid} placeholder="my-agent" />
+            <input
+              id={id}
+              value={name}
+              onChange={(e) => setName(e.target.value)}
+              aria-describedby={describedBy}
+              aria-invalid={invalid}
+              placeholder="my-agent"
+            />
           )}
         </Field>
         <Field label="Model">

@@ -22,7 +22,9 @@ export function CalendarPage() {
     <Section title="Calendar">
       {query.get('connected') === 'true' && <Notice kind="success">Your calendar is connected.</Notice>}
       {error && <ErrorText error={new Error(CALENDAR_ERRORS[error] ?? `The calendar provider said: ${error}.`)} />}
-      <p>Calendar connections are not available on this server yet. Your agents can still use calendars through their own tools and channels.</p>
+      <p>
+        Calendar connections are not available on this server yet. Your agents can still use calendars through their own tools and channels.
+      </p>
     </Section>
   );
 }

@@ -44,7 +44,16 @@ export function ConfigPage() {
       <Section title="Configuration">
         <Field label="Configuration (JSON)" error={parseError}>
           {({ id, describedBy, invalid }) => (
-            <textarea id={id} className="code" rows={16} value={value} onChange={(e) => setText(e.target.value)} aria-describedby={describedBy} aria-invalid={invalid} spellCheck={false} />
+            <textarea
+              id={id}
+              className="code"
+              rows={16}
+              value={value}
+              onChange={(e) => setText(e.target.value)}
+              aria-describedby={describedBy}
+              aria-invalid={invalid}
+              spellCheck={false}
+            />
           )}
         </Field>
         <ErrorText error={save.error} />

@@ -16,7 +16,11 @@ export function KeysPage() {
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     const n = name.trim();
-    const err = !n ? 'Give the key a name.' : n.length > LIMITS.apiKeyNameMax ? `Use at most ${LIMITS.apiKeyNameMax} characters.` : undefined;
+    const err = !n
+      ? 'Give the key a name.'
+      : n.length > LIMITS.apiKeyNameMax
+        ? `Use at most ${LIMITS.apiKeyNameMax} characters.`
+        : undefined;
     setNameError(err);
     if (err) return;
     await create.run(async () => {
@@ -33,7 +37,16 @@ export function KeysPage() {
         <p className="muted">Keys let programs call the platform as you (Authorization: Bearer sk_…).</p>
         <form className="inline-form" onSubmit={submit} noValidate>
           <Field label="Key name" error={nameError}>
-            {({ id, describedBy, invalid }) => <input id={id} value={name} onChange={(e) => setName(e.target.value)} aria-describedby={describedBy} aria-invalid={invalid} placeholder="ci-deploy" />}
+            {({ id, describedBy, invalid }) => (
+              <input
+                id={id}
+                value={name}
+                onChange={(e) => setName(e.target.value)}
+                aria-describedby={describedBy}
+                aria-invalid={invalid}
+                placeholder="ci-deploy"
+              />
+            )}
           </Field>
           <Button type="submit" kind="primary" busy={create.busy}>
             Create key
@@ -91,7 +104,8 @@ export function KeysPage() {
                         label={`Delete key ${k.name}`}
                         busy={remove.busy}
                         onClick={async () => {
-                          if (await remove.run(() => call(api.DELETE('/api/keys/{id}', { params: { path: { id: k.id } } })))) await keys.reload();
+                          if (await remove.run(() => call(api.DELETE('/api/keys/{id}', { params: { path: { id: k.id } } }))))
+                            await keys.reload();
                         }}
                       >
                         Delete

@@ -25,7 +25,8 @@ export function validateCredentials(mode: 'signin' | 'signup', email: string, pa
   if (!email.trim()) errors.email = 'Enter your email address.';
   else if (!EMAIL.test(email.trim())) errors.email = 'Enter a valid email address, like you@example.com.';
   if (!password) errors.password = 'Enter your password.';
-  else if (mode === 'signup' && password.length < LIMITS.passwordMinLength) errors.password = `Use at least ${LIMITS.passwordMinLength} characters.`;
+  else if (mode === 'signup' && password.length < LIMITS.passwordMinLength)
+    errors.password = `Use at least ${LIMITS.passwordMinLength} characters.`;
   else if (password.length > LIMITS.passwordMaxLength) errors.password = `Use at most ${LIMITS.passwordMaxLength} characters.`;
   return errors;
 }
@@ -70,15 +71,36 @@ export function LoginPage() {
         <form onSubmit={submit} noValidate>
           {mode === 'signup' && (
             <Field label="Name (optional)">
-              {({ id }) => <input id={id} value={name} onChange={(e) => setName(e.target.value)} autoComplete="name" maxLength={LIMITS.profileNameMax} />}
+              {({ id }) => (
+                <input
+                  id={id}
+                  value={name}
+                  onChange={(e) => setName(e.target.value)}
+                  autoComplete="name"
+                  maxLength={LIMITS.profileNameMax}
+                />
+              )}
             </Field>
           )}
           <Field label="Email" error={fieldErrors.email}>
             {({ id, describedBy, invalid }) => (
-              <input id={id} type="email" value={email} onChange={(e) => setEmail(e.target.value)} autoComplete="email" aria-describedby={describedBy} aria-invalid={invalid} required />
+              <input
+                id={id}
+                type="email"
+                value={email}
+                onChange={(e) => setEmail(e.target.value)}
+                autoComplete="email"
+                aria-describedby={describedBy}
+                aria-invalid={invalid}
+                required
+              />
             )}
           </Field>
-          <Field label="Password" error={fieldErrors.password} hint={mode === 'signup' ? `At least ${LIMITS.passwordMinLength} characters; common passwords are refused.` : undefined}>
+          <Field
+            label="Password"
+            error={fieldErrors.password}
+            hint={mode === 'signup' ? `At least ${LIMITS.passwordMinLength} characters; common passwords are refused.` : undefined}
+          >
             {({ id, describedBy, invalid }) => (
               <input
                 id={id}
@@ -111,7 +133,9 @@ export function LoginPage() {
             {mode === 'signin' ? 'Create an account' : 'Sign in'}
           </button>
         </p>
-        <p className="hint">Forgot your password? Ask the operator of this platform to reset it (there is no email reset on this server).</p>
+        <p className="hint">
+          Forgot your password? Ask the operator of this platform to reset it (there is no email reset on this server).
+        </p>
       </div>
     </main>
   );

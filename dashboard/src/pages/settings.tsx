@@ -50,7 +50,16 @@ export function SettingsPage() {
         </p>
         <form className="inline-form" onSubmit={submit} noValidate>
           <Field label="Name" error={nameError}>
-            {({ id, describedBy, invalid }) => <input id={id} value={n} onChange={(e) => setName(e.target.value)} aria-describedby={describedBy} aria-invalid={invalid} autoComplete="name" />}
+            {({ id, describedBy, invalid }) => (
+              <input
+                id={id}
+                value={n}
+                onChange={(e) => setName(e.target.value)}
+                aria-describedby={describedBy}
+                aria-invalid={invalid}
+                autoComplete="name"
+              />
+            )}
           </Field>
           <Button type="submit" kind="primary" busy={save.busy}>
             Save

@@ -32,7 +32,9 @@ export function WalletPage() {
 
   return (
     <>
-      {topUp === 'success' && <Notice kind="success">Thank you: your top-up is paid. The balance updates as soon as the card processor confirms it.</Notice>}
+      {topUp === 'success' && (
+        <Notice kind="success">Thank you: your top-up is paid. The balance updates as soon as the card processor confirms it.</Notice>
+      )}
       {topUp === 'cancelled' && <Notice kind="warning">The top-up was cancelled; nothing was charged.</Notice>}
       <Section title="Session wallet">
         {wallet.loading && !w ? <Spinner /> : null}
@@ -166,10 +168,21 @@ function PaymentSessions({ address }: { address: string }) {
   const withId = (id: string) => ({ params: { header: { 'x-session-id': id.trim() } } });
   return (
     <Section title="Payment sessions">
-      <p className="muted">A session holds a deposit from your balance; the gateway debits it per call and the remainder returns when you close it.</p>
+      <p className="muted">
+        A session holds a deposit from your balance; the gateway debits it per call and the remainder returns when you close it.
+      </p>
       <form className="inline-form" onSubmit={submit} noValidate>
         <Field label="Deposit (USD)" error={depositError}>
-          {({ id, describedBy, invalid }) => <input id={id} inputMode="decimal" value={deposit} onChange={(e) => setDeposit(e.target.value)} aria-describedby={describedBy} aria-invalid={invalid} />}
+          {({ id, describedBy, invalid }) => (
+            <input
+              id={id}
+              inputMode="decimal"
+              value={deposit}
+              onChange={(e) => setDeposit(e.target.value)}
+              aria-describedby={describedBy}
+              aria-invalid={invalid}
+            />
+          )}
         </Field>
         <Button type="submit" kind="primary" busy={open.busy}>
           Open session
@@ -190,25 +203,41 @@ function PaymentSessions({ address }: { address: string }) {
       )}
       <h3>Check or close a session</h3>
       <div className="inline-form">
-        <Field label="Session id">{({ id }) => <input id={id} value={lookupId} onChange={(e) => setLookupId(e.target.value)} autoComplete="off" />}</Field>
-        <Button disabled={!lookupId.trim()} busy={lookup.busy} onClick={() => lookup.run(async () => {
-          setReturned(undefined);
-          setFound(await call(api.GET('/api/wallet/sessions', withId(lookupId))));
-        })}>
+        <Field label="Session id">
+          {({ id }) => <input id={id} value={lookupId} onChange={(e) => setLookupId(e.target.value)} autoComplete="off" />}
+        </Field>
+        <Button
+          disabled={!lookupId.trim()}
+          busy={lookup.busy}
+          onClick={() =>
+            lookup.run(async () => {
+              setReturned(undefined);
+              setFound(await call(api.GET('/api/wallet/sessions', withId(lookupId))));
+            })
+          }
+        >
           Check
         </Button>
-        <Button kind="danger" disabled={!lookupId.trim()} busy={lookup.busy} onClick={() => lookup.run(async () => {
-          const res = await call(api.DELETE('/api/wallet/sessions', withId(lookupId)));
-          setFound(res);
-          setReturned(res.returned);
-        })}>
+        <Button
+          kind="danger"
+          disabled={!lookupId.trim()}
+          busy={lookup.busy}
+          onClick={() =>
+            lookup.run(async () => {
+              const res = await call(api.DELETE('/api/wallet/sessions', withId(lookupId)));
+              setFound(res);
+              setReturned(res.returned);
+            })
+          }
+        >
           Close
         </Button>
       </div>
       <ErrorText error={lookup.error} />
       {found && (
         <p>
-          <Badge value={found.status} /> deposit ${found.deposit} · remaining ${found.remaining} · {found.debits} debits · expires {formatDate(found.expiresAt)}
+          <Badge value={found.status} /> deposit ${found.deposit} · remaining ${found.remaining} · {found.debits} debits · expires{' '}
+          {formatDate(found.expiresAt)}
           {returned !== undefined && <> · ${returned} returned to your balance</>}
         </p>
       )}
@@ -221,7 +250,11 @@ function CustodialWallet() {
   const action = useAction();
   return (
     <>
-      <Button kind="primary" busy={action.busy} onClick={() => action.run(async () => setResult(await call(api.POST('/api/wallet/create', { body: {} }))))}>
+      <Button
+        kind="primary"
+        busy={action.busy}
+        onClick={() => action.run(async () => setResult(await call(api.POST('/api/wallet/create', { body: {} }))))}
+      >
         Create custodial wallet
       </Button>
       <ErrorText error={action.error} />

@@ -15,10 +15,12 @@ export function WorkflowsPage() {
   const [editing, setEditing] = useState<string | null>(null);
   return (
     <>
-      <CreateWorkflow onCreated={async (id) => {
-        await list.reload();
-        setEditing(id);
-      }} />
+      <CreateWorkflow
+        onCreated={async (id) => {
+          await list.reload();
+          setEditing(id);
+        }}
+      />
       <Section title="Your workflows">
         {list.loading && !list.data ? (
           <Spinner />
@@ -31,10 +33,13 @@ export function WorkflowsPage() {
             {list.data.map((w) =>
               editing === w.id ? (
                 <li key={w.id}>
-                  <EditWorkflow workflow={w} onDone={async () => {
-                    setEditing(null);
-                    await list.reload();
-                  }} />
+                  <EditWorkflow
+                    workflow={w}
+                    onDone={async () => {
+                      setEditing(null);
+                      await list.reload();
+                    }}
+                  />
                 </li>
               ) : (
                 <WorkflowRow key={w.id} workflow={w} onEdit={() => setEditing(w.id)} onChanged={list.reload} />
@@ -66,7 +71,12 @@ function WorkflowRow({ workflow: w, onEdit, onChanged }: { workflow: Workflow; o
             disabled={action.busy}
             onChange={async (e) => {
               const enabled = e.target.checked;
-              if (await action.run(() => call(api.PUT('/api/workflows/{workflowId}', { params: { path: { workflowId: w.id } }, body: { enabled } })))) await onChanged();
+              if (
+                await action.run(() =>
+                  call(api.PUT('/api/workflows/{workflowId}', { params: { path: { workflowId: w.id } }, body: { enabled } })),
+                )
+              )
+                await onChanged();
             }}
           />{' '}
           Enabled
@@ -77,7 +87,8 @@ function WorkflowRow({ workflow: w, onEdit, onChanged }: { workflow: Workflow; o
           label={`Delete workflow ${w.name}`}
           busy={action.busy}
           onClick={async () => {
-            if (await action.run(() => call(api.DELETE('/api/workflows/{workflowId}', { params: { path: { workflowId: w.id } } })))) await onChanged();
+            if (await action.run(() => call(api.DELETE('/api/workflows/{workflowId}', { params: { path: { workflowId: w.id } } }))))
+              await onChanged();
           }}
         >
           Delete
@@ -95,7 +106,11 @@ function CreateWorkflow({ onCreated }: { onCreated: (id: string) => Promise<void
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     const n = name.trim();
-    const err = !n ? 'Give the workflow a name.' : n.length > LIMITS.workflowNameMax ? `Use at most ${LIMITS.workflowNameMax} characters.` : undefined;
+    const err = !n
+      ? 'Give the workflow a name.'
+      : n.length > LIMITS.workflowNameMax
+        ? `Use at most ${LIMITS.workflowNameMax} characters.`
+        : undefined;
     setNameError(err);
     if (err) return;
     await action.run(async () => {
@@ -108,7 +123,9 @@ function CreateWorkflow({ onCreated }: { onCreated: (id: string) => Promise<void
     <Section title="New workflow">
       <form className="inline-form" onSubmit={submit} noValidate>
         <Field label="Name" error={nameError}>
-          {({ id, describedBy, invalid }) => <input id={id} value={name} onChange={(e) => setName(e.target.value)} aria-describedby={describedBy} aria-invalid={invalid} />}
+          {({ id, describedBy, invalid }) => (
+            <input id={id} value={name} onChange={(e) => setName(e.target.value)} aria-describedby={describedBy} aria-invalid={invalid} />
+          )}
         </Field>
         <Button type="submit" kind="primary" busy={action.busy}>
           Create workflow
@@ -130,33 +147,44 @@ const parseJson = (s: string) => {
 function EditWorkflow({ workflow: w, onDone }: { workflow: Workflow; onDone: () => Promise<void> }) {
   const [name, setName] = useState(w.name);
   const [description, setDescription] = useState(w.description ?? '');
-  const [nodes, setNodes] = useState<DraftNode[]>(w.nodes.map((n) => ({ type: n.type, config: n.config === '{}' ? '' : prettify(n.config) })));
+  const [nodes, setNodes] = useState<DraftNode[]>(
+    w.nodes.map((n) => ({ type: n.type, config: n.config === '{}' ? '' : prettify(n.config) })),
+  );
   const [problems, setProblems] = useState<string[]>([]);
   const action = useAction();
   const save = async () => {
     const errs: string[] = [];
     if (!name.trim()) errs.push('Give the workflow a name.');
     if (name.trim().length > LIMITS.workflowNameMax) errs.push(`The name is longer than ${LIMITS.workflowNameMax} characters.`);
-    if (description.length > LIMITS.workflowDescriptionMax) errs.push(`The description is longer than ${LIMITS.workflowDescriptionMax} characters.`);
+    if (description.length > LIMITS.workflowDescriptionMax)
+      errs.push(`The description is longer than ${LIMITS.workflowDescriptionMax} characters.`);
     if (nodes.length > LIMITS.workflowNodesMax) errs.push(`At most ${LIMITS.workflowNodesMax} nodes.`);
     const parsed = nodes.map((n, i) => {
       const p = parseJson(n.config);
       if (p.error) errs.push(`Node ${i + 1}: the config is not valid JSON (${p.error}).`);
-      else if (!p.value || typeof p.value !== 'object' || Array.isArray(p.value)) errs.push(`Node ${i + 1}: the config must be a JSON object.`);
+      else if (!p.value || typeof p.value !== 'object' || Array.isArray(p.value))
+        errs.push(`Node ${i + 1}: the config must be a JSON object.`);
       else if (JSON.stringify(p.value).length > LIMITS.workflowNodeConfigMax) errs.push(`Node ${i + 1}: the config is too large.`);
       return { type: n.type, config: (p.value ?? {}) as Record<string, unknown>, position: { x: i * 200, y: 0 } };
     });
     setProblems(errs);
     if (errs.length) return;
     const ok = await action.run(() =>
-      call(api.PUT('/api/workflows/{workflowId}', { params: { path: { workflowId: w.id } }, body: { name: name.trim(), description: description || null, nodes: parsed } })),
+      call(
+        api.PUT('/api/workflows/{workflowId}', {
+          params: { path: { workflowId: w.id } },
+          body: { name: name.trim(), description: description || null, nodes: parsed },
+        }),
+      ),
     );
     if (ok) await onDone();
   };
   return (
     <div className="editor">
       <Field label="Name">{({ id }) => <input id={id} value={name} onChange={(e) => setName(e.target.value)} />}</Field>
-      <Field label="Description">{({ id }) => <input id={id} value={description} onChange={(e) => setDescription(e.target.value)} />}</Field>
+      <Field label="Description">
+        {({ id }) => <input id={id} value={description} onChange={(e) => setDescription(e.target.value)} />}
+      </Field>
       <h3>Nodes</h3>
       {nodes.length === 0 && <Empty>No nodes. Add one below.</Empty>}
       <ol className="nodes">
@@ -164,7 +192,11 @@ function EditWorkflow({ workflow: w, onDone }: { workflow: Workflow; onDone: () 
           <li key={i} className="node">
             <Field label={`Node ${i + 1} type`}>
               {({ id }) => (
-                <select id={id} value={n.type} onChange={(e) => setNodes(nodes.map((x, j) => (j === i ? { ...x, type: e.target.value as NodeType } : x)))}>
+                <select
+                  id={id}
+                  value={n.type}
+                  onChange={(e) => setNodes(nodes.map((x, j) => (j === i ? { ...x, type: e.target.value as NodeType } : x)))}
+                >
                   {NODE_TYPES.map((t) => (
                     <option key={t}>{t}</option>
                   ))}
@@ -173,7 +205,15 @@ function EditWorkflow({ workflow: w, onDone }: { workflow: Workflow; onDone: () 
             </Field>
             <Field label={`Node ${i + 1} config (JSON)`}>
               {({ id }) => (
-                <textarea id={id} className="code" rows={3} value={n.config} placeholder="{}" spellCheck={false} onChange={(e) => setNodes(nodes.map((x, j) => (j === i ? { ...x, config: e.target.value } : x)))} />
+                <textarea
+                  id={id}
+                  className="code"
+                  rows={3}
+                  value={n.config}
+                  placeholder="{}"
+                  spellCheck={false}
+                  onChange={(e) => setNodes(nodes.map((x, j) => (j === i ? { ...x, config: e.target.value } : x)))}
+                />
               )}
             </Field>
             <Button label={`Remove node ${i + 1}`} onClick={() => setNodes(nodes.filter((_, j) => j !== i))}>

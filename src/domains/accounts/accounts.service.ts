@@ -43,7 +43,19 @@ export const walletDisplayName = (address: string) => `Wallet ${address.slice(0,
 
 export type AccountsDeps = {
   db: Db;
-  config: Pick<Config, 'ADMIN_EMAILS' | 'ADMIN_EMAILS_REQUIRE_VERIFIED' | 'DEFAULT_PLAN' | 'configured' | 'PUBLIC_URL' | 'SIWE_CHAIN_ID' | 'WALLET_EMAIL_DOMAIN' | 'REGISTER_RATE_LIMIT' | 'NONCE_RATE_LIMIT'> & LoginThrottleConfig;
+  config: Pick<
+    Config,
+    | 'ADMIN_EMAILS'
+    | 'ADMIN_EMAILS_REQUIRE_VERIFIED'
+    | 'DEFAULT_PLAN'
+    | 'configured'
+    | 'PUBLIC_URL'
+    | 'SIWE_CHAIN_ID'
+    | 'WALLET_EMAIL_DOMAIN'
+    | 'REGISTER_RATE_LIMIT'
+    | 'NONCE_RATE_LIMIT'
+  > &
+    LoginThrottleConfig;
   botVerifier: BotVerifier;
   rateLimiter: RateLimiter;
   signatureVerifier: SignatureVerifier;
@@ -73,7 +85,13 @@ export function createAccountsService(deps: AccountsDeps) {
   return {
     /** §4.1 POST /api/register. Input is already shape-validated by the route schema. */
     async register(
-      input: { email: string; password: string; name?: string | undefined; referralCode?: string | undefined; botToken?: string | undefined },
+      input: {
+        email: string;
+        password: string;
+        name?: string | undefined;
+        referralCode?: string | undefined;
+        botToken?: string | undefined;
+      },
       meta: RequestMeta,
     ) {
       // The wallet pseudo-domain belongs to wallet sign-in: a wallet signing in links to the user
@@ -195,12 +213,14 @@ export function createAccountsService(deps: AccountsDeps) {
       // consumed before the (slow, possibly remote) signature check: a nonce is spent by its
       // first use whatever the outcome, so a replay never reaches the verifier
       const nonce = nonces.check(check.nonce, now());
-      if (!nonce.ok || !(await accountsRepo.spendNonce(db.kysely, check.nonce, nonce.expiresAt))) throw unauthorized('Invalid or expired nonce');
+      if (!nonce.ok || !(await accountsRepo.spendNonce(db.kysely, check.nonce, nonce.expiresAt)))
+        throw unauthorized('Invalid or expired nonce');
       let valid: boolean;
       try {
         valid = await deps.signatureVerifier.verify(check.address, input.message, input.signature as Hex);
       } catch (e) {
-        if (e instanceof SignatureServiceUnavailableError) throw serviceUnavailable('Could not verify the signature: the chain RPC is unreachable, try again');
+        if (e instanceof SignatureServiceUnavailableError)
+          throw serviceUnavailable('Could not verify the signature: the chain RPC is unreachable, try again');
         throw e;
       }
       if (!valid) throw unauthorized('Invalid signature');
@@ -249,7 +269,15 @@ export function createAccountsService(deps: AccountsDeps) {
   };
 }
 
-function toProfile(row: { id: string; email: string; name: string; plan: string; credits: number; two_factor_enabled: boolean; referral_code: string }) {
+function toProfile(row: {
+  id: string;
+  email: string;
+  name: string;
+  plan: string;
+  credits: number;
+  two_factor_enabled: boolean;
+  referral_code: string;
+}) {
   return {
     id: row.id,
     email: row.email,

@@ -10,7 +10,9 @@ let common: Promise<Set<string>> | undefined;
 export async function isCommonPassword(password: string): Promise<boolean> {
   // loaded and built on first use (~50 ms): the package's dictionaries hold about 15 MB, which
   // processes that never register never pay for (docs/benchmarks.md "memory")
-  common ??= import('@zxcvbn-ts/language-common').then(({ dictionary }) => new Set(dictionary['passwords-common'].map((p) => p.toLowerCase())));
+  common ??= import('@zxcvbn-ts/language-common').then(
+    ({ dictionary }) => new Set(dictionary['passwords-common'].map((p) => p.toLowerCase())),
+  );
   return (await common).has(password.toLowerCase());
 }
 

@@ -72,4 +72,3 @@ export function createSessionCache(
     close: () => broadcast.close(),
   };
 }
-

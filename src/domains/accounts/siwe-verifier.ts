@@ -7,9 +7,7 @@
 import { createPublicClient, http, isAddress, isErc6492Signature, recoverMessageAddress, type Hex } from 'viem';
 import { parseSiweMessage, type SiweMessage } from 'viem/siwe';
 
-export type SiweCheck =
-  | { ok: true; address: `0x${string}`; nonce: string }
-  | { ok: false; reason: string };
+export type SiweCheck = { ok: true; address: `0x${string}`; nonce: string } | { ok: false; reason: string };
 
 export interface SignatureVerifier {
   /** true when `signature` is `address`'s signature of `message` (EIP-191), by any account type. */

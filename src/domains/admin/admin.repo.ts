@@ -51,7 +51,14 @@ export const adminRepo = {
   },
 
   listUsers(db: Kysely<DB>, limit: number, offset: number) {
-    return db.selectFrom('users').select(userColumns).where('id', '!=', OPERATOR_ID).orderBy('created_at', 'desc').limit(limit).offset(offset).execute();
+    return db
+      .selectFrom('users')
+      .select(userColumns)
+      .where('id', '!=', OPERATOR_ID)
+      .orderBy('created_at', 'desc')
+      .limit(limit)
+      .offset(offset)
+      .execute();
   },
 
   countUsers(db: Kysely<DB>) {
@@ -66,7 +73,11 @@ export const adminRepo = {
   updateUser(db: Kysely<DB>, id: string, changes: { plan?: Plan | undefined; is_admin?: boolean | undefined }) {
     return db
       .updateTable('users')
-      .set({ ...(changes.plan ? { plan: changes.plan } : {}), ...(changes.is_admin !== undefined ? { is_admin: changes.is_admin } : {}), updated_at: sql`now()` })
+      .set({
+        ...(changes.plan ? { plan: changes.plan } : {}),
+        ...(changes.is_admin !== undefined ? { is_admin: changes.is_admin } : {}),
+        updated_at: sql`now()`,
+      })
       .where('id', '=', id)
       .where('id', '!=', OPERATOR_ID)
       .returning(userColumns)

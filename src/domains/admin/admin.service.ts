@@ -84,7 +84,8 @@ export function createAdminService(deps: { db: Db; publicUrl: string; sessionCac
     async updateUser(actor: AdminActor, id: string, changes: { plan?: Plan | undefined; isAdmin?: boolean | undefined }) {
       requireAdmin(actor);
       // an admin cannot remove their own rights by accident and leave the instance without one
-      if (changes.isAdmin === false && id === actor.id) throw new AppError('CANNOT_REVOKE_SELF', 'Admins cannot revoke their own admin rights');
+      if (changes.isAdmin === false && id === actor.id)
+        throw new AppError('CANNOT_REVOKE_SELF', 'Admins cannot revoke their own admin rights');
       const row = await adminRepo.updateUser(db.kysely, id, { plan: changes.plan, is_admin: changes.isAdmin });
       if (!row) throw notFound('User not found');
       deps.sessionCache?.evictUser(id);

@@ -52,14 +52,28 @@ export const agentsRepo = {
   },
 
   async countAgents(trx: Tx, userId: string, excludeId?: string): Promise<number> {
-    let q = trx.selectFrom('agents').select((eb) => eb.fn.countAll<number>().as('n')).where('user_id', '=', userId);
+    let q = trx
+      .selectFrom('agents')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('user_id', '=', userId);
     if (excludeId) q = q.where('id', '!=', excludeId);
     return (await q.executeTakeFirstOrThrow()).n;
   },
 
   insertAgent(
     trx: Tx,
-    a: { id: string; userId: string; name: string; model?: string; aiProvider?: string; plan?: string; status: AgentStatus; subdomain: string; url: string; config?: Record<string, unknown> },
+    a: {
+      id: string;
+      userId: string;
+      name: string;
+      model?: string;
+      aiProvider?: string;
+      plan?: string;
+      status: AgentStatus;
+      subdomain: string;
+      url: string;
+      config?: Record<string, unknown>;
+    },
   ) {
     return trx
       .insertInto('agents')
@@ -90,7 +104,17 @@ export const agentsRepo = {
   updateAgent(
     db: Conn,
     id: string,
-    patch: Partial<{ name: string; plan: string; ai_provider: string; model: string; status: AgentStatus; config: Record<string, unknown>; gateway_url: string | null; external_id: string | null; started_at: Date | null }>,
+    patch: Partial<{
+      name: string;
+      plan: string;
+      ai_provider: string;
+      model: string;
+      status: AgentStatus;
+      config: Record<string, unknown>;
+      gateway_url: string | null;
+      external_id: string | null;
+      started_at: Date | null;
+    }>,
   ) {
     const { config, ...rest } = patch;
     return db
@@ -107,7 +131,10 @@ export const agentsRepo = {
   },
 
   insertCredentials(trx: Tx, c: { agentId: string; userId: string; gatewayTokenEnc: string }) {
-    return trx.insertInto('agent_credentials').values({ agent_id: c.agentId, user_id: c.userId, gateway_token_enc: c.gatewayTokenEnc }).execute();
+    return trx
+      .insertInto('agent_credentials')
+      .values({ agent_id: c.agentId, user_id: c.userId, gateway_token_enc: c.gatewayTokenEnc })
+      .execute();
   },
 
   getCredentials(db: Conn, agentId: string) {
@@ -194,7 +221,12 @@ export const agentsRepo = {
     db: Conn,
     jobId: string,
     workerId: string,
-    outcome: { status: 'succeeded' | 'failed' | 'queued'; error?: string; retryInMs?: number; /** give the attempt back (the worker was stopped, the job did not fail) */ uncount?: boolean },
+    outcome: {
+      status: 'succeeded' | 'failed' | 'queued';
+      error?: string;
+      retryInMs?: number /** give the attempt back (the worker was stopped, the job did not fail) */;
+      uncount?: boolean;
+    },
   ): Promise<boolean> {
     const r = await db
       .updateTable('deployments')
@@ -218,12 +250,28 @@ export const agentsRepo = {
 
   /** Owner connection: agents the platform believes are running (start-up reconciliation, instance listing). */
   listAllAgents(db: Kysely<DB>, filter: { status?: AgentStatus[]; limit: number; offset?: number }) {
-    let q = db.selectFrom('agents').select(agentColumns).orderBy('created_at', 'desc').limit(filter.limit).offset(filter.offset ?? 0);
+    let q = db
+      .selectFrom('agents')
+      .select(agentColumns)
+      .orderBy('created_at', 'desc')
+      .limit(filter.limit)
+      .offset(filter.offset ?? 0);
     if (filter.status) q = q.where('status', 'in', filter.status);
     return q.execute();
   },
 
-  insertMessage(trx: Tx, m: { agentId: string; userId: string; sender: 'user' | 'agent' | 'system'; content: string; platform?: string; responseMs?: number | null; failed?: boolean }) {
+  insertMessage(
+    trx: Tx,
+    m: {
+      agentId: string;
+      userId: string;
+      sender: 'user' | 'agent' | 'system';
+      content: string;
+      platform?: string;
+      responseMs?: number | null;
+      failed?: boolean;
+    },
+  ) {
     return trx
       .insertInto('agent_messages')
       .values({
@@ -241,8 +289,20 @@ export const agentsRepo = {
 
   async listMessages(trx: Tx, agentId: string, limit: number, offset: number) {
     const [rows, total] = await Promise.all([
-      trx.selectFrom('agent_messages').selectAll().where('agent_id', '=', agentId).orderBy('created_at', 'desc').orderBy('id').limit(limit).offset(offset).execute(),
-      trx.selectFrom('agent_messages').select((eb) => eb.fn.countAll<number>().as('n')).where('agent_id', '=', agentId).executeTakeFirstOrThrow(),
+      trx
+        .selectFrom('agent_messages')
+        .selectAll()
+        .where('agent_id', '=', agentId)
+        .orderBy('created_at', 'desc')
+        .orderBy('id')
+        .limit(limit)
+        .offset(offset)
+        .execute(),
+      trx
+        .selectFrom('agent_messages')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('agent_id', '=', agentId)
+        .executeTakeFirstOrThrow(),
     ]);
     return { rows, total: total.n };
   },

@@ -87,7 +87,16 @@ export function deploymentView(j: JobRow) {
 export async function insertAgentRecord(
   trx: Tx,
   ctx: { agentsDomain: string; secretsKey: Buffer },
-  input: { id?: string | undefined; userId: string; name: string; plan?: string | undefined; aiProvider?: string | undefined; model?: string | undefined; config?: Record<string, unknown> | undefined; status: AgentStatus },
+  input: {
+    id?: string | undefined;
+    userId: string;
+    name: string;
+    plan?: string | undefined;
+    aiProvider?: string | undefined;
+    model?: string | undefined;
+    config?: Record<string, unknown> | undefined;
+    status: AgentStatus;
+  },
 ) {
   const id = input.id ?? newAgentId();
   const subdomain = `${id}.${ctx.agentsDomain}`;
@@ -103,7 +112,11 @@ export async function insertAgentRecord(
     url: `https://${subdomain}`,
     ...(input.config ? { config: sealChannelSecrets(input.config, undefined, ctx.secretsKey) } : {}),
   });
-  await agentsRepo.insertCredentials(trx, { agentId: id, userId: input.userId, gatewayTokenEnc: encryptSecret(ctx.secretsKey, newGatewayToken()) });
+  await agentsRepo.insertCredentials(trx, {
+    agentId: id,
+    userId: input.userId,
+    gatewayTokenEnc: encryptSecret(ctx.secretsKey, newGatewayToken()),
+  });
   return agent;
 }
 
@@ -134,7 +147,15 @@ export function createAgentsService(deps: AgentsDeps) {
   /** Creates an agent under the plan limit; the user row lock makes count-then-insert atomic. */
   async function createAgent(
     userId: string,
-    input: { id?: string; name: string; plan?: string | undefined; aiProvider?: string | undefined; model?: string | undefined; config?: Record<string, unknown> | undefined; status: AgentStatus },
+    input: {
+      id?: string;
+      name: string;
+      plan?: string | undefined;
+      aiProvider?: string | undefined;
+      model?: string | undefined;
+      config?: Record<string, unknown> | undefined;
+      status: AgentStatus;
+    },
   ) {
     const plan = input.plan ?? BACKEND_DEFAULT_PLAN;
     return db.withUser(userId, async (trx) => {
@@ -142,7 +163,11 @@ export function createAgentsService(deps: AgentsDeps) {
       const current = await agentsRepo.countAgents(trx, userId);
       const limit = backendLimit(plan);
       if (current >= limit) throw limitReached(plan, limit, current);
-      return insertAgentRecord(trx, { agentsDomain: config.AGENTS_DOMAIN, secretsKey: deps.secrets.secretsEncryptionKey }, { ...input, userId, plan });
+      return insertAgentRecord(
+        trx,
+        { agentsDomain: config.AGENTS_DOMAIN, secretsKey: deps.secrets.secretsEncryptionKey },
+        { ...input, userId, plan },
+      );
     });
   }
 
@@ -173,7 +198,15 @@ export function createAgentsService(deps: AgentsDeps) {
     /** §4.7 backend POST /api/agents: metadata only, status `pending` (§3). */
     async create(userId: string, input: { name: string; plan?: string | undefined; aiProvider?: string | undefined }) {
       const a = await createAgent(userId, { ...input, status: 'pending' });
-      return { id: a.id, name: a.name, agentId: a.id, status: 'pending' as const, subdomain: a.subdomain, url: a.url, createdAt: a.created_at.toISOString() };
+      return {
+        id: a.id,
+        name: a.name,
+        agentId: a.id,
+        status: 'pending' as const,
+        subdomain: a.subdomain,
+        url: a.url,
+        createdAt: a.created_at.toISOString(),
+      };
     },
 
     async get(userId: string, id: string) {
@@ -184,7 +217,13 @@ export function createAgentsService(deps: AgentsDeps) {
     async update(
       userId: string,
       id: string,
-      patch: { name?: string | undefined; plan?: string | undefined; aiProvider?: string | undefined; model?: string | undefined; config?: Record<string, unknown> | undefined },
+      patch: {
+        name?: string | undefined;
+        plan?: string | undefined;
+        aiProvider?: string | undefined;
+        model?: string | undefined;
+        config?: Record<string, unknown> | undefined;
+      },
     ) {
       const a = await db.withUser(userId, async (trx) => {
         // a configuration sent back with masked secrets keeps the stored ones (channel-secrets.ts)
@@ -201,7 +240,16 @@ export function createAgentsService(deps: AgentsDeps) {
       });
       if (!a) throw notFound('Agent not found');
       const config = maskChannelSecrets(a.config as Record<string, unknown>, deps.secrets.secretsEncryptionKey);
-      return { id: a.id, plan: a.plan, aiProvider: a.ai_provider, subdomain: a.subdomain, status: a.status, message: 'Agent updated', config, name: a.name };
+      return {
+        id: a.id,
+        plan: a.plan,
+        aiProvider: a.ai_provider,
+        subdomain: a.subdomain,
+        status: a.status,
+        message: 'Agent updated',
+        config,
+        name: a.name,
+      };
     },
 
     /** §4.7 backend DELETE: the record goes at once; driver cleanup is best effort; unknown ids succeed. */
@@ -246,7 +294,15 @@ export function createAgentsService(deps: AgentsDeps) {
                 status: 'provisioning',
                 ...(input.model ? { model: input.model } : {}),
                 ...(input.aiProvider ? { ai_provider: input.aiProvider } : {}),
-                ...(input.config ? { config: sealChannelSecrets(input.config, existing.config as Record<string, unknown>, deps.secrets.secretsEncryptionKey) } : {}),
+                ...(input.config
+                  ? {
+                      config: sealChannelSecrets(
+                        input.config,
+                        existing.config as Record<string, unknown>,
+                        deps.secrets.secretsEncryptionKey,
+                      ),
+                    }
+                  : {}),
               })) ?? existing;
           } else {
             const plan = input.plan ?? BACKEND_DEFAULT_PLAN;
@@ -337,7 +393,11 @@ export function createAgentsService(deps: AgentsDeps) {
       return Promise.all(
         rows.map(async (a) => {
           let containerStatus: ContainerStatus | null = null;
-          if (hostingAvailable()) containerStatus = await driver.status(a.id).then((s) => s.status, () => null);
+          if (hostingAvailable())
+            containerStatus = await driver.status(a.id).then(
+              (s) => s.status,
+              () => null,
+            );
           return {
             agentId: a.id,
             userId: a.user_id,
@@ -375,7 +435,12 @@ export function createAgentsService(deps: AgentsDeps) {
         platformApiKey: platformKey.key,
         backendUrl: config.BACKEND_URL,
         // the agent itself gets its channel secrets in clear (channel-secrets.ts)
-        config: { ...openChannelSecrets((agent.config ?? {}) as Record<string, unknown>, deps.secrets.secretsEncryptionKey), model: agent.model, aiProvider: agent.ai_provider, name: agent.name },
+        config: {
+          ...openChannelSecrets((agent.config ?? {}) as Record<string, unknown>, deps.secrets.secretsEncryptionKey),
+          model: agent.model,
+          aiProvider: agent.ai_provider,
+          name: agent.name,
+        },
         env: deps.runtimeEnv?.(agent) ?? {},
       });
       // §4.12: poll /healthz every 2 s, 60 s overall. Silent after that but alive is §3 `starting`:
@@ -410,7 +475,10 @@ export function createAgentsService(deps: AgentsDeps) {
       const running = await agentsRepo.listAllAgents(db.kysely, { status: ['running', 'provisioning'], limit: 10_000 });
       let n = 0;
       for (const a of running) {
-        const s = await driver.status(a.id).then((r) => r.status, () => 'error' as const);
+        const s = await driver.status(a.id).then(
+          (r) => r.status,
+          () => 'error' as const,
+        );
         if (s === 'healthy' || s === 'starting' || s === 'running') continue;
         await agentsRepo.enqueueDeploy(db.kysely, a.id, a.user_id, LIMITS.deploymentMaxAttempts);
         // truthful until the job has it healthy again
@@ -429,7 +497,13 @@ export function createAgentsService(deps: AgentsDeps) {
      */
     async recordAgentMessages(
       key: string,
-      messages: { sender: 'user' | 'agent' | 'system'; content: string; platform?: string | undefined; responseMs?: number | undefined; failed?: boolean | undefined }[],
+      messages: {
+        sender: 'user' | 'agent' | 'system';
+        content: string;
+        platform?: string | undefined;
+        responseMs?: number | undefined;
+        failed?: boolean | undefined;
+      }[],
     ): Promise<{ agentId: string; stored: number } | null> {
       if (!key || key.length > 200) return null;
       const owner = await agentsRepo.findByPlatformKeyHash(db.kysely, sha256(key));
@@ -456,7 +530,6 @@ export function createAgentsService(deps: AgentsDeps) {
       const r = await agentsRepo.findByPlatformKeyHash(db.kysely, sha256(key));
       return r ? { agentId: r.agent_id, userId: r.user_id } : null;
     },
-
   };
 }
 

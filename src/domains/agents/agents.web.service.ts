@@ -42,7 +42,10 @@ export function agentPlan(ownerPlan: string, tier: string | undefined): string {
   if (!tier) return ownerPlan;
   const wanted = TIER_TO_PLAN[tier]!;
   if ((PLAN_RANK[wanted] ?? 0) > (PLAN_RANK[ownerPlan] ?? 0)) {
-    throw new AppError('PLAN_REQUIRED', `Tier ${tier} needs the ${wanted} plan; this account is on ${ownerPlan}`, { plan: ownerPlan, requiredPlan: wanted });
+    throw new AppError('PLAN_REQUIRED', `Tier ${tier} needs the ${wanted} plan; this account is on ${ownerPlan}`, {
+      plan: ownerPlan,
+      requiredPlan: wanted,
+    });
   }
   return wanted;
 }
@@ -58,7 +61,8 @@ export function providerFor(model: string, config: Record<string, unknown> | und
  * The agent's WebSocket through the platform's authenticated proxy (docs/agents.md "Talk to your
  * agent"): the gateway's own address needs the gateway token, which no client ever gets.
  */
-const websocketUrl = (a: AgentRow, publicUrl: string) => `${publicUrl.replace(/\/+$/, '').replace(/^http/, 'ws')}/api/agents/${encodeURIComponent(a.id)}/ws`;
+const websocketUrl = (a: AgentRow, publicUrl: string) =>
+  `${publicUrl.replace(/\/+$/, '').replace(/^http/, 'ws')}/api/agents/${encodeURIComponent(a.id)}/ws`;
 
 /** §2 Agent, web shape. */
 export const webAgent = (a: AgentRow, publicUrl: string) => ({
@@ -104,7 +108,14 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
     return new AppError(codeForBody(code) ?? 'BACKEND_ERROR', fallback, undefined, 500);
   }
 
-  async function call(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, userId: string, fallback: string, body?: unknown, timeoutMs: number = LIMITS.backendCallTimeoutMs) {
+  async function call(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    userId: string,
+    fallback: string,
+    body?: unknown,
+    timeoutMs: number = LIMITS.backendCallTimeoutMs,
+  ) {
     let r: BackendResponse;
     try {
       r = await backend.call(method, path, { userId, body, timeoutMs });
@@ -133,7 +144,10 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
      * Then the backend deployment is requested (15 s timeout); its failure moves the agent to
      * `error` (§3), a backend plan-limit refusal removes it again and answers 402.
      */
-    async provision(user: WebUser, input: { name: string; model?: string | undefined; config?: Record<string, unknown> | undefined; tier?: string | undefined }) {
+    async provision(
+      user: WebUser,
+      input: { name: string; model?: string | undefined; config?: Record<string, unknown> | undefined; tier?: string | undefined },
+    ) {
       const model = input.model ?? DEFAULT_MODEL;
       const aiProvider = providerFor(model, input.config);
       let plan = '';
@@ -152,7 +166,15 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
         return insertAgentRecord(
           trx,
           { agentsDomain: deps.config.AGENTS_DOMAIN, secretsKey: deps.secrets.secretsEncryptionKey },
-          { userId: user.id, name: input.name, model, aiProvider, status: 'provisioning', plan, ...(input.config ? { config: input.config } : {}) },
+          {
+            userId: user.id,
+            name: input.name,
+            model,
+            aiProvider,
+            status: 'provisioning',
+            plan,
+            ...(input.config ? { config: input.config } : {}),
+          },
         );
       });
 
@@ -161,7 +183,15 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
         outcome = await backend.call('POST', '/api/deployments', {
           userId: user.id,
           timeoutMs: LIMITS.provisioningTimeoutMs,
-          body: { userId: user.id, agentId: agent.id, name: agent.name, model, aiProvider, plan, ...(input.config ? { config: input.config } : {}) },
+          body: {
+            userId: user.id,
+            agentId: agent.id,
+            name: agent.name,
+            model,
+            aiProvider,
+            plan,
+            ...(input.config ? { config: input.config } : {}),
+          },
         });
       } catch (err) {
         outcome = err as Error;
@@ -173,7 +203,14 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
         await db.withUser(user.id, (trx) => agentsRepo.deleteAgent(trx, agent.id));
         throw backendFailure(outcome, 'Agent limit reached');
       }
-      deps.log?.warn({ agentId: agent.id, err: outcome instanceof Error ? outcome : undefined, status: outcome instanceof Error ? undefined : outcome.status }, 'provisioning request failed');
+      deps.log?.warn(
+        {
+          agentId: agent.id,
+          err: outcome instanceof Error ? outcome : undefined,
+          status: outcome instanceof Error ? undefined : outcome.status,
+        },
+        'provisioning request failed',
+      );
       await db.withUser(user.id, (trx) => agentsRepo.updateAgent(trx, agent.id, { status: 'error' }));
       throw new AppError('PROVISIONING_FAILED', 'Provisioning failed', { agentId: agent.id });
     },
@@ -202,14 +239,20 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
 
     async getConfig(user: WebUser, id: string) {
       const a = await ownAgent(user.id, id);
-      return { config: maskChannelSecrets((a.config ?? {}) as Record<string, unknown>, deps.secrets.secretsEncryptionKey), status: 'ok' as const };
+      return {
+        config: maskChannelSecrets((a.config ?? {}) as Record<string, unknown>, deps.secrets.secretsEncryptionKey),
+        status: 'ok' as const,
+      };
     },
 
     /** §4.7 PUT config: forwarded to the backend, which stores it. */
     async putConfig(user: WebUser, id: string, config: Record<string, unknown>) {
       await ownAgent(user.id, id);
       const body = await call('PUT', path(id), user.id, 'Config update failed', { config });
-      return { config: maskChannelSecrets((body.config ?? config) as Record<string, unknown>, deps.secrets.secretsEncryptionKey), status: 'updated' as const };
+      return {
+        config: maskChannelSecrets((body.config ?? config) as Record<string, unknown>, deps.secrets.secretsEncryptionKey),
+        status: 'updated' as const,
+      };
     },
 
     /** §4.7 logs: the runtime's own log lines, read through the backend from the hosting driver. */
@@ -218,7 +261,14 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
       const qs = new URLSearchParams({ limit: String(q.limit), ...(q.level ? { level: q.level } : {}) });
       const body = await call('GET', path(id, `/logs?${qs}`), user.id, 'Logs unavailable');
       const lines = (Array.isArray(body.logs) ? body.logs : []) as { timestamp: string; level: string; message: string; source: string }[];
-      const logs = lines.map((l, i) => ({ id: `${id}-${Date.parse(l.timestamp) || 0}-${i}`, timestamp: l.timestamp, level: l.level, message: l.message, source: l.source, agentId: id }));
+      const logs = lines.map((l, i) => ({
+        id: `${id}-${Date.parse(l.timestamp) || 0}-${i}`,
+        timestamp: l.timestamp,
+        level: l.level,
+        message: l.message,
+        source: l.source,
+        agentId: id,
+      }));
       return { logs, total: logs.length, limit: q.limit, status: 'ok' as const };
     },
 
@@ -227,7 +277,14 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
       await ownAgent(user.id, id);
       const { rows, total } = await db.withUser(user.id, (trx) => agentsRepo.listMessages(trx, id, q.limit, q.offset));
       return {
-        messages: rows.map((m) => ({ id: m.id, agentId: m.agent_id, sender: m.sender, content: m.content, timestamp: m.created_at.toISOString(), platform: m.platform })),
+        messages: rows.map((m) => ({
+          id: m.id,
+          agentId: m.agent_id,
+          sender: m.sender,
+          content: m.content,
+          timestamp: m.created_at.toISOString(),
+          platform: m.platform,
+        })),
         total,
         limit: q.limit,
         offset: q.offset,
@@ -236,7 +293,17 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
     },
 
     /** Stores one chat message (for the chat paths that talk to agents). */
-    async recordMessage(userId: string, m: { agentId: string; sender: 'user' | 'agent' | 'system'; content: string; platform?: string; responseMs?: number | null; failed?: boolean }) {
+    async recordMessage(
+      userId: string,
+      m: {
+        agentId: string;
+        sender: 'user' | 'agent' | 'system';
+        content: string;
+        platform?: string;
+        responseMs?: number | null;
+        failed?: boolean;
+      },
+    ) {
       return db.withUser(userId, (trx) => agentsRepo.insertMessage(trx, { ...m, userId }));
     },
 
@@ -261,7 +328,8 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
       const processed = Math.max(m.processed, runtimeProcessed);
       const failed = Math.max(m.failed, live ? num(live.messagesFailed) : 0);
       const uptime = live ? num(live.uptime) : 0;
-      const network = live && typeof live.network === 'object' && live.network ? (live.network as { rxBytes?: number; txBytes?: number }) : {};
+      const network =
+        live && typeof live.network === 'object' && live.network ? (live.network as { rxBytes?: number; txBytes?: number }) : {};
       const stats = {
         agentId: id,
         cpu: live ? num(live.cpu) : 0,

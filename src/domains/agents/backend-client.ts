@@ -11,7 +11,11 @@ export class BackendUnreachableError extends Error {
 export type BackendResponse = { status: number; body: Record<string, unknown> };
 
 export type BackendClient = {
-  call(method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, options: { userId: string; body?: unknown; timeoutMs: number }): Promise<BackendResponse>;
+  call(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    path: string,
+    options: { userId: string; body?: unknown; timeoutMs: number },
+  ): Promise<BackendResponse>;
 };
 
 export function createBackendClient(options: { baseUrl: string; apiKey: string | undefined }): BackendClient {
@@ -37,10 +41,15 @@ export function createBackendClient(options: { baseUrl: string; apiKey: string |
       try {
         parsed = await res.json();
       } catch (err) {
-        if ((err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError') throw new BackendUnreachableError(`backend ${method} ${path}: timed out`);
+        if ((err as Error).name === 'TimeoutError' || (err as Error).name === 'AbortError')
+          throw new BackendUnreachableError(`backend ${method} ${path}: timed out`);
         parsed = {};
       }
-      return { status: res.status, body: typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : { items: parsed } };
+      return {
+        status: res.status,
+        body:
+          typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : { items: parsed },
+      };
     },
   };
 }

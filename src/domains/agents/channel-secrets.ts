@@ -34,7 +34,8 @@ function mapSecrets(config: Json, fn: (value: unknown, path: string[]) => unknow
   return { ...config, channels: walk(config.channels, ['channels']) };
 }
 
-const at = (config: Json | undefined, path: string[]): unknown => path.reduce<unknown>((node, k) => (isObject(node) || Array.isArray(node) ? (node as Json)[k] : undefined), config);
+const at = (config: Json | undefined, path: string[]): unknown =>
+  path.reduce<unknown>((node, k) => (isObject(node) || Array.isArray(node) ? (node as Json)[k] : undefined), config);
 
 /**
  * Seals the secrets of `incoming` for storage. A masked value (what answers show) keeps the

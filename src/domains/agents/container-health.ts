@@ -63,7 +63,8 @@ export async function containerHealth(
   const intervalMs = options.intervalMs ?? LIMITS.healthPollIntervalMs;
   for (let i = 0; i < retries; i++) {
     if (i > 0) await new Promise((r) => setTimeout(r, intervalMs));
-    if (await probeHealthz(current.url, options.probeTimeoutMs ?? LIMITS.healthProbeTimeoutMs)) return { status: 'healthy', url: current.url };
+    if (await probeHealthz(current.url, options.probeTimeoutMs ?? LIMITS.healthProbeTimeoutMs))
+      return { status: 'healthy', url: current.url };
   }
   return { status: 'starting', url: current.url };
 }

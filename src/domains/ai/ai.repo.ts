@@ -16,7 +16,14 @@ export type UsageRow = {
 };
 
 /** One group of usage rows (a day or a model): token sums as numbers, cost as numeric text. */
-export type UsageBucket = { key: string; requests: number; prompt_tokens: number; completion_tokens: number; total_tokens: number; cost: string };
+export type UsageBucket = {
+  key: string;
+  requests: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  cost: string;
+};
 
 /** First day of the UTC month of `d`, as `YYYY-MM-01`. */
 export const monthOf = (d: Date) => `${d.getUTCFullYear()}-${String(d.getUTCMonth() + 1).padStart(2, '0')}-01`;

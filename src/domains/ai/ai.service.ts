@@ -11,14 +11,7 @@ import type { Db } from '../../db/client.ts';
 import { AppError, badRequest, notFound } from '../../lib/errors.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
 import { createCatalog, DEMO_MODEL_IDS, PROVIDER_CHAIN, toPublicModel, type CatalogModel } from './catalog.ts';
-import {
-  allowedModelIds,
-  applyAlgorithmMode,
-  monthlyQuota,
-  selectModel,
-  type AiActor,
-  type TaskType,
-} from './plan-rules.ts';
+import { allowedModelIds, applyAlgorithmMode, monthlyQuota, selectModel, type AiActor, type TaskType } from './plan-rules.ts';
 import { createProviders } from './providers/index.ts';
 import {
   PROVIDER_NAMES,
@@ -95,7 +88,8 @@ export function createAiService(deps: AiServiceDeps) {
   const usage = deps.usage ?? createUsageStore({ db: deps.db, logger });
   let refreshing: Promise<unknown> | undefined;
 
-  const costOf = (m: Pick<CatalogModel, 'inputCost' | 'outputCost'>, u: Usage) => round(u.prompt_tokens * m.inputCost + u.completion_tokens * m.outputCost);
+  const costOf = (m: Pick<CatalogModel, 'inputCost' | 'outputCost'>, u: Usage) =>
+    round(u.prompt_tokens * m.inputCost + u.completion_tokens * m.outputCost);
 
   const record = (userId: string, agentId: string | null | undefined, m: CatalogModel, u: Usage) =>
     usage.record({
@@ -119,7 +113,8 @@ export function createAiService(deps: AiServiceDeps) {
       logger?.warn({ err }, 'rate limiter unavailable; request allowed');
       return;
     }
-    if (!decision.allowed) throw new AppError('AI_RATE_LIMITED', 'Too many requests', { retryAfter: Math.max(1, Math.ceil(decision.retryAfterMs / 1000)) });
+    if (!decision.allowed)
+      throw new AppError('AI_RATE_LIMITED', 'Too many requests', { retryAfter: Math.max(1, Math.ceil(decision.retryAfterMs / 1000)) });
   }
 
   /** §4.9 Fallbacks: the requested model, then its provider's fallback (or primary, when the fallback was asked for). */
@@ -207,7 +202,12 @@ export function createAiService(deps: AiServiceDeps) {
     return { attempts: attemptsFor(model), messages };
   }
 
-  const params = (input: Pick<ChatInput, 'temperature' | 'top_p' | 'max_tokens'>, m: CatalogModel, messages: ChatMessage[], signal: AbortSignal) => ({
+  const params = (
+    input: Pick<ChatInput, 'temperature' | 'top_p' | 'max_tokens'>,
+    m: CatalogModel,
+    messages: ChatMessage[],
+    signal: AbortSignal,
+  ) => ({
     model: m.upstreamId,
     messages,
     temperature: input.temperature,
@@ -229,10 +229,7 @@ export function createAiService(deps: AiServiceDeps) {
     /** GET /api/ai/health: healthy with the router configured, degraded without; 503 when the usage store is down. */
     async health() {
       try {
-        await Promise.race([
-          usage.ping(),
-          new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 5_000).unref()),
-        ]);
+        await Promise.race([usage.ping(), new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 5_000).unref())]);
       } catch (err) {
         logger?.error({ err }, 'ai health check failed');
         throw new AppError('AI_USAGE_STORE_UNAVAILABLE', 'AI usage store unavailable', { status: 'error' });
@@ -289,7 +286,9 @@ export function createAiService(deps: AiServiceDeps) {
     /** POST /api/ai/chat (non-streamed). `model` in the answer is the model that served. */
     async chat(actor: AiActor, input: ChatInput, signal?: AbortSignal): Promise<ChatResponse> {
       const { attempts, messages } = await prepare(actor, input);
-      const { model, result, release } = await withFallback(attempts, signal, (m, s) => providers[m.provider].chat(params(input, m, messages, s)));
+      const { model, result, release } = await withFallback(attempts, signal, (m, s) =>
+        providers[m.provider].chat(params(input, m, messages, s)),
+      );
       release();
       record(actor.userId, input.agentId, model, result.usage);
       return {
@@ -371,7 +370,13 @@ export function createAiService(deps: AiServiceDeps) {
       }
       served.release();
       record(DEMO_USER_ID, DEMO_AGENT_ID, served.model, served.result.usage);
-      return { id: responseId(served.result), model: served.model.id, message: served.result.content, usage: served.result.usage, done: true as const };
+      return {
+        id: responseId(served.result),
+        model: served.model.id,
+        message: served.result.content,
+        usage: served.result.usage,
+        done: true as const,
+      };
     },
 
     async close() {

@@ -31,9 +31,7 @@ export type AiActor = {
   isAdmin: boolean;
 };
 
-export type PlanCheck =
-  | { ok: true; actor: AiActor }
-  | { ok: false; code: 'PLAN_REQUIRED' | 'SUBSCRIPTION_REQUIRED'; error: string };
+export type PlanCheck = { ok: true; actor: AiActor } | { ok: false; code: 'PLAN_REQUIRED' | 'SUBSCRIPTION_REQUIRED'; error: string };
 
 const header = (v: string | string[] | undefined): string | undefined => {
   const s = Array.isArray(v) ? v[0] : v;

@@ -71,7 +71,10 @@ export const bridgeRepo = {
 
   async stats(db: Kysely<DB>) {
     const [count, last] = await Promise.all([
-      db.selectFrom('bridge_messages').select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow(),
+      db
+        .selectFrom('bridge_messages')
+        .select((eb) => eb.fn.countAll<number>().as('total'))
+        .executeTakeFirstOrThrow(),
       db
         .selectFrom('bridge_messages')
         .select(['created_at', 'sender', 'channel'])

@@ -20,7 +20,8 @@ export const BRIDGE_PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const;
 /** The reader name that reads without marking anything read (§4.13). */
 export const UNKNOWN_READER = 'unknown';
 
-const isOneOf = <T extends string>(list: readonly T[], v: unknown): v is T => typeof v === 'string' && (list as readonly string[]).includes(v);
+const isOneOf = <T extends string>(list: readonly T[], v: unknown): v is T =>
+  typeof v === 'string' && (list as readonly string[]).includes(v);
 
 export type SendInput = { sender?: unknown; content?: unknown; channel?: unknown; priority?: unknown };
 export type InboxQuery = { channel?: unknown; since?: unknown; reader?: unknown; limit?: unknown };

@@ -52,7 +52,10 @@ export function createChatService(deps: ChatDeps) {
         if (err) reject(err);
         else resolve(reply!);
       };
-      const timer = setTimeout(() => finish(new AppError('AGENT_TIMEOUT', `The agent did not reply within ${Math.round(wsTimeoutMs / 1000)} seconds`)), wsTimeoutMs);
+      const timer = setTimeout(
+        () => finish(new AppError('AGENT_TIMEOUT', `The agent did not reply within ${Math.round(wsTimeoutMs / 1000)} seconds`)),
+        wsTimeoutMs,
+      );
       socket.on('open', () => socket.send(JSON.stringify({ type: 'chat', content: message, sessionKey })));
       socket.on('message', (raw: Buffer) => {
         let frame: { type?: unknown; content?: unknown; error?: unknown };
@@ -62,14 +65,17 @@ export function createChatService(deps: ChatDeps) {
           return;
         }
         if (frame.type === 'reply' && typeof frame.content === 'string') finish(undefined, frame.content);
-        else if (frame.type === 'error') finish(new AppError('AGENT_ERROR', typeof frame.error === 'string' ? frame.error : 'The agent answered with an error'));
+        else if (frame.type === 'error')
+          finish(new AppError('AGENT_ERROR', typeof frame.error === 'string' ? frame.error : 'The agent answered with an error'));
       });
       socket.on('unexpected-response', (_req, res) => {
         res.resume();
         finish(new AppError('AGENT_UNAVAILABLE', `The agent's gateway refused the connection (${res.statusCode})`, undefined, 500));
       });
       socket.on('error', (err) => finish(new AppError('AGENT_UNAVAILABLE', `Could not reach the agent: ${err.message}`, undefined, 500)));
-      socket.on('close', () => finish(new AppError('AGENT_UNAVAILABLE', 'The agent closed the connection without replying', undefined, 500)));
+      socket.on('close', () =>
+        finish(new AppError('AGENT_UNAVAILABLE', 'The agent closed the connection without replying', undefined, 500)),
+      );
     });
   }
 
@@ -77,7 +83,12 @@ export function createChatService(deps: ChatDeps) {
    * Streams a completion from the agent, calling `onDelta` with each piece of text, and returns
    * the whole text. SSE per the OpenAI wire format: `data: {json}` events, `data: [DONE]`.
    */
-  async function streamCompletion(t: AgentTarget, input: ChatInput, onDelta: (text: string) => void, signal?: AbortSignal): Promise<string> {
+  async function streamCompletion(
+    t: AgentTarget,
+    input: ChatInput,
+    onDelta: (text: string) => void,
+    signal?: AbortSignal,
+  ): Promise<string> {
     let res: Response;
     const abort = AbortSignal.any([AbortSignal.timeout(restTimeoutMs), ...(signal ? [signal] : [])]);
     try {
@@ -166,7 +177,13 @@ export function createChatService(deps: ChatDeps) {
      * §4.18 POST /api/chat on an opened target: streams deltas to `onDelta` (may be a no-op) and
      * stores the turn (the last user message and the assembled reply) once the answer is complete.
      */
-    async complete(userId: string, t: AgentTarget, input: ChatInput, onDelta: (text: string) => void, signal?: AbortSignal): Promise<ChatResult> {
+    async complete(
+      userId: string,
+      t: AgentTarget,
+      input: ChatInput,
+      onDelta: (text: string) => void,
+      signal?: AbortSignal,
+    ): Promise<ChatResult> {
       const started = Date.now();
       const reply = await streamCompletion(t, input, onDelta, signal);
       const responseMs = Date.now() - started;

@@ -23,7 +23,11 @@ export const configRepo = {
    * transaction ends. Returns the locked row.
    */
   async lockConfig(trx: Tx, userId: string) {
-    await trx.insertInto('agent_configs').values({ user_id: userId, config: null }).onConflict((oc) => oc.column('user_id').doNothing()).execute();
+    await trx
+      .insertInto('agent_configs')
+      .values({ user_id: userId, config: null })
+      .onConflict((oc) => oc.column('user_id').doNothing())
+      .execute();
     return trx
       .selectFrom('agent_configs')
       .select(['config', 'last_backup_ms'])
@@ -48,7 +52,12 @@ export const configRepo = {
   },
 
   findBackup(trx: Tx, userId: string, backupId: string) {
-    return trx.selectFrom('config_backups').select(['id', 'config']).where('user_id', '=', userId).where('id', '=', backupId).executeTakeFirst();
+    return trx
+      .selectFrom('config_backups')
+      .select(['id', 'config'])
+      .where('user_id', '=', userId)
+      .where('id', '=', backupId)
+      .executeTakeFirst();
   },
 
   /** Newest first. */

@@ -74,14 +74,16 @@ const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF
  * Returns the JSON object to store or throws 400.
  */
 export function checkSerializable(config: JsonObject): JsonObject {
-  if (nestingDepth(config) > LIMITS.configMaxDepth) throw badRequest(`Config is not serializable: nested deeper than ${LIMITS.configMaxDepth} levels`);
+  if (nestingDepth(config) > LIMITS.configMaxDepth)
+    throw badRequest(`Config is not serializable: nested deeper than ${LIMITS.configMaxDepth} levels`);
   let text: string;
   try {
     text = JSON.stringify(config);
   } catch {
     throw badRequest('Config is not serializable');
   }
-  if (UNSTORABLE.test(text) || text.includes('\\u0000')) throw badRequest('Config is not serializable: contains a NUL character or an unpaired surrogate');
+  if (UNSTORABLE.test(text) || text.includes('\\u0000'))
+    throw badRequest('Config is not serializable: contains a NUL character or an unpaired surrogate');
   return JSON.parse(text) as JsonObject;
 }
 
@@ -100,7 +102,8 @@ export function createConfigService(deps: ConfigDeps) {
   const { db } = deps;
   const now = deps.now ?? (() => new Date());
   const key = deps.secretsKey;
-  const seal = (incoming: JsonObject, stored: JsonObject | null): JsonObject => (key ? (sealChannelSecrets(incoming, stored ?? undefined, key) as JsonObject) : incoming);
+  const seal = (incoming: JsonObject, stored: JsonObject | null): JsonObject =>
+    key ? (sealChannelSecrets(incoming, stored ?? undefined, key) as JsonObject) : incoming;
   const mask = (config: JsonObject): JsonObject => maskChannelSecrets(config, key) as JsonObject;
 
   const summaries = (rows: { id: string; created_at: Date }[]): BackupSummary[] =>
@@ -159,7 +162,12 @@ export function createConfigService(deps: ConfigDeps) {
         const config = seal(checked, locked.config);
         const backup = await backUp(trx, actor.id, locked, previous);
         await configRepo.saveConfig(trx, actor.id, config, backup.lastMs);
-        return { success: true as const, config: mask(config), backupId: backup.id, backups: summaries(await configRepo.listBackups(trx, actor.id)) };
+        return {
+          success: true as const,
+          config: mask(config),
+          backupId: backup.id,
+          backups: summaries(await configRepo.listBackups(trx, actor.id)),
+        };
       });
     },
 

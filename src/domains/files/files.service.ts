@@ -14,7 +14,10 @@ export function createFilesService(deps: { db: Db; driver: HostingDriver | undef
       await findOwnAgent(deps.db, userId, agentId);
       const dir = deps.driver?.workspaceDir?.(agentId);
       if (!dir) {
-        throw new AppError('NO_LOCAL_WORKSPACE', "This agent's workspace is not on this machine: the file explorer needs the local hosting driver");
+        throw new AppError(
+          'NO_LOCAL_WORKSPACE',
+          "This agent's workspace is not on this machine: the file explorer needs the local hosting driver",
+        );
       }
       return createWorkspaceFiles(dir);
     },

@@ -23,7 +23,14 @@ const run = promisify(execFile);
 /** §4.17: excluded from the tree */
 export const EXCLUDED_DIRS = new Set(['node_modules', '.git', '.next', 'dist', 'build', '.cache', '__pycache__']);
 /** §8 file explorer limits */
-export const FILE_LIMITS = { readMaxBytes: 1024 * 1024, treeDepthDefault: 3, treeDepthMax: 4, gitLogDefault: 20, gitLogMax: 100, treeMaxEntries: 5000 } as const;
+export const FILE_LIMITS = {
+  readMaxBytes: 1024 * 1024,
+  treeDepthDefault: 3,
+  treeDepthMax: 4,
+  gitLogDefault: 20,
+  gitLogMax: 100,
+  treeMaxEntries: 5000,
+} as const;
 
 export type TreeNode = { type: 'file' | 'folder'; name: string; path: string; children?: TreeNode[] };
 
@@ -90,7 +97,12 @@ export function createWorkspaceFiles(rootDir: string, options: { gitTimeoutMs?: 
     }
   };
   const gitFailed = (what: string, err: unknown) =>
-    new AppError('GIT_FAILED', `${what} failed: ${String((err as { stderr?: string }).stderr ?? (err as Error).message).trim().slice(0, 500)}`);
+    new AppError(
+      'GIT_FAILED',
+      `${what} failed: ${String((err as { stderr?: string }).stderr ?? (err as Error).message)
+        .trim()
+        .slice(0, 500)}`,
+    );
 
   return {
     /** §4.17 GET /tree: folders first, then files, each alphabetical; excluded folders left out; symlinks are listed, never followed. */
@@ -106,8 +118,14 @@ export function createWorkspaceFiles(rootDir: string, options: { gitTimeoutMs?: 
         } catch {
           return node;
         }
-        const folders = entries.filter((e) => e.isDirectory() && !EXCLUDED_DIRS.has(e.name)).map((e) => e.name).sort();
-        const files = entries.filter((e) => !e.isDirectory()).map((e) => e.name).sort();
+        const folders = entries
+          .filter((e) => e.isDirectory() && !EXCLUDED_DIRS.has(e.name))
+          .map((e) => e.name)
+          .sort();
+        const files = entries
+          .filter((e) => !e.isDirectory())
+          .map((e) => e.name)
+          .sort();
         node.children = [];
         for (const f of folders) {
           if (++count > FILE_LIMITS.treeMaxEntries) break;
@@ -205,15 +223,21 @@ export function createWorkspaceFiles(rootDir: string, options: { gitTimeoutMs?: 
       const pending = (await git(root, ['diff', '--cached', '--name-only'])).trim();
       let committed = false;
       if (pending) {
-        await git(root, ['-c', 'user.name=Agent platform', '-c', 'user.email=agent@platform.invalid', 'commit', '-q', '-m', message]).catch((err) => {
-          throw gitFailed('Commit', err);
-        });
+        await git(root, ['-c', 'user.name=Agent platform', '-c', 'user.email=agent@platform.invalid', 'commit', '-q', '-m', message]).catch(
+          (err) => {
+            throw gitFailed('Commit', err);
+          },
+        );
         committed = true;
       }
       const hash = (await git(root, ['rev-parse', 'HEAD']).catch(() => '')).trim() || null;
       let pushed = false;
       const remote = (await git(root, ['remote']).catch(() => '')).trim();
-      if (remote) pushed = await git(root, ['push', '-q']).then(() => true, () => false);
+      if (remote)
+        pushed = await git(root, ['push', '-q']).then(
+          () => true,
+          () => false,
+        );
       return { ok: true as const, committed, pushed, hash, message };
     },
 
@@ -221,7 +245,11 @@ export function createWorkspaceFiles(rootDir: string, options: { gitTimeoutMs?: 
     async gitLog(limit: number = FILE_LIMITS.gitLogDefault) {
       const root = await realRoot();
       if (!(await isRepo(root))) return { ok: true as const, commits: [] };
-      const out = await git(root, ['log', `-n${Math.min(limit, FILE_LIMITS.gitLogMax)}`, '--format=%H%x1f%h%x1f%s%x1f%an%x1f%aI%x1e']).catch(() => '');
+      const out = await git(root, [
+        'log',
+        `-n${Math.min(limit, FILE_LIMITS.gitLogMax)}`,
+        '--format=%H%x1f%h%x1f%s%x1f%an%x1f%aI%x1e',
+      ]).catch(() => '');
       const commits = out
         .split('\x1e')
         .map((r) => r.trim())

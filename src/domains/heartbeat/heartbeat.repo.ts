@@ -20,9 +20,7 @@ export const heartbeatRepo = {
         eb
           .or([
             eb.exists(trx.selectFrom('agents').select(sql`1`.as('one')).where('id', '=', agentId)),
-            eb.exists(
-              trx.selectFrom('users').select(sql`1`.as('one')).where('id', '=', userId).where('runtime_instance_id', '=', agentId),
-            ),
+            eb.exists(trx.selectFrom('users').select(sql`1`.as('one')).where('id', '=', userId).where('runtime_instance_id', '=', agentId)),
           ])
           .as('owned'),
       ])
@@ -32,7 +30,15 @@ export const heartbeatRepo = {
 
   upsert(
     trx: Tx,
-    s: { userId: string; agentId: string; frequency: string; enabled: boolean; lastHeartbeat: Date; nextHeartbeat: Date; lastUpdated: Date },
+    s: {
+      userId: string;
+      agentId: string;
+      frequency: string;
+      enabled: boolean;
+      lastHeartbeat: Date;
+      nextHeartbeat: Date;
+      lastUpdated: Date;
+    },
   ) {
     const values = {
       frequency: s.frequency,

@@ -42,7 +42,12 @@ export function createHeartbeatService(deps: { db: Db; now?: () => Date }) {
       const agentId = requireAgentId(agentIdInput);
       const row = await db.withUser(userId, (trx) => heartbeatRepo.get(trx, agentId));
       if (!row) return { frequency: LIMITS.heartbeatDefaultFrequency, enabled: true, lastHeartbeat: null, nextHeartbeat: null };
-      return { frequency: row.frequency, enabled: row.enabled, lastHeartbeat: iso(row.last_heartbeat), nextHeartbeat: iso(row.next_heartbeat) };
+      return {
+        frequency: row.frequency,
+        enabled: row.enabled,
+        lastHeartbeat: iso(row.last_heartbeat),
+        nextHeartbeat: iso(row.next_heartbeat),
+      };
     },
 
     /**

@@ -37,7 +37,8 @@ export const HOSTING_KEY_PREFIX = 'rnd_';
 export const HOSTING_KEY_MIN_LENGTH = 20;
 
 const NAME = 'hosting-mcp-gateway';
-const DESCRIPTION = "Connects MCP clients to the hosting platform's official MCP server to manage services, deploys, logs, metrics, Postgres and key-value stores";
+const DESCRIPTION =
+  "Connects MCP clients to the hosting platform's official MCP server to manage services, deploys, logs, metrics, Postgres and key-value stores";
 
 export type ValidateConfigResult =
   | { valid: true; message: string; next_steps: string[] }
@@ -130,7 +131,11 @@ export function createHostingMcpService(deps: { now?: () => Date } = {}) {
             'Update the environment variables of my API service',
           ],
           deployment_monitoring: ['Show the latest deploys of my web service', 'Why did my last deploy fail?'],
-          database_management: ['List my Postgres instances', 'Create a new Postgres database', 'How many users signed up this week? (query my Postgres)'],
+          database_management: [
+            'List my Postgres instances',
+            'Create a new Postgres database',
+            'How many users signed up this week? (query my Postgres)',
+          ],
           monitoring_and_logs: ['Show the error logs of my API from the last hour', 'What was the CPU usage of my service yesterday?'],
           troubleshooting: ['Why is my service returning 502 errors?', 'Find the cause of the memory spike in my worker'],
         },

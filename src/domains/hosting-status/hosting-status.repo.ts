@@ -14,12 +14,7 @@ export const hostingStatusRepo = {
     await db
       .insertInto('hosting_status')
       .values({ id: true, ...values })
-      .onConflict((oc) =>
-        oc
-          .column('id')
-          .doUpdateSet(values)
-          .where('hosting_status.received_at', '<=', sql<Date>`excluded.received_at`),
-      )
+      .onConflict((oc) => oc.column('id').doUpdateSet(values).where('hosting_status.received_at', '<=', sql<Date>`excluded.received_at`))
       .execute();
   },
 

@@ -30,14 +30,26 @@ export function toRecord(payload: Obj, receivedAt: Date): HostingStatusRecord {
   if (isObj(payload.deployment)) {
     const d = payload.deployment;
     const service = isObj(d.service) ? d.service : {};
-    return { status: str(d.status) ?? 'unknown', name: str(service.name) ?? 'Hosting', message: str(d.url), eventType: 'deployment', receivedAt: at };
+    return {
+      status: str(d.status) ?? 'unknown',
+      name: str(service.name) ?? 'Hosting',
+      message: str(d.url),
+      eventType: 'deployment',
+      receivedAt: at,
+    };
   }
   if (isObj(payload.incident)) {
     const i = payload.incident;
     // status-page incident_updates are listed newest first
     const updates = Array.isArray(i.incident_updates) ? i.incident_updates : [];
     const latest = updates.find(isObj);
-    return { status: str(i.status) ?? 'unknown', name: str(i.name) ?? 'Hosting', message: latest ? str(latest.body) : null, eventType: 'incident', receivedAt: at };
+    return {
+      status: str(i.status) ?? 'unknown',
+      name: str(i.name) ?? 'Hosting',
+      message: latest ? str(latest.body) : null,
+      eventType: 'incident',
+      receivedAt: at,
+    };
   }
   if (isObj(payload.component)) {
     const c = payload.component;
@@ -95,7 +107,13 @@ export function createHostingStatusService(deps: HostingStatusDeps) {
     async latest(): Promise<HostingStatusRecord | null> {
       const row = await hostingStatusRepo.findLatest(deps.db.kysely);
       if (!row) return null;
-      return { status: row.status, name: row.name, message: row.message, eventType: row.event_type, receivedAt: row.received_at.toISOString() };
+      return {
+        status: row.status,
+        name: row.name,
+        message: row.message,
+        eventType: row.event_type,
+        receivedAt: row.received_at.toISOString(),
+      };
     },
   };
 }

@@ -25,7 +25,9 @@ export interface KeyCache<P> {
 
 const CHANNEL = 'platform:key-evictions';
 
-export function createKeyCache<P>(options: { ttlMs?: number; maxEntries?: number; redisUrl?: string; redisTimeoutMs?: number; now?: () => number } = {}): KeyCache<P> {
+export function createKeyCache<P>(
+  options: { ttlMs?: number; maxEntries?: number; redisUrl?: string; redisTimeoutMs?: number; now?: () => number } = {},
+): KeyCache<P> {
   const ttlMs = options.ttlMs ?? 5000;
   const maxEntries = options.maxEntries ?? 50_000;
   const now = options.now ?? Date.now;

@@ -12,7 +12,13 @@ const publicColumns = ['id', 'name', 'prefix', 'created_at', 'last_used_at'] as 
 
 export const keysRepo = {
   list(trx: Tx, userId: string) {
-    return trx.selectFrom('api_keys').select(publicColumns).where('user_id', '=', userId).orderBy('created_at', 'desc').orderBy('id').execute();
+    return trx
+      .selectFrom('api_keys')
+      .select(publicColumns)
+      .where('user_id', '=', userId)
+      .orderBy('created_at', 'desc')
+      .orderBy('id')
+      .execute();
   },
 
   find(trx: Tx, userId: string, id: string) {
@@ -37,7 +43,17 @@ export const keysRepo = {
     return db
       .selectFrom('api_keys')
       .innerJoin('users', 'users.id', 'api_keys.user_id')
-      .select(['api_keys.id', 'api_keys.key_hash', 'api_keys.last_used_at', 'users.id as user_id', 'users.email', 'users.plan', 'users.subscription_status', 'users.is_admin', 'users.email_verified'])
+      .select([
+        'api_keys.id',
+        'api_keys.key_hash',
+        'api_keys.last_used_at',
+        'users.id as user_id',
+        'users.email',
+        'users.plan',
+        'users.subscription_status',
+        'users.is_admin',
+        'users.email_verified',
+      ])
       .where('api_keys.prefix', '=', prefix)
       .execute();
   },

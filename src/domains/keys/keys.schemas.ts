@@ -24,7 +24,7 @@ export const keyProfile = z.object({
 export const invalidKey = z.object({ valid: z.literal(false).optional(), error: z.string() }).loose();
 export const VALIDATION_DESCRIPTION =
   'The §4.3 flow: the key is looked up by its first 10 characters (one indexed query), the SHA-256 of the presented key is ' +
-  'compared with each candidate\'s in constant time, and the owner\'s profile is returned. `features` lists what the owner\'s ' +
+  "compared with each candidate's in constant time, and the owner's profile is returned. `features` lists what the owner's " +
   'plan allows (every plan: agents, ai_chat, config, api_keys, workflows, bridge, a2a_messaging, messaging_tools; collective and ' +
   'above add coding_tools; network adds all_models and unlimited_agents; admins get the network list). A successful validation ' +
   'counts as a use of the key and updates its `lastUsed`. 400 when apiKey is missing or does not start with `sk_`; 401 ' +

@@ -37,7 +37,19 @@ export const PLAN_FEATURES: Record<'solo' | 'collective' | 'label' | 'network', 
   solo: ['agents', 'ai_chat', 'config', 'api_keys', 'workflows', 'bridge', 'a2a_messaging', 'messaging_tools'],
   collective: ['agents', 'ai_chat', 'config', 'api_keys', 'workflows', 'bridge', 'a2a_messaging', 'messaging_tools', 'coding_tools'],
   label: ['agents', 'ai_chat', 'config', 'api_keys', 'workflows', 'bridge', 'a2a_messaging', 'messaging_tools', 'coding_tools'],
-  network: ['agents', 'ai_chat', 'config', 'api_keys', 'workflows', 'bridge', 'a2a_messaging', 'messaging_tools', 'coding_tools', 'all_models', 'unlimited_agents'],
+  network: [
+    'agents',
+    'ai_chat',
+    'config',
+    'api_keys',
+    'workflows',
+    'bridge',
+    'a2a_messaging',
+    'messaging_tools',
+    'coding_tools',
+    'all_models',
+    'unlimited_agents',
+  ],
 };
 
 export const INVALID_KEY = 'Invalid API key';

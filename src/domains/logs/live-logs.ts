@@ -14,7 +14,14 @@ export type LiveLogsDeps = {
 };
 
 type Subscriber = { onLine(line: LiveLine): void; onEnd(reason: string): void };
-type Poller = { subscribers: Set<Subscriber>; timer: NodeJS.Timeout | undefined; lastTs: string; seenAtLast: Set<string>; primed: boolean; busy: boolean };
+type Poller = {
+  subscribers: Set<Subscriber>;
+  timer: NodeJS.Timeout | undefined;
+  lastTs: string;
+  seenAtLast: Set<string>;
+  primed: boolean;
+  busy: boolean;
+};
 
 const lineKey = (l: LiveLine) => `${l.timestamp}\u0000${l.source}\u0000${l.message}`;
 

@@ -6,8 +6,20 @@
  */
 export type AudioClient = {
   readonly configured: boolean;
-  speech(p: { input: string; voice: string; model: string; format: string; signal?: AbortSignal }): Promise<{ audio: Buffer; contentType: string }>;
-  transcribe(p: { audio: Buffer; filename: string; model: string; language?: string | undefined; signal?: AbortSignal }): Promise<{ text: string }>;
+  speech(p: {
+    input: string;
+    voice: string;
+    model: string;
+    format: string;
+    signal?: AbortSignal;
+  }): Promise<{ audio: Buffer; contentType: string }>;
+  transcribe(p: {
+    audio: Buffer;
+    filename: string;
+    model: string;
+    language?: string | undefined;
+    signal?: AbortSignal;
+  }): Promise<{ text: string }>;
 };
 
 export class AudioError extends Error {
@@ -41,7 +53,12 @@ export function createAudioClient(o: { baseUrl: string; apiKey: string | undefin
       form.append('file', new Blob([new Uint8Array(p.audio)]), p.filename);
       form.append('model', p.model);
       if (p.language) form.append('language', p.language);
-      const res = await fetch(`${base}/audio/transcriptions`, { method: 'POST', headers: auth, body: form, signal: signalFor(p.signal) }).catch((err) => {
+      const res = await fetch(`${base}/audio/transcriptions`, {
+        method: 'POST',
+        headers: auth,
+        body: form,
+        signal: signalFor(p.signal),
+      }).catch((err) => {
         throw new AudioError(`audio provider unreachable: ${(err as Error).message}`);
       });
       if (!res.ok) throw await fail(res);

@@ -35,7 +35,13 @@ export type CardEvent = {
   /** when the processor created the event (epoch seconds): orders deliveries that arrive out of order */
   created: number;
   /** the event's object (e.g. a checkout session) */
-  object: { id?: string; metadata?: Record<string, string> | null; payment_status?: string; amount_total?: number | null; [k: string]: unknown };
+  object: {
+    id?: string;
+    metadata?: Record<string, string> | null;
+    payment_status?: string;
+    amount_total?: number | null;
+    [k: string]: unknown;
+  };
 };
 
 export type WebhookVerdict = { ok: true; event: CardEvent } | { ok: false; reason: string };

@@ -50,10 +50,22 @@ export type GatewayRequest = {
 export type GatewayPayment = { method: PaymentMethod; receipt: string; signature?: string };
 
 export type GatewayOutcome =
-  | { ok: true; plugin: string; payment: GatewayPayment; headers: Record<string, string>; output: PluginOutput; refund: () => Promise<void> }
+  | {
+      ok: true;
+      plugin: string;
+      payment: GatewayPayment;
+      headers: Record<string, string>;
+      output: PluginOutput;
+      refund: () => Promise<void>;
+    }
   | { ok: false; status: number; body: Record<string, unknown>; headers: Record<string, string> };
 
-const fail = (status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): GatewayOutcome => ({ ok: false, status, body, headers });
+const fail = (status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): GatewayOutcome => ({
+  ok: false,
+  status,
+  body,
+  headers,
+});
 
 export function createGatewayService(deps: {
   db: Db;
@@ -93,7 +105,12 @@ export function createGatewayService(deps: {
           return {
             receipt: reference,
             refund: async () => {
-              await ledgerRepo.credit(k, { address, amountMicros: plugin.priceMicros, eventId: `refund:${reference}`, source: 'plugin_failed' });
+              await ledgerRepo.credit(k, {
+                address,
+                amountMicros: plugin.priceMicros,
+                eventId: `refund:${reference}`,
+                source: 'plugin_failed',
+              });
             },
           };
         }
@@ -133,7 +150,10 @@ export function createGatewayService(deps: {
 
       if (method === 'session') {
         if (!req.sessionId || !req.walletAddress) {
-          return fail(402, { error: 'session_required', message: 'Session billing needs X-Session-Id and X-Wallet-Address (open one with POST /api/wallet/sessions)' });
+          return fail(402, {
+            error: 'session_required',
+            message: 'Session billing needs X-Session-Id and X-Wallet-Address (open one with POST /api/wallet/sessions)',
+          });
         }
         const r = await sessions.debit(req.sessionId, req.walletAddress, plugin.priceMicros, plugin.id);
         if (!r.ok) {
@@ -144,11 +164,16 @@ export function createGatewayService(deps: {
               session: { remaining: microsToUsd(r.remainingMicros), cost: microsToUsd(r.costMicros) },
             });
           }
-          if (r.code === 'session_invalid') return fail(402, { error: 'session_invalid', message: 'Unknown, closed or expired session, or another wallet' });
+          if (r.code === 'session_invalid')
+            return fail(402, { error: 'session_invalid', message: 'Unknown, closed or expired session, or another wallet' });
           return fail(402, { error: 'voucher_failed', message: 'The voucher could not be recorded; nothing was charged' });
         }
         payment = { method, receipt: r.receipt, signature: r.signature };
-        headers = { 'payment-receipt': r.receipt, 'x-session-remaining': microsToUsd(r.remainingMicros), 'payment-receipt-signature': r.signature };
+        headers = {
+          'payment-receipt': r.receipt,
+          'x-session-remaining': microsToUsd(r.remainingMicros),
+          'payment-receipt-signature': r.signature,
+        };
         refund = async () => {
           await sessions.refund(r.debitId);
         };
@@ -178,7 +203,10 @@ export function createGatewayService(deps: {
         ? { userId: req.account.userId, email: req.account.email, role: undefined, plan: req.account.plan, isAdmin: req.account.isAdmin }
         : { userId: payer ?? 'gateway', email: undefined, role: undefined, plan: 'solo', isAdmin: false };
       try {
-        const output = await call({ actor, userId: req.account?.userId ?? null }, { stream: req.stream && plugin.streaming, signal: req.signal });
+        const output = await call(
+          { actor, userId: req.account?.userId ?? null },
+          { stream: req.stream && plugin.streaming, signal: req.signal },
+        );
         return { ok: true, plugin: plugin.id, payment, headers, output, refund };
       } catch (err) {
         // the plugin did not answer: the charge goes back (once)

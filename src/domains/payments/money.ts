@@ -8,15 +8,16 @@ export const MICROS_PER_CENT = 10_000;
 /** Upper bound of one movement: $1 000 000 keeps every sum far inside JavaScript's exact integers. */
 export const MAX_MOVEMENT_MICROS = 1_000_000 * MICROS_PER_USD;
 
-export const isMicros = (n: unknown): n is number =>
-  typeof n === 'number' && Number.isSafeInteger(n) && n > 0 && n <= MAX_MOVEMENT_MICROS;
+export const isMicros = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n > 0 && n <= MAX_MOVEMENT_MICROS;
 
 /** Exact decimal USD string of an amount of micros, e.g. 50000 → "0.05", 1234567 → "1.234567". */
 export function microsToUsd(micros: number): string {
   const sign = micros < 0 ? '-' : '';
   const abs = Math.abs(micros);
   const whole = Math.floor(abs / MICROS_PER_USD);
-  const frac = String(abs % MICROS_PER_USD).padStart(6, '0').replace(/0+$/, '');
+  const frac = String(abs % MICROS_PER_USD)
+    .padStart(6, '0')
+    .replace(/0+$/, '');
   return `${sign}${whole}.${frac.length < 2 ? frac.padEnd(2, '0') : frac}`;
 }
 

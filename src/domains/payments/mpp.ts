@@ -37,7 +37,9 @@ export function createMppMethod(deps: {
   const now = deps.now ?? Date.now;
   const recipient = deps.recipient?.toLowerCase();
   const currency = deps.currency.toLowerCase();
-  const client = deps.client ?? (deps.rpcUrl ? createPublicClient({ cacheTime: 0, transport: http(deps.rpcUrl, { timeout: 10_000, retryCount: 0 }) }) : undefined);
+  const client =
+    deps.client ??
+    (deps.rpcUrl ? createPublicClient({ cacheTime: 0, transport: http(deps.rpcUrl, { timeout: 10_000, retryCount: 0 }) }) : undefined);
   const mac = (payload: string) => createHmac('sha256', deps.secret).update(`mpp-challenge:${payload}`).digest('base64url');
 
   const issue = (t: Terms) => {
@@ -62,7 +64,15 @@ export function createMppMethod(deps: {
       if (!recipient) return null;
       const iat = now();
       const expiresAt = iat + deps.challengeTtlMs;
-      const nonce = issue({ a: amountMicros, c: currency, r: recipient, p: plugin, iat, exp: expiresAt, n: randomBytes(12).toString('base64url') });
+      const nonce = issue({
+        a: amountMicros,
+        c: currency,
+        r: recipient,
+        p: plugin,
+        iat,
+        exp: expiresAt,
+        n: randomBytes(12).toString('base64url'),
+      });
       // token amounts in base units: the stablecoins have 6 decimals, 1 unit = 1 micro-USD
       const amount = String(amountMicros);
       const description = `${plugin} plugin call ($${microsToUsd(amountMicros)})`;
@@ -82,11 +92,13 @@ export function createMppMethod(deps: {
       }
       const nonce = parsed?.challenge?.nonce;
       const hash = parsed?.payload?.hash;
-      if (typeof nonce !== 'string' || typeof hash !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(hash)) return { ok: false, reason: 'malformed credential' };
+      if (typeof nonce !== 'string' || typeof hash !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(hash))
+        return { ok: false, reason: 'malformed credential' };
       const terms = open(nonce);
       if (!terms) return { ok: false, reason: 'unknown challenge' };
       if (terms.exp <= now()) return { ok: false, reason: 'challenge expired' };
-      if (terms.p !== plugin || terms.a < amountMicros || terms.r !== recipient || terms.c !== currency) return { ok: false, reason: 'challenge is for another call' };
+      if (terms.p !== plugin || terms.a < amountMicros || terms.r !== recipient || terms.c !== currency)
+        return { ok: false, reason: 'challenge is for another call' };
       const txHash = hash.toLowerCase() as Hex;
       let payer: string | undefined;
       try {
@@ -96,7 +108,8 @@ export function createMppMethod(deps: {
         if (head - receipt.blockNumber + 1n < BigInt(deps.confirmations)) return { ok: false, reason: 'transaction not confirmed yet' };
         const block = await client.getBlock({ blockNumber: receipt.blockNumber });
         // bound to the challenge: mined after it was issued (block times are whole seconds)
-        if (Number(block.timestamp) * 1000 < Math.floor(terms.iat / 1000) * 1000) return { ok: false, reason: 'transaction predates the challenge' };
+        if (Number(block.timestamp) * 1000 < Math.floor(terms.iat / 1000) * 1000)
+          return { ok: false, reason: 'transaction predates the challenge' };
         let paid = 0n;
         for (const log of receipt.logs) {
           if (log.address.toLowerCase() !== currency) continue;

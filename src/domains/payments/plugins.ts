@@ -44,17 +44,28 @@ const chatInput = z
   })
   .refine((v) => v.messages !== undefined || v.prompt !== undefined, { message: 'messages or prompt required' });
 
-const ttsInput = z.object({
-  input: z.string().min(1).max(4096).optional(),
-  text: z.string().min(1).max(4096).optional(),
-  voice: z.string().min(1).max(64).default('alloy'),
-  model: z.string().min(1).max(100).default('tts-1'),
-  format: z.enum(['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm']).default('mp3'),
-}).refine((v) => v.input !== undefined || v.text !== undefined, { message: 'input required' });
+const ttsInput = z
+  .object({
+    input: z.string().min(1).max(4096).optional(),
+    text: z.string().min(1).max(4096).optional(),
+    voice: z.string().min(1).max(64).default('alloy'),
+    model: z.string().min(1).max(100).default('tts-1'),
+    format: z.enum(['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm']).default('mp3'),
+  })
+  .refine((v) => v.input !== undefined || v.text !== undefined, { message: 'input required' });
 
 const sttInput = z.object({
-  audio: z.string().min(1).max(35_000_000).regex(/^[A-Za-z0-9+/=\s]+$/, { message: 'audio must be base64' }),
-  filename: z.string().min(1).max(200).regex(/^[\w.-]+$/).default('audio.mp3'),
+  audio: z
+    .string()
+    .min(1)
+    .max(35_000_000)
+    .regex(/^[A-Za-z0-9+/=\s]+$/, { message: 'audio must be base64' }),
+  filename: z
+    .string()
+    .min(1)
+    .max(200)
+    .regex(/^[\w.-]+$/)
+    .default('audio.mp3'),
   model: z.string().min(1).max(100).default('whisper-1'),
   language: z.string().min(2).max(10).optional(),
 });
@@ -70,20 +81,23 @@ function parse<T>(schema: z.ZodType<T>, body: unknown): T {
 
 const toMessages = (v: z.infer<typeof chatInput>) => v.messages ?? [{ role: 'user' as const, content: v.prompt! }];
 // a plugin whose provider is not configured is no plugin at all (§4.8 502 `no_plugin`); nothing is charged
-const audioUnavailable = () => new AppError('AUDIO_UNAVAILABLE', 'no_plugin', { message: 'Audio provider not configured (OPENAI_API_KEY)' });
+const audioUnavailable = () =>
+  new AppError('AUDIO_UNAVAILABLE', 'no_plugin', { message: 'Audio provider not configured (OPENAI_API_KEY)' });
 
 export function createPlugins(deps: { ai: AiService; audio: AudioClient; agentChat?: AgentChat | undefined }): Record<string, Plugin> {
   const { ai, audio } = deps;
 
-  const textCall = (v: z.infer<typeof chatInput>) => async (caller: PluginCaller, o: { stream: boolean; signal: AbortSignal }): Promise<PluginOutput> => {
-    const input = { messages: toMessages(v), model: v.model, max_tokens: v.max_tokens, temperature: v.temperature, agentId: 'gateway' };
-    if (o.stream) {
-      const opened = await ai.chatStream(caller.actor, input, o.signal);
-      return { type: 'stream', model: opened.model, events: opened.events };
-    }
-    const r = await ai.chat(caller.actor, input, o.signal);
-    return { type: 'json', message: r.message.content, extra: { model: r.model, usage: r.usage } };
-  };
+  const textCall =
+    (v: z.infer<typeof chatInput>) =>
+    async (caller: PluginCaller, o: { stream: boolean; signal: AbortSignal }): Promise<PluginOutput> => {
+      const input = { messages: toMessages(v), model: v.model, max_tokens: v.max_tokens, temperature: v.temperature, agentId: 'gateway' };
+      if (o.stream) {
+        const opened = await ai.chatStream(caller.actor, input, o.signal);
+        return { type: 'stream', model: opened.model, events: opened.events };
+      }
+      const r = await ai.chat(caller.actor, input, o.signal);
+      return { type: 'json', message: r.message.content, extra: { model: r.model, usage: r.usage } };
+    };
 
   return {
     'generate-text': {

@@ -33,7 +33,10 @@ export const sessionsRepo = {
    * journal row that moves the deposit (its trigger refuses an overdraft with a check violation).
    * Run inside a transaction.
    */
-  async open(trx: Tx, s: { tokenHash: Buffer; address: string; userId: string | null; depositMicros: number; ttlMs: number; openSalt: string | null }) {
+  async open(
+    trx: Tx,
+    s: { tokenHash: Buffer; address: string; userId: string | null; depositMicros: number; ttlMs: number; openSalt: string | null },
+  ) {
     const r = await sql<{ id: string }>`
       INSERT INTO payment_sessions (token_hash, address, user_id, deposit_micros, expires_at, open_salt)
       VALUES (${s.tokenHash}, ${s.address}, ${s.userId}, ${s.depositMicros}, now() + make_interval(secs => ${s.ttlMs / 1000}), ${s.openSalt})

@@ -54,13 +54,7 @@ export function sessionView(s: SessionRow, sessionId?: string) {
   };
 }
 
-export function createPaymentSessionsService(deps: {
-  db: Db;
-  signer: ReceiptSigner;
-  chainId: number;
-  ttlMs: number;
-  now?: () => Date;
-}) {
+export function createPaymentSessionsService(deps: { db: Db; signer: ReceiptSigner; chainId: number; ttlMs: number; now?: () => Date }) {
   const { db, signer } = deps;
   const k = db.kysely;
   const now = deps.now ?? (() => new Date());
@@ -79,7 +73,11 @@ export function createPaymentSessionsService(deps: {
       if (typeof salt !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(salt)) throw badRequest('Invalid salt');
       const nowS = Math.floor(now().getTime() / 1000);
       if (deadline <= nowS || deadline > nowS + MAX_SIGNATURE_WINDOW_S) throw badRequest('Signature deadline expired or too far ahead');
-      const signer = await recoverOpenSessionSigner(deps.chainId, { wallet: address as Hex, depositMicros, deadline, salt: salt as Hex }, sig as Hex);
+      const signer = await recoverOpenSessionSigner(
+        deps.chainId,
+        { wallet: address as Hex, depositMicros, deadline, salt: salt as Hex },
+        sig as Hex,
+      );
       if (signer !== address) throw forbidden('Signature is not by this address');
       return salt.toLowerCase();
     }
@@ -99,9 +97,18 @@ export function createPaymentSessionsService(deps: {
       const openSalt = await checkProof(address, depositMicros, input);
       const sessionId = SESSION_ID_PREFIX + randomBytes(32).toString('base64url');
       try {
-        await k.transaction().execute((trx) =>
-          sessionsRepo.open(trx, { tokenHash: hashOf(sessionId), address, userId: input.userId ?? null, depositMicros, ttlMs: deps.ttlMs, openSalt }),
-        );
+        await k
+          .transaction()
+          .execute((trx) =>
+            sessionsRepo.open(trx, {
+              tokenHash: hashOf(sessionId),
+              address,
+              userId: input.userId ?? null,
+              depositMicros,
+              ttlMs: deps.ttlMs,
+              openSalt,
+            }),
+          );
       } catch (err) {
         if (isCheckViolation(err)) {
           throw new AppError('INSUFFICIENT_BALANCE', 'insufficient_balance', {

@@ -9,7 +9,12 @@ import type { CardProcessor, CheckoutInput, SubscriptionCheckoutInput } from './
 
 const requireCjs = createRequire(import.meta.url);
 
-export function createStripeProcessor(options: { secretKey: string; webhookSecret: string | undefined; apiUrl: string; timeoutMs: number }): CardProcessor {
+export function createStripeProcessor(options: {
+  secretKey: string;
+  webhookSecret: string | undefined;
+  apiUrl: string;
+  timeoutMs: number;
+}): CardProcessor {
   const api = new URL(options.apiUrl);
   // the SDK is loaded at the first call (about 30 MB resident): an instance that never takes a
   // card payment never pays for it (docs/benchmarks.md "memory")
@@ -31,7 +36,9 @@ export function createStripeProcessor(options: { secretKey: string; webhookSecre
     async createCheckout(input: CheckoutInput) {
       const session = await sdk().checkout.sessions.create({
         mode: 'payment',
-        line_items: [{ quantity: 1, price_data: { currency: 'usd', unit_amount: input.amountCents, product_data: { name: input.description } } }],
+        line_items: [
+          { quantity: 1, price_data: { currency: 'usd', unit_amount: input.amountCents, product_data: { name: input.description } } },
+        ],
         success_url: input.successUrl,
         cancel_url: input.cancelUrl,
         metadata: input.metadata,
@@ -45,7 +52,15 @@ export function createStripeProcessor(options: { secretKey: string; webhookSecre
         mode: 'subscription',
         customer_email: input.customerEmail,
         line_items: [
-          { quantity: 1, price_data: { currency: input.currency, unit_amount: input.amount, recurring: { interval: 'month' }, product_data: { name: input.description } } },
+          {
+            quantity: 1,
+            price_data: {
+              currency: input.currency,
+              unit_amount: input.amount,
+              recurring: { interval: 'month' },
+              product_data: { name: input.description },
+            },
+          },
         ],
         success_url: input.successUrl,
         cancel_url: input.cancelUrl,

@@ -42,10 +42,20 @@ function changeOf(e: CardEvent): Change | null {
   switch (e.type) {
     case 'checkout.session.completed':
       if (meta.type !== 'subscription') return null;
-      return { userId: meta.userId, subscriptionId: str(o.subscription), plan: isPlan(meta.plan) ? meta.plan : undefined, status: 'active' };
+      return {
+        userId: meta.userId,
+        subscriptionId: str(o.subscription),
+        plan: isPlan(meta.plan) ? meta.plan : undefined,
+        status: 'active',
+      };
     case 'customer.subscription.created':
     case 'customer.subscription.updated':
-      return { userId: meta.userId, subscriptionId: str(o.id), plan: isPlan(meta.plan) ? meta.plan : undefined, status: STATUS[String(o.status)] ?? String(o.status) };
+      return {
+        userId: meta.userId,
+        subscriptionId: str(o.id),
+        plan: isPlan(meta.plan) ? meta.plan : undefined,
+        status: STATUS[String(o.status)] ?? String(o.status),
+      };
     case 'customer.subscription.deleted':
       return { userId: meta.userId, subscriptionId: str(o.id), status: 'canceled' };
     case 'invoice.payment_failed':
@@ -98,13 +108,24 @@ export function createSubscriptionsService(deps: {
       const at = new Date(event.created * 1000);
       const userId = await k.transaction().execute(async (trx) => {
         // one application per event id, even when deliveries race
-        const first = await trx.insertInto('billing_events').values({ event_id: event.id, type: event.type }).onConflict((oc) => oc.doNothing()).returning('event_id').executeTakeFirst();
+        const first = await trx
+          .insertInto('billing_events')
+          .values({ event_id: event.id, type: event.type })
+          .onConflict((oc) => oc.doNothing())
+          .returning('event_id')
+          .executeTakeFirst();
         if (!first) return null;
-        const target = change.userId && /^[0-9a-f-]{36}$/i.test(change.userId)
-          ? await trx.selectFrom('users').select('id').where('id', '=', change.userId).forUpdate().executeTakeFirst()
-          : change.subscriptionId
-            ? await trx.selectFrom('users').select('id').where('subscription_id', '=', change.subscriptionId).forUpdate().executeTakeFirst()
-            : undefined;
+        const target =
+          change.userId && /^[0-9a-f-]{36}$/i.test(change.userId)
+            ? await trx.selectFrom('users').select('id').where('id', '=', change.userId).forUpdate().executeTakeFirst()
+            : change.subscriptionId
+              ? await trx
+                  .selectFrom('users')
+                  .select('id')
+                  .where('subscription_id', '=', change.subscriptionId)
+                  .forUpdate()
+                  .executeTakeFirst()
+              : undefined;
         if (!target) return null;
         const updated = await trx
           .updateTable('users')

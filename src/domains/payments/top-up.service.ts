@@ -63,19 +63,31 @@ export function createTopUpService(deps: {
       if (event.type !== 'checkout.session.completed') return { received: true, ignored: event.type };
       const meta = event.object.metadata ?? {};
       if (meta.type !== 'wallet_top_up') return { received: true, ignored: 'not a wallet top-up' };
-      if (event.object.payment_status !== undefined && event.object.payment_status !== 'paid') return { received: true, ignored: `payment ${event.object.payment_status}` };
+      if (event.object.payment_status !== undefined && event.object.payment_status !== 'paid')
+        return { received: true, ignored: `payment ${event.object.payment_status}` };
       const amountCents = Number(meta.amountCents);
       const walletAddress = String(meta.walletAddress ?? '').toLowerCase();
       // our own metadata, signed with the event: a top-up amount (or a gateway checkout's plugin
       // price), and what the processor says was paid when it says so
       const maxCents = Math.max(...LIMITS.topUpAmountsCents);
       const paid = event.object.amount_total;
-      if (!Number.isInteger(amountCents) || amountCents < 1 || amountCents > maxCents || (typeof paid === 'number' && paid !== amountCents) || !ADDRESS.test(walletAddress)) {
+      if (
+        !Number.isInteger(amountCents) ||
+        amountCents < 1 ||
+        amountCents > maxCents ||
+        (typeof paid === 'number' && paid !== amountCents) ||
+        !ADDRESS.test(walletAddress)
+      ) {
         // signed by the processor but not made by us: acknowledge, never credit, tell the operator
         deps.logger?.warn({ eventId: event.id }, 'top-up event with unexpected metadata ignored');
         return { received: true, ignored: 'unexpected metadata' };
       }
-      const r = await deps.ledger.credit({ address: walletAddress, amountMicros: amountCents * MICROS_PER_CENT, eventId: event.id, source: 'card_top_up' });
+      const r = await deps.ledger.credit({
+        address: walletAddress,
+        amountMicros: amountCents * MICROS_PER_CENT,
+        eventId: event.id,
+        source: 'card_top_up',
+      });
       return { received: true, credited: r.credited, walletAddress, amountCents };
     },
   };
@@ -105,7 +117,9 @@ export function gatewayCheckout(processor: CardProcessor, publicUrl: string): Ga
       description: `Plugin call: ${plugin}`,
       successUrl: `${publicUrl}/dashboard/wallet?top_up=success`,
       cancelUrl: `${publicUrl}/dashboard/wallet?top_up=cancelled`,
-      metadata: walletAddress ? { type: 'wallet_top_up', walletAddress, amountCents: String(cents), plugin } : { type: 'plugin_call', plugin },
+      metadata: walletAddress
+        ? { type: 'wallet_top_up', walletAddress, amountCents: String(cents), plugin }
+        : { type: 'plugin_call', plugin },
     });
     if (cache.size >= CHECKOUT_CACHE_MAX) cache.delete(cache.keys().next().value!);
     cache.set(key, { url, until: Date.now() + CHECKOUT_REUSE_MS });

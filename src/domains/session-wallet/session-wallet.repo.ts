@@ -7,11 +7,7 @@ import type { Tx } from '../../db/client.ts';
 export const sessionWalletRepo = {
   /** Public metadata only: the sealed private key is deliberately not selected. */
   findWallet(trx: Tx, userId: string) {
-    return trx
-      .selectFrom('session_wallets')
-      .select(['address', 'network', 'created_at'])
-      .where('user_id', '=', userId)
-      .executeTakeFirst();
+    return trx.selectFrom('session_wallets').select(['address', 'network', 'created_at']).where('user_id', '=', userId).executeTakeFirst();
   },
 
   /** Throws a unique violation (primary key) when the user already has a wallet. */

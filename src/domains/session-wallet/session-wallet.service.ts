@@ -62,7 +62,11 @@ export function createSessionWalletService(deps: SessionWalletDeps) {
         const w = await db.withUser(userId, (trx) =>
           sessionWalletRepo.insertWallet(trx, { userId, address, encryptedPrivateKey: sealed, network: SESSION_WALLET_NETWORK }),
         );
-        return { address: w.address, network: w.network, message: 'Wallet created. The private key is stored encrypted and cannot be exported.' };
+        return {
+          address: w.address,
+          network: w.network,
+          message: 'Wallet created. The private key is stored encrypted and cannot be exported.',
+        };
       } catch (err) {
         if (isUniqueViolation(err, 'session_wallets_pkey')) throw badRequest('Wallet already exists');
         throw err;

@@ -75,7 +75,12 @@ export function createHttpTradingClient(options: { baseUrl: string; timeoutMs: n
   return {
     balances: (apiKey, chains) => call(apiKey, 'GET', `/balances?${new URLSearchParams({ chains: chains.join(',') })}`),
     submitPrompt: (apiKey, input) =>
-      call(apiKey, 'POST', '/prompt', input.threadId !== undefined ? { prompt: input.prompt, threadId: input.threadId } : { prompt: input.prompt }),
+      call(
+        apiKey,
+        'POST',
+        '/prompt',
+        input.threadId !== undefined ? { prompt: input.prompt, threadId: input.threadId } : { prompt: input.prompt },
+      ),
     // defence in depth beside the route check: the platform's key only ever goes to /prompt/<one segment>
     jobStatus: async (apiKey, jobId) => {
       if (!isTradingJobId(jobId)) throw new RangeError('invalid trading job id');

@@ -51,7 +51,15 @@ const b64url = (b: Buffer | string) => Buffer.from(b).toString('base64url');
 /** JSON with object keys sorted at every level (the reqHash input). */
 export function sortedJson(value: unknown): string {
   const sort = (v: unknown): unknown =>
-    Array.isArray(v) ? v.map(sort) : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sort((v as Record<string, unknown>)[k])])) : v;
+    Array.isArray(v)
+      ? v.map(sort)
+      : v && typeof v === 'object'
+        ? Object.fromEntries(
+            Object.keys(v)
+              .sort()
+              .map((k) => [k, sort((v as Record<string, unknown>)[k])]),
+          )
+        : v;
   return JSON.stringify(sort(value));
 }
 
@@ -66,7 +74,8 @@ function apiKey(secret: string): { key: KeyObject; alg: 'ES256' | 'EdDSA' } {
 
 function jwt(header: Record<string, unknown>, claims: Record<string, unknown>, key: KeyObject, alg: 'ES256' | 'EdDSA'): string {
   const input = `${b64url(JSON.stringify({ ...header, alg }))}.${b64url(JSON.stringify(claims))}`;
-  const signature = alg === 'ES256' ? sign('sha256', Buffer.from(input), { key, dsaEncoding: 'ieee-p1363' }) : sign(null, Buffer.from(input), key);
+  const signature =
+    alg === 'ES256' ? sign('sha256', Buffer.from(input), { key, dsaEncoding: 'ieee-p1363' }) : sign(null, Buffer.from(input), key);
   return `${input}.${b64url(signature)}`;
 }
 
@@ -87,7 +96,9 @@ export function createCdpClient(options: {
     try {
       keys = {
         signer: apiKey(options.apiKeySecret),
-        walletKey: options.walletSecret ? createPrivateKey({ key: Buffer.from(options.walletSecret, 'base64'), format: 'der', type: 'pkcs8' }) : undefined,
+        walletKey: options.walletSecret
+          ? createPrivateKey({ key: Buffer.from(options.walletSecret, 'base64'), format: 'der', type: 'pkcs8' })
+          : undefined,
       };
     } catch (err) {
       throw new CdpError(`CDP credentials are malformed: ${(err as Error).message}`, undefined);
@@ -109,7 +120,13 @@ export function createCdpClient(options: {
     if (!walletKey) throw new CdpError('CDP_WALLET_SECRET is not set: account writes need the wallet secret', undefined);
     const walletAuth = jwt(
       { typ: 'JWT' },
-      { iat: now, nbf: now, jti: randomBytes(16).toString('hex'), uris: [uri], reqHash: createHash('sha256').update(sortedJson(body)).digest('hex') },
+      {
+        iat: now,
+        nbf: now,
+        jti: randomBytes(16).toString('hex'),
+        uris: [uri],
+        reqHash: createHash('sha256').update(sortedJson(body)).digest('hex'),
+      },
       walletKey,
       'ES256',
     );
@@ -117,7 +134,12 @@ export function createCdpClient(options: {
     try {
       res = await fetch(new URL(fullPath, base), {
         method: 'POST',
-        headers: { authorization: `Bearer ${authorization}`, 'x-wallet-auth': walletAuth, 'content-type': 'application/json', 'x-idempotency-key': crypto.randomUUID() },
+        headers: {
+          authorization: `Bearer ${authorization}`,
+          'x-wallet-auth': walletAuth,
+          'content-type': 'application/json',
+          'x-idempotency-key': crypto.randomUUID(),
+        },
         body: JSON.stringify(body),
         signal: AbortSignal.timeout(options.timeoutMs ?? 15_000),
       });
@@ -131,7 +153,8 @@ export function createCdpClient(options: {
     } catch {
       // not JSON: reported below
     }
-    if (!res.ok) throw new CdpError(typeof json.errorMessage === 'string' ? json.errorMessage : `CDP API answered ${res.status}`, res.status);
+    if (!res.ok)
+      throw new CdpError(typeof json.errorMessage === 'string' ? json.errorMessage : `CDP API answered ${res.status}`, res.status);
     if (typeof json.address !== 'string') throw new CdpError('CDP API answered without an address', res.status);
     return { address: json.address, name: typeof json.name === 'string' ? json.name : String(body.name ?? '') };
   }
@@ -142,8 +165,8 @@ export function createCdpClient(options: {
       let encrypted: Buffer;
       try {
         encrypted = publicEncrypt(
-        { key: options.importPublicKey ?? CDP_IMPORT_PUBLIC_KEY, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' },
-        Buffer.from(privateKeyHex.replace(/^0x/, ''), 'hex'),
+          { key: options.importPublicKey ?? CDP_IMPORT_PUBLIC_KEY, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' },
+          Buffer.from(privateKeyHex.replace(/^0x/, ''), 'hex'),
         );
       } catch (err) {
         throw new CdpError(`cannot encrypt the key for import (CDP_IMPORT_PUBLIC_KEY): ${(err as Error).message}`, undefined);

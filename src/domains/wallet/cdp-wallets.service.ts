@@ -14,7 +14,8 @@ import { AppError, badRequest, conflict } from '../../lib/errors.ts';
 import { CdpError, type CustodialWalletProvider } from './cdp-client.ts';
 import { cdpWalletsRepo } from './cdp-wallets.repo.ts';
 
-export const CDP_SETUP = 'Set CDP_API_KEY_ID, CDP_API_KEY_SECRET and CDP_WALLET_SECRET (Coinbase Developer Platform) to enable custodial wallets';
+export const CDP_SETUP =
+  'Set CDP_API_KEY_ID, CDP_API_KEY_SECRET and CDP_WALLET_SECRET (Coinbase Developer Platform) to enable custodial wallets';
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 export function createCdpWalletsService(deps: { db: Db; provider: CustodialWalletProvider | undefined; walletKey: Buffer }) {
@@ -24,7 +25,9 @@ export function createCdpWalletsService(deps: { db: Db; provider: CustodialWalle
   }
   const failed = (err: unknown): never => {
     if (err instanceof AppError) throw err;
-    throw new AppError('CDP_FAILED', 'The wallet provider failed', { details: err instanceof CdpError || err instanceof Error ? err.message : String(err) });
+    throw new AppError('CDP_FAILED', 'The wallet provider failed', {
+      details: err instanceof CdpError || err instanceof Error ? err.message : String(err),
+    });
   };
   /** provider account names: letters, digits and hyphens, 2-36 characters */
   const accountName = (userId: string) => `u-${userId.replace(/-/g, '').slice(0, 20)}-${Date.now().toString(36)}`;
@@ -37,14 +40,21 @@ export function createCdpWalletsService(deps: { db: Db; provider: CustodialWalle
       if (e.length > 320 || !EMAIL.test(e)) throw badRequest('Invalid email');
       const account = await provider().createAccount(accountName(userId)).catch(failed);
       const row = await deps.db.withUser(userId, (trx) =>
-        cdpWalletsRepo.insert(trx, { userId, address: account.address, providerName: account.name, email: e.toLowerCase(), encryptedPrivateKey: null }),
+        cdpWalletsRepo.insert(trx, {
+          userId,
+          address: account.address,
+          providerName: account.name,
+          email: e.toLowerCase(),
+          encryptedPrivateKey: null,
+        }),
       );
       return { success: true as const, walletAddress: row.address, walletId: row.id, networks: ['base-sepolia', 'base'] };
     },
 
     /** §4.4 POST /api/wallet/cdp */
     async createOrImport(userId: string, privateKey: string | undefined) {
-      if (privateKey !== undefined && !/^0x[0-9a-fA-F]{64}$/.test(privateKey)) throw badRequest('privateKey must be 0x followed by 64 hex characters');
+      if (privateKey !== undefined && !/^0x[0-9a-fA-F]{64}$/.test(privateKey))
+        throw badRequest('privateKey must be 0x followed by 64 hex characters');
       const p = provider();
       const generated = privateKey === undefined;
       const key = (privateKey ?? generatePrivateKey()) as `0x${string}`;
@@ -53,13 +63,13 @@ export function createCdpWalletsService(deps: { db: Db; provider: CustodialWalle
       if (account.address.toLowerCase() !== expected.toLowerCase()) failed(new Error('the provider imported a different address'));
       await deps.db
         .withUser(userId, (trx) =>
-        cdpWalletsRepo.insert(trx, {
-          userId,
-          address: account.address,
-          providerName: account.name,
-          email: null,
-          encryptedPrivateKey: generated ? encryptSecret(deps.walletKey, key) : null,
-        }),
+          cdpWalletsRepo.insert(trx, {
+            userId,
+            address: account.address,
+            providerName: account.name,
+            email: null,
+            encryptedPrivateKey: generated ? encryptSecret(deps.walletKey, key) : null,
+          }),
         )
         .catch((err) => {
           if (isUniqueViolation(err)) throw conflict('This wallet is already registered');

@@ -48,7 +48,12 @@ export function createStablecoinBalanceReader(options: { rpcUrl: string | undefi
     let balances: bigint[];
     try {
       balances = await client.multicall({
-        contracts: STABLECOINS.map((t) => ({ address: t.address, abi: erc20Abi, functionName: 'balanceOf' as const, args: [address] as const })),
+        contracts: STABLECOINS.map((t) => ({
+          address: t.address,
+          abi: erc20Abi,
+          functionName: 'balanceOf' as const,
+          args: [address] as const,
+        })),
         allowFailure: false,
         deployless: true,
       });
@@ -67,8 +72,19 @@ export function createStablecoinBalanceReader(options: { rpcUrl: string | undefi
       chainId,
       testnet: options.testnet,
       totalUsd,
-      primaryToken: { address: first.address, name: first.symbol, symbol: first.symbol, decimals: STABLECOIN_DECIMALS, balance: formatUnits(first.raw, STABLECOIN_DECIMALS) },
-      allTokens: funded.map((t) => ({ address: t.address, name: t.symbol, symbol: t.symbol, balance: formatUnits(t.raw, STABLECOIN_DECIMALS) })),
+      primaryToken: {
+        address: first.address,
+        name: first.symbol,
+        symbol: first.symbol,
+        decimals: STABLECOIN_DECIMALS,
+        balance: formatUnits(first.raw, STABLECOIN_DECIMALS),
+      },
+      allTokens: funded.map((t) => ({
+        address: t.address,
+        name: t.symbol,
+        symbol: t.symbol,
+        balance: formatUnits(t.raw, STABLECOIN_DECIMALS),
+      })),
     };
   };
 }

@@ -59,9 +59,14 @@ export function createTelegramChannel(options: { apiUrl: string; token: string; 
   return {
     name: 'telegram',
     async send(notice) {
-      const res = await postJson(endpoint, { chat_id: options.chatId, text: noticeText(notice), disable_web_page_preview: true }, options.timeoutMs ?? 10_000);
+      const res = await postJson(
+        endpoint,
+        { chat_id: options.chatId, text: noticeText(notice), disable_web_page_preview: true },
+        options.timeoutMs ?? 10_000,
+      );
       const body = (await res.json().catch(() => undefined)) as { ok?: boolean; description?: string } | undefined;
-      if (!res.ok || body?.ok !== true) throw new Error(`bot API answered ${res.status}${body?.description ? `: ${body.description.slice(0, 200)}` : ''}`);
+      if (!res.ok || body?.ok !== true)
+        throw new Error(`bot API answered ${res.status}${body?.description ? `: ${body.description.slice(0, 200)}` : ''}`);
     },
   };
 }
@@ -87,7 +92,13 @@ export function channelsFromConfig(config: {
 }): NotificationChannel[] {
   const out: NotificationChannel[] = [];
   if (config.WATCHDOG_BOT_TOKEN && config.WATCHDOG_ADMIN_CHAT_ID) {
-    out.push(createTelegramChannel({ apiUrl: config.WATCHDOG_BOT_API_URL, token: config.WATCHDOG_BOT_TOKEN, chatId: config.WATCHDOG_ADMIN_CHAT_ID }));
+    out.push(
+      createTelegramChannel({
+        apiUrl: config.WATCHDOG_BOT_API_URL,
+        token: config.WATCHDOG_BOT_TOKEN,
+        chatId: config.WATCHDOG_ADMIN_CHAT_ID,
+      }),
+    );
   }
   if (config.WATCHDOG_WEBHOOK_URL) out.push(createWebhookChannel({ url: config.WATCHDOG_WEBHOOK_URL }));
   return out;

@@ -47,7 +47,13 @@ export type CheckPatch = {
   stateChanged?: boolean;
 };
 
-export type PendingNotification = { id: number; event_id: number; channel: 'telegram' | 'webhook'; attempts: number; payload: Record<string, unknown> };
+export type PendingNotification = {
+  id: number;
+  event_id: number;
+  channel: 'telegram' | 'webhook';
+  attempts: number;
+  payload: Record<string, unknown>;
+};
 
 export const watchdogRepo = {
   /**
@@ -226,7 +232,11 @@ export const watchdogRepo = {
 
   async markNotification(db: Kysely<DB>, id: number, outcome: { sent: true } | { sent: false; error: string; retryInMs: number | null }) {
     if (outcome.sent) {
-      await db.updateTable('watchdog_notifications').set({ status: 'sent', sent_at: new Date(), last_error: null }).where('id', '=', id).execute();
+      await db
+        .updateTable('watchdog_notifications')
+        .set({ status: 'sent', sent_at: new Date(), last_error: null })
+        .where('id', '=', id)
+        .execute();
       return;
     }
     await sql`
@@ -240,7 +250,16 @@ export const watchdogRepo = {
   current(trx: Tx, agentId: string) {
     return trx
       .selectFrom('agent_watchdog')
-      .select(['state', 'failures', 'repair_attempts', 'state_changed_at', 'last_check_at', 'last_healthy_at', 'next_check_at', 'last_error'])
+      .select([
+        'state',
+        'failures',
+        'repair_attempts',
+        'state_changed_at',
+        'last_check_at',
+        'last_healthy_at',
+        'next_check_at',
+        'last_error',
+      ])
       .where('agent_id', '=', agentId)
       .executeTakeFirst();
   },

@@ -8,7 +8,9 @@ const state = z.enum(WATCHDOG_STATES);
 export const watchdogStateSchema = z
   .object({ state, since: z.string() })
   .nullable()
-  .describe('Watchdog state (§3 "Watchdog lifecycle"): starting, running, degraded, repairing, crash_loop or stopped, and since when; null while the agent is not watched');
+  .describe(
+    'Watchdog state (§3 "Watchdog lifecycle"): starting, running, degraded, repairing, crash_loop or stopped, and since when; null while the agent is not watched',
+  );
 
 export const watchdogHistoryLimit = z.coerce
   .number({ error: 'limit must be a number' })
@@ -40,4 +42,6 @@ export const watchdogViewSchema = z
       }),
     ),
   })
-  .describe('Current watchdog state and its history, newest first: transitions, crashes (the process found dead) and repairs (attempt number, outcome)');
+  .describe(
+    'Current watchdog state and its history, newest first: transitions, crashes (the process found dead) and repairs (attempt number, outcome)',
+  );

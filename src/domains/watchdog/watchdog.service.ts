@@ -85,10 +85,14 @@ const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     if (ms <= 0 || signal?.aborted) return resolve();
     const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(t);
-      resolve();
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
   });
 
 const describeContainer = (s: ContainerStatus) =>
@@ -119,28 +123,36 @@ export function createWatchdogService(deps: WatchdogDeps) {
       st = await driver.status(agent.agent_id);
     } catch (err) {
       // the hosting platform cannot be asked: nothing is known about the agent; never repair blind
-      if (err instanceof HostingUnavailableError) return { healthy: false, unknown: true, crashed: false, detail: 'hosting platform unreachable' };
+      if (err instanceof HostingUnavailableError)
+        return { healthy: false, unknown: true, crashed: false, detail: 'hosting platform unreachable' };
       throw err;
     }
     if (st.status === 'healthy') return { healthy: true, url: st.url };
     // the unit moved (a restart took another port): probe where the driver says it is now
-    if (st.url && st.url !== agent.gateway_url && (st.status === 'running' || st.status === 'starting') && (await probeHealthz(st.url, s.probeTimeoutMs))) {
+    if (
+      st.url &&
+      st.url !== agent.gateway_url &&
+      (st.status === 'running' || st.status === 'starting') &&
+      (await probeHealthz(st.url, s.probeTimeoutMs))
+    ) {
       return { healthy: true, url: st.url };
     }
     return { healthy: false, crashed: CRASHED.has(st.status), container: st.status, detail: describeContainer(st.status) };
   }
 
-  const payloadOf = (agent: DueAgent) => (e: NewEvent, at: Date): Omit<WatchdogNotice, 'eventId'> => ({
-    event: noticeEvent(e),
-    agentId: agent.agent_id,
-    state: e.to ?? null,
-    previousState: e.from ?? null,
-    attempt: e.attempt ?? null,
-    maxAttempts: e.kind === 'repair' ? s.maxRepairAttempts : null,
-    ok: e.ok ?? null,
-    detail: e.detail ?? null,
-    at: at.toISOString(),
-  });
+  const payloadOf =
+    (agent: DueAgent) =>
+    (e: NewEvent, at: Date): Omit<WatchdogNotice, 'eventId'> => ({
+      event: noticeEvent(e),
+      agentId: agent.agent_id,
+      state: e.to ?? null,
+      previousState: e.from ?? null,
+      attempt: e.attempt ?? null,
+      maxAttempts: e.kind === 'repair' ? s.maxRepairAttempts : null,
+      ok: e.ok ?? null,
+      detail: e.detail ?? null,
+      at: at.toISOString(),
+    });
 
   /** Writes a check's outcome (fenced by the lease); false when this process lost the agent. */
   const apply = (holder: string, agent: DueAgent, patch: CheckPatch, events: NewEvent[]) =>
@@ -154,7 +166,10 @@ export function createWatchdogService(deps: WatchdogDeps) {
    * One repair (§3): stop the gateway, wait, start it, then give it up to the verify timeout to
    * answer /healthz. Never throws: a failure is an outcome.
    */
-  async function runRepair(agent: DueAgent, signal?: AbortSignal): Promise<{ ok: boolean; detail: string; crashed: boolean; url?: string | undefined }> {
+  async function runRepair(
+    agent: DueAgent,
+    signal?: AbortSignal,
+  ): Promise<{ ok: boolean; detail: string; crashed: boolean; url?: string | undefined }> {
     try {
       if (driver.stop) await driver.stop(agent.agent_id);
       await sleep(s.repairStopWaitMs, signal);
@@ -175,7 +190,11 @@ export function createWatchdogService(deps: WatchdogDeps) {
         }
         if (CRASHED.has(st.status)) return { ok: false, crashed: true, detail: `${describeContainer(st.status)} after the restart` };
         if (Date.now() >= deadline || signal?.aborted) {
-          return { ok: false, crashed: false, detail: `not healthy ${Math.round(s.repairVerifyTimeoutMs / 1000)} s after the restart: ${describeContainer(st.status)}` };
+          return {
+            ok: false,
+            crashed: false,
+            detail: `not healthy ${Math.round(s.repairVerifyTimeoutMs / 1000)} s after the restart: ${describeContainer(st.status)}`,
+          };
         }
         await sleep(Math.min(intervalMs, deadline - Date.now()), signal);
         st = await driver.status(agent.agent_id);
@@ -202,7 +221,9 @@ export function createWatchdogService(deps: WatchdogDeps) {
       changed = true;
     };
     const write = async (patch: Omit<CheckPatch, 'state' | 'failures' | 'repairAttempts' | 'stateChanged'>) =>
-      (await apply(holder, agent, { state, failures, repairAttempts: attempts, stateChanged: changed, ...patch }, events.splice(0))) ? state : null;
+      (await apply(holder, agent, { state, failures, repairAttempts: attempts, stateChanged: changed, ...patch }, events.splice(0)))
+        ? state
+        : null;
     /** records a crash and moves to crash_loop when the window holds `threshold` of them (§3 "any"). */
     const crash = async (detail: string) => {
       events.push({ kind: 'crash', detail });
@@ -313,7 +334,11 @@ export function createWatchdogService(deps: WatchdogDeps) {
       const unavailable = () => new AppError('HOSTING_UNAVAILABLE', 'Hosting unavailable');
       if (deps.hostingAvailable && !deps.hostingAvailable()) throw unavailable();
       try {
-        const r = await containerHealth(driver, agentId, { retries: deps.containerHealth?.retries ?? 3, intervalMs: deps.containerHealth?.intervalMs ?? 2_000, probeTimeoutMs: s.probeTimeoutMs });
+        const r = await containerHealth(driver, agentId, {
+          retries: deps.containerHealth?.retries ?? 3,
+          intervalMs: deps.containerHealth?.intervalMs ?? 2_000,
+          probeTimeoutMs: s.probeTimeoutMs,
+        });
         return { agentId, status: r.status, url: r.url ?? null, checkedAt: new Date().toISOString() };
       } catch (err) {
         if (err instanceof HostingUnavailableError) throw unavailable();

@@ -5,4 +5,11 @@ import type { DB } from '../../db/schema.ts';
 export type WatchdogState = Selectable<DB['agent_watchdog']>['state'];
 export type WatchdogEventKind = Selectable<DB['agent_watchdog_events']>['kind'];
 /** §3 watchdog lifecycle, in order; `satisfies` makes each one a value the column allows */
-export const WATCHDOG_STATES = ['starting', 'running', 'degraded', 'repairing', 'crash_loop', 'stopped'] as const satisfies readonly WatchdogState[];
+export const WATCHDOG_STATES = [
+  'starting',
+  'running',
+  'degraded',
+  'repairing',
+  'crash_loop',
+  'stopped',
+] as const satisfies readonly WatchdogState[];

@@ -84,7 +84,10 @@ export function createWorkflowsService(deps: { db: Db }) {
     async list(userId: string): Promise<Workflow[]> {
       return db.withUser(userId, async (trx) => {
         const workflows = await workflowsRepo.listWorkflows(trx);
-        const nodes = await workflowsRepo.listNodes(trx, workflows.map((w) => w.id));
+        const nodes = await workflowsRepo.listNodes(
+          trx,
+          workflows.map((w) => w.id),
+        );
         const byWorkflow = new Map<string, NodeRow[]>();
         for (const n of nodes) {
           const list = byWorkflow.get(n.workflow_id);

@@ -31,7 +31,11 @@ export type BackendServices = {
   files?: FilesService;
 };
 
-export async function buildBackendApp(config: Config, services: BackendServices, options: { logger?: FastifyBaseLogger } = {}): Promise<App> {
+export async function buildBackendApp(
+  config: Config,
+  services: BackendServices,
+  options: { logger?: FastifyBaseLogger } = {},
+): Promise<App> {
   const app = await createBaseApp({
     title: 'Agent platform — backend API',
     description:
@@ -42,7 +46,11 @@ export async function buildBackendApp(config: Config, services: BackendServices,
     logFormat: config.LOG_FORMAT,
     bodyLimit: config.BODY_LIMIT,
     trustProxy: config.TRUST_PROXY,
-    timeouts: { requestMs: config.HTTP_REQUEST_TIMEOUT_MS, headersMs: config.HTTP_HEADERS_TIMEOUT_MS, keepAliveMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS },
+    timeouts: {
+      requestMs: config.HTTP_REQUEST_TIMEOUT_MS,
+      headersMs: config.HTTP_HEADERS_TIMEOUT_MS,
+      keepAliveMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    },
     serverUrl: config.BACKEND_URL,
     securitySchemes: {
       bearerKey: { type: 'http', scheme: 'bearer' },

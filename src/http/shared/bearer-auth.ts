@@ -9,12 +9,15 @@ import { safeEqual } from '../../lib/crypto.ts';
 import { documented } from './openapi.ts';
 
 export function createBearerAuth(internalApiKey: string | undefined) {
-  return documented(async function requireBearer(request: FastifyRequest): Promise<void> {
-    if (!internalApiKey) throw new AppError('SERVER_MISCONFIGURED', 'Server misconfigured');
-    const header = request.headers.authorization;
-    if (typeof header !== 'string' || !header.startsWith('Bearer ')) throw unauthorized('Unauthorized');
-    const key = header.slice('Bearer '.length).trim();
-    if (!key) throw unauthorized('Unauthorized');
-    if (!safeEqual(key, internalApiKey)) throw forbidden('Forbidden');
-  }, { security: [{ bearerKey: [] }] });
+  return documented(
+    async function requireBearer(request: FastifyRequest): Promise<void> {
+      if (!internalApiKey) throw new AppError('SERVER_MISCONFIGURED', 'Server misconfigured');
+      const header = request.headers.authorization;
+      if (typeof header !== 'string' || !header.startsWith('Bearer ')) throw unauthorized('Unauthorized');
+      const key = header.slice('Bearer '.length).trim();
+      if (!key) throw unauthorized('Unauthorized');
+      if (!safeEqual(key, internalApiKey)) throw forbidden('Forbidden');
+    },
+    { security: [{ bearerKey: [] }] },
+  );
 }

@@ -14,9 +14,12 @@ export const BRIDGE_SECRET_HEADER = 'x-bridge-secret';
 export const BRIDGE_NOT_CONFIGURED = 'Bridge not configured';
 
 export function createBridgeAuth(secret: string | undefined) {
-  return documented(async function requireBridgeSecret(request: FastifyRequest): Promise<void> {
-    if (secret === undefined) throw new AppError('BRIDGE_NOT_CONFIGURED', BRIDGE_NOT_CONFIGURED);
-    const given = request.headers[BRIDGE_SECRET_HEADER];
-    if (typeof given !== 'string' || !safeEqual(given, secret)) throw new AppError('UNAUTHORIZED', 'unauthorized');
-  }, { security: [{ bridgeSecret: [] }] });
+  return documented(
+    async function requireBridgeSecret(request: FastifyRequest): Promise<void> {
+      if (secret === undefined) throw new AppError('BRIDGE_NOT_CONFIGURED', BRIDGE_NOT_CONFIGURED);
+      const given = request.headers[BRIDGE_SECRET_HEADER];
+      if (typeof given !== 'string' || !safeEqual(given, secret)) throw new AppError('UNAUTHORIZED', 'unauthorized');
+    },
+    { security: [{ bridgeSecret: [] }] },
+  );
 }

@@ -46,8 +46,10 @@ export function registerErrorHandler(
     const status = err.statusCode ?? 500;
     if (status < 500) {
       const code = err.code && AS_BAD_REQUEST.has(err.code) ? 400 : status;
-      if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return reply.code(code).send({ error: 'Unsupported content type; send application/json' });
-      if (err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY') return reply.code(400).send({ error: 'Body is not valid JSON' });
+      if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
+        return reply.code(code).send({ error: 'Unsupported content type; send application/json' });
+      if (err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY')
+        return reply.code(400).send({ error: 'Body is not valid JSON' });
       if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(413).send({ error: 'Request body too large' });
       return reply.code(code).send({ error: err.message });
     }

@@ -30,7 +30,9 @@ export function loggerOptions(level: string, format: LogFormat = 'auto'): Fastif
   return {
     level,
     // pino-pretty in pino's worker thread: the same records, formatted for a person at a terminal
-    ...(isPretty(format) ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } } : {}),
+    ...(isPretty(format)
+      ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } }
+      : {}),
     redact: {
       paths: [
         'req.headers.authorization',

@@ -62,7 +62,7 @@ export function documented<F extends (...args: any[]) => unknown>(hook: F, doc: 
 }
 
 const docOf = (hook: unknown): HookDoc | undefined =>
-  typeof hook === 'function' ? ((hook as unknown as Record<symbol, HookDoc | undefined>)[DOC]) : undefined;
+  typeof hook === 'function' ? (hook as unknown as Record<symbol, HookDoc | undefined>)[DOC] : undefined;
 
 /**
  * Adds a hook to every route of a scope and tells those routes' descriptions about it (a route
@@ -120,7 +120,8 @@ export function openapiTransform(input: Parameters<typeof jsonSchemaTransform>[0
     }
   }
   for (const d of docs) for (const [status, text] of Object.entries(d.responses ?? {})) add(Number(status), text);
-  const validatesInput = schema.body !== undefined || schema.querystring !== undefined || schema.params !== undefined || schema.headers !== undefined;
+  const validatesInput =
+    schema.body !== undefined || schema.querystring !== undefined || schema.params !== undefined || schema.headers !== undefined;
   if (validatesInput && !Object.keys(response).some((s) => s.startsWith('4'))) add(400, 'Missing or invalid input');
   return jsonSchemaTransform({ ...input, schema: { ...schema, security, response } as never });
 }
@@ -191,7 +192,10 @@ export function openapiTransformObject(servers: { url: string; description?: str
       'x-error-codes': errorCatalogue(),
       tags: [
         ...(openapiObject.tags ?? []),
-        ...[...tags].filter((t) => !declared.has(t)).sort().map((name) => (TAG_DESCRIPTIONS[name] ? { name, description: TAG_DESCRIPTIONS[name] } : { name })),
+        ...[...tags]
+          .filter((t) => !declared.has(t))
+          .sort()
+          .map((name) => (TAG_DESCRIPTIONS[name] ? { name, description: TAG_DESCRIPTIONS[name] } : { name })),
       ],
     };
   };

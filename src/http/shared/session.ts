@@ -49,9 +49,12 @@ export function createSessionAuth(accounts: AccountsService, options: { secure: 
     token,
     require,
     // tagged so routes that run it are documented with the session cookie (./openapi.ts)
-    guard: documented(async (request: FastifyRequest) => {
-      await require(request);
-    }, { security: [{ sessionCookie: [] }] }),
+    guard: documented(
+      async (request: FastifyRequest) => {
+        await require(request);
+      },
+      { security: [{ sessionCookie: [] }] },
+    ),
     setCookie(reply, session) {
       reply.setCookie(SESSION_COOKIE, session.token, {
         ...cookieOptions,

@@ -99,7 +99,11 @@ export async function buildWebApp(config: Config, services: WebServices, options
     logFormat: config.LOG_FORMAT,
     bodyLimit: config.BODY_LIMIT,
     trustProxy: config.TRUST_PROXY,
-    timeouts: { requestMs: config.HTTP_REQUEST_TIMEOUT_MS, headersMs: config.HTTP_HEADERS_TIMEOUT_MS, keepAliveMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS },
+    timeouts: {
+      requestMs: config.HTTP_REQUEST_TIMEOUT_MS,
+      headersMs: config.HTTP_HEADERS_TIMEOUT_MS,
+      keepAliveMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    },
     serverUrl: config.PUBLIC_URL,
     securitySchemes: {
       sessionCookie: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE },
@@ -110,7 +114,10 @@ export async function buildWebApp(config: Config, services: WebServices, options
   });
   await app.register(fastifyCookie);
   // docs/security.md: state-changing cookie requests and sign-ins only from our own origin
-  app.addHook('onRequest', createOriginCheck({ publicUrl: config.PUBLIC_URL, allowedOrigins: config.CSRF_ALLOWED_ORIGINS, sessionCookie: SESSION_COOKIE }));
+  app.addHook(
+    'onRequest',
+    createOriginCheck({ publicUrl: config.PUBLIC_URL, allowedOrigins: config.CSRF_ALLOWED_ORIGINS, sessionCookie: SESSION_COOKIE }),
+  );
   const session: SessionAuth = createSessionAuth(services.accounts, { secure: config.secureCookies });
   accountsRoutes(app, { accounts: services.accounts, session });
   webHealthRoutes(app, { health: services.health, session });
@@ -130,14 +137,17 @@ export async function buildWebApp(config: Config, services: WebServices, options
   sessionWalletRoutes(app, {
     sessionWallet: services.sessionWallet,
     session,
-    ...(services.stablecoinBalances ? { balanceByAddress: (_request: unknown, address: string) => services.stablecoinBalances!(address) } : {}),
+    ...(services.stablecoinBalances
+      ? { balanceByAddress: (_request: unknown, address: string) => services.stablecoinBalances!(address) }
+      : {}),
   });
   if (services.payments) paymentsRoutes(app, { ...services.payments, keys: services.keys, session });
   if (services.cdpWallets) cdpWalletRoutes(app, { wallets: services.cdpWallets, session });
   if (services.chat) chatRoutes(app, { chat: services.chat, session });
   // live logs: one reader per watched agent in this web process, released with its last stream
   const live = createLiveLogs({
-    fetch: async (userId, agentId) => (await services.agentsWeb.logs({ id: userId, email: '', isAdmin: false }, agentId, { limit: 100 })).logs,
+    fetch: async (userId, agentId) =>
+      (await services.agentsWeb.logs({ id: userId, email: '', isAdmin: false }, agentId, { limit: 100 })).logs,
     ...(config.LIVE_LOGS_INTERVAL_MS ? { intervalMs: config.LIVE_LOGS_INTERVAL_MS } : {}),
   });
   app.addHook('onClose', async () => live.close());

@@ -78,7 +78,13 @@ const RESOURCES: Record<string, Omit<PlanResources, 'plan'>> = {
  * solo → starter, collective → pro, label → scale, network → enterprise. The hosting platform's
  * own plan names ("standard plan names") are accepted as they are.
  */
-const SUBSCRIPTION_TO_RESOURCE: Record<string, string> = { solo: 'starter', collective: 'pro', label: 'scale', network: 'enterprise', free: 'starter' };
+const SUBSCRIPTION_TO_RESOURCE: Record<string, string> = {
+  solo: 'starter',
+  collective: 'pro',
+  label: 'scale',
+  network: 'enterprise',
+  free: 'starter',
+};
 const RENDER_PLANS: Record<string, Omit<PlanResources, 'plan' | 'renderPlan'>> = {
   starter: { memoryMb: 512, cpus: 0.5 },
   standard: { memoryMb: 2048, cpus: 1 },

@@ -58,6 +58,9 @@ export const DRIVER_FACTORIES: Record<DriverKind, Factory> = {
 
 export function createHostingDriver(config: DriverConfig, deps: DriverDeps = {}): HostingDriver {
   const factory = (DRIVER_FACTORIES as Partial<Record<string, Factory>>)[config.HOSTING_DRIVER];
-  if (!factory) throw new Error(`HOSTING_DRIVER=${config.HOSTING_DRIVER} is not available yet (available: ${Object.keys(DRIVER_FACTORIES).join(', ')})`);
+  if (!factory)
+    throw new Error(
+      `HOSTING_DRIVER=${config.HOSTING_DRIVER} is not available yet (available: ${Object.keys(DRIVER_FACTORIES).join(', ')})`,
+    );
   return factory(config, deps);
 }

@@ -25,7 +25,23 @@
  * counters from the runtime's own logs/stats.json (the host has no per-process network counters).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync, readSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  readSync,
+} from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,7 +59,20 @@ import {
   type HostingDriver,
   type LogLine,
 } from './driver.ts';
-import { agentProcesses, cpuPercent, isAlive, isStopped, memoryPercentOfTotal, processTree, readComm, readEnviron, signalGroup, stopProcess, treeUsage, type TreeUsage } from './proc.ts';
+import {
+  agentProcesses,
+  cpuPercent,
+  isAlive,
+  isStopped,
+  memoryPercentOfTotal,
+  processTree,
+  readComm,
+  readEnviron,
+  signalGroup,
+  stopProcess,
+  treeUsage,
+  type TreeUsage,
+} from './proc.ts';
 import { buildOpenClawConfig, OPENCLAW_ENV } from './openclaw-config.ts';
 import { agentUid, detectSandbox, sandboxArgs, type SandboxMode, type SandboxReport } from './sandbox.ts';
 
@@ -199,12 +228,25 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
 
   // PWD is left out: bwrap sets it (--chdir) in the sandboxed process's environment
   const launchHash = (env: Record<string, string>) =>
-    sha256Hex(JSON.stringify(Object.entries(env).filter(([k]) => k !== 'PWD').sort(([a], [b]) => (a < b ? -1 : 1))));
+    sha256Hex(
+      JSON.stringify(
+        Object.entries(env)
+          .filter(([k]) => k !== 'PWD')
+          .sort(([a], [b]) => (a < b ? -1 : 1)),
+      ),
+    );
 
   function command(): { file: string; args: string[] } {
-    if (runtime === 'builtin') return { file: realpathSync(process.execPath), args: ['--disable-warning=ExperimentalWarning', options.runtimeEntry ?? RUNTIME_MAIN] };
+    if (runtime === 'builtin')
+      return {
+        file: realpathSync(process.execPath),
+        args: ['--disable-warning=ExperimentalWarning', options.runtimeEntry ?? RUNTIME_MAIN],
+      };
     const bin = join(options.dataDir, 'openclaw', 'node_modules', '.bin', 'openclaw');
-    if (!existsSync(bin)) throw new HostingUnavailableError(`AGENT_RUNTIME=openclaw but OpenClaw is not installed in ${dirname(dirname(dirname(bin)))} (run npm run runtime:openclaw)`);
+    if (!existsSync(bin))
+      throw new HostingUnavailableError(
+        `AGENT_RUNTIME=openclaw but OpenClaw is not installed in ${dirname(dirname(dirname(bin)))} (run npm run runtime:openclaw)`,
+      );
     // the package's bin is a Node script: run it with this Node (24), not whatever `node` is on PATH.
     // Port, bind and auth come from its configuration file (OPENCLAW_CONFIG_PATH) and the token from
     // OPENCLAW_GATEWAY_TOKEN: nothing secret on a command line other users can read in /proc
@@ -553,7 +595,15 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     async stats(agentId: string): Promise<AgentStats> {
       const state = readState(agentId);
       const { status: current } = await status(agentId);
-      const base: AgentStats = { cpu: 0, memory: 0, memoryPercent: 0, network: { rxBytes: 0, txBytes: 0 }, uptime: 0, pids: 0, status: current };
+      const base: AgentStats = {
+        cpu: 0,
+        memory: 0,
+        memoryPercent: 0,
+        network: { rxBytes: 0, txBytes: 0 },
+        uptime: 0,
+        pids: 0,
+        status: current,
+      };
       if (!state) return base;
       try {
         const counters = JSON.parse(readFileSync(join(dirs(agentId).logs, 'stats.json'), 'utf8')) as {
@@ -590,9 +640,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     },
 
     async shutdown(): Promise<void> {
-      await Promise.all(
-        [...owned.keys()].map((agentId) => serial(agentId, () => stopAgent(agentId, readState(agentId))).catch(() => {})),
-      );
+      await Promise.all([...owned.keys()].map((agentId) => serial(agentId, () => stopAgent(agentId, readState(agentId))).catch(() => {})));
       owned.clear();
     },
   };

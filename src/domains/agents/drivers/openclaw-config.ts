@@ -71,7 +71,12 @@ const OPENCLAW_ROOT_KEYS = new Set(
 );
 
 export function buildOpenClawConfig(userConfig: Json, o: OpenClawConfigOptions): Json {
-  const merged = buildAgentConfig(userConfig, { plan: o.plan, workspace: o.workspace, port: o.port, ...(o.model ? { model: o.model } : {}) });
+  const merged = buildAgentConfig(userConfig, {
+    plan: o.plan,
+    workspace: o.workspace,
+    port: o.port,
+    ...(o.model ? { model: o.model } : {}),
+  });
   const config = Object.fromEntries(Object.entries(merged).filter(([k]) => OPENCLAW_ROOT_KEYS.has(k)));
   const topLevelModel = typeof merged.model === 'string' && merged.model ? merged.model : undefined;
   const channels = config.channels as Json | undefined;

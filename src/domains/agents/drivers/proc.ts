@@ -9,7 +9,16 @@ import { totalmem } from 'node:os';
 const CLOCK_TICKS = 100;
 const PAGE_SIZE = 4096;
 
-export type ProcStat = { pid: number; ppid: number; pgrp: number; state: string; ticks: number; threads: number; startTicks: number; rssBytes: number };
+export type ProcStat = {
+  pid: number;
+  ppid: number;
+  pgrp: number;
+  state: string;
+  ticks: number;
+  threads: number;
+  startTicks: number;
+  rssBytes: number;
+};
 
 export function readProcStat(pid: number): ProcStat | undefined {
   try {
@@ -18,7 +27,16 @@ export function readProcStat(pid: number): ProcStat | undefined {
     const rest = raw.slice(raw.lastIndexOf(')') + 2).split(' ');
     // rest[0] is field 3 (state); field n is rest[n - 3]
     const f = (n: number) => Number(rest[n - 3]);
-    return { pid, ppid: f(4), pgrp: f(5), state: rest[0]!, ticks: f(14) + f(15), threads: f(20), startTicks: f(22), rssBytes: f(24) * PAGE_SIZE };
+    return {
+      pid,
+      ppid: f(4),
+      pgrp: f(5),
+      state: rest[0]!,
+      ticks: f(14) + f(15),
+      threads: f(20),
+      startTicks: f(22),
+      rssBytes: f(24) * PAGE_SIZE,
+    };
   } catch {
     return undefined;
   }

@@ -62,7 +62,8 @@ export function createRenderDriver(options: RenderDriverOptions): HostingDriver 
   const timeoutMs = options.timeoutMs ?? 15_000;
 
   async function api<T>(method: string, path: string, body?: unknown, okStatuses: number[] = []): Promise<{ status: number; data: T }> {
-    if (!options.apiKey) throw new HostingUnavailableError('HOSTING_API_KEY is not set: the render driver cannot reach the hosting platform');
+    if (!options.apiKey)
+      throw new HostingUnavailableError('HOSTING_API_KEY is not set: the render driver cannot reach the hosting platform');
     let res: Response;
     try {
       res = await fetch(`${base}${path}`, {
@@ -148,7 +149,11 @@ export function createRenderDriver(options: RenderDriverOptions): HostingDriver 
         if (existing.suspended === 'suspended') await api('POST', `/services/${id}/resume`);
         const deploy = await latestDeploy(existing.id);
         if (same && deploy && !FAILED.has(deploy.status) && deploy.status !== 'deactivated') {
-          return { externalId: existing.id, url: serviceUrl(existing), status: statusOf({ ...existing, suspended: 'not_suspended' }, deploy) };
+          return {
+            externalId: existing.id,
+            url: serviceUrl(existing),
+            status: statusOf({ ...existing, suspended: 'not_suspended' }, deploy),
+          };
         }
         if (!same) await api('PUT', `/services/${id}/env-vars`, wanted);
         await api('POST', `/services/${id}/deploys`, { clearCache: 'do_not_clear' });
@@ -208,9 +213,17 @@ export function createRenderDriver(options: RenderDriverOptions): HostingDriver 
     async logs(agentId: string, opts: { limit: number; level?: string }): Promise<LogLine[]> {
       const service = await findService(agentId);
       if (!service || !options.ownerId) return [];
-      const q = new URLSearchParams({ ownerId: options.ownerId, resource: service.id, limit: String(Math.max(1, Math.min(100, opts.limit))), direction: 'backward' });
+      const q = new URLSearchParams({
+        ownerId: options.ownerId,
+        resource: service.id,
+        limit: String(Math.max(1, Math.min(100, opts.limit))),
+        direction: 'backward',
+      });
       if (opts.level) q.set('level', opts.level);
-      const { data } = await api<{ logs?: { timestamp: string; message: string; labels?: { name: string; value: string }[] }[] }>('GET', `/logs?${q}`);
+      const { data } = await api<{ logs?: { timestamp: string; message: string; labels?: { name: string; value: string }[] }[] }>(
+        'GET',
+        `/logs?${q}`,
+      );
       const lines = (data?.logs ?? []).map((l) => {
         const label = (name: string) => l.labels?.find((x) => x.name === name)?.value;
         const level = (label('level') ?? 'info').toLowerCase();
@@ -228,7 +241,15 @@ export function createRenderDriver(options: RenderDriverOptions): HostingDriver 
 
     async stats(agentId: string): Promise<AgentStats> {
       const service = await findService(agentId);
-      const empty: AgentStats = { cpu: 0, memory: 0, memoryPercent: 0, network: { rxBytes: 0, txBytes: 0 }, uptime: 0, pids: 0, status: 'not_found' };
+      const empty: AgentStats = {
+        cpu: 0,
+        memory: 0,
+        memoryPercent: 0,
+        network: { rxBytes: 0, txBytes: 0 },
+        uptime: 0,
+        pids: 0,
+        status: 'not_found',
+      };
       if (!service) return empty;
       const deploy = service.suspended === 'suspended' ? undefined : await latestDeploy(service.id);
       const status = statusOf(service, deploy);

@@ -59,19 +59,32 @@ function findOnPath(name: string): string | undefined {
 }
 
 /** /etc entries a runtime needs for DNS and TLS (never /etc/passwd or /etc/shadow, §8 denied paths). */
-const ETC = ['/etc/resolv.conf', '/etc/hosts', '/etc/nsswitch.conf', '/etc/host.conf', '/etc/gai.conf', '/etc/localtime', '/etc/ssl', '/etc/ca-certificates'];
+const ETC = [
+  '/etc/resolv.conf',
+  '/etc/hosts',
+  '/etc/nsswitch.conf',
+  '/etc/host.conf',
+  '/etc/gai.conf',
+  '/etc/localtime',
+  '/etc/ssl',
+  '/etc/ca-certificates',
+];
 
 /**
  * The bwrap argument list around a runtime command: system view, namespaces, `ro` paths read-only,
  * `rw` paths writable, then (with `uid`) setpriv dropping to that uid, then the command.
  */
-export function sandboxArgs(report: SandboxReport, o: { ro: string[]; rw: string[]; chdir: string; uid?: number | undefined; file: string; args: string[] }): string[] {
+export function sandboxArgs(
+  report: SandboxReport,
+  o: { ro: string[]; rw: string[]; chdir: string; uid?: number | undefined; file: string; args: string[] },
+): string[] {
   const out = baseArgs();
   // directories bwrap creates on its own are 0700 when it runs as root: create every parent of a
   // bound path first, traversable (0755), so the agent's user can reach what is bound for it
   const parents = new Set<string>();
   for (const p of [...ETC, ...o.ro, ...o.rw]) for (let d = dirname(p); d !== '/' && !parents.has(d); d = dirname(d)) parents.add(d);
-  for (const d of [...parents].filter((x) => x !== '/tmp' && x !== '/usr' && !x.startsWith('/usr/')).sort((a, b) => a.length - b.length)) out.push('--perms', '0755', '--dir', d);
+  for (const d of [...parents].filter((x) => x !== '/tmp' && x !== '/usr' && !x.startsWith('/usr/')).sort((a, b) => a.length - b.length))
+    out.push('--perms', '0755', '--dir', d);
   for (const p of ETC) out.push('--ro-bind-try', p, p);
   for (const p of o.ro) out.push('--ro-bind', p, p);
   for (const p of o.rw) out.push('--bind', p, p);
@@ -141,12 +154,25 @@ function probe(mode: SandboxMode): SandboxReport {
   }
   const root = process.getuid?.() === 0;
   const setpriv = root ? findOnPath('setpriv') : undefined;
-  const trial: SandboxReport = { active: true, bwrap, ...(setpriv ? { setpriv } : {}), separateUser: Boolean(setpriv), filesystem: true, pidNamespace: true, cgroupLimits: false, lines: [] };
-  const r = spawnSync(bwrap, sandboxArgs(trial, { ro: [], rw: [], chdir: '/', uid: setpriv ? FIRST_AGENT_UID : undefined, file: '/usr/bin/env', args: ['true'] }), {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    timeout: 10_000,
-    env: {},
-  });
+  const trial: SandboxReport = {
+    active: true,
+    bwrap,
+    ...(setpriv ? { setpriv } : {}),
+    separateUser: Boolean(setpriv),
+    filesystem: true,
+    pidNamespace: true,
+    cgroupLimits: false,
+    lines: [],
+  };
+  const r = spawnSync(
+    bwrap,
+    sandboxArgs(trial, { ro: [], rw: [], chdir: '/', uid: setpriv ? FIRST_AGENT_UID : undefined, file: '/usr/bin/env', args: ['true'] }),
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      timeout: 10_000,
+      env: {},
+    },
+  );
   if (r.status !== 0) {
     const why = `bwrap cannot create a sandbox here (${(r.stderr?.toString() || r.error?.message || `exit ${r.status}`).trim()})`;
     if (mode === 'bwrap') throw new Error(`AGENT_SANDBOX=bwrap but ${why}`);

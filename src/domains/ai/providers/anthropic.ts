@@ -30,7 +30,11 @@ function requestBody(p: ChatParams, stream: boolean): string {
 }
 
 const tokens = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.floor(v) : 0);
-const usageOf = (input: number, output: number): Usage => ({ prompt_tokens: input, completion_tokens: output, total_tokens: input + output });
+const usageOf = (input: number, output: number): Usage => ({
+  prompt_tokens: input,
+  completion_tokens: output,
+  total_tokens: input + output,
+});
 
 export function createAnthropicProvider(options: AnthropicOptions): ChatProvider {
   const client = createUpstreamClient(options.baseUrl, { timeoutMs: options.timeoutMs });
@@ -57,7 +61,9 @@ export function createAnthropicProvider(options: AnthropicOptions): ChatProvider
       try {
         json = (await res.body.json()) as Record<string, any>;
       } catch (err) {
-        throw p.signal?.aborted ? asProviderError(err, p.signal) : new ProviderError('anthropic sent a body that is not JSON', { cause: err });
+        throw p.signal?.aborted
+          ? asProviderError(err, p.signal)
+          : new ProviderError('anthropic sent a body that is not JSON', { cause: err });
       }
       if (!Array.isArray(json?.content)) throw new ProviderError('anthropic sent no content');
       const content = (json.content as { type?: string; text?: unknown }[])

@@ -12,7 +12,13 @@ export type UpstreamResponse = {
 };
 
 export type UpstreamClient = {
-  send(method: 'GET' | 'POST', path: string, headers: Record<string, string>, body: string | undefined, signal?: AbortSignal): Promise<UpstreamResponse>;
+  send(
+    method: 'GET' | 'POST',
+    path: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+    signal?: AbortSignal,
+  ): Promise<UpstreamResponse>;
   close(): Promise<void>;
 };
 
@@ -52,10 +58,13 @@ export function asProviderError(err: unknown, signal?: AbortSignal): ProviderErr
   const e = err as { name?: string; code?: string; message?: string };
   const aborted = signal?.aborted === true || e?.name === 'AbortError' || e?.code === 'UND_ERR_ABORTED';
   const timeout = e?.code === 'UND_ERR_HEADERS_TIMEOUT' || e?.code === 'UND_ERR_BODY_TIMEOUT';
-  return new ProviderError(aborted ? 'upstream request aborted' : timeout ? 'upstream timed out' : `upstream unreachable: ${e?.message ?? 'error'}`, {
-    aborted,
-    cause: err,
-  });
+  return new ProviderError(
+    aborted ? 'upstream request aborted' : timeout ? 'upstream timed out' : `upstream unreachable: ${e?.message ?? 'error'}`,
+    {
+      aborted,
+      cause: err,
+    },
+  );
 }
 
 /** Reads a non-2xx body (bounded) and throws it as a ProviderError carrying the status. */

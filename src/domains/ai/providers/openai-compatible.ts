@@ -74,7 +74,9 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
       try {
         json = (await res.body.json()) as Record<string, any>;
       } catch (err) {
-        throw p.signal?.aborted ? asProviderError(err, p.signal) : new ProviderError(`${name} sent a body that is not JSON`, { cause: err });
+        throw p.signal?.aborted
+          ? asProviderError(err, p.signal)
+          : new ProviderError(`${name} sent a body that is not JSON`, { cause: err });
       }
       const content = json?.choices?.[0]?.message?.content;
       if (typeof content !== 'string') throw new ProviderError(`${name} sent no message content`);

@@ -27,9 +27,7 @@ export type Usage = { prompt_tokens: number; completion_tokens: number; total_to
 
 export type ChatResult = { id: string; model: string; content: string; usage: Usage };
 
-export type StreamEvent =
-  | { type: 'delta'; text: string }
-  | { type: 'done'; id: string; model: string; usage: Usage };
+export type StreamEvent = { type: 'delta'; text: string } | { type: 'done'; id: string; model: string; usage: Usage };
 
 /** A model as the router's `/models` describes it (costs per token, USD). */
 export type RemoteModel = {

@@ -15,7 +15,10 @@ const MAX_MESSAGE_CHARS = 32_000;
 
 const message = z.object({
   sender: z.enum(['user', 'agent', 'system'], { error: 'sender must be user, agent or system' }),
-  content: z.string({ error: 'content required' }).min(1, { error: 'content required' }).max(MAX_MESSAGE_CHARS, { error: `content must be at most ${MAX_MESSAGE_CHARS} characters` }),
+  content: z
+    .string({ error: 'content required' })
+    .min(1, { error: 'content required' })
+    .max(MAX_MESSAGE_CHARS, { error: `content must be at most ${MAX_MESSAGE_CHARS} characters` }),
   platform: z.string().max(64).optional(),
   responseMs: z.number().int().min(0).max(3_600_000).optional(),
   failed: z.boolean().optional(),

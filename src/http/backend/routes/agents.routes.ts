@@ -48,10 +48,21 @@ const planName = z
   .regex(/^[a-z_]+$/, { error: 'Invalid plan' });
 const aiProvider = z.string({ error: 'aiProvider must be a string' }).trim().min(1).max(64, { error: 'aiProvider too long' });
 const model = z.string({ error: 'model must be a string' }).trim().min(1).max(200, { error: 'model too long' });
-const userIdField = z.string({ error: 'userId must be a string' }).max(64).optional().describe('Acting user when header `x-user-id` is absent');
+const userIdField = z
+  .string({ error: 'userId must be a string' })
+  .max(64)
+  .optional()
+  .describe('Acting user when header `x-user-id` is absent');
 const agentIdParam = z.object({ id: z.string().min(1).max(200) });
 
-const listItem = z.object({ id: z.string(), status: z.string(), created: z.string(), subdomain: z.string(), url: z.string(), name: z.string() });
+const listItem = z.object({
+  id: z.string(),
+  status: z.string(),
+  created: z.string(),
+  subdomain: z.string(),
+  url: z.string(),
+  name: z.string(),
+});
 const agentObject = z.object({
   id: z.string(),
   name: z.string(),
@@ -127,17 +138,32 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       body: jsonBody({
         name: agentName,
         userId: userIdField,
-        config: z.object({ plan: planName.optional(), aiProvider: aiProvider.optional() }, { error: 'config must be an object' }).loose().optional(),
+        config: z
+          .object({ plan: planName.optional(), aiProvider: aiProvider.optional() }, { error: 'config must be an object' })
+          .loose()
+          .optional(),
       }),
       response: {
-        201: z.object({ id: z.string(), name: z.string(), agentId: z.string(), status: z.literal('pending'), subdomain: z.string(), url: z.string(), createdAt: z.string() }),
+        201: z.object({
+          id: z.string(),
+          name: z.string(),
+          agentId: z.string(),
+          status: z.literal('pending'),
+          subdomain: z.string(),
+          url: z.string(),
+          createdAt: z.string(),
+        }),
         402: errorSchema,
         ...common,
       },
     },
     handler: async (request, reply) => {
       const userId = actingUser(request, request.body.userId);
-      const created = await agents.create(userId, { name: request.body.name, plan: request.body.config?.plan, aiProvider: request.body.config?.aiProvider });
+      const created = await agents.create(userId, {
+        name: request.body.name,
+        plan: request.body.config?.plan,
+        aiProvider: request.body.config?.aiProvider,
+      });
       return reply.code(201).send(created);
     },
   });
@@ -167,7 +193,13 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       security,
       headers,
       params: agentIdParam,
-      body: jsonBody({ plan: planName.optional(), aiProvider: aiProvider.optional(), config: configObject.optional(), name: agentName.optional(), model: model.optional() }),
+      body: jsonBody({
+        plan: planName.optional(),
+        aiProvider: aiProvider.optional(),
+        config: configObject.optional(),
+        name: agentName.optional(),
+        model: model.optional(),
+      }),
       response: {
         200: z.object({
           id: z.string(),
@@ -196,7 +228,9 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }), ...common },
     },
     handler: async (request) =>
-      agents.remove(actingUser(request), request.params.id, (err) => request.log.warn({ err, agentId: request.params.id }, 'hosting cleanup failed')),
+      agents.remove(actingUser(request), request.params.id, (err) =>
+        request.log.warn({ err, agentId: request.params.id }, 'hosting cleanup failed'),
+      ),
   });
 
   for (const action of ['start', 'stop', 'restart'] as const) {
@@ -229,7 +263,12 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       headers,
       params: agentIdParam,
       querystring: z.object({
-        limit: z.coerce.number({ error: 'limit must be a number' }).int().min(1, { error: 'limit must be at least 1' }).max(LIMITS.agentListMax).default(LIMITS.agentListDefault),
+        limit: z.coerce
+          .number({ error: 'limit must be a number' })
+          .int()
+          .min(1, { error: 'limit must be at least 1' })
+          .max(LIMITS.agentListMax)
+          .default(LIMITS.agentListDefault),
         level: z.enum(['debug', 'info', 'warn', 'error'], { error: 'level must be debug, info, warn or error' }).optional(),
       }),
       response: { 200: z.object({ logs: z.array(logLine) }), ...common },
@@ -257,7 +296,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       description:
         'Acting user: `userId` in the body (or header `x-user-id`; with neither, the operator account as on POST /api/agents). Creates the agent with status `provisioning` — or, when `agentId` names an agent the web app already ' +
         'created for this user, takes that one — and enqueues a deploy job. Concurrent requests for one agent join the same active job; an `agentId` of another user is 404 like a missing one. Jobs live in PostgreSQL and are taken by deployment workers with FOR UPDATE SKIP LOCKED ' +
-        '(a crashed worker\'s job is taken again when its lease expires; one active job per agent). The job deploys with per-agent credentials, waits for `/healthz` ' +
+        "(a crashed worker's job is taken again when its lease expires; one active job per agent). The job deploys with per-agent credentials, waits for `/healthz` " +
         '(poll every 2 s, 60 s overall) and moves the agent to `running`, or to `error` after 3 failed attempts. Poll GET /api/deployments/:id or GET /api/agents/:id. ' +
         'Answers 202 with the job. `plan` defaults to `label`; backend limits solo 1, collective 3, label 10, network unlimited (402 `AGENT_LIMIT_REACHED`). ' +
         '500 `Hosting unavailable` (code `HOSTING_UNAVAILABLE`) when the hosting driver cannot be used.',
@@ -302,11 +341,13 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       tags: ['agents'],
       summary: 'Runtime instances: agents and what the hosting driver reports for each',
       description:
-        'With header `x-user-id`: that user\'s agents; without it: all agents (operator view, newest first). `containerStatus` is the §3 container health value ' +
+        "With header `x-user-id`: that user's agents; without it: all agents (operator view, newest first). `containerStatus` is the §3 container health value " +
         '(null when the hosting platform cannot be asked). `limit` default 50, max 100.',
       security,
       headers,
-      querystring: z.object({ limit: z.coerce.number({ error: 'limit must be a number' }).int().min(1).max(LIMITS.agentListMax).default(LIMITS.agentListDefault) }),
+      querystring: z.object({
+        limit: z.coerce.number({ error: 'limit must be a number' }).int().min(1).max(LIMITS.agentListMax).default(LIMITS.agentListDefault),
+      }),
       response: {
         200: z.object({
           instances: z.array(

@@ -35,15 +35,45 @@ const chatBody = jsonBody({
     )
     .min(1, { error: MESSAGES_REQUIRED })
     .max(LIMITS.aiMaxMessages, { error: `At most ${LIMITS.aiMaxMessages} messages` }),
-  model: z.string({ error: 'Model must be a string' }).trim().min(1, { error: 'Model must not be empty' }).max(200, { error: 'Unknown model' }).optional()
+  model: z
+    .string({ error: 'Model must be a string' })
+    .trim()
+    .min(1, { error: 'Model must not be empty' })
+    .max(200, { error: 'Unknown model' })
+    .optional()
     .describe('`<vendor>/<model>`; omitted: chosen from taskType. Must be allowed by the plan (403 MODEL_RESTRICTED)'),
   taskType: taskType.optional().describe('coding, analysis, creative, long or general (default)'),
-  temperature: z.number({ error: 'Temperature must be a number' }).min(0, { error: 'Temperature must be between 0 and 2' }).max(2, { error: 'Temperature must be between 0 and 2' }).optional(),
-  top_p: z.number({ error: 'Parameter top_p must be a number' }).min(0, { error: 'Parameter top_p must be between 0 and 1' }).max(1, { error: 'Parameter top_p must be between 0 and 1' }).optional(),
-  max_tokens: z.number({ error: 'Parameter max_tokens must be a positive integer' }).int({ error: 'Parameter max_tokens must be a positive integer' }).min(1, { error: 'Parameter max_tokens must be a positive integer' }).max(1_000_000, { error: 'Parameter max_tokens is too large' }).optional(),
-  algorithmMode: z.boolean({ error: 'Parameter algorithmMode must be a boolean' }).optional().describe('7-phase structured answers (default false)'),
-  stream: z.boolean({ error: 'Parameter stream must be a boolean' }).optional().describe('true: answer as Server-Sent Events (see description)'),
-  agentId: z.string({ error: 'Parameter agentId must be a string' }).trim().min(1, { error: 'Parameter agentId must not be empty' }).max(200, { error: 'Parameter agentId is too long' }).optional().describe('added: recorded with the usage row'),
+  temperature: z
+    .number({ error: 'Temperature must be a number' })
+    .min(0, { error: 'Temperature must be between 0 and 2' })
+    .max(2, { error: 'Temperature must be between 0 and 2' })
+    .optional(),
+  top_p: z
+    .number({ error: 'Parameter top_p must be a number' })
+    .min(0, { error: 'Parameter top_p must be between 0 and 1' })
+    .max(1, { error: 'Parameter top_p must be between 0 and 1' })
+    .optional(),
+  max_tokens: z
+    .number({ error: 'Parameter max_tokens must be a positive integer' })
+    .int({ error: 'Parameter max_tokens must be a positive integer' })
+    .min(1, { error: 'Parameter max_tokens must be a positive integer' })
+    .max(1_000_000, { error: 'Parameter max_tokens is too large' })
+    .optional(),
+  algorithmMode: z
+    .boolean({ error: 'Parameter algorithmMode must be a boolean' })
+    .optional()
+    .describe('7-phase structured answers (default false)'),
+  stream: z
+    .boolean({ error: 'Parameter stream must be a boolean' })
+    .optional()
+    .describe('true: answer as Server-Sent Events (see description)'),
+  agentId: z
+    .string({ error: 'Parameter agentId must be a string' })
+    .trim()
+    .min(1, { error: 'Parameter agentId must not be empty' })
+    .max(200, { error: 'Parameter agentId is too long' })
+    .optional()
+    .describe('added: recorded with the usage row'),
 });
 
 const ESTIMATE_REQUIRED = 'Model, inputTokens and outputTokens are required';
@@ -77,7 +107,12 @@ const planError = z
   .object({ success: z.literal(false), error: z.string(), code: z.enum(['PLAN_REQUIRED', 'SUBSCRIPTION_REQUIRED']) })
   .describe('402: `PLAN_REQUIRED` (x-user-plan missing or unrecognized) or `SUBSCRIPTION_REQUIRED`');
 const restricted = z
-  .object({ success: z.literal(false).optional(), error: z.string(), code: z.string().optional(), allowedModels: z.array(z.string()).optional() })
+  .object({
+    success: z.literal(false).optional(),
+    error: z.string(),
+    code: z.string().optional(),
+    allowedModels: z.array(z.string()).optional(),
+  })
   .describe('403 `{success:false,error,code:"MODEL_RESTRICTED",allowedModels}`; or `{error:"Forbidden"}` for a wrong bearer key');
 
 const security = [{ bearerKey: [] }];
@@ -87,7 +122,7 @@ const planHeaders = documentedHeaders({
   [SUBSCRIPTION_HEADER]: 'subscription id; required (402 SUBSCRIPTION_REQUIRED) unless x-user-email is an admin',
   'x-user-email': 'the acting user; an email in ADMIN_EMAILS gets network-level access',
   'x-user-id': 'the acting user (default `anonymous`)',
-  'x-user-role': 'the acting user\'s role',
+  'x-user-role': "the acting user's role",
 });
 const PLAN_HEADERS_DOC =
   `Plan middleware (§4.9/§5): \`x-user-plan\` (solo, collective, label, network) and \`${SUBSCRIPTION_HEADER}\` are required, else 402 ` +
@@ -99,14 +134,23 @@ export function aiRoutes(app: App, deps: { ai: AiService; config: Pick<Config, '
   const actors = new WeakMap<FastifyRequest, AiActor>();
 
   // §8: AI_RATE_LIMIT requests per minute per IP across /api/ai/* (shared through Redis when set)
-  addDocumentedHook(app, 'onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-    try {
-      await ai.rateLimit(request.ip);
-    } catch (err) {
-      if (isAppError(err) && err.status === 429) reply.header('retry-after', String(err.extra?.retryAfter ?? 60));
-      throw err;
-    }
-  }, { responses: { 429: 'Too many requests: more than AI_RATE_LIMIT per minute from this IP across /api/ai/* (§8); `Retry-After` says when to retry' } });
+  addDocumentedHook(
+    app,
+    'onRequest',
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      try {
+        await ai.rateLimit(request.ip);
+      } catch (err) {
+        if (isAppError(err) && err.status === 429) reply.header('retry-after', String(err.extra?.retryAfter ?? 60));
+        throw err;
+      }
+    },
+    {
+      responses: {
+        429: 'Too many requests: more than AI_RATE_LIMIT per minute from this IP across /api/ai/* (§8); `Retry-After` says when to retry',
+      },
+    },
+  );
 
   /** §4.9/§5 plan middleware, before body validation (as the original middleware ran). */
   const requirePlan = async (request: FastifyRequest) => {
@@ -140,7 +184,9 @@ export function aiRoutes(app: App, deps: { ai: AiService; config: Pick<Config, '
         'Every model with costs in USD per token. `router` says whether the router is configured. The catalog refreshes from the ' +
         "router's `/models` in the background hourly; `?refresh=true` waits for a refresh.",
       security,
-      querystring: z.object({ refresh: z.enum(['true', 'false', '1', '0'], { error: 'Parameter refresh must be true or false' }).optional() }),
+      querystring: z.object({
+        refresh: z.enum(['true', 'false', '1', '0'], { error: 'Parameter refresh must be true or false' }).optional(),
+      }),
       response: {
         200: z.object({ models: z.array(publicModel), count: z.number(), router: z.boolean(), timestamp: z.string() }),
         500: errorSchema,
@@ -156,7 +202,10 @@ export function aiRoutes(app: App, deps: { ai: AiService; config: Pick<Config, '
       description: `Models served by the provider (${PROVIDER_NAMES.join(', ')}) or whose id starts with \`<provider>/\`; an unknown name gives an empty list.`,
       security,
       params: z.object({ provider: z.string().regex(/^[A-Za-z0-9][\w.-]{0,63}$/, { error: 'Invalid provider' }) }),
-      response: { 200: z.object({ provider: z.string(), models: z.array(publicModel), count: z.number(), timestamp: z.string() }), 400: errorSchema },
+      response: {
+        200: z.object({ provider: z.string(), models: z.array(publicModel), count: z.number(), timestamp: z.string() }),
+        400: errorSchema,
+      },
     },
     handler: (request) => ai.modelsFor(request.params.provider),
   });
@@ -168,7 +217,7 @@ export function aiRoutes(app: App, deps: { ai: AiService; config: Pick<Config, '
       summary: 'Pick a model for a task',
       description:
         `${PLAN_HEADERS_DOC} Task tags: coding → coding, logic; analysis → analysis; creative → creative; long → long-context; ` +
-        'general → general, balanced. The first of the plan\'s available router models with a matching tag wins, else the first available. ' +
+        "general → general, balanced. The first of the plan's available router models with a matching tag wins, else the first available. " +
         '404 when no model is available (router not configured).',
       security,
       headers: planHeaders,
@@ -276,15 +325,16 @@ async function writeSse(request: FastifyRequest, reply: FastifyReply, opened: Aw
   const head = { id: opened.id, model: opened.model, provider: opened.provider };
   const write = async (chunk: string) => {
     if (res.destroyed) return;
-    if (!res.write(chunk)) await new Promise<void>((resolve) => {
-      const done = () => {
-        res.off('drain', done);
-        res.off('close', done);
-        resolve();
-      };
-      res.on('drain', done);
-      res.on('close', done);
-    });
+    if (!res.write(chunk))
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.on('drain', done);
+        res.on('close', done);
+      });
   };
   try {
     for await (const ev of opened.events) {

@@ -36,7 +36,10 @@ export function browseRoutes(app: App, deps: { files: FilesService }) {
       ...common,
       summary: "The agent's workspace as a tree (§4.17)",
       description: `Folders first, each level sorted alphabetically; ${[...['node_modules', '.git', '.next', 'dist', 'build', '.cache', '__pycache__']].join(', ')} left out; symlinks listed, never followed. \`depth\` default ${FILE_LIMITS.treeDepthDefault}, at most ${FILE_LIMITS.treeDepthMax}. 409 \`NO_LOCAL_WORKSPACE\` for agents not on this machine (Render).`,
-      querystring: z.object({ ...agentQuery, depth: z.coerce.number().int().min(1).max(FILE_LIMITS.treeDepthMax).default(FILE_LIMITS.treeDepthDefault) }),
+      querystring: z.object({
+        ...agentQuery,
+        depth: z.coerce.number().int().min(1).max(FILE_LIMITS.treeDepthMax).default(FILE_LIMITS.treeDepthDefault),
+      }),
       response: { 200: z.object({ ok: z.literal(true), root: treeNode }), ...errors },
     },
     handler: async (request) => (await files(request)).tree(request.query.depth),
@@ -46,9 +49,13 @@ export function browseRoutes(app: App, deps: { files: FilesService }) {
     schema: {
       ...common,
       summary: 'Reads a workspace file (§4.17)',
-      description: '400 for a missing path, traversal (`..`, absolute, NUL, backslash, encoded separators, a symlink leading outside), a folder, or a file over 1 MB.',
+      description:
+        '400 for a missing path, traversal (`..`, absolute, NUL, backslash, encoded separators, a symlink leading outside), a folder, or a file over 1 MB.',
       querystring: z.object({ ...agentQuery, path: z.string().max(4096).optional() }),
-      response: { 200: z.object({ ok: z.literal(true), path: z.string(), content: z.string(), size: z.number(), modified: z.string() }), ...errors },
+      response: {
+        200: z.object({ ok: z.literal(true), path: z.string(), content: z.string(), size: z.number(), modified: z.string() }),
+        ...errors,
+      },
     },
     handler: async (request) => (await files(request)).read(request.query.path ?? ''),
   });
@@ -100,10 +107,20 @@ export function browseRoutes(app: App, deps: { files: FilesService }) {
     schema: {
       ...common,
       summary: 'Stages everything, commits and pushes when there is a remote (§4.17)',
-      description: '`message` default `sync changes`. `committed` is false when there was nothing to commit. 500 when not a repository or staging or commit fails.',
+      description:
+        '`message` default `sync changes`. `committed` is false when there was nothing to commit. 500 when not a repository or staging or commit fails.',
       querystring: z.object(agentQuery),
       body: z.object({ message: z.string().min(1).max(1000).optional() }).optional(),
-      response: { 200: z.object({ ok: z.literal(true), committed: z.boolean(), pushed: z.boolean(), hash: z.string().nullable(), message: z.string() }), ...errors },
+      response: {
+        200: z.object({
+          ok: z.literal(true),
+          committed: z.boolean(),
+          pushed: z.boolean(),
+          hash: z.string().nullable(),
+          message: z.string(),
+        }),
+        ...errors,
+      },
     },
     handler: async (request) => (await files(request)).gitSync(request.body?.message ?? 'sync changes'),
   });
@@ -112,9 +129,17 @@ export function browseRoutes(app: App, deps: { files: FilesService }) {
     schema: {
       ...common,
       summary: "The workspace's commits, newest first (§4.17)",
-      querystring: z.object({ ...agentQuery, limit: z.coerce.number().int().min(1).max(FILE_LIMITS.gitLogMax).default(FILE_LIMITS.gitLogDefault) }),
+      querystring: z.object({
+        ...agentQuery,
+        limit: z.coerce.number().int().min(1).max(FILE_LIMITS.gitLogMax).default(FILE_LIMITS.gitLogDefault),
+      }),
       response: {
-        200: z.object({ ok: z.literal(true), commits: z.array(z.object({ hash: z.string(), shortHash: z.string(), subject: z.string(), author: z.string(), date: z.string() })) }),
+        200: z.object({
+          ok: z.literal(true),
+          commits: z.array(
+            z.object({ hash: z.string(), shortHash: z.string(), subject: z.string(), author: z.string(), date: z.string() }),
+          ),
+        }),
         ...errors,
       },
     },

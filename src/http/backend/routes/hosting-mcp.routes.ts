@@ -18,7 +18,10 @@ const redirect = (location: string) => z.null().describe(`Moved permanently; \`L
 const category = z.object({ count: z.number(), tools: z.array(z.string()) });
 
 const validateBody = jsonBody({
-  api_key: z.unknown().optional().describe(`Hosting API key: required, starts with \`${HOSTING_KEY_PREFIX}\`, at least ${HOSTING_KEY_MIN_LENGTH} characters`),
+  api_key: z
+    .unknown()
+    .optional()
+    .describe(`Hosting API key: required, starts with \`${HOSTING_KEY_PREFIX}\`, at least ${HOSTING_KEY_MIN_LENGTH} characters`),
   endpoint: z.unknown().optional().describe('MCP endpoint the client will use (optional; defaults to the hosted endpoint)'),
 });
 const validateFailure = z.object({ valid: z.literal(false), errors: z.array(z.string()), help: z.string() });
@@ -78,7 +81,8 @@ export function hostingMcpRoutes(app: App, deps: { hostingMcp: HostingMcpService
     schema: {
       tags,
       summary: 'How to connect an MCP client',
-      description: '`docker_config_example` is an MCP client configuration object running the official image; `documentation_links` maps names to URLs.',
+      description:
+        '`docker_config_example` is an MCP client configuration object running the official image; `documentation_links` maps names to URLs.',
       security,
       response: {
         200: z.object({
@@ -167,12 +171,24 @@ export function hostingMcpRoutes(app: App, deps: { hostingMcp: HostingMcpService
   });
 
   app.get('/api/hosting-mcp/docs', {
-    schema: { tags, summary: 'Redirect to the documentation', description: `301 to ${HOSTING_MCP_LINKS.documentation}.`, security, response: { 301: redirect(HOSTING_MCP_LINKS.documentation) } },
+    schema: {
+      tags,
+      summary: 'Redirect to the documentation',
+      description: `301 to ${HOSTING_MCP_LINKS.documentation}.`,
+      security,
+      response: { 301: redirect(HOSTING_MCP_LINKS.documentation) },
+    },
     handler: async (_request, reply) => reply.redirect(HOSTING_MCP_LINKS.documentation, 301),
   });
 
   app.get('/api/hosting-mcp/github', {
-    schema: { tags, summary: 'Redirect to the source repository', description: `301 to ${HOSTING_MCP_LINKS.repository}.`, security, response: { 301: redirect(HOSTING_MCP_LINKS.repository) } },
+    schema: {
+      tags,
+      summary: 'Redirect to the source repository',
+      description: `301 to ${HOSTING_MCP_LINKS.repository}.`,
+      security,
+      response: { 301: redirect(HOSTING_MCP_LINKS.repository) },
+    },
     handler: async (_request, reply) => reply.redirect(HOSTING_MCP_LINKS.repository, 301),
   });
 }

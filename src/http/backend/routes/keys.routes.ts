@@ -11,8 +11,9 @@ export function backendKeysRoutes(app: App, deps: { keys: KeysService }) {
       tags: ['keys'],
       summary: 'Validate a user API key',
       description:
-        'For agents and services holding a user\'s `sk_` key (needs the bearer key). Body `{apiKey}`; 200 ' +
-        '`{valid:true, userId, email, plan, subscriptionStatus, features[]}`. ' + VALIDATION_DESCRIPTION +
+        "For agents and services holding a user's `sk_` key (needs the bearer key). Body `{apiKey}`; 200 " +
+        '`{valid:true, userId, email, plan, subscriptionStatus, features[]}`. ' +
+        VALIDATION_DESCRIPTION +
         ' Bearer-key failures answer as on every core route (401 `Unauthorized`, 403 `Forbidden`, 500 `Server misconfigured`).',
       security: [{ bearerKey: [] }],
       body: validateKeyBody,

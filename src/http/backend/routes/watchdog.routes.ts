@@ -24,10 +24,10 @@ export function backendWatchdogRoutes(app: App, deps: { watchdog: WatchdogServic
       tags: ['agents'],
       summary: "An agent's container health (§3)",
       description:
-        'Acting user: header `x-user-id` (without it, the operator account). Asks the hosting driver now and probes the agent\'s /healthz (§4.12 timeout): ' +
+        "Acting user: header `x-user-id` (without it, the operator account). Asks the hosting driver now and probes the agent's /healthz (§4.12 timeout): " +
         '`healthy` (running and /healthz answers), `starting` (running, /healthz silent after all retries: CONTAINER_HEALTH_RETRIES, CONTAINER_HEALTH_INTERVAL_MS apart), ' +
         '`running`, `stopped`, `suspended` (marked idle), `not_found` (no unit on the hosting platform), `error` (crashed, unexpected state or build failed). ' +
-        '404 for another user\'s agent; 500 `Hosting unavailable` when the hosting platform cannot be asked.',
+        "404 for another user's agent; 500 `Hosting unavailable` when the hosting platform cannot be asked.",
       security: [{ bearerKey: [] }],
       headers: documentedHeaders({ 'x-user-id': 'Acting user (user id, UUID)' }),
       params: z.object({ id: z.string().min(1).max(200) }),
@@ -54,7 +54,7 @@ export function backendWatchdogRoutes(app: App, deps: { watchdog: WatchdogServic
       summary: "An agent's watchdog state and history",
       description:
         'Acting user: header `x-user-id` (without it, the operator account). The state (§3: starting, running, degraded, repairing, crash_loop, stopped) and the newest `limit` (default 50, max 100) ' +
-        'history rows: transitions, crashes and repair attempts with their outcome. `state` is null while the agent has never been watched (not running yet). 404 for another user\'s agent.',
+        "history rows: transitions, crashes and repair attempts with their outcome. `state` is null while the agent has never been watched (not running yet). 404 for another user's agent.",
       security: [{ bearerKey: [] }],
       headers: documentedHeaders({ 'x-user-id': 'Acting user (user id, UUID)' }),
       params: z.object({ id: z.string().min(1).max(200) }),

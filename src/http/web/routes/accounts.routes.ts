@@ -55,7 +55,10 @@ const loginBody = jsonBody({
 
 const WALLET_REQUIRED = 'address, message and signature are required';
 const walletBody = jsonBody({
-  address: z.string({ error: WALLET_REQUIRED }).min(1, { error: WALLET_REQUIRED }).regex(/^0x[0-9a-fA-F]{40}$/, { error: 'Invalid address' }),
+  address: z
+    .string({ error: WALLET_REQUIRED })
+    .min(1, { error: WALLET_REQUIRED })
+    .regex(/^0x[0-9a-fA-F]{40}$/, { error: 'Invalid address' }),
   message: z.string({ error: WALLET_REQUIRED }).min(1, { error: WALLET_REQUIRED }).max(4096, { error: 'Message too long' }),
   signature: z
     .string({ error: WALLET_REQUIRED })
@@ -182,7 +185,7 @@ export function accountsRoutes(app: App, deps: { accounts: AccountsService; sess
       description:
         'Verifies a SIWE message signed by `address`: its nonce must come from /api/auth/nonce (single use, 10 minutes); its domain ' +
         'and URI must be this site (PUBLIC_URL); its chain id must be SIWE_CHAIN_ID; its Version must be 1 (EIP-4361). A signature that does not recover to `address` ' +
-        'may be a smart wallet\'s (ERC-1271, ERC-6492) and is verified through SIWE_RPC_URL; when that RPC does not answer the ' +
+        "may be a smart wallet's (ERC-1271, ERC-6492) and is verified through SIWE_RPC_URL; when that RPC does not answer the " +
         'result is 503 (try again), not 401. Creates the user `<address>@WALLET_EMAIL_DOMAIN` on first sign-in, or links the wallet to the ' +
         'existing user with that email. Sets the session cookie.',
       body: walletBody,

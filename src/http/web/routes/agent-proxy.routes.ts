@@ -42,7 +42,16 @@ const DROP_REQUEST = new Set([
   'content-length',
   'expect',
 ]);
-const DROP_RESPONSE = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'set-cookie', 'proxy-authenticate']);
+const DROP_RESPONSE = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'upgrade',
+  'te',
+  'trailer',
+  'set-cookie',
+  'proxy-authenticate',
+]);
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
 
@@ -65,7 +74,10 @@ export async function agentProxyRoutes(app: App, deps: AgentProxyDeps) {
   });
   const timeoutMs = deps.timeoutMs ?? 300_000;
   const allowedOrigins = new Set(deps.allowedOrigins.map((o) => new URL(o).origin));
-  const hostPattern = new RegExp(`^([a-z0-9][a-z0-9-]{2,62})\\.${deps.agentsDomain.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?::\\d+)?$`, 'i');
+  const hostPattern = new RegExp(
+    `^([a-z0-9][a-z0-9-]{2,62})\\.${deps.agentsDomain.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?::\\d+)?$`,
+    'i',
+  );
 
   /** The caller: a bearer `sk_` key when one is sent (it wins), else the session cookie. */
   async function caller(request: FastifyRequest): Promise<string> {
@@ -191,7 +203,7 @@ export async function agentProxyRoutes(app: App, deps: AgentProxyDeps) {
         body: z.object({}).passthrough().describe('An OpenAI chat completions request, passed to the agent as it is'),
         security: [{ sessionCookie: [] }, { apiKey: [] }],
         response: {
-          200: z.object({}).passthrough().describe('The agent\'s chat completion (JSON), or text/event-stream when `stream: true`'),
+          200: z.object({}).passthrough().describe("The agent's chat completion (JSON), or text/event-stream when `stream: true`"),
           401: errorSchema,
           404: errorSchema,
           502: errorSchema,
@@ -204,45 +216,53 @@ export async function agentProxyRoutes(app: App, deps: AgentProxyDeps) {
       handler: (request, reply) => forward(request, reply, (request.params as { id: string }).id, '/v1/chat/completions'),
     });
 
-    scope.get('/api/agents/:id/ws', {
-      websocket: true,
-      schema: {
-        tags: ['chat'],
-        summary: "Your agent's WebSocket chat, through the platform",
-        description:
-          "Upgrades to a WebSocket piped to the agent's gateway `/ws` (frames `{type:'chat', content}` → `{type:'reply', content}`). " +
-          'This is the `websocketUrl` agents report. Session cookie (from the platform\'s own pages only) or `Authorization: Bearer sk_…`.',
-        params: idParams,
-        security: [{ sessionCookie: [] }, { apiKey: [] }],
-        response: { 401: errorSchema, 403: errorSchema, 404: errorSchema, 503: errorSchema },
+    scope.get(
+      '/api/agents/:id/ws',
+      {
+        websocket: true,
+        schema: {
+          tags: ['chat'],
+          summary: "Your agent's WebSocket chat, through the platform",
+          description:
+            "Upgrades to a WebSocket piped to the agent's gateway `/ws` (frames `{type:'chat', content}` → `{type:'reply', content}`). " +
+            "This is the `websocketUrl` agents report. Session cookie (from the platform's own pages only) or `Authorization: Bearer sk_…`.",
+          params: idParams,
+          security: [{ sessionCookie: [] }, { apiKey: [] }],
+          response: { 401: errorSchema, 403: errorSchema, 404: errorSchema, 503: errorSchema },
+        },
+        preValidation: async (request) => {
+          refuseCrossSiteSocket(request);
+          const userId = await caller(request);
+          const t = await deps.targets.byId(userId, (request.params as { id: string }).id);
+          (request as FastifyRequest & { agentTarget?: typeof t }).agentTarget = t;
+        },
       },
-      preValidation: async (request) => {
-        refuseCrossSiteSocket(request);
-        const userId = await caller(request);
-        const t = await deps.targets.byId(userId, (request.params as { id: string }).id);
-        (request as FastifyRequest & { agentTarget?: typeof t }).agentTarget = t;
-      },
-    }, (socket, request) => {
+      (socket, request) => {
         const t = (request as FastifyRequest & { agentTarget?: { baseUrl: string; token: string } }).agentTarget!;
         pipeSocket(socket, t.baseUrl, t.token);
-    });
+      },
+    );
 
     // one host per agent: everything on <id>.<AGENTS_DOMAIN> goes to that agent's gateway
     const hostConstraint = { host: hostPattern };
     const agentFromHost = (request: FastifyRequest) => hostPattern.exec(String(request.headers.host ?? ''))![1]!.toLowerCase();
-    scope.get('/ws', {
-      websocket: true,
-      constraints: hostConstraint,
-      schema: { hide: true },
-      preValidation: async (request) => {
-        refuseCrossSiteSocket(request);
-        const userId = await caller(request);
-        (request as FastifyRequest & { agentTarget?: unknown }).agentTarget = await deps.targets.byId(userId, agentFromHost(request));
+    scope.get(
+      '/ws',
+      {
+        websocket: true,
+        constraints: hostConstraint,
+        schema: { hide: true },
+        preValidation: async (request) => {
+          refuseCrossSiteSocket(request);
+          const userId = await caller(request);
+          (request as FastifyRequest & { agentTarget?: unknown }).agentTarget = await deps.targets.byId(userId, agentFromHost(request));
+        },
       },
-    }, (socket, request) => {
+      (socket, request) => {
         const t = (request as FastifyRequest & { agentTarget?: { baseUrl: string; token: string } }).agentTarget!;
         pipeSocket(socket, t.baseUrl, t.token);
-    });
+      },
+    );
     scope.route({
       method: [...METHODS],
       url: '/*',

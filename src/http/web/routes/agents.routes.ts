@@ -63,14 +63,26 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
       security,
       body: jsonBody({
         name: agentName,
-        model: z.string({ error: 'model must be a string' }).trim().min(1, { error: 'model must not be empty' }).max(200, { error: 'model too long' }).optional(),
+        model: z
+          .string({ error: 'model must be a string' })
+          .trim()
+          .min(1, { error: 'model must not be empty' })
+          .max(200, { error: 'model too long' })
+          .optional(),
         config: configObject.optional(),
         tier: z.enum(['starter', 'pro', 'enterprise'], { error: 'tier must be starter, pro or enterprise' }).optional(),
       }).loose(),
       response: {
         201: z.object({
           success: z.literal(true),
-          agent: z.object({ id: z.string(), name: z.string(), status: z.string(), websocketUrl: z.string(), model: z.string(), createdAt: z.string() }),
+          agent: z.object({
+            id: z.string(),
+            name: z.string(),
+            status: z.string(),
+            websocketUrl: z.string(),
+            model: z.string(),
+            createdAt: z.string(),
+          }),
         }),
         402: errorSchema,
         429: errorSchema,
@@ -102,7 +114,13 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
       response: { 501: z.object({ error: z.string(), message: z.string(), status: z.literal('unavailable') }) },
     },
     handler: async (_request, reply) =>
-      reply.code(501).send({ error: 'Not implemented', message: 'Agent cloning is not available yet; no payment was taken.', status: 'unavailable' as const }),
+      reply
+        .code(501)
+        .send({
+          error: 'Not implemented',
+          message: 'Agent cloning is not available yet; no payment was taken.',
+          status: 'unavailable' as const,
+        }),
   });
 
   app.get('/api/agents/clone', {
@@ -110,7 +128,9 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
       tags: ['agents'],
       summary: 'Clone service information',
       description: 'No authentication. Cloning itself is unavailable (POST answers 501).',
-      response: { 200: z.object({ service: z.string(), version: z.string(), protocol: z.string(), clonePrice: z.string(), chainId: z.number() }) },
+      response: {
+        200: z.object({ service: z.string(), version: z.string(), protocol: z.string(), clonePrice: z.string(), chainId: z.number() }),
+      },
     },
     handler: async () => ({ service: 'agent-clone', version: '0.1.0', protocol: 'x402', clonePrice: '0', chainId: 8453 }),
   });
@@ -124,10 +144,13 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
     schema: {
       tags: ['agents'],
       summary: 'One agent',
-      description: '`watchdog` (added): the agent\'s watchdog state (§3), see GET /api/agents/:id/watchdog for its history.',
+      description: "`watchdog` (added): the agent's watchdog state (§3), see GET /api/agents/:id/watchdog for its history.",
       security,
       params: idParam,
-      response: { 200: z.object({ agent: webAgent.extend({ watchdog: watchdogStateSchema.optional() }), status: z.literal('ok') }), ...errors },
+      response: {
+        200: z.object({ agent: webAgent.extend({ watchdog: watchdogStateSchema.optional() }), status: z.literal('ok') }),
+        ...errors,
+      },
     },
     handler: async (request) => {
       const user = await me(request);
@@ -146,7 +169,10 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
       params: idParam,
       body: jsonBody({ name: agentName }),
       response: {
-        200: z.object({ success: z.literal(true), agent: z.object({ id: z.string(), name: z.string(), status: z.string(), updatedAt: z.string() }) }),
+        200: z.object({
+          success: z.literal(true),
+          agent: z.object({ id: z.string(), name: z.string(), status: z.string(), updatedAt: z.string() }),
+        }),
         ...errors,
       },
     },
@@ -181,7 +207,8 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
     schema: {
       tags: ['agents'],
       summary: "Replace the agent's configuration",
-      description: 'The body (a JSON object) is the configuration; it is forwarded to the backend, which stores it. It applies at the next deploy or restart.',
+      description:
+        'The body (a JSON object) is the configuration; it is forwarded to the backend, which stores it. It applies at the next deploy or restart.',
       security,
       params: idParam,
       body: configObject,
@@ -195,13 +222,26 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
     schema: {
       tags: ['agents'],
       summary: "The agent runtime's recent log lines",
-      description: 'Real lines from the runtime, read from the hosting driver through the backend. `level` filters. 500 when the backend or hosting platform cannot be reached.',
+      description:
+        'Real lines from the runtime, read from the hosting driver through the backend. `level` filters. 500 when the backend or hosting platform cannot be reached.',
       security,
       params: idParam,
-      querystring: z.object({ limit: listLimit, level: z.enum(['debug', 'info', 'warn', 'error'], { error: 'level must be debug, info, warn or error' }).optional() }),
+      querystring: z.object({
+        limit: listLimit,
+        level: z.enum(['debug', 'info', 'warn', 'error'], { error: 'level must be debug, info, warn or error' }).optional(),
+      }),
       response: {
         200: z.object({
-          logs: z.array(z.object({ id: z.string(), timestamp: z.string(), level: z.string(), message: z.string(), source: z.string(), agentId: z.string() })),
+          logs: z.array(
+            z.object({
+              id: z.string(),
+              timestamp: z.string(),
+              level: z.string(),
+              message: z.string(),
+              source: z.string(),
+              agentId: z.string(),
+            }),
+          ),
           total: z.number(),
           limit: z.number(),
           status: z.literal('ok'),
@@ -221,11 +261,25 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
       params: idParam,
       querystring: z.object({
         limit: listLimit,
-        offset: z.coerce.number({ error: 'offset must be a number' }).int().min(0, { error: 'offset must be at least 0' }).max(1_000_000).default(0),
+        offset: z.coerce
+          .number({ error: 'offset must be a number' })
+          .int()
+          .min(0, { error: 'offset must be at least 0' })
+          .max(1_000_000)
+          .default(0),
       }),
       response: {
         200: z.object({
-          messages: z.array(z.object({ id: z.string(), agentId: z.string(), sender: z.string(), content: z.string(), timestamp: z.string(), platform: z.string() })),
+          messages: z.array(
+            z.object({
+              id: z.string(),
+              agentId: z.string(),
+              sender: z.string(),
+              content: z.string(),
+              timestamp: z.string(),
+              platform: z.string(),
+            }),
+          ),
           total: z.number(),
           limit: z.number(),
           offset: z.number(),

@@ -38,7 +38,7 @@ export async function billingRoutes(app: App, deps: { subscriptions: Subscriptio
         summary: "The card processor's subscription webhook",
         description:
           'Signed with `Stripe-Signature` over the raw body (STRIPE_WEBHOOK_SECRET). Handles checkout.session.completed (subscription checkouts), ' +
-          'customer.subscription.created/updated/deleted and invoice.payment_failed: they set the user\'s plan and subscription status. ' +
+          "customer.subscription.created/updated/deleted and invoice.payment_failed: they set the user's plan and subscription status. " +
           'Each event applies once; an event older than the last applied one changes nothing. Other events: 200 with `ignored`. Bad signature: 400.',
         security: [],
         headers: z.object({ 'stripe-signature': z.string().max(2000).optional() }),

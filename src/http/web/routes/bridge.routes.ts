@@ -44,10 +44,19 @@ export function bridgeRoutes(app: App, deps: { bridge: BridgeService; bridgeSecr
         '400 `sender and content are required`, `invalid sender`, `invalid channel`, `invalid priority`.',
       security,
       body: jsonBody({
-        sender: z.unknown().optional().describe(`string: ${BRIDGE_SENDERS.join(' | ')}`),
+        sender: z
+          .unknown()
+          .optional()
+          .describe(`string: ${BRIDGE_SENDERS.join(' | ')}`),
         content: z.unknown().optional().describe('string'),
-        channel: z.unknown().optional().describe(`string: ${BRIDGE_CHANNELS.join(' | ')}`),
-        priority: z.unknown().optional().describe(`string: ${BRIDGE_PRIORITIES.join(' | ')}`),
+        channel: z
+          .unknown()
+          .optional()
+          .describe(`string: ${BRIDGE_CHANNELS.join(' | ')}`),
+        priority: z
+          .unknown()
+          .optional()
+          .describe(`string: ${BRIDGE_PRIORITIES.join(' | ')}`),
       }),
       response: {
         200: z.object({ ok: z.literal(true), message: message.omit({ content: true }) }),

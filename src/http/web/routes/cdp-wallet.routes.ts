@@ -10,7 +10,7 @@ import type { SessionAuth } from '../../shared/session.ts';
 
 const providerError = errorSchema
   .extend({ setup: z.string().optional(), details: z.string().optional() })
-  .describe('500: `CDP_NOT_CONFIGURED` with `setup` (what to configure), or `CDP_FAILED` with the provider\'s `details`');
+  .describe("500: `CDP_NOT_CONFIGURED` with `setup` (what to configure), or `CDP_FAILED` with the provider's `details`");
 
 export function cdpWalletRoutes(app: App, deps: { wallets: CdpWalletsService; session: SessionAuth }) {
   const { wallets, session } = deps;
@@ -20,7 +20,8 @@ export function cdpWalletRoutes(app: App, deps: { wallets: CdpWalletsService; se
     schema: {
       tags: ['wallet'],
       summary: 'Creates a custodial wallet at the provider (§4.4)',
-      description: 'A new EVM account at the CDP provider, recorded for the signed-in user. 400 without `email`; 500 with `setup` when the provider is not configured, with `details` when it fails.',
+      description:
+        'A new EVM account at the CDP provider, recorded for the signed-in user. 400 without `email`; 500 with `setup` when the provider is not configured, with `details` when it fails.',
       body: z.object({ email: z.string().max(320).optional() }),
       response: {
         200: z.object({ success: z.literal(true), walletAddress: z.string(), walletId: z.string(), networks: z.array(z.string()) }),

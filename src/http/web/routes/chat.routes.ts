@@ -19,7 +19,12 @@ const gatewayChatBody = z.object({
 const chatMessage = z.object({ role: z.enum(['system', 'user', 'assistant']), content: z.string().max(LIMITS.aiMaxMessageChars) });
 const chatBody = z.object({
   agentId: z.string().min(1).max(64).optional().describe('One of your agents; default: your newest running agent'),
-  message: z.string().min(1).max(LIMITS.aiMaxMessageChars).optional().describe('One user message (shorthand for `messages: [{role:"user", content}]`)'),
+  message: z
+    .string()
+    .min(1)
+    .max(LIMITS.aiMaxMessageChars)
+    .optional()
+    .describe('One user message (shorthand for `messages: [{role:"user", content}]`)'),
   messages: z.array(chatMessage).min(1).max(LIMITS.aiMaxMessages).optional().describe('A whole conversation, OpenAI style'),
   model: z.string().min(1).max(200).optional(),
   stream: z.boolean().optional().describe('Server-Sent Events; the same as sending `Accept: text/event-stream`'),
@@ -96,7 +101,12 @@ export function chatRoutes(app: App, deps: { chat: ChatService; session: Session
       request.raw.on('close', () => abort.abort());
       reply.hijack();
       const res = reply.raw;
-      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
       const event = (name: string, data: unknown) => {
         if (!res.writableEnded) res.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
       };

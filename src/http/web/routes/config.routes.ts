@@ -9,7 +9,9 @@ import type { SessionAuth } from '../../shared/session.ts';
 const configObject = z.record(z.string(), z.unknown()).describe('The agent configuration: any JSON object (§2 default shape)');
 const backups = z
   .array(z.object({ id: z.string(), timestamp: z.string() }))
-  .describe(`Backups, newest first; at most ${LIMITS.configBackupsKept}. Ids are \`bkp_<epoch_ms>\` (the first is \`${INITIAL_BACKUP_ID}\`)`);
+  .describe(
+    `Backups, newest first; at most ${LIMITS.configBackupsKept}. Ids are \`bkp_<epoch_ms>\` (the first is \`${INITIAL_BACKUP_ID}\`)`,
+  );
 
 const saveBody = jsonBody({
   config: z.record(z.string(), z.unknown(), {
@@ -38,9 +40,9 @@ export function configRoutes(app: App, deps: { config: ConfigService; session: S
       tags: ['config'],
       summary: 'The agent configuration and its backups',
       description:
-        'The saved configuration, or the default one when none is saved. The default follows §2 and the user\'s plan: ' +
+        "The saved configuration, or the default one when none is saved. The default follows §2 and the user's plan: " +
         '`tools.profile` is `coding` for collective, label and network (and admins), `messaging` for solo. Its channel keys (left ' +
-        'neutral in the specification) are the runtime\'s: `channels.whatsapp.allowFrom` (empty allows all senders), ' +
+        "neutral in the specification) are the runtime's: `channels.whatsapp.allowFrom` (empty allows all senders), " +
         '`channels.telegram.enabled` and `channels.discord.enabled` (false), `channels.webchat.enabled` (true); the default model is ' +
         '`anthropic/claude-opus-4-6`, the workspace `/home/node/workspace`, the reset triggers `/new` and `/reset`. ' +
         'Backups list only id and timestamp, newest first.',
@@ -80,7 +82,7 @@ export function configRoutes(app: App, deps: { config: ConfigService; session: S
       summary: 'Restore a configuration backup',
       description:
         'Backs up the current configuration (like a save), then makes backup `backupId` the configuration. `restoredFrom` is the ' +
-        'restored backup\'s id; `backupId` (added) the id of the backup of the replaced configuration. The restored backup stays in ' +
+        "restored backup's id; `backupId` (added) the id of the backup of the replaced configuration. The restored backup stays in " +
         'the list unless it was the oldest and the new backup pushed it past the limit. 404 `Backup not found` for an unknown id ' +
         '(nothing changes then).',
       security: cookieSecurity,

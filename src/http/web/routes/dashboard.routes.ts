@@ -93,6 +93,7 @@ export async function dashboardRoutes(app: App, deps: { distDir: string }) {
   });
   // top-level files of the build (favicon.svg, robots.txt): short cache, they keep their names
   for (const [path, file] of files ?? []) {
-    if (path.indexOf('/', 1) === -1 && path !== '/index.html') app.get(path, hidden, async (request, reply) => send(request, reply, file, 'public, max-age=3600'));
+    if (path.indexOf('/', 1) === -1 && path !== '/index.html')
+      app.get(path, hidden, async (request, reply) => send(request, reply, file, 'public, max-age=3600'));
   }
 }

@@ -14,14 +14,28 @@ const MESSAGE_REQUIRED = 'Message required';
 
 const demoBody = z.object(
   {
-    message: z.string({ error: MESSAGE_REQUIRED }).trim().min(1, { error: MESSAGE_REQUIRED }).describe(`Cut to ${LIMITS.demoConversationEntryMax} characters`),
-    model: z.string({ error: 'Invalid model' }).max(200, { error: 'Invalid model' }).optional().describe('One of the GET models; default the first'),
-    mode: z.string({ error: 'Invalid mode' }).max(32, { error: 'Invalid mode' }).optional().describe('`algorithm` turns on the 7-phase algorithm mode; anything else is plain chat'),
+    message: z
+      .string({ error: MESSAGE_REQUIRED })
+      .trim()
+      .min(1, { error: MESSAGE_REQUIRED })
+      .describe(`Cut to ${LIMITS.demoConversationEntryMax} characters`),
+    model: z
+      .string({ error: 'Invalid model' })
+      .max(200, { error: 'Invalid model' })
+      .optional()
+      .describe('One of the GET models; default the first'),
+    mode: z
+      .string({ error: 'Invalid mode' })
+      .max(32, { error: 'Invalid mode' })
+      .optional()
+      .describe('`algorithm` turns on the 7-phase algorithm mode; anything else is plain chat'),
     conversation: z
       .array(z.unknown(), { error: 'conversation must be an array' })
       .max(1000, { error: 'conversation is too long' })
       .optional()
-      .describe(`Earlier turns; only \`user\` entries are kept (the last ${LIMITS.demoConversationMaxEntries}), each cut to ${LIMITS.demoConversationEntryMax} characters`),
+      .describe(
+        `Earlier turns; only \`user\` entries are kept (the last ${LIMITS.demoConversationMaxEntries}), each cut to ${LIMITS.demoConversationEntryMax} characters`,
+      ),
   },
   { error: MESSAGE_REQUIRED },
 );

@@ -13,7 +13,8 @@ export function webHealthRoutes(app: App, deps: { health: HealthService; session
     schema: {
       tags: ['health'],
       summary: 'Web app health',
-      description: 'healthy when CPU and memory are both at or below 70%; degraded up to 85%; unhealthy above. 500 only when collecting fails.',
+      description:
+        'healthy when CPU and memory are both at or below 70%; degraded up to 85%; unhealthy above. 500 only when collecting fails.',
       response: {
         200: z.object({ status: z.literal('ok'), health: healthValue, timestamp: z.string() }),
         500: z.object({ status: z.literal('error'), health: z.literal('unhealthy'), timestamp: z.string() }),

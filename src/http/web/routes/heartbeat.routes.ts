@@ -28,7 +28,7 @@ export function heartbeatRoutes(app: App, deps: { heartbeat: HeartbeatService; s
       summary: "An agent's heartbeat settings",
       description:
         "The caller's saved settings for `agentId`, or the defaults (`3h`, enabled, null times) when none are saved. " +
-        'Settings are per user, so this never reveals another user\'s settings.',
+        "Settings are per user, so this never reveals another user's settings.",
       security,
       querystring: z.object({ agentId: agentId.optional() }),
       response: { 200: z.object({ heartbeat }), 400: errorSchema, 401: errorSchema },
@@ -46,7 +46,7 @@ export function heartbeatRoutes(app: App, deps: { heartbeat: HeartbeatService; s
       summary: "Save an agent's heartbeat settings",
       description:
         `\`agentId\` required; \`frequency\` ${FREQUENCY_TEXT}, default \`3h\`; \`enabled\` default true (the defaults apply to an omitted ` +
-        'field on every save, as §4.12 states). The agent must be one of the caller\'s agents or the caller\'s runtime instance id ' +
+        "field on every save, as §4.12 states). The agent must be one of the caller's agents or the caller's runtime instance id " +
         '(404 `Agent not found` otherwise). `lastHeartbeat` is the save time and `nextHeartbeat` the save time plus the frequency ' +
         '(also when disabled). Response `{success:true, heartbeat:{agentId,frequency,enabled,lastHeartbeat,nextHeartbeat,lastUpdated}}`.',
       security,
@@ -76,7 +76,7 @@ export function heartbeatRoutes(app: App, deps: { heartbeat: HeartbeatService; s
       tags: ['heartbeat'],
       summary: "Delete an agent's heartbeat settings",
       description:
-        '`agentId` in the JSON body or the query string. Removes the caller\'s saved settings for that agent (the defaults apply ' +
+        "`agentId` in the JSON body or the query string. Removes the caller's saved settings for that agent (the defaults apply " +
         'again); `{success:true}` also when none were saved.',
       security,
       querystring: z.object({ agentId: agentId.optional() }),

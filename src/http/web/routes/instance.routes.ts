@@ -25,7 +25,10 @@ export function instanceRoutes(app: App, deps: { agents: AgentsWebService; sessi
         security: [{ sessionCookie: [] }],
         params: z.object({ userId: z.string().min(1).max(200) }),
         body: z
-          .object({ agentId: z.string({ error: 'agentId must be a string' }).min(1).max(200).optional() }, { error: 'Request body must be a JSON object' })
+          .object(
+            { agentId: z.string({ error: 'agentId must be a string' }).min(1).max(200).optional() },
+            { error: 'Request body must be a JSON object' },
+          )
           .nullish(),
         response: {
           200: z.object({

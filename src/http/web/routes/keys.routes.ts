@@ -65,7 +65,8 @@ export function keysRoutes(app: App, deps: { keys: KeysService; session: Session
       summary: 'Validate an API key',
       description:
         'Marked "planned; unavailable" in §4.3; implemented here with the same service call as the backend\'s POST /api/validate-key. ' +
-        'Needs a session (the section is S); the key may belong to any user, since holding it is the credential. ' + VALIDATION_DESCRIPTION,
+        'Needs a session (the section is S); the key may belong to any user, since holding it is the credential. ' +
+        VALIDATION_DESCRIPTION,
       security: cookieSecurity,
       body: validateKeyBody,
       response: { 200: keyProfile, 400: errorSchema, 401: invalidKey },
@@ -80,7 +81,7 @@ export function keysRoutes(app: App, deps: { keys: KeysService; session: Session
     schema: {
       tags: ['keys'],
       summary: 'One of my API keys',
-      description: '404 for an unknown id and for another user\'s key alike.',
+      description: "404 for an unknown id and for another user's key alike.",
       security: cookieSecurity,
       params: idParams,
       response: { 200: keySummary, 401: errorSchema, 404: errorSchema },
@@ -92,7 +93,7 @@ export function keysRoutes(app: App, deps: { keys: KeysService; session: Session
     schema: {
       tags: ['keys'],
       summary: 'Delete one of my API keys',
-      description: 'The key stops validating at once. 404 for an unknown id and for another user\'s key alike.',
+      description: "The key stops validating at once. 404 for an unknown id and for another user's key alike.",
       security: cookieSecurity,
       params: idParams,
       response: { 200: z.object({ success: z.literal(true) }), 401: errorSchema, 404: errorSchema },

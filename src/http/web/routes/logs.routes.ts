@@ -11,7 +11,14 @@ import { errorSchema } from '../../shared/schemas.ts';
 import type { SessionAuth } from '../../shared/session.ts';
 
 const params = z.object({ agentId: z.string().min(1).max(64) });
-const line = z.object({ id: z.string(), timestamp: z.string(), level: z.string(), message: z.string(), source: z.string(), agentId: z.string() });
+const line = z.object({
+  id: z.string(),
+  timestamp: z.string(),
+  level: z.string(),
+  message: z.string(),
+  source: z.string(),
+  agentId: z.string(),
+});
 const errors = { 401: errorSchema, 404: errorSchema, 500: errorSchema };
 /** a comment line now and then keeps proxies from closing a quiet stream */
 const KEEPALIVE_MS = 15_000;
@@ -23,7 +30,7 @@ export function logsRoutes(app: App, deps: { agents: AgentsWebService; live: Liv
     onRequest: session.guard,
     schema: {
       tags: ['logs'],
-      summary: "Live runtime log lines of one of your agents (Server-Sent Events)",
+      summary: 'Live runtime log lines of one of your agents (Server-Sent Events)',
       description:
         'A `text/event-stream` of the lines the agent writes from now on: `event: log` with a log line (the shape of ' +
         '`GET /api/agents/{id}/logs`), a `: keep-alive` comment every 15 s, and `event: end` `{reason}` when the stream is ' +
@@ -39,7 +46,12 @@ export function logsRoutes(app: App, deps: { agents: AgentsWebService; live: Liv
       await agents.get(user, agentId);
       reply.hijack();
       const res = reply.raw;
-      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+      res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
       res.write(': connected\n\n');
       let release = () => {};
       const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), KEEPALIVE_MS);
@@ -64,14 +76,19 @@ export function logsRoutes(app: App, deps: { agents: AgentsWebService; live: Liv
     onRequest: session.guard,
     schema: {
       tags: ['logs'],
-      summary: "Recent runtime log lines of one of your agents",
-      description: 'The same lines as `GET /api/agents/{id}/logs`, under the live-log paths: newest `limit` (default 100, at most 100), oldest first; `level` filters.',
+      summary: 'Recent runtime log lines of one of your agents',
+      description:
+        'The same lines as `GET /api/agents/{id}/logs`, under the live-log paths: newest `limit` (default 100, at most 100), oldest first; `level` filters.',
       params,
       querystring: z.object({
         limit: z.coerce.number().int().min(1).max(100).default(100),
         level: z.enum(['debug', 'info', 'warn', 'error'], { error: 'level must be debug, info, warn or error' }).optional(),
       }),
-      response: { 200: z.object({ logs: z.array(line), total: z.number(), limit: z.number(), status: z.literal('ok') }), 400: errorSchema, ...errors },
+      response: {
+        200: z.object({ logs: z.array(line), total: z.number(), limit: z.number(), status: z.literal('ok') }),
+        400: errorSchema,
+        ...errors,
+      },
     },
     handler: async (request) => agents.logs(await session.require(request), request.params.agentId, request.query),
   });

@@ -32,17 +32,25 @@ const headerOf = (request: FastifyRequest, name: string) => {
 const gatewayResponse = z
   .object({
     plugin: z.string(),
-    message: z.unknown().describe('the plugin\'s answer: text for agent, generate-text and stt; `{audio (base64), contentType, format}` for tts'),
+    message: z
+      .unknown()
+      .describe("the plugin's answer: text for agent, generate-text and stt; `{audio (base64), contentType, format}` for tts"),
     timestamp: z.string(),
     payment: z.object({
       method: z.enum(['stripe', 'mpp', 'session']),
       receipt: z.string(),
-      signature: z.string().optional().describe('session method: the platform\'s EIP-712 receipt signature (GET /api/payments/receipt-signer)'),
+      signature: z
+        .string()
+        .optional()
+        .describe("session method: the platform's EIP-712 receipt signature (GET /api/payments/receipt-signer)"),
     }),
   })
   .loose();
 
-export function paymentsRoutes(app: App, deps: { sessions: PaymentSessionsService; gateway: GatewayService; keys: KeysService; session: SessionAuth }) {
+export function paymentsRoutes(
+  app: App,
+  deps: { sessions: PaymentSessionsService; gateway: GatewayService; keys: KeysService; session: SessionAuth },
+) {
   const { sessions, gateway, session } = deps;
 
   app.post('/api/wallet/sessions', {
@@ -50,8 +58,8 @@ export function paymentsRoutes(app: App, deps: { sessions: PaymentSessionsServic
       tags: ['payments'],
       summary: 'Open a payment session',
       description:
-        'Moves `deposit` (USD, up to 6 decimals) from the wallet\'s card-funded ledger balance (top-ups, §4.4) into a new session. ' +
-        'Proof of the address: the signed-in user\'s own wallet (SIWE sign-in address or session wallet), or an EIP-712 `OpenSession` ' +
+        "Moves `deposit` (USD, up to 6 decimals) from the wallet's card-funded ledger balance (top-ups, §4.4) into a new session. " +
+        "Proof of the address: the signed-in user's own wallet (SIWE sign-in address or session wallet), or an EIP-712 `OpenSession` " +
         'signature by the address (`signature`, `deadline` in epoch seconds at most one hour ahead, `salt` 32 bytes; single use; domain ' +
         'and types in docs/payments.md). 201 with `sessionId`: a bearer secret shown once (only its hash is stored); send it as ' +
         '`X-Session-Id` with `X-Wallet-Address` and `X-Payment-Method: session` to the gateway. Errors: 400 invalid address/deposit/signature, ' +
@@ -63,7 +71,13 @@ export function paymentsRoutes(app: App, deps: { sessions: PaymentSessionsServic
         deadline: z.unknown().optional(),
         salt: z.unknown().optional(),
       }),
-      response: { 201: sessionView.extend({ sessionId: z.string() }), 400: errorSchema, 401: errorSchema, 402: errorSchema, 403: errorSchema },
+      response: {
+        201: sessionView.extend({ sessionId: z.string() }),
+        400: errorSchema,
+        401: errorSchema,
+        402: errorSchema,
+        403: errorSchema,
+      },
     },
     handler: async (request, reply) => {
       const user = await session.user(request);
@@ -95,11 +109,22 @@ export function paymentsRoutes(app: App, deps: { sessions: PaymentSessionsServic
     schema: {
       tags: ['payments'],
       summary: 'Receipts of a payment session',
-      description: 'The latest 1000 debits of the session named by `X-Session-Id`, oldest first: receipt `session:<id>:<nonce>`, amount, remainder after it and the platform\'s EIP-712 signature.',
+      description:
+        "The latest 1000 debits of the session named by `X-Session-Id`, oldest first: receipt `session:<id>:<nonce>`, amount, remainder after it and the platform's EIP-712 signature.",
       ...bySessionHeader,
       response: {
         200: z.object({
-          receipts: z.array(z.object({ receipt: z.string(), nonce: z.string(), plugin: z.string(), amount: z.string(), remaining: z.string(), signature: z.string(), createdAt: z.string() })),
+          receipts: z.array(
+            z.object({
+              receipt: z.string(),
+              nonce: z.string(),
+              plugin: z.string(),
+              amount: z.string(),
+              remaining: z.string(),
+              signature: z.string(),
+              createdAt: z.string(),
+            }),
+          ),
         }),
         400: errorSchema,
         404: errorSchema,
@@ -118,7 +143,8 @@ export function paymentsRoutes(app: App, deps: { sessions: PaymentSessionsServic
     schema: {
       tags: ['payments'],
       summary: 'Close a payment session',
-      description: 'Closes the session named by `X-Session-Id`; its remainder returns to the wallet\'s balance (`returned`, USD). Closing twice returns nothing more.',
+      description:
+        "Closes the session named by `X-Session-Id`; its remainder returns to the wallet's balance (`returned`, USD). Closing twice returns nothing more.",
       ...bySessionHeader,
       response: { 200: sessionView.extend({ returned: z.string() }), 400: errorSchema, 404: errorSchema },
     },
@@ -135,8 +161,11 @@ export function paymentsRoutes(app: App, deps: { sessions: PaymentSessionsServic
     schema: {
       tags: ['payments'],
       summary: 'The key that signs session receipts',
-      description: 'Address and EIP-712 domain of the platform\'s receipt key, so a client can verify `Payment-Receipt-Signature` offline (docs/payments.md).',
-      response: { 200: z.object({ address: z.string(), domain: z.object({ name: z.string(), version: z.string(), chainId: z.number() }) }) },
+      description:
+        "Address and EIP-712 domain of the platform's receipt key, so a client can verify `Payment-Receipt-Signature` offline (docs/payments.md).",
+      response: {
+        200: z.object({ address: z.string(), domain: z.object({ name: z.string(), version: z.string(), chainId: z.number() }) }),
+      },
     },
     handler: async () => sessions.signerInfo(),
   });
@@ -158,7 +187,7 @@ export function paymentsRoutes(app: App, deps: { sessions: PaymentSessionsServic
       tags: ['gateway'],
       summary: 'Call a plugin, paid by card balance, MPP or a payment session',
       description:
-        'Plugins and prices per call: `agent` $0.05 (the caller\'s running agent, else the AI layer; streams), `generate-text` $0.01 (AI layer; streams), ' +
+        "Plugins and prices per call: `agent` $0.05 (the caller's running agent, else the AI layer; streams), `generate-text` $0.01 (AI layer; streams), " +
         '`tts` $0.03 and `stt` $0.02 (the OpenAI-compatible audio endpoints of OPENAI_BASE_URL). `X-Plugin-Id` overrides body `plugin` (default `agent`); ' +
         'other body fields go to the plugin (`messages` or `prompt`; tts `input`, `voice`, `format`; stt `audio` base64, `filename`). ' +
         'Method: X-Payment-Method (`stripe`, `mpp`, `session`), else `Authorization: Payment` means mpp, else `stripe`: a caller with an account ' +
@@ -183,7 +212,9 @@ export function paymentsRoutes(app: App, deps: { sessions: PaymentSessionsServic
       const pluginId = headerOf(request, 'x-plugin-id') || (typeof body.plugin === 'string' ? body.plugin : undefined) || 'agent';
       const authorization = typeof request.headers.authorization === 'string' ? request.headers.authorization : undefined;
       const isPayment = authorization !== undefined && /^Payment\s/i.test(authorization);
-      const acct = isPayment ? await session.user(request).then((u) => (u ? { userId: u.id, email: u.email, plan: 'solo' as const, isAdmin: u.isAdmin } : null)) : await account(request);
+      const acct = isPayment
+        ? await session.user(request).then((u) => (u ? { userId: u.id, email: u.email, plan: 'solo' as const, isAdmin: u.isAdmin } : null))
+        : await account(request);
       const accept = headerOf(request, 'accept') ?? '';
       const controller = new AbortController();
       reply.raw.once('close', () => {
@@ -201,7 +232,11 @@ export function paymentsRoutes(app: App, deps: { sessions: PaymentSessionsServic
         account: acct,
         signal: controller.signal,
       });
-      if (!outcome.ok) return reply.code(outcome.status as 402).headers(outcome.headers).send(outcome.body as never);
+      if (!outcome.ok)
+        return reply
+          .code(outcome.status as 402)
+          .headers(outcome.headers)
+          .send(outcome.body as never);
       const headers = { ...outcome.headers, 'x-plugin-id': outcome.plugin };
       if (outcome.output.type === 'json') {
         return reply.headers(headers).send({
@@ -239,7 +274,10 @@ async function writeSse(
     for await (const ev of events) {
       if (res.destroyed) break;
       if (ev.type === 'delta') res.write(`data: ${JSON.stringify({ plugin, delta: ev.text })}\n\n`);
-      else res.write(`data: ${JSON.stringify({ plugin, message: ev.content, timestamp: new Date().toISOString(), payment, done: true })}\n\ndata: [DONE]\n\n`);
+      else
+        res.write(
+          `data: ${JSON.stringify({ plugin, message: ev.content, timestamp: new Date().toISOString(), payment, done: true })}\n\ndata: [DONE]\n\n`,
+        );
     }
   } catch (err) {
     if (!res.destroyed) {

@@ -23,7 +23,13 @@ const walletView = z.union([
     hasWallet: z.literal(true),
     createdAt: z.string(),
   }),
-  z.object({ address: z.null(), balance: z.string().describe('"0"'), network: z.string(), hasWallet: z.literal(false), message: z.string() }),
+  z.object({
+    address: z.null(),
+    balance: z.string().describe('"0"'),
+    network: z.string(),
+    hasWallet: z.literal(false),
+    message: z.string(),
+  }),
   z.object({
     agenticWallet: z.object({ status: z.literal('configured'), projectId: z.string().nullable(), features: z.array(z.string()) }),
     instructions: z.string(),
@@ -31,7 +37,12 @@ const walletView = z.union([
 ]);
 
 /** §4.4 stablecoin balance lookup (`?address=`). */
-const tokenBalance = z.object({ address: z.string(), name: z.string(), symbol: z.string(), balance: z.string().describe('decimal string in token units') });
+const tokenBalance = z.object({
+  address: z.string(),
+  name: z.string(),
+  symbol: z.string(),
+  balance: z.string().describe('decimal string in token units'),
+});
 export const stablecoinBalances = z.object({
   address: z.string(),
   chain: z.string(),
@@ -68,7 +79,7 @@ export function sessionWalletRoutes(
         '`{agenticWallet:{status,projectId,features}, instructions}`. Otherwise needs the session (401) and returns ' +
         '`{address,balance,network,hasWallet,createdAt}`, or `{address:null,balance:"0",network,hasWallet:false,message}` before a wallet exists. ' +
         '`network` is `base-sepolia`. `balance` is always "0": the session wallet balance is not read from a chain (no RPC call is made). ' +
-        'With `?address=` (no auth) this path is the stablecoin balance lookup of §4.4: the 11 stablecoins\' `balanceOf` in one RPC ' +
+        "With `?address=` (no auth) this path is the stablecoin balance lookup of §4.4: the 11 stablecoins' `balanceOf` in one RPC " +
         'round trip on TEMPO_RPC_URL (deployless Multicall3), each valued 1:1 to USD with 6 decimals; `allTokens` lists funded tokens ' +
         'in the §4.4 order, `primaryToken` is the first of them (pathUSD with balance "0" when none is funded), `totalUsd` is rounded ' +
         'down to cents. 400 for a missing or malformed address; 500 when the RPC fails or TEMPO_RPC_URL is unset.',
@@ -133,7 +144,9 @@ export function sessionWalletRoutes(
     handler: async (request, reply) => {
       const user = await session.user(request);
       if (!user) {
-        return reply.code(401).send({ authenticated: false as const, needsAuth: true as const, message: 'Sign in to see your wallet address' });
+        return reply
+          .code(401)
+          .send({ authenticated: false as const, needsAuth: true as const, message: 'Sign in to see your wallet address' });
       }
       return { authenticated: true as const, address: await sessionWallet.address(user.id) };
     },

@@ -32,7 +32,7 @@ export async function topUpRoutes(app: App, deps: { topUp: TopUpService }) {
         tags: ['wallet'],
         summary: "The card processor's webhook for wallet top-ups",
         description:
-          'Header `payment-signature` carries the processor\'s signature (Stripe-Signature format) over the raw body. ' +
+          "Header `payment-signature` carries the processor's signature (Stripe-Signature format) over the raw body. " +
           'A `checkout.session.completed` event with metadata `type: wallet_top_up` credits `amountCents` to `walletAddress` once per event id ' +
           '(replays answer `credited: false`). Other events: 200 with `ignored`. Missing or bad signature: 400.',
         security: [],

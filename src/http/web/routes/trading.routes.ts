@@ -22,7 +22,7 @@ const upstreamError = errorSchema.describe(
 const PASSTHROUGH_NOTE =
   'Key resolution (§4.5): the personal key, else the platform key TRADING_API_KEY, else 503 `{error, needsKey:true}`. ' +
   'The key travels as `Authorization: Bearer <key>`; each call has a TRADING_TIMEOUT_MS deadline (default 15 s). ' +
-  "A 2xx answer is passed through with its status and JSON body; a non-2xx answer or invalid JSON gives 500; unreachable or timed out gives 503.";
+  'A 2xx answer is passed through with its status and JSON body; a non-2xx answer or invalid JSON gives 500; unreachable or timed out gives 503.';
 
 const APIKEY_REQUIRED = 'API key required';
 const keyBody = jsonBody({
@@ -60,7 +60,9 @@ const jobQuery = z.object({
   jobId: z
     .string()
     .optional()
-    .describe('Job id returned by POST /api/trading/prompt (required): letters, digits and `.`, `_`, `:`, `-`, starting with a letter or digit'),
+    .describe(
+      'Job id returned by POST /api/trading/prompt (required): letters, digits and `.`, `_`, `:`, `-`, starting with a letter or digit',
+    ),
 });
 
 /** §4.5 `chains`: comma list, default list when absent or empty. */

@@ -29,7 +29,9 @@ const nodeSchema = z.object(
     type: z.enum(NODE_TYPES, { error: NODE_TYPE_ERROR }),
     config: objectOrJsonString(z.record(z.string(), z.unknown(), { error: 'Node config must be a JSON object' }))
       .optional()
-      .describe(`Any JSON object, typically with \`label\`; stored JSON-encoded (at most ${LIMITS.workflowNodeConfigMax} characters). Default \`{}\``),
+      .describe(
+        `Any JSON object, typically with \`label\`; stored JSON-encoded (at most ${LIMITS.workflowNodeConfigMax} characters). Default \`{}\``,
+      ),
     position: objectOrJsonString(z.object({ x: coordinate, y: coordinate }, { error: 'Node position must be an object {x, y}' }))
       .optional()
       .describe('`{x, y}` numbers (a missing one is 0; other keys are dropped). Default `{"x":0,"y":0}`'),
