@@ -19,11 +19,11 @@ import { freePort } from '../src/db/embedded.ts';
 import type { App } from '../src/http/shared/base-app.ts';
 import { decryptSecret } from '../src/lib/crypto.ts';
 import { createPlatform, type Platform } from '../src/platform.ts';
-import { load, median, startUpstream, type ClientResult, type Target } from './ai-proxy.bench.ts';
-import { startBenchDatabase, stopProcess, type BenchDatabase } from './lib/bench-db.ts';
+import { type ClientResult, load, median, startUpstream, type Target } from './ai-proxy.bench.ts';
+import { type BenchDatabase, startBenchDatabase, stopProcess } from './lib/bench-db.ts';
 import { loadSettings } from './lib/load.ts';
 import { describeMachine, machineLine } from './lib/machine.ts';
-import { round, type BenchOutput } from './lib/report.ts';
+import { type BenchOutput, round } from './lib/report.ts';
 
 /** Opens N WebSockets to `url` with `authorization`, prints "open" when all are, holds them until stdin closes. */
 const SOCKETS = `

@@ -13,7 +13,7 @@
  * Settings: BENCH_DURATION (s per measurement, default 5), BENCH_WARMUP (default 1),
  * BENCH_ROUNDS (default 3), BENCH_AI_DELAY_MS (upstream delay, default 10), PORTKEY_DIR.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -23,12 +23,12 @@ import { loadConfig } from '../src/config/env.ts';
 import { resolveSecrets } from '../src/config/secrets.ts';
 import { createDb, type Db } from '../src/db/client.ts';
 import { freePort } from '../src/db/embedded.ts';
-import { createPlatform, type Platform } from '../src/platform.ts';
 import type { App } from '../src/http/shared/base-app.ts';
-import { startBenchDatabase, stopProcess, type BenchDatabase } from './lib/bench-db.ts';
+import { createPlatform, type Platform } from '../src/platform.ts';
+import { type BenchDatabase, startBenchDatabase, stopProcess } from './lib/bench-db.ts';
 import { loadSettings } from './lib/load.ts';
 import { describeMachine, machineLine } from './lib/machine.ts';
-import { round, type BenchOutput } from './lib/report.ts';
+import { type BenchOutput, round } from './lib/report.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PORTKEY_VERSION = '1.15.2';

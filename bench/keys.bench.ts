@@ -12,11 +12,11 @@ import { resolveSecrets } from '../src/config/secrets.ts';
 import { createDb, type Db } from '../src/db/client.ts';
 import type { App } from '../src/http/shared/base-app.ts';
 import { createPlatform, type Platform } from '../src/platform.ts';
-import { startBareFastify, type RunningServer } from './lib/baseline.ts';
-import { startBenchDatabase, stopProcess, type BenchDatabase } from './lib/bench-db.ts';
+import { type RunningServer, startBareFastify } from './lib/baseline.ts';
+import { type BenchDatabase, startBenchDatabase } from './lib/bench-db.ts';
 import { loadSettings, measureRounds } from './lib/load.ts';
 import { describeMachine, machineLine } from './lib/machine.ts';
-import { loadTable, round, type BenchOutput } from './lib/report.ts';
+import { type BenchOutput, loadTable, round } from './lib/report.ts';
 
 const PATH = '/api/validate-key';
 const urlOf = (app: App) => {

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../src/db/embedded.ts';
 import { describeMachine, machineLine } from './lib/machine.ts';
-import { round, type BenchOutput } from './lib/report.ts';
+import { type BenchOutput, round } from './lib/report.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const rssMb = (pid: number) => {

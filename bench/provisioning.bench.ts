@@ -13,13 +13,13 @@ import { performance } from 'node:perf_hooks';
 import { loadConfig } from '../src/config/env.ts';
 import { resolveSecrets, storedSecret } from '../src/config/secrets.ts';
 import { createDb, type Db } from '../src/db/client.ts';
-import { freePort, startEmbeddedPostgres, type EmbeddedServer } from '../src/db/embedded.ts';
+import { type EmbeddedServer, freePort, startEmbeddedPostgres } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { probeHealthz } from '../src/domains/agents/container-health.ts';
 import { createHostingDriver } from '../src/domains/agents/drivers/index.ts';
 import type { App } from '../src/http/shared/base-app.ts';
 import { createPlatform, type Platform } from '../src/platform.ts';
-import { round, type BenchOutput } from './lib/report.ts';
+import { type BenchOutput, round } from './lib/report.ts';
 
 const RUNS = 10;
 const median = (xs: number[]) => {

@@ -25,23 +25,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
-import { isAdminEmail, loadConfig } from '../src/config/env.ts';
+import { loadConfig } from '../src/config/env.ts';
 import { resolveSecrets, storedSecret } from '../src/config/secrets.ts';
 import { createDb, type Db } from '../src/db/client.ts';
-import { startEmbeddedPostgres, type EmbeddedServer } from '../src/db/embedded.ts';
+import { type EmbeddedServer, startEmbeddedPostgres } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { createSessionCache } from '../src/domains/accounts/session-cache.ts';
-import { accountsRepo } from '../src/domains/accounts/accounts.repo.ts';
-import type { AccountsService } from '../src/domains/accounts/accounts.service.ts';
 import type { App } from '../src/http/shared/base-app.ts';
 import { loggerOptions } from '../src/http/shared/logging.ts';
-import { buildWebApp } from '../src/http/web/app.ts';
-import { sha256, sha256Hex } from '../src/lib/crypto.ts';
+import { sha256 } from '../src/lib/crypto.ts';
 import { createPlatform, type Platform } from '../src/platform.ts';
-import { startBareFastify, type RunningServer } from './lib/baseline.ts';
+import { type RunningServer, startBareFastify } from './lib/baseline.ts';
 import { loadSettings, measureRounds, type RoundsResult } from './lib/load.ts';
 import { describeMachine, machineLine } from './lib/machine.ts';
-import { loadTable, round, type BenchOutput } from './lib/report.ts';
+import { type BenchOutput, loadTable, round } from './lib/report.ts';
 
 const PATH = '/api/auth/session';
 const COOKIE = 'service-session';
@@ -142,7 +139,7 @@ export async function run(): Promise<BenchOutput> {
       { cwd: dir, readDotEnv: false },
     );
     const secrets = resolveSecrets(config);
-    const password = storedSecret(config.DATA_DIR, 'embeddedDbPassword', () => 'bench-' + Date.now().toString(36));
+    const password = storedSecret(config.DATA_DIR, 'embeddedDbPassword', () => `bench-${Date.now().toString(36)}`);
     const t0 = performance.now();
     embedded = await startEmbeddedPostgres({ dataDir: config.DATA_DIR, password });
     await migrate(embedded.url);

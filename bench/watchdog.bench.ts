@@ -6,7 +6,7 @@
  * idle built-in-runtime agent, against a bare Node process.
  * BENCH_WATCHDOG_AGENTS (200) and BENCH_WATCHDOG_WINDOW (seconds, 120) change the sizes.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,14 +14,14 @@ import { sql } from 'kysely';
 import { loadConfig } from '../src/config/env.ts';
 import { storedSecret } from '../src/config/secrets.ts';
 import { createDb, type Db } from '../src/db/client.ts';
-import { freePort, startEmbeddedPostgres, type EmbeddedServer } from '../src/db/embedded.ts';
+import { type EmbeddedServer, freePort, startEmbeddedPostgres } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { probeHealthz } from '../src/domains/agents/container-health.ts';
 import { createLocalDriver } from '../src/domains/agents/drivers/local.driver.ts';
 import { treeUsage } from '../src/domains/agents/drivers/proc.ts';
 import { createWatchdogService, watchdogSettingsFromConfig } from '../src/domains/watchdog/watchdog.service.ts';
 import { createWatchdogWorker } from '../src/workers/watchdog.ts';
-import { round, type BenchOutput } from './lib/report.ts';
+import { type BenchOutput, round } from './lib/report.ts';
 
 const AGENTS = Number(process.env.BENCH_WATCHDOG_AGENTS ?? 200);
 const WINDOW_S = Number(process.env.BENCH_WATCHDOG_WINDOW ?? 120);

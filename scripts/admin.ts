@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../src/config/env.ts';
 import { storedSecret } from '../src/config/secrets.ts';
 import { createDb } from '../src/db/client.ts';
-import { EmbeddedPostgresError, embeddedClusterDir, startEmbeddedPostgres, type EmbeddedServer } from '../src/db/embedded.ts';
+import { EmbeddedPostgresError, type EmbeddedServer, embeddedClusterDir, startEmbeddedPostgres } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { createAdminService } from '../src/domains/admin/admin.service.ts';
 

@@ -4,15 +4,15 @@
  * `npm start -- web` / `npm start -- backend` (or APP=web|backend) runs one.
  */
 import { randomBytes } from 'node:crypto';
-import { ConfigError, integrationsOff, loadConfig, type Config } from './config/env.ts';
+import { type Config, ConfigError, integrationsOff, loadConfig } from './config/env.ts';
 import { resolveSecrets, storedSecret } from './config/secrets.ts';
 import { createDb, type Db } from './db/client.ts';
-import { EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedServer } from './db/embedded.ts';
-import { connectsAsPrivileged, ensureOwnerRole } from './db/roles.ts';
+import { EmbeddedPostgresError, type EmbeddedServer, startEmbeddedPostgres } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
-import { createPlatform, type Platform } from './platform.ts';
-import { checkRedis } from './lib/redis.ts';
+import { connectsAsPrivileged, ensureOwnerRole } from './db/roles.ts';
 import type { App } from './http/shared/base-app.ts';
+import { checkRedis } from './lib/redis.ts';
+import { createPlatform, type Platform } from './platform.ts';
 
 function which(config: Config): 'all' | 'web' | 'backend' {
   const arg = process.argv[2];

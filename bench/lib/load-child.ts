@@ -24,4 +24,4 @@ const once = (duration: number) =>
 
 if (opts.warmupS > 0) await once(opts.warmupS);
 const result = await once(opts.durationS);
-process.stdout.write(JSON.stringify(result) + '\n');
+process.stdout.write(`${JSON.stringify(result)}\n`);

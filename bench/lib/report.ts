@@ -26,7 +26,7 @@ export function writeSection(file: string, name: string, markdown: string): void
 
 export function writeJson(file: string, data: unknown): void {
   mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, JSON.stringify(data, null, 2) + '\n');
+  writeFileSync(file, `${JSON.stringify(data, null, 2)}\n`);
 }
 
 const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });

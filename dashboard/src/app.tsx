@@ -1,19 +1,19 @@
 /** The shell: which page a path shows, the navigation, and the sign-in gate for /dashboard/*. */
-import { useEffect, useState, type ReactNode } from 'react';
+import { type ReactNode, useEffect, useState } from 'react';
+import { AdminPage } from './pages/admin.tsx';
+import { AgentPage } from './pages/agent.tsx';
+import { AgentsPage } from './pages/agents.tsx';
+import { CalendarPage } from './pages/calendar.tsx';
+import { ConfigPage } from './pages/config.tsx';
+import { KeysPage } from './pages/keys.tsx';
+import { LoginPage } from './pages/login.tsx';
+import { SettingsPage } from './pages/settings.tsx';
+import { UsagePage } from './pages/usage.tsx';
+import { WalletPage } from './pages/wallet.tsx';
+import { WorkflowsPage } from './pages/workflows.tsx';
 import { navigate, useLocation } from './router.ts';
 import { useSession } from './session.tsx';
 import { Link, Spinner } from './ui.tsx';
-import { LoginPage } from './pages/login.tsx';
-import { AgentsPage } from './pages/agents.tsx';
-import { AgentPage } from './pages/agent.tsx';
-import { KeysPage } from './pages/keys.tsx';
-import { WorkflowsPage } from './pages/workflows.tsx';
-import { WalletPage } from './pages/wallet.tsx';
-import { UsagePage } from './pages/usage.tsx';
-import { CalendarPage } from './pages/calendar.tsx';
-import { AdminPage } from './pages/admin.tsx';
-import { SettingsPage } from './pages/settings.tsx';
-import { ConfigPage } from './pages/config.tsx';
 
 const NAV: { href: string; label: string; admin?: boolean }[] = [
   { href: '/dashboard', label: 'Agents' },
@@ -73,6 +73,7 @@ export function App() {
     if (path === '/') navigate(user ? '/dashboard' : '/login', { replace: true });
     else if (isDashboard && !user) navigate(`/login?next=${encodeURIComponent(location.pathname + location.search)}`, { replace: true });
   }, [path, user, loading, isDashboard]);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the menu closes whenever the page changes
   useEffect(() => {
     setMenuOpen(false);
   }, [path]);

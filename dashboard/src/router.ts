@@ -15,6 +15,7 @@ export function navigate(to: string, options: { replace?: boolean } = {}) {
 export function useLocation(): { path: string; query: URLSearchParams } {
   const read = () => ({ path: location.pathname.replace(/\/+$/, '') || '/', query: new URLSearchParams(location.search) });
   const [loc, setLoc] = useState(read);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `read` only reads window.location; subscribe once
   useEffect(() => {
     const on = () => setLoc(read());
     window.addEventListener('popstate', on);

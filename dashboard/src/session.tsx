@@ -1,5 +1,5 @@
 /** Who is signed in: read once from GET /api/auth/session, refreshed after sign-in and sign-out. */
-import { createContext, useCallback, useContext, useEffect, useState, type ReactNode } from 'react';
+import { createContext, type ReactNode, useCallback, useContext, useEffect, useState } from 'react';
 import { api, call } from './api/client.ts';
 
 export type User = { id: string; name: string; email: string; isAdmin: boolean };

@@ -1,5 +1,5 @@
 /** Shared pieces of every page: links, buttons, fields, states (loading, empty, error), data hooks. */
-import { useCallback, useEffect, useId, useRef, useState, type ReactNode } from 'react';
+import { type ReactNode, useCallback, useEffect, useId, useRef, useState } from 'react';
 import { messageOf } from './api/client.ts';
 import { onLinkClick } from './router.ts';
 
@@ -123,6 +123,9 @@ export function useData<T>(load: () => Promise<T>, deps: unknown[] = [], options
       setState((s) => ({ ...s, error, loading: false }));
     }
   }, []);
+  // the caller's `deps` (ids, numbers) decide when to reload, like useEffect's own list
+  const depsKey = JSON.stringify(deps);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: depsKey stands for `deps`, which the effect does not read
   useEffect(() => {
     setState({ loading: true });
     void reload();
@@ -131,8 +134,7 @@ export function useData<T>(load: () => Promise<T>, deps: unknown[] = [], options
       if (document.visibilityState === 'visible') void reload();
     }, options.pollMs);
     return () => clearInterval(t);
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, deps);
+  }, [depsKey, reload, options.pollMs]);
   return { ...state, reload };
 }
 

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseKey } from '../lib/crypto.ts';
-import { ConfigError, type Config } from './env.ts';
+import { type Config, ConfigError } from './env.ts';
 
 export type Secrets = {
   walletEncryptionKey: Buffer;
@@ -31,7 +31,7 @@ export function storedSecret(dataDir: string, name: string, make: () => string):
   const value = make();
   stored[name] = value;
   mkdirSync(dataDir, { recursive: true });
-  writeFileSync(file, JSON.stringify(stored, null, 2) + '\n', { mode: 0o600 });
+  writeFileSync(file, `${JSON.stringify(stored, null, 2)}\n`, { mode: 0o600 });
   chmodSync(file, 0o600);
   return value;
 }

@@ -15,7 +15,7 @@
  * Where it still cannot work, start-up stops with an EmbeddedPostgresError: one line saying why
  * and what to do.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import {
   chmodSync,

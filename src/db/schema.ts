@@ -7,5 +7,5 @@
 import type { Selectable } from 'kysely';
 import type { DB } from './types.gen.ts';
 
-export type { DB, Timestamp } from './types.gen.ts';
+export type { DB } from './types.gen.ts';
 export type AgentStatus = Selectable<DB['agents']>['status'];

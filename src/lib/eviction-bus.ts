@@ -4,8 +4,7 @@
  * design: commands are bounded by REDIS_TIMEOUT_MS so an eviction never waits for an unreachable
  * Redis, and a missed message only means another replica's entry lives out its short TTL.
  */
-import type { Redis } from 'ioredis';
-import { closeRedis, redisOptions, newRedis } from './redis.ts';
+import { closeRedis, newRedis, redisOptions } from './redis.ts';
 
 export type EvictionBus = { publish(message: string): void; close(): Promise<void> };
 

@@ -3,8 +3,7 @@
  * shared across replicas through Redis when REDIS_URL is set. Losing the in-process counters on
  * restart is acceptable: they are a cache of recent traffic, not data.
  */
-import type { Redis } from 'ioredis';
-import { closeRedis, redisOptions, newRedis } from './redis.ts';
+import { closeRedis, newRedis, redisOptions } from './redis.ts';
 
 export type RateDecision = { allowed: boolean; count: number; limit: number; retryAfterMs: number };
 

@@ -63,5 +63,3 @@ export function createAuthGuard(options: AuthGuardOptions = {}) {
     },
   };
 }
-
-export type AuthGuard = ReturnType<typeof createAuthGuard>;

@@ -37,7 +37,7 @@ import { join, resolve } from 'node:path';
 import pino from 'pino';
 import { LIMITS } from '../config/limits.ts';
 import { buildAgentConfig, configValue } from './agent-config.ts';
-import { createGateway, DEFAULT_HEARTBEAT_PROMPT, type ChatTurn, type GatewayLimits } from './gateway.ts';
+import { type ChatTurn, createGateway, DEFAULT_HEARTBEAT_PROMPT, type GatewayLimits } from './gateway.ts';
 
 const PLATFORM_SECRETS = ['DATABASE_URL', 'INTERNAL_API_KEY', 'WALLET_ENCRYPTION_KEY', 'SECRETS_ENCRYPTION_KEY'];
 const leaked = PLATFORM_SECRETS.filter((name) => process.env[name] !== undefined);

@@ -138,5 +138,3 @@ export function createDeploymentWorker(options: DeploymentWorkerOptions) {
     },
   };
 }
-
-export type DeploymentWorker = ReturnType<typeof createDeploymentWorker>;

@@ -10,8 +10,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/client.ts';
-import { heartbeatScheduleRepo, type DueHeartbeat } from '../domains/heartbeat/heartbeat-schedule.repo.ts';
 import { parseFrequency } from '../domains/heartbeat/heartbeat.service.ts';
+import { type DueHeartbeat, heartbeatScheduleRepo } from '../domains/heartbeat/heartbeat-schedule.repo.ts';
 import { decryptSecret } from '../lib/crypto.ts';
 import type { WorkerLogger } from './deployments.ts';
 
@@ -114,5 +114,3 @@ export function createHeartbeatWorker(options: HeartbeatWorkerOptions) {
     },
   };
 }
-
-export type HeartbeatWorker = ReturnType<typeof createHeartbeatWorker>;

@@ -161,5 +161,3 @@ export function createWatchdogWorker(options: WatchdogWorkerOptions) {
     },
   };
 }
-
-export type WatchdogWorker = ReturnType<typeof createWatchdogWorker>;

@@ -4,7 +4,7 @@
  * (CONFIG.md TURNSTILE_SECRET_KEY / TURNSTILE_VERIFY_URL); the limit is REGISTER_RATE_LIMIT per IP.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeSiteverify, type FakeSiteverify } from '../fakes/siteverify.ts';
+import { type FakeSiteverify, startFakeSiteverify } from '../fakes/siteverify.ts';
 import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 let n = 0;

@@ -8,10 +8,10 @@
  * real security, but it is enough to prove the server asks the chain with the right EIP-191 hash of
  * the SIWE message, and that a signature for another message is refused.
  */
-import { getAddress, getContractAddress, hashMessage, pad, serializeErc6492Signature, type Hex } from 'viem';
+import { getAddress, getContractAddress, type Hex, hashMessage, pad, serializeErc6492Signature } from 'viem';
 import { createSiweMessage } from 'viem/siwe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { anvilAvailable, startAnvil, type Anvil } from '../helpers/anvil.ts';
+import { type Anvil, anvilAvailable, startAnvil } from '../helpers/anvil.ts';
 import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 // runtime: if calldata[4:36] (hash) == calldata[0x64:0x84] (first word of sig) return magic, else 0
@@ -31,7 +31,7 @@ const WALLET_RUNTIME = ('0x' +
   '60206000f3') as Hex;
 // init code returning the runtime: PUSH1 len DUP1 PUSH1 0x0b PUSH1 0 CODECOPY PUSH1 0 RETURN
 const runtimeLen = (WALLET_RUNTIME.length - 2) / 2;
-const WALLET_INIT = ('0x60' + runtimeLen.toString(16).padStart(2, '0') + '80600b6000396000f3' + WALLET_RUNTIME.slice(2)) as Hex;
+const WALLET_INIT = `0x60${runtimeLen.toString(16).padStart(2, '0')}80600b6000396000f3${WALLET_RUNTIME.slice(2)}` as Hex;
 // factory runtime: CREATE2(value 0, calldata as init code, salt 0), then stop
 //   CALLDATASIZE PUSH1 0 PUSH1 0 CALLDATACOPY PUSH1 0 CALLDATASIZE PUSH1 0 PUSH1 0 CREATE2 POP STOP
 const FACTORY_RUNTIME = '0x' + '36600060003760003660006000f55000';

@@ -6,7 +6,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
 import { createSiweMessage } from 'viem/siwe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/config/limits.ts';
@@ -207,7 +207,7 @@ describe('§4.1 POST /api/wallet-auth → 401 (invalid signature / message)', ()
 
   it('a nonce whose expiry or signature was edited → 401', async () => {
     const n0 = await nonce();
-    const later = n0.slice(0, 32) + 'ffffffff' + n0.slice(40);
+    const later = `${n0.slice(0, 32)}ffffffff${n0.slice(40)}`;
     await expect401(await signedBody(account, { nonce: later }));
     const forged = n0.slice(0, 40) + (n0[40] === '0' ? '1' : '0') + n0.slice(41);
     await expect401(await signedBody(account, { nonce: forged }));

@@ -6,7 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startAgentsPlatform, type AgentsTestPlatform } from '../agents/helpers.ts';
+import { type AgentsTestPlatform, eventually, startAgentsPlatform } from '../agents/helpers.ts';
 import { signUp } from '../helpers/platform.ts';
 
 const root = join(import.meta.dirname, '..', '..');

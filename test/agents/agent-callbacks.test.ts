@@ -3,7 +3,7 @@
  * platform key (issue 4 item 5); the messages show in GET /api/agents/:id/messages (§4.7).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, eventually, startAgentsPlatform, subscriber, type AgentsTestPlatform } from './helpers.ts';
+import { type AgentsTestPlatform, bearer, eventually, startAgentsPlatform, subscriber } from './helpers.ts';
 
 let t: AgentsTestPlatform;
 let owner: Awaited<ReturnType<typeof subscriber>>;

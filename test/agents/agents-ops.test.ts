@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATOR_USER_ID } from '../../src/http/backend/routes/agents.routes.ts';
 import { signUp } from '../helpers/platform.ts';
-import { bearer, eventually, startAgentsPlatform, subscriber, type AgentsTestPlatform } from './helpers.ts';
+import { type AgentsTestPlatform, bearer, eventually, startAgentsPlatform, subscriber } from './helpers.ts';
 
 let t: AgentsTestPlatform;
 let alice: string;

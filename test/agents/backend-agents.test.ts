@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/config/limits.ts';
 import { decryptSecret, sha256 } from '../../src/lib/crypto.ts';
 import { signUp, TEST_SECRETS, withTestPlatform } from '../helpers/platform.ts';
-import { bearer, eventually, startAgentsPlatform, type AgentsTestPlatform } from './helpers.ts';
+import { type AgentsTestPlatform, bearer, eventually, startAgentsPlatform } from './helpers.ts';
 
 let t: AgentsTestPlatform;
 let alice: string;

@@ -4,7 +4,7 @@
  * back, and given in clear only to the agent itself (the hosting driver's deploy spec).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, bearer, startAgentsPlatform, subscriber, type AgentsTestPlatform } from './helpers.ts';
+import { type AgentsTestPlatform, bearer, eventually, startAgentsPlatform, subscriber } from './helpers.ts';
 
 const TOKEN = '123456789:AAH-telegram-bot-token-secret-9xyz';
 const NEW_TOKEN = '987654321:BBH-another-telegram-token-4abc';

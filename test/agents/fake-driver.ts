@@ -3,13 +3,13 @@
  * every call, lets a test make the platform unreachable or make deploys fail or take time.
  */
 import {
-  AgentNotDeployedError,
-  HostingUnavailableError,
   type AgentDeploySpec,
+  AgentNotDeployedError,
   type AgentStats,
   type ContainerStatus,
   type Deployment,
   type HostingDriver,
+  HostingUnavailableError,
   type LogLine,
 } from '../../src/domains/agents/drivers/driver.ts';
 

@@ -5,7 +5,7 @@
  */
 import { freePort } from '../../src/db/embedded.ts';
 import type { HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
-import { startTestPlatform, signUp, type TestPlatform } from '../helpers/platform.ts';
+import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { createFakeDriver, type FakeDriver } from './fake-driver.ts';
 
 export type AgentsTestPlatform<D extends HostingDriver = FakeDriver> = TestPlatform & { driver: D; backendUrl: string };

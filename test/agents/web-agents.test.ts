@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
 import { signUp } from '../helpers/platform.ts';
-import { eventually, startAgentsPlatform, subscriber, type AgentsTestPlatform } from './helpers.ts';
+import { type AgentsTestPlatform, eventually, startAgentsPlatform, subscriber } from './helpers.ts';
 
 let t: AgentsTestPlatform;
 

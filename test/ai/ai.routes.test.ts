@@ -2,12 +2,13 @@
  * §4.9 AI routes against local fake upstreams (real HTTP): every status and body, plan rules,
  * fallback, algorithm mode, Anthropic translation, usage logging and quotas.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+
 import { sql } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ALGORITHM_SYSTEM_PROMPT } from '../../src/domains/ai/plan-rules.ts';
 import type { UsageStore } from '../../src/domains/ai/usage.ts';
-import { startFakeAnthropic, type FakeAnthropic } from '../fakes/anthropic-upstream.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
+import { type FakeAnthropic, startFakeAnthropic } from '../fakes/anthropic-upstream.ts';
+import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 const KEY = 'test-internal-key';
@@ -438,7 +439,7 @@ describe('POST /api/ai/chat', () => {
 
 describe('token quotas (§4.9)', () => {
   it('recorded but not enforced by default; 429 QUOTA_EXCEEDED when AI_QUOTA_ENFORCE=true', async () => {
-    const month = new Date().toISOString().slice(0, 7) + '-01';
+    const month = `${new Date().toISOString().slice(0, 7)}-01`;
     const seed = (db: TestPlatform['database']['db'], user: string) =>
       sql`insert into ai_usage_monthly (user_id, month, model, requests, total_tokens) values (${user}, ${month}::date, 'openai/gpt-4o-mini', 1, 2000000)`.execute(
         db.kysely,

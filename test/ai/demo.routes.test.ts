@@ -1,6 +1,6 @@
 /** §4.10 demo chat on the web app, against a local fake router (real HTTP). */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
+import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 let router: FakeOpenAi;

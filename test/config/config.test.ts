@@ -2,7 +2,7 @@
  * §2 "Agent configuration and backup", §4.2 GET/POST/PUT /api/config, §8 "Config backups kept: 10".
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestPlatform, signUp, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
+import { signUp, startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 let t: TestPlatform;
 beforeAll(async () => {

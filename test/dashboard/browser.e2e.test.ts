@@ -14,10 +14,10 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:f
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../scripts/build-dashboard.ts';
-import { startLivePlatform, type LivePlatform } from '../helpers/live-platform.ts';
+import { type LivePlatform, startLivePlatform } from '../helpers/live-platform.ts';
 
 // page.evaluate callbacks run in the browser; this project's types are Node's (no DOM lib)
 declare const window: unknown;

@@ -4,7 +4,7 @@
  * start (binaries copied to a root-owned 0755 cache, the cluster kept outside DATA_DIR) without
  * changing the permissions of the operator's folders (src/db/embedded.ts).
  */
-import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, chmodSync } from 'node:fs';
+import { chmodSync, cpSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';

@@ -1,7 +1,8 @@
 /** Migrations: forward-only, and two replicas starting together never both migrate (issue 2 item 3). */
-import pg from 'pg';
+
 import { randomBytes } from 'node:crypto';
-import { afterAll, describe, expect, it, inject } from 'vitest';
+import pg from 'pg';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { listMigrations, migrate } from '../../src/db/migrate.ts';
 import { withDatabase } from '../global-setup.ts';
 

@@ -8,8 +8,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHostingDriver, type DriverConfig } from '../../src/domains/agents/drivers/index.ts';
 import type { AgentDeploySpec, HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
+import { createHostingDriver, type DriverConfig } from '../../src/domains/agents/drivers/index.ts';
 
 let dataDir: string;
 let driver: HostingDriver;

@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { containerHealth, waitForHealthy } from '../../src/domains/agents/container-health.ts';
+import { type AgentDeploySpec, AgentNotDeployedError, type HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
 import { createHostingDriver } from '../../src/domains/agents/drivers/index.ts';
-import { AgentNotDeployedError, type AgentDeploySpec, type HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
 import { isAlive, readEnviron } from '../../src/domains/agents/drivers/proc.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
+import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 
 const TOKEN_A = 'a'.repeat(24) + 'B'.repeat(24); // 48 chars, §8
 const TOKEN_B = 'c'.repeat(48);

@@ -4,14 +4,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { containerHealth, waitForHealthy } from '../../src/domains/agents/container-health.ts';
-import { createHostingDriver, planResources, type DriverConfig } from '../../src/domains/agents/drivers/index.ts';
 import {
-  AgentNotDeployedError,
-  HostingUnavailableError,
   type AgentDeploySpec,
+  AgentNotDeployedError,
   type HostingDriver,
+  HostingUnavailableError,
 } from '../../src/domains/agents/drivers/driver.ts';
-import { startFakeRenderApi, type FakeRenderApi } from '../fakes/render-api.ts';
+import { createHostingDriver, type DriverConfig, planResources } from '../../src/domains/agents/drivers/index.ts';
+import { type FakeRenderApi, startFakeRenderApi } from '../fakes/render-api.ts';
 
 const TOKEN = 'r'.repeat(48);
 let render: FakeRenderApi;

@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForHealthy } from '../../src/domains/agents/container-health.ts';
-import { createHostingDriver } from '../../src/domains/agents/drivers/index.ts';
 import type { AgentDeploySpec, HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
+import { createHostingDriver } from '../../src/domains/agents/drivers/index.ts';
 import { agentUid, detectSandbox } from '../../src/domains/agents/drivers/sandbox.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
+import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 
 const report = detectSandbox('auto');
 if (!report.active) console.warn(`test/drivers/sandbox.test.ts skipped: ${report.lines.join('; ')}`);

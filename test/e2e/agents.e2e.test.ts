@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decryptSecret } from '../../src/lib/crypto.ts';
 import { eventually } from '../agents/helpers.ts';
-import { startLivePlatform, type LivePlatform } from '../helpers/live-platform.ts';
+import { type LivePlatform, startLivePlatform } from '../helpers/live-platform.ts';
 import { TEST_SECRETS } from '../helpers/platform.ts';
 
 let live: LivePlatform;

@@ -9,11 +9,11 @@
  * - another user's key or session gets 404, no credentials 401, a cross-site cookie WebSocket 403.
  */
 import { request as httpRequest } from 'node:http';
-import OpenAI, { NotFoundError, AuthenticationError } from 'openai';
+import OpenAI, { AuthenticationError, NotFoundError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { eventually } from '../agents/helpers.ts';
-import { startLivePlatform, type LivePlatform } from '../helpers/live-platform.ts';
+import { type LivePlatform, startLivePlatform } from '../helpers/live-platform.ts';
 
 let live: LivePlatform;
 

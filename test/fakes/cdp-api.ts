@@ -6,7 +6,7 @@
  * secret, `uris` and `reqHash` of the sorted body). Imported keys are decrypted with the RSA key
  * whose public half the platform was given; the address is derived from them.
  */
-import { createHash, createPublicKey, generateKeyPairSync, privateDecrypt, constants, verify, type KeyObject } from 'node:crypto';
+import { constants, createHash, createPublicKey, generateKeyPairSync, type KeyObject, privateDecrypt, verify } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';

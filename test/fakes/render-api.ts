@@ -119,7 +119,7 @@ export async function startFakeRenderApi(options: { apiKey: string; deployMs?: n
       }
       if (method === 'POST') {
         const body = (await readJson(req)) as (Partial<FakeService> & { serviceDetails?: Record<string, unknown> }) | undefined;
-        if (!body || body.type !== 'web_service' || !body.name || !body.ownerId || !body.image?.imagePath) {
+        if (body?.type !== 'web_service' || !body.name || !body.ownerId || !body.image?.imagePath) {
           return send(res, 400, { message: 'type web_service, name, ownerId and image.imagePath are required' });
         }
         if ([...api.services.values()].some((s) => s.name === body.name)) return send(res, 409, { message: 'name taken' });

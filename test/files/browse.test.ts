@@ -4,12 +4,12 @@
  * in every form refused with 400 without touching anything outside the workspace.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, startAgentsPlatform, type AgentsTestPlatform } from '../agents/helpers.ts';
 import { createFakeDriver, type FakeDriver } from '../agents/fake-driver.ts';
+import { type AgentsTestPlatform, bearer, startAgentsPlatform } from '../agents/helpers.ts';
 
 let t: AgentsTestPlatform<FakeDriver>;
 const base = mkdtempSync(join(tmpdir(), 'browse-'));

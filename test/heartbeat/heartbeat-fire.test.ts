@@ -13,10 +13,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_HEARTBEAT_PROMPT } from '../../src/runtime/gateway.ts';
 import { createHeartbeatWorker } from '../../src/workers/heartbeats.ts';
 import { eventually } from '../agents/helpers.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
+import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { signUp, TEST_SECRETS } from '../helpers/platform.ts';
-import { deployAgent, sleep, startPlatform, type RunningPlatform } from '../watchdog/helpers.ts';
+import { deployAgent, type RunningPlatform, sleep, startPlatform } from '../watchdog/helpers.ts';
 
 let database: TestDatabase;
 let dataDir: string;

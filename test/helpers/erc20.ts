@@ -4,7 +4,7 @@
  * `Transfer(address,address,uint256)` event. A holder's balance lives at the storage slot equal
  * to its address, so tests mint with `anvil_setStorageAt`.
  */
-import { keccak256, pad, toHex, type Hex } from 'viem';
+import { type Hex, keccak256, pad, toHex } from 'viem';
 
 type Op = string | { label: string } | { push2: string };
 
@@ -96,7 +96,7 @@ function assemble(ops: Op[]): Hex {
   let out = '';
   for (const op of ops) {
     if (typeof op === 'string') out += op;
-    else if ('push2' in op) out += '61' + labels.get(op.push2)!.toString(16).padStart(4, '0');
+    else if ('push2' in op) out += `61${labels.get(op.push2)!.toString(16).padStart(4, '0')}`;
   }
   return `0x${out}`;
 }

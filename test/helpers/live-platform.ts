@@ -8,12 +8,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { loadConfig, type Config } from '../../src/config/env.ts';
+import { type Config, loadConfig } from '../../src/config/env.ts';
 import { freePort } from '../../src/db/embedded.ts';
 import type { App } from '../../src/http/shared/base-app.ts';
 import { createMemoryRateLimiter } from '../../src/lib/rate-limiter.ts';
 import { createPlatform, type Platform } from '../../src/platform.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
+import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
 import { TEST_SECRETS } from './platform.ts';
 

@@ -3,7 +3,7 @@
  * services replaced only where a test passes a fake (or points a *_URL setting at a fake server).
  */
 import { pino } from 'pino';
-import { loadConfig, type Config } from '../../src/config/env.ts';
+import { type Config, loadConfig } from '../../src/config/env.ts';
 import type { Secrets } from '../../src/config/secrets.ts';
 import type { App } from '../../src/http/shared/base-app.ts';
 import { createMemoryRateLimiter } from '../../src/lib/rate-limiter.ts';
@@ -64,7 +64,7 @@ export function sessionCookieFrom(res: { headers: Record<string, unknown> }): st
   const all = Array.isArray(raw) ? raw : [raw];
   for (const c of all) {
     const m = typeof c === 'string' ? /service-session=([^;]*)/.exec(c) : null;
-    if (m && m[1]) return m[1];
+    if (m?.[1]) return m[1];
   }
   throw new Error('no service-session cookie in response');
 }

@@ -111,7 +111,7 @@ describe('§4.16 informational endpoints', () => {
 
 describe('§4.16 POST validate-config', () => {
   it('a well-formed key: {valid:true,message,next_steps[]}', async () => {
-    const res = await validate({ api_key: 'rnd_' + 'a'.repeat(16), endpoint: 'https://mcp.example.com/mcp' });
+    const res = await validate({ api_key: `rnd_${'a'.repeat(16)}`, endpoint: 'https://mcp.example.com/mcp' });
     expect(res.statusCode).toBe(200);
     const body = res.json();
     expect(body.valid).toBe(true);
@@ -124,9 +124,9 @@ describe('§4.16 POST validate-config', () => {
     ['missing', {}, ['api_key is required']],
     ['empty', { api_key: '' }, ['api_key is required']],
     ['not a string', { api_key: 12345 }, ['api_key is required']],
-    ['wrong prefix', { api_key: 'xyz_' + 'a'.repeat(30) }, ['api_key must start with rnd_']],
+    ['wrong prefix', { api_key: `xyz_${'a'.repeat(30)}` }, ['api_key must start with rnd_']],
     ['too short', { api_key: 'rnd_short' }, ['api_key appears too short']],
-    ['19 characters', { api_key: 'rnd_' + 'a'.repeat(15) }, ['api_key appears too short']],
+    ['19 characters', { api_key: `rnd_${'a'.repeat(15)}` }, ['api_key appears too short']],
     ['short and wrong prefix', { api_key: 'abc' }, ['api_key must start with rnd_', 'api_key appears too short']],
   ])('%s → 400 {valid:false, errors, help} with the exact texts', async (_label, payload, errors) => {
     const res = await validate(payload);
@@ -173,7 +173,7 @@ describe('§5 bearer key on every hosting MCP route', () => {
         method: method as 'GET' | 'POST',
         url: `/api/hosting-mcp/${path}`,
         headers,
-        ...(method === 'POST' ? { payload: { api_key: 'rnd_' + 'a'.repeat(20) } } : {}),
+        ...(method === 'POST' ? { payload: { api_key: `rnd_${'a'.repeat(20)}` } } : {}),
       });
     const none = await call({});
     expect(none.statusCode).toBe(401);

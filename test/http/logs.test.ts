@@ -5,7 +5,7 @@
  * secret query value in the captured log text. Every line carries the request id.
  */
 import { Writable } from 'node:stream';
-import { pino, type LoggerOptions } from 'pino';
+import { type LoggerOptions, pino } from 'pino';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { createSiweMessage } from 'viem/siwe';
 import { describe, expect, it } from 'vitest';

@@ -6,8 +6,8 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
-import { checkRedis } from '../../src/lib/redis.ts';
 import { createRateLimiter } from '../../src/lib/rate-limiter.ts';
+import { checkRedis } from '../../src/lib/redis.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 let silent: Server;

@@ -4,12 +4,13 @@
  * HTTP_KEEP_ALIVE_TIMEOUT_MS, on both apps. Responses are not limited: a Server-Sent Events
  * stream and a WebSocket outlive every timeout. Real sockets; the timeouts are set small.
  */
-import fastifyWebsocket from '@fastify/websocket';
-import { connect, type Socket } from 'node:net';
+
 import type { AddressInfo } from 'node:net';
+import { connect, type Socket } from 'node:net';
+import fastifyWebsocket from '@fastify/websocket';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { createBaseApp, type App } from '../../src/http/shared/base-app.ts';
+import { type App, createBaseApp } from '../../src/http/shared/base-app.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 const TIMEOUTS = { HTTP_REQUEST_TIMEOUT_MS: '800', HTTP_HEADERS_TIMEOUT_MS: '400', HTTP_KEEP_ALIVE_TIMEOUT_MS: '300' };

@@ -2,10 +2,11 @@
  * §2 "API key", §4.3 API keys (web, session), the backend POST /api/validate-key (bearer key, §5),
  * DESIGN rule 6 (stored only as SHA-256 with a lookup prefix).
  */
-import { sql } from 'kysely';
+
 import { createHash } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestPlatform, signUp, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
+import { signUp, startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 const BEARER = { authorization: 'Bearer test-internal-key' };
 const KEY_FORMAT = /^sk_[A-Za-z0-9_-]{40}$/;
@@ -178,7 +179,7 @@ describe('backend POST /api/validate-key (§4.3 flow, §4.18 shape)', () => {
     expect(res.statusCode).toBe(401);
     expect(res.json()).toEqual({ valid: false, error: 'Invalid API key' });
     expect((await validateBackend({ apiKey: k.key.slice(0, 10) })).statusCode).toBe(401);
-    expect((await validateBackend({ apiKey: k.key + 'x' })).statusCode).toBe(401);
+    expect((await validateBackend({ apiKey: `${k.key}x` })).statusCode).toBe(401);
   });
 
   it('several keys sharing a lookup prefix: the one whose hash matches wins', async () => {
@@ -207,7 +208,7 @@ describe('backend POST /api/validate-key (§4.3 flow, §4.18 shape)', () => {
   });
 
   it('an unknown or absurdly long sk_ key → 401 {valid:false,error}', async () => {
-    for (const apiKey of ['sk_unknownunknownunknown', 'sk_' + 'a'.repeat(5000)]) {
+    for (const apiKey of ['sk_unknownunknownunknown', `sk_${'a'.repeat(5000)}`]) {
       const res = await validateBackend({ apiKey });
       expect(res.statusCode).toBe(401);
       expect(res.json()).toEqual({ valid: false, error: 'Invalid API key' });

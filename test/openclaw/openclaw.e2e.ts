@@ -13,13 +13,13 @@
  * writes the figures to bench/results/openclaw.json (docs/benchmarks.md "OpenClaw").
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig, type Config } from '../../src/config/env.ts';
+import { type Config, loadConfig } from '../../src/config/env.ts';
 import { freePort } from '../../src/db/embedded.ts';
 import { probeHealthz } from '../../src/domains/agents/container-health.ts';
 import { buildOpenClawConfig, OPENCLAW_ENV } from '../../src/domains/agents/drivers/openclaw-config.ts';
@@ -28,7 +28,7 @@ import { decryptSecret } from '../../src/lib/crypto.ts';
 import { createMemoryRateLimiter } from '../../src/lib/rate-limiter.ts';
 import { createPlatform, type Platform } from '../../src/platform.ts';
 import { eventually } from '../agents/helpers.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
+import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { TEST_SECRETS } from '../helpers/platform.ts';
 

@@ -4,7 +4,7 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
+import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 let t: TestPlatform;
@@ -97,7 +97,7 @@ describe('payments endpoints refuse bad input with 4xx JSON and change nothing',
     const before = await snapshot();
     for (const method of ['GET', 'DELETE'] as const) {
       for (const url of method === 'GET' ? ['/api/wallet/sessions', '/api/wallet/sessions/receipts'] : ['/api/wallet/sessions']) {
-        for (const id of [undefined, '', 'ps_', 'x'.repeat(5000), 'ps_' + 'A'.repeat(43), "ps_'; DROP TABLE ledger_entries; --"]) {
+        for (const id of [undefined, '', 'ps_', 'x'.repeat(5000), `ps_${'A'.repeat(43)}`, "ps_'; DROP TABLE ledger_entries; --"]) {
           const res = await t.web.inject({ method, url, headers: id === undefined ? {} : { 'x-session-id': id } });
           expect([400, 404], `${method} ${url} ${String(id).slice(0, 20)}`).toContain(res.statusCode);
           expect(typeof res.json().error).toBe('string');

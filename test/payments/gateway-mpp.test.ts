@@ -3,11 +3,11 @@
  * configured currency address: the 402 challenge and WWW-Authenticate header, a credential that
  * proves a confirmed transfer, and single use of nonce, transaction and credential.
  */
-import { encodeFunctionData, parseAbi, toHex, type Hex } from 'viem';
+import { encodeFunctionData, type Hex, parseAbi, toHex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMppMethod } from '../../src/domains/payments/mpp.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
-import { ANVIL_ACCOUNT, anvilAvailable, startAnvil, type Anvil } from '../helpers/anvil.ts';
+import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
+import { ANVIL_ACCOUNT, type Anvil, anvilAvailable, startAnvil } from '../helpers/anvil.ts';
 import { balanceSlot, ERC20_RUNTIME } from '../helpers/erc20.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 

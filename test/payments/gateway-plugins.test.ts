@@ -4,20 +4,20 @@
  * `Accept: text/event-stream`, and the card method (card-funded balance of the caller's wallet,
  * key or cookie; 401 for an invalid key).
  */
-import type { AddressInfo } from 'node:net';
+
 import { randomBytes } from 'node:crypto';
-import { request } from 'undici';
-import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts';
-import type { Hex } from 'viem';
 import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
+import { request } from 'undici';
+import type { Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encryptSecret } from '../../src/lib/crypto.ts';
-import { TEST_SECRETS } from '../helpers/platform.ts';
 import { openSessionTypes, paymentDomain } from '../../src/domains/payments/receipts.ts';
-import { startFakeAudio, type FakeAudio } from '../fakes/openai-audio.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
-import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { encryptSecret } from '../../src/lib/crypto.ts';
+import { type FakeAudio, startFakeAudio } from '../fakes/openai-audio.ts';
+import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
+import { signUp, startTestPlatform, TEST_SECRETS, type TestPlatform } from '../helpers/platform.ts';
 
 let router: FakeOpenAi;
 let audio: FakeAudio;

@@ -4,13 +4,13 @@
  * every 402 code, close and expiry, and the 100-parallel proof.
  */
 import { randomBytes } from 'node:crypto';
-import { recoverTypedDataAddress, type Hex } from 'viem';
-import { privateKeyToAccount, generatePrivateKey } from 'viem/accounts';
 import { sql } from 'kysely';
+import { type Hex, recoverTypedDataAddress } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createReceiptSigner, openSessionTypes, paymentDomain, receiptTypes, sessionRef } from '../../src/domains/payments/receipts.ts';
 import { createPaymentSessionsService } from '../../src/domains/payments/sessions.service.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
+import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 let router: FakeOpenAi;

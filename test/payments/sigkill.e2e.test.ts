@@ -3,7 +3,7 @@
  * of a burst of session debits. After a restart every debit a client saw acknowledged (200 with a
  * Payment-Receipt) is in the journal, and every balance equals the sum of its journal rows.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
 import { createLedgerService } from '../../src/domains/payments/ledger.service.ts';
 import { openSessionTypes, paymentDomain } from '../../src/domains/payments/receipts.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
+import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 const root = join(import.meta.dirname, '..', '..');

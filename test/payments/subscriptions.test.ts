@@ -4,8 +4,8 @@
  * Replays and out-of-order deliveries change nothing twice.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAgentsPlatform, type AgentsTestPlatform } from '../agents/helpers.ts';
-import { startFakeStripe, type FakeStripe } from '../fakes/stripe-api.ts';
+import { type AgentsTestPlatform, startAgentsPlatform } from '../agents/helpers.ts';
+import { type FakeStripe, startFakeStripe } from '../fakes/stripe-api.ts';
 import { signUp } from '../helpers/platform.ts';
 
 let stripe: FakeStripe;

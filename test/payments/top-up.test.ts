@@ -7,8 +7,8 @@
 import { randomBytes } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { paymentDomain, openSessionTypes } from '../../src/domains/payments/receipts.ts';
-import { startFakeStripe, type FakeStripe } from '../fakes/stripe-api.ts';
+import { openSessionTypes, paymentDomain } from '../../src/domains/payments/receipts.ts';
+import { type FakeStripe, startFakeStripe } from '../fakes/stripe-api.ts';
 import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 let stripe: FakeStripe;
@@ -69,9 +69,9 @@ describe('GET /api/wallet/top-up', () => {
   it('400 for an amount outside 500/1000/2500/5000 or a bad address; nothing is created', async () => {
     const before = stripe.sessions.length;
     for (const q of [
-      '?amount=700&address=' + address(),
-      '?amount=abc&address=' + address(),
-      '?amount=-500&address=' + address(),
+      `?amount=700&address=${address()}`,
+      `?amount=abc&address=${address()}`,
+      `?amount=-500&address=${address()}`,
       '?amount=1000',
       '?amount=1000&address=0x123',
       `?amount=1000&address=${address()}00`,

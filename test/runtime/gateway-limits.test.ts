@@ -5,7 +5,7 @@
  * call limit, and slow clients cut off by header, request and keep-alive timeouts. Real sockets.
  */
 import { createServer, request as httpRequest, type Server } from 'node:http';
-import { connect, type AddressInfo, type Socket } from 'node:net';
+import { type AddressInfo, connect, type Socket } from 'node:net';
 import pino from 'pino';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';

@@ -9,7 +9,7 @@ import { LIMITS } from '../../src/config/limits.ts';
 import { buildAgentConfig, deepMerge } from '../../src/runtime/agent-config.ts';
 import { createAuthGuard, isLoopback } from '../../src/runtime/auth-guard.ts';
 import { createGateway } from '../../src/runtime/gateway.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
+import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 
 describe('gateway auth guard (§8: 10 failures per 60 s, 5-minute lockout, loopback exempt)', () => {
   it('locks out on the 10th failure in a window and releases after the lockout', () => {

@@ -3,7 +3,7 @@
  * embedded PostgreSQL, clean stop on SIGTERM/SIGINT, a second start reuses the data, one app per
  * process on request, and a bad setting stops start-up with one line (issue 2 items 2-4).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
-import { startFakeTrading, type FakeTrading } from '../fakes/trading.ts';
+import { type FakeTrading, startFakeTrading } from '../fakes/trading.ts';
 import { signUp, startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 /** every test signs up fresh users; the per-IP sign-up limit (§4.1) is not under test here */

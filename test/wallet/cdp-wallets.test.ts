@@ -6,7 +6,7 @@
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decryptSecret } from '../../src/lib/crypto.ts';
-import { startFakeCdp, type FakeCdp } from '../fakes/cdp-api.ts';
+import { type FakeCdp, startFakeCdp } from '../fakes/cdp-api.ts';
 import { signUp, startTestPlatform, TEST_SECRETS, type TestPlatform } from '../helpers/platform.ts';
 
 let cdp: FakeCdp;

@@ -81,7 +81,7 @@ describe('secrets at rest', () => {
     await expect(
       t.database.db.kysely
         .insertInto('session_wallets')
-        .values({ user_id: u.id, address: '0x' + '1'.repeat(40), encrypted_private_key: '0x' + 'a'.repeat(64) })
+        .values({ user_id: u.id, address: `0x${'1'.repeat(40)}`, encrypted_private_key: `0x${'a'.repeat(64)}` })
         .execute(),
     ).rejects.toMatchObject({ code: '23514' });
   });

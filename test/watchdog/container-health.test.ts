@@ -11,12 +11,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
 import { createRenderDriver } from '../../src/domains/agents/drivers/render.driver.ts';
-import { eventually, startAgentsPlatform, type AgentsTestPlatform } from '../agents/helpers.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
-import { startFakeRenderApi, type FakeRenderApi } from '../fakes/render-api.ts';
+import { type AgentsTestPlatform, eventually, startAgentsPlatform } from '../agents/helpers.ts';
+import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
+import { type FakeRenderApi, startFakeRenderApi } from '../fakes/render-api.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { signUp } from '../helpers/platform.ts';
-import { bearer, deployAgent, pidOf, startPlatform, type RunningPlatform } from './helpers.ts';
+import { bearer, deployAgent, pidOf, type RunningPlatform, startPlatform } from './helpers.ts';
 
 const health = async (app: AgentsTestPlatform['backend'], agentId: string, userId: string, headers: Record<string, string>) => {
   const res = await app.inject({ method: 'GET', url: `/api/agents/${agentId}/health`, headers: { ...headers, 'x-user-id': userId } });

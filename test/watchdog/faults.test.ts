@@ -11,9 +11,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isAlive } from '../../src/domains/agents/drivers/proc.ts';
 import { eventually } from '../agents/helpers.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
-import { startFakeTelegram, type FakeTelegram } from '../fakes/telegram.ts';
-import { startFakeWebhook, type FakeWebhook } from '../fakes/webhook.ts';
+import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
+import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram.ts';
+import { type FakeWebhook, startFakeWebhook } from '../fakes/webhook.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import {
   BOT_TOKEN,
@@ -22,11 +22,11 @@ import {
   deployAgent,
   FAST,
   pidOf,
+  type RunningPlatform,
   sleep,
   startPlatform,
   waitForState,
   watchdogView,
-  type RunningPlatform,
 } from './helpers.ts';
 
 let database: TestDatabase;

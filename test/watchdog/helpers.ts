@@ -6,18 +6,18 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { loadConfig, type Config } from '../../src/config/env.ts';
+import { type Config, loadConfig } from '../../src/config/env.ts';
 import type { Db } from '../../src/db/client.ts';
 import { freePort } from '../../src/db/embedded.ts';
-import { createLocalDriver } from '../../src/domains/agents/drivers/local.driver.ts';
 import type { HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
+import { createLocalDriver } from '../../src/domains/agents/drivers/local.driver.ts';
 import type { WatchdogSettings } from '../../src/domains/watchdog/watchdog.service.ts';
 import type { App } from '../../src/http/shared/base-app.ts';
 import { decryptSecret } from '../../src/lib/crypto.ts';
 import { createMemoryRateLimiter } from '../../src/lib/rate-limiter.ts';
 import { createPlatform, type Platform } from '../../src/platform.ts';
 import { eventually } from '../agents/helpers.ts';
-import { TEST_SECRETS, signUp } from '../helpers/platform.ts';
+import { signUp, TEST_SECRETS } from '../helpers/platform.ts';
 
 export const BOT_TOKEN = '123456:watchdog-test-token';
 export const CHAT_ID = '-1001234';

@@ -5,8 +5,8 @@
  * a notification that the bot API first refuses is retried and delivered once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, eventually, startAgentsPlatform, subscriber, type AgentsTestPlatform } from '../agents/helpers.ts';
-import { startFakeTelegram, type FakeTelegram } from '../fakes/telegram.ts';
+import { type AgentsTestPlatform, bearer, eventually, startAgentsPlatform, subscriber } from '../agents/helpers.ts';
+import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram.ts';
 import { signUp } from '../helpers/platform.ts';
 import { BOT_TOKEN, CHAT_ID } from './helpers.ts';
 

@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually } from '../agents/helpers.ts';
-import { startFakeOpenAi, type FakeOpenAi } from '../fakes/openai-upstream.ts';
+import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
-import { chat, deployAgent, FAST, pidOf, sleep, startPlatform, waitForState, watchdogView, type RunningPlatform } from './helpers.ts';
+import { chat, deployAgent, FAST, pidOf, type RunningPlatform, sleep, startPlatform, waitForState, watchdogView } from './helpers.ts';
 
 let database: TestDatabase;
 let dataDir: string;

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
-import { startFakeKv, type FakeKv } from '../fakes/kv-rest.ts';
+import { type FakeKv, startFakeKv } from '../fakes/kv-rest.ts';
 import { signUp, startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 const SECRET = 'hook-secret-123';
@@ -141,7 +141,7 @@ describe('§6 webhook secret', () => {
       { secret: '' },
       { secret: null, query: '?secret=wrong' },
       { secret: SECRET.slice(0, -1) },
-      { secret: SECRET + 'x' },
+      { secret: `${SECRET}x` },
     ]) {
       const res = await hook(secured, deployment, opts);
       expect(res.statusCode, JSON.stringify(opts)).toBe(401);

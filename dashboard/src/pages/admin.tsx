@@ -2,7 +2,7 @@
 import { useState } from 'react';
 import { api, call } from '../api/client.ts';
 import { useSession } from '../session.tsx';
-import { Badge, Button, ErrorText, Section, Spinner, formatDate, useAction, useData } from '../ui.tsx';
+import { Badge, Button, ErrorText, formatDate, Section, Spinner, useAction, useData } from '../ui.tsx';
 import { PLANS } from './settings.tsx';
 
 const PAGE = 50;

@@ -2,13 +2,13 @@
  * One agent: chat (streamed), live logs, stats and health, its configuration, heartbeat settings,
  * and rename / start / stop / restart / delete (§4.7, §4.12, docs/agents.md).
  */
-import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
+import { type FormEvent, type KeyboardEvent, useEffect, useRef, useState } from 'react';
 import { LIMITS } from '../../../src/config/limits.ts';
-import { api, ApiError, call, messageOf, readEvents } from '../api/client.ts';
+import { ApiError, api, call, messageOf, readEvents } from '../api/client.ts';
 import type { paths } from '../api/openapi.gen.ts';
 import { navigate } from '../router.ts';
 import { useSession } from '../session.tsx';
-import { Badge, Button, Empty, ErrorText, Field, Notice, Section, Spinner, formatDate, useAction, useData } from '../ui.tsx';
+import { Badge, Button, Empty, ErrorText, Field, formatDate, Notice, Section, Spinner, useAction, useData } from '../ui.tsx';
 import { validateAgentName } from './agents.tsx';
 
 type Agent = paths['/api/agents/{id}']['get']['responses'][200]['content']['application/json']['agent'];
@@ -69,6 +69,7 @@ export function AgentPage({ id }: { id: string }) {
           </button>
         ))}
       </div>
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: WAI-ARIA tabs pattern: the panel is focusable after its tab */}
       <div role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} tabIndex={0}>
         {tab === 'Chat' && <Chat agent={a} />}
         {tab === 'Logs' && <Logs agentId={a.id} />}
@@ -107,6 +108,7 @@ function Chat({ agent }: { agent: Agent }) {
       );
     }
   }, [history.data]);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: scroll to the end whenever a line arrives
   useEffect(() => {
     // braces: newer browsers return a Promise from scrollIntoView, and an effect may only return a cleanup
     end.current?.scrollIntoView?.({ block: 'end' });
@@ -222,7 +224,7 @@ function Logs({ agentId }: { agentId: string }) {
   useEffect(() => {
     let source: EventSource | undefined;
     let closed = false;
-    (async () => {
+    void (async () => {
       try {
         const h = await call(api.GET('/api/logs/{agentId}/history', { params: { path: { agentId }, query: { limit: 100 } } }));
         if (closed) return;
@@ -261,7 +263,8 @@ function Logs({ agentId }: { agentId: string }) {
       {state === 'loading' && <Spinner label="Loading logs…" />}
       {state !== 'loading' && lines.length === 0 && <Empty>No log lines yet.</Empty>}
       {lines.length > 0 && (
-        <pre className="logs" tabIndex={0} aria-label="Log lines">
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard (axe scrollable-region-focusable)
+        <pre className="logs" role="log" tabIndex={0} aria-label="Log lines">
           {lines.map((l) => `${new Date(l.timestamp).toLocaleTimeString()} ${l.level.toUpperCase().padEnd(5)} ${l.message}`).join('\n')}
         </pre>
       )}

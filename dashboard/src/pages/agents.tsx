@@ -1,9 +1,9 @@
 /** Your agents with live status and watchdog state (polled), and the provisioning form (§4.7). */
-import { useState, type FormEvent } from 'react';
+import { type FormEvent, useState } from 'react';
 import { LIMITS } from '../../../src/config/limits.ts';
 import { api, call } from '../api/client.ts';
 import { navigate } from '../router.ts';
-import { Badge, Button, Empty, ErrorText, Field, Link, Section, Spinner, formatDate, useAction, useData } from '../ui.tsx';
+import { Badge, Button, Empty, ErrorText, Field, formatDate, Link, Section, Spinner, useAction, useData } from '../ui.tsx';
 
 export const MODELS = ['claude-opus-4-6', 'gpt-4', 'custom'] as const;
 export const TIERS = [

@@ -2,7 +2,7 @@
 import { useState } from 'react';
 import { LIMITS } from '../../../src/config/limits.ts';
 import { api, call, messageOf } from '../api/client.ts';
-import { Button, Empty, ErrorText, Field, Notice, Section, Spinner, formatDate, useAction, useData } from '../ui.tsx';
+import { Button, Empty, ErrorText, Field, formatDate, Notice, Section, Spinner, useAction, useData } from '../ui.tsx';
 
 export function ConfigPage() {
   const cfg = useData(() => call(api.GET('/api/config')));

@@ -1,8 +1,8 @@
 /** API keys (§4.3): list, create (the key is shown once, with a copy button), delete. */
-import { useState, type FormEvent } from 'react';
+import { type FormEvent, useState } from 'react';
 import { LIMITS } from '../../../src/config/limits.ts';
 import { api, call } from '../api/client.ts';
-import { Button, CopyButton, Empty, ErrorText, Field, Notice, Section, Spinner, formatDate, useAction, useData } from '../ui.tsx';
+import { Button, CopyButton, Empty, ErrorText, Field, formatDate, Notice, Section, Spinner, useAction, useData } from '../ui.tsx';
 
 export function KeysPage() {
   const keys = useData(async () => (await call(api.GET('/api/keys'))).keys);

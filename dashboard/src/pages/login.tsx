@@ -2,9 +2,9 @@
  * Sign in and sign up with email and password (§4.1). `/login?error=<code>` (the identity-provider
  * callback's redirects) is shown as a sentence; `?next=` returns to the page that asked for a session.
  */
-import { useState, type FormEvent } from 'react';
+import { type FormEvent, useState } from 'react';
 import { LIMITS } from '../../../src/config/limits.ts';
-import { api, ApiError, call } from '../api/client.ts';
+import { ApiError, api, call } from '../api/client.ts';
 import { navigate, useLocation } from '../router.ts';
 import { useSession } from '../session.tsx';
 import { Button, ErrorText, Field, Notice, useAction } from '../ui.tsx';
@@ -58,7 +58,7 @@ export function LoginPage() {
     });
     if (ok) {
       await refresh();
-      navigate(next && next.startsWith('/dashboard') ? next : '/dashboard', { replace: true });
+      navigate(next?.startsWith('/dashboard') ? next : '/dashboard', { replace: true });
     }
   };
 

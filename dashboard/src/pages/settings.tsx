@@ -1,5 +1,5 @@
 /** Your profile (§4.1 current user) and plan (§2): rename yourself, start a subscription checkout. */
-import { useState, type FormEvent } from 'react';
+import { type FormEvent, useState } from 'react';
 import { LIMITS } from '../../../src/config/limits.ts';
 import { api, call } from '../api/client.ts';
 import { useSession } from '../session.tsx';

@@ -1,7 +1,7 @@
 /** AI usage and cost over time (GET /api/usage): a bar chart per day and a table per model. */
 import { useState } from 'react';
 import { api, call } from '../api/client.ts';
-import { Empty, ErrorText, Field, Section, Spinner, formatUsd, useData } from '../ui.tsx';
+import { Empty, ErrorText, Field, formatUsd, Section, Spinner, useData } from '../ui.tsx';
 
 export function UsagePage() {
   const [days, setDays] = useState(30);

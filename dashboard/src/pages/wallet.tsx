@@ -3,10 +3,10 @@
  * (`?top_up=success|cancelled` after the processor's checkout) and payment sessions. A payment
  * session id is a bearer secret: shown once after opening, kept only in this page's memory.
  */
-import { useState, type FormEvent } from 'react';
+import { type FormEvent, useState } from 'react';
 import { api, call } from '../api/client.ts';
 import { useLocation } from '../router.ts';
-import { Badge, Button, CopyButton, Empty, ErrorText, Field, Notice, Section, Spinner, formatDate, useAction, useData } from '../ui.tsx';
+import { Badge, Button, CopyButton, Empty, ErrorText, Field, formatDate, Notice, Section, Spinner, useAction, useData } from '../ui.tsx';
 
 export const TOP_UP_AMOUNTS = [
   { cents: 500, calls: 5 },

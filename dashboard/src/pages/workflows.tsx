@@ -1,14 +1,15 @@
 /** Workflows (§4.14): create, edit nodes (type and JSON config), enable/disable, delete. */
-import { useState, type FormEvent } from 'react';
+import { type FormEvent, useState } from 'react';
 import { LIMITS } from '../../../src/config/limits.ts';
 import { api, call, messageOf } from '../api/client.ts';
 import type { paths } from '../api/openapi.gen.ts';
-import { Badge, Button, Empty, ErrorText, Field, Section, Spinner, formatDate, useAction, useData } from '../ui.tsx';
+import { Badge, Button, Empty, ErrorText, Field, formatDate, Section, Spinner, useAction, useData } from '../ui.tsx';
 
 type Workflow = paths['/api/workflows']['get']['responses'][200]['content']['application/json']['workflows'][number];
 type NodeType = Workflow['nodes'][number]['type'];
 const NODE_TYPES: NodeType[] = ['trigger', 'action', 'condition', 'output'];
-type DraftNode = { type: NodeType; config: string };
+type DraftNode = { key: number; type: NodeType; config: string };
+let nextKey = 0;
 
 export function WorkflowsPage() {
   const list = useData(async () => (await call(api.GET('/api/workflows'))).workflows);
@@ -148,7 +149,7 @@ function EditWorkflow({ workflow: w, onDone }: { workflow: Workflow; onDone: () 
   const [name, setName] = useState(w.name);
   const [description, setDescription] = useState(w.description ?? '');
   const [nodes, setNodes] = useState<DraftNode[]>(
-    w.nodes.map((n) => ({ type: n.type, config: n.config === '{}' ? '' : prettify(n.config) })),
+    w.nodes.map((n) => ({ key: nextKey++, type: n.type, config: n.config === '{}' ? '' : prettify(n.config) })),
   );
   const [problems, setProblems] = useState<string[]>([]);
   const action = useAction();
@@ -189,7 +190,7 @@ function EditWorkflow({ workflow: w, onDone }: { workflow: Workflow; onDone: () 
       {nodes.length === 0 && <Empty>No nodes. Add one below.</Empty>}
       <ol className="nodes">
         {nodes.map((n, i) => (
-          <li key={i} className="node">
+          <li key={n.key} className="node">
             <Field label={`Node ${i + 1} type`}>
               {({ id }) => (
                 <select
@@ -223,7 +224,7 @@ function EditWorkflow({ workflow: w, onDone }: { workflow: Workflow; onDone: () 
         ))}
       </ol>
       <div className="row">
-        <Button onClick={() => setNodes([...nodes, { type: 'action', config: '' }])}>Add node</Button>
+        <Button onClick={() => setNodes([...nodes, { key: nextKey++, type: 'action', config: '' }])}>Add node</Button>
         <Button kind="primary" busy={action.busy} onClick={save}>
           Save workflow
         </Button>

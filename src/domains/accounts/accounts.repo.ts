@@ -4,7 +4,7 @@
  * lookup by token hash, wallet lookup); everything done on behalf of a signed-in user takes the
  * RLS-bound transaction from `db.withUser`.
  */
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Pool } from 'pg';
 import type { Tx } from '../../db/client.ts';
 import type { DB } from '../../db/schema.ts';

@@ -2,16 +2,17 @@
  * Accounts and sessions (§4.1): sign-up, password and wallet sign-in, database-backed sessions,
  * the current user and profile updates.
  */
-import { hash as argonHash, verify as argonVerify } from '@node-rs/argon2';
+
 import { randomBytes } from 'node:crypto';
+import { hash as argonHash, verify as argonVerify } from '@node-rs/argon2';
 import type { Hex } from 'viem';
 import type { Config } from '../../config/env.ts';
-import { isAdminUser } from '../admin/admin-rule.ts';
 import { LIMITS } from '../../config/limits.ts';
-import { isUniqueViolation, type Db } from '../../db/client.ts';
+import { type Db, isUniqueViolation } from '../../db/client.ts';
 import { randomToken, sha256 } from '../../lib/crypto.ts';
 import { badRequest, conflict, forbidden, notFound, serviceUnavailable, tooManyRequests, unauthorized } from '../../lib/errors.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
+import { isAdminUser } from '../admin/admin-rule.ts';
 import { accountsRepo } from './accounts.repo.ts';
 import type { BotVerifier } from './bot-verifier.ts';
 import { createLoginThrottle, type LoginThrottleConfig } from './login-throttle.ts';
@@ -147,7 +148,7 @@ export function createAccountsService(deps: AccountsDeps) {
         throw tooManyLogins(attempt.accountRetryAfterMs);
       }
       const ok = await argonVerify(user?.password_hash ?? (await DUMMY_HASH), password).catch(() => false);
-      if (!user || !user.password_hash || !ok) throw unauthorized('Invalid credentials');
+      if (!user?.password_hash || !ok) throw unauthorized('Invalid credentials');
       await attempt.succeeded();
       return createSession(user.id, user.name, meta);
     },

@@ -60,5 +60,3 @@ export function createLoginThrottle(limiter: RateLimiter, config: LoginThrottleC
     },
   };
 }
-
-export type LoginThrottle = ReturnType<typeof createLoginThrottle>;

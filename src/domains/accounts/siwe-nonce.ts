@@ -44,5 +44,3 @@ export function createNonceMinter(secret: Buffer, ttlMs: number) {
     },
   };
 }
-
-export type NonceMinter = ReturnType<typeof createNonceMinter>;

@@ -4,7 +4,7 @@
  * (ERC-1271 deployed smart wallets, ERC-6492 wrapped signatures of undeployed ones) goes to the
  * chain through SIWE_RPC_URL. Returns a value, never throws for a bad signature (DESIGN rule 3).
  */
-import { createPublicClient, http, isAddress, isErc6492Signature, recoverMessageAddress, type Hex } from 'viem';
+import { createPublicClient, type Hex, http, isAddress, isErc6492Signature, recoverMessageAddress } from 'viem';
 import { parseSiweMessage, type SiweMessage } from 'viem/siwe';
 
 export type SiweCheck = { ok: true; address: `0x${string}`; nonce: string } | { ok: false; reason: string };

@@ -5,7 +5,7 @@
  * unverified ADMIN_EMAILS match counts only when the operator turns verification off
  * (ADMIN_EMAILS_REQUIRE_VERIFIED=false, for closed test deployments).
  */
-import { isAdminEmail, type Config } from '../../config/env.ts';
+import { type Config, isAdminEmail } from '../../config/env.ts';
 
 export type AdminFacts = { email: string; is_admin: boolean; email_verified: boolean };
 

@@ -3,7 +3,7 @@
  * users by design, so it cannot run under one user's row-level security context. Every caller
  * has checked admin rights first (admin.service.ts).
  */
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { DB } from '../../db/schema.ts';
 
 export type Plan = 'solo' | 'collective' | 'label' | 'network';

@@ -4,7 +4,7 @@
  * platform-key lookup work across users by design and run on the owner connection (`Kysely<DB>`);
  * those functions say so.
  */
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Tx } from '../../db/client.ts';
 import type { AgentStatus, DB } from '../../db/schema.ts';
 

@@ -11,11 +11,11 @@ import type { Db, Tx } from '../../db/client.ts';
 import type { AgentStatus } from '../../db/schema.ts';
 import { decryptSecret, encryptSecret, sha256 } from '../../lib/crypto.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
-import { agentsRepo, type AgentRow, type JobRow } from './agents.repo.ts';
+import { type AgentRow, agentsRepo, type JobRow } from './agents.repo.ts';
+import { maskChannelSecrets, openChannelSecrets, sealChannelSecrets } from './channel-secrets.ts';
 import { waitForHealthy } from './container-health.ts';
 import { newAgentId, newGatewayToken, newPlatformKey } from './credentials.ts';
-import { maskChannelSecrets, openChannelSecrets, sealChannelSecrets } from './channel-secrets.ts';
-import { AgentNotDeployedError, HostingUnavailableError, type ContainerStatus, type HostingDriver } from './drivers/driver.ts';
+import { AgentNotDeployedError, type ContainerStatus, type HostingDriver, HostingUnavailableError } from './drivers/driver.ts';
 
 export const BACKEND_DEFAULT_PLAN = 'label';
 

@@ -9,10 +9,10 @@ import type { Secrets } from '../../config/secrets.ts';
 import type { Db } from '../../db/client.ts';
 import { codeForBody } from '../../lib/error-codes.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
-import { agentsRepo, type AgentRow } from './agents.repo.ts';
+import { type AgentRow, agentsRepo } from './agents.repo.ts';
 import { findOwnAgent, insertAgentRecord, type LifecycleAction } from './agents.service.ts';
+import { type BackendClient, type BackendResponse, BackendUnreachableError } from './backend-client.ts';
 import { maskChannelSecrets } from './channel-secrets.ts';
-import { BackendUnreachableError, type BackendClient, type BackendResponse } from './backend-client.ts';
 
 /** Lifecycle calls of one instance action in flight at once (each is one backend request). */
 export const INSTANCE_ACTION_CONCURRENCY = 10;

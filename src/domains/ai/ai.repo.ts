@@ -1,5 +1,5 @@
 /** SQL of the AI domain (DESIGN rule 1). Usage is written on the owner connection: see migration 007. */
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { DB } from '../../db/schema.ts';
 
 export type UsageRow = {

@@ -10,15 +10,15 @@ import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { AppError, badRequest, notFound } from '../../lib/errors.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
-import { createCatalog, DEMO_MODEL_IDS, PROVIDER_CHAIN, toPublicModel, type CatalogModel } from './catalog.ts';
-import { allowedModelIds, applyAlgorithmMode, monthlyQuota, selectModel, type AiActor, type TaskType } from './plan-rules.ts';
+import { type CatalogModel, createCatalog, DEMO_MODEL_IDS, PROVIDER_CHAIN, toPublicModel } from './catalog.ts';
+import { type AiActor, allowedModelIds, applyAlgorithmMode, monthlyQuota, selectModel, type TaskType } from './plan-rules.ts';
 import { createProviders } from './providers/index.ts';
 import {
-  PROVIDER_NAMES,
-  ProviderError,
   type ChatMessage,
   type ChatProvider,
   type ChatResult,
+  PROVIDER_NAMES,
+  ProviderError,
   type ProviderName,
   type StreamEvent,
   type Usage,
@@ -106,7 +106,7 @@ export function createAiService(deps: AiServiceDeps) {
 
   /** Per-IP fixed window; a limiter outage lets traffic through rather than failing every request. */
   async function limit(key: string, max: number, windowMs: number): Promise<void> {
-    let decision;
+    let decision: Awaited<ReturnType<typeof deps.rateLimiter.consume>>;
     try {
       decision = await deps.rateLimiter.consume(key, max, windowMs);
     } catch (err) {
@@ -359,7 +359,7 @@ export function createAiService(deps: AiServiceDeps) {
         .map((e) => ({ role: 'user', content: e.content.slice(0, cap) }));
       let messages: ChatMessage[] = [...history, { role: 'user', content: input.message.slice(0, cap) }];
       if (input.mode === 'algorithm') messages = applyAlgorithmMode(messages);
-      let served;
+      let served: Awaited<ReturnType<typeof withFallback<ChatResult>>>;
       try {
         served = await withFallback(attemptsFor(model), signal, (m, s) =>
           providers[m.provider].chat(params({ max_tokens: LIMITS.demoMaxTokens }, m, messages, s)),

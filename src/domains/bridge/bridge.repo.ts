@@ -4,7 +4,7 @@
  * user to scope rows to. It therefore has no row-level security and runs on the owner
  * connection (`db.kysely`).
  */
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { DB } from '../../db/schema.ts';
 
 export type BridgeMessageRow = {

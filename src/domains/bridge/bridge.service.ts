@@ -6,7 +6,7 @@
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { badRequest } from '../../lib/errors.ts';
-import { bridgeRepo, type BridgeMessageRow } from './bridge.repo.ts';
+import { type BridgeMessageRow, bridgeRepo } from './bridge.repo.ts';
 
 /**
  * The operator's sender identity (§4.13 `<operator_identity>`): the human running the platform,

@@ -8,7 +8,7 @@
 import type { Db } from '../../db/client.ts';
 import { decryptSecret } from '../../lib/crypto.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
-import { agentsRepo, type AgentRow } from '../agents/agents.repo.ts';
+import { type AgentRow, agentsRepo } from '../agents/agents.repo.ts';
 
 export type AgentTarget = {
   agent: AgentRow;

@@ -12,7 +12,6 @@ import { maskChannelSecrets, sealChannelSecrets } from '../agents/channel-secret
 import { configRepo } from './config.repo.ts';
 import type { JsonObject } from './config.types.ts';
 
-export type Plan = 'solo' | 'collective' | 'label' | 'network';
 export type ConfigActor = { id: string; isAdmin?: boolean };
 export type BackupSummary = { id: string; timestamp: string };
 
@@ -67,6 +66,7 @@ function nestingDepth(value: unknown): number {
 }
 
 /** Strings PostgreSQL's jsonb refuses: NUL and unpaired UTF-16 surrogates. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching NUL is the point
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**

@@ -12,7 +12,7 @@
  * git runs with execFile (an argument array, no shell), a timeout and bounded output.
  */
 import { execFile } from 'node:child_process';
-import { constants } from 'node:fs';
+import { constants, type Dirent } from 'node:fs';
 import { lstat, mkdir, open, readdir, realpath, stat } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { promisify } from 'node:util';
@@ -112,7 +112,7 @@ export function createWorkspaceFiles(rootDir: string, options: { gitTimeoutMs?: 
       const walk = async (dir: string, name: string, level: number): Promise<TreeNode> => {
         const node: TreeNode = { type: 'folder', name, path: relative(root, dir).split(sep).join('/') };
         if (level >= depth) return node;
-        let entries;
+        let entries: Dirent[];
         try {
           entries = await readdir(dir, { withFileTypes: true });
         } catch {
@@ -143,7 +143,7 @@ export function createWorkspaceFiles(rootDir: string, options: { gitTimeoutMs?: 
     /** §4.17 GET /read */
     async read(p: string) {
       const { abs, rel } = await resolveInside(p);
-      let st;
+      let st: Awaited<ReturnType<typeof stat>>;
       try {
         st = await stat(abs);
       } catch {

@@ -4,7 +4,7 @@
  * FOR UPDATE SKIP LOCKED and leased; finishing is fenced by `locked_by`, and moves the schedule
  * only when nobody re-saved the settings meanwhile.
  */
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { DB } from '../../db/schema.ts';
 
 export type DueHeartbeat = {

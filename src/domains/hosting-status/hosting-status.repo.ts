@@ -2,7 +2,7 @@
  * SQL of the hosting status record. Runs on the owner connection: the record is platform-wide
  * (not per-user data) and is written by an unauthenticated-by-session webhook.
  */
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { DB } from '../../db/schema.ts';
 
 export type StoredRecord = { status: string; name: string; message: string | null; eventType: string; receivedAt: Date };

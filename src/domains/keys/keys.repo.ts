@@ -4,7 +4,7 @@
  * because it runs before any user is known: the key itself is what identifies the user, so
  * there is no user context to set yet. It is one indexed lookup by prefix.
  */
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Tx } from '../../db/client.ts';
 import type { DB } from '../../db/schema.ts';
 

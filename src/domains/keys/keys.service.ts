@@ -10,11 +10,11 @@
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Config } from '../../config/env.ts';
-import { isAdminUser } from '../admin/admin-rule.ts';
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { badRequest, notFound } from '../../lib/errors.ts';
+import { isAdminUser } from '../admin/admin-rule.ts';
 import type { KeyCache } from './key-cache.ts';
 import { keysRepo } from './keys.repo.ts';
 

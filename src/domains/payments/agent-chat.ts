@@ -5,8 +5,8 @@
  */
 import type { Db } from '../../db/client.ts';
 import { decryptSecret } from '../../lib/crypto.ts';
-import type { AgentChat } from './plugins.ts';
 import { pluginsRepo } from './plugins.repo.ts';
+import type { AgentChat } from './plugins.ts';
 
 export function createAgentChat(deps: { db: Db; secretsKey: Buffer; timeoutMs: number }): AgentChat {
   return async (userId, messages, signal) => {

@@ -10,13 +10,13 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/client.ts';
-import { AppError, badRequest, isAppError } from '../../lib/errors.ts';
+import { badRequest, isAppError } from '../../lib/errors.ts';
 import type { AiActor } from '../ai/plan-rules.ts';
 import { ledgerRepo } from './ledger.repo.ts';
 import { microsToUsd, normalizeAddress } from './money.ts';
 import type { Plugin, PluginOutput } from './plugins.ts';
-import type { PaymentSessionsService } from './sessions.service.ts';
 import { sessionsRepo } from './sessions.repo.ts';
+import type { PaymentSessionsService } from './sessions.service.ts';
 
 export const PAYMENT_METHODS = ['stripe', 'mpp', 'session'] as const;
 export type PaymentMethod = (typeof PAYMENT_METHODS)[number];

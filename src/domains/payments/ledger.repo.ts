@@ -5,7 +5,7 @@
  * invariants (append-only journal, balances moved only by the journal's trigger, CHECKs,
  * UNIQUEs), so no statement here can break them.
  */
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { DB } from '../../db/schema.ts';
 
 type Q = Kysely<DB>;

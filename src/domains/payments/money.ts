@@ -3,7 +3,6 @@
  * (docs/payments.md). Conversions to and from the units the specification uses live here.
  */
 export const MICROS_PER_USD = 1_000_000;
-export const MICROS_PER_CENT = 10_000;
 
 /** Upper bound of one movement: $1 000 000 keeps every sum far inside JavaScript's exact integers. */
 export const MAX_MOVEMENT_MICROS = 1_000_000 * MICROS_PER_USD;

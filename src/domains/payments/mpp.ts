@@ -12,8 +12,8 @@
  * challenge was issued, and moved at least `amount` of MPP_CURRENCY to MPP_RECIPIENT.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
-import { createPublicClient, decodeEventLog, http, parseAbiItem, type Hex, type PublicClient } from 'viem';
+import { type Kysely, sql } from 'kysely';
+import { createPublicClient, decodeEventLog, type Hex, http, type PublicClient, parseAbiItem } from 'viem';
 import type { DB } from '../../db/schema.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import type { MppMethod } from './gateway.service.ts';

@@ -3,7 +3,7 @@
  * Owner connection: the gateway runs it for a caller already authenticated (cookie or API key)
  * and filters by that caller's user id.
  */
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { DB } from '../../db/schema.ts';
 
 export const pluginsRepo = {

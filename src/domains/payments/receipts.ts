@@ -6,7 +6,7 @@
  *   signed-in account.
  */
 import { createHmac } from 'node:crypto';
-import { keccak256, recoverTypedDataAddress, toHex, type Hex } from 'viem';
+import { type Hex, keccak256, recoverTypedDataAddress, toHex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 
 export const PAYMENT_DOMAIN_NAME = 'agent-platform payments';
@@ -41,8 +41,6 @@ export const sessionRef = (sessionId: string): Hex => keccak256(toHex(sessionId)
  */
 export const deriveReceiptKey = (secretsKey: Buffer): Hex =>
   `0x${createHmac('sha256', secretsKey).update('agent-platform payment receipt key v1').digest('hex')}`;
-
-export type ReceiptMessage = { session: Hex; nonce: Hex; amount: bigint; plugin: string };
 
 export function createReceiptSigner(privateKey: Hex, chainId: number) {
   const account = privateKeyToAccount(privateKey);

@@ -4,7 +4,7 @@
  * Every change of money is one journal row; the journal's trigger moves the session's remainder
  * and the wallet's balance (migration 020).
  */
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Tx } from '../../db/client.ts';
 import type { DB } from '../../db/schema.ts';
 

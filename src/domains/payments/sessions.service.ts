@@ -10,8 +10,8 @@ import { sha256 } from '../../lib/crypto.ts';
 import { AppError, badRequest, forbidden, unauthorized } from '../../lib/errors.ts';
 import { ledgerRepo } from './ledger.repo.ts';
 import { isMicros, microsToUsd, normalizeAddress, usdToMicros } from './money.ts';
-import { recoverOpenSessionSigner, sessionRef, type ReceiptSigner } from './receipts.ts';
-import { sessionsRepo, type SessionRow } from './sessions.repo.ts';
+import { type ReceiptSigner, recoverOpenSessionSigner, sessionRef } from './receipts.ts';
+import { type SessionRow, sessionsRepo } from './sessions.repo.ts';
 
 /** Prefix of payment session ids: recognisable in logs and secret scanners. */
 export const SESSION_ID_PREFIX = 'ps_';
@@ -97,18 +97,16 @@ export function createPaymentSessionsService(deps: { db: Db; signer: ReceiptSign
       const openSalt = await checkProof(address, depositMicros, input);
       const sessionId = SESSION_ID_PREFIX + randomBytes(32).toString('base64url');
       try {
-        await k
-          .transaction()
-          .execute((trx) =>
-            sessionsRepo.open(trx, {
-              tokenHash: hashOf(sessionId),
-              address,
-              userId: input.userId ?? null,
-              depositMicros,
-              ttlMs: deps.ttlMs,
-              openSalt,
-            }),
-          );
+        await k.transaction().execute((trx) =>
+          sessionsRepo.open(trx, {
+            tokenHash: hashOf(sessionId),
+            address,
+            userId: input.userId ?? null,
+            depositMicros,
+            ttlMs: deps.ttlMs,
+            openSalt,
+          }),
+        );
       } catch (err) {
         if (isCheckViolation(err)) {
           throw new AppError('INSUFFICIENT_BALANCE', 'insufficient_balance', {

@@ -6,7 +6,7 @@
  * over a newer one (users.subscription_event_at), so replays and out-of-order deliveries change
  * nothing twice.
  */
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Db } from '../../db/client.ts';
 import type { DB } from '../../db/schema.ts';
 import { AppError, badRequest } from '../../lib/errors.ts';

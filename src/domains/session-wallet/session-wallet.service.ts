@@ -5,7 +5,7 @@
  */
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { Config } from '../../config/env.ts';
-import { isUniqueViolation, type Db } from '../../db/client.ts';
+import { type Db, isUniqueViolation } from '../../db/client.ts';
 import { encryptSecret } from '../../lib/crypto.ts';
 import { badRequest, forbidden, notFound } from '../../lib/errors.ts';
 import { sessionWalletRepo } from './session-wallet.repo.ts';

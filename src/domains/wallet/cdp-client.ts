@@ -12,7 +12,7 @@
  * - imported private keys are sent encrypted with CDP's RSA public key (OAEP, SHA-256), never clear.
  * Tests point CDP_API_URL at a local server speaking the same protocol (test/fakes/cdp-api.ts).
  */
-import { constants, createHash, createPrivateKey, publicEncrypt, randomBytes, sign, type KeyObject } from 'node:crypto';
+import { constants, createHash, createPrivateKey, type KeyObject, publicEncrypt, randomBytes, sign } from 'node:crypto';
 
 export type CdpAccount = { address: string; name: string };
 

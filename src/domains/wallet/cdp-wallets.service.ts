@@ -8,8 +8,8 @@
  */
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { Db } from '../../db/client.ts';
-import { encryptSecret } from '../../lib/crypto.ts';
 import { isUniqueViolation } from '../../db/client.ts';
+import { encryptSecret } from '../../lib/crypto.ts';
 import { AppError, badRequest, conflict } from '../../lib/errors.ts';
 import { CdpError, type CustodialWalletProvider } from './cdp-client.ts';
 import { cdpWalletsRepo } from './cdp-wallets.repo.ts';

@@ -5,7 +5,7 @@
  * Decimals are the TIP-20 standard's 6; names are the symbols (the specification lists symbols
  * and addresses only). Any RPC failure, or a token call that fails, is the specification's 500.
  */
-import { createPublicClient, erc20Abi, formatUnits, getAddress, http, isAddress, type Address } from 'viem';
+import { type Address, createPublicClient, erc20Abi, formatUnits, getAddress, http, isAddress } from 'viem';
 import { AppError, badRequest } from '../../lib/errors.ts';
 
 export const STABLECOINS: readonly { symbol: string; address: Address }[] = [

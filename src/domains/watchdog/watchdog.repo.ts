@@ -7,7 +7,7 @@
  * ran out, `renew` extends the holder's leases, and every write of a check (`applyCheck`) is
  * fenced by `locked_by`, so a process that lost an agent cannot write over the new holder.
  */
-import { sql, type Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Tx } from '../../db/client.ts';
 import type { DB } from '../../db/schema.ts';
 import type { WatchdogEventKind, WatchdogState } from './watchdog.types.ts';

@@ -11,9 +11,9 @@ import type { Db } from '../../db/client.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { agentsRepo } from '../agents/agents.repo.ts';
 import { containerHealth, probeHealthz } from '../agents/container-health.ts';
-import { AgentNotDeployedError, HostingUnavailableError, type ContainerStatus, type HostingDriver } from '../agents/drivers/driver.ts';
+import { AgentNotDeployedError, type ContainerStatus, type HostingDriver, HostingUnavailableError } from '../agents/drivers/driver.ts';
 import type { NotificationChannelName, WatchdogNotice } from './notifier.ts';
-import { watchdogRepo, type CheckPatch, type DueAgent, type NewEvent } from './watchdog.repo.ts';
+import { type CheckPatch, type DueAgent, type NewEvent, watchdogRepo } from './watchdog.repo.ts';
 import type { WatchdogState } from './watchdog.types.ts';
 
 /** Every timing and threshold of the watchdog, in milliseconds where it is a time. */

@@ -1,24 +1,23 @@
 /** The backend app ({backend_url}): bearer-key API for agents, deployments, the AI layer. */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config/env.ts';
+import type { AgentsService } from '../../domains/agents/agents.service.ts';
 import type { AiService } from '../../domains/ai/ai.service.ts';
+import type { FilesService } from '../../domains/files/files.service.ts';
 import type { HostingMcpService } from '../../domains/hosting-mcp/hosting-mcp.service.ts';
 import type { KeysService } from '../../domains/keys/keys.service.ts';
+import type { WatchdogService } from '../../domains/watchdog/watchdog.service.ts';
+import { type App, createBaseApp } from '../shared/base-app.ts';
 import { createBearerAuth } from '../shared/bearer-auth.ts';
-import { createBaseApp, type App } from '../shared/base-app.ts';
 import { addDocumentedHook } from '../shared/openapi.ts';
-import { aiRoutes } from './routes/ai.routes.ts';
-import type { AgentsService } from '../../domains/agents/agents.service.ts';
 import { agentCallbackRoutes } from './routes/agent-callbacks.routes.ts';
 import { backendAgentsRoutes } from './routes/agents.routes.ts';
+import { aiRoutes } from './routes/ai.routes.ts';
+import { browseRoutes } from './routes/browse.routes.ts';
 import { backendHealthRoutes } from './routes/health.routes.ts';
 import { hostingMcpRoutes } from './routes/hosting-mcp.routes.ts';
 import { backendKeysRoutes } from './routes/keys.routes.ts';
-import type { WatchdogService } from '../../domains/watchdog/watchdog.service.ts';
 import { backendWatchdogRoutes } from './routes/watchdog.routes.ts';
-
-import type { FilesService } from '../../domains/files/files.service.ts';
-import { browseRoutes } from './routes/browse.routes.ts';
 
 export type BackendServices = {
   agents: AgentsService;

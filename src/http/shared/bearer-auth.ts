@@ -4,8 +4,8 @@
  * 403 `Forbidden` when the key does not match (compared in constant time).
  */
 import type { FastifyRequest } from 'fastify';
-import { AppError, forbidden, unauthorized } from '../../lib/errors.ts';
 import { safeEqual } from '../../lib/crypto.ts';
+import { AppError, forbidden, unauthorized } from '../../lib/errors.ts';
 import { documented } from './openapi.ts';
 
 export function createBearerAuth(internalApiKey: string | undefined) {

@@ -3,8 +3,8 @@
  * id on every line; they never contain passwords, cookies, keys or tokens.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyServerOptions } from 'fastify';
 import type { IncomingMessage } from 'node:http';
+import type { FastifyServerOptions } from 'fastify';
 
 /** Query parameters whose values are secrets (webhook secret, OAuth code/state, tokens). */
 const SECRET_QUERY = /^(secret|token|code|state|key|api_?key|password|signature|access_token|refresh_token)$/i;

@@ -22,9 +22,10 @@
  * These additions change the documentation only: runtime validation and serialization use the
  * route's own schema.
  */
-import { errorCatalogue } from '../../lib/error-codes.ts';
+
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
+import { errorCatalogue } from '../../lib/error-codes.ts';
 import { errorSchema } from './schemas.ts';
 
 export type SecurityRequirement = Record<string, string[]>[];

@@ -3,7 +3,6 @@
  * containers", minus the platform's own secrets: a deliberate improvement on §8, see below) and
  * its resources by plan (§4.7 "Backend container resources by plan").
  */
-import { LIMITS } from '../../../config/limits.ts';
 import type { AgentDeploySpec } from './driver.ts';
 
 /**
@@ -104,6 +103,3 @@ export function planResources(plan: string | undefined): PlanResources {
   if (render) return { plan: p, ...render, renderPlan: p };
   return { plan: 'starter', ...RESOURCES.starter! };
 }
-
-/** The container gateway port of §1 item 3. */
-export const CONTAINER_GATEWAY_PORT = LIMITS.agentGatewayPort;

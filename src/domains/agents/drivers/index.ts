@@ -9,10 +9,8 @@ import type { AgentDeploySpec, DriverKind, HostingDriver } from './driver.ts';
 import { createLocalDriver } from './local.driver.ts';
 import { createRenderDriver } from './render.driver.ts';
 
+export { planResources } from './agent-env.ts';
 export * from './driver.ts';
-export { agentEnvironment, planResources, PLATFORM_SECRET_ENV } from './agent-env.ts';
-export { createLocalDriver, type LocalDriverOptions } from './local.driver.ts';
-export { createRenderDriver, type RenderDriverOptions } from './render.driver.ts';
 
 export type DriverConfig = Pick<
   Config,

@@ -24,7 +24,7 @@
  * tasks (threads) of the tree as container stats count them, and network bytes and message
  * counters from the runtime's own logs/stats.json (the host has no per-process network counters).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
@@ -35,12 +35,12 @@ import {
   openSync,
   readdirSync,
   readFileSync,
+  readSync,
   realpathSync,
   renameSync,
   rmSync,
   statSync,
   writeFileSync,
-  readSync,
 } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -48,17 +48,18 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '../../../db/embedded.ts';
 import { sha256Hex } from '../../../lib/crypto.ts';
 import { probeHealthz } from '../container-health.ts';
-import { agentEnvironment, planResources, PLATFORM_SECRET_ENV } from './agent-env.ts';
+import { agentEnvironment, PLATFORM_SECRET_ENV, planResources } from './agent-env.ts';
 import {
-  AgentNotDeployedError,
-  HostingUnavailableError,
   type AgentDeploySpec,
+  AgentNotDeployedError,
   type AgentStats,
   type ContainerStatus,
   type Deployment,
   type HostingDriver,
+  HostingUnavailableError,
   type LogLine,
 } from './driver.ts';
+import { buildOpenClawConfig, OPENCLAW_ENV } from './openclaw-config.ts';
 import {
   agentProcesses,
   cpuPercent,
@@ -70,11 +71,10 @@ import {
   readEnviron,
   signalGroup,
   stopProcess,
-  treeUsage,
   type TreeUsage,
+  treeUsage,
 } from './proc.ts';
-import { buildOpenClawConfig, OPENCLAW_ENV } from './openclaw-config.ts';
-import { agentUid, detectSandbox, sandboxArgs, type SandboxMode, type SandboxReport } from './sandbox.ts';
+import { agentUid, detectSandbox, type SandboxMode, type SandboxReport, sandboxArgs } from './sandbox.ts';
 
 /** How long deploy() waits for a new local process to listen before leaving it to the health poll. */
 const LISTEN_WAIT_MS = 20_000;

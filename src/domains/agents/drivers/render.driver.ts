@@ -18,13 +18,13 @@
 import { LIMITS } from '../../../config/limits.ts';
 import { agentEnvironment, planResources } from './agent-env.ts';
 import {
-  AgentNotDeployedError,
-  HostingUnavailableError,
   type AgentDeploySpec,
+  AgentNotDeployedError,
   type AgentStats,
   type ContainerStatus,
   type Deployment,
   type HostingDriver,
+  HostingUnavailableError,
   type LogLine,
 } from './driver.ts';
 

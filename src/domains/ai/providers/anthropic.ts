@@ -4,7 +4,7 @@
  * required by the API, so a default applies when the caller gives none.
  */
 import { asProviderError, createUpstreamClient, failFromStatus, parseSse } from './http.ts';
-import { ProviderError, zeroUsage, type ChatParams, type ChatProvider, type StreamEvent, type Usage } from './provider.ts';
+import { type ChatParams, type ChatProvider, ProviderError, type StreamEvent, type Usage, zeroUsage } from './provider.ts';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
 /** Used when the request sets no max_tokens (the Messages API requires one). */

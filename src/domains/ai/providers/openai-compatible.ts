@@ -3,17 +3,17 @@
  * gemini- and custom-type providers, which all accept `POST {base}/chat/completions` with a
  * bearer key.
  */
-import { createUpstreamClient, failFromStatus, parseSse, asProviderError } from './http.ts';
+import { asProviderError, createUpstreamClient, failFromStatus, parseSse } from './http.ts';
 import {
-  normaliseUsage,
-  ProviderError,
-  zeroUsage,
   type ChatParams,
   type ChatProvider,
+  normaliseUsage,
+  ProviderError,
   type ProviderName,
   type RemoteModel,
   type StreamEvent,
   type Usage,
+  zeroUsage,
 } from './provider.ts';
 
 export type OpenAiCompatibleOptions = {

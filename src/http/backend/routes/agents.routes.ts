@@ -13,13 +13,13 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
-import type { AgentsService } from '../../../domains/agents/agents.service.ts';
-import { badRequest } from '../../../lib/errors.ts';
 import { agentName, configObject } from '../../../domains/agents/agents.schemas.ts';
+import type { AgentsService } from '../../../domains/agents/agents.service.ts';
+import { watchdogStateSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
+import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
+import { badRequest } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
 import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
-import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
-import { watchdogStateSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const security = [{ bearerKey: [] }];

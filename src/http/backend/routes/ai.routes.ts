@@ -5,10 +5,10 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { isAdminEmail, type Config } from '../../../config/env.ts';
+import { type Config, isAdminEmail } from '../../../config/env.ts';
 import { LIMITS } from '../../../config/limits.ts';
 import type { AiService } from '../../../domains/ai/ai.service.ts';
-import { checkPlan, SUBSCRIPTION_HEADER, TASK_TYPES, type AiActor } from '../../../domains/ai/plan-rules.ts';
+import { type AiActor, checkPlan, SUBSCRIPTION_HEADER, TASK_TYPES } from '../../../domains/ai/plan-rules.ts';
 import { PROVIDER_NAMES } from '../../../domains/ai/providers/provider.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';

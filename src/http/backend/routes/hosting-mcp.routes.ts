@@ -4,8 +4,8 @@ import {
   HOSTING_KEY_MIN_LENGTH,
   HOSTING_KEY_PREFIX,
   HOSTING_MCP_LINKS,
-  VALIDATE_ERRORS,
   type HostingMcpService,
+  VALIDATE_ERRORS,
 } from '../../../domains/hosting-mcp/hosting-mcp.service.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';

@@ -1,8 +1,9 @@
 /** Backend API key validation (§4.3 flow; the shape, "not shown" in §4.18, is documented here). Bearer key. */
+
+import { invalidKey, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from '../../../domains/keys/keys.schemas.ts';
 import type { KeysService } from '../../../domains/keys/keys.service.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema } from '../../shared/schemas.ts';
-import { invalidKey, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from '../../../domains/keys/keys.schemas.ts';
 
 /** Register inside the bearer-protected scope. */
 export function backendKeysRoutes(app: App, deps: { keys: KeysService }) {

@@ -3,8 +3,8 @@
  * states, not an endpoint): the agent's watchdog state and history. Acting user in `x-user-id`.
  */
 import { z } from 'zod';
-import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
 import { watchdogHistoryLimit, watchdogViewSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
+import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
 import { badRequest } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
 import { documentedHeaders, errorSchema } from '../../shared/schemas.ts';

@@ -13,6 +13,7 @@ import { requestMeta, type SessionAuth } from '../../shared/session.ts';
 const REQUIRED = 'Email and password are required';
 const EMAIL = z.regexes.email;
 /** No C0 control characters or DEL: PostgreSQL text cannot hold NUL, and a name is one line. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
 const NO_CONTROL = /^[^\u0000-\u001f\u007f]*$/;
 const NAME_CONTROL = 'Name must not contain control characters';
 

@@ -3,13 +3,13 @@
  */
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
-import type { AgentsWebService, WebUser } from '../../../domains/agents/agents.web.service.ts';
 import { agentName, configObject } from '../../../domains/agents/agents.schemas.ts';
+import type { AgentsWebService, WebUser } from '../../../domains/agents/agents.web.service.ts';
+import { watchdogStateSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
+import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import type { SessionAuth } from '../../shared/session.ts';
-import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
-import { watchdogStateSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
 
 const security = [{ sessionCookie: [] }];
 const idParam = z.object({ id: z.string().min(1).max(200) });
@@ -114,13 +114,11 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
       response: { 501: z.object({ error: z.string(), message: z.string(), status: z.literal('unavailable') }) },
     },
     handler: async (_request, reply) =>
-      reply
-        .code(501)
-        .send({
-          error: 'Not implemented',
-          message: 'Agent cloning is not available yet; no payment was taken.',
-          status: 'unavailable' as const,
-        }),
+      reply.code(501).send({
+        error: 'Not implemented',
+        message: 'Agent cloning is not available yet; no payment was taken.',
+        status: 'unavailable' as const,
+      }),
   });
 
   app.get('/api/agents/clone', {

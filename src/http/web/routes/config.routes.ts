@@ -1,7 +1,7 @@
 /** §4.2 agent configuration with versioned backups (session). */
 import { z } from 'zod';
-import { INITIAL_BACKUP_ID, type ConfigService } from '../../../domains/config/config.service.ts';
 import { LIMITS } from '../../../config/limits.ts';
+import { type ConfigService, INITIAL_BACKUP_ID } from '../../../domains/config/config.service.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import type { SessionAuth } from '../../shared/session.ts';

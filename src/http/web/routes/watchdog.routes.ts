@@ -4,8 +4,8 @@
  * user's row-level security.
  */
 import { z } from 'zod';
-import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
 import { watchdogHistoryLimit, watchdogViewSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
+import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema } from '../../shared/schemas.ts';
 import type { SessionAuth } from '../../shared/session.ts';
