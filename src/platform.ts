@@ -19,6 +19,7 @@ import type { HostingDriver } from './domains/agents/drivers/driver.ts';
 import { createHostingDriver } from './domains/agents/drivers/index.ts';
 import { createAiService } from './domains/ai/ai.service.ts';
 import type { ChatProvider, ProviderName } from './domains/ai/providers/provider.ts';
+import { createStoredPlans } from './domains/ai/stored-plans.ts';
 import type { UsageStore } from './domains/ai/usage.ts';
 import { createUsageReport } from './domains/ai/usage-report.ts';
 import { createBridgeService } from './domains/bridge/bridge.service.ts';
@@ -334,7 +335,11 @@ export function createPlatform(deps: PlatformDeps) {
         appOptions,
       ),
     buildBackendApp: () =>
-      buildBackendApp(config, { agents, ai, keys, hostingMcp, watchdog, files: createFilesService({ db, driver }) }, appOptions),
+      buildBackendApp(
+        config,
+        { agents, ai, keys, hostingMcp, watchdog, files: createFilesService({ db, driver }), storedPlans: createStoredPlans({ db }) },
+        appOptions,
+      ),
     /** Starts the deployment worker (backend processes): re-deploys agents that should run, then takes jobs. */
     async startWorkers() {
       worker ??= createDeploymentWorker({ db, agents, logger: log, ...(deps.workerPollMs ? { pollMs: deps.workerPollMs } : {}) });

@@ -1,6 +1,7 @@
 /** SQL of the AI domain (DESIGN rule 1). Usage is written on the owner connection: see migration 007. */
 import { type Kysely, sql } from 'kysely';
 import type { DB } from '../../db/schema.ts';
+import type { StoredPlan } from './plan-rules.ts';
 
 export type UsageRow = {
   userId: string;
@@ -87,6 +88,16 @@ export const aiRepo = {
              sum(completion_tokens)::bigint AS completion_tokens, sum(total_tokens)::bigint AS total_tokens, sum(cost)::text AS cost
       FROM ai_usage WHERE created_at >= ${since.toISOString()}::timestamptz GROUP BY 1 ORDER BY sum(cost) DESC, 1`.execute(db);
     return { daily: daily.rows, byModel: byModel.rows };
+  },
+
+  /** A platform user's plan, subscription status and admin right (the AI plan middleware). */
+  async storedPlan(db: Kysely<DB>, userId: string): Promise<StoredPlan | null> {
+    const row = await db
+      .selectFrom('users')
+      .select(['plan', 'subscription_status', 'is_admin', 'email'])
+      .where('id', '=', userId)
+      .executeTakeFirst();
+    return row ? { plan: row.plan, subscriptionStatus: row.subscription_status, isAdmin: row.is_admin, email: row.email } : null;
   },
 
   async ping(db: Kysely<DB>): Promise<void> {

@@ -65,6 +65,30 @@ export function checkPlan(
   return { ok: true, actor: { userId, email, role, plan: plan as Plan, isAdmin: false } };
 }
 
+/** A platform user's stored plan (users table), as the plan middleware reads it. */
+export type StoredPlan = { plan: Plan; subscriptionStatus: string; isAdmin: boolean; email: string };
+
+/**
+ * The plan middleware for a caller whose `x-user-id` is a platform user: the plan and subscription
+ * come from the database (what the card processor's webhooks and the admins set, §2), never from
+ * headers the caller writes. A subscription is required only where people can subscribe (a card
+ * processor is configured); without one every account has DEFAULT_PLAN (docs/admin.md). Admins
+ * (stored right, or ADMIN_EMAILS) get network and skip the check.
+ */
+export function checkStoredPlan(
+  stored: StoredPlan,
+  headers: Record<string, string | string[] | undefined>,
+  options: { subscriptionsRequired: boolean; isAdminEmail: (email: string | undefined) => boolean; userId: string },
+): PlanCheck {
+  const role = header(headers['x-user-role'])?.slice(0, 64);
+  const base = { userId: options.userId, email: stored.email, role };
+  if (stored.isAdmin || options.isAdminEmail(stored.email)) return { ok: true, actor: { ...base, plan: 'network', isAdmin: true } };
+  if (options.subscriptionsRequired && stored.subscriptionStatus !== 'active') {
+    return { ok: false, code: 'SUBSCRIPTION_REQUIRED', error: 'An active subscription is required' };
+  }
+  return { ok: true, actor: { ...base, plan: stored.plan, isAdmin: false } };
+}
+
 /** §2: the first N router models in plan order; `null` means every model (network, admins). */
 export function allowedModelIds(actor: Pick<AiActor, 'plan' | 'isAdmin'>, routerModels: CatalogModel[]): string[] | null {
   const n = actor.isAdmin ? Number.POSITIVE_INFINITY : (LIMITS.aiPlanModelCount[actor.plan] ?? 0);

@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config/env.ts';
 import type { AgentsService } from '../../domains/agents/agents.service.ts';
 import type { AiService } from '../../domains/ai/ai.service.ts';
+import type { StoredPlans } from '../../domains/ai/stored-plans.ts';
 import type { FilesService } from '../../domains/files/files.service.ts';
 import type { HostingMcpService } from '../../domains/hosting-mcp/hosting-mcp.service.ts';
 import type { KeysService } from '../../domains/keys/keys.service.ts';
@@ -20,6 +21,8 @@ import { backendKeysRoutes } from './routes/keys.routes.ts';
 import { backendWatchdogRoutes } from './routes/watchdog.routes.ts';
 
 export type BackendServices = {
+  /** stored plans for the AI plan middleware (x-user-id naming a platform user) */
+  storedPlans?: StoredPlans;
   agents: AgentsService;
   ai: AiService;
   keys: KeysService;
@@ -67,7 +70,14 @@ export async function buildBackendApp(
     backendAgentsRoutes(core, { agents: services.agents, ...(services.watchdog ? { watchdog: services.watchdog } : {}) });
     if (services.watchdog) backendWatchdogRoutes(core, { watchdog: services.watchdog });
     // §4.9 AI: own scope so its per-IP limit covers exactly /api/ai/*
-    await core.register(async (aiScope) => aiRoutes(aiScope, { ai: services.ai, config }));
+    await core.register(async (aiScope) =>
+      aiRoutes(aiScope, {
+        ai: services.ai,
+        config,
+        ...(services.storedPlans ? { storedPlans: services.storedPlans } : {}),
+        subscriptionsRequired: config.configured.stripe,
+      }),
+    );
     backendKeysRoutes(core, { keys: services.keys });
     hostingMcpRoutes(core, { hostingMcp: services.hostingMcp });
     if (services.files) browseRoutes(core, { files: services.files });

@@ -8,8 +8,9 @@ import { z } from 'zod';
 import { type Config, isAdminEmail } from '../../../config/env.ts';
 import { LIMITS } from '../../../config/limits.ts';
 import type { AiService } from '../../../domains/ai/ai.service.ts';
-import { type AiActor, checkPlan, SUBSCRIPTION_HEADER, TASK_TYPES } from '../../../domains/ai/plan-rules.ts';
+import { type AiActor, checkPlan, checkStoredPlan, SUBSCRIPTION_HEADER, TASK_TYPES } from '../../../domains/ai/plan-rules.ts';
 import { PROVIDER_NAMES } from '../../../domains/ai/providers/provider.ts';
+import type { StoredPlans } from '../../../domains/ai/stored-plans.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
 import { addDocumentedHook } from '../../shared/openapi.ts';
@@ -125,11 +126,24 @@ const planHeaders = documentedHeaders({
   'x-user-role': "the acting user's role",
 });
 const PLAN_HEADERS_DOC =
-  `Plan middleware (§4.9/§5): \`x-user-plan\` (solo, collective, label, network) and \`${SUBSCRIPTION_HEADER}\` are required, else 402 ` +
+  'Plan middleware (§4.9/§5). When `x-user-id` is a platform user, their stored plan and subscription decide (the plan headers are ' +
+  "ignored: a caller cannot raise a user's plan); an active subscription is needed only where a card processor is configured, else 402 " +
+  '`SUBSCRIPTION_REQUIRED`; stored admins get network. For any other caller: ' +
+  `\`x-user-plan\` (solo, collective, label, network) and \`${SUBSCRIPTION_HEADER}\` are required, else 402 ` +
   '`{success:false,error,code}`; an `x-user-email` in ADMIN_EMAILS bypasses both and gets network-level access. ' +
   'Header context: `x-user-id` (default `anonymous`), `x-user-role`. Models per plan: solo 3, collective 5, label 7, network all.';
 
-export function aiRoutes(app: App, deps: { ai: AiService; config: Pick<Config, 'ADMIN_EMAILS'> }) {
+export function aiRoutes(
+  app: App,
+  deps: {
+    ai: AiService;
+    config: Pick<Config, 'ADMIN_EMAILS'>;
+    /** platform users' stored plans (x-user-id naming a user); without it, headers only */
+    storedPlans?: StoredPlans;
+    /** whether a stored plan needs an active subscription (a card processor is configured) */
+    subscriptionsRequired?: boolean;
+  },
+) {
   const { ai, config } = deps;
   const actors = new WeakMap<FastifyRequest, AiActor>();
 
@@ -154,7 +168,17 @@ export function aiRoutes(app: App, deps: { ai: AiService; config: Pick<Config, '
 
   /** §4.9/§5 plan middleware, before body validation (as the original middleware ran). */
   const requirePlan = async (request: FastifyRequest) => {
-    const verdict = checkPlan(request.headers, (email) => isAdminEmail(config, email));
+    const adminEmail = (email: string | undefined) => isAdminEmail(config, email);
+    const rawId = request.headers['x-user-id'];
+    const userId = typeof rawId === 'string' ? rawId.trim() : undefined;
+    const stored = deps.storedPlans && userId ? await deps.storedPlans.lookup(userId) : null;
+    const verdict = stored
+      ? checkStoredPlan(stored, request.headers, {
+          subscriptionsRequired: deps.subscriptionsRequired ?? false,
+          isAdminEmail: adminEmail,
+          userId: userId!,
+        })
+      : checkPlan(request.headers, adminEmail);
     if (!verdict.ok) throw new AppError(verdict.code, verdict.error, { success: false });
     actors.set(request, verdict.actor);
   };

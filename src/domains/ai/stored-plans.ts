@@ -1,0 +1,32 @@
+/**
+ * Stored plans for the AI plan middleware (§4.9 with issue "payments" item 2): when `x-user-id`
+ * names a platform user, their plan and subscription status come from PostgreSQL. Looked up on
+ * the owner connection (the backend acts for the user with the internal key) and cached per
+ * process for a few seconds, so an AI call costs no extra query in the common case; a plan change
+ * (webhook, admin) applies within `ttlMs`.
+ */
+import type { Db } from '../../db/client.ts';
+import { aiRepo } from './ai.repo.ts';
+import type { StoredPlan } from './plan-rules.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export type StoredPlans = { lookup(userId: string | undefined): Promise<StoredPlan | null> };
+
+export function createStoredPlans(deps: { db: Db; ttlMs?: number; now?: () => number }): StoredPlans {
+  const ttlMs = deps.ttlMs ?? 5_000;
+  const now = deps.now ?? Date.now;
+  const cache = new Map<string, { value: StoredPlan | null; until: number }>();
+  return {
+    async lookup(userId) {
+      // `anonymous`, `demo` and other non-user ids never reach the database
+      if (!userId || !UUID.test(userId)) return null;
+      const hit = cache.get(userId);
+      if (hit && hit.until > now()) return hit.value;
+      const value = await aiRepo.storedPlan(deps.db.kysely, userId.toLowerCase());
+      if (cache.size > 10_000) cache.clear(); // bounded: ids come from callers holding the internal key
+      cache.set(userId, { value, until: now() + ttlMs });
+      return value;
+    },
+  };
+}
