@@ -9,8 +9,8 @@ import type { Secrets } from '../../config/secrets.ts';
 import type { Db } from '../../db/client.ts';
 import { codeForBody } from '../../lib/error-codes.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
+import { findOwnAgent, insertAgentRecord, type LifecycleAction } from './agent-records.ts';
 import { type AgentRow, agentsRepo } from './agents.repo.ts';
-import { findOwnAgent, insertAgentRecord, type LifecycleAction } from './agents.service.ts';
 import { type BackendClient, type BackendResponse, BackendUnreachableError } from './backend-client.ts';
 import { maskChannelSecrets } from './channel-secrets.ts';
 

@@ -4,7 +4,7 @@
  */
 import type { Db } from '../../db/client.ts';
 import { AppError } from '../../lib/errors.ts';
-import { findOwnAgent } from '../agents/agents.service.ts';
+import { findOwnAgent } from '../agents/agent-records.ts';
 import type { HostingDriver } from '../agents/drivers/driver.ts';
 import { createWorkspaceFiles, type WorkspaceFiles } from './workspace-files.ts';
 

@@ -1,0 +1,53 @@
+/**
+ * What agents call back with their own platform key (never INTERNAL_API_KEY): storing the chat
+ * messages they report, and telling which agent a key belongs to. Part of the agents service.
+ */
+import { sha256 } from '../../lib/crypto.ts';
+import type { AgentsDeps } from './agent-records.ts';
+import { agentsRepo } from './agents.repo.ts';
+
+export function createAgentCallbacks(deps: Pick<AgentsDeps, 'db'>) {
+  const { db } = deps;
+  return {
+    /**
+     * Stores chat messages an agent reports with its own platform key (the runtime calls this
+     * after each answered turn). The key decides agent and owner; nothing in the body can name
+     * another agent. Returns null for an unknown key.
+     */
+    async recordAgentMessages(
+      key: string,
+      messages: {
+        sender: 'user' | 'agent' | 'system';
+        content: string;
+        platform?: string | undefined;
+        responseMs?: number | undefined;
+        failed?: boolean | undefined;
+      }[],
+    ): Promise<{ agentId: string; stored: number } | null> {
+      if (!key || key.length > 200) return null;
+      const owner = await agentsRepo.findByPlatformKeyHash(db.kysely, sha256(key));
+      if (!owner) return null;
+      await db.withUser(owner.user_id, async (trx) => {
+        for (const m of messages) {
+          await agentsRepo.insertMessage(trx, {
+            agentId: owner.agent_id,
+            userId: owner.user_id,
+            sender: m.sender,
+            content: m.content,
+            ...(m.platform ? { platform: m.platform } : {}),
+            responseMs: m.responseMs ?? null,
+            failed: m.failed ?? false,
+          });
+        }
+      });
+      return { agentId: owner.agent_id, stored: messages.length };
+    },
+
+    /** The agent a per-agent platform key belongs to, or null (for routes agents call back). */
+    async verifyPlatformKey(key: string): Promise<{ agentId: string; userId: string } | null> {
+      if (!key || key.length > 200) return null;
+      const r = await agentsRepo.findByPlatformKeyHash(db.kysely, sha256(key));
+      return r ? { agentId: r.agent_id, userId: r.user_id } : null;
+    },
+  };
+}
