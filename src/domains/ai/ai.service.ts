@@ -1,7 +1,8 @@
 /**
- * The AI layer (§4.9, §4.10): model catalog and selection, plan rules, chat with per-provider
- * fallback, streaming, cost estimation, usage and quotas, demo chat, and the per-IP limits.
- * HTTP-free: routes hand in the actor (header context) and an AbortSignal for client disconnects.
+ * The AI layer (§4.9, §4.10): catalog, chat, streaming, cost estimation and usage. HTTP-free:
+ * routes hand in the actor (header context) and an AbortSignal for client disconnects. Composed of
+ * files of one concern each: model routing and fallback (model-routing.ts), rate limits and quotas
+ * (ai-limits.ts), the demo chat (demo-chat.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
@@ -10,15 +11,17 @@ import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { AppError, badRequest, notFound } from '../../lib/errors.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
-import { type CatalogModel, createCatalog, DEMO_MODEL_IDS, PROVIDER_CHAIN, toPublicModel } from './catalog.ts';
-import { type AiActor, allowedModelIds, applyAlgorithmMode, monthlyQuota, selectModel, type TaskType } from './plan-rules.ts';
+import { createAiLimits } from './ai-limits.ts';
+import { type CatalogModel, createCatalog, toPublicModel } from './catalog.ts';
+import { createDemoChat } from './demo-chat.ts';
+import { createModelRouting } from './model-routing.ts';
+import { type AiActor, applyAlgorithmMode, type TaskType } from './plan-rules.ts';
 import { createProviders } from './providers/index.ts';
 import {
   type ChatMessage,
   type ChatProvider,
   type ChatResult,
   PROVIDER_NAMES,
-  ProviderError,
   type ProviderName,
   type StreamEvent,
   type Usage,
@@ -54,13 +57,6 @@ export type ChatStream = {
   events: AsyncIterable<{ type: 'delta'; text: string } | { type: 'done'; usage: Usage; content: string }>;
 };
 
-export type DemoInput = {
-  message: string;
-  model?: string | undefined;
-  mode?: string | undefined;
-  conversation?: unknown[] | undefined;
-};
-
 export type AiServiceDeps = {
   config: Config;
   db: Db;
@@ -72,12 +68,6 @@ export type AiServiceDeps = {
   now?: (() => Date) | undefined;
 };
 
-export const DEMO_UNAVAILABLE = 'Demo unavailable — service not configured.';
-export const DEMO_USER_ID = 'demo';
-export const DEMO_AGENT_ID = 'demo-chat';
-
-const clientGone = () => new AppError('CLIENT_CLOSED', 'Client closed request');
-const upstreamFailed = () => new AppError('AI_PROVIDER_ERROR', 'AI provider request failed');
 const round = (n: number) => Number(n.toFixed(10));
 
 export function createAiService(deps: AiServiceDeps) {
@@ -87,6 +77,9 @@ export function createAiService(deps: AiServiceDeps) {
   const catalog = createCatalog(config, providers);
   const usage = deps.usage ?? createUsageStore({ db: deps.db, logger });
   let refreshing: Promise<unknown> | undefined;
+  const routing = createModelRouting({ catalog, config, logger });
+  const { attemptsFor, resolveModel, selectFor, withFallback } = routing;
+  const { limit, enforceQuota } = createAiLimits({ config, rateLimiter: deps.rateLimiter, usage, now, logger });
 
   const costOf = (m: Pick<CatalogModel, 'inputCost' | 'outputCost'>, u: Usage) =>
     round(u.prompt_tokens * m.inputCost + u.completion_tokens * m.outputCost);
@@ -103,97 +96,6 @@ export function createAiService(deps: AiServiceDeps) {
       cost: costOf(m, u),
       createdAt: now(),
     });
-
-  /** Per-IP fixed window; a limiter outage lets traffic through rather than failing every request. */
-  async function limit(key: string, max: number, windowMs: number): Promise<void> {
-    let decision: Awaited<ReturnType<typeof deps.rateLimiter.consume>>;
-    try {
-      decision = await deps.rateLimiter.consume(key, max, windowMs);
-    } catch (err) {
-      logger?.warn({ err }, 'rate limiter unavailable; request allowed');
-      return;
-    }
-    if (!decision.allowed)
-      throw new AppError('AI_RATE_LIMITED', 'Too many requests', { retryAfter: Math.max(1, Math.ceil(decision.retryAfterMs / 1000)) });
-  }
-
-  /** §4.9 Fallbacks: the requested model, then its provider's fallback (or primary, when the fallback was asked for). */
-  function attemptsFor(m: CatalogModel): CatalogModel[] {
-    const out = [m];
-    if (m.provider !== 'custom') {
-      const chain = PROVIDER_CHAIN[m.provider];
-      const next = chain.fallback !== m.id ? chain.fallback : chain.primary;
-      const alt = catalog.get(next);
-      if (alt && alt.id !== m.id) out.push(alt);
-    }
-    return out.filter((a) => a.available);
-  }
-
-  /** Model resolution with the plan rules: 403 MODEL_RESTRICTED, 404 unknown, 503 provider unset. */
-  function resolveModel(actor: AiActor, model: string | undefined, taskType: TaskType | undefined): CatalogModel {
-    const allowed = allowedModelIds(actor, catalog.routerModels());
-    if (model === undefined) {
-      const picked = selectFor(actor, taskType ?? 'general');
-      if (!picked) throw notFound('No model available');
-      return picked;
-    }
-    if (allowed && !allowed.includes(model)) {
-      throw new AppError('MODEL_RESTRICTED', 'This model is not available on your plan', { success: false, allowedModels: allowed });
-    }
-    const m = catalog.get(model);
-    if (!m) throw notFound('Model not found');
-    if (!m.available) throw new AppError('PROVIDER_UNAVAILABLE', `The ${m.provider} provider is not configured`);
-    return m;
-  }
-
-  function selectFor(actor: AiActor, taskType: TaskType): CatalogModel | undefined {
-    const router = catalog.routerModels();
-    const allowed = allowedModelIds(actor, router);
-    return selectModel(allowed ? router.filter((m) => allowed.includes(m.id)) : router, taskType);
-  }
-
-  async function enforceQuota(actor: AiActor): Promise<void> {
-    if (!config.AI_QUOTA_ENFORCE) return;
-    const quota = monthlyQuota(actor);
-    if (!Number.isFinite(quota)) return;
-    const used = await usage.monthlyTokens(actor.userId, now());
-    if (used >= quota) throw new AppError('QUOTA_EXCEEDED', 'Monthly token quota exceeded', { quota, used });
-  }
-
-  /**
-   * Runs `run` on each attempt model until one succeeds. Each attempt gets its own AbortSignal:
-   * aborted by the client's signal, and by AI_TIMEOUT_MS until `run` resolves. `release` ends the
-   * link to the client signal (callers that stream call it when the stream ends).
-   */
-  async function withFallback<T>(
-    attempts: CatalogModel[],
-    clientSignal: AbortSignal | undefined,
-    run: (m: CatalogModel, signal: AbortSignal) => Promise<T>,
-  ): Promise<{ model: CatalogModel; result: T; release: () => void; signal: AbortSignal }> {
-    if (attempts.length === 0) throw new AppError('PROVIDER_UNAVAILABLE', 'No configured provider can serve this model');
-    let last: unknown;
-    for (const m of attempts) {
-      if (clientSignal?.aborted) throw clientGone();
-      const attempt = new AbortController();
-      const onClientAbort = () => attempt.abort(clientSignal?.reason);
-      clientSignal?.addEventListener('abort', onClientAbort, { once: true });
-      const release = () => clientSignal?.removeEventListener('abort', onClientAbort);
-      const timer = setTimeout(() => attempt.abort(new Error('AI_TIMEOUT_MS elapsed')), config.AI_TIMEOUT_MS);
-      try {
-        const result = await run(m, attempt.signal);
-        return { model: m, result, release, signal: attempt.signal };
-      } catch (err) {
-        release();
-        if (clientSignal?.aborted) throw clientGone();
-        last = err;
-        logger?.warn({ model: m.id, provider: m.provider, err: err instanceof Error ? err.message : String(err) }, 'ai attempt failed');
-      } finally {
-        clearTimeout(timer);
-      }
-    }
-    if (!(last instanceof ProviderError)) logger?.error({ err: last }, 'ai request failed');
-    throw upstreamFailed();
-  }
 
   async function prepare(actor: AiActor, input: ChatInput) {
     const model = resolveModel(actor, input.model, input.taskType);
@@ -328,56 +230,7 @@ export function createAiService(deps: AiServiceDeps) {
       return { id: `chatcmpl-${randomUUID()}`, model: model.id, provider: model.provider, events };
     },
 
-    /** GET /api/demo/chat. */
-    demoInfo() {
-      const models = DEMO_MODEL_IDS.map((id) => catalog.get(id)!).map((m) => ({ id: m.id, name: m.name, provider: m.provider }));
-      return {
-        models,
-        mode: 'demo' as const,
-        message: 'Try the AI models without signing in. Send POST /api/demo/chat with { message, model? }.',
-      };
-    },
-
-    /** §4.10 demo rate limit: DEMO_RATE_LIMIT per hour per IP. */
-    demoRateLimit: (ip: string) => limit(`demo:${ip}`, config.DEMO_RATE_LIMIT, LIMITS.demoWindowMs),
-
-    demoConfigured: () => providers.router.configured,
-
-    /** POST /api/demo/chat (§4.10): router models only, user entries only, max_tokens 1024, no streaming. */
-    async demoChat(input: DemoInput, signal?: AbortSignal) {
-      if (!providers.router.configured) throw new AppError('DEMO_UNAVAILABLE', DEMO_UNAVAILABLE);
-      const modelId = input.model ?? DEMO_MODEL_IDS[0]!;
-      if (!DEMO_MODEL_IDS.includes(modelId)) throw badRequest('Invalid model', { models: DEMO_MODEL_IDS });
-      const model = catalog.get(modelId)!;
-      const cap = LIMITS.demoConversationEntryMax;
-      const history: ChatMessage[] = (input.conversation ?? [])
-        .filter((e): e is { role: 'user'; content: string } => {
-          const x = e as { role?: unknown; content?: unknown } | null;
-          return typeof x === 'object' && x !== null && x.role === 'user' && typeof x.content === 'string' && x.content.trim() !== '';
-        })
-        .slice(-LIMITS.demoConversationMaxEntries)
-        .map((e) => ({ role: 'user', content: e.content.slice(0, cap) }));
-      let messages: ChatMessage[] = [...history, { role: 'user', content: input.message.slice(0, cap) }];
-      if (input.mode === 'algorithm') messages = applyAlgorithmMode(messages);
-      let served: Awaited<ReturnType<typeof withFallback<ChatResult>>>;
-      try {
-        served = await withFallback(attemptsFor(model), signal, (m, s) =>
-          providers[m.provider].chat(params({ max_tokens: LIMITS.demoMaxTokens }, m, messages, s)),
-        );
-      } catch (err) {
-        if (err instanceof AppError && err.status === 499) throw err;
-        throw new AppError('DEMO_FAILED', 'Failed to get response');
-      }
-      served.release();
-      record(DEMO_USER_ID, DEMO_AGENT_ID, served.model, served.result.usage);
-      return {
-        id: responseId(served.result),
-        model: served.model.id,
-        message: served.result.content,
-        usage: served.result.usage,
-        done: true as const,
-      };
-    },
+    ...createDemoChat({ config, catalog, providers, routing, limit, record, params, responseId }),
 
     async close() {
       await refreshing;

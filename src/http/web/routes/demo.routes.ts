@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import type { AiService } from '../../../domains/ai/ai.service.ts';
-import { DEMO_UNAVAILABLE } from '../../../domains/ai/ai.service.ts';
+import { DEMO_UNAVAILABLE } from '../../../domains/ai/demo-chat.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema } from '../../shared/schemas.ts';

@@ -1,0 +1,94 @@
+/**
+ * Which model serves an AI call (§4.9): the plan's allowed models, task selection, the
+ * per-provider fallback chain, and running attempts with their own timeouts and the client's
+ * abort. Part of the AI layer (ai.service.ts composes it).
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../../config/env.ts';
+import { AppError, notFound } from '../../lib/errors.ts';
+import { type Catalog, type CatalogModel, PROVIDER_CHAIN } from './catalog.ts';
+import { type AiActor, allowedModelIds, selectModel, type TaskType } from './plan-rules.ts';
+import { ProviderError } from './providers/provider.ts';
+
+export const clientGone = () => new AppError('CLIENT_CLOSED', 'Client closed request');
+const upstreamFailed = () => new AppError('AI_PROVIDER_ERROR', 'AI provider request failed');
+
+export function createModelRouting(deps: {
+  catalog: Catalog;
+  config: Pick<Config, 'AI_TIMEOUT_MS'>;
+  logger?: FastifyBaseLogger | undefined;
+}) {
+  const { catalog, config, logger } = deps;
+
+  /** §4.9 Fallbacks: the requested model, then its provider's fallback (or primary, when the fallback was asked for). */
+  function attemptsFor(m: CatalogModel): CatalogModel[] {
+    const out = [m];
+    if (m.provider !== 'custom') {
+      const chain = PROVIDER_CHAIN[m.provider];
+      const next = chain.fallback !== m.id ? chain.fallback : chain.primary;
+      const alt = catalog.get(next);
+      if (alt && alt.id !== m.id) out.push(alt);
+    }
+    return out.filter((a) => a.available);
+  }
+
+  /** Model resolution with the plan rules: 403 MODEL_RESTRICTED, 404 unknown, 503 provider unset. */
+  function resolveModel(actor: AiActor, model: string | undefined, taskType: TaskType | undefined): CatalogModel {
+    const allowed = allowedModelIds(actor, catalog.routerModels());
+    if (model === undefined) {
+      const picked = selectFor(actor, taskType ?? 'general');
+      if (!picked) throw notFound('No model available');
+      return picked;
+    }
+    if (allowed && !allowed.includes(model)) {
+      throw new AppError('MODEL_RESTRICTED', 'This model is not available on your plan', { success: false, allowedModels: allowed });
+    }
+    const m = catalog.get(model);
+    if (!m) throw notFound('Model not found');
+    if (!m.available) throw new AppError('PROVIDER_UNAVAILABLE', `The ${m.provider} provider is not configured`);
+    return m;
+  }
+
+  function selectFor(actor: AiActor, taskType: TaskType): CatalogModel | undefined {
+    const router = catalog.routerModels();
+    const allowed = allowedModelIds(actor, router);
+    return selectModel(allowed ? router.filter((m) => allowed.includes(m.id)) : router, taskType);
+  }
+
+  /**
+   * Runs `run` on each attempt model until one succeeds. Each attempt gets its own AbortSignal:
+   * aborted by the client's signal, and by AI_TIMEOUT_MS until `run` resolves. `release` ends the
+   * link to the client signal (callers that stream call it when the stream ends).
+   */
+  async function withFallback<T>(
+    attempts: CatalogModel[],
+    clientSignal: AbortSignal | undefined,
+    run: (m: CatalogModel, signal: AbortSignal) => Promise<T>,
+  ): Promise<{ model: CatalogModel; result: T; release: () => void; signal: AbortSignal }> {
+    if (attempts.length === 0) throw new AppError('PROVIDER_UNAVAILABLE', 'No configured provider can serve this model');
+    let last: unknown;
+    for (const m of attempts) {
+      if (clientSignal?.aborted) throw clientGone();
+      const attempt = new AbortController();
+      const onClientAbort = () => attempt.abort(clientSignal?.reason);
+      clientSignal?.addEventListener('abort', onClientAbort, { once: true });
+      const release = () => clientSignal?.removeEventListener('abort', onClientAbort);
+      const timer = setTimeout(() => attempt.abort(new Error('AI_TIMEOUT_MS elapsed')), config.AI_TIMEOUT_MS);
+      try {
+        const result = await run(m, attempt.signal);
+        return { model: m, result, release, signal: attempt.signal };
+      } catch (err) {
+        release();
+        if (clientSignal?.aborted) throw clientGone();
+        last = err;
+        logger?.warn({ model: m.id, provider: m.provider, err: err instanceof Error ? err.message : String(err) }, 'ai attempt failed');
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    if (!(last instanceof ProviderError)) logger?.error({ err: last }, 'ai request failed');
+    throw upstreamFailed();
+  }
+
+  return { attemptsFor, resolveModel, selectFor, withFallback };
+}
