@@ -18,6 +18,15 @@ export function safeEqual(a: string, b: string): boolean {
   return timingSafeEqual(sha256(a), sha256(b));
 }
 
+/**
+ * `safeEqual` against a fixed secret whose hash is computed once: the per-request check (the
+ * backend's bearer key) hashes only what the caller sent.
+ */
+export function secretMatcher(secret: string): (candidate: string) => boolean {
+  const expected = sha256(secret);
+  return (candidate) => timingSafeEqual(sha256(candidate), expected);
+}
+
 /** Parses a 32-byte key given as 64 hex chars or base64/base64url; throws on anything else. */
 export function parseKey(value: string): Buffer {
   const v = value.trim();

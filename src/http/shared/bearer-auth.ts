@@ -4,19 +4,20 @@
  * 403 `Forbidden` when the key does not match (compared in constant time).
  */
 import type { FastifyRequest } from 'fastify';
-import { safeEqual } from '../../lib/crypto.ts';
+import { secretMatcher } from '../../lib/crypto.ts';
 import { AppError, forbidden, unauthorized } from '../../lib/errors.ts';
 import { documented } from './openapi.ts';
 
 export function createBearerAuth(internalApiKey: string | undefined) {
+  const matches = internalApiKey ? secretMatcher(internalApiKey) : undefined;
   return documented(
     async function requireBearer(request: FastifyRequest): Promise<void> {
-      if (!internalApiKey) throw new AppError('SERVER_MISCONFIGURED', 'Server misconfigured');
+      if (!matches) throw new AppError('SERVER_MISCONFIGURED', 'Server misconfigured');
       const header = request.headers.authorization;
       if (typeof header !== 'string' || !header.startsWith('Bearer ')) throw unauthorized('Unauthorized');
       const key = header.slice('Bearer '.length).trim();
       if (!key) throw unauthorized('Unauthorized');
-      if (!safeEqual(key, internalApiKey)) throw forbidden('Forbidden');
+      if (!matches(key)) throw forbidden('Forbidden');
     },
     { security: [{ bearerKey: [] }] },
   );

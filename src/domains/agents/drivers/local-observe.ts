@@ -1,0 +1,126 @@
+/**
+ * What the local driver reports about a running agent without touching it (its logs() and
+ * stats(), see local.driver.ts): the newest lines of the runtime's log file, and the process
+ * tree's CPU, memory and uptime from /proc plus the runtime's own counters (logs/stats.json).
+ */
+import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { AgentStats, ContainerStatus, LogLine } from './driver.ts';
+import { cpuPercent, memoryPercentOfTotal, type TreeUsage, treeUsage } from './proc.ts';
+
+const LEVELS: Record<number, LogLine['level']> = { 10: 'debug', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'error' };
+
+/** The last `maxBytes` of a file, split into complete lines. */
+function tailLines(file: string, maxBytes = 1024 * 1024): string[] {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch {
+    return [];
+  }
+  try {
+    const size = statSync(file).size;
+    const start = Math.max(0, size - maxBytes);
+    const buf = Buffer.alloc(size - start);
+    readSync(fd, buf, 0, buf.length, start);
+    const lines = buf.toString('utf8').split('\n');
+    if (start > 0) lines.shift(); // partial first line
+    return lines.filter((l) => l.trim() !== '');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * logs(): the newest `limit` lines, oldest first; `level` keeps that level only. The built-in
+ * runtime writes JSON lines (logs/runtime.log); OpenClaw's own stdout (logs/process.log) is shown
+ * as it is, its level guessed from the words in it.
+ */
+export function readAgentLogs(
+  logsDir: string,
+  runtimeKind: 'builtin' | 'openclaw',
+  startedAt: string | undefined,
+  opts: { limit: number; level?: string },
+): LogLine[] {
+  const limit = Math.max(0, Math.floor(opts.limit));
+  const level = opts.level?.toLowerCase();
+  const lines: LogLine[] = [];
+  if (runtimeKind === 'builtin') {
+    for (const raw of tailLines(join(logsDir, 'runtime.log'))) {
+      try {
+        const o = JSON.parse(raw) as { level?: number; time?: number; msg?: string; source?: string };
+        lines.push({
+          timestamp: new Date(o.time ?? 0).toISOString(),
+          level: LEVELS[o.level ?? 30] ?? 'info',
+          message: o.msg ?? '',
+          source: o.source ?? 'runtime',
+        });
+      } catch {
+        /* a torn last line */
+      }
+    }
+  } else {
+    const at = startedAt ?? new Date().toISOString();
+    for (const raw of tailLines(join(logsDir, 'process.log'))) {
+      const lvl = /\b(error|fatal)\b/i.test(raw) ? 'error' : /\bwarn/i.test(raw) ? 'warn' : /\bdebug\b/i.test(raw) ? 'debug' : 'info';
+      lines.push({ timestamp: at, level: lvl, message: raw, source: 'openclaw' });
+    }
+  }
+  const filtered = level ? lines.filter((l) => l.level === level) : lines;
+  return limit === 0 ? [] : filtered.slice(-limit);
+}
+
+/**
+ * stats(): cpu (% of one core, two /proc samples ≥ 250 ms apart; the previous sample is reused
+ * for a minute), resident memory and uptime of the process tree, memoryPercent of the machine,
+ * pids = tasks (threads) of the tree, and the runtime's counters from logs/stats.json.
+ */
+export function createStatsReader() {
+  const cpuSamples = new Map<number, TreeUsage>();
+  return {
+    forget: (pid: number) => cpuSamples.delete(pid),
+    async read(logsDir: string, pid: number | undefined, current: ContainerStatus, known: boolean): Promise<AgentStats> {
+      const base: AgentStats = {
+        cpu: 0,
+        memory: 0,
+        memoryPercent: 0,
+        network: { rxBytes: 0, txBytes: 0 },
+        uptime: 0,
+        pids: 0,
+        status: current,
+      };
+      if (!known) return base;
+      try {
+        const counters = JSON.parse(readFileSync(join(logsDir, 'stats.json'), 'utf8')) as {
+          messagesProcessed: number;
+          messagesFailed: number;
+          averageResponseTimeMs: number;
+          network: { rxBytes: number; txBytes: number };
+        };
+        base.messagesProcessed = counters.messagesProcessed;
+        base.messagesFailed = counters.messagesFailed;
+        base.averageResponseTimeMs = counters.averageResponseTimeMs;
+        base.network = counters.network;
+      } catch {
+        /* not written yet (or OpenClaw, which has no such file) */
+      }
+      if (!pid) return base;
+      let first = cpuSamples.get(pid);
+      if (!first || Date.now() - first.at > 60_000) {
+        first = treeUsage(pid);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      const now = treeUsage(pid);
+      if (!now) return base;
+      cpuSamples.set(pid, now);
+      return {
+        ...base,
+        cpu: first ? cpuPercent(first, now) : 0,
+        memory: now.rssBytes,
+        memoryPercent: memoryPercentOfTotal(now.rssBytes),
+        uptime: Math.round(now.uptimeSeconds),
+        pids: now.threads,
+      };
+    },
+  };
+}
