@@ -15,6 +15,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../scripts/build-dashboard.ts';
 import { type LivePlatform, startLivePlatform } from '../helpers/live-platform.ts';
@@ -307,4 +308,35 @@ describe.skipIf(!available)('the dashboard in Chromium', () => {
     expect(errors).toEqual([]);
     await page.context().close();
   }, 120_000);
+
+  it("wallet sign-in (SIWE) with the browser's wallet: the button appears only with a wallet, and signs in", async () => {
+    const plain = await newPage(1440);
+    await plain.page.goto('/login');
+    await plain.page.getByRole('button', { name: 'Sign in', exact: true }).waitFor();
+    expect(await plain.page.getByRole('button', { name: 'Sign in with a wallet' }).count()).toBe(0);
+    await plain.page.context().close();
+
+    const account = privateKeyToAccount(generatePrivateKey());
+    const { page, errors } = await newPage(1440);
+    // an EIP-1193 wallet in the page whose key stays in the test process
+    await page.exposeFunction('__walletSign', (hex: string) => account.signMessage({ message: { raw: hex as `0x${string}` } }));
+    await page.addInitScript((address: string) => {
+      (window as unknown as { ethereum: unknown }).ethereum = {
+        request: async ({ method, params }: { method: string; params?: unknown[] }) => {
+          if (method === 'eth_requestAccounts') return [address];
+          if (method === 'personal_sign')
+            return (window as unknown as { __walletSign(h: unknown): Promise<string> }).__walletSign(params?.[0]);
+          throw new Error(`unsupported ${method}`);
+        },
+      };
+    }, account.address.toLowerCase());
+    await page.goto('/login');
+    await page.getByRole('button', { name: 'Sign in with a wallet' }).click();
+    await page.waitForURL('**/dashboard');
+    await page.getByRole('heading', { name: 'Provision an agent' }).waitFor();
+    const session = (await page.evaluate(async () => (await fetch('/api/auth/session')).json())) as { user: { email: string } };
+    expect(session.user.email.startsWith(account.address.toLowerCase())).toBe(true);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
 });

@@ -1574,6 +1574,38 @@ export interface paths {
     patch: never;
     trace: never;
   };
+  "/api/auth/siwe": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              domain: string;
+              uri: string;
+              chainId: number;
+              version: "1";
+            };
+          };
+        };
+      };
+    };
+    put: never;
+    post: never;
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
   "/api/billing/checkout": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
     get: never;

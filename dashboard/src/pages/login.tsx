@@ -8,6 +8,7 @@ import { ApiError, api, call } from '../api/client.ts';
 import { navigate, useLocation } from '../router.ts';
 import { useSession } from '../session.tsx';
 import { Button, ErrorText, Field, Notice, useAction } from '../ui.tsx';
+import { browserWallet, signInWithWallet } from '../wallet-sign-in.ts';
 
 export const LOGIN_ERRORS: Record<string, string> = {
   AccessDenied: 'Sign-in was cancelled at the identity provider.',
@@ -40,6 +41,8 @@ export function LoginPage() {
   const [name, setName] = useState('');
   const [fieldErrors, setFieldErrors] = useState<{ email?: string; password?: string }>({});
   const action = useAction();
+  const wallet = useAction();
+  const hasWallet = browserWallet() !== undefined;
   const queryError = query.get('error');
   const next = query.get('next');
 
@@ -119,6 +122,24 @@ export function LoginPage() {
             {mode === 'signin' ? 'Sign in' : 'Create account'}
           </Button>
         </form>
+        {hasWallet && mode === 'signin' && (
+          <div className="alt-sign-in">
+            <Button
+              busy={wallet.busy}
+              onClick={async () => {
+                const w = browserWallet();
+                if (!w) return;
+                if (await wallet.run(() => signInWithWallet(w))) {
+                  await refresh();
+                  navigate(next?.startsWith('/dashboard') ? next : '/dashboard', { replace: true });
+                }
+              }}
+            >
+              Sign in with a wallet
+            </Button>
+            <ErrorText error={wallet.error} />
+          </div>
+        )}
         <p className="switch">
           {mode === 'signin' ? 'New here? ' : 'Already have an account? '}
           <button

@@ -191,6 +191,11 @@ export function createAccountsService(deps: AccountsDeps) {
       deps.sessionCache?.evictUser(userId);
     },
 
+    /** What a wallet sign-in message must name (the dashboard builds its EIP-4361 message from it). */
+    siweParameters() {
+      return { domain: publicUrl.host, uri: publicUrl.origin, chainId: config.SIWE_CHAIN_ID, version: '1' as const };
+    },
+
     /**
      * §4.1 GET|POST /api/auth/nonce: signed and expiring (10 minutes), nothing stored
      * (siwe-nonce.ts), so a flood of nonce requests writes no rows. 128 random bits from the

@@ -176,6 +176,18 @@ export function accountsRoutes(app: App, deps: { accounts: AccountsService; sess
     },
     handler: async (request: FastifyRequest) => ({ nonce: await accounts.issueNonce(requestMeta(request)) }),
   };
+  app.get('/api/auth/siwe', {
+    schema: {
+      tags: ['accounts'],
+      summary: 'What a wallet sign-in message must name',
+      description:
+        'Not in the specification (ours): the `domain`, `uri`, `chainId` and `version` a SIWE (EIP-4361) message must carry for ' +
+        'POST /api/wallet-auth to accept it, so a client can build the message without knowing PUBLIC_URL or SIWE_CHAIN_ID.',
+      security: [],
+      response: { 200: z.object({ domain: z.string(), uri: z.string(), chainId: z.number(), version: z.literal('1') }) },
+    },
+    handler: async () => accounts.siweParameters(),
+  });
   app.get('/api/auth/nonce', nonceRoute);
   app.post('/api/auth/nonce', nonceRoute);
 
