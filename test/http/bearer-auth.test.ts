@@ -92,14 +92,16 @@ describe('§5 bearer key, INTERNAL_API_KEY unset → 500 Server misconfigured', 
 });
 
 describe('§5 the comparison is constant-time (DESIGN rule 6)', () => {
-  it('bearer-auth compares through safeEqual, which hashes both sides before timingSafeEqual', async () => {
+  it('bearer-auth compares through secretMatcher: both sides hashed, then timingSafeEqual', async () => {
     const { readFileSync } = await import('node:fs');
     const src = readFileSync(new URL('../../src/http/shared/bearer-auth.ts', import.meta.url), 'utf8');
-    expect(src).toMatch(/safeEqual\(/);
+    expect(src).toMatch(/secretMatcher\(/);
     expect(src).not.toMatch(/===\s*internalApiKey|internalApiKey\s*===/);
-    const { safeEqual } = await import('../../src/lib/crypto.ts');
-    expect(safeEqual('abc', 'abc')).toBe(true);
-    expect(safeEqual('abc', 'abcd')).toBe(false);
-    expect(safeEqual('', 'a')).toBe(false);
+    const crypto = await import('../../src/lib/crypto.ts');
+    expect(crypto.safeEqual('abc', 'abc')).toBe(true);
+    expect(crypto.safeEqual('abc', 'abcd')).toBe(false);
+    const matches = crypto.secretMatcher('abc');
+    expect([matches('abc'), matches('abcd'), matches(''), matches('ab')]).toEqual([true, false, false, false]);
+    expect(crypto.secretMatcher.toString()).toMatch(/timingSafeEqual/);
   });
 });
