@@ -1,10 +1,11 @@
 /**
  * The built-in agent runtime's gateway (what one agent serves on its port): the container probes
  * of §4.12, token auth with the §8 gateway auth rate limit, an OpenAI-compatible chat completions
- * endpoint answered by the model provider the agent is configured with, and a WebSocket chat.
- * Counters (messages, response time, bytes) are written to a stats file the hosting driver reads.
+ * endpoint answered by the model provider the agent is configured with, a WebSocket chat, and the
+ * heartbeat the platform triggers. Counters: runtime-stats.ts; flood and slow-client limits:
+ * gateway-limits.ts. Still ~440 lines: the HTTP and WebSocket chat share the model call, its
+ * concurrency slots and the turn reporting; the WebSocket handler is the next seam.
  */
-import { renameSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { Readable } from 'node:stream';
 import fastifyWebsocket from '@fastify/websocket';
@@ -13,6 +14,10 @@ import type { Logger } from 'pino';
 import { LIMITS } from '../config/limits.ts';
 import { safeEqual } from '../lib/crypto.ts';
 import { createAuthGuard } from './auth-guard.ts';
+import { createLimiter, DEFAULT_GATEWAY_LIMITS, type GatewayLimits } from './gateway-limits.ts';
+import { createRuntimeStats, type RuntimeStats } from './runtime-stats.ts';
+
+export type { GatewayLimits } from './gateway-limits.ts';
 
 export type ModelSettings = {
   /** OpenAI-compatible base URL (ending before `/chat/completions`), e.g. https://openrouter.ai/api/v1 */
@@ -61,84 +66,6 @@ export const DEFAULT_HEARTBEAT_PROMPT =
 
 type HeartbeatOutcome = { status: number; body: Record<string, unknown> };
 
-/** Flood and slow-client limits of the gateway (docs/agents.md "Agent gateway limits"). */
-export type GatewayLimits = {
-  /** largest WebSocket message accepted (bytes); a larger one closes the socket with 1009 */
-  wsMaxMessageBytes: number;
-  /** WebSocket messages per second per socket (token bucket refill) and the bucket size */
-  wsMessagesPerSecond: number;
-  wsBurst: number;
-  /** chat turns one socket may have waiting behind its running one; more are refused with an error frame */
-  wsQueuePerSocket: number;
-  /** model calls in flight at once for this agent (HTTP and WebSocket together) */
-  maxConcurrentModelCalls: number;
-  /** model calls waiting for a slot; beyond it HTTP answers 429 and WebSocket an error frame */
-  modelQueue: number;
-  /** characters of conversation a WebSocket keeps (oldest turns dropped first) */
-  wsHistoryChars: number;
-  /** time to receive the request headers, the whole request, and an idle keep-alive connection's next request */
-  headersTimeoutMs: number;
-  requestTimeoutMs: number;
-  keepAliveTimeoutMs: number;
-};
-
-export const DEFAULT_GATEWAY_LIMITS: GatewayLimits = {
-  wsMaxMessageBytes: 256 * 1024,
-  wsMessagesPerSecond: 5,
-  wsBurst: 10,
-  wsQueuePerSocket: 4,
-  maxConcurrentModelCalls: 4,
-  modelQueue: 32,
-  wsHistoryChars: 200_000,
-  headersTimeoutMs: 10_000,
-  requestTimeoutMs: 30_000,
-  keepAliveTimeoutMs: 5_000,
-};
-
-/** A counting semaphore with a bounded queue: `acquire` resolves with a release, or with undefined when the queue is full. */
-function createLimiter(max: number, queueMax: number) {
-  let active = 0;
-  const waiting: (() => void)[] = [];
-  const release = () => {
-    const next = waiting.shift();
-    if (next) next();
-    else active -= 1;
-  };
-  return {
-    async acquire(): Promise<(() => void) | undefined> {
-      if (active < max) {
-        active += 1;
-        return once(release);
-      }
-      if (waiting.length >= queueMax) return undefined;
-      await new Promise<void>((resolve) => waiting.push(resolve));
-      return once(release);
-    },
-    get active() {
-      return active;
-    },
-  };
-}
-const once = (fn: () => void) => {
-  let done = false;
-  return () => {
-    if (!done) {
-      done = true;
-      fn();
-    }
-  };
-};
-
-export type RuntimeStats = {
-  agentId: string;
-  startedAt: string;
-  messagesProcessed: number;
-  messagesFailed: number;
-  averageResponseTimeMs: number;
-  network: { rxBytes: number; txBytes: number };
-  updatedAt: string;
-};
-
 type ChatMessage = { role: string; content: unknown };
 
 export type ChatTurn = { user: string; reply: string; responseMs: number; channel: 'api' | 'websocket' };
@@ -162,50 +89,14 @@ export async function createGateway(
   const limits: GatewayLimits = { ...DEFAULT_GATEWAY_LIMITS, ...options.limits };
   const modelSlots = createLimiter(limits.maxConcurrentModelCalls, limits.modelQueue);
   const guard = createAuthGuard({ loopbackExempt: options.loopbackExempt ?? true });
-  const counters = { processed: 0, failed: 0, totalMs: 0, rx: 0, tx: 0 };
-  const openSockets = new Set<import('node:net').Socket>();
-  let dirty = true;
-
-  const stats = (): RuntimeStats => {
-    let rx = counters.rx;
-    let tx = counters.tx;
-    for (const s of openSockets) {
-      rx += s.bytesRead;
-      tx += s.bytesWritten;
-    }
-    return {
-      agentId: options.agentId,
-      startedAt: new Date(startedAt).toISOString(),
-      messagesProcessed: counters.processed,
-      messagesFailed: counters.failed,
-      averageResponseTimeMs: counters.processed ? Math.round(counters.totalMs / counters.processed) : 0,
-      network: { rxBytes: rx, txBytes: tx },
-      updatedAt: new Date().toISOString(),
-    };
-  };
-  const flushStats = () => {
-    if (!options.statsFile) return;
-    try {
-      const tmp = `${options.statsFile}.tmp`;
-      writeFileSync(tmp, JSON.stringify(stats()));
-      renameSync(tmp, options.statsFile);
-      dirty = false;
-    } catch (err) {
-      options.logger.warn({ err }, 'could not write the stats file');
-    }
-  };
-  const record = (ok: boolean, ms: number) => {
-    if (ok) {
-      counters.processed += 1;
-      counters.totalMs += ms;
-    } else counters.failed += 1;
-    dirty = true;
-  };
-  const statsTimer = setInterval(() => {
-    if (dirty || openSockets.size > 0) flushStats();
-    guard.sweep();
-  }, 1_000);
-  statsTimer.unref();
+  const runtimeStats = createRuntimeStats({
+    agentId: options.agentId,
+    startedAt,
+    statsFile: options.statsFile,
+    logger: options.logger,
+    onTick: () => guard.sweep(),
+  });
+  const { stats, flushStats, record } = runtimeStats;
 
   const trustedProxy = options.trustedProxy;
   const app = Fastify({
@@ -238,19 +129,8 @@ export async function createGateway(
       return server;
     },
   });
-  app.server.on('connection', (socket) => {
-    openSockets.add(socket);
-    socket.on('close', () => {
-      openSockets.delete(socket);
-      counters.rx += socket.bytesRead;
-      counters.tx += socket.bytesWritten;
-      dirty = true;
-    });
-  });
-  app.addHook('onClose', async () => {
-    clearInterval(statsTimer);
-    flushStats();
-  });
+  app.server.on('connection', runtimeStats.track);
+  app.addHook('onClose', async () => runtimeStats.close());
   await app.register(fastifyWebsocket, { options: { maxPayload: limits.wsMaxMessageBytes } });
 
   // §4.12: both probes unauthenticated
@@ -369,7 +249,7 @@ export async function createGateway(
       // 4xx from the provider is the caller's problem and passes through; 5xx becomes 502
       return reply.code(upstream.status >= 500 ? 502 : upstream.status).send(parsed);
     }
-    counters.rx += Number(upstream.headers.get('content-length') ?? 0);
+    runtimeStats.received(Number(upstream.headers.get('content-length') ?? 0));
     if (body.stream === true && upstream.body) {
       const stream = Readable.fromWeb(upstream.body as import('node:stream/web').ReadableStream);
       stream.on('end', () => record(true, Date.now() - started));
