@@ -5,11 +5,11 @@
  * process for a few seconds, so an AI call costs no extra query in the common case; a plan change
  * (webhook, admin) applies within `ttlMs`.
  */
+
 import type { Db } from '../../db/client.ts';
+import { UUID_PATTERN } from '../../lib/ids.ts';
 import { aiRepo } from './ai.repo.ts';
 import type { StoredPlan } from './plan-rules.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export type StoredPlans = { lookup(userId: string | undefined): Promise<StoredPlan | null> };
 
@@ -20,7 +20,7 @@ export function createStoredPlans(deps: { db: Db; ttlMs?: number; now?: () => nu
   return {
     async lookup(userId) {
       // `anonymous`, `demo` and other non-user ids never reach the database
-      if (!userId || !UUID.test(userId)) return null;
+      if (!userId || !UUID_PATTERN.test(userId)) return null;
       const hit = cache.get(userId);
       if (hit && hit.until > now()) return hit.value;
       const value = await aiRepo.storedPlan(deps.db.kysely, userId.toLowerCase());

@@ -8,12 +8,14 @@
  * A plain SHA-256 (not a slow password hash) is right here: the key has 240 bits of entropy, so
  * there is nothing to brute-force, and verification stays one hash and one query.
  */
+
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Config } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { badRequest, notFound } from '../../lib/errors.ts';
+import { UUID_PATTERN } from '../../lib/ids.ts';
 import { isAdminUser } from '../admin/admin-rule.ts';
 import type { KeyCache } from './key-cache.ts';
 import { keysRepo } from './keys.repo.ts';
@@ -21,7 +23,6 @@ import { keysRepo } from './keys.repo.ts';
 export const API_KEY_PREFIX = 'sk_';
 /** 30 random bytes → 40 base64url characters. */
 const KEY_RANDOM_BYTES = 30;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export type ApiKeySummary = { id: string; name: string; keyPreview: string; createdAt: string; lastUsed: string | null };
 export type KeyProfile = { valid: true; userId: string; email: string; plan: string; subscriptionStatus: string; features: string[] };
@@ -93,7 +94,7 @@ export function createKeysService(deps: KeysDeps) {
 
     /** 404 for an unknown id, a malformed id and another user's key alike. */
     async get(userId: string, id: string): Promise<ApiKeySummary> {
-      if (!UUID.test(id)) throw notFound('API key not found');
+      if (!UUID_PATTERN.test(id)) throw notFound('API key not found');
       const row = await db.withUser(userId, (trx) => keysRepo.find(trx, userId, id));
       if (!row) throw notFound('API key not found');
       return toSummary(row);
@@ -112,7 +113,7 @@ export function createKeysService(deps: KeysDeps) {
     },
 
     async remove(userId: string, id: string): Promise<void> {
-      if (!UUID.test(id)) throw notFound('API key not found');
+      if (!UUID_PATTERN.test(id)) throw notFound('API key not found');
       if (!(await db.withUser(userId, (trx) => keysRepo.delete(trx, userId, id)))) throw notFound('API key not found');
       // a deleted key stops validating at once here and, through Redis, in every replica
       deps.cache?.evictKey(id);

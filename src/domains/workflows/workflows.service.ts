@@ -3,9 +3,11 @@
  * `db.withUser`, so another user's workflow is indistinguishable from a missing one (404).
  * A node's `config` and `position` are kept as the JSON-encoded strings §2 describes.
  */
+
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { badRequest, notFound } from '../../lib/errors.ts';
+import { UUID_PATTERN } from '../../lib/ids.ts';
 import { workflowsRepo } from './workflows.repo.ts';
 import type { WorkflowNodeType } from './workflows.types.ts';
 
@@ -37,7 +39,6 @@ export type Workflow = {
   nodes: WorkflowNode[];
 };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const WORKFLOW_NOT_FOUND = 'Workflow not found';
 
 function encodeNode(n: NodeInput) {
@@ -76,7 +77,7 @@ export function createWorkflowsService(deps: { db: Db }) {
 
   const checkId = (id: string) => {
     // a malformed id cannot name a workflow: same 404 as a missing or foreign one
-    if (!UUID.test(id)) throw notFound(WORKFLOW_NOT_FOUND);
+    if (!UUID_PATTERN.test(id)) throw notFound(WORKFLOW_NOT_FOUND);
   };
 
   return {

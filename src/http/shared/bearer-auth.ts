@@ -3,10 +3,12 @@
  * unset; 401 `Unauthorized` for a missing header, a missing `Bearer ` prefix or an empty key;
  * 403 `Forbidden` when the key does not match (compared in constant time).
  */
+
 import type { FastifyRequest } from 'fastify';
 import { secretMatcher } from '../../lib/crypto.ts';
 import { AppError, forbidden, unauthorized } from '../../lib/errors.ts';
 import { documented } from './openapi.ts';
+import { BEARER_SECURITY } from './security.ts';
 
 export function createBearerAuth(internalApiKey: string | undefined) {
   const matches = internalApiKey ? secretMatcher(internalApiKey) : undefined;
@@ -19,6 +21,6 @@ export function createBearerAuth(internalApiKey: string | undefined) {
       if (!key) throw unauthorized('Unauthorized');
       if (!matches(key)) throw forbidden('Forbidden');
     },
-    { security: [{ bearerKey: [] }] },
+    { security: BEARER_SECURITY },
   );
 }

@@ -3,12 +3,14 @@
  * its SHA-256 is stored. The user is resolved lazily, once per request, and only by routes
  * that need it.
  */
+
 import type {} from '@fastify/cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { LIMITS } from '../../config/limits.ts';
 import type { AccountsService, NewSession, SessionUser } from '../../domains/accounts/accounts.service.ts';
 import { unauthorized } from '../../lib/errors.ts';
 import { documented } from './openapi.ts';
+import { SESSION_SECURITY } from './security.ts';
 
 export const SESSION_COOKIE = 'service-session';
 
@@ -53,7 +55,7 @@ export function createSessionAuth(accounts: AccountsService, options: { secure: 
       async (request: FastifyRequest) => {
         await require(request);
       },
-      { security: [{ sessionCookie: [] }] },
+      { security: SESSION_SECURITY },
     ),
     setCookie(reply, session) {
       reply.setCookie(SESSION_COOKIE, session.token, {

@@ -4,12 +4,13 @@
  * OpenAPI). Registered inside the bearer-key scope (§5).
  *
  * Acting user: the backend is called by the web app on a user's behalf. The user is given in
- * header `x-user-id` (a user id, UUID) — or, on POST /api/agents and POST /api/deployments, as
- * `userId` in the body — and every user-row query runs under that user's row-level security, so
+ * header `x-user-id` (a user id, UUID_PATTERN) — or, on POST /api/agents and POST /api/deployments, as
+ * `userId` in the body — and every user-row query runs under that user's row-level BEARER_SECURITY, so
  * another user's agent is 404 exactly as a missing one. A call with the bearer key and no user
  * (§4.7 asks for K and nothing more) acts as the operator account (migration 040): it creates,
  * lists and deletes the operator's own agents and never sees a user's.
  */
+
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
@@ -18,25 +19,25 @@ import type { AgentsService } from '../../../domains/agents/agents.service.ts';
 import { watchdogStateSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
 import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
 import { badRequest } from '../../../lib/errors.ts';
+import { UUID_PATTERN } from '../../../lib/ids.ts';
 import type { App } from '../../shared/base-app.ts';
 import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { BEARER_SECURITY } from '../../shared/security.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const security = [{ bearerKey: [] }];
 /** The account bearer-key calls without a user act as (created by migration 040_operator_account.sql). */
 export const OPERATOR_USER_ID = '00000000-0000-0000-0000-000000000001';
 const userHeaderDoc =
   'Acting user: header `x-user-id` (user id). Without it the call acts as the built-in operator account ' +
   `(\`${OPERATOR_USER_ID}\`, no sign-in possible): agents created so belong to the operator, are listed only without \`x-user-id\` ` +
   "and are deleted only so; a user's agents are never reachable without naming the user.";
-const headers = documentedHeaders({ 'x-user-id': 'Acting user (user id, UUID); absent: the operator account' });
+const headers = documentedHeaders({ 'x-user-id': 'Acting user (user id, UUID_PATTERN); absent: the operator account' });
 
 /** The acting user from `x-user-id` (or `userId` in the body where allowed), else the operator account; 400 when malformed. */
 function actingUser(request: FastifyRequest, bodyUserId?: string): string {
   const header = request.headers['x-user-id'];
   const value = typeof header === 'string' && header ? header : bodyUserId;
   if (!value) return OPERATOR_USER_ID;
-  if (!UUID.test(value)) throw badRequest('Invalid user id');
+  if (!UUID_PATTERN.test(value)) throw badRequest('Invalid user id');
   return value.toLowerCase();
 }
 
@@ -119,7 +120,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       tags: ['agents'],
       summary: "List the acting user's agents",
       description: `${userHeaderDoc} A flat array, newest first.`,
-      security,
+      BEARER_SECURITY,
       headers,
       response: { 200: z.array(listItem), ...common },
     },
@@ -133,7 +134,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       description:
         `${userHeaderDoc} Stores metadata only (§3: status \`pending\`); deploy it with POST /api/agents/:id/start or POST /api/deployments. ` +
         'Plan limits (`config.plan`, default `label`): solo 1, collective 3, label 10, network unlimited; over the limit 402 `AGENT_LIMIT_REACHED`.',
-      security,
+      BEARER_SECURITY,
       headers,
       body: jsonBody({
         name: agentName,
@@ -173,7 +174,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       tags: ['agents'],
       summary: 'One agent',
       description: `${userHeaderDoc} 404 when it is not the user's. \`watchdog\` (added): the watchdog state (§3); GET /api/agents/:id/watchdog has its history.`,
-      security,
+      BEARER_SECURITY,
       headers,
       params: agentIdParam,
       response: { 200: agentObject, ...common },
@@ -190,7 +191,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       tags: ['agents'],
       summary: 'Update plan, provider, configuration (and name, model)',
       description: `${userHeaderDoc} All fields optional. \`name\` and \`model\` are added (the web app's rename sync uses \`name\`).`,
-      security,
+      BEARER_SECURITY,
       headers,
       params: agentIdParam,
       body: jsonBody({
@@ -222,7 +223,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       tags: ['agents'],
       summary: 'Delete an agent',
       description: `${userHeaderDoc} Removes the record, then cleans up on the hosting platform best effort. An unknown id (or another user's) still answers \`{id,deleted:true}\` and touches nothing.`,
-      security,
+      BEARER_SECURITY,
       headers,
       params: agentIdParam,
       response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }), ...common },
@@ -242,7 +243,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
           `${userHeaderDoc} Per-agent lifecycle (§4.18, designed). \`start\` resumes a stopped unit, \`stop\` suspends it (status \`stopped\`), \`restart\` restarts it. ` +
           'When the unit does not exist (never deployed, or gone) `start` and `restart` enqueue a deploy job and answer status `provisioning` with the job. ' +
           '500 `Hosting unavailable` when the hosting platform cannot be reached. No body.',
-        security,
+        BEARER_SECURITY,
         headers,
         params: agentIdParam,
         response: {
@@ -259,7 +260,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       tags: ['agents'],
       summary: 'Recent runtime log lines from the hosting driver',
       description: `${userHeaderDoc} \`limit\` default 50, max 100; \`level\` filters (debug, info, warn, error). 500 when the hosting platform cannot be reached.`,
-      security,
+      BEARER_SECURITY,
       headers,
       params: agentIdParam,
       querystring: z.object({
@@ -281,7 +282,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       tags: ['agents'],
       summary: 'Live resource usage from the hosting driver',
       description: `${userHeaderDoc} 500 when the hosting platform cannot be reached.`,
-      security,
+      BEARER_SECURITY,
       headers,
       params: agentIdParam,
       response: { 200: z.object({ stats: statsObject }), ...common },
@@ -300,7 +301,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
         '(poll every 2 s, 60 s overall) and moves the agent to `running`, or to `error` after 3 failed attempts. Poll GET /api/deployments/:id or GET /api/agents/:id. ' +
         'Answers 202 with the job. `plan` defaults to `label`; backend limits solo 1, collective 3, label 10, network unlimited (402 `AGENT_LIMIT_REACHED`). ' +
         '500 `Hosting unavailable` (code `HOSTING_UNAVAILABLE`) when the hosting driver cannot be used.',
-      security,
+      BEARER_SECURITY,
       headers,
       body: jsonBody({
         userId: userIdField,
@@ -328,9 +329,9 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       tags: ['deployments'],
       summary: 'One deployment job',
       description: `${userHeaderDoc} Status queued → running → succeeded | failed (queued again between retries).`,
-      security,
+      BEARER_SECURITY,
       headers,
-      params: z.object({ id: z.string().regex(UUID, { error: 'Invalid deployment id' }) }),
+      params: z.object({ id: z.string().regex(UUID_PATTERN, { error: 'Invalid deployment id' }) }),
       response: { 200: deploymentObject, ...common },
     },
     handler: async (request) => agents.getDeployment(actingUser(request), request.params.id),
@@ -343,7 +344,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       description:
         "With header `x-user-id`: that user's agents; without it: all agents (operator view, newest first). `containerStatus` is the §3 container health value " +
         '(null when the hosting platform cannot be asked). `limit` default 50, max 100.',
-      security,
+      BEARER_SECURITY,
       headers,
       querystring: z.object({
         limit: z.coerce.number({ error: 'limit must be a number' }).int().min(1).max(LIMITS.agentListMax).default(LIMITS.agentListDefault),

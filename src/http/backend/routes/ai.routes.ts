@@ -3,6 +3,7 @@
  * and in their own encapsulated scope so the per-IP limit (§8: AI_RATE_LIMIT per minute) covers
  * exactly /api/ai/*. Plan-required routes run the §4.9/§5 plan middleware before validation.
  */
+
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { type Config, isAdminEmail } from '../../../config/env.ts';
@@ -15,6 +16,7 @@ import { AppError, isAppError } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
 import { addDocumentedHook } from '../../shared/openapi.ts';
 import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { BEARER_SECURITY } from '../../shared/security.ts';
 
 const TASK_TYPE_ERROR = `Invalid taskType: use one of ${TASK_TYPES.join(', ')}`;
 const taskType = z.enum(TASK_TYPES, { error: TASK_TYPE_ERROR });
@@ -116,7 +118,6 @@ const restricted = z
   })
   .describe('403 `{success:false,error,code:"MODEL_RESTRICTED",allowedModels}`; or `{error:"Forbidden"}` for a wrong bearer key');
 
-const security = [{ bearerKey: [] }];
 /** §5 header context and plan middleware, read by the plan-required routes */
 const planHeaders = documentedHeaders({
   'x-user-plan': 'solo, collective, label or network; required (402 PLAN_REQUIRED) unless x-user-email is an admin',
@@ -191,7 +192,7 @@ export function aiRoutes(
       description:
         '`healthy` when the router (ROUTER_API_KEY) is configured, `degraded` when not. `providers` has one boolean per provider ' +
         `(${PROVIDER_NAMES.join(', ')}). 503 \`{status:'error', error}\` when the usage store cannot be reached.`,
-      security,
+      BEARER_SECURITY,
       response: {
         200: z.object({ status: z.enum(['healthy', 'degraded']), providers: z.record(z.string(), z.boolean()), timestamp: z.string() }),
         503: z.object({ status: z.literal('error'), error: z.string() }),
@@ -207,7 +208,7 @@ export function aiRoutes(
       description:
         'Every model with costs in USD per token. `router` says whether the router is configured. The catalog refreshes from the ' +
         "router's `/models` in the background hourly; `?refresh=true` waits for a refresh.",
-      security,
+      BEARER_SECURITY,
       querystring: z.object({
         refresh: z.enum(['true', 'false', '1', '0'], { error: 'Parameter refresh must be true or false' }).optional(),
       }),
@@ -224,7 +225,7 @@ export function aiRoutes(
       tags: ['ai'],
       summary: 'Models of one provider or vendor',
       description: `Models served by the provider (${PROVIDER_NAMES.join(', ')}) or whose id starts with \`<provider>/\`; an unknown name gives an empty list.`,
-      security,
+      BEARER_SECURITY,
       params: z.object({ provider: z.string().regex(/^[A-Za-z0-9][\w.-]{0,63}$/, { error: 'Invalid provider' }) }),
       response: {
         200: z.object({ provider: z.string(), models: z.array(publicModel), count: z.number(), timestamp: z.string() }),
@@ -243,7 +244,7 @@ export function aiRoutes(
         `${PLAN_HEADERS_DOC} Task tags: coding → coding, logic; analysis → analysis; creative → creative; long → long-context; ` +
         "general → general, balanced. The first of the plan's available router models with a matching tag wins, else the first available. " +
         '404 when no model is available (router not configured).',
-      security,
+      BEARER_SECURITY,
       headers: planHeaders,
       body: selectBody,
       response: {
@@ -262,7 +263,7 @@ export function aiRoutes(
       tags: ['ai'],
       summary: 'Estimate the cost of a request',
       description: `${PLAN_HEADERS_DOC} estimatedCost = inputTokens × inputCost + outputTokens × outputCost (USD). 400 for an unknown model.`,
-      security,
+      BEARER_SECURITY,
       headers: planHeaders,
       body: estimateBody,
       response: {
@@ -295,7 +296,7 @@ export function aiRoutes(
         '`event: error` with `{error}`. Disconnecting cancels the upstream request. 429 `QUOTA_EXCEEDED` when AI_QUOTA_ENFORCE is on ' +
         'and the monthly token quota is used (solo 2M, collective 6M, label 20M, network unlimited). 503 `PROVIDER_UNAVAILABLE` when the ' +
         "model's provider has no key. 500 when every attempt failed.",
-      security,
+      BEARER_SECURITY,
       headers: planHeaders,
       body: chatBody,
       response: {

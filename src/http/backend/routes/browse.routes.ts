@@ -4,17 +4,19 @@
  * account) as on every backend agent route. Paths are relative to the agent's workspace;
  * traversal in any form is 400 and touches nothing (docs/agents.md "File explorer").
  */
+
 import { z } from 'zod';
 import type { FilesService } from '../../../domains/files/files.service.ts';
 import { FILE_LIMITS } from '../../../domains/files/workspace-files.ts';
 import type { App } from '../../shared/base-app.ts';
 import { documentedHeaders, errorSchema } from '../../shared/schemas.ts';
+import { BEARER_SECURITY } from '../../shared/security.ts';
 import { actingUser } from './watchdog.routes.ts';
 
 const agentQuery = { agentId: z.string().min(1).max(200).describe("One of the acting user's agents") };
 const common = {
   tags: ['files'],
-  security: [{ bearerKey: [] }],
+  security: BEARER_SECURITY,
   headers: documentedHeaders({ 'x-user-id': 'Acting user (user id, UUID)' }),
 };
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 409: errorSchema, 500: errorSchema };

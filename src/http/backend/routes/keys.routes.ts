@@ -4,6 +4,7 @@ import { invalidKey, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from 
 import type { KeysService } from '../../../domains/keys/keys.service.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema } from '../../shared/schemas.ts';
+import { BEARER_SECURITY } from '../../shared/security.ts';
 
 /** Register inside the bearer-protected scope. */
 export function backendKeysRoutes(app: App, deps: { keys: KeysService }) {
@@ -16,7 +17,7 @@ export function backendKeysRoutes(app: App, deps: { keys: KeysService }) {
         '`{valid:true, userId, email, plan, subscriptionStatus, features[]}`. ' +
         VALIDATION_DESCRIPTION +
         ' Bearer-key failures answer as on every core route (401 `Unauthorized`, 403 `Forbidden`, 500 `Server misconfigured`).',
-      security: [{ bearerKey: [] }],
+      security: BEARER_SECURITY,
       body: validateKeyBody,
       response: { 200: keyProfile, 400: errorSchema, 401: invalidKey, 403: errorSchema, 500: errorSchema },
     },

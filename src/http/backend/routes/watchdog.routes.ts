@@ -2,19 +2,20 @@
  * GET /api/agents/:id/watchdog (backend, bearer key; designed: §3 "Watchdog lifecycle" gives the
  * states, not an endpoint): the agent's watchdog state and history. Acting user in `x-user-id`.
  */
+
 import { z } from 'zod';
 import { watchdogHistoryLimit, watchdogViewSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
 import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
 import { badRequest } from '../../../lib/errors.ts';
+import { UUID_PATTERN } from '../../../lib/ids.ts';
 import type { App } from '../../shared/base-app.ts';
 import { documentedHeaders, errorSchema } from '../../shared/schemas.ts';
+import { BEARER_SECURITY } from '../../shared/security.ts';
 import { OPERATOR_USER_ID } from './agents.routes.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** As every backend agent route: `x-user-id`, or the operator account without it. */
 export function actingUser(header: string | string[] | undefined): string {
-  if (typeof header === 'string' && header && !UUID.test(header)) throw badRequest('Invalid user id');
+  if (typeof header === 'string' && header && !UUID_PATTERN.test(header)) throw badRequest('Invalid user id');
   return typeof header === 'string' && header ? header.toLowerCase() : OPERATOR_USER_ID;
 }
 
@@ -28,8 +29,8 @@ export function backendWatchdogRoutes(app: App, deps: { watchdog: WatchdogServic
         '`healthy` (running and /healthz answers), `starting` (running, /healthz silent after all retries: CONTAINER_HEALTH_RETRIES, CONTAINER_HEALTH_INTERVAL_MS apart), ' +
         '`running`, `stopped`, `suspended` (marked idle), `not_found` (no unit on the hosting platform), `error` (crashed, unexpected state or build failed). ' +
         "404 for another user's agent; 500 `Hosting unavailable` when the hosting platform cannot be asked.",
-      security: [{ bearerKey: [] }],
-      headers: documentedHeaders({ 'x-user-id': 'Acting user (user id, UUID)' }),
+      security: BEARER_SECURITY,
+      headers: documentedHeaders({ 'x-user-id': 'Acting user (user id, UUID_PATTERN)' }),
       params: z.object({ id: z.string().min(1).max(200) }),
       response: {
         200: z.object({
@@ -55,8 +56,8 @@ export function backendWatchdogRoutes(app: App, deps: { watchdog: WatchdogServic
       description:
         'Acting user: header `x-user-id` (without it, the operator account). The state (§3: starting, running, degraded, repairing, crash_loop, stopped) and the newest `limit` (default 50, max 100) ' +
         "history rows: transitions, crashes and repair attempts with their outcome. `state` is null while the agent has never been watched (not running yet). 404 for another user's agent.",
-      security: [{ bearerKey: [] }],
-      headers: documentedHeaders({ 'x-user-id': 'Acting user (user id, UUID)' }),
+      security: BEARER_SECURITY,
+      headers: documentedHeaders({ 'x-user-id': 'Acting user (user id, UUID_PATTERN)' }),
       params: z.object({ id: z.string().min(1).max(200) }),
       querystring: z.object({ limit: watchdogHistoryLimit }),
       response: { 200: watchdogViewSchema, 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 500: errorSchema },

@@ -2,12 +2,14 @@
  * §4.1 accounts and sessions (except OAuth and security-event receivers), plus the current user
  * and profile update whose paths the specification leaves "not shown" (documented here).
  */
+
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import type { AccountsService } from '../../../domains/accounts/accounts.service.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema, jsonBody, okSchema } from '../../shared/schemas.ts';
+import { SESSION_SECURITY } from '../../shared/security.ts';
 import { requestMeta, type SessionAuth } from '../../shared/session.ts';
 
 const REQUIRED = 'Email and password are required';
@@ -86,7 +88,6 @@ const profile = z.object({
   twoFactorEnabled: z.boolean(),
   referralCode: z.string().describe('Added to the §4.1 shape: the code others enter at sign-up to credit this user'),
 });
-const cookieSecurity = [{ sessionCookie: [] }];
 
 export function accountsRoutes(app: App, deps: { accounts: AccountsService; session: SessionAuth }) {
   const { accounts, session } = deps;
@@ -216,7 +217,7 @@ export function accountsRoutes(app: App, deps: { accounts: AccountsService; sess
       tags: ['accounts'],
       summary: 'The current user',
       description: 'Path not shown in the specification (§4.1 "Current user and profile"); chosen as /api/user.',
-      security: cookieSecurity,
+      security: SESSION_SECURITY,
       response: { 200: profile, 401: errorSchema, 404: errorSchema },
     },
     handler: async (request) => accounts.getProfile((await session.require(request)).id),
@@ -228,7 +229,7 @@ export function accountsRoutes(app: App, deps: { accounts: AccountsService; sess
       tags: ['accounts'],
       summary: 'Update the current user',
       description: 'POST or PATCH. Updatable field: `name` (1 to 64 characters after trim). Returns the updated user.',
-      security: cookieSecurity,
+      security: SESSION_SECURITY,
       body: profileBody,
       response: { 200: profile, 400: errorSchema, 401: errorSchema, 404: errorSchema },
     },

@@ -3,10 +3,12 @@
  * the first-admin setup link, and the users list with plan and admin changes. Admin-only routes
  * answer 401 without a session and 403 `ADMIN_REQUIRED` for other users (§5).
  */
+
 import { z } from 'zod';
 import type { AdminService } from '../../../domains/admin/admin.service.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema } from '../../shared/schemas.ts';
+import { SESSION_SECURITY } from '../../shared/security.ts';
 import type { SessionAuth } from '../../shared/session.ts';
 
 const plan = z.enum(['solo', 'collective', 'label', 'network']);
@@ -31,7 +33,7 @@ export function adminRoutes(app: App, deps: { admin: AdminService; session: Sess
         'While no account is an admin, each start of the platform logs a single-use link to this endpoint (valid 24 hours). ' +
         'The signed-in account that opens it becomes an admin. Signed out: 401 (sign in, then open the link again). ' +
         'A used, replaced or expired link: 404 `SETUP_LINK_INVALID`.',
-      security: [{ sessionCookie: [] }],
+      security: SESSION_SECURITY,
       querystring: z.object({ token: z.string().max(128) }),
       response: { 200: z.object({ ok: z.literal(true), isAdmin: z.literal(true) }), 401: errorSchema, 404: errorSchema },
     },
@@ -47,7 +49,7 @@ export function adminRoutes(app: App, deps: { admin: AdminService; session: Sess
     schema: {
       tags: ['admin'],
       summary: 'List users with plan, subscription status and admin flag (admins)',
-      security: [{ sessionCookie: [] }],
+      security: SESSION_SECURITY,
       querystring: z.object({
         limit: z.coerce.number().int().min(1).max(100).default(50),
         offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
@@ -72,7 +74,7 @@ export function adminRoutes(app: App, deps: { admin: AdminService; session: Sess
       description:
         'Without a card processor this is how a user gets another plan (every account starts on DEFAULT_PLAN). ' +
         'With one, a later subscription webhook may change the plan again. Admins cannot revoke their own rights (400).',
-      security: [{ sessionCookie: [] }],
+      security: SESSION_SECURITY,
       params: z.object({ id: z.uuid() }),
       body: z
         .object({ plan: plan.optional(), isAdmin: z.boolean().optional() })

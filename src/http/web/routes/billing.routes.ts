@@ -3,10 +3,12 @@
  * checkout for a plan; the processor's subscription webhooks set the plan and status. The
  * webhook needs the raw body for its signature, hence its own scope with a byte-keeping parser.
  */
+
 import { z } from 'zod';
 import type { SubscriptionsService } from '../../../domains/payments/subscriptions.service.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema } from '../../shared/schemas.ts';
+import { SESSION_SECURITY } from '../../shared/security.ts';
 import type { SessionAuth } from '../../shared/session.ts';
 
 export async function billingRoutes(app: App, deps: { subscriptions: SubscriptionsService; session: SessionAuth }) {
@@ -19,7 +21,7 @@ export async function billingRoutes(app: App, deps: { subscriptions: Subscriptio
         'Plans and monthly prices of §2: solo 29, collective 69, label 149, network 499 GBP. Returns the processor checkout `url`; ' +
         'after payment the processor redirects to `/dashboard?subscription=success` and its webhook activates the plan. ' +
         '500 when no card processor is configured (then every account has DEFAULT_PLAN and needs no subscription).',
-      security: [{ sessionCookie: [] }],
+      security: SESSION_SECURITY,
       body: z.object({ plan: z.string().max(32) }),
       response: { 200: z.object({ url: z.string(), sessionId: z.string() }), 400: errorSchema, 401: errorSchema, 500: errorSchema },
     },

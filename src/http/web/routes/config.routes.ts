@@ -1,9 +1,11 @@
 /** §4.2 agent configuration with versioned backups (session). */
+
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import { type ConfigService, INITIAL_BACKUP_ID } from '../../../domains/config/config.service.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { SESSION_SECURITY } from '../../shared/security.ts';
 import type { SessionAuth } from '../../shared/session.ts';
 
 const configObject = z.record(z.string(), z.unknown()).describe('The agent configuration: any JSON object (§2 default shape)');
@@ -25,8 +27,6 @@ const restoreBody = jsonBody({
     .max(200, { error: 'Invalid backupId: too long' }),
 });
 
-const cookieSecurity = [{ sessionCookie: [] }];
-
 export function configRoutes(app: App, deps: { config: ConfigService; session: SessionAuth }) {
   const { session } = deps;
   // the session is checked before the body, so callers without one learn nothing from validation
@@ -46,7 +46,7 @@ export function configRoutes(app: App, deps: { config: ConfigService; session: S
         '`channels.telegram.enabled` and `channels.discord.enabled` (false), `channels.webchat.enabled` (true); the default model is ' +
         '`anthropic/claude-opus-4-6`, the workspace `/home/node/workspace`, the reset triggers `/new` and `/reset`. ' +
         'Backups list only id and timestamp, newest first.',
-      security: cookieSecurity,
+      security: SESSION_SECURITY,
       response: { 200: z.object({ config: configObject, backups }), 401: errorSchema },
     },
     handler: async (request) => deps.config.get(await actor(request)),
@@ -64,7 +64,7 @@ export function configRoutes(app: App, deps: { config: ConfigService; session: S
         'even within one millisecond (the next free millisecond is used). `backupId` is the id of the backup this save made. ' +
         `400 when config is missing or not a JSON object, when it cannot be stored (NUL characters, unpaired surrogates, nesting ` +
         `deeper than ${LIMITS.configMaxDepth}), or when the body is not valid JSON.`,
-      security: cookieSecurity,
+      security: SESSION_SECURITY,
       body: saveBody,
       response: {
         200: z.object({ success: z.literal(true), config: configObject, backupId: z.string(), backups }),
@@ -85,7 +85,7 @@ export function configRoutes(app: App, deps: { config: ConfigService; session: S
         "restored backup's id; `backupId` (added) the id of the backup of the replaced configuration. The restored backup stays in " +
         'the list unless it was the oldest and the new backup pushed it past the limit. 404 `Backup not found` for an unknown id ' +
         '(nothing changes then).',
-      security: cookieSecurity,
+      security: SESSION_SECURITY,
       body: restoreBody,
       response: {
         200: z.object({ success: z.literal(true), config: configObject, restoredFrom: z.string(), backupId: z.string(), backups }),

@@ -1,9 +1,11 @@
 /** §4.12 web health: public summary, hardware detail for admins only. */
+
 import { z } from 'zod';
 import type { HealthService } from '../../../domains/health/health.service.ts';
 import { forbidden } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema } from '../../shared/schemas.ts';
+import { SESSION_SECURITY } from '../../shared/security.ts';
 import type { SessionAuth } from '../../shared/session.ts';
 
 const healthValue = z.enum(['healthy', 'degraded', 'unhealthy']);
@@ -36,7 +38,7 @@ export function webHealthRoutes(app: App, deps: { health: HealthService; session
       tags: ['health'],
       summary: 'Web app health with hardware detail (admins)',
       description: 'Session of a user whose email is in ADMIN_EMAILS; 401 without a session, 403 `ADMIN_REQUIRED` otherwise.',
-      security: [{ sessionCookie: [] }],
+      security: SESSION_SECURITY,
       response: {
         200: z.object({
           status: z.literal('ok'),

@@ -5,12 +5,14 @@
  * exact `400 {error:'Invalid payload'}` for bad JSON (the shared parser answers `Body is not
  * valid JSON`), and hosting platforms do not all send `application/json`.
  */
+
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { HostingStatusService } from '../../../domains/hosting-status/hosting-status.service.ts';
 import { AppError, badRequest, unauthorized } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema } from '../../shared/schemas.ts';
+import { SESSION_SECURITY } from '../../shared/security.ts';
 import type { SessionAuth } from '../../shared/session.ts';
 
 const record = z.object({
@@ -78,7 +80,7 @@ export async function hostingWebhookRoutes(app: App, deps: { hostingStatus: Host
       description:
         'The newest record received by the webhook, from our database, for the dashboard: `{record}` or `{record:null}` before any ' +
         'event. Needs a session (401).',
-      security: [{ sessionCookie: [] }],
+      security: SESSION_SECURITY,
       response: { 200: z.object({ record: record.nullable() }), 401: errorSchema },
     },
     handler: async (request) => {

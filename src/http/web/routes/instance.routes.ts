@@ -5,10 +5,12 @@
  * applies to every agent of the user. Each action goes to the backend's per-agent lifecycle
  * route: `start` resumes (or deploys when the unit is gone), `stop` suspends, `restart` restarts.
  */
+
 import { z } from 'zod';
 import type { AgentsWebService } from '../../../domains/agents/agents.web.service.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema } from '../../shared/schemas.ts';
+import { SESSION_SECURITY } from '../../shared/security.ts';
 import type { SessionAuth } from '../../shared/session.ts';
 
 export function instanceRoutes(app: App, deps: { agents: AgentsWebService; session: SessionAuth }) {
@@ -22,7 +24,7 @@ export function instanceRoutes(app: App, deps: { agents: AgentsWebService; sessi
           'The session user must be `:userId` (404 otherwise). Optional body `{agentId}` limits the action to one agent; without it every agent of the user is acted on. ' +
           '`start` resumes a stopped agent (deploying it again when its unit is gone: status `provisioning`), `stop` suspends (status `stopped`), `restart` restarts. ' +
           '500 when the backend or hosting platform cannot be reached.',
-        security: [{ sessionCookie: [] }],
+        security: SESSION_SECURITY,
         params: z.object({ userId: z.string().min(1).max(200) }),
         body: z
           .object(

@@ -1,10 +1,12 @@
 /** §4.3 API keys (session). */
+
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import { invalidKey, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from '../../../domains/keys/keys.schemas.ts';
 import type { KeysService } from '../../../domains/keys/keys.service.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { SESSION_SECURITY } from '../../shared/security.ts';
 import type { SessionAuth } from '../../shared/session.ts';
 
 const keySummary = z.object({
@@ -22,7 +24,6 @@ const createBody = jsonBody({
 });
 
 const idParams = z.object({ id: z.string() });
-const cookieSecurity = [{ sessionCookie: [] }];
 
 export function keysRoutes(app: App, deps: { keys: KeysService; session: SessionAuth }) {
   const { keys, session } = deps;
@@ -33,7 +34,7 @@ export function keysRoutes(app: App, deps: { keys: KeysService; session: Session
       tags: ['keys'],
       summary: 'List my API keys',
       description: 'Newest first. The raw key is never returned after creation; `keyPreview` is its first 10 characters.',
-      security: cookieSecurity,
+      security: SESSION_SECURITY,
       response: { 200: z.object({ keys: z.array(keySummary) }), 401: errorSchema },
     },
     handler: async (request) => ({ keys: await keys.list(await userId(request)) }),
@@ -47,7 +48,7 @@ export function keysRoutes(app: App, deps: { keys: KeysService; session: Session
       description:
         `\`name\` is required, 1 to ${LIMITS.apiKeyNameMax} characters after trim (400 \`Name required\` / too long). The key is ` +
         '`sk_` followed by 40 base64url characters from the CSPRNG; it is returned in this response only and stored as a SHA-256 hash.',
-      security: cookieSecurity,
+      security: SESSION_SECURITY,
       body: createBody,
       response: {
         201: z.object({ id: z.string(), name: z.string(), key: z.string(), createdAt: z.string() }),
@@ -67,7 +68,7 @@ export function keysRoutes(app: App, deps: { keys: KeysService; session: Session
         'Marked "planned; unavailable" in §4.3; implemented here with the same service call as the backend\'s POST /api/validate-key. ' +
         'Needs a session (the section is S); the key may belong to any user, since holding it is the credential. ' +
         VALIDATION_DESCRIPTION,
-      security: cookieSecurity,
+      security: SESSION_SECURITY,
       body: validateKeyBody,
       response: { 200: keyProfile, 400: errorSchema, 401: invalidKey },
     },
@@ -82,7 +83,7 @@ export function keysRoutes(app: App, deps: { keys: KeysService; session: Session
       tags: ['keys'],
       summary: 'One of my API keys',
       description: "404 for an unknown id and for another user's key alike.",
-      security: cookieSecurity,
+      security: SESSION_SECURITY,
       params: idParams,
       response: { 200: keySummary, 401: errorSchema, 404: errorSchema },
     },
@@ -94,7 +95,7 @@ export function keysRoutes(app: App, deps: { keys: KeysService; session: Session
       tags: ['keys'],
       summary: 'Delete one of my API keys',
       description: "The key stops validating at once. 404 for an unknown id and for another user's key alike.",
-      security: cookieSecurity,
+      security: SESSION_SECURITY,
       params: idParams,
       response: { 200: z.object({ success: z.literal(true) }), 401: errorSchema, 404: errorSchema },
     },

@@ -3,15 +3,16 @@
  * GET /api/wallet/address. The stablecoin balance lookup shares the GET path (with `?address=`);
  * it is served by whichever domain passes `balanceByAddress`.
  */
+
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { SessionWalletService } from '../../../domains/session-wallet/session-wallet.service.ts';
 import { AppError, badRequest } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { SESSION_SECURITY } from '../../shared/security.ts';
 import type { SessionAuth } from '../../shared/session.ts';
 
-const security = [{ sessionCookie: [] }];
 const ACTIONS = ['create', 'get_seed', 'export_seed'] as const;
 const INVALID_ACTION = `Invalid action; use one of ${ACTIONS.join(', ')}`;
 
@@ -108,7 +109,7 @@ export function sessionWalletRoutes(
         'when the user has one: one wallet per user). `get_seed` returns metadata only, `{address,network,createdAt,warning}` ' +
         '(404 without a wallet); no key material is ever returned. `export_seed` always answers 403. Any other action: 400. ' +
         'The private key is stored AES-256-GCM encrypted with WALLET_ENCRYPTION_KEY.',
-      security,
+      SESSION_SECURITY,
       body: actionBody,
       response: { 200: actionResult, 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema },
     },
@@ -135,7 +136,7 @@ export function sessionWalletRoutes(
         '200 `{authenticated:true,address}` (`address` is null until POST /api/wallet `create`). Without a session: 401 ' +
         '`{authenticated:false,needsAuth:true,message}`. The `error`/`setup` variant of §4.4 is for configuration errors; ' +
         'reading the session wallet address needs no configuration, so it does not occur here.',
-      security,
+      SESSION_SECURITY,
       response: {
         200: z.object({ authenticated: z.literal(true), address: z.string().nullable() }),
         401: z.object({ authenticated: z.literal(false), needsAuth: z.literal(true), message: z.string() }),

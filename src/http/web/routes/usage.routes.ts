@@ -1,8 +1,10 @@
 /** The signed-in user's AI usage and cost (ours; the specification shows none). See usage-report.ts. */
+
 import { z } from 'zod';
 import { USAGE_DAYS_MAX, type UsageReportFn } from '../../../domains/ai/usage-report.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema } from '../../shared/schemas.ts';
+import { SESSION_SECURITY } from '../../shared/security.ts';
 import type { SessionAuth } from '../../shared/session.ts';
 
 const totals = {
@@ -22,7 +24,7 @@ export function usageRoutes(app: App, deps: { report: UsageReportFn; session: Se
       description:
         `Calls to the AI layer recorded for you (§4.9 usage log) over the last \`days\` UTC days (1 to ${USAGE_DAYS_MAX}, default 30), ` +
         'today included: totals, one entry per day (days without calls are zeros, oldest first) and one per model (most expensive first).',
-      security: [{ sessionCookie: [] }],
+      security: SESSION_SECURITY,
       querystring: z.object({
         days: z.coerce
           .number({ error: 'days must be a number' })

@@ -3,11 +3,13 @@
  * not an endpoint): the owner's view of the agent's watchdog state and history, read under the
  * user's row-level security.
  */
+
 import { z } from 'zod';
 import { watchdogHistoryLimit, watchdogViewSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
 import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema } from '../../shared/schemas.ts';
+import { SESSION_SECURITY } from '../../shared/security.ts';
 import type { SessionAuth } from '../../shared/session.ts';
 
 export function webWatchdogRoutes(app: App, deps: { watchdog: WatchdogService; session: SessionAuth }) {
@@ -19,7 +21,7 @@ export function webWatchdogRoutes(app: App, deps: { watchdog: WatchdogService; s
       description:
         'The state (§3: starting, running, degraded, repairing, crash_loop, stopped) and the newest `limit` (default 50, max 100) history rows: transitions, ' +
         'crashes and repair attempts with their outcome. `state` is null while the agent has never been watched. 401 without a session, 404 for an agent that is not yours.',
-      security: [{ sessionCookie: [] }],
+      security: SESSION_SECURITY,
       params: z.object({ id: z.string().min(1).max(200) }),
       querystring: z.object({ limit: watchdogHistoryLimit }),
       response: { 200: watchdogViewSchema, 400: errorSchema, 401: errorSchema, 404: errorSchema, 500: errorSchema },
