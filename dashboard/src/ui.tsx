@@ -179,3 +179,15 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
     </Button>
   );
 }
+
+/** A configuration typed as JSON: the object, or the sentence to show under the field. */
+export function parseJsonObject(text: string): { value: Record<string, unknown> } | { error: string } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    return { error: `Not valid JSON: ${messageOf(err)}` };
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return { error: 'The configuration must be a JSON object ({ … }).' };
+  return { value: parsed as Record<string, unknown> };
+}

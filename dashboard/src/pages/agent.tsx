@@ -4,11 +4,24 @@
  */
 import { type FormEvent, type KeyboardEvent, useEffect, useRef, useState } from 'react';
 import { LIMITS } from '../../../src/config/limits.ts';
-import { ApiError, api, call, messageOf, readEvents } from '../api/client.ts';
+import { ApiError, api, call, readEvents } from '../api/client.ts';
 import type { paths } from '../api/openapi.gen.ts';
 import { navigate } from '../router.ts';
 import { useSession } from '../session.tsx';
-import { Badge, Button, Empty, ErrorText, Field, formatDate, Notice, Section, Spinner, useAction, useData } from '../ui.tsx';
+import {
+  Badge,
+  Button,
+  Empty,
+  ErrorText,
+  Field,
+  formatDate,
+  Notice,
+  parseJsonObject,
+  Section,
+  Spinner,
+  useAction,
+  useData,
+} from '../ui.tsx';
 import { validateAgentName } from './agents.tsx';
 
 type Agent = paths['/api/agents/{id}']['get']['responses'][200]['content']['application/json']['agent'];
@@ -361,22 +374,15 @@ function AgentConfig({ agentId }: { agentId: string }) {
   const value = text ?? (cfg.data ? JSON.stringify(cfg.data, null, 2) : '');
   const save = async () => {
     setSaved(false);
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(value);
-    } catch (err) {
-      setParseError(`Not valid JSON: ${messageOf(err)}`);
+    const result = parseJsonObject(value);
+    if ('error' in result) {
+      setParseError(result.error);
       return;
     }
-    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
-      setParseError('The configuration must be a JSON object ({ … }).');
-      return;
-    }
+    const parsed = result.value;
     setParseError(undefined);
     const ok = await action.run(async () => {
-      const res = await call(
-        api.PUT('/api/agents/{id}/config', { params: { path: { id: agentId } }, body: parsed as Record<string, unknown> }),
-      );
+      const res = await call(api.PUT('/api/agents/{id}/config', { params: { path: { id: agentId } }, body: parsed }));
       setText(JSON.stringify(res.config, null, 2));
     });
     setSaved(ok);

@@ -1,8 +1,8 @@
 /** Your configuration with backups and restore (§4.2): every save backs up the previous one. */
 import { useState } from 'react';
 import { LIMITS } from '../../../src/config/limits.ts';
-import { api, call, messageOf } from '../api/client.ts';
-import { Button, Empty, ErrorText, Field, formatDate, Notice, Section, Spinner, useAction, useData } from '../ui.tsx';
+import { api, call } from '../api/client.ts';
+import { Button, Empty, ErrorText, Field, formatDate, Notice, parseJsonObject, Section, Spinner, useAction, useData } from '../ui.tsx';
 
 export function ConfigPage() {
   const cfg = useData(() => call(api.GET('/api/config')));
@@ -17,21 +17,16 @@ export function ConfigPage() {
 
   const onSave = async () => {
     setDone(undefined);
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(value);
-    } catch (err) {
-      setParseError(`Not valid JSON: ${messageOf(err)}`);
+    const result = parseJsonObject(value);
+    if ('error' in result) {
+      setParseError(result.error);
       return;
     }
-    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
-      setParseError('The configuration must be a JSON object ({ … }).');
-      return;
-    }
+    const parsed = result.value;
     setParseError(undefined);
     if (
       await save.run(async () => {
-        await call(api.POST('/api/config', { body: { config: parsed as Record<string, unknown> } }));
+        await call(api.POST('/api/config', { body: { config: parsed } }));
         setText(null);
         await cfg.reload();
       })

@@ -5,7 +5,7 @@
  *
  * Acting user: the backend is called by the web app on a user's behalf. The user is given in
  * header `x-user-id` (a user id, UUID_PATTERN) — or, on POST /api/agents and POST /api/deployments, as
- * `userId` in the body — and every user-row query runs under that user's row-level BEARER_SECURITY, so
+ * `userId` in the body — and every user-row query runs under that user's row-level security, so
  * another user's agent is 404 exactly as a missing one. A call with the bearer key and no user
  * (§4.7 asks for K and nothing more) acts as the operator account (migration 040): it creates,
  * lists and deletes the operator's own agents and never sees a user's.
@@ -120,7 +120,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       tags: ['agents'],
       summary: "List the acting user's agents",
       description: `${userHeaderDoc} A flat array, newest first.`,
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       headers,
       response: { 200: z.array(listItem), ...common },
     },
@@ -134,7 +134,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       description:
         `${userHeaderDoc} Stores metadata only (§3: status \`pending\`); deploy it with POST /api/agents/:id/start or POST /api/deployments. ` +
         'Plan limits (`config.plan`, default `label`): solo 1, collective 3, label 10, network unlimited; over the limit 402 `AGENT_LIMIT_REACHED`.',
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       headers,
       body: jsonBody({
         name: agentName,
@@ -174,7 +174,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       tags: ['agents'],
       summary: 'One agent',
       description: `${userHeaderDoc} 404 when it is not the user's. \`watchdog\` (added): the watchdog state (§3); GET /api/agents/:id/watchdog has its history.`,
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       headers,
       params: agentIdParam,
       response: { 200: agentObject, ...common },
@@ -191,7 +191,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       tags: ['agents'],
       summary: 'Update plan, provider, configuration (and name, model)',
       description: `${userHeaderDoc} All fields optional. \`name\` and \`model\` are added (the web app's rename sync uses \`name\`).`,
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       headers,
       params: agentIdParam,
       body: jsonBody({
@@ -223,7 +223,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       tags: ['agents'],
       summary: 'Delete an agent',
       description: `${userHeaderDoc} Removes the record, then cleans up on the hosting platform best effort. An unknown id (or another user's) still answers \`{id,deleted:true}\` and touches nothing.`,
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       headers,
       params: agentIdParam,
       response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }), ...common },
@@ -243,7 +243,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
           `${userHeaderDoc} Per-agent lifecycle (§4.18, designed). \`start\` resumes a stopped unit, \`stop\` suspends it (status \`stopped\`), \`restart\` restarts it. ` +
           'When the unit does not exist (never deployed, or gone) `start` and `restart` enqueue a deploy job and answer status `provisioning` with the job. ' +
           '500 `Hosting unavailable` when the hosting platform cannot be reached. No body.',
-        BEARER_SECURITY,
+        security: BEARER_SECURITY,
         headers,
         params: agentIdParam,
         response: {
@@ -260,7 +260,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       tags: ['agents'],
       summary: 'Recent runtime log lines from the hosting driver',
       description: `${userHeaderDoc} \`limit\` default 50, max 100; \`level\` filters (debug, info, warn, error). 500 when the hosting platform cannot be reached.`,
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       headers,
       params: agentIdParam,
       querystring: z.object({
@@ -282,7 +282,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       tags: ['agents'],
       summary: 'Live resource usage from the hosting driver',
       description: `${userHeaderDoc} 500 when the hosting platform cannot be reached.`,
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       headers,
       params: agentIdParam,
       response: { 200: z.object({ stats: statsObject }), ...common },
@@ -301,7 +301,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
         '(poll every 2 s, 60 s overall) and moves the agent to `running`, or to `error` after 3 failed attempts. Poll GET /api/deployments/:id or GET /api/agents/:id. ' +
         'Answers 202 with the job. `plan` defaults to `label`; backend limits solo 1, collective 3, label 10, network unlimited (402 `AGENT_LIMIT_REACHED`). ' +
         '500 `Hosting unavailable` (code `HOSTING_UNAVAILABLE`) when the hosting driver cannot be used.',
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       headers,
       body: jsonBody({
         userId: userIdField,
@@ -329,7 +329,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       tags: ['deployments'],
       summary: 'One deployment job',
       description: `${userHeaderDoc} Status queued → running → succeeded | failed (queued again between retries).`,
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       headers,
       params: z.object({ id: z.string().regex(UUID_PATTERN, { error: 'Invalid deployment id' }) }),
       response: { 200: deploymentObject, ...common },
@@ -344,7 +344,7 @@ export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; wat
       description:
         "With header `x-user-id`: that user's agents; without it: all agents (operator view, newest first). `containerStatus` is the §3 container health value " +
         '(null when the hosting platform cannot be asked). `limit` default 50, max 100.',
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       headers,
       querystring: z.object({
         limit: z.coerce.number({ error: 'limit must be a number' }).int().min(1).max(LIMITS.agentListMax).default(LIMITS.agentListDefault),

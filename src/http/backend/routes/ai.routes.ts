@@ -192,7 +192,7 @@ export function aiRoutes(
       description:
         '`healthy` when the router (ROUTER_API_KEY) is configured, `degraded` when not. `providers` has one boolean per provider ' +
         `(${PROVIDER_NAMES.join(', ')}). 503 \`{status:'error', error}\` when the usage store cannot be reached.`,
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       response: {
         200: z.object({ status: z.enum(['healthy', 'degraded']), providers: z.record(z.string(), z.boolean()), timestamp: z.string() }),
         503: z.object({ status: z.literal('error'), error: z.string() }),
@@ -208,7 +208,7 @@ export function aiRoutes(
       description:
         'Every model with costs in USD per token. `router` says whether the router is configured. The catalog refreshes from the ' +
         "router's `/models` in the background hourly; `?refresh=true` waits for a refresh.",
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       querystring: z.object({
         refresh: z.enum(['true', 'false', '1', '0'], { error: 'Parameter refresh must be true or false' }).optional(),
       }),
@@ -225,7 +225,7 @@ export function aiRoutes(
       tags: ['ai'],
       summary: 'Models of one provider or vendor',
       description: `Models served by the provider (${PROVIDER_NAMES.join(', ')}) or whose id starts with \`<provider>/\`; an unknown name gives an empty list.`,
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       params: z.object({ provider: z.string().regex(/^[A-Za-z0-9][\w.-]{0,63}$/, { error: 'Invalid provider' }) }),
       response: {
         200: z.object({ provider: z.string(), models: z.array(publicModel), count: z.number(), timestamp: z.string() }),
@@ -244,7 +244,7 @@ export function aiRoutes(
         `${PLAN_HEADERS_DOC} Task tags: coding → coding, logic; analysis → analysis; creative → creative; long → long-context; ` +
         "general → general, balanced. The first of the plan's available router models with a matching tag wins, else the first available. " +
         '404 when no model is available (router not configured).',
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       headers: planHeaders,
       body: selectBody,
       response: {
@@ -263,7 +263,7 @@ export function aiRoutes(
       tags: ['ai'],
       summary: 'Estimate the cost of a request',
       description: `${PLAN_HEADERS_DOC} estimatedCost = inputTokens × inputCost + outputTokens × outputCost (USD). 400 for an unknown model.`,
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       headers: planHeaders,
       body: estimateBody,
       response: {
@@ -296,7 +296,7 @@ export function aiRoutes(
         '`event: error` with `{error}`. Disconnecting cancels the upstream request. 429 `QUOTA_EXCEEDED` when AI_QUOTA_ENFORCE is on ' +
         'and the monthly token quota is used (solo 2M, collective 6M, label 20M, network unlimited). 503 `PROVIDER_UNAVAILABLE` when the ' +
         "model's provider has no key. 500 when every attempt failed.",
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       headers: planHeaders,
       body: chatBody,
       response: {

@@ -36,7 +36,7 @@ export function hostingMcpRoutes(app: App, deps: { hostingMcp: HostingMcpService
       tags,
       summary: 'Hosting MCP gateway status',
       description: 'Static status of the gateway information service (always `operational`; version 1.0.0 per §9).',
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       response: {
         200: z.object({
           name: z.string(),
@@ -59,7 +59,7 @@ export function hostingMcpRoutes(app: App, deps: { hostingMcp: HostingMcpService
       tags,
       summary: 'About the hosting MCP server',
       description: '`setup_guide` is the path of the setup endpoint.',
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       response: {
         200: z.object({
           name: z.string(),
@@ -84,7 +84,7 @@ export function hostingMcpRoutes(app: App, deps: { hostingMcp: HostingMcpService
       summary: 'How to connect an MCP client',
       description:
         '`docker_config_example` is an MCP client configuration object running the official image; `documentation_links` maps names to URLs.',
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       response: {
         200: z.object({
           title: z.string(),
@@ -105,7 +105,7 @@ export function hostingMcpRoutes(app: App, deps: { hostingMcp: HostingMcpService
       summary: 'Tools of the hosting MCP server',
       description:
         'Categories as §4.16 lists them, each `{count, tools[]}`: workspaces 3, services 6, deployments 2, logs 2, metrics 1, postgres 4, key_value 3.',
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       response: {
         200: z.object({
           source: z.string(),
@@ -130,7 +130,7 @@ export function hostingMcpRoutes(app: App, deps: { hostingMcp: HostingMcpService
     schema: {
       tags,
       summary: 'Example prompts',
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       response: {
         200: z.object({
           description: z.string(),
@@ -157,7 +157,7 @@ export function hostingMcpRoutes(app: App, deps: { hostingMcp: HostingMcpService
         `every problem: \`${VALIDATE_ERRORS.required}\` (missing, empty or not a string), \`${VALIDATE_ERRORS.prefix}\`, ` +
         `\`${VALIDATE_ERRORS.short}\` (under ${HOSTING_KEY_MIN_LENGTH} characters). A body that is not a JSON object gets 400 \`{error}\`. ` +
         '`endpoint` is optional and only echoed in `next_steps`.',
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       body: validateBody,
       response: {
         200: z.object({ valid: z.literal(true), message: z.string(), next_steps: z.array(z.string()) }),
@@ -176,7 +176,7 @@ export function hostingMcpRoutes(app: App, deps: { hostingMcp: HostingMcpService
       tags,
       summary: 'Redirect to the documentation',
       description: `301 to ${HOSTING_MCP_LINKS.documentation}.`,
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       response: { 301: redirect(HOSTING_MCP_LINKS.documentation) },
     },
     handler: async (_request, reply) => reply.redirect(HOSTING_MCP_LINKS.documentation, 301),
@@ -187,7 +187,7 @@ export function hostingMcpRoutes(app: App, deps: { hostingMcp: HostingMcpService
       tags,
       summary: 'Redirect to the source repository',
       description: `301 to ${HOSTING_MCP_LINKS.repository}.`,
-      BEARER_SECURITY,
+      security: BEARER_SECURITY,
       response: { 301: redirect(HOSTING_MCP_LINKS.repository) },
     },
     handler: async (_request, reply) => reply.redirect(HOSTING_MCP_LINKS.repository, 301),

@@ -42,7 +42,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
       summary: "The signed-in user's agents",
       description: 'Without a session: `{agents:[],count:0,status:"ok"}` (not 401).',
       // the session is optional here (§4.7): documented as "cookie, or nothing"
-      SESSION_SECURITY: [...SESSION_SECURITY, {}],
+      security: [...SESSION_SECURITY, {}],
       response: { 200: z.object({ agents: z.array(webAgent), count: z.number(), status: z.literal('ok') }) },
     },
     handler: async (request) => agents.list(await session.user(request)),
@@ -61,7 +61,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
         '`error` (a failed request answers 500 `Provisioning failed` with `agentId`). `tier` starter/pro/enterprise is forwarded as plan solo/collective/label (admins without ' +
         'a tier: network; otherwise the backend default label); over the backend plan limit 402 `AGENT_LIMIT_REACHED` and no agent is kept. Model `claude-opus-4-6` (default) sets ' +
         'provider `anthropic`; otherwise `config.aiProvider` or `router`.',
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       body: jsonBody({
         name: agentName,
         model: z
@@ -101,7 +101,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
     schema: {
       tags: ['agents'],
       summary: "The signed-in user's agents (provisioning view)",
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       response: { 200: z.object({ success: z.literal(true), agents: z.array(webAgent), count: z.number() }), ...errors },
     },
     handler: async (request) => agents.provisionList(await me(request)),
@@ -144,7 +144,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
       tags: ['agents'],
       summary: 'One agent',
       description: "`watchdog` (added): the agent's watchdog state (§3), see GET /api/agents/:id/watchdog for its history.",
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       params: idParam,
       response: {
         200: z.object({ agent: webAgent.extend({ watchdog: watchdogStateSchema.optional() }), status: z.literal('ok') }),
@@ -164,7 +164,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
       tags: ['agents'],
       summary: 'Rename an agent',
       description: '`name` 1 to 64 characters after trim. The database is updated first; the backend sync is best effort.',
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       params: idParam,
       body: jsonBody({ name: agentName }),
       response: {
@@ -183,7 +183,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
       tags: ['agents'],
       summary: 'Delete an agent (added)',
       description: 'Owner only (404 otherwise). The backend removes the record and, best effort, the hosting unit.',
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       params: idParam,
       response: { 200: z.object({ success: z.literal(true), id: z.string(), deleted: z.literal(true) }), ...errors },
     },
@@ -194,7 +194,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
     schema: {
       tags: ['agents'],
       summary: "The agent's configuration",
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       params: idParam,
       response: { 200: z.object({ config: z.record(z.string(), z.unknown()), status: z.literal('ok') }), ...errors },
     },
@@ -208,7 +208,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
       summary: "Replace the agent's configuration",
       description:
         'The body (a JSON object) is the configuration; it is forwarded to the backend, which stores it. It applies at the next deploy or restart.',
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       params: idParam,
       body: configObject,
       response: { 200: z.object({ config: z.record(z.string(), z.unknown()), status: z.literal('updated') }), ...errors },
@@ -223,7 +223,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
       summary: "The agent runtime's recent log lines",
       description:
         'Real lines from the runtime, read from the hosting driver through the backend. `level` filters. 500 when the backend or hosting platform cannot be reached.',
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       params: idParam,
       querystring: z.object({
         limit: listLimit,
@@ -256,7 +256,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
     schema: {
       tags: ['agents'],
       summary: 'Stored chat messages with the agent, newest first',
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       params: idParam,
       querystring: z.object({
         limit: listLimit,
@@ -297,7 +297,7 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
       description:
         'Owner only. Resource figures are live from the hosting driver (through the backend); message figures come from stored messages and the runtime. ' +
         "When the backend cannot be reached, zeros for the resource figures and `status:'mock'`.",
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       params: idParam,
       response: {
         200: z.object({

@@ -17,7 +17,7 @@ import { BRIDGE_SECURITY } from '../../shared/security.ts';
 const list = (values: readonly string[]) => values.map((v) => `\`${v}\``).join(', ');
 const AUTH_TEXT =
   'Requires header `x-bridge-secret` equal to BRIDGE_SECRET (constant-time comparison; 401 `{error:"unauthorized"}`); ' +
-  'when BRIDGE_SECRET is unset the bridge is closed: 503 `{error:"Bridge not configured"}` (the specification leaves it open; see docs/BRIDGE_SECURITY.md).';
+  'when BRIDGE_SECRET is unset the bridge is closed: 503 `{error:"Bridge not configured"}` (the specification leaves it open; see docs/security.md).';
 
 const message = z.object({
   id: z.string(),
@@ -43,7 +43,7 @@ export function bridgeRoutes(app: App, deps: { bridge: BridgeService; bridgeSecr
         `\`content\` 1 to ${LIMITS.bridgeContentMax} characters; \`channel\` one of ${list(BRIDGE_CHANNELS)} (default \`general\`); ` +
         `\`priority\` one of ${list(BRIDGE_PRIORITIES)} (default \`normal\`; the set is our choice, the specification names only the default). ` +
         '400 `sender and content are required`, `invalid sender`, `invalid channel`, `invalid priority`.',
-      BRIDGE_SECURITY,
+      security: BRIDGE_SECURITY,
       body: jsonBody({
         sender: z
           .unknown()
@@ -80,7 +80,7 @@ export function bridgeRoutes(app: App, deps: { bridge: BridgeService; bridgeSecr
         `larger values are capped at ${LIMITS.bridgeInboxMaxLimit}). Oldest first. Messages this reader has already read are left out and the ` +
         'returned ones are marked read for it, unless the reader is `unknown` (a peek). Each message reaches a reader once even when ' +
         'calls race; a call that loses a race may return fewer than `limit` messages, and the next call returns the rest.',
-      BRIDGE_SECURITY,
+      security: BRIDGE_SECURITY,
       querystring: z.object({
         channel: z.unknown().optional().describe(BRIDGE_CHANNELS.join(' | ')),
         since: z.unknown().optional().describe('ISO 8601 timestamp or epoch milliseconds'),
@@ -105,7 +105,7 @@ export function bridgeRoutes(app: App, deps: { bridge: BridgeService; bridgeSecr
       description:
         `${AUTH_TEXT} \`total_messages\` over all channels; \`last_message\` the newest one or null; \`channels\` and \`senders\` ` +
         'are the accepted channel names and sender identities. 500 `{status:"error", error}` when the store cannot be read.',
-      BRIDGE_SECURITY,
+      security: BRIDGE_SECURITY,
       response: {
         200: z.object({
           status: z.literal('ok'),

@@ -30,7 +30,7 @@ export function heartbeatRoutes(app: App, deps: { heartbeat: HeartbeatService; s
       description:
         "The caller's saved settings for `agentId`, or the defaults (`3h`, enabled, null times) when none are saved. " +
         "Settings are per user, so this never reveals another user's settings.",
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       querystring: z.object({ agentId: agentId.optional() }),
       response: { 200: z.object({ heartbeat }), 400: errorSchema, 401: errorSchema },
     },
@@ -50,7 +50,7 @@ export function heartbeatRoutes(app: App, deps: { heartbeat: HeartbeatService; s
         "field on every save, as §4.12 states). The agent must be one of the caller's agents or the caller's runtime instance id " +
         '(404 `Agent not found` otherwise). `lastHeartbeat` is the save time and `nextHeartbeat` the save time plus the frequency ' +
         '(also when disabled). Response `{success:true, heartbeat:{agentId,frequency,enabled,lastHeartbeat,nextHeartbeat,lastUpdated}}`.',
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       body: jsonBody({
         agentId: agentId.optional(),
         frequency: z.unknown().optional().describe(`string: ${FREQUENCY_TEXT}`),
@@ -79,7 +79,7 @@ export function heartbeatRoutes(app: App, deps: { heartbeat: HeartbeatService; s
       description:
         "`agentId` in the JSON body or the query string. Removes the caller's saved settings for that agent (the defaults apply " +
         'again); `{success:true}` also when none were saved.',
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       querystring: z.object({ agentId: agentId.optional() }),
       // a DELETE usually has no body (Fastify gives null): then the query string is used
       body: jsonBody({ agentId: agentId.optional() }).nullish(),

@@ -109,7 +109,7 @@ export function sessionWalletRoutes(
         'when the user has one: one wallet per user). `get_seed` returns metadata only, `{address,network,createdAt,warning}` ' +
         '(404 without a wallet); no key material is ever returned. `export_seed` always answers 403. Any other action: 400. ' +
         'The private key is stored AES-256-GCM encrypted with WALLET_ENCRYPTION_KEY.',
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       body: actionBody,
       response: { 200: actionResult, 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema },
     },
@@ -136,7 +136,7 @@ export function sessionWalletRoutes(
         '200 `{authenticated:true,address}` (`address` is null until POST /api/wallet `create`). Without a session: 401 ' +
         '`{authenticated:false,needsAuth:true,message}`. The `error`/`setup` variant of §4.4 is for configuration errors; ' +
         'reading the session wallet address needs no configuration, so it does not occur here.',
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       response: {
         200: z.object({ authenticated: z.literal(true), address: z.string().nullable() }),
         401: z.object({ authenticated: z.literal(false), needsAuth: z.literal(true), message: z.string() }),

@@ -88,7 +88,7 @@ export function tradingRoutes(app: App, deps: { trading: TradingService; session
       tags: ['trading'],
       summary: 'Whether a personal trading key is saved',
       description: 'Never returns the key itself (it is stored AES-256-GCM encrypted with SECRETS_ENCRYPTION_KEY).',
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       response: { 200: z.object({ configured: z.boolean() }), 401: errorSchema },
     },
     handler: async (request) => ({ configured: await trading.hasKey(await userId(request)) }),
@@ -100,7 +100,7 @@ export function tradingRoutes(app: App, deps: { trading: TradingService; session
       tags: ['trading'],
       summary: 'Save the personal trading key',
       description: `\`apiKey\`: non-empty after trim, at most ${LIMITS.tradingKeyMax} characters (§8). Replaces an existing key. Encrypted at rest; never returned.`,
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       body: keyBody,
       response: { 200: success, 400: errorSchema, 401: errorSchema },
     },
@@ -116,7 +116,7 @@ export function tradingRoutes(app: App, deps: { trading: TradingService; session
       tags: ['trading'],
       summary: 'Delete the personal trading key',
       description: 'Later trading calls fall back to the platform key (TRADING_API_KEY). Succeeds when no key was saved.',
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       response: { 200: success, 401: errorSchema },
     },
     handler: async (request) => {
@@ -131,7 +131,7 @@ export function tradingRoutes(app: App, deps: { trading: TradingService; session
       tags: ['trading'],
       summary: 'Balances from the trading service',
       description: `Calls \`GET {TRADING_API_URL}/balances?chains=<list>\`. ${PASSTHROUGH_NOTE}`,
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       querystring: balancesQuery,
       response: { 200: passthrough, 400: errorSchema, 401: errorSchema, 500: upstreamError, 503: needsKeyError },
     },
@@ -148,7 +148,7 @@ export function tradingRoutes(app: App, deps: { trading: TradingService; session
       tags: ['trading'],
       summary: 'Send a prompt to the trading agent',
       description: `Calls \`POST {TRADING_API_URL}/prompt\` with \`{prompt, threadId?}\`; the answer (typically a job id) is passed through. ${PASSTHROUGH_NOTE}`,
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       body: promptBody,
       response: { 200: passthrough, 400: errorSchema, 401: errorSchema, 500: upstreamError, 503: needsKeyError },
     },
@@ -164,7 +164,7 @@ export function tradingRoutes(app: App, deps: { trading: TradingService; session
       tags: ['trading'],
       summary: 'Status of a trading prompt job',
       description: `Calls \`GET {TRADING_API_URL}/prompt/<jobId>\`. 400 \`jobId required\` without a jobId. ${PASSTHROUGH_NOTE}`,
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       querystring: jobQuery,
       response: { 200: passthrough, 400: errorSchema, 401: errorSchema, 500: upstreamError, 503: needsKeyError },
     },
@@ -172,7 +172,7 @@ export function tradingRoutes(app: App, deps: { trading: TradingService; session
       const jobId = request.query.jobId?.trim();
       if (!jobId) throw badRequest('jobId required');
       // the job id becomes a path segment upstream: a plain token only, so `..` or `/` can never
-      // point the platform's trading key at another upstream path (docs/SESSION_SECURITY.md)
+      // point the platform's trading key at another upstream path (docs/security.md)
       if (jobId.length > LIMITS.tradingIdMax || !isTradingJobId(jobId)) throw badRequest('Invalid jobId');
       const r = await trading.jobStatus(await userId(request), jobId);
       return reply.code(r.status as 200).send(r.body);

@@ -85,7 +85,7 @@ export function workflowsRoutes(app: App, deps: { workflows: WorkflowsService; s
       description:
         'Newest update first, each with its nodes (by creation time; node `createdAt` is given on the single get only). ' +
         'Without a session: 401 with body `{error, workflows: []}` (§7).',
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       response: {
         200: z.object({ workflows: z.array(workflowOut) }),
         401: errorSchema.extend({ workflows: z.array(workflowOut).max(0) }),
@@ -104,7 +104,7 @@ export function workflowsRoutes(app: App, deps: { workflows: WorkflowsService; s
       tags: ['workflows'],
       summary: 'Create a workflow',
       description: `\`name\` required (400 \`Name required\`); \`description\` string or null; \`nodes[]\` each with \`type\` (trigger, action, condition, output), \`config\` object, \`position\` object. ${LIMITS_TEXT}`,
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       body: jsonBody({ name, description: description.optional(), nodes: nodes.optional() }),
       response: { 201: z.object({ workflow: workflowOut }), 400: errorSchema, 401: errorSchema },
     },
@@ -119,7 +119,7 @@ export function workflowsRoutes(app: App, deps: { workflows: WorkflowsService; s
       tags: ['workflows'],
       summary: 'One workflow',
       description: "Nodes by creation time, each with `createdAt`. 404 when it does not exist or is another user's.",
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       params,
       response: { 200: z.object({ workflow: workflowOut }), 401: errorSchema, 404: errorSchema },
     },
@@ -138,7 +138,7 @@ export function workflowsRoutes(app: App, deps: { workflows: WorkflowsService; s
         'Optional `name`, `description`, `enabled`, `nodes[]`. When `nodes` is present, every existing node is deleted and replaced ' +
         '(new node ids), in one transaction with the other changes. `updatedAt` moves on every successful PUT. ' +
         `404 when it does not exist or is another user's. ${LIMITS_TEXT}`,
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       params,
       body: jsonBody({
         name: name.optional(),
@@ -159,7 +159,7 @@ export function workflowsRoutes(app: App, deps: { workflows: WorkflowsService; s
       tags: ['workflows'],
       summary: 'Delete a workflow',
       description: "Deletes the workflow and its nodes. 404 when it does not exist or is another user's.",
-      SESSION_SECURITY,
+      security: SESSION_SECURITY,
       params,
       response: { 200: z.object({ deleted: z.literal(true) }), 401: errorSchema, 404: errorSchema },
     },
