@@ -1,15 +1,23 @@
 /**
  * The catalogue of every error the platform raises (issue "one error vocabulary"; docs/architecture.md
  * "Errors"). A service throws `new AppError(<code>, message?, extra?)`: the code is typed (a key of
- * this object), its HTTP status comes from here, and so does whether a `code` field appears in the
- * JSON body. `body` is that field's exact value, present only where the specification (or an
- * answer documented before this catalogue) shows a code; other errors answer `{error}` alone, and
- * their code still names them in logs and in the OpenAPI description (`x-error-codes`).
+ * this object), its HTTP status comes from here, and so does what a client can see of it. Two kinds
+ * of public identifier exist because the specification shows both, and bodies must stay as it fixes them:
+ * - `body`: the value of a `code` field next to the message (`{error, code}`, e.g. `ADMIN_REQUIRED`);
+ * - `error`: a fixed `error` text that is itself the identifier, the explanation going in `message`
+ *   (the v1 gateway and wallet balances, §4.4 and §4.8: `{error: 'session_invalid', message}`).
+ * Other errors answer `{error}` alone; their code still names them in logs and in the OpenAPI
+ * description (`x-error-codes`).
  *
- * To add an error: add an entry here (status, summary, `body` only if clients must see a code),
- * then throw it by name.
+ * To add an error: add an entry here (status, summary; `body` or `error` only if the specification
+ * shows clients an identifier), then throw it by name.
  */
-export type ErrorDefinition = { readonly status: number; readonly summary: string; readonly body?: string };
+export type ErrorDefinition = {
+  readonly status: number;
+  readonly summary: string;
+  readonly body?: string;
+  readonly error?: string;
+};
 
 export const ERROR_CODES = {
   // generic, behind the helpers of errors.ts
@@ -22,6 +30,12 @@ export const ERROR_CODES = {
   SERVICE_UNAVAILABLE: { status: 503, summary: 'A dependency or integration is not available' },
   CLIENT_CLOSED: { status: 499, summary: 'The client went away before the answer (never sent)' },
 
+  // written by the error handler for what no service raised (src/http/shared/error-handler.ts)
+  METHOD_NOT_ALLOWED: { status: 405, summary: 'The path exists but not with this method; Allow lists those it serves' },
+  PAYLOAD_TOO_LARGE: { status: 413, summary: 'The request body is over the size limit' },
+  REQUEST_REJECTED: { status: 400, summary: 'The framework refused the request before any route ran (its 4xx is passed on)' },
+  UNEXPECTED: { status: 500, summary: 'An unexpected failure; the detail is in the log under the request id' },
+
   // configuration and integrations (§7 "not configured")
   SERVER_MISCONFIGURED: { status: 500, summary: 'A required server setting is missing' },
   BRIDGE_NOT_CONFIGURED: { status: 503, summary: 'BRIDGE_SECRET is not set: the bridge is closed' },
@@ -33,7 +47,6 @@ export const ERROR_CODES = {
   RPC_FAILED: { status: 500, summary: 'The chain RPC failed', body: 'RPC_FAILED' },
   CDP_NOT_CONFIGURED: { status: 500, summary: 'Custodial wallets are not configured (CDP_*)', body: 'CDP_NOT_CONFIGURED' },
   CDP_FAILED: { status: 500, summary: 'The custodial wallet provider failed', body: 'CDP_FAILED' },
-  AUDIO_UNAVAILABLE: { status: 502, summary: 'No audio provider is configured for tts/stt' },
 
   // accounts and admin (§4.1, docs/admin.md)
   ADMIN_REQUIRED: { status: 403, summary: 'Only admins may do this', body: 'ADMIN_REQUIRED' },
@@ -92,28 +105,59 @@ export const ERROR_CODES = {
   },
   CHECKOUT_FAILED: { status: 500, summary: 'The card processor could not create the checkout', body: 'CHECKOUT_FAILED' },
 
-  // payments (§4.4, §4.8; the 402 bodies name these in `error`, as the specification shows)
-  INSUFFICIENT_BALANCE: { status: 402, summary: 'Not enough balance (wallet or payment session)' },
+  // payments (§4.4, §4.8): the specification names these in `error`, the explanation is in `message`
+  INSUFFICIENT_BALANCE: { status: 402, summary: 'Not enough balance (wallet or payment session)', error: 'insufficient_balance' },
+  PAYMENT_REQUIRED: {
+    status: 402,
+    summary: 'Pay first: the body carries the MPP challenge and a card checkout',
+    error: 'payment_required',
+  },
+  SESSION_REQUIRED: { status: 402, summary: 'Session billing without X-Session-Id and X-Wallet-Address', error: 'session_required' },
+  SESSION_INVALID: { status: 402, summary: 'Unknown, closed or expired payment session, or another wallet', error: 'session_invalid' },
+  VOUCHER_FAILED: {
+    status: 402,
+    summary: 'The session voucher could not be signed or recorded; nothing was charged',
+    error: 'voucher_failed',
+  },
+  UNKNOWN_PLUGIN: { status: 400, summary: 'Session billing asked for a plugin that has no price', error: 'unknown_plugin' },
+  NO_PLUGIN: { status: 502, summary: 'No such plugin, or its provider is not configured; nothing was charged', error: 'no_plugin' },
+  PLUGIN_FAILED: { status: 500, summary: 'The plugin failed before answering; nothing was charged', error: 'internal' },
 } as const satisfies Record<string, ErrorDefinition>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-/** The `code` values a client can see in error bodies, for the OpenAPI error schema. */
-export const PUBLIC_ERROR_CODES: string[] = [
-  ...new Set(Object.values(ERROR_CODES as Record<string, ErrorDefinition>).flatMap((d) => (d.body ? [d.body] : []))),
-].sort();
+type Entry = readonly [ErrorCode, ErrorDefinition];
+const ENTRIES = Object.entries(ERROR_CODES) as unknown as Entry[];
+const sortedValues = (pick: (d: ErrorDefinition) => string | undefined) =>
+  ENTRIES.flatMap(([, d]) => {
+    const v = pick(d);
+    return v === undefined ? [] : [v];
+  }).sort();
+
+/** The `code` values a client can see in error bodies (the OpenAPI error schema lists them). */
+export const BODY_CODES: readonly string[] = sortedValues((d) => d.body);
+
+/** The fixed `error` texts that are identifiers themselves (the OpenAPI error schema lists them). */
+export const ERROR_TEXT_CODES: readonly string[] = sortedValues((d) => d.error);
+
+/** The codes whose `error` text is fixed by the catalogue (gateway refusals, wallet balance). */
+export type FixedTextCode = { [K in ErrorCode]: (typeof ERROR_CODES)[K] extends { error: string } ? K : never }[ErrorCode];
+
+/** Codes whose message a call site words itself (all but the fixed-text ones). */
+export type WordedCode = Exclude<ErrorCode, FixedTextCode>;
 
 /** The catalogue as the OpenAPI descriptions carry it (`x-error-codes`). */
 export const errorCatalogue = () =>
   Object.fromEntries(
-    Object.entries(ERROR_CODES as Record<string, ErrorDefinition>).map(([code, d]) => [
+    ENTRIES.map(([code, d]) => [
       code,
-      { status: d.status, summary: d.summary, ...(d.body ? { body: d.body } : {}) },
+      { status: d.status, summary: d.summary, ...(d.body ? { body: d.body } : {}), ...(d.error ? { error: d.error } : {}) },
     ]),
   );
 
-/** The catalogue entry whose body code is `body` (codes passed on from the backend). */
-export const codeForBody = (body: string | undefined): ErrorCode | undefined =>
-  body === undefined
-    ? undefined
-    : (Object.entries(ERROR_CODES as Record<string, ErrorDefinition>).find(([, d]) => d.body === body)?.[0] as ErrorCode | undefined);
+/**
+ * The catalogue entry whose body code is `body` (codes passed on from the backend). An entry has a
+ * `body` or a fixed `error` text, never both (tested), so the result is always a worded code.
+ */
+export const codeForBody = (body: string | undefined): WordedCode | undefined =>
+  body === undefined ? undefined : (ENTRIES.find(([, d]) => d.body === body)?.[0] as WordedCode | undefined);

@@ -305,7 +305,7 @@ describe('gateway session billing', () => {
       chainId: CHAIN_ID,
       ttlMs: 60_000,
     });
-    expect(await broken.debit(s.sessionId, s.address, 10_000, 'generate-text')).toEqual({ ok: false, code: 'voucher_failed' });
+    expect(await broken.debit(s.sessionId, s.address, 10_000, 'generate-text')).toEqual({ ok: false, code: 'VOUCHER_FAILED' });
     expect(await broken.get(s.sessionId)).toMatchObject({ remaining: '0.05', debits: 0 });
   });
 });

@@ -10,6 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../db/client.ts';
+import { ERROR_CODES, type FixedTextCode } from '../../lib/error-codes.ts';
 import { badRequest, isAppError } from '../../lib/errors.ts';
 import type { AiActor } from '../ai/plan-rules.ts';
 import { ledgerRepo } from './ledger.repo.ts';
@@ -60,10 +61,15 @@ export type GatewayOutcome =
     }
   | { ok: false; status: number; body: Record<string, unknown>; headers: Record<string, string> };
 
-const fail = (status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): GatewayOutcome => ({
+/**
+ * A refusal as §4.8 writes it: the catalogue gives the status and the `error` identifier, which
+ * comes first in the body; `fields` (message, challenge, session) follow. A value, not a throw: the
+ * route sends it with the refusal's own headers (WWW-Authenticate).
+ */
+const fail = (code: FixedTextCode, fields: Record<string, unknown>, headers: Record<string, string> = {}): GatewayOutcome => ({
   ok: false,
-  status,
-  body,
+  status: ERROR_CODES[code].status,
+  body: { error: ERROR_CODES[code].error, ...fields },
   headers,
 });
 
@@ -88,8 +94,8 @@ export function createGatewayService(deps: {
       deps.logger?.warn({ err: (err as Error).message }, 'gateway checkout creation failed');
     }
     return fail(
-      402,
-      { error: 'payment_required', message, mpp: challenge?.mpp ?? null, stripe: { checkoutUrl, amount: amountCents, currency: 'usd' } },
+      'PAYMENT_REQUIRED',
+      { message, mpp: challenge?.mpp ?? null, stripe: { checkoutUrl, amount: amountCents, currency: 'usd' } },
       challenge ? { 'www-authenticate': challenge.wwwAuthenticate } : {},
     );
   }
@@ -136,8 +142,8 @@ export function createGatewayService(deps: {
       const plugin = Object.hasOwn(plugins, req.pluginId) ? plugins[req.pluginId] : undefined;
       if (!plugin) {
         return method === 'session'
-          ? fail(400, { error: 'unknown_plugin', message: `Plugin ${req.pluginId} has no price for session billing` })
-          : fail(502, { error: 'no_plugin', message: `No plugin ${req.pluginId}` });
+          ? fail('UNKNOWN_PLUGIN', { message: `Plugin ${req.pluginId} has no price for session billing` })
+          : fail('NO_PLUGIN', { message: `No plugin ${req.pluginId}` });
       }
       // validate before charging: bad input costs nothing (400)
       const call = plugin.prepare(req.body);
@@ -150,23 +156,20 @@ export function createGatewayService(deps: {
 
       if (method === 'session') {
         if (!req.sessionId || !req.walletAddress) {
-          return fail(402, {
-            error: 'session_required',
+          return fail('SESSION_REQUIRED', {
             message: 'Session billing needs X-Session-Id and X-Wallet-Address (open one with POST /api/wallet/sessions)',
           });
         }
         const r = await sessions.debit(req.sessionId, req.walletAddress, plugin.priceMicros, plugin.id);
         if (!r.ok) {
-          if (r.code === 'insufficient_balance') {
-            return fail(402, {
-              error: 'insufficient_balance',
+          if (r.code === 'INSUFFICIENT_BALANCE') {
+            return fail(r.code, {
               message: 'The session does not cover this call',
               session: { remaining: microsToUsd(r.remainingMicros), cost: microsToUsd(r.costMicros) },
             });
           }
-          if (r.code === 'session_invalid')
-            return fail(402, { error: 'session_invalid', message: 'Unknown, closed or expired session, or another wallet' });
-          return fail(402, { error: 'voucher_failed', message: 'The voucher could not be recorded; nothing was charged' });
+          if (r.code === 'SESSION_INVALID') return fail(r.code, { message: 'Unknown, closed or expired session, or another wallet' });
+          return fail(r.code, { message: 'The voucher could not be recorded; nothing was charged' });
         }
         payment = { method, receipt: r.receipt, signature: r.signature };
         headers = {
@@ -212,9 +215,9 @@ export function createGatewayService(deps: {
         // the plugin did not answer: the charge goes back (once)
         await refund().catch((e) => deps.logger?.error({ err: e }, 'gateway refund failed'));
         if (isAppError(err) && err.status < 500 && err.status !== 402) throw err;
-        if (isAppError(err) && err.status === 502) return fail(502, { error: 'no_plugin', ...(err.extra ?? {}) });
+        if (isAppError(err) && err.status === 502) return fail('NO_PLUGIN', err.extra ?? {});
         deps.logger?.warn({ err: (err as Error).message, plugin: plugin.id }, 'gateway plugin failed');
-        return fail(500, { error: 'internal', message: 'The plugin failed; nothing was charged' });
+        return fail('PLUGIN_FAILED', { message: 'The plugin failed; nothing was charged' });
       }
     },
   };

@@ -55,7 +55,7 @@ export function createLedgerService(deps: { db: Db }) {
         return { debited: row !== undefined, balanceMicros: await ledgerRepo.balance(db, address) };
       } catch (err) {
         if (isCheckViolation(err)) {
-          throw new AppError('INSUFFICIENT_BALANCE', 'insufficient_balance', { balance: await ledgerRepo.balance(db, address) });
+          throw new AppError('INSUFFICIENT_BALANCE', undefined, { balance: await ledgerRepo.balance(db, address) });
         }
         throw err;
       }

@@ -80,8 +80,7 @@ function parse<T>(schema: z.ZodType<T>, body: unknown): T {
 
 const toMessages = (v: z.infer<typeof chatInput>) => v.messages ?? [{ role: 'user' as const, content: v.prompt! }];
 // a plugin whose provider is not configured is no plugin at all (§4.8 502 `no_plugin`); nothing is charged
-const audioUnavailable = () =>
-  new AppError('AUDIO_UNAVAILABLE', 'no_plugin', { message: 'Audio provider not configured (OPENAI_API_KEY)' });
+const audioUnavailable = () => new AppError('NO_PLUGIN', undefined, { message: 'Audio provider not configured (OPENAI_API_KEY)' });
 
 export function createPlugins(deps: { ai: AiService; audio: AudioClient; agentChat?: AgentChat | undefined }): Record<string, Plugin> {
   const { ai, audio } = deps;

@@ -31,11 +31,12 @@ export type OpenInput = {
   salt?: unknown;
 };
 
+/** A refusal names its catalogue entry (src/lib/error-codes.ts): the gateway answers with it as is. */
 export type DebitOutcome =
   | { ok: true; debitId: number; receipt: string; nonce: string; signature: Hex; remainingMicros: number; sessionRef: Hex }
-  | { ok: false; code: 'session_invalid' }
-  | { ok: false; code: 'insufficient_balance'; remainingMicros: number; costMicros: number }
-  | { ok: false; code: 'voucher_failed' };
+  | { ok: false; code: 'SESSION_INVALID' }
+  | { ok: false; code: 'INSUFFICIENT_BALANCE'; remainingMicros: number; costMicros: number }
+  | { ok: false; code: 'VOUCHER_FAILED' };
 
 const isCheckViolation = (err: unknown) => (err as { code?: string })?.code === '23514';
 const isUniqueViolation = (err: unknown) => (err as { code?: string })?.code === '23505';
@@ -109,7 +110,7 @@ export function createPaymentSessionsService(deps: { db: Db; signer: ReceiptSign
         );
       } catch (err) {
         if (isCheckViolation(err)) {
-          throw new AppError('INSUFFICIENT_BALANCE', 'insufficient_balance', {
+          throw new AppError('INSUFFICIENT_BALANCE', undefined, {
             balance: microsToUsd(await ledgerRepo.balance(k, address)),
             deposit: microsToUsd(depositMicros),
           });
@@ -160,20 +161,20 @@ export function createPaymentSessionsService(deps: { db: Db; signer: ReceiptSign
      */
     async debit(sessionId: string, walletAddress: string, costMicros: number, plugin: string): Promise<DebitOutcome> {
       const address = normalizeAddress(walletAddress);
-      if (!wellFormed(sessionId) || !address) return { ok: false, code: 'session_invalid' };
+      if (!wellFormed(sessionId) || !address) return { ok: false, code: 'SESSION_INVALID' };
       const tokenHash = hashOf(sessionId);
       const nonce = randomBytes(16).toString('hex');
       let signature: Hex;
       try {
         signature = await signer.sign({ sessionId, nonce, amountMicros: costMicros, plugin });
       } catch {
-        return { ok: false, code: 'voucher_failed' };
+        return { ok: false, code: 'VOUCHER_FAILED' };
       }
       let row: Awaited<ReturnType<typeof sessionsRepo.debit>>;
       try {
         row = await sessionsRepo.debit(k, { tokenHash, address, costMicros, nonce, plugin, signature });
       } catch {
-        return { ok: false, code: 'voucher_failed' };
+        return { ok: false, code: 'VOUCHER_FAILED' };
       }
       if (row) {
         return {
@@ -188,8 +189,8 @@ export function createPaymentSessionsService(deps: { db: Db; signer: ReceiptSign
       }
       // nothing debited: find out why (the failure path only)
       const s = await sessionsRepo.byToken(k, tokenHash);
-      if (!s || s.address !== address || !s.usable) return { ok: false, code: 'session_invalid' };
-      return { ok: false, code: 'insufficient_balance', remainingMicros: s.remaining_micros, costMicros };
+      if (!s || s.address !== address || !s.usable) return { ok: false, code: 'SESSION_INVALID' };
+      return { ok: false, code: 'INSUFFICIENT_BALANCE', remainingMicros: s.remaining_micros, costMicros };
     },
 
     /** Gives a debit back (its plugin call failed); once per debit. */

@@ -8,7 +8,8 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import { registerErrorHandler } from './error-handler.ts';
+import { badRequest } from '../../lib/errors.ts';
+import { registerErrorHandler, sendError } from './error-handler.ts';
 import { type LogFormat, loggerOptions, requestIdOptions } from './logging.ts';
 import { createMethodRegistry } from './method-not-allowed.ts';
 import { openapiTransform, openapiTransformObject } from './openapi.ts';
@@ -71,7 +72,7 @@ export async function createBaseApp(options: BaseAppOptions): Promise<App> {
     ...timeoutOptions(options.timeouts),
     // malformed URLs (`/api/%zz`) and similar router-level failures: our JSON shape, not Fastify's
     frameworkErrors: (error, _request, reply) => {
-      void (reply as FastifyReply).code(400).send({ error: error.code === 'FST_ERR_BAD_URL' ? 'Malformed URL' : 'Bad request' });
+      void sendError(reply as FastifyReply, badRequest(error.code === 'FST_ERR_BAD_URL' ? 'Malformed URL' : 'Bad request'));
     },
   }).withTypeProvider<ZodTypeProvider>();
 

@@ -1,11 +1,12 @@
 /**
  * The one error handler (DESIGN rule 3). Every error leaves as JSON `{ error, code?, ...extra }`:
  * AppError as the service wrote it; validation and parser errors as 400; anything unexpected as
- * a generic 500 whose detail stays in the log next to the request id.
+ * a generic 500 whose detail stays in the log next to the request id. What no service raised is
+ * named by a catalogue code here too, and every error body the handler writes goes through `sendError`.
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { isAppError } from '../../lib/errors.ts';
+import { AppError, badRequest, isAppError, notFound as notFoundError } from '../../lib/errors.ts';
 
 /** Fastify's own 4xx codes we rewrite: the specification wants 400 for body problems. */
 const AS_BAD_REQUEST = new Set([
@@ -18,43 +19,52 @@ const AS_BAD_REQUEST = new Set([
 /** PostgreSQL character_not_in_repertoire (e.g. a NUL byte in text) and untranslatable_character. */
 const PG_BAD_TEXT = new Set(['22021', '22P05']);
 
+/**
+ * Writes an AppError as the specification's bodies are: `{ ...extra, error, code? }`, `code` only
+ * for catalogue entries with a body code. For answers outside a thrown error (not-found handlers).
+ */
+export function sendError(reply: FastifyReply, err: AppError) {
+  const body: Record<string, unknown> = { ...err.extra, error: err.message };
+  if (err.code !== undefined) body.code = err.code;
+  // a 429 that says when to come back says it in the standard header too (RFC 9110 §10.2.3)
+  if (err.status === 429 && typeof err.extra?.retryAfter === 'number') reply.header('retry-after', String(err.extra.retryAfter));
+  return reply.code(err.status).send(body);
+}
+
+/** The catalogue error for what no service raised: validation, the body parser, the framework. */
+function frameworkError(err: FastifyError): AppError | undefined {
+  if (hasZodFastifySchemaValidationErrors(err)) {
+    const first = err.validation[0];
+    const field = first?.instancePath?.replace(/^\//, '').replace(/\//g, '.');
+    const message = first?.message ?? 'Invalid request';
+    // messages we wrote in the schemas are complete sentences; generic zod ones get the field
+    return badRequest(/^[A-Z]/.test(message) || !field ? message : `${field}: ${message}`);
+  }
+  if (err.validation) return badRequest(err.message);
+  // Safety net for input no schema caught: text PostgreSQL cannot store (NUL bytes) is the
+  // client's fault, not ours (§7: bad input is 4xx, never 5xx).
+  if (PG_BAD_TEXT.has((err as { code?: string }).code ?? '')) return badRequest('Invalid characters in input');
+  const status = err.statusCode ?? 500;
+  if (status >= 500) return undefined;
+  if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return badRequest('Unsupported content type; send application/json');
+  if (err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY') return badRequest('Body is not valid JSON');
+  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new AppError('PAYLOAD_TOO_LARGE', 'Request body too large');
+  return new AppError('REQUEST_REJECTED', err.message, undefined, err.code && AS_BAD_REQUEST.has(err.code) ? 400 : status);
+}
+
 export function registerErrorHandler(
   app: FastifyInstance,
-  notFound: (request: FastifyRequest, reply: FastifyReply) => unknown = (_request, reply) => reply.code(404).send({ error: 'Not found' }),
+  notFound: (request: FastifyRequest, reply: FastifyReply) => unknown = (_request, reply) => sendError(reply, notFoundError()),
 ): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (isAppError(err)) {
-      const body: Record<string, unknown> = { ...err.extra, error: err.message };
-      if (err.code !== undefined) body.code = err.code;
       if (err.status >= 500) request.log.error({ err }, 'request failed');
-      // a 429 that says when to come back says it in the standard header too (RFC 9110 §10.2.3)
-      if (err.status === 429 && typeof err.extra?.retryAfter === 'number') reply.header('retry-after', String(err.extra.retryAfter));
-      return reply.code(err.status).send(body);
+      return sendError(reply, err);
     }
-    if (hasZodFastifySchemaValidationErrors(err)) {
-      const first = err.validation[0];
-      const field = first?.instancePath?.replace(/^\//, '').replace(/\//g, '.');
-      const message = first?.message ?? 'Invalid request';
-      // messages we wrote in the schemas are complete sentences; generic zod ones get the field
-      const text = /^[A-Z]/.test(message) || !field ? message : `${field}: ${message}`;
-      return reply.code(400).send({ error: text });
-    }
-    if (err.validation) return reply.code(400).send({ error: err.message });
-    // Safety net for input no schema caught: text PostgreSQL cannot store (NUL bytes) is the
-    // client's fault, not ours (§7: bad input is 4xx, never 5xx).
-    if (PG_BAD_TEXT.has((err as { code?: string }).code ?? '')) return reply.code(400).send({ error: 'Invalid characters in input' });
-    const status = err.statusCode ?? 500;
-    if (status < 500) {
-      const code = err.code && AS_BAD_REQUEST.has(err.code) ? 400 : status;
-      if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
-        return reply.code(code).send({ error: 'Unsupported content type; send application/json' });
-      if (err instanceof SyntaxError || err.code === 'FST_ERR_CTP_INVALID_JSON_BODY')
-        return reply.code(400).send({ error: 'Body is not valid JSON' });
-      if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return reply.code(413).send({ error: 'Request body too large' });
-      return reply.code(code).send({ error: err.message });
-    }
+    const known = frameworkError(err);
+    if (known) return sendError(reply, known);
     request.log.error({ err }, 'unhandled error');
-    return reply.code(500).send({ error: 'Internal server error' });
+    return sendError(reply, new AppError('UNEXPECTED', 'Internal server error'));
   });
 
   app.setNotFoundHandler(notFound);

@@ -5,6 +5,8 @@
  * against the path of a not-found request.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import { AppError, notFound as notFoundError } from '../../lib/errors.ts';
+import { sendError } from './error-handler.ts';
 
 type Pattern = { segments: string[]; wildcard: boolean; methods: Set<string> };
 
@@ -46,9 +48,9 @@ export function createMethodRegistry(app: FastifyInstance<any, any, any, any, an
     const path = request.url.split('?')[0] ?? '';
     const methods = allowed(path);
     if (methods.length > 0 && !methods.includes(request.method)) {
-      return reply.code(405).header('allow', methods.join(', ')).send({ error: 'Method not allowed' });
+      return sendError(reply.header('allow', methods.join(', ')), new AppError('METHOD_NOT_ALLOWED', 'Method not allowed'));
     }
-    return reply.code(404).send({ error: 'Not found' });
+    return sendError(reply, notFoundError());
   }
 
   return { allowed, notFound };

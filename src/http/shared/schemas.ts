@@ -1,21 +1,24 @@
 /** Small zod building blocks shared by route schemas. */
 import { z } from 'zod';
-import { PUBLIC_ERROR_CODES } from '../../lib/error-codes.ts';
+import { BODY_CODES, ERROR_TEXT_CODES } from '../../lib/error-codes.ts';
 
 /** A JSON object body; a missing or non-object body gets this message. */
 export const jsonBody = <T extends z.ZodRawShape>(shape: T) => z.object(shape, { error: 'Request body must be a JSON object' });
 
 /**
- * `{ error }` (plus optional code) as every error response has it. The codes are listed, not
- * enforced as an enum: the response serializer must never turn an error into a 500.
+ * `{ error }` (plus optional code) as every error response has it. The catalogue's public
+ * identifiers are listed, not enforced as an enum: the response serializer must never turn an
+ * error into a 500, and most `error` values are free text.
  */
 export const errorSchema = z
   .object({
-    error: z.string(),
+    error: z
+      .string()
+      .describe(`A human-readable message, except these fixed identifiers (then \`message\` explains): ${ERROR_TEXT_CODES.join(', ')}`),
     code: z
       .string()
       .optional()
-      .describe(`One of: ${PUBLIC_ERROR_CODES.join(', ')} (the catalogue with statuses is \`x-error-codes\` at the top of this document)`),
+      .describe(`One of: ${BODY_CODES.join(', ')} (the catalogue with statuses is \`x-error-codes\` at the top of this document)`),
   })
   .loose()
   .describe('Error: `error` is a human-readable message; `code` a stable identifier where the specification names one');

@@ -21,7 +21,7 @@ import WebSocket from 'ws';
 import { z } from 'zod';
 import type { AgentTarget, AgentTargets } from '../../../domains/chat/agent-target.ts';
 import { API_KEY_PREFIX, type KeysService } from '../../../domains/keys/keys.service.ts';
-import { forbidden, isAppError, unauthorized } from '../../../lib/errors.ts';
+import { AppError, forbidden, isAppError, unauthorized } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
 import { CROSS_SITE_MESSAGE } from '../../shared/origin-check.ts';
 import { errorSchema } from '../../shared/schemas.ts';
@@ -122,7 +122,7 @@ export async function agentProxyRoutes(app: App, deps: AgentProxyDeps) {
         upstream = await send(await deps.targets.byId(userId, agentId, { fresh: true }));
       } catch (retryErr) {
         if (isAppError(retryErr)) throw retryErr;
-        return reply.code(502).send({ error: 'The agent could not be reached', code: 'AGENT_UNAVAILABLE' });
+        throw new AppError('AGENT_UNAVAILABLE', 'The agent could not be reached');
       }
     }
     reply.code(upstream.statusCode);

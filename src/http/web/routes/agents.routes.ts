@@ -8,6 +8,7 @@ import { agentName, configObject } from '../../../domains/agents/agents.schemas.
 import type { AgentsWebService, WebUser } from '../../../domains/agents/agents.web.service.ts';
 import { watchdogStateSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
 import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
+import { notFound } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { SESSION_SECURITY } from '../../shared/security.ts';
@@ -136,7 +137,9 @@ export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session
 
   app.get('/api/agents/preflight', {
     schema: { tags: ['agents'], summary: 'Removed (§9)', description: 'Deprecated; always 404.', response: { 404: errorSchema } },
-    handler: async (_request, reply) => reply.code(404).send({ error: 'Not found' }),
+    handler: async () => {
+      throw notFound();
+    },
   });
 
   app.get('/api/agents/:id', {

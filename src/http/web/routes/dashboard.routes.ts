@@ -14,6 +14,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, relative, sep } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { notFound } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
 
 const TYPES: Record<string, string> = {
@@ -88,7 +89,7 @@ export async function dashboardRoutes(app: App, deps: { distDir: string }) {
 
   app.get('/assets/*', hidden, async (request, reply) => {
     const file = files?.get(request.url.split('?')[0]!);
-    if (!file) return reply.code(404).send({ error: 'Not found' });
+    if (!file) throw notFound();
     return send(request, reply, file, 'public, max-age=31536000, immutable');
   });
   // top-level files of the build (favicon.svg, robots.txt): short cache, they keep their names

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { KeysService } from '../../../domains/keys/keys.service.ts';
 import type { GatewayAccount, GatewayService } from '../../../domains/payments/gateway.service.ts';
 import type { PaymentSessionsService } from '../../../domains/payments/sessions.service.ts';
+import { ERROR_CODES } from '../../../lib/error-codes.ts';
 import { badRequest, notFound, unauthorized } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
 import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
@@ -282,7 +283,7 @@ async function writeSse(
   } catch (err) {
     if (!res.destroyed) {
       request.log.warn({ err: (err as Error).message }, 'gateway stream failed');
-      res.write(`event: error\ndata: ${JSON.stringify({ error: 'internal' })}\n\n`);
+      res.write(`event: error\ndata: ${JSON.stringify({ error: ERROR_CODES.PLUGIN_FAILED.error })}\n\n`);
     }
   } finally {
     if (!res.destroyed) res.end();
