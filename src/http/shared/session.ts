@@ -1,11 +1,13 @@
 /**
  * Session cookie handling (§4.1, §5): the cookie `service-session` carries a random token; only
- * its SHA-256 is stored. The user is resolved lazily, once per request, and only by routes
- * that need it.
+ * its SHA-256 is stored. The web app's session scope (./routes.ts) runs `guard` on every route in
+ * it, which resolves the user once and sets `request.user`; public routes that merely accept a
+ * session (GET /api/auth/session, the agent proxy) call `user(request)`, resolved lazily and
+ * cached per request.
  */
 
 import type {} from '@fastify/cookie';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { LIMITS } from '../../config/limits.ts';
 import type { AccountsService, NewSession, SessionUser } from '../../domains/accounts/accounts.service.ts';
 import { unauthorized } from '../../lib/errors.ts';
@@ -14,14 +16,24 @@ import { SESSION_SECURITY } from './security.ts';
 
 export const SESSION_COOKIE = 'service-session';
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * The signed-in user. Set by the session scope's guard before the body is read; null in public
+     * routes (they call `SessionAuth.user(request)` when a session is optional). Read it with `currentUser`.
+     */
+    user: SessionUser | null;
+  }
+}
+
 export type SessionAuth = {
   /** The signed-in user, or null. Cached on the request. */
   user(request: FastifyRequest): Promise<SessionUser | null>;
-  /** The signed-in user, or 401 `Unauthorized`. */
+  /** TRANSITION (removed once every route module is mounted in a scope): the user or 401. */
   require(request: FastifyRequest): Promise<SessionUser>;
   /**
-   * The same check as a route hook (`onRequest` / `preValidation`): a request without a session
-   * gets 401 before its body is parsed or validated, whatever the body says.
+   * The session scope's hook (`onRequest`): sets `request.user`, or answers 401 `Unauthorized`
+   * before the body is parsed or validated, whatever the body says.
    */
   guard(request: FastifyRequest): Promise<void>;
   setCookie(reply: FastifyReply, session: NewSession): void;
@@ -29,7 +41,26 @@ export type SessionAuth = {
   token(request: FastifyRequest): string | undefined;
 };
 
-export function createSessionAuth(accounts: AccountsService, options: { secure: boolean }): SessionAuth {
+/** The session plugin: decorates `request.user` on the web app and returns the session helpers. */
+export function registerSession(
+  app: FastifyInstance<any, any, any, any, any>,
+  accounts: AccountsService,
+  options: { secure: boolean },
+): SessionAuth {
+  app.decorateRequest('user', null);
+  return createSessionAuth(accounts, options);
+}
+
+/**
+ * The signed-in user of a route in the session scope. The scope's guard has set it; the 401 is
+ * for a route mounted in the public scope by mistake, which then fails closed.
+ */
+export function currentUser(request: FastifyRequest): SessionUser {
+  if (!request.user) throw unauthorized('Unauthorized');
+  return request.user;
+}
+
+function createSessionAuth(accounts: AccountsService, options: { secure: boolean }): SessionAuth {
   const cache = new WeakMap<FastifyRequest, Promise<SessionUser | null>>();
   const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, path: '/', secure: options.secure };
   const token = (request: FastifyRequest) => request.cookies[SESSION_COOKIE] || undefined;
@@ -53,7 +84,7 @@ export function createSessionAuth(accounts: AccountsService, options: { secure: 
     // tagged so routes that run it are documented with the session cookie (./openapi.ts)
     guard: documented(
       async (request: FastifyRequest) => {
-        await require(request);
+        request.user = await require(request);
       },
       { security: SESSION_SECURITY },
     ),

@@ -28,7 +28,8 @@ import type { WatchdogService } from '../../domains/watchdog/watchdog.service.ts
 import type { WorkflowsService } from '../../domains/workflows/workflows.service.ts';
 import { type App, createBaseApp } from '../shared/base-app.ts';
 import { createOriginCheck } from '../shared/origin-check.ts';
-import { createSessionAuth, SESSION_COOKIE, type SessionAuth } from '../shared/session.ts';
+import { mountRoutes } from '../shared/routes.ts';
+import { registerSession, SESSION_COOKIE, type SessionAuth } from '../shared/session.ts';
 import { accountsRoutes } from './routes/accounts.routes.ts';
 import { adminRoutes } from './routes/admin.routes.ts';
 import { agentProxyRoutes } from './routes/agent-proxy.routes.ts';
@@ -118,21 +119,43 @@ export async function buildWebApp(config: Config, services: WebServices, options
     'onRequest',
     createOriginCheck({ publicUrl: config.PUBLIC_URL, allowedOrigins: config.CSRF_ALLOWED_ORIGINS, sessionCookie: SESSION_COOKIE }),
   );
-  const session: SessionAuth = createSessionAuth(services.accounts, { secure: config.secureCookies });
+  const session: SessionAuth = registerSession(app, services.accounts, { secure: config.secureCookies });
+  // live logs: one reader per watched agent in this web process, released with its last stream
+  const live = createLiveLogs({
+    fetch: async (userId, agentId) =>
+      (await services.agentsWeb.logs({ id: userId, email: '', isAdmin: false }, agentId, { limit: 100 })).logs,
+    ...(config.LIVE_LOGS_INTERVAL_MS ? { intervalMs: config.LIVE_LOGS_INTERVAL_MS } : {}),
+  });
+  app.addHook('onClose', async () => live.close());
+  app.decorate('liveLogs', live);
+
+  // Route modules (../shared/routes.ts): each scope authenticates every route in it, once
+  await mountRoutes(app, { public: null, session: session.guard }, [
+    // group A modules
+    keysRoutes({ keys: services.keys }),
+    // group B modules
+  ]);
+
+  // TRANSITION group A: modules not yet mounted in a scope
   accountsRoutes(app, { accounts: services.accounts, session });
   webHealthRoutes(app, { health: services.health, session });
   if (services.admin) adminRoutes(app, { admin: services.admin, session });
-  if (services.topUp) await topUpRoutes(app, { topUp: services.topUp });
   if (services.subscriptions) await billingRoutes(app, { subscriptions: services.subscriptions, session });
   agentsRoutes(app, { agents: services.agentsWeb, session, ...(services.watchdog ? { watchdog: services.watchdog } : {}) });
   if (services.watchdog) webWatchdogRoutes(app, { watchdog: services.watchdog, session });
   instanceRoutes(app, { agents: services.agentsWeb, session });
+  configRoutes(app, { config: services.agentConfig, session });
+  if (services.cdpWallets) cdpWalletRoutes(app, { wallets: services.cdpWallets, session });
+  if (services.chat) chatRoutes(app, { chat: services.chat, session });
+  if (services.usageReport) usageRoutes(app, { report: services.usageReport, session });
+  // end of TRANSITION group A
+
+  // TRANSITION group B: modules not yet mounted in a scope
+  if (services.topUp) await topUpRoutes(app, { topUp: services.topUp });
   demoRoutes(app, { ai: services.ai });
   workflowsRoutes(app, { workflows: services.workflows, session });
   heartbeatRoutes(app, { heartbeat: services.heartbeat, session });
   bridgeRoutes(app, { bridge: services.bridge, bridgeSecret: config.BRIDGE_SECRET });
-  configRoutes(app, { config: services.agentConfig, session });
-  keysRoutes(app, { keys: services.keys, session });
   tradingRoutes(app, { trading: services.trading, session });
   sessionWalletRoutes(app, {
     sessionWallet: services.sessionWallet,
@@ -142,16 +165,6 @@ export async function buildWebApp(config: Config, services: WebServices, options
       : {}),
   });
   if (services.payments) paymentsRoutes(app, { ...services.payments, keys: services.keys, session });
-  if (services.cdpWallets) cdpWalletRoutes(app, { wallets: services.cdpWallets, session });
-  if (services.chat) chatRoutes(app, { chat: services.chat, session });
-  // live logs: one reader per watched agent in this web process, released with its last stream
-  const live = createLiveLogs({
-    fetch: async (userId, agentId) =>
-      (await services.agentsWeb.logs({ id: userId, email: '', isAdmin: false }, agentId, { limit: 100 })).logs,
-    ...(config.LIVE_LOGS_INTERVAL_MS ? { intervalMs: config.LIVE_LOGS_INTERVAL_MS } : {}),
-  });
-  app.addHook('onClose', async () => live.close());
-  app.decorate('liveLogs', live);
   logsRoutes(app, { agents: services.agentsWeb, live, session });
   if (services.agentTargets) {
     await agentProxyRoutes(app, {
@@ -163,8 +176,8 @@ export async function buildWebApp(config: Config, services: WebServices, options
     });
   }
   await hostingWebhookRoutes(app, { hostingStatus: services.hostingStatus, session });
-  if (services.usageReport) usageRoutes(app, { report: services.usageReport, session });
   // the dashboard (dashboard/, docs/dashboard.md): last, so no API route can be shadowed by it
   await dashboardRoutes(app, { distDir: config.DASHBOARD_DIR });
+  // end of TRANSITION group B
   return app;
 }

@@ -4,10 +4,9 @@ import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import { invalidKey, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from '../../../domains/keys/keys.schemas.ts';
 import type { KeysService } from '../../../domains/keys/keys.service.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
-import { SESSION_SECURITY } from '../../shared/security.ts';
-import type { SessionAuth } from '../../shared/session.ts';
+import { currentUser } from '../../shared/session.ts';
 
 const keySummary = z.object({
   id: z.string(),
@@ -25,83 +24,76 @@ const createBody = jsonBody({
 
 const idParams = z.object({ id: z.string() });
 
-export function keysRoutes(app: App, deps: { keys: KeysService; session: SessionAuth }) {
-  const { keys, session } = deps;
-  const userId = async (request: Parameters<SessionAuth['require']>[0]) => (await session.require(request)).id;
-
-  app.get('/api/keys', {
-    schema: {
-      tags: ['keys'],
-      summary: 'List my API keys',
-      description: 'Newest first. The raw key is never returned after creation; `keyPreview` is its first 10 characters.',
-      security: SESSION_SECURITY,
-      response: { 200: z.object({ keys: z.array(keySummary) }), 401: errorSchema },
-    },
-    handler: async (request) => ({ keys: await keys.list(await userId(request)) }),
-  });
-
-  app.post('/api/keys', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['keys'],
-      summary: 'Create an API key',
-      description:
-        `\`name\` is required, 1 to ${LIMITS.apiKeyNameMax} characters after trim (400 \`Name required\` / too long). The key is ` +
-        '`sk_` followed by 40 base64url characters from the CSPRNG; it is returned in this response only and stored as a SHA-256 hash.',
-      security: SESSION_SECURITY,
-      body: createBody,
-      response: {
-        201: z.object({ id: z.string(), name: z.string(), key: z.string(), createdAt: z.string() }),
-        400: errorSchema,
-        401: errorSchema,
+export const keysRoutes = ({ keys }: { keys: KeysService }): RouteModule<'session'> => ({
+  prefix: '/api/keys',
+  session: async (app) => {
+    app.get('', {
+      schema: {
+        tags: ['keys'],
+        summary: 'List my API keys',
+        description: 'Newest first. The raw key is never returned after creation; `keyPreview` is its first 10 characters.',
+        response: { 200: z.object({ keys: z.array(keySummary) }), 401: errorSchema },
       },
-    },
-    handler: async (request, reply) => reply.code(201).send(await keys.create(await userId(request), request.body.name)),
-  });
+      handler: async (request) => ({ keys: await keys.list(currentUser(request).id) }),
+    });
 
-  app.post('/api/keys/validate', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['keys'],
-      summary: 'Validate an API key',
-      description:
-        'Marked "planned; unavailable" in §4.3; implemented here with the same service call as the backend\'s POST /api/validate-key. ' +
-        'Needs a session (the section is S); the key may belong to any user, since holding it is the credential. ' +
-        VALIDATION_DESCRIPTION,
-      security: SESSION_SECURITY,
-      body: validateKeyBody,
-      response: { 200: keyProfile, 400: errorSchema, 401: invalidKey },
-    },
-    handler: async (request, reply) => {
-      const result = await keys.validate(request.body.apiKey);
-      return result.valid ? result : reply.code(401).send(result);
-    },
-  });
+    app.post('', {
+      schema: {
+        tags: ['keys'],
+        summary: 'Create an API key',
+        description:
+          `\`name\` is required, 1 to ${LIMITS.apiKeyNameMax} characters after trim (400 \`Name required\` / too long). The key is ` +
+          '`sk_` followed by 40 base64url characters from the CSPRNG; it is returned in this response only and stored as a SHA-256 hash.',
+        body: createBody,
+        response: {
+          201: z.object({ id: z.string(), name: z.string(), key: z.string(), createdAt: z.string() }),
+          400: errorSchema,
+          401: errorSchema,
+        },
+      },
+      handler: async (request, reply) => reply.code(201).send(await keys.create(currentUser(request).id, request.body.name)),
+    });
 
-  app.get('/api/keys/:id', {
-    schema: {
-      tags: ['keys'],
-      summary: 'One of my API keys',
-      description: "404 for an unknown id and for another user's key alike.",
-      security: SESSION_SECURITY,
-      params: idParams,
-      response: { 200: keySummary, 401: errorSchema, 404: errorSchema },
-    },
-    handler: async (request) => keys.get(await userId(request), request.params.id),
-  });
+    app.post('/validate', {
+      schema: {
+        tags: ['keys'],
+        summary: 'Validate an API key',
+        description:
+          'Marked "planned; unavailable" in §4.3; implemented here with the same service call as the backend\'s POST /api/validate-key. ' +
+          'Needs a session (the section is S); the key may belong to any user, since holding it is the credential. ' +
+          VALIDATION_DESCRIPTION,
+        body: validateKeyBody,
+        response: { 200: keyProfile, 400: errorSchema, 401: invalidKey },
+      },
+      handler: async (request, reply) => {
+        const result = await keys.validate(request.body.apiKey);
+        return result.valid ? result : reply.code(401).send(result);
+      },
+    });
 
-  app.delete('/api/keys/:id', {
-    schema: {
-      tags: ['keys'],
-      summary: 'Delete one of my API keys',
-      description: "The key stops validating at once. 404 for an unknown id and for another user's key alike.",
-      security: SESSION_SECURITY,
-      params: idParams,
-      response: { 200: z.object({ success: z.literal(true) }), 401: errorSchema, 404: errorSchema },
-    },
-    handler: async (request) => {
-      await keys.remove(await userId(request), request.params.id);
-      return { success: true as const };
-    },
-  });
-}
+    app.get('/:id', {
+      schema: {
+        tags: ['keys'],
+        summary: 'One of my API keys',
+        description: "404 for an unknown id and for another user's key alike.",
+        params: idParams,
+        response: { 200: keySummary, 401: errorSchema, 404: errorSchema },
+      },
+      handler: async (request) => keys.get(currentUser(request).id, request.params.id),
+    });
+
+    app.delete('/:id', {
+      schema: {
+        tags: ['keys'],
+        summary: 'Delete one of my API keys',
+        description: "The key stops validating at once. 404 for an unknown id and for another user's key alike.",
+        params: idParams,
+        response: { 200: z.object({ success: z.literal(true) }), 401: errorSchema, 404: errorSchema },
+      },
+      handler: async (request) => {
+        await keys.remove(currentUser(request).id, request.params.id);
+        return { success: true as const };
+      },
+    });
+  },
+});
