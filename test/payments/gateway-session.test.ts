@@ -207,7 +207,7 @@ describe('gateway session billing', () => {
       domain: paymentDomain(signer.domain.chainId),
       types: receiptTypes,
       primaryType: 'Receipt',
-      message: { session: sessionRef(s.sessionId), nonce: `0x${nonce}`, amount: 10_000n, plugin: 'generate-text' },
+      message: { session: await sessionRef(s.sessionId), nonce: `0x${nonce}`, amount: 10_000n, plugin: 'generate-text' },
       signature: res.headers['payment-receipt-signature'] as Hex,
     });
     expect(recovered).toBe(signer.address);

@@ -1,27 +1,55 @@
 /**
- * The run command (`npm start` = `node src/main.ts`) as a real process: both apps on the
- * embedded PostgreSQL, clean stop on SIGTERM/SIGINT, a second start reuses the data, one app per
- * process on request, and a bad setting stops start-up with one line (issue 2 items 2-4).
+ * The run command as a real process, exactly as `npm start` runs it: the sources compiled by
+ * scripts/build-server.ts (here into a scratch copy beside dist/), then `node <out>/main.js`. Both
+ * apps on the embedded PostgreSQL, clean stop on SIGTERM/SIGINT, a second start reuses the data,
+ * one app per process on request, and a bad setting stops start-up with one line.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { buildServer } from '../../scripts/build-server.ts';
 import { freePort } from '../../src/db/embedded.ts';
 
 const root = join(import.meta.dirname, '..', '..');
 const dataDir = mkdtempSync(join(tmpdir(), 'platform-start-'));
 chmodSync(dataDir, 0o755); // the embedded server runs as the postgres OS user when we are root
 const children: ChildProcess[] = [];
+// beside dist/ (same depth, so paths computed from import.meta.url resolve as in dist/)
+const out = join(root, `.dist-test-${process.pid}`);
+const built = buildServer(out);
+const MAIN = relative(root, join(out, 'main.js'));
 
 afterAll(() => {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
   rmSync(dataDir, { recursive: true, force: true });
+  rmSync(out, { recursive: true, force: true });
+});
+
+describe('the compiled tree (scripts/build-server.ts)', () => {
+  const jsFiles = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? jsFiles(join(dir, e.name)) : e.name.endsWith('.js') ? [join(dir, e.name)] : [],
+    );
+
+  it('mirrors src/: every module compiled, the migrations copied, no TypeScript specifier left', () => {
+    expect(built.modules).toBeGreaterThan(100);
+    expect(existsSync(join(out, 'db', 'migrations'))).toBe(true);
+    expect(readdirSync(join(out, 'db', 'migrations')).length).toBe(built.files);
+    for (const file of jsFiles(out)) expect(readFileSync(file, 'utf8'), file).not.toMatch(/\bfrom\s*['"]\.{1,2}\/[^'"]+\.ts['"]/);
+  });
+
+  it('every module loads under plain Node, without the type stripper', () => {
+    const modules = jsFiles(out).filter((f) => !f.endsWith(`${join(out, 'main.js')}`) && !f.endsWith(join('runtime', 'main.js')));
+    const script = `for (const m of ${JSON.stringify(modules)}) await import(m); console.log('loaded', ${modules.length});`;
+    const output = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+    expect(output.trim()).toBe(`loaded ${modules.length}`);
+  });
 });
 
 function start(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, ['src/main.ts', ...args], {
+  const child = spawn(process.execPath, [MAIN, ...args], {
     cwd: root,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -46,7 +74,7 @@ async function waitFor(url: string, timeoutMs = 30_000): Promise<Response> {
   }
 }
 
-describe('npm start (src/main.ts)', () => {
+describe('npm start (the compiled main.js)', () => {
   it('serves both apps on the embedded database, stops cleanly, and reuses its data', async () => {
     const [web, backend] = [await freePort(), await freePort()];
     const env = { WEB_PORT: String(web), BACKEND_PORT: String(backend) };
@@ -111,7 +139,7 @@ describe('npm start (src/main.ts)', () => {
     expect(lines.length).toBeGreaterThan(1);
     for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
     // at a terminal (`script` gives the process a pseudo-terminal): pino-pretty lines, no JSON
-    const tty = spawn('script', ['-qfec', `${process.execPath} src/main.ts backend`, '/dev/null'], {
+    const tty = spawn('script', ['-qfec', `${process.execPath} ${MAIN} backend`, '/dev/null'], {
       cwd: root,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', DATA_DIR: dataDir, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -209,7 +209,7 @@ export function createAccountsService(deps: AccountsDeps) {
 
     /** §4.1 POST /api/wallet-auth. */
     async walletAuth(input: { address: string; message: string; signature: string }, meta: RequestMeta): Promise<NewSession> {
-      const check = checkSiweMessage(input, {
+      const check = await checkSiweMessage(input, {
         domain: publicUrl.host,
         origin: publicUrl.origin,
         chainId: config.SIWE_CHAIN_ID,

@@ -4,8 +4,9 @@
  * (ERC-1271 deployed smart wallets, ERC-6492 wrapped signatures of undeployed ones) goes to the
  * chain through SIWE_RPC_URL. Returns a value, never throws for a bad signature (DESIGN rule 3).
  */
-import { createPublicClient, type Hex, http, isAddress, isErc6492Signature, recoverMessageAddress } from 'viem';
-import { parseSiweMessage, type SiweMessage } from 'viem/siwe';
+import type { Hex, PublicClient } from 'viem';
+import type { SiweMessage } from 'viem/siwe';
+import { viem, viemSiwe } from '../../lib/viem.ts';
 
 export type SiweCheck = { ok: true; address: `0x${string}`; nonce: string } | { ok: false; reason: string };
 
@@ -15,11 +16,16 @@ export interface SignatureVerifier {
 }
 
 export function createChainSignatureVerifier(options: { rpcUrl: string; chainId: number; timeoutMs?: number }): SignatureVerifier {
-  const client = createPublicClient({
-    transport: http(options.rpcUrl, { timeout: options.timeoutMs ?? 5000, retryCount: 0 }),
-  });
+  // built on the first sign-in (viem is loaded on first use: src/lib/viem.ts)
+  let chain: Promise<PublicClient> | undefined;
+  const chainClient = () =>
+    (chain ??= viem().then(({ createPublicClient, http }) =>
+      createPublicClient({ transport: http(options.rpcUrl, { timeout: options.timeoutMs ?? 5000, retryCount: 0 }) }),
+    ));
   return {
     async verify(address, message, signature) {
+      const { isErc6492Signature, recoverMessageAddress } = await viem();
+      const client = await chainClient();
       try {
         const recovered = await recoverMessageAddress({ message, signature });
         if (recovered.toLowerCase() === address.toLowerCase()) return true;
@@ -58,7 +64,8 @@ export class SignatureServiceUnavailableError extends Error {
 export type SiweExpectations = { domain: string; origin: string; chainId: number; now: Date };
 
 /** Parses and checks the message fields; the nonce is returned for the caller to consume. */
-export function checkSiweMessage(body: { address: string; message: string }, expect: SiweExpectations): SiweCheck {
+export async function checkSiweMessage(body: { address: string; message: string }, expect: SiweExpectations): Promise<SiweCheck> {
+  const [{ parseSiweMessage }, { isAddress }] = await Promise.all([viemSiwe(), viem()]);
   let parsed: Partial<SiweMessage>;
   try {
     parsed = parseSiweMessage(body.message);

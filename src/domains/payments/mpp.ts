@@ -13,13 +13,23 @@
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
-import { createPublicClient, decodeEventLog, type Hex, http, type PublicClient, parseAbiItem } from 'viem';
+import type { Hex, PublicClient } from 'viem';
 import type { DB } from '../../db/schema.ts';
 import { sha256 } from '../../lib/crypto.ts';
+import { viem } from '../../lib/viem.ts';
 import type { MppMethod } from './gateway.service.ts';
 import { microsToUsd } from './money.ts';
 
-const transferEvent = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
+// event Transfer(address indexed from, address indexed to, uint256 value), as the ABI item viem's parseAbiItem makes of it
+const transferEvent = {
+  type: 'event',
+  name: 'Transfer',
+  inputs: [
+    { indexed: true, name: 'from', type: 'address' },
+    { indexed: true, name: 'to', type: 'address' },
+    { indexed: false, name: 'value', type: 'uint256' },
+  ],
+} as const;
 
 type Terms = { a: number; c: string; r: string; p: string; iat: number; exp: number; n: string };
 
@@ -37,9 +47,13 @@ export function createMppMethod(deps: {
   const now = deps.now ?? Date.now;
   const recipient = deps.recipient?.toLowerCase();
   const currency = deps.currency.toLowerCase();
-  const client =
-    deps.client ??
-    (deps.rpcUrl ? createPublicClient({ cacheTime: 0, transport: http(deps.rpcUrl, { timeout: 10_000, retryCount: 0 }) }) : undefined);
+  // built on the first verification (viem is loaded on first use: src/lib/viem.ts)
+  const rpcUrl = deps.rpcUrl;
+  let client: Promise<PublicClient> | undefined = deps.client ? Promise.resolve(deps.client) : undefined;
+  const chainClient = (url: string) =>
+    (client ??= viem().then(({ createPublicClient, http }) =>
+      createPublicClient({ cacheTime: 0, transport: http(url, { timeout: 10_000, retryCount: 0 }) }),
+    ));
   const mac = (payload: string) => createHmac('sha256', deps.secret).update(`mpp-challenge:${payload}`).digest('base64url');
 
   const issue = (t: Terms) => {
@@ -83,7 +97,7 @@ export function createMppMethod(deps: {
     },
 
     async verify(credential, amountMicros, plugin) {
-      if (!recipient || !client) return { ok: false, reason: 'MPP is not configured' };
+      if (!recipient || !(deps.client || rpcUrl)) return { ok: false, reason: 'MPP is not configured' };
       let parsed: { challenge?: { nonce?: unknown }; payload?: { type?: unknown; hash?: unknown }; source?: unknown };
       try {
         parsed = JSON.parse(Buffer.from(credential, 'base64url').toString('utf8'));
@@ -102,6 +116,8 @@ export function createMppMethod(deps: {
       const txHash = hash.toLowerCase() as Hex;
       let payer: string | undefined;
       try {
+        const client = await chainClient(rpcUrl ?? '');
+        const { decodeEventLog } = await viem();
         const receipt = await client.getTransactionReceipt({ hash: txHash });
         if (receipt.status !== 'success') return { ok: false, reason: 'transaction failed' };
         const head = await client.getBlockNumber();

@@ -6,8 +6,8 @@
  *   signed-in account.
  */
 import { createHmac } from 'node:crypto';
-import { type Hex, keccak256, recoverTypedDataAddress, toHex } from 'viem';
-import { privateKeyToAccount } from 'viem/accounts';
+import type { Hex, PrivateKeyAccount } from 'viem';
+import { viem, viemAccounts } from '../../lib/viem.ts';
 
 export const PAYMENT_DOMAIN_NAME = 'agent-platform payments';
 
@@ -32,7 +32,10 @@ export const openSessionTypes = {
 export const paymentDomain = (chainId: number) => ({ name: PAYMENT_DOMAIN_NAME, version: '1', chainId }) as const;
 
 /** keccak256 of the session id's UTF-8 bytes: the receipt names the session without carrying its secret. */
-export const sessionRef = (sessionId: string): Hex => keccak256(toHex(sessionId));
+export const sessionRef = async (sessionId: string): Promise<Hex> => {
+  const { keccak256, toHex } = await viem();
+  return keccak256(toHex(sessionId));
+};
 
 /**
  * The receipt key when PAYMENT_RECEIPT_KEY is unset: derived from SECRETS_ENCRYPTION_KEY, which
@@ -43,18 +46,20 @@ export const deriveReceiptKey = (secretsKey: Buffer): Hex =>
   `0x${createHmac('sha256', secretsKey).update('agent-platform payment receipt key v1').digest('hex')}`;
 
 export function createReceiptSigner(privateKey: Hex, chainId: number) {
-  const account = privateKeyToAccount(privateKey);
+  // the account is made on first use (viem is loaded on first use: src/lib/viem.ts)
+  let account: Promise<PrivateKeyAccount> | undefined;
+  const signer = () => (account ??= viemAccounts().then(({ privateKeyToAccount }) => privateKeyToAccount(privateKey)));
   const domain = paymentDomain(chainId);
   return {
-    address: account.address,
+    address: async () => (await signer()).address,
     domain,
     /** Signs one debit's receipt; `nonce` is 16 bytes as 32 lower-case hex digits without 0x. */
-    sign(r: { sessionId: string; nonce: string; amountMicros: number; plugin: string }): Promise<Hex> {
-      return account.signTypedData({
+    async sign(r: { sessionId: string; nonce: string; amountMicros: number; plugin: string }): Promise<Hex> {
+      return (await signer()).signTypedData({
         domain,
         types: receiptTypes,
         primaryType: 'Receipt',
-        message: { session: sessionRef(r.sessionId), nonce: `0x${r.nonce}`, amount: BigInt(r.amountMicros), plugin: r.plugin },
+        message: { session: await sessionRef(r.sessionId), nonce: `0x${r.nonce}`, amount: BigInt(r.amountMicros), plugin: r.plugin },
       });
     },
   };
@@ -68,6 +73,7 @@ export async function recoverOpenSessionSigner(
   signature: Hex,
 ): Promise<string | undefined> {
   try {
+    const { recoverTypedDataAddress } = await viem();
     const a = await recoverTypedDataAddress({
       domain: paymentDomain(chainId),
       types: openSessionTypes,

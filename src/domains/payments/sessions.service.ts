@@ -184,7 +184,7 @@ export function createPaymentSessionsService(deps: { db: Db; signer: ReceiptSign
           nonce,
           signature,
           remainingMicros: row.remaining_after,
-          sessionRef: sessionRef(sessionId),
+          sessionRef: await sessionRef(sessionId),
         };
       }
       // nothing debited: find out why (the failure path only)
@@ -206,7 +206,7 @@ export function createPaymentSessionsService(deps: { db: Db; signer: ReceiptSign
       }
     },
 
-    signerInfo: () => ({ address: signer.address, domain: signer.domain }),
+    signerInfo: async () => ({ address: await signer.address(), domain: signer.domain }),
   };
 }
 

@@ -3,11 +3,11 @@
  * one server-generated key pair per user. The private key is sealed with WALLET_ENCRYPTION_KEY
  * the moment it is generated and is never returned, logged or decrypted by any endpoint.
  */
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { Config } from '../../config/env.ts';
 import { type Db, isUniqueViolation } from '../../db/client.ts';
 import { encryptSecret } from '../../lib/crypto.ts';
 import { badRequest, forbidden, notFound } from '../../lib/errors.ts';
+import { viemAccounts } from '../../lib/viem.ts';
 import { sessionWalletRepo } from './session-wallet.repo.ts';
 
 /** §2: `network` is `base-sepolia` in responses. */
@@ -55,6 +55,7 @@ export function createSessionWalletService(deps: SessionWalletDeps) {
 
     /** §4.4 POST /api/wallet `create`: 400 when the user already has one (primary key on user_id decides races). */
     async create(userId: string) {
+      const { generatePrivateKey, privateKeyToAccount } = await viemAccounts();
       const privateKey = generatePrivateKey();
       const address = privateKeyToAccount(privateKey).address;
       const sealed = encryptSecret(encryptionKey, privateKey);

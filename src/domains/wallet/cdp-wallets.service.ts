@@ -6,11 +6,11 @@
  *   platform generates (then kept sealed with WALLET_ENCRYPTION_KEY, never in clear).
  * Not configured (no CDP_API_KEY_ID/SECRET): 500 with `setup`; provider failures: 500 with `details`.
  */
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { Db } from '../../db/client.ts';
 import { isUniqueViolation } from '../../db/client.ts';
 import { encryptSecret } from '../../lib/crypto.ts';
 import { AppError, badRequest, conflict } from '../../lib/errors.ts';
+import { viemAccounts } from '../../lib/viem.ts';
 import { CdpError, type CustodialWalletProvider } from './cdp-client.ts';
 import { cdpWalletsRepo } from './cdp-wallets.repo.ts';
 
@@ -57,6 +57,7 @@ export function createCdpWalletsService(deps: { db: Db; provider: CustodialWalle
         throw badRequest('privateKey must be 0x followed by 64 hex characters');
       const p = provider();
       const generated = privateKey === undefined;
+      const { generatePrivateKey, privateKeyToAccount } = await viemAccounts();
       const key = (privateKey ?? generatePrivateKey()) as `0x${string}`;
       const expected = privateKeyToAccount(key).address;
       const account = await p.importAccount(accountName(userId), key).catch(failed);

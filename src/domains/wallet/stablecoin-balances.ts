@@ -5,8 +5,9 @@
  * Decimals are the TIP-20 standard's 6; names are the symbols (the specification lists symbols
  * and addresses only). Any RPC failure, or a token call that fails, is the specification's 500.
  */
-import { type Address, createPublicClient, erc20Abi, formatUnits, getAddress, http, isAddress } from 'viem';
+import type { Address, PublicClient } from 'viem';
 import { AppError, badRequest } from '../../lib/errors.ts';
+import { viem } from '../../lib/viem.ts';
 
 export const STABLECOINS: readonly { symbol: string; address: Address }[] = [
   { symbol: 'pathUSD', address: '0x20c0000000000000000000000000000000000000' },
@@ -34,20 +35,24 @@ export type StablecoinBalances = {
 };
 
 export function createStablecoinBalanceReader(options: { rpcUrl: string | undefined; testnet: boolean; timeoutMs?: number }) {
-  const client = options.rpcUrl
-    ? createPublicClient({ transport: http(options.rpcUrl, { timeout: options.timeoutMs ?? 10_000, retryCount: 0 }) })
-    : undefined;
+  // built on the first read (viem is loaded on first use: src/lib/viem.ts)
+  let client: Promise<PublicClient> | undefined;
+  const clientFor = (rpcUrl: string) =>
+    (client ??= viem().then(({ createPublicClient, http }) =>
+      createPublicClient({ transport: http(rpcUrl, { timeout: options.timeoutMs ?? 10_000, retryCount: 0 }) }),
+    ));
   const chainId = options.testnet ? 42431 : 4217;
   const chain = options.testnet ? 'Tempo Testnet' : 'Tempo';
 
   return async function read(rawAddress: string | undefined): Promise<StablecoinBalances> {
     if (!rawAddress) throw badRequest('address is required');
+    const { erc20Abi, formatUnits, getAddress, isAddress } = await viem();
     if (!/^0x[0-9a-fA-F]{40}$/.test(rawAddress) || !isAddress(rawAddress, { strict: false })) throw badRequest('Invalid address');
     const address = getAddress(rawAddress);
-    if (!client) throw new AppError('RPC_NOT_CONFIGURED', 'Failed to fetch balances: no chain RPC is configured (TEMPO_RPC_URL)');
+    if (!options.rpcUrl) throw new AppError('RPC_NOT_CONFIGURED', 'Failed to fetch balances: no chain RPC is configured (TEMPO_RPC_URL)');
     let balances: bigint[];
     try {
-      balances = await client.multicall({
+      balances = await (await clientFor(options.rpcUrl)).multicall({
         contracts: STABLECOINS.map((t) => ({
           address: t.address,
           abi: erc20Abi,

@@ -105,9 +105,15 @@ type AgentState = {
 type Owned = { env: Record<string, string>; child?: ChildProcess; exitCode?: number | null; stopping?: boolean };
 
 const AGENT_ID = /^[A-Za-z0-9_-]{1,128}$/;
-const RUNTIME_MAIN = fileURLToPath(new URL('../../../runtime/main.ts', import.meta.url));
-/** The checkout (src/, node_modules/, package.json): what the built-in runtime needs to run. */
-const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url)).replace(/\/$/, '');
+/**
+ * The code this process runs: src/ (TypeScript, tests and `node src/main.ts`) or dist/ (its
+ * compiled copy, `npm start`: scripts/build-server.ts). The built-in runtime is started from the
+ * same tree, so an agent of a compiled platform runs compiled too (no type stripper resident).
+ */
+const CODE_DIR = fileURLToPath(new URL('../../../', import.meta.url)).replace(/\/$/, '');
+const RUNTIME_MAIN = join(CODE_DIR, 'runtime', import.meta.url.endsWith('.ts') ? 'main.ts' : 'main.js');
+/** The checkout (the code tree, node_modules/, package.json): what the built-in runtime needs to run. */
+const REPO_ROOT = dirname(CODE_DIR);
 
 /** chown -R without following symbolic links. */
 function chownTree(path: string, uid: number): void {
@@ -223,7 +229,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     const paths: string[] = [];
     if (runtime === 'builtin') {
       const entry = options.runtimeEntry ?? RUNTIME_MAIN;
-      paths.push(join(REPO_ROOT, 'src'), join(REPO_ROOT, 'node_modules'), join(REPO_ROOT, 'package.json'));
+      paths.push(CODE_DIR, join(REPO_ROOT, 'node_modules'), join(REPO_ROOT, 'package.json'));
       if (options.runtimeEntry) paths.push(dirname(entry));
     } else {
       // the real path: the command runs realpath(bin), and DATA_DIR/openclaw may be a symbolic link
