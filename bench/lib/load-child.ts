@@ -17,6 +17,18 @@ const once = (duration: number) =>
     method: (opts.method ?? 'GET') as NonNullable<Request['method']>,
     headers: opts.headers ?? {},
     ...(opts.body !== undefined ? { body: opts.body } : {}),
+    ...(opts.cookies?.length
+      ? {
+          requests: [
+            {
+              setupRequest: (req: Request) => ({
+                ...req,
+                headers: { ...req.headers, cookie: opts.cookies![Math.floor(Math.random() * opts.cookies!.length)]! },
+              }),
+            },
+          ],
+        }
+      : {}),
     connections: opts.connections,
     pipelining: opts.pipelining ?? 1,
     duration,

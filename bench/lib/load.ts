@@ -10,6 +10,8 @@ export type LoadOptions = {
   url: string;
   method?: string;
   headers?: Record<string, string>;
+  /** a `cookie` header picked at random per request from these (many sessions, e.g. cache misses) */
+  cookies?: string[];
   body?: string;
   connections: number;
   pipelining?: number;
@@ -93,7 +95,7 @@ export function loadSettings(defaults: { durationS: number; warmupS: number; con
   };
 }
 
-export type LoadCase = { key: string; url: string; method?: string; headers?: Record<string, string>; body?: string };
+export type LoadCase = { key: string; url: string; method?: string; headers?: Record<string, string>; cookies?: string[]; body?: string };
 
 export type RoundsResult = LoadResult & {
   /** req/s of each round, in order */
@@ -130,6 +132,7 @@ export async function measureRounds(
       const res = await measure({
         url: c.url,
         headers: c.headers ?? {},
+        ...(c.cookies ? { cookies: c.cookies } : {}),
         ...(c.method ? { method: c.method } : {}),
         ...(c.body !== undefined ? { body: c.body } : {}),
         connections: opts.connections,

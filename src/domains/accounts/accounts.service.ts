@@ -9,6 +9,7 @@ import type { Hex } from 'viem';
 import type { Config } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
 import { type Db, isUniqueViolation } from '../../db/client.ts';
+import { createBatchLoader } from '../../lib/batch-loader.ts';
 import { randomToken, sha256 } from '../../lib/crypto.ts';
 import { badRequest, conflict, forbidden, notFound, serviceUnavailable, tooManyRequests, unauthorized } from '../../lib/errors.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
@@ -73,6 +74,14 @@ export function createAccountsService(deps: AccountsDeps) {
   const publicUrl = new URL(config.PUBLIC_URL);
   const loginThrottle = createLoginThrottle(deps.rateLimiter, config);
   const nonces = createNonceMinter(deps.nonceSecret ?? randomBytes(32), LIMITS.siweNonceTtlMs);
+  // cache misses asked in the same event-loop turn share one query (src/lib/batch-loader.ts)
+  const findSessionUser = createBatchLoader({
+    load: async (hashes: Buffer[]) => {
+      const rows = await accountsRepo.findSessionUsers(db.pool, hashes);
+      return new Map(rows.map((r) => [r.hash, r]));
+    },
+    id: (hash) => hash.toString('hex'),
+  });
   const tooManyLogins = (ms: number) =>
     tooManyRequests('Too many failed sign-in attempts; try again later', { retryAfter: Math.max(1, Math.ceil(ms / 1000)) });
 
@@ -160,10 +169,10 @@ export function createAccountsService(deps: AccountsDeps) {
       const key = tokenHash.toString('base64url');
       const cached = deps.sessionCache?.get(key);
       if (cached) return { id: cached.id, name: cached.name, email: cached.email, isAdmin: cached.isAdmin };
-      const row = await accountsRepo.findSessionUser(db.pool, tokenHash);
+      const row = await findSessionUser(tokenHash);
       if (!row) return null;
       const isAdmin = isAdminUser(config, row);
-      deps.sessionCache?.set(key, { id: row.id, name: row.name, email: row.email, isAdmin, expiresAt: row.expires_at.getTime() });
+      deps.sessionCache?.set(key, { id: row.id, name: row.name, email: row.email, isAdmin, expiresAt: row.expires_ms });
       return { id: row.id, name: row.name, email: row.email, isAdmin };
     },
 
