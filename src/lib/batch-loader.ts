@@ -23,7 +23,7 @@ export function createBatchLoader<K, V>(options: {
   const maxInFlight = options.maxInFlight ?? 2;
   let inFlight = 0;
   type Waiter = { key: K; resolve: (v: V | undefined) => void; reject: (e: unknown) => void };
-  let pending = new Map<string, Waiter[]>();
+  const pending = new Map<string, Waiter[]>();
   let scheduled = false;
 
   const run = (batch: Map<string, Waiter[]>) => {
