@@ -76,6 +76,14 @@ describe('agent callbacks', () => {
     expect(after.n).toBe(before.n);
   });
 
+  it('an unknown key is 401 before the body is validated (the agentKey scope checks the key first)', async () => {
+    for (const payload of [{ messages: [] }, { messages: 'nope' }, 'not json']) {
+      const res = await report({ authorization: 'Bearer apk_not-a-real-key', 'content-type': 'application/json' }, payload);
+      expect(res.statusCode).toBe(401);
+      expect(res.json()).toEqual({ error: 'Unauthorized' });
+    }
+  });
+
   it.each([
     ['no messages', { messages: [] }],
     ['not an array', { messages: 'hi' }],

@@ -6,6 +6,8 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BRIDGE_OPERATOR_IDENTITY, type BridgeService } from '../../src/domains/bridge/bridge.service.ts';
 import { createBaseApp } from '../../src/http/shared/base-app.ts';
+import { createBridgeAuth } from '../../src/http/shared/bridge-auth.ts';
+import { mountRoutes } from '../../src/http/shared/routes.ts';
 import { bridgeRoutes } from '../../src/http/web/routes/bridge.routes.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
@@ -402,7 +404,7 @@ describe('§4.13 health when the store fails → 500 `{status:"error", error}`',
         throw new Error('connection refused');
       },
     } as unknown as BridgeService;
-    bridgeRoutes(app, { bridge: failing, bridgeSecret: SECRET });
+    await mountRoutes(app, { bridge: createBridgeAuth(SECRET) }, [bridgeRoutes({ bridge: failing })]);
     const res = await app.inject({ method: 'GET', url: '/api/bridge/health', headers: H });
     expect(res.statusCode).toBe(500);
     expect(res.json()).toEqual({ status: 'error', error: expect.any(String) });

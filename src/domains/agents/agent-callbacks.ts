@@ -11,11 +11,11 @@ export function createAgentCallbacks(deps: Pick<AgentsDeps, 'db'>) {
   return {
     /**
      * Stores chat messages an agent reports with its own platform key (the runtime calls this
-     * after each answered turn). The key decides agent and owner; nothing in the body can name
-     * another agent. Returns null for an unknown key.
+     * after each answered turn). `caller` is what verifyPlatformKey made of that key: it decides
+     * agent and owner; nothing in the body can name another agent.
      */
     async recordAgentMessages(
-      key: string,
+      caller: { agentId: string; userId: string },
       messages: {
         sender: 'user' | 'agent' | 'system';
         content: string;
@@ -23,15 +23,12 @@ export function createAgentCallbacks(deps: Pick<AgentsDeps, 'db'>) {
         responseMs?: number | undefined;
         failed?: boolean | undefined;
       }[],
-    ): Promise<{ agentId: string; stored: number } | null> {
-      if (!key || key.length > 200) return null;
-      const owner = await agentsRepo.findByPlatformKeyHash(db.kysely, sha256(key));
-      if (!owner) return null;
-      await db.withUser(owner.user_id, async (trx) => {
+    ): Promise<{ agentId: string; stored: number }> {
+      await db.withUser(caller.userId, async (trx) => {
         for (const m of messages) {
           await agentsRepo.insertMessage(trx, {
-            agentId: owner.agent_id,
-            userId: owner.user_id,
+            agentId: caller.agentId,
+            userId: caller.userId,
             sender: m.sender,
             content: m.content,
             ...(m.platform ? { platform: m.platform } : {}),
@@ -40,7 +37,7 @@ export function createAgentCallbacks(deps: Pick<AgentsDeps, 'db'>) {
           });
         }
       });
-      return { agentId: owner.agent_id, stored: messages.length };
+      return { agentId: caller.agentId, stored: messages.length };
     },
 
     /** The agent a per-agent platform key belongs to, or null (for routes agents call back). */

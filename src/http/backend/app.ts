@@ -8,9 +8,10 @@ import type { FilesService } from '../../domains/files/files.service.ts';
 import type { HostingMcpService } from '../../domains/hosting-mcp/hosting-mcp.service.ts';
 import type { KeysService } from '../../domains/keys/keys.service.ts';
 import type { WatchdogService } from '../../domains/watchdog/watchdog.service.ts';
+import { registerAgentKeyAuth } from '../shared/agent-key-auth.ts';
 import { type App, createBaseApp } from '../shared/base-app.ts';
 import { createBearerAuth } from '../shared/bearer-auth.ts';
-import { addDocumentedHook } from '../shared/openapi.ts';
+import { mountRoutes } from '../shared/routes.ts';
 import { agentCallbackRoutes } from './routes/agent-callbacks.routes.ts';
 import { backendAgentsRoutes } from './routes/agents.routes.ts';
 import { aiRoutes } from './routes/ai.routes.ts';
@@ -60,27 +61,33 @@ export async function buildBackendApp(
     },
     ...(options.logger ? { logger: options.logger } : {}),
   });
-  backendHealthRoutes(app, { config });
-  // agents call back with their own scoped key, never INTERNAL_API_KEY (issue 4 item 5)
-  agentCallbackRoutes(app, { agents: services.agents });
-  // §4.3 key validation and §4.16 hosting MCP: core routes behind the bearer key (§5)
-  await app.register(async (core) => {
-    addDocumentedHook(core, 'onRequest', createBearerAuth(config.INTERNAL_API_KEY));
-    // §4.7 backend agents, §4.18 deployments, lifecycle and runtime instances
-    backendAgentsRoutes(core, { agents: services.agents, ...(services.watchdog ? { watchdog: services.watchdog } : {}) });
-    if (services.watchdog) backendWatchdogRoutes(core, { watchdog: services.watchdog });
-    // §4.9 AI: own scope so its per-IP limit covers exactly /api/ai/*
-    await core.register(async (aiScope) =>
-      aiRoutes(aiScope, {
+  // Route modules (../shared/routes.ts): each scope authenticates every route in it, once. Agents
+  // call back with their own scoped key, never INTERNAL_API_KEY; everything else is core (§5).
+  await mountRoutes(
+    app,
+    {
+      public: null,
+      agentKey: registerAgentKeyAuth(app, (key) => services.agents.verifyPlatformKey(key)),
+      bearer: createBearerAuth(config.INTERNAL_API_KEY),
+    },
+    [
+      backendHealthRoutes({ config }),
+      agentCallbackRoutes({ agents: services.agents }),
+      // §4.7 backend agents, §4.18 deployments, lifecycle and runtime instances
+      backendAgentsRoutes({ agents: services.agents, ...(services.watchdog ? { watchdog: services.watchdog } : {}) }),
+      services.watchdog && backendWatchdogRoutes({ watchdog: services.watchdog }),
+      // §4.9 AI: its plugin is the scope of its per-IP limit, exactly /api/ai/*
+      aiRoutes({
         ai: services.ai,
         config,
         ...(services.storedPlans ? { storedPlans: services.storedPlans } : {}),
         subscriptionsRequired: config.configured.stripe,
       }),
-    );
-    backendKeysRoutes(core, { keys: services.keys });
-    hostingMcpRoutes(core, { hostingMcp: services.hostingMcp });
-    if (services.files) browseRoutes(core, { files: services.files });
-  });
+      // §4.3 key validation, §4.16 hosting MCP, §4.17 file explorer
+      backendKeysRoutes({ keys: services.keys }),
+      hostingMcpRoutes({ hostingMcp: services.hostingMcp }),
+      services.files && browseRoutes({ files: services.files }),
+    ],
+  );
   return app;
 }

@@ -9,6 +9,7 @@ import type { FastifyRequest } from 'fastify';
 import { safeEqual } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
 import { documented } from './openapi.ts';
+import { BRIDGE_SECURITY } from './security.ts';
 
 export const BRIDGE_SECRET_HEADER = 'x-bridge-secret';
 export const BRIDGE_NOT_CONFIGURED = 'Bridge not configured';
@@ -20,6 +21,6 @@ export function createBridgeAuth(secret: string | undefined) {
       const given = request.headers[BRIDGE_SECRET_HEADER];
       if (typeof given !== 'string' || !safeEqual(given, secret)) throw new AppError('UNAUTHORIZED', 'unauthorized');
     },
-    { security: [{ bridgeSecret: [] }] },
+    { security: BRIDGE_SECURITY },
   );
 }

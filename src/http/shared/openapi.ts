@@ -6,10 +6,11 @@
  * - `operationId`: derived from method + path (`GET /api/wallet/:id` → `getApiWalletById`) unless
  *   the route's schema sets one.
  * - `security`: taken from the schema when it sets one; otherwise from an auth hook the route (or
- *   its scope) runs, when that hook was tagged with `documented(hook, { security })` (the session
- *   guard, the bearer key and the bridge secret are); otherwise the route is public and gets
- *   `security: []`. A scope-wide hook must be added with `addDocumentedHook(scope, …)` so its
- *   routes learn about it (Fastify does not show a route its scope's hooks).
+ *   its scope) runs, when that hook was tagged with `documented(hook, { security })` (the hooks of
+ *   the authentication scopes are: session, bearer key, agent key, bridge secret; ./routes.ts);
+ *   otherwise the route is public and gets `security: []`. A scope-wide hook must be added with
+ *   `addDocumentedHook(scope, …)` (mountRoutes does) so its routes learn about it (Fastify does
+ *   not show a route its scope's hooks).
  * - Standard error responses: every route gets the responses its security scheme can produce
  *   (bearer key 401/403/500, session 401, …) and those of documented hooks (e.g. 429 of a rate
  *   limit), unless the route documents that status itself; a route that validates input and

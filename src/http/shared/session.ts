@@ -29,8 +29,6 @@ declare module 'fastify' {
 export type SessionAuth = {
   /** The signed-in user, or null. Cached on the request. */
   user(request: FastifyRequest): Promise<SessionUser | null>;
-  /** TRANSITION (removed once every route module is mounted in a scope): the user or 401. */
-  require(request: FastifyRequest): Promise<SessionUser>;
   /**
    * The session scope's hook (`onRequest`): sets `request.user`, or answers 401 `Unauthorized`
    * before the body is parsed or validated, whatever the body says.
@@ -80,7 +78,6 @@ function createSessionAuth(accounts: AccountsService, options: { secure: boolean
   return {
     user,
     token,
-    require,
     // tagged so routes that run it are documented with the session cookie (./openapi.ts)
     guard: documented(
       async (request: FastifyRequest) => {

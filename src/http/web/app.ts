@@ -27,6 +27,7 @@ import type { StablecoinBalanceReader } from '../../domains/wallet/stablecoin-ba
 import type { WatchdogService } from '../../domains/watchdog/watchdog.service.ts';
 import type { WorkflowsService } from '../../domains/workflows/workflows.service.ts';
 import { type App, createBaseApp } from '../shared/base-app.ts';
+import { createBridgeAuth } from '../shared/bridge-auth.ts';
 import { createOriginCheck } from '../shared/origin-check.ts';
 import { mountRoutes } from '../shared/routes.ts';
 import { registerSession, SESSION_COOKIE, type SessionAuth } from '../shared/session.ts';
@@ -130,54 +131,45 @@ export async function buildWebApp(config: Config, services: WebServices, options
   app.decorate('liveLogs', live);
 
   // Route modules (../shared/routes.ts): each scope authenticates every route in it, once
-  await mountRoutes(app, { public: null, session: session.guard }, [
-    // group A modules
+  await mountRoutes(app, { public: null, session: session.guard, bridge: createBridgeAuth(config.BRIDGE_SECRET) }, [
+    accountsRoutes({ accounts: services.accounts, session }),
+    webHealthRoutes({ health: services.health }),
+    services.admin && adminRoutes({ admin: services.admin }),
+    services.topUp && topUpRoutes({ topUp: services.topUp }),
+    services.subscriptions && billingRoutes({ subscriptions: services.subscriptions }),
+    agentsRoutes({ agents: services.agentsWeb, session, ...(services.watchdog ? { watchdog: services.watchdog } : {}) }),
+    services.watchdog && webWatchdogRoutes({ watchdog: services.watchdog }),
+    instanceRoutes({ agents: services.agentsWeb }),
+    demoRoutes({ ai: services.ai }),
+    workflowsRoutes({ workflows: services.workflows, session }),
+    heartbeatRoutes({ heartbeat: services.heartbeat }),
+    bridgeRoutes({ bridge: services.bridge }),
+    configRoutes({ config: services.agentConfig }),
     keysRoutes({ keys: services.keys }),
-    // group B modules
-  ]);
-
-  // TRANSITION group A: modules not yet mounted in a scope
-  accountsRoutes(app, { accounts: services.accounts, session });
-  webHealthRoutes(app, { health: services.health, session });
-  if (services.admin) adminRoutes(app, { admin: services.admin, session });
-  if (services.subscriptions) await billingRoutes(app, { subscriptions: services.subscriptions, session });
-  agentsRoutes(app, { agents: services.agentsWeb, session, ...(services.watchdog ? { watchdog: services.watchdog } : {}) });
-  if (services.watchdog) webWatchdogRoutes(app, { watchdog: services.watchdog, session });
-  instanceRoutes(app, { agents: services.agentsWeb, session });
-  configRoutes(app, { config: services.agentConfig, session });
-  if (services.cdpWallets) cdpWalletRoutes(app, { wallets: services.cdpWallets, session });
-  if (services.chat) chatRoutes(app, { chat: services.chat, session });
-  if (services.usageReport) usageRoutes(app, { report: services.usageReport, session });
-  // end of TRANSITION group A
-
-  // TRANSITION group B: modules not yet mounted in a scope
-  if (services.topUp) await topUpRoutes(app, { topUp: services.topUp });
-  demoRoutes(app, { ai: services.ai });
-  workflowsRoutes(app, { workflows: services.workflows, session });
-  heartbeatRoutes(app, { heartbeat: services.heartbeat, session });
-  bridgeRoutes(app, { bridge: services.bridge, bridgeSecret: config.BRIDGE_SECRET });
-  tradingRoutes(app, { trading: services.trading, session });
-  sessionWalletRoutes(app, {
-    sessionWallet: services.sessionWallet,
-    session,
-    ...(services.stablecoinBalances
-      ? { balanceByAddress: (_request: unknown, address: string) => services.stablecoinBalances!(address) }
-      : {}),
-  });
-  if (services.payments) paymentsRoutes(app, { ...services.payments, keys: services.keys, session });
-  logsRoutes(app, { agents: services.agentsWeb, live, session });
-  if (services.agentTargets) {
-    await agentProxyRoutes(app, {
-      targets: services.agentTargets,
-      keys: services.keys,
+    tradingRoutes({ trading: services.trading }),
+    sessionWalletRoutes({
+      sessionWallet: services.sessionWallet,
       session,
-      agentsDomain: config.AGENTS_DOMAIN,
-      allowedOrigins: [config.PUBLIC_URL, ...(config.CSRF_ALLOWED_ORIGINS ?? [])],
-    });
-  }
-  await hostingWebhookRoutes(app, { hostingStatus: services.hostingStatus, session });
-  // the dashboard (dashboard/, docs/dashboard.md): last, so no API route can be shadowed by it
-  await dashboardRoutes(app, { distDir: config.DASHBOARD_DIR });
-  // end of TRANSITION group B
+      ...(services.stablecoinBalances
+        ? { balanceByAddress: (_request: unknown, address: string) => services.stablecoinBalances!(address) }
+        : {}),
+    }),
+    services.payments && paymentsRoutes({ ...services.payments, keys: services.keys, session }),
+    services.cdpWallets && cdpWalletRoutes({ wallets: services.cdpWallets }),
+    services.chat && chatRoutes({ chat: services.chat }),
+    logsRoutes({ agents: services.agentsWeb, live }),
+    services.agentTargets &&
+      agentProxyRoutes({
+        targets: services.agentTargets,
+        keys: services.keys,
+        session,
+        agentsDomain: config.AGENTS_DOMAIN,
+        allowedOrigins: [config.PUBLIC_URL, ...(config.CSRF_ALLOWED_ORIGINS ?? [])],
+      }),
+    hostingWebhookRoutes({ hostingStatus: services.hostingStatus }),
+    services.usageReport && usageRoutes({ report: services.usageReport }),
+    // the dashboard (dashboard/, docs/dashboard.md): static pages, hidden from the OpenAPI description
+    dashboardRoutes({ distDir: config.DASHBOARD_DIR }),
+  ]);
   return app;
 }

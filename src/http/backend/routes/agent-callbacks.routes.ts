@@ -5,8 +5,8 @@
  */
 import { z } from 'zod';
 import type { AgentsService } from '../../../domains/agents/agents.service.ts';
-import { unauthorized } from '../../../lib/errors.ts';
-import type { App } from '../../shared/base-app.ts';
+import { callingAgent } from '../../shared/agent-key-auth.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 
 /** §4.7 logs/messages listing caps at 100; one report carries one turn, so 20 is generous. */
@@ -24,34 +24,28 @@ const message = z.object({
   failed: z.boolean().optional(),
 });
 
-export function agentCallbackRoutes(app: App, deps: { agents: AgentsService }) {
-  app.post('/api/agent-callbacks/messages', {
-    schema: {
-      tags: ['agents'],
-      summary: 'An agent reports chat messages',
-      description:
-        "Called by an agent's runtime after each answered chat turn, with the agent's own platform key as the Bearer token. " +
-        'The key decides which agent and owner the messages belong to; they appear in GET /api/agents/:id/messages on the web API. ' +
-        `At most ${MAX_MESSAGES_PER_REPORT} messages per call, ${MAX_MESSAGE_CHARS} characters each.`,
-      security: [{ agentKey: [] }],
-      body: jsonBody({
-        messages: z
-          .array(message, { error: 'messages must be an array' })
-          .min(1, { error: 'messages required' })
-          .max(MAX_MESSAGES_PER_REPORT, { error: `at most ${MAX_MESSAGES_PER_REPORT} messages per call` }),
-      }),
-      response: { 201: z.object({ agentId: z.string(), stored: z.number() }), 400: errorSchema, 401: errorSchema },
-    },
-    // the key is checked before the body is parsed: an unauthenticated caller learns nothing
-    onRequest: async (request) => {
-      const h = request.headers.authorization;
-      if (typeof h !== 'string' || !h.startsWith('Bearer ') || h.length <= 'Bearer '.length) throw unauthorized('Unauthorized');
-    },
-    handler: async (request, reply) => {
-      const key = request.headers.authorization!.slice('Bearer '.length).trim();
-      const result = await deps.agents.recordAgentMessages(key, request.body.messages);
-      if (!result) throw unauthorized('Unauthorized');
-      return reply.code(201).send(result);
-    },
-  });
-}
+/** Mounted in the backend's agentKey scope (../../shared/agent-key-auth.ts): the key is checked before the body is read. */
+export const agentCallbackRoutes = (deps: { agents: AgentsService }): RouteModule<'agentKey'> => ({
+  prefix: '/api/agent-callbacks',
+  agentKey: async (app) => {
+    app.post('/messages', {
+      schema: {
+        tags: ['agents'],
+        summary: 'An agent reports chat messages',
+        description:
+          "Called by an agent's runtime after each answered chat turn, with the agent's own platform key as the Bearer token. " +
+          'The key decides which agent and owner the messages belong to; they appear in GET /api/agents/:id/messages on the web API. ' +
+          `At most ${MAX_MESSAGES_PER_REPORT} messages per call, ${MAX_MESSAGE_CHARS} characters each.`,
+        body: jsonBody({
+          messages: z
+            .array(message, { error: 'messages must be an array' })
+            .min(1, { error: 'messages required' })
+            .max(MAX_MESSAGES_PER_REPORT, { error: `at most ${MAX_MESSAGES_PER_REPORT} messages per call` }),
+        }),
+        response: { 201: z.object({ agentId: z.string(), stored: z.number() }), 400: errorSchema, 401: errorSchema },
+      },
+      handler: async (request, reply) =>
+        reply.code(201).send(await deps.agents.recordAgentMessages(callingAgent(request), request.body.messages)),
+    });
+  },
+});

@@ -20,9 +20,8 @@ import { watchdogStateSchema } from '../../../domains/watchdog/watchdog.schemas.
 import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
 import { badRequest } from '../../../lib/errors.ts';
 import { UUID_PATTERN } from '../../../lib/ids.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
-import { BEARER_SECURITY } from '../../shared/security.ts';
 
 /** The account bearer-key calls without a user act as (created by migration 040_operator_account.sql). */
 export const OPERATOR_USER_ID = '00000000-0000-0000-0000-000000000001';
@@ -112,269 +111,268 @@ const statsObject = z.object({
 });
 const common = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 500: errorSchema };
 
-export function backendAgentsRoutes(app: App, deps: { agents: AgentsService; watchdog?: WatchdogService }) {
+export const backendAgentsRoutes = (deps: { agents: AgentsService; watchdog?: WatchdogService }): RouteModule<'bearer'> => {
   const { agents } = deps;
 
-  app.get('/api/agents', {
-    schema: {
-      tags: ['agents'],
-      summary: "List the acting user's agents",
-      description: `${userHeaderDoc} A flat array, newest first.`,
-      security: BEARER_SECURITY,
-      headers,
-      response: { 200: z.array(listItem), ...common },
-    },
-    handler: async (request) => agents.list(actingUser(request)),
-  });
-
-  app.post('/api/agents', {
-    schema: {
-      tags: ['agents'],
-      summary: 'Create an agent record (status pending)',
-      description:
-        `${userHeaderDoc} Stores metadata only (§3: status \`pending\`); deploy it with POST /api/agents/:id/start or POST /api/deployments. ` +
-        'Plan limits (`config.plan`, default `label`): solo 1, collective 3, label 10, network unlimited; over the limit 402 `AGENT_LIMIT_REACHED`.',
-      security: BEARER_SECURITY,
-      headers,
-      body: jsonBody({
-        name: agentName,
-        userId: userIdField,
-        config: z
-          .object({ plan: planName.optional(), aiProvider: aiProvider.optional() }, { error: 'config must be an object' })
-          .loose()
-          .optional(),
-      }),
-      response: {
-        201: z.object({
-          id: z.string(),
-          name: z.string(),
-          agentId: z.string(),
-          status: z.literal('pending'),
-          subdomain: z.string(),
-          url: z.string(),
-          createdAt: z.string(),
-        }),
-        402: errorSchema,
-        ...common,
-      },
-    },
-    handler: async (request, reply) => {
-      const userId = actingUser(request, request.body.userId);
-      const created = await agents.create(userId, {
-        name: request.body.name,
-        plan: request.body.config?.plan,
-        aiProvider: request.body.config?.aiProvider,
-      });
-      return reply.code(201).send(created);
-    },
-  });
-
-  app.get('/api/agents/:id', {
-    schema: {
-      tags: ['agents'],
-      summary: 'One agent',
-      description: `${userHeaderDoc} 404 when it is not the user's. \`watchdog\` (added): the watchdog state (§3); GET /api/agents/:id/watchdog has its history.`,
-      security: BEARER_SECURITY,
-      headers,
-      params: agentIdParam,
-      response: { 200: agentObject, ...common },
-    },
-    handler: async (request) => {
-      const userId = actingUser(request);
-      const agent = await agents.get(userId, request.params.id);
-      return deps.watchdog ? { ...agent, watchdog: await deps.watchdog.stateOf(userId, request.params.id) } : agent;
-    },
-  });
-
-  app.put('/api/agents/:id', {
-    schema: {
-      tags: ['agents'],
-      summary: 'Update plan, provider, configuration (and name, model)',
-      description: `${userHeaderDoc} All fields optional. \`name\` and \`model\` are added (the web app's rename sync uses \`name\`).`,
-      security: BEARER_SECURITY,
-      headers,
-      params: agentIdParam,
-      body: jsonBody({
-        plan: planName.optional(),
-        aiProvider: aiProvider.optional(),
-        config: configObject.optional(),
-        name: agentName.optional(),
-        model: model.optional(),
-      }),
-      response: {
-        200: z.object({
-          id: z.string(),
-          plan: z.string(),
-          aiProvider: z.string(),
-          subdomain: z.string(),
-          status: z.string(),
-          message: z.string(),
-          name: z.string(),
-          config: z.record(z.string(), z.unknown()),
-        }),
-        ...common,
-      },
-    },
-    handler: async (request) => agents.update(actingUser(request), request.params.id, request.body),
-  });
-
-  app.delete('/api/agents/:id', {
-    schema: {
-      tags: ['agents'],
-      summary: 'Delete an agent',
-      description: `${userHeaderDoc} Removes the record, then cleans up on the hosting platform best effort. An unknown id (or another user's) still answers \`{id,deleted:true}\` and touches nothing.`,
-      security: BEARER_SECURITY,
-      headers,
-      params: agentIdParam,
-      response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }), ...common },
-    },
-    handler: async (request) =>
-      agents.remove(actingUser(request), request.params.id, (err) =>
-        request.log.warn({ err, agentId: request.params.id }, 'hosting cleanup failed'),
-      ),
-  });
-
-  for (const action of ['start', 'stop', 'restart'] as const) {
-    app.post(`/api/agents/:id/${action}`, {
-      schema: {
-        tags: ['agents'],
-        summary: `${action[0]!.toUpperCase()}${action.slice(1)} an agent`,
-        description:
-          `${userHeaderDoc} Per-agent lifecycle (§4.18, designed). \`start\` resumes a stopped unit, \`stop\` suspends it (status \`stopped\`), \`restart\` restarts it. ` +
-          'When the unit does not exist (never deployed, or gone) `start` and `restart` enqueue a deploy job and answer status `provisioning` with the job. ' +
-          '500 `Hosting unavailable` when the hosting platform cannot be reached. No body.',
-        security: BEARER_SECURITY,
-        headers,
-        params: agentIdParam,
-        response: {
-          200: z.object({ id: z.string(), action: z.literal(action), status: z.string(), deployment: deploymentObject.nullable() }),
-          ...common,
+  return {
+    prefix: '/api',
+    bearer: async (app) => {
+      app.get('/agents', {
+        schema: {
+          tags: ['agents'],
+          summary: "List the acting user's agents",
+          description: `${userHeaderDoc} A flat array, newest first.`,
+          headers,
+          response: { 200: z.array(listItem), ...common },
         },
-      },
-      handler: async (request) => agents.lifecycle(actingUser(request), request.params.id, action),
-    });
-  }
+        handler: async (request) => agents.list(actingUser(request)),
+      });
 
-  app.get('/api/agents/:id/logs', {
-    schema: {
-      tags: ['agents'],
-      summary: 'Recent runtime log lines from the hosting driver',
-      description: `${userHeaderDoc} \`limit\` default 50, max 100; \`level\` filters (debug, info, warn, error). 500 when the hosting platform cannot be reached.`,
-      security: BEARER_SECURITY,
-      headers,
-      params: agentIdParam,
-      querystring: z.object({
-        limit: z.coerce
-          .number({ error: 'limit must be a number' })
-          .int()
-          .min(1, { error: 'limit must be at least 1' })
-          .max(LIMITS.agentListMax)
-          .default(LIMITS.agentListDefault),
-        level: z.enum(['debug', 'info', 'warn', 'error'], { error: 'level must be debug, info, warn or error' }).optional(),
-      }),
-      response: { 200: z.object({ logs: z.array(logLine) }), ...common },
-    },
-    handler: async (request) => ({ logs: await agents.logs(actingUser(request), request.params.id, request.query) }),
-  });
-
-  app.get('/api/agents/:id/stats', {
-    schema: {
-      tags: ['agents'],
-      summary: 'Live resource usage from the hosting driver',
-      description: `${userHeaderDoc} 500 when the hosting platform cannot be reached.`,
-      security: BEARER_SECURITY,
-      headers,
-      params: agentIdParam,
-      response: { 200: z.object({ stats: statsObject }), ...common },
-    },
-    handler: async (request) => ({ stats: await agents.stats(actingUser(request), request.params.id) }),
-  });
-
-  app.post('/api/deployments', {
-    schema: {
-      tags: ['deployments'],
-      summary: 'Provision an agent (the web app calls this)',
-      description:
-        'Acting user: `userId` in the body (or header `x-user-id`; with neither, the operator account as on POST /api/agents). Creates the agent with status `provisioning` — or, when `agentId` names an agent the web app already ' +
-        'created for this user, takes that one — and enqueues a deploy job. Concurrent requests for one agent join the same active job; an `agentId` of another user is 404 like a missing one. Jobs live in PostgreSQL and are taken by deployment workers with FOR UPDATE SKIP LOCKED ' +
-        "(a crashed worker's job is taken again when its lease expires; one active job per agent). The job deploys with per-agent credentials, waits for `/healthz` " +
-        '(poll every 2 s, 60 s overall) and moves the agent to `running`, or to `error` after 3 failed attempts. Poll GET /api/deployments/:id or GET /api/agents/:id. ' +
-        'Answers 202 with the job. `plan` defaults to `label`; backend limits solo 1, collective 3, label 10, network unlimited (402 `AGENT_LIMIT_REACHED`). ' +
-        '500 `Hosting unavailable` (code `HOSTING_UNAVAILABLE`) when the hosting driver cannot be used.',
-      security: BEARER_SECURITY,
-      headers,
-      body: jsonBody({
-        userId: userIdField,
-        agentId: z
-          .string({ error: 'agentId must be a string' })
-          .regex(/^[a-z0-9][a-z0-9-]{2,62}$/, { error: 'Invalid agentId' })
-          .optional(),
-        name: agentName,
-        plan: planName.optional(),
-        model: model.optional(),
-        aiProvider: aiProvider.optional(),
-        config: configObject.optional(),
-      }),
-      response: { 202: z.object({ deployment: deploymentObject, agent: agentObject }), 402: errorSchema, ...common },
-    },
-    handler: async (request, reply) => {
-      const userId = actingUser(request, request.body.userId);
-      const { userId: _ignored, ...input } = request.body;
-      return reply.code(202).send(await agents.requestDeployment({ ...input, userId }));
-    },
-  });
-
-  app.get('/api/deployments/:id', {
-    schema: {
-      tags: ['deployments'],
-      summary: 'One deployment job',
-      description: `${userHeaderDoc} Status queued → running → succeeded | failed (queued again between retries).`,
-      security: BEARER_SECURITY,
-      headers,
-      params: z.object({ id: z.string().regex(UUID_PATTERN, { error: 'Invalid deployment id' }) }),
-      response: { 200: deploymentObject, ...common },
-    },
-    handler: async (request) => agents.getDeployment(actingUser(request), request.params.id),
-  });
-
-  app.get('/api/runtime-instances', {
-    schema: {
-      tags: ['agents'],
-      summary: 'Runtime instances: agents and what the hosting driver reports for each',
-      description:
-        "With header `x-user-id`: that user's agents; without it: all agents (operator view, newest first). `containerStatus` is the §3 container health value " +
-        '(null when the hosting platform cannot be asked). `limit` default 50, max 100.',
-      security: BEARER_SECURITY,
-      headers,
-      querystring: z.object({
-        limit: z.coerce.number({ error: 'limit must be a number' }).int().min(1).max(LIMITS.agentListMax).default(LIMITS.agentListDefault),
-      }),
-      response: {
-        200: z.object({
-          instances: z.array(
-            z.object({
-              agentId: z.string(),
-              userId: z.string(),
+      app.post('/agents', {
+        schema: {
+          tags: ['agents'],
+          summary: 'Create an agent record (status pending)',
+          description:
+            `${userHeaderDoc} Stores metadata only (§3: status \`pending\`); deploy it with POST /api/agents/:id/start or POST /api/deployments. ` +
+            'Plan limits (`config.plan`, default `label`): solo 1, collective 3, label 10, network unlimited; over the limit 402 `AGENT_LIMIT_REACHED`.',
+          headers,
+          body: jsonBody({
+            name: agentName,
+            userId: userIdField,
+            config: z
+              .object({ plan: planName.optional(), aiProvider: aiProvider.optional() }, { error: 'config must be an object' })
+              .loose()
+              .optional(),
+          }),
+          response: {
+            201: z.object({
+              id: z.string(),
               name: z.string(),
-              status: z.string(),
-              containerStatus: z.string().nullable(),
-              driver: z.string(),
+              agentId: z.string(),
+              status: z.literal('pending'),
+              subdomain: z.string(),
               url: z.string(),
-              gatewayUrl: z.string().nullable(),
-              externalId: z.string().nullable(),
-              startedAt: z.string().nullable(),
+              createdAt: z.string(),
             }),
+            402: errorSchema,
+            ...common,
+          },
+        },
+        handler: async (request, reply) => {
+          const userId = actingUser(request, request.body.userId);
+          const created = await agents.create(userId, {
+            name: request.body.name,
+            plan: request.body.config?.plan,
+            aiProvider: request.body.config?.aiProvider,
+          });
+          return reply.code(201).send(created);
+        },
+      });
+
+      app.get('/agents/:id', {
+        schema: {
+          tags: ['agents'],
+          summary: 'One agent',
+          description: `${userHeaderDoc} 404 when it is not the user's. \`watchdog\` (added): the watchdog state (§3); GET /api/agents/:id/watchdog has its history.`,
+          headers,
+          params: agentIdParam,
+          response: { 200: agentObject, ...common },
+        },
+        handler: async (request) => {
+          const userId = actingUser(request);
+          const agent = await agents.get(userId, request.params.id);
+          return deps.watchdog ? { ...agent, watchdog: await deps.watchdog.stateOf(userId, request.params.id) } : agent;
+        },
+      });
+
+      app.put('/agents/:id', {
+        schema: {
+          tags: ['agents'],
+          summary: 'Update plan, provider, configuration (and name, model)',
+          description: `${userHeaderDoc} All fields optional. \`name\` and \`model\` are added (the web app's rename sync uses \`name\`).`,
+          headers,
+          params: agentIdParam,
+          body: jsonBody({
+            plan: planName.optional(),
+            aiProvider: aiProvider.optional(),
+            config: configObject.optional(),
+            name: agentName.optional(),
+            model: model.optional(),
+          }),
+          response: {
+            200: z.object({
+              id: z.string(),
+              plan: z.string(),
+              aiProvider: z.string(),
+              subdomain: z.string(),
+              status: z.string(),
+              message: z.string(),
+              name: z.string(),
+              config: z.record(z.string(), z.unknown()),
+            }),
+            ...common,
+          },
+        },
+        handler: async (request) => agents.update(actingUser(request), request.params.id, request.body),
+      });
+
+      app.delete('/agents/:id', {
+        schema: {
+          tags: ['agents'],
+          summary: 'Delete an agent',
+          description: `${userHeaderDoc} Removes the record, then cleans up on the hosting platform best effort. An unknown id (or another user's) still answers \`{id,deleted:true}\` and touches nothing.`,
+          headers,
+          params: agentIdParam,
+          response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }), ...common },
+        },
+        handler: async (request) =>
+          agents.remove(actingUser(request), request.params.id, (err) =>
+            request.log.warn({ err, agentId: request.params.id }, 'hosting cleanup failed'),
           ),
-          count: z.number(),
-        }),
-        ...common,
-      },
+      });
+
+      for (const action of ['start', 'stop', 'restart'] as const) {
+        app.post(`/agents/:id/${action}`, {
+          schema: {
+            tags: ['agents'],
+            summary: `${action[0]!.toUpperCase()}${action.slice(1)} an agent`,
+            description:
+              `${userHeaderDoc} Per-agent lifecycle (§4.18, designed). \`start\` resumes a stopped unit, \`stop\` suspends it (status \`stopped\`), \`restart\` restarts it. ` +
+              'When the unit does not exist (never deployed, or gone) `start` and `restart` enqueue a deploy job and answer status `provisioning` with the job. ' +
+              '500 `Hosting unavailable` when the hosting platform cannot be reached. No body.',
+            headers,
+            params: agentIdParam,
+            response: {
+              200: z.object({ id: z.string(), action: z.literal(action), status: z.string(), deployment: deploymentObject.nullable() }),
+              ...common,
+            },
+          },
+          handler: async (request) => agents.lifecycle(actingUser(request), request.params.id, action),
+        });
+      }
+
+      app.get('/agents/:id/logs', {
+        schema: {
+          tags: ['agents'],
+          summary: 'Recent runtime log lines from the hosting driver',
+          description: `${userHeaderDoc} \`limit\` default 50, max 100; \`level\` filters (debug, info, warn, error). 500 when the hosting platform cannot be reached.`,
+          headers,
+          params: agentIdParam,
+          querystring: z.object({
+            limit: z.coerce
+              .number({ error: 'limit must be a number' })
+              .int()
+              .min(1, { error: 'limit must be at least 1' })
+              .max(LIMITS.agentListMax)
+              .default(LIMITS.agentListDefault),
+            level: z.enum(['debug', 'info', 'warn', 'error'], { error: 'level must be debug, info, warn or error' }).optional(),
+          }),
+          response: { 200: z.object({ logs: z.array(logLine) }), ...common },
+        },
+        handler: async (request) => ({ logs: await agents.logs(actingUser(request), request.params.id, request.query) }),
+      });
+
+      app.get('/agents/:id/stats', {
+        schema: {
+          tags: ['agents'],
+          summary: 'Live resource usage from the hosting driver',
+          description: `${userHeaderDoc} 500 when the hosting platform cannot be reached.`,
+          headers,
+          params: agentIdParam,
+          response: { 200: z.object({ stats: statsObject }), ...common },
+        },
+        handler: async (request) => ({ stats: await agents.stats(actingUser(request), request.params.id) }),
+      });
+
+      app.post('/deployments', {
+        schema: {
+          tags: ['deployments'],
+          summary: 'Provision an agent (the web app calls this)',
+          description:
+            'Acting user: `userId` in the body (or header `x-user-id`; with neither, the operator account as on POST /api/agents). Creates the agent with status `provisioning` — or, when `agentId` names an agent the web app already ' +
+            'created for this user, takes that one — and enqueues a deploy job. Concurrent requests for one agent join the same active job; an `agentId` of another user is 404 like a missing one. Jobs live in PostgreSQL and are taken by deployment workers with FOR UPDATE SKIP LOCKED ' +
+            "(a crashed worker's job is taken again when its lease expires; one active job per agent). The job deploys with per-agent credentials, waits for `/healthz` " +
+            '(poll every 2 s, 60 s overall) and moves the agent to `running`, or to `error` after 3 failed attempts. Poll GET /api/deployments/:id or GET /api/agents/:id. ' +
+            'Answers 202 with the job. `plan` defaults to `label`; backend limits solo 1, collective 3, label 10, network unlimited (402 `AGENT_LIMIT_REACHED`). ' +
+            '500 `Hosting unavailable` (code `HOSTING_UNAVAILABLE`) when the hosting driver cannot be used.',
+          headers,
+          body: jsonBody({
+            userId: userIdField,
+            agentId: z
+              .string({ error: 'agentId must be a string' })
+              .regex(/^[a-z0-9][a-z0-9-]{2,62}$/, { error: 'Invalid agentId' })
+              .optional(),
+            name: agentName,
+            plan: planName.optional(),
+            model: model.optional(),
+            aiProvider: aiProvider.optional(),
+            config: configObject.optional(),
+          }),
+          response: { 202: z.object({ deployment: deploymentObject, agent: agentObject }), 402: errorSchema, ...common },
+        },
+        handler: async (request, reply) => {
+          const userId = actingUser(request, request.body.userId);
+          const { userId: _ignored, ...input } = request.body;
+          return reply.code(202).send(await agents.requestDeployment({ ...input, userId }));
+        },
+      });
+
+      app.get('/deployments/:id', {
+        schema: {
+          tags: ['deployments'],
+          summary: 'One deployment job',
+          description: `${userHeaderDoc} Status queued → running → succeeded | failed (queued again between retries).`,
+          headers,
+          params: z.object({ id: z.string().regex(UUID_PATTERN, { error: 'Invalid deployment id' }) }),
+          response: { 200: deploymentObject, ...common },
+        },
+        handler: async (request) => agents.getDeployment(actingUser(request), request.params.id),
+      });
+
+      app.get('/runtime-instances', {
+        schema: {
+          tags: ['agents'],
+          summary: 'Runtime instances: agents and what the hosting driver reports for each',
+          description:
+            "With header `x-user-id`: that user's agents; without it: all agents (operator view, newest first). `containerStatus` is the §3 container health value " +
+            '(null when the hosting platform cannot be asked). `limit` default 50, max 100.',
+          headers,
+          querystring: z.object({
+            limit: z.coerce
+              .number({ error: 'limit must be a number' })
+              .int()
+              .min(1)
+              .max(LIMITS.agentListMax)
+              .default(LIMITS.agentListDefault),
+          }),
+          response: {
+            200: z.object({
+              instances: z.array(
+                z.object({
+                  agentId: z.string(),
+                  userId: z.string(),
+                  name: z.string(),
+                  status: z.string(),
+                  containerStatus: z.string().nullable(),
+                  driver: z.string(),
+                  url: z.string(),
+                  gatewayUrl: z.string().nullable(),
+                  externalId: z.string().nullable(),
+                  startedAt: z.string().nullable(),
+                }),
+              ),
+              count: z.number(),
+            }),
+            ...common,
+          },
+        },
+        handler: async (request) => {
+          const header = request.headers['x-user-id'];
+          const userId = typeof header === 'string' && header ? actingUser(request) : undefined;
+          const instances = await agents.runtimeInstances({ userId, limit: request.query.limit });
+          return { instances, count: instances.length };
+        },
+      });
     },
-    handler: async (request) => {
-      const header = request.headers['x-user-id'];
-      const userId = typeof header === 'string' && header ? actingUser(request) : undefined;
-      const instances = await agents.runtimeInstances({ userId, limit: request.query.limit });
-      return { instances, count: instances.length };
-    },
-  });
-}
+  };
+};

@@ -13,10 +13,9 @@ import { type AiActor, checkPlan, checkStoredPlan, SUBSCRIPTION_HEADER, TASK_TYP
 import { PROVIDER_NAMES } from '../../../domains/ai/providers/provider.ts';
 import type { StoredPlans } from '../../../domains/ai/stored-plans.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
-import type { App } from '../../shared/base-app.ts';
 import { addDocumentedHook } from '../../shared/openapi.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
-import { BEARER_SECURITY } from '../../shared/security.ts';
 
 const TASK_TYPE_ERROR = `Invalid taskType: use one of ${TASK_TYPES.join(', ')}`;
 const taskType = z.enum(TASK_TYPES, { error: TASK_TYPE_ERROR });
@@ -134,199 +133,194 @@ const PLAN_HEADERS_DOC =
   '`{success:false,error,code}`; an `x-user-email` in ADMIN_EMAILS bypasses both and gets network-level access. ' +
   'Header context: `x-user-id` (default `anonymous`), `x-user-role`. Models per plan: solo 3, collective 5, label 7, network all.';
 
-export function aiRoutes(
-  app: App,
-  deps: {
-    ai: AiService;
-    config: Pick<Config, 'ADMIN_EMAILS'>;
-    /** platform users' stored plans (x-user-id naming a user); without it, headers only */
-    storedPlans?: StoredPlans;
-    /** whether a stored plan needs an active subscription (a card processor is configured) */
-    subscriptionsRequired?: boolean;
+/** The AI layer (§4.9), in the bearer scope; its plugin is the scope of the per-IP limit below, so it covers exactly /api/ai/*. */
+export const aiRoutes = (deps: {
+  ai: AiService;
+  config: Pick<Config, 'ADMIN_EMAILS'>;
+  /** platform users' stored plans (x-user-id naming a user); without it, headers only */
+  storedPlans?: StoredPlans;
+  /** whether a stored plan needs an active subscription (a card processor is configured) */
+  subscriptionsRequired?: boolean;
+}): RouteModule<'bearer'> => ({
+  prefix: '/api/ai',
+  bearer: async (app) => {
+    const { ai, config } = deps;
+    const actors = new WeakMap<FastifyRequest, AiActor>();
+
+    // §8: AI_RATE_LIMIT requests per minute per IP across /api/ai/* (shared through Redis when set)
+    addDocumentedHook(
+      app,
+      'onRequest',
+      async (request: FastifyRequest, reply: FastifyReply) => {
+        try {
+          await ai.rateLimit(request.ip);
+        } catch (err) {
+          if (isAppError(err) && err.status === 429) reply.header('retry-after', String(err.extra?.retryAfter ?? 60));
+          throw err;
+        }
+      },
+      {
+        responses: {
+          429: 'Too many requests: more than AI_RATE_LIMIT per minute from this IP across /api/ai/* (§8); `Retry-After` says when to retry',
+        },
+      },
+    );
+
+    /** §4.9/§5 plan middleware, before body validation (as the original middleware ran). */
+    const requirePlan = async (request: FastifyRequest) => {
+      const adminEmail = (email: string | undefined) => isAdminEmail(config, email);
+      const rawId = request.headers['x-user-id'];
+      const userId = typeof rawId === 'string' ? rawId.trim() : undefined;
+      const stored = deps.storedPlans && userId ? await deps.storedPlans.lookup(userId) : null;
+      const verdict = stored
+        ? checkStoredPlan(stored, request.headers, {
+            subscriptionsRequired: deps.subscriptionsRequired ?? false,
+            isAdminEmail: adminEmail,
+            userId: userId!,
+          })
+        : checkPlan(request.headers, adminEmail);
+      if (!verdict.ok) throw new AppError(verdict.code, verdict.error, { success: false });
+      actors.set(request, verdict.actor);
+    };
+    const actorOf = (request: FastifyRequest) => actors.get(request)!;
+
+    app.get('/health', {
+      schema: {
+        tags: ['ai'],
+        summary: 'AI layer health',
+        description:
+          '`healthy` when the router (ROUTER_API_KEY) is configured, `degraded` when not. `providers` has one boolean per provider ' +
+          `(${PROVIDER_NAMES.join(', ')}). 503 \`{status:'error', error}\` when the usage store cannot be reached.`,
+        response: {
+          200: z.object({ status: z.enum(['healthy', 'degraded']), providers: z.record(z.string(), z.boolean()), timestamp: z.string() }),
+          503: z.object({ status: z.literal('error'), error: z.string() }),
+        },
+      },
+      handler: () => ai.health(),
+    });
+
+    app.get('/models', {
+      schema: {
+        tags: ['ai'],
+        summary: 'Model catalog',
+        description:
+          'Every model with costs in USD per token. `router` says whether the router is configured. The catalog refreshes from the ' +
+          "router's `/models` in the background hourly; `?refresh=true` waits for a refresh.",
+        querystring: z.object({
+          refresh: z.enum(['true', 'false', '1', '0'], { error: 'Parameter refresh must be true or false' }).optional(),
+        }),
+        response: {
+          200: z.object({ models: z.array(publicModel), count: z.number(), router: z.boolean(), timestamp: z.string() }),
+          500: errorSchema,
+        },
+      },
+      handler: (request) => ai.listModels({ refresh: request.query.refresh === 'true' || request.query.refresh === '1' }),
+    });
+
+    app.get('/models/:provider', {
+      schema: {
+        tags: ['ai'],
+        summary: 'Models of one provider or vendor',
+        description: `Models served by the provider (${PROVIDER_NAMES.join(', ')}) or whose id starts with \`<provider>/\`; an unknown name gives an empty list.`,
+        params: z.object({ provider: z.string().regex(/^[A-Za-z0-9][\w.-]{0,63}$/, { error: 'Invalid provider' }) }),
+        response: {
+          200: z.object({ provider: z.string(), models: z.array(publicModel), count: z.number(), timestamp: z.string() }),
+          400: errorSchema,
+        },
+      },
+      handler: (request) => ai.modelsFor(request.params.provider),
+    });
+
+    app.post('/models/select', {
+      preValidation: requirePlan,
+      schema: {
+        tags: ['ai'],
+        summary: 'Pick a model for a task',
+        description:
+          `${PLAN_HEADERS_DOC} Task tags: coding → coding, logic; analysis → analysis; creative → creative; long → long-context; ` +
+          "general → general, balanced. The first of the plan's available router models with a matching tag wins, else the first available. " +
+          '404 when no model is available (router not configured).',
+        headers: planHeaders,
+        body: selectBody,
+        response: {
+          200: z.object({ model: z.object({ id: z.string(), provider: z.string() }), taskType: z.string(), timestamp: z.string() }),
+          400: errorSchema,
+          402: planError,
+          404: errorSchema,
+        },
+      },
+      handler: (request) => ai.select(actorOf(request), request.body?.taskType ?? 'general'),
+    });
+
+    app.post('/estimate-cost', {
+      preValidation: requirePlan,
+      schema: {
+        tags: ['ai'],
+        summary: 'Estimate the cost of a request',
+        description: `${PLAN_HEADERS_DOC} estimatedCost = inputTokens × inputCost + outputTokens × outputCost (USD). 400 for an unknown model.`,
+        headers: planHeaders,
+        body: estimateBody,
+        response: {
+          200: z.object({
+            model: z.string(),
+            inputTokens: z.number(),
+            outputTokens: z.number(),
+            estimatedCost: z.number(),
+            currency: z.literal('USD'),
+            timestamp: z.string(),
+          }),
+          400: errorSchema,
+          402: planError,
+        },
+      },
+      handler: (request) => ai.estimateCost(request.body),
+    });
+
+    app.post('/chat', {
+      preValidation: requirePlan,
+      schema: {
+        tags: ['ai'],
+        summary: 'Chat completion',
+        description:
+          `${PLAN_HEADERS_DOC} \`model\` in the answer is the model that served (after any fallback to the provider's fallback model). ` +
+          'Algorithm mode prepends a 7-phase system prompt (Observe, Think, Plan, Build, Execute, Verify, Learn) unless a system ' +
+          'message already names the phases; trivial greetings are answered naturally. ' +
+          '`stream: true` answers `text/event-stream`: `data: {id,model,provider,delta}` events, then ' +
+          '`data: {id,model,provider,message,usage,done:true,timestamp}` and `data: [DONE]`; an upstream failure mid-stream sends ' +
+          '`event: error` with `{error}`. Disconnecting cancels the upstream request. 429 `QUOTA_EXCEEDED` when AI_QUOTA_ENFORCE is on ' +
+          'and the monthly token quota is used (solo 2M, collective 6M, label 20M, network unlimited). 503 `PROVIDER_UNAVAILABLE` when the ' +
+          "model's provider has no key. 500 when every attempt failed.",
+        headers: planHeaders,
+        body: chatBody,
+        response: {
+          200: z.object({
+            id: z.string(),
+            model: z.string(),
+            provider: z.string(),
+            message: z.object({ role: z.literal('assistant'), content: z.string() }),
+            usage,
+            timestamp: z.string(),
+          }),
+          400: errorSchema,
+          402: planError,
+          403: restricted,
+          404: errorSchema,
+          429: errorSchema,
+          500: errorSchema,
+          503: errorSchema,
+        },
+      },
+      handler: async (request, reply) => {
+        const { stream, ...input } = request.body;
+        const signal = disconnectSignal(reply);
+        if (!stream) return ai.chat(actorOf(request), input, signal);
+        const opened = await ai.chatStream(actorOf(request), input, signal);
+        await writeSse(request, reply, opened);
+        return reply;
+      },
+    });
   },
-) {
-  const { ai, config } = deps;
-  const actors = new WeakMap<FastifyRequest, AiActor>();
-
-  // §8: AI_RATE_LIMIT requests per minute per IP across /api/ai/* (shared through Redis when set)
-  addDocumentedHook(
-    app,
-    'onRequest',
-    async (request: FastifyRequest, reply: FastifyReply) => {
-      try {
-        await ai.rateLimit(request.ip);
-      } catch (err) {
-        if (isAppError(err) && err.status === 429) reply.header('retry-after', String(err.extra?.retryAfter ?? 60));
-        throw err;
-      }
-    },
-    {
-      responses: {
-        429: 'Too many requests: more than AI_RATE_LIMIT per minute from this IP across /api/ai/* (§8); `Retry-After` says when to retry',
-      },
-    },
-  );
-
-  /** §4.9/§5 plan middleware, before body validation (as the original middleware ran). */
-  const requirePlan = async (request: FastifyRequest) => {
-    const adminEmail = (email: string | undefined) => isAdminEmail(config, email);
-    const rawId = request.headers['x-user-id'];
-    const userId = typeof rawId === 'string' ? rawId.trim() : undefined;
-    const stored = deps.storedPlans && userId ? await deps.storedPlans.lookup(userId) : null;
-    const verdict = stored
-      ? checkStoredPlan(stored, request.headers, {
-          subscriptionsRequired: deps.subscriptionsRequired ?? false,
-          isAdminEmail: adminEmail,
-          userId: userId!,
-        })
-      : checkPlan(request.headers, adminEmail);
-    if (!verdict.ok) throw new AppError(verdict.code, verdict.error, { success: false });
-    actors.set(request, verdict.actor);
-  };
-  const actorOf = (request: FastifyRequest) => actors.get(request)!;
-
-  app.get('/api/ai/health', {
-    schema: {
-      tags: ['ai'],
-      summary: 'AI layer health',
-      description:
-        '`healthy` when the router (ROUTER_API_KEY) is configured, `degraded` when not. `providers` has one boolean per provider ' +
-        `(${PROVIDER_NAMES.join(', ')}). 503 \`{status:'error', error}\` when the usage store cannot be reached.`,
-      security: BEARER_SECURITY,
-      response: {
-        200: z.object({ status: z.enum(['healthy', 'degraded']), providers: z.record(z.string(), z.boolean()), timestamp: z.string() }),
-        503: z.object({ status: z.literal('error'), error: z.string() }),
-      },
-    },
-    handler: () => ai.health(),
-  });
-
-  app.get('/api/ai/models', {
-    schema: {
-      tags: ['ai'],
-      summary: 'Model catalog',
-      description:
-        'Every model with costs in USD per token. `router` says whether the router is configured. The catalog refreshes from the ' +
-        "router's `/models` in the background hourly; `?refresh=true` waits for a refresh.",
-      security: BEARER_SECURITY,
-      querystring: z.object({
-        refresh: z.enum(['true', 'false', '1', '0'], { error: 'Parameter refresh must be true or false' }).optional(),
-      }),
-      response: {
-        200: z.object({ models: z.array(publicModel), count: z.number(), router: z.boolean(), timestamp: z.string() }),
-        500: errorSchema,
-      },
-    },
-    handler: (request) => ai.listModels({ refresh: request.query.refresh === 'true' || request.query.refresh === '1' }),
-  });
-
-  app.get('/api/ai/models/:provider', {
-    schema: {
-      tags: ['ai'],
-      summary: 'Models of one provider or vendor',
-      description: `Models served by the provider (${PROVIDER_NAMES.join(', ')}) or whose id starts with \`<provider>/\`; an unknown name gives an empty list.`,
-      security: BEARER_SECURITY,
-      params: z.object({ provider: z.string().regex(/^[A-Za-z0-9][\w.-]{0,63}$/, { error: 'Invalid provider' }) }),
-      response: {
-        200: z.object({ provider: z.string(), models: z.array(publicModel), count: z.number(), timestamp: z.string() }),
-        400: errorSchema,
-      },
-    },
-    handler: (request) => ai.modelsFor(request.params.provider),
-  });
-
-  app.post('/api/ai/models/select', {
-    preValidation: requirePlan,
-    schema: {
-      tags: ['ai'],
-      summary: 'Pick a model for a task',
-      description:
-        `${PLAN_HEADERS_DOC} Task tags: coding → coding, logic; analysis → analysis; creative → creative; long → long-context; ` +
-        "general → general, balanced. The first of the plan's available router models with a matching tag wins, else the first available. " +
-        '404 when no model is available (router not configured).',
-      security: BEARER_SECURITY,
-      headers: planHeaders,
-      body: selectBody,
-      response: {
-        200: z.object({ model: z.object({ id: z.string(), provider: z.string() }), taskType: z.string(), timestamp: z.string() }),
-        400: errorSchema,
-        402: planError,
-        404: errorSchema,
-      },
-    },
-    handler: (request) => ai.select(actorOf(request), request.body?.taskType ?? 'general'),
-  });
-
-  app.post('/api/ai/estimate-cost', {
-    preValidation: requirePlan,
-    schema: {
-      tags: ['ai'],
-      summary: 'Estimate the cost of a request',
-      description: `${PLAN_HEADERS_DOC} estimatedCost = inputTokens × inputCost + outputTokens × outputCost (USD). 400 for an unknown model.`,
-      security: BEARER_SECURITY,
-      headers: planHeaders,
-      body: estimateBody,
-      response: {
-        200: z.object({
-          model: z.string(),
-          inputTokens: z.number(),
-          outputTokens: z.number(),
-          estimatedCost: z.number(),
-          currency: z.literal('USD'),
-          timestamp: z.string(),
-        }),
-        400: errorSchema,
-        402: planError,
-      },
-    },
-    handler: (request) => ai.estimateCost(request.body),
-  });
-
-  app.post('/api/ai/chat', {
-    preValidation: requirePlan,
-    schema: {
-      tags: ['ai'],
-      summary: 'Chat completion',
-      description:
-        `${PLAN_HEADERS_DOC} \`model\` in the answer is the model that served (after any fallback to the provider's fallback model). ` +
-        'Algorithm mode prepends a 7-phase system prompt (Observe, Think, Plan, Build, Execute, Verify, Learn) unless a system ' +
-        'message already names the phases; trivial greetings are answered naturally. ' +
-        '`stream: true` answers `text/event-stream`: `data: {id,model,provider,delta}` events, then ' +
-        '`data: {id,model,provider,message,usage,done:true,timestamp}` and `data: [DONE]`; an upstream failure mid-stream sends ' +
-        '`event: error` with `{error}`. Disconnecting cancels the upstream request. 429 `QUOTA_EXCEEDED` when AI_QUOTA_ENFORCE is on ' +
-        'and the monthly token quota is used (solo 2M, collective 6M, label 20M, network unlimited). 503 `PROVIDER_UNAVAILABLE` when the ' +
-        "model's provider has no key. 500 when every attempt failed.",
-      security: BEARER_SECURITY,
-      headers: planHeaders,
-      body: chatBody,
-      response: {
-        200: z.object({
-          id: z.string(),
-          model: z.string(),
-          provider: z.string(),
-          message: z.object({ role: z.literal('assistant'), content: z.string() }),
-          usage,
-          timestamp: z.string(),
-        }),
-        400: errorSchema,
-        402: planError,
-        403: restricted,
-        404: errorSchema,
-        429: errorSchema,
-        500: errorSchema,
-        503: errorSchema,
-      },
-    },
-    handler: async (request, reply) => {
-      const { stream, ...input } = request.body;
-      const signal = disconnectSignal(reply);
-      if (!stream) return ai.chat(actorOf(request), input, signal);
-      const opened = await ai.chatStream(actorOf(request), input, signal);
-      await writeSse(request, reply, opened);
-      return reply;
-    },
-  });
-}
+});
 
 /** Aborts when the client goes away before the response has been fully written. */
 function disconnectSignal(reply: FastifyReply): AbortSignal {

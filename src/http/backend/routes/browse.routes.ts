@@ -8,15 +8,13 @@
 import { z } from 'zod';
 import type { FilesService } from '../../../domains/files/files.service.ts';
 import { FILE_LIMITS } from '../../../domains/files/workspace-files.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { documentedHeaders, errorSchema } from '../../shared/schemas.ts';
-import { BEARER_SECURITY } from '../../shared/security.ts';
 import { actingUser } from './watchdog.routes.ts';
 
 const agentQuery = { agentId: z.string().min(1).max(200).describe("One of the acting user's agents") };
 const common = {
   tags: ['files'],
-  security: BEARER_SECURITY,
   headers: documentedHeaders({ 'x-user-id': 'Acting user (user id, UUID)' }),
 };
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 409: errorSchema, 500: errorSchema };
@@ -29,122 +27,127 @@ const treeNode = z.object({
   children: z.array(z.object({}).passthrough()).optional().describe('folders only: nodes of this same shape, folders first'),
 });
 
-export function browseRoutes(app: App, deps: { files: FilesService }) {
+export const browseRoutes = (deps: { files: FilesService }): RouteModule<'bearer'> => {
   const files = (request: { headers: Record<string, string | string[] | undefined>; query: { agentId: string } }) =>
     deps.files.forAgent(actingUser(request.headers['x-user-id']), request.query.agentId);
 
-  app.get('/api/browse/tree', {
-    schema: {
-      ...common,
-      summary: "The agent's workspace as a tree (§4.17)",
-      description: `Folders first, each level sorted alphabetically; ${[...['node_modules', '.git', '.next', 'dist', 'build', '.cache', '__pycache__']].join(', ')} left out; symlinks listed, never followed. \`depth\` default ${FILE_LIMITS.treeDepthDefault}, at most ${FILE_LIMITS.treeDepthMax}. 409 \`NO_LOCAL_WORKSPACE\` for agents not on this machine (Render).`,
-      querystring: z.object({
-        ...agentQuery,
-        depth: z.coerce.number().int().min(1).max(FILE_LIMITS.treeDepthMax).default(FILE_LIMITS.treeDepthDefault),
-      }),
-      response: { 200: z.object({ ok: z.literal(true), root: treeNode }), ...errors },
-    },
-    handler: async (request) => (await files(request)).tree(request.query.depth),
-  });
+  return {
+    prefix: '/api/browse',
+    bearer: async (app) => {
+      app.get('/tree', {
+        schema: {
+          ...common,
+          summary: "The agent's workspace as a tree (§4.17)",
+          description: `Folders first, each level sorted alphabetically; ${[...['node_modules', '.git', '.next', 'dist', 'build', '.cache', '__pycache__']].join(', ')} left out; symlinks listed, never followed. \`depth\` default ${FILE_LIMITS.treeDepthDefault}, at most ${FILE_LIMITS.treeDepthMax}. 409 \`NO_LOCAL_WORKSPACE\` for agents not on this machine (Render).`,
+          querystring: z.object({
+            ...agentQuery,
+            depth: z.coerce.number().int().min(1).max(FILE_LIMITS.treeDepthMax).default(FILE_LIMITS.treeDepthDefault),
+          }),
+          response: { 200: z.object({ ok: z.literal(true), root: treeNode }), ...errors },
+        },
+        handler: async (request) => (await files(request)).tree(request.query.depth),
+      });
 
-  app.get('/api/browse/read', {
-    schema: {
-      ...common,
-      summary: 'Reads a workspace file (§4.17)',
-      description:
-        '400 for a missing path, traversal (`..`, absolute, NUL, backslash, encoded separators, a symlink leading outside), a folder, or a file over 1 MB.',
-      querystring: z.object({ ...agentQuery, path: z.string().max(4096).optional() }),
-      response: {
-        200: z.object({ ok: z.literal(true), path: z.string(), content: z.string(), size: z.number(), modified: z.string() }),
-        ...errors,
-      },
-    },
-    handler: async (request) => (await files(request)).read(request.query.path ?? ''),
-  });
+      app.get('/read', {
+        schema: {
+          ...common,
+          summary: 'Reads a workspace file (§4.17)',
+          description:
+            '400 for a missing path, traversal (`..`, absolute, NUL, backslash, encoded separators, a symlink leading outside), a folder, or a file over 1 MB.',
+          querystring: z.object({ ...agentQuery, path: z.string().max(4096).optional() }),
+          response: {
+            200: z.object({ ok: z.literal(true), path: z.string(), content: z.string(), size: z.number(), modified: z.string() }),
+            ...errors,
+          },
+        },
+        handler: async (request) => (await files(request)).read(request.query.path ?? ''),
+      });
 
-  app.post('/api/browse/write', {
-    schema: {
-      ...common,
-      summary: 'Writes a workspace file, creating its folders (§4.17)',
-      description: '400 for a missing path or content, or traversal in any form (nothing outside the workspace is touched).',
-      querystring: z.object(agentQuery),
-      body: z.object({ path: z.string().max(4096).optional(), content: z.string({ error: 'content is required' }) }),
-      response: { 200: z.object({ ok: z.literal(true), path: z.string(), size: z.number() }), ...errors },
-    },
-    handler: async (request) => (await files(request)).write(request.body.path ?? '', request.body.content),
-  });
+      app.post('/write', {
+        schema: {
+          ...common,
+          summary: 'Writes a workspace file, creating its folders (§4.17)',
+          description: '400 for a missing path or content, or traversal in any form (nothing outside the workspace is touched).',
+          querystring: z.object(agentQuery),
+          body: z.object({ path: z.string().max(4096).optional(), content: z.string({ error: 'content is required' }) }),
+          response: { 200: z.object({ ok: z.literal(true), path: z.string(), size: z.number() }), ...errors },
+        },
+        handler: async (request) => (await files(request)).write(request.body.path ?? '', request.body.content),
+      });
 
-  app.get('/api/browse/git-status', {
-    schema: {
-      ...common,
-      summary: "The workspace's git status (§4.17)",
-      querystring: z.object(agentQuery),
-      response: {
-        200: z.object({
-          ok: z.literal(true),
-          isGitRepo: z.boolean(),
-          branch: z.string().nullable(),
-          remote: z.string().nullable(),
-          changes: z.array(z.object({ status: z.string(), path: z.string() })),
-          hasChanges: z.boolean(),
-        }),
-        ...errors,
-      },
-    },
-    handler: async (request) => (await files(request)).gitStatus(),
-  });
+      app.get('/git-status', {
+        schema: {
+          ...common,
+          summary: "The workspace's git status (§4.17)",
+          querystring: z.object(agentQuery),
+          response: {
+            200: z.object({
+              ok: z.literal(true),
+              isGitRepo: z.boolean(),
+              branch: z.string().nullable(),
+              remote: z.string().nullable(),
+              changes: z.array(z.object({ status: z.string(), path: z.string() })),
+              hasChanges: z.boolean(),
+            }),
+            ...errors,
+          },
+        },
+        handler: async (request) => (await files(request)).gitStatus(),
+      });
 
-  app.get('/api/browse/git-diff', {
-    schema: {
-      ...common,
-      summary: "The workspace's unstaged and staged diff (§4.17)",
-      description: '`path` limits the diff to one file or folder. 500 `NOT_A_REPOSITORY` when the workspace is not a git repository.',
-      querystring: z.object({ ...agentQuery, path: z.string().max(4096).optional() }),
-      response: { 200: z.object({ ok: z.literal(true), unstaged: z.string().nullable(), staged: z.string().nullable() }), ...errors },
-    },
-    handler: async (request) => (await files(request)).gitDiff(request.query.path),
-  });
+      app.get('/git-diff', {
+        schema: {
+          ...common,
+          summary: "The workspace's unstaged and staged diff (§4.17)",
+          description: '`path` limits the diff to one file or folder. 500 `NOT_A_REPOSITORY` when the workspace is not a git repository.',
+          querystring: z.object({ ...agentQuery, path: z.string().max(4096).optional() }),
+          response: { 200: z.object({ ok: z.literal(true), unstaged: z.string().nullable(), staged: z.string().nullable() }), ...errors },
+        },
+        handler: async (request) => (await files(request)).gitDiff(request.query.path),
+      });
 
-  app.post('/api/browse/git-sync', {
-    schema: {
-      ...common,
-      summary: 'Stages everything, commits and pushes when there is a remote (§4.17)',
-      description:
-        '`message` default `sync changes`. `committed` is false when there was nothing to commit. 500 when not a repository or staging or commit fails.',
-      querystring: z.object(agentQuery),
-      body: z.object({ message: z.string().min(1).max(1000).optional() }).optional(),
-      response: {
-        200: z.object({
-          ok: z.literal(true),
-          committed: z.boolean(),
-          pushed: z.boolean(),
-          hash: z.string().nullable(),
-          message: z.string(),
-        }),
-        ...errors,
-      },
-    },
-    handler: async (request) => (await files(request)).gitSync(request.body?.message ?? 'sync changes'),
-  });
+      app.post('/git-sync', {
+        schema: {
+          ...common,
+          summary: 'Stages everything, commits and pushes when there is a remote (§4.17)',
+          description:
+            '`message` default `sync changes`. `committed` is false when there was nothing to commit. 500 when not a repository or staging or commit fails.',
+          querystring: z.object(agentQuery),
+          body: z.object({ message: z.string().min(1).max(1000).optional() }).optional(),
+          response: {
+            200: z.object({
+              ok: z.literal(true),
+              committed: z.boolean(),
+              pushed: z.boolean(),
+              hash: z.string().nullable(),
+              message: z.string(),
+            }),
+            ...errors,
+          },
+        },
+        handler: async (request) => (await files(request)).gitSync(request.body?.message ?? 'sync changes'),
+      });
 
-  app.get('/api/browse/git-log', {
-    schema: {
-      ...common,
-      summary: "The workspace's commits, newest first (§4.17)",
-      querystring: z.object({
-        ...agentQuery,
-        limit: z.coerce.number().int().min(1).max(FILE_LIMITS.gitLogMax).default(FILE_LIMITS.gitLogDefault),
-      }),
-      response: {
-        200: z.object({
-          ok: z.literal(true),
-          commits: z.array(
-            z.object({ hash: z.string(), shortHash: z.string(), subject: z.string(), author: z.string(), date: z.string() }),
-          ),
-        }),
-        ...errors,
-      },
+      app.get('/git-log', {
+        schema: {
+          ...common,
+          summary: "The workspace's commits, newest first (§4.17)",
+          querystring: z.object({
+            ...agentQuery,
+            limit: z.coerce.number().int().min(1).max(FILE_LIMITS.gitLogMax).default(FILE_LIMITS.gitLogDefault),
+          }),
+          response: {
+            200: z.object({
+              ok: z.literal(true),
+              commits: z.array(
+                z.object({ hash: z.string(), shortHash: z.string(), subject: z.string(), author: z.string(), date: z.string() }),
+              ),
+            }),
+            ...errors,
+          },
+        },
+        handler: async (request) => (await files(request)).gitLog(request.query.limit),
+      });
     },
-    handler: async (request) => (await files(request)).gitLog(request.query.limit),
-  });
-}
+  };
+};

@@ -8,9 +8,8 @@ import {
   type HostingMcpService,
   VALIDATE_ERRORS,
 } from '../../../domains/hosting-mcp/hosting-mcp.service.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
-import { BEARER_SECURITY } from '../../shared/security.ts';
 
 const authErrors = { 401: errorSchema, 403: errorSchema, 500: errorSchema };
 const tags = ['hosting-mcp'];
@@ -28,168 +27,165 @@ const validateBody = jsonBody({
 const validateFailure = z.object({ valid: z.literal(false), errors: z.array(z.string()), help: z.string() });
 
 /** Register inside the bearer-protected scope. */
-export function hostingMcpRoutes(app: App, deps: { hostingMcp: HostingMcpService }) {
+export const hostingMcpRoutes = (deps: { hostingMcp: HostingMcpService }): RouteModule<'bearer'> => {
   const svc = deps.hostingMcp;
 
-  app.get('/api/hosting-mcp/health', {
-    schema: {
-      tags,
-      summary: 'Hosting MCP gateway status',
-      description: 'Static status of the gateway information service (always `operational`; version 1.0.0 per §9).',
-      security: BEARER_SECURITY,
-      response: {
-        200: z.object({
-          name: z.string(),
-          version: z.string(),
-          description: z.string(),
-          status: z.literal('operational'),
-          official_repo: z.string(),
-          docker_image: z.string(),
-          documentation: z.string(),
-          timestamp: z.string(),
-        }),
-        ...authErrors,
-      },
-    },
-    handler: async () => svc.health(),
-  });
+  return {
+    prefix: '/api/hosting-mcp',
+    bearer: async (app) => {
+      app.get('/health', {
+        schema: {
+          tags,
+          summary: 'Hosting MCP gateway status',
+          description: 'Static status of the gateway information service (always `operational`; version 1.0.0 per §9).',
+          response: {
+            200: z.object({
+              name: z.string(),
+              version: z.string(),
+              description: z.string(),
+              status: z.literal('operational'),
+              official_repo: z.string(),
+              docker_image: z.string(),
+              documentation: z.string(),
+              timestamp: z.string(),
+            }),
+            ...authErrors,
+          },
+        },
+        handler: async () => svc.health(),
+      });
 
-  app.get('/api/hosting-mcp/info', {
-    schema: {
-      tags,
-      summary: 'About the hosting MCP server',
-      description: '`setup_guide` is the path of the setup endpoint.',
-      security: BEARER_SECURITY,
-      response: {
-        200: z.object({
-          name: z.string(),
-          version: z.string(),
-          description: z.string(),
-          maintained_by: z.string(),
-          repository: z.string(),
-          docker_image: z.string(),
-          documentation: z.string(),
-          setup_guide: z.string(),
-          features: z.array(z.string()),
-        }),
-        ...authErrors,
-      },
-    },
-    handler: async () => svc.info(),
-  });
+      app.get('/info', {
+        schema: {
+          tags,
+          summary: 'About the hosting MCP server',
+          description: '`setup_guide` is the path of the setup endpoint.',
+          response: {
+            200: z.object({
+              name: z.string(),
+              version: z.string(),
+              description: z.string(),
+              maintained_by: z.string(),
+              repository: z.string(),
+              docker_image: z.string(),
+              documentation: z.string(),
+              setup_guide: z.string(),
+              features: z.array(z.string()),
+            }),
+            ...authErrors,
+          },
+        },
+        handler: async () => svc.info(),
+      });
 
-  app.get('/api/hosting-mcp/setup', {
-    schema: {
-      tags,
-      summary: 'How to connect an MCP client',
-      description:
-        '`docker_config_example` is an MCP client configuration object running the official image; `documentation_links` maps names to URLs.',
-      security: BEARER_SECURITY,
-      response: {
-        200: z.object({
-          title: z.string(),
-          recommended_approach: z.string(),
-          quick_start: z.object({ step_1: z.string(), step_2: z.string(), step_3: z.string() }),
-          docker_config_example: z.record(z.string(), z.unknown()),
-          documentation_links: z.record(z.string(), z.string()),
-        }),
-        ...authErrors,
-      },
-    },
-    handler: async () => svc.setup(),
-  });
+      app.get('/setup', {
+        schema: {
+          tags,
+          summary: 'How to connect an MCP client',
+          description:
+            '`docker_config_example` is an MCP client configuration object running the official image; `documentation_links` maps names to URLs.',
+          response: {
+            200: z.object({
+              title: z.string(),
+              recommended_approach: z.string(),
+              quick_start: z.object({ step_1: z.string(), step_2: z.string(), step_3: z.string() }),
+              docker_config_example: z.record(z.string(), z.unknown()),
+              documentation_links: z.record(z.string(), z.string()),
+            }),
+            ...authErrors,
+          },
+        },
+        handler: async () => svc.setup(),
+      });
 
-  app.get('/api/hosting-mcp/tools', {
-    schema: {
-      tags,
-      summary: 'Tools of the hosting MCP server',
-      description:
-        'Categories as §4.16 lists them, each `{count, tools[]}`: workspaces 3, services 6, deployments 2, logs 2, metrics 1, postgres 4, key_value 3.',
-      security: BEARER_SECURITY,
-      response: {
-        200: z.object({
-          source: z.string(),
-          tool_categories: z.object({
-            workspaces: category,
-            services: category,
-            deployments: category,
-            logs: category,
-            metrics: category,
-            postgres: category,
-            key_value: category,
-          }),
-          complete_reference: z.string(),
-        }),
-        ...authErrors,
-      },
-    },
-    handler: async () => svc.tools(),
-  });
+      app.get('/tools', {
+        schema: {
+          tags,
+          summary: 'Tools of the hosting MCP server',
+          description:
+            'Categories as §4.16 lists them, each `{count, tools[]}`: workspaces 3, services 6, deployments 2, logs 2, metrics 1, postgres 4, key_value 3.',
+          response: {
+            200: z.object({
+              source: z.string(),
+              tool_categories: z.object({
+                workspaces: category,
+                services: category,
+                deployments: category,
+                logs: category,
+                metrics: category,
+                postgres: category,
+                key_value: category,
+              }),
+              complete_reference: z.string(),
+            }),
+            ...authErrors,
+          },
+        },
+        handler: async () => svc.tools(),
+      });
 
-  app.get('/api/hosting-mcp/examples', {
-    schema: {
-      tags,
-      summary: 'Example prompts',
-      security: BEARER_SECURITY,
-      response: {
-        200: z.object({
-          description: z.string(),
-          examples: z.object({
-            service_management: z.array(z.string()),
-            deployment_monitoring: z.array(z.string()),
-            database_management: z.array(z.string()),
-            monitoring_and_logs: z.array(z.string()),
-            troubleshooting: z.array(z.string()),
-          }),
-        }),
-        ...authErrors,
-      },
-    },
-    handler: async () => svc.examples(),
-  });
+      app.get('/examples', {
+        schema: {
+          tags,
+          summary: 'Example prompts',
+          response: {
+            200: z.object({
+              description: z.string(),
+              examples: z.object({
+                service_management: z.array(z.string()),
+                deployment_monitoring: z.array(z.string()),
+                database_management: z.array(z.string()),
+                monitoring_and_logs: z.array(z.string()),
+                troubleshooting: z.array(z.string()),
+              }),
+            }),
+            ...authErrors,
+          },
+        },
+        handler: async () => svc.examples(),
+      });
 
-  app.post('/api/hosting-mcp/validate-config', {
-    schema: {
-      tags,
-      summary: 'Check an MCP client configuration',
-      description:
-        'Checks the shape of `api_key` only (the hosting platform is not called). Invalid: 400 `{valid:false, errors[], help}` listing ' +
-        `every problem: \`${VALIDATE_ERRORS.required}\` (missing, empty or not a string), \`${VALIDATE_ERRORS.prefix}\`, ` +
-        `\`${VALIDATE_ERRORS.short}\` (under ${HOSTING_KEY_MIN_LENGTH} characters). A body that is not a JSON object gets 400 \`{error}\`. ` +
-        '`endpoint` is optional and only echoed in `next_steps`.',
-      security: BEARER_SECURITY,
-      body: validateBody,
-      response: {
-        200: z.object({ valid: z.literal(true), message: z.string(), next_steps: z.array(z.string()) }),
-        400: z.union([validateFailure, errorSchema]),
-        ...authErrors,
-      },
-    },
-    handler: async (request, reply) => {
-      const result = svc.validateConfig(request.body);
-      return result.valid ? result : reply.code(400).send(result);
-    },
-  });
+      app.post('/validate-config', {
+        schema: {
+          tags,
+          summary: 'Check an MCP client configuration',
+          description:
+            'Checks the shape of `api_key` only (the hosting platform is not called). Invalid: 400 `{valid:false, errors[], help}` listing ' +
+            `every problem: \`${VALIDATE_ERRORS.required}\` (missing, empty or not a string), \`${VALIDATE_ERRORS.prefix}\`, ` +
+            `\`${VALIDATE_ERRORS.short}\` (under ${HOSTING_KEY_MIN_LENGTH} characters). A body that is not a JSON object gets 400 \`{error}\`. ` +
+            '`endpoint` is optional and only echoed in `next_steps`.',
+          body: validateBody,
+          response: {
+            200: z.object({ valid: z.literal(true), message: z.string(), next_steps: z.array(z.string()) }),
+            400: z.union([validateFailure, errorSchema]),
+            ...authErrors,
+          },
+        },
+        handler: async (request, reply) => {
+          const result = svc.validateConfig(request.body);
+          return result.valid ? result : reply.code(400).send(result);
+        },
+      });
 
-  app.get('/api/hosting-mcp/docs', {
-    schema: {
-      tags,
-      summary: 'Redirect to the documentation',
-      description: `301 to ${HOSTING_MCP_LINKS.documentation}.`,
-      security: BEARER_SECURITY,
-      response: { 301: redirect(HOSTING_MCP_LINKS.documentation) },
-    },
-    handler: async (_request, reply) => reply.redirect(HOSTING_MCP_LINKS.documentation, 301),
-  });
+      app.get('/docs', {
+        schema: {
+          tags,
+          summary: 'Redirect to the documentation',
+          description: `301 to ${HOSTING_MCP_LINKS.documentation}.`,
+          response: { 301: redirect(HOSTING_MCP_LINKS.documentation) },
+        },
+        handler: async (_request, reply) => reply.redirect(HOSTING_MCP_LINKS.documentation, 301),
+      });
 
-  app.get('/api/hosting-mcp/github', {
-    schema: {
-      tags,
-      summary: 'Redirect to the source repository',
-      description: `301 to ${HOSTING_MCP_LINKS.repository}.`,
-      security: BEARER_SECURITY,
-      response: { 301: redirect(HOSTING_MCP_LINKS.repository) },
+      app.get('/github', {
+        schema: {
+          tags,
+          summary: 'Redirect to the source repository',
+          description: `301 to ${HOSTING_MCP_LINKS.repository}.`,
+          response: { 301: redirect(HOSTING_MCP_LINKS.repository) },
+        },
+        handler: async (_request, reply) => reply.redirect(HOSTING_MCP_LINKS.repository, 301),
+      });
     },
-    handler: async (_request, reply) => reply.redirect(HOSTING_MCP_LINKS.repository, 301),
-  });
-}
+  };
+};

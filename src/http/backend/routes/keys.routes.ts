@@ -2,28 +2,31 @@
 
 import { invalidKey, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from '../../../domains/keys/keys.schemas.ts';
 import type { KeysService } from '../../../domains/keys/keys.service.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
-import { BEARER_SECURITY } from '../../shared/security.ts';
 
 /** Register inside the bearer-protected scope. */
-export function backendKeysRoutes(app: App, deps: { keys: KeysService }) {
-  app.post('/api/validate-key', {
-    schema: {
-      tags: ['keys'],
-      summary: 'Validate a user API key',
-      description:
-        "For agents and services holding a user's `sk_` key (needs the bearer key). Body `{apiKey}`; 200 " +
-        '`{valid:true, userId, email, plan, subscriptionStatus, features[]}`. ' +
-        VALIDATION_DESCRIPTION +
-        ' Bearer-key failures answer as on every core route (401 `Unauthorized`, 403 `Forbidden`, 500 `Server misconfigured`).',
-      security: BEARER_SECURITY,
-      body: validateKeyBody,
-      response: { 200: keyProfile, 400: errorSchema, 401: invalidKey, 403: errorSchema, 500: errorSchema },
+export const backendKeysRoutes = (deps: { keys: KeysService }): RouteModule<'bearer'> => {
+  return {
+    prefix: '/api',
+    bearer: async (app) => {
+      app.post('/validate-key', {
+        schema: {
+          tags: ['keys'],
+          summary: 'Validate a user API key',
+          description:
+            "For agents and services holding a user's `sk_` key (needs the bearer key). Body `{apiKey}`; 200 " +
+            '`{valid:true, userId, email, plan, subscriptionStatus, features[]}`. ' +
+            VALIDATION_DESCRIPTION +
+            ' Bearer-key failures answer as on every core route (401 `Unauthorized`, 403 `Forbidden`, 500 `Server misconfigured`).',
+          body: validateKeyBody,
+          response: { 200: keyProfile, 400: errorSchema, 401: invalidKey, 403: errorSchema, 500: errorSchema },
+        },
+        handler: async (request, reply) => {
+          const result = await deps.keys.validate(request.body.apiKey);
+          return result.valid ? result : reply.code(401).send(result);
+        },
+      });
     },
-    handler: async (request, reply) => {
-      const result = await deps.keys.validate(request.body.apiKey);
-      return result.valid ? result : reply.code(401).send(result);
-    },
-  });
-}
+  };
+};

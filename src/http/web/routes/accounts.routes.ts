@@ -7,10 +7,9 @@ import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import type { AccountsService } from '../../../domains/accounts/accounts.service.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody, okSchema } from '../../shared/schemas.ts';
-import { SESSION_SECURITY } from '../../shared/security.ts';
-import { requestMeta, type SessionAuth } from '../../shared/session.ts';
+import { currentUser, requestMeta, type SessionAuth } from '../../shared/session.ts';
 
 const REQUIRED = 'Email and password are required';
 const EMAIL = z.regexes.email;
@@ -89,81 +88,8 @@ const profile = z.object({
   referralCode: z.string().describe('Added to the §4.1 shape: the code others enter at sign-up to credit this user'),
 });
 
-export function accountsRoutes(app: App, deps: { accounts: AccountsService; session: SessionAuth }) {
+export const accountsRoutes = (deps: { accounts: AccountsService; session: SessionAuth }): RouteModule<'public' | 'session'> => {
   const { accounts, session } = deps;
-
-  app.post('/api/register', {
-    schema: {
-      tags: ['accounts'],
-      summary: 'Create an account',
-      description:
-        'Creates a user; no session is created (call login next). Emails are unique case-insensitively and stored lower-cased. ' +
-        'Bot detection (when configured) reads `turnstileToken` or the `cf-turnstile-response` header. Sign-ups are limited per IP ' +
-        '(REGISTER_RATE_LIMIT per hour; validated requests count). A password on the common-password list shipped by ' +
-        '`@zxcvbn-ts/language-common` (compared case-insensitively) is 400 `Password is too common; choose a less guessable one`.',
-      body: registerBody,
-      response: {
-        201: z.object({ id: z.string(), email: z.string(), name: z.string() }),
-        400: errorSchema,
-        403: errorSchema,
-        409: errorSchema,
-        429: errorSchema,
-      },
-    },
-    handler: async (request, reply) => {
-      const header = request.headers['cf-turnstile-response'];
-      const user = await accounts.register(
-        { ...request.body, botToken: request.body.turnstileToken ?? (typeof header === 'string' ? header : undefined) },
-        requestMeta(request),
-      );
-      return reply.code(201).send(user);
-    },
-  });
-
-  app.post('/api/auth/login', {
-    schema: {
-      tags: ['accounts'],
-      summary: 'Sign in with email and password',
-      description:
-        'Sets the `service-session` cookie (HttpOnly, SameSite=Lax, Path=/, 30 days, Secure when PUBLIC_URL is https). Email is case-insensitive. ' +
-        'Failed attempts are limited per account and client IP (LOGIN_FAILURE_LIMIT), per IP (LOGIN_IP_FAILURE_LIMIT) and per account ' +
-        '(LOGIN_ACCOUNT_FAILURE_LIMIT; IPs holding a live session of the account are exempt) in windows of LOGIN_FAILURE_WINDOW_MS: ' +
-        'beyond them 429 `{error, retryAfter}` (seconds, also in `Retry-After`). A successful sign-in clears its account+IP count.',
-      body: loginBody,
-      response: { 200: signedIn, 400: errorSchema, 401: errorSchema, 429: errorSchema },
-    },
-    handler: async (request, reply) => {
-      const s = await accounts.login(request.body.email, request.body.password, requestMeta(request));
-      session.setCookie(reply, s);
-      return { ok: true as const, user: s.user };
-    },
-  });
-
-  app.get('/api/auth/session', {
-    schema: {
-      tags: ['accounts'],
-      summary: 'The current session',
-      description: 'Always 200: `{user:null}` without a valid session.',
-      response: {
-        200: z.object({ user: z.object({ id: z.string(), name: z.string(), email: z.string(), isAdmin: z.boolean() }).nullable() }),
-      },
-    },
-    handler: async (request) => ({ user: await session.user(request) }),
-  });
-
-  app.post('/api/auth/signout', {
-    schema: {
-      tags: ['accounts'],
-      summary: 'Sign out',
-      description: 'Deletes the session record and clears the cookie. Always 200.',
-      response: { 200: okSchema },
-    },
-    handler: async (request, reply) => {
-      await accounts.signOut(session.token(request));
-      session.clearCookie(reply);
-      return { ok: true as const };
-    },
-  });
 
   const nonceRoute = {
     schema: {
@@ -177,65 +103,141 @@ export function accountsRoutes(app: App, deps: { accounts: AccountsService; sess
     },
     handler: async (request: FastifyRequest) => ({ nonce: await accounts.issueNonce(requestMeta(request)) }),
   };
-  app.get('/api/auth/siwe', {
-    schema: {
-      tags: ['accounts'],
-      summary: 'What a wallet sign-in message must name',
-      description:
-        'Not in the specification (ours): the `domain`, `uri`, `chainId` and `version` a SIWE (EIP-4361) message must carry for ' +
-        'POST /api/wallet-auth to accept it, so a client can build the message without knowing PUBLIC_URL or SIWE_CHAIN_ID.',
-      security: [],
-      response: { 200: z.object({ domain: z.string(), uri: z.string(), chainId: z.number(), version: z.literal('1') }) },
-    },
-    handler: async () => accounts.siweParameters(),
-  });
-  app.get('/api/auth/nonce', nonceRoute);
-  app.post('/api/auth/nonce', nonceRoute);
-
-  app.post('/api/wallet-auth', {
-    schema: {
-      tags: ['accounts'],
-      summary: 'Sign in with Ethereum (SIWE)',
-      description:
-        'Verifies a SIWE message signed by `address`: its nonce must come from /api/auth/nonce (single use, 10 minutes); its domain ' +
-        'and URI must be this site (PUBLIC_URL); its chain id must be SIWE_CHAIN_ID; its Version must be 1 (EIP-4361). A signature that does not recover to `address` ' +
-        "may be a smart wallet's (ERC-1271, ERC-6492) and is verified through SIWE_RPC_URL; when that RPC does not answer the " +
-        'result is 503 (try again), not 401. Creates the user `<address>@WALLET_EMAIL_DOMAIN` on first sign-in, or links the wallet to the ' +
-        'existing user with that email. Sets the session cookie.',
-      body: walletBody,
-      response: { 200: signedIn, 400: errorSchema, 401: errorSchema, 503: errorSchema },
-    },
-    handler: async (request, reply) => {
-      const s = await accounts.walletAuth(request.body, requestMeta(request));
-      session.setCookie(reply, s);
-      return { ok: true as const, user: s.user };
-    },
-  });
-
-  app.get('/api/user', {
-    schema: {
-      tags: ['accounts'],
-      summary: 'The current user',
-      description: 'Path not shown in the specification (§4.1 "Current user and profile"); chosen as /api/user.',
-      security: SESSION_SECURITY,
-      response: { 200: profile, 401: errorSchema, 404: errorSchema },
-    },
-    handler: async (request) => accounts.getProfile((await session.require(request)).id),
-  });
-
   const updateProfile = {
-    onRequest: session.guard,
     schema: {
       tags: ['accounts'],
       summary: 'Update the current user',
       description: 'POST or PATCH. Updatable field: `name` (1 to 64 characters after trim). Returns the updated user.',
-      security: SESSION_SECURITY,
       body: profileBody,
       response: { 200: profile, 400: errorSchema, 401: errorSchema, 404: errorSchema },
     },
-    handler: async (request: { body: { name?: string | undefined } } & Parameters<SessionAuth['require']>[0]) =>
-      accounts.updateProfile((await session.require(request)).id, request.body),
+    handler: async (request: { body: { name?: string | undefined } } & FastifyRequest) =>
+      accounts.updateProfile(currentUser(request).id, request.body),
   };
-  app.post('/api/user', updateProfile);
-  app.patch('/api/user', updateProfile);
-}
+  return {
+    prefix: '/api',
+    public: async (app) => {
+      app.post('/register', {
+        schema: {
+          tags: ['accounts'],
+          summary: 'Create an account',
+          description:
+            'Creates a user; no session is created (call login next). Emails are unique case-insensitively and stored lower-cased. ' +
+            'Bot detection (when configured) reads `turnstileToken` or the `cf-turnstile-response` header. Sign-ups are limited per IP ' +
+            '(REGISTER_RATE_LIMIT per hour; validated requests count). A password on the common-password list shipped by ' +
+            '`@zxcvbn-ts/language-common` (compared case-insensitively) is 400 `Password is too common; choose a less guessable one`.',
+          body: registerBody,
+          response: {
+            201: z.object({ id: z.string(), email: z.string(), name: z.string() }),
+            400: errorSchema,
+            403: errorSchema,
+            409: errorSchema,
+            429: errorSchema,
+          },
+        },
+        handler: async (request, reply) => {
+          const header = request.headers['cf-turnstile-response'];
+          const user = await accounts.register(
+            { ...request.body, botToken: request.body.turnstileToken ?? (typeof header === 'string' ? header : undefined) },
+            requestMeta(request),
+          );
+          return reply.code(201).send(user);
+        },
+      });
+
+      app.post('/auth/login', {
+        schema: {
+          tags: ['accounts'],
+          summary: 'Sign in with email and password',
+          description:
+            'Sets the `service-session` cookie (HttpOnly, SameSite=Lax, Path=/, 30 days, Secure when PUBLIC_URL is https). Email is case-insensitive. ' +
+            'Failed attempts are limited per account and client IP (LOGIN_FAILURE_LIMIT), per IP (LOGIN_IP_FAILURE_LIMIT) and per account ' +
+            '(LOGIN_ACCOUNT_FAILURE_LIMIT; IPs holding a live session of the account are exempt) in windows of LOGIN_FAILURE_WINDOW_MS: ' +
+            'beyond them 429 `{error, retryAfter}` (seconds, also in `Retry-After`). A successful sign-in clears its account+IP count.',
+          body: loginBody,
+          response: { 200: signedIn, 400: errorSchema, 401: errorSchema, 429: errorSchema },
+        },
+        handler: async (request, reply) => {
+          const s = await accounts.login(request.body.email, request.body.password, requestMeta(request));
+          session.setCookie(reply, s);
+          return { ok: true as const, user: s.user };
+        },
+      });
+
+      app.get('/auth/session', {
+        schema: {
+          tags: ['accounts'],
+          summary: 'The current session',
+          description: 'Always 200: `{user:null}` without a valid session.',
+          response: {
+            200: z.object({ user: z.object({ id: z.string(), name: z.string(), email: z.string(), isAdmin: z.boolean() }).nullable() }),
+          },
+        },
+        handler: async (request) => ({ user: await session.user(request) }),
+      });
+
+      app.post('/auth/signout', {
+        schema: {
+          tags: ['accounts'],
+          summary: 'Sign out',
+          description: 'Deletes the session record and clears the cookie. Always 200.',
+          response: { 200: okSchema },
+        },
+        handler: async (request, reply) => {
+          await accounts.signOut(session.token(request));
+          session.clearCookie(reply);
+          return { ok: true as const };
+        },
+      });
+
+      app.get('/auth/siwe', {
+        schema: {
+          tags: ['accounts'],
+          summary: 'What a wallet sign-in message must name',
+          description:
+            'Not in the specification (ours): the `domain`, `uri`, `chainId` and `version` a SIWE (EIP-4361) message must carry for ' +
+            'POST /api/wallet-auth to accept it, so a client can build the message without knowing PUBLIC_URL or SIWE_CHAIN_ID.',
+          security: [],
+          response: { 200: z.object({ domain: z.string(), uri: z.string(), chainId: z.number(), version: z.literal('1') }) },
+        },
+        handler: async () => accounts.siweParameters(),
+      });
+      app.get('/auth/nonce', nonceRoute);
+      app.post('/auth/nonce', nonceRoute);
+
+      app.post('/wallet-auth', {
+        schema: {
+          tags: ['accounts'],
+          summary: 'Sign in with Ethereum (SIWE)',
+          description:
+            'Verifies a SIWE message signed by `address`: its nonce must come from /api/auth/nonce (single use, 10 minutes); its domain ' +
+            'and URI must be this site (PUBLIC_URL); its chain id must be SIWE_CHAIN_ID; its Version must be 1 (EIP-4361). A signature that does not recover to `address` ' +
+            "may be a smart wallet's (ERC-1271, ERC-6492) and is verified through SIWE_RPC_URL; when that RPC does not answer the " +
+            'result is 503 (try again), not 401. Creates the user `<address>@WALLET_EMAIL_DOMAIN` on first sign-in, or links the wallet to the ' +
+            'existing user with that email. Sets the session cookie.',
+          body: walletBody,
+          response: { 200: signedIn, 400: errorSchema, 401: errorSchema, 503: errorSchema },
+        },
+        handler: async (request, reply) => {
+          const s = await accounts.walletAuth(request.body, requestMeta(request));
+          session.setCookie(reply, s);
+          return { ok: true as const, user: s.user };
+        },
+      });
+    },
+    session: async (app) => {
+      app.get('/user', {
+        schema: {
+          tags: ['accounts'],
+          summary: 'The current user',
+          description: 'Path not shown in the specification (§4.1 "Current user and profile"); chosen as /api/user.',
+          response: { 200: profile, 401: errorSchema, 404: errorSchema },
+        },
+        handler: async (request) => accounts.getProfile(currentUser(request).id),
+      });
+
+      app.post('/user', updateProfile);
+      app.patch('/user', updateProfile);
+    },
+  };
+};

@@ -6,10 +6,9 @@
 
 import { z } from 'zod';
 import type { AdminService } from '../../../domains/admin/admin.service.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
-import { SESSION_SECURITY } from '../../shared/security.ts';
-import type { SessionAuth } from '../../shared/session.ts';
+import { currentUser } from '../../shared/session.ts';
 
 const plan = z.enum(['solo', 'collective', 'label', 'network']);
 const adminUser = z.object({
@@ -23,67 +22,66 @@ const adminUser = z.object({
   createdAt: z.string(),
 });
 
-export function adminRoutes(app: App, deps: { admin: AdminService; session: SessionAuth }) {
-  app.get('/api/admin/setup', {
-    onRequest: deps.session.guard,
-    schema: {
-      tags: ['admin'],
-      summary: 'Become the first admin with the setup link printed at start-up',
-      description:
-        'While no account is an admin, each start of the platform logs a single-use link to this endpoint (valid 24 hours). ' +
-        'The signed-in account that opens it becomes an admin. Signed out: 401 (sign in, then open the link again). ' +
-        'A used, replaced or expired link: 404 `SETUP_LINK_INVALID`.',
-      security: SESSION_SECURITY,
-      querystring: z.object({ token: z.string().max(128) }),
-      response: { 200: z.object({ ok: z.literal(true), isAdmin: z.literal(true) }), 401: errorSchema, 404: errorSchema },
-    },
-    handler: async (request) => {
-      const user = await deps.session.require(request);
-      await deps.admin.claimSetup(user.id, request.query.token);
-      return { ok: true as const, isAdmin: true as const };
-    },
-  });
+export const adminRoutes = (deps: { admin: AdminService }): RouteModule<'session'> => {
+  return {
+    prefix: '/api/admin',
+    session: async (app) => {
+      app.get('/setup', {
+        schema: {
+          tags: ['admin'],
+          summary: 'Become the first admin with the setup link printed at start-up',
+          description:
+            'While no account is an admin, each start of the platform logs a single-use link to this endpoint (valid 24 hours). ' +
+            'The signed-in account that opens it becomes an admin. Signed out: 401 (sign in, then open the link again). ' +
+            'A used, replaced or expired link: 404 `SETUP_LINK_INVALID`.',
+          querystring: z.object({ token: z.string().max(128) }),
+          response: { 200: z.object({ ok: z.literal(true), isAdmin: z.literal(true) }), 401: errorSchema, 404: errorSchema },
+        },
+        handler: async (request) => {
+          const user = currentUser(request);
+          await deps.admin.claimSetup(user.id, request.query.token);
+          return { ok: true as const, isAdmin: true as const };
+        },
+      });
 
-  app.get('/api/admin/users', {
-    onRequest: deps.session.guard,
-    schema: {
-      tags: ['admin'],
-      summary: 'List users with plan, subscription status and admin flag (admins)',
-      security: SESSION_SECURITY,
-      querystring: z.object({
-        limit: z.coerce.number().int().min(1).max(100).default(50),
-        offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
-      }),
-      response: {
-        200: z.object({ users: z.array(adminUser), total: z.number(), limit: z.number(), offset: z.number() }),
-        401: errorSchema,
-        403: errorSchema,
-      },
-    },
-    handler: async (request) => {
-      const user = await deps.session.require(request);
-      return deps.admin.listUsers(user, request.query);
-    },
-  });
+      app.get('/users', {
+        schema: {
+          tags: ['admin'],
+          summary: 'List users with plan, subscription status and admin flag (admins)',
+          querystring: z.object({
+            limit: z.coerce.number().int().min(1).max(100).default(50),
+            offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+          }),
+          response: {
+            200: z.object({ users: z.array(adminUser), total: z.number(), limit: z.number(), offset: z.number() }),
+            401: errorSchema,
+            403: errorSchema,
+          },
+        },
+        handler: async (request) => {
+          const user = currentUser(request);
+          return deps.admin.listUsers(user, request.query);
+        },
+      });
 
-  app.patch('/api/admin/users/:id', {
-    onRequest: deps.session.guard,
-    schema: {
-      tags: ['admin'],
-      summary: "Set a user's plan and/or admin flag (admins)",
-      description:
-        'Without a card processor this is how a user gets another plan (every account starts on DEFAULT_PLAN). ' +
-        'With one, a later subscription webhook may change the plan again. Admins cannot revoke their own rights (400).',
-      security: SESSION_SECURITY,
-      params: z.object({ id: z.uuid() }),
-      body: z
-        .object({ plan: plan.optional(), isAdmin: z.boolean().optional() })
-        .refine((b) => b.plan !== undefined || b.isAdmin !== undefined, { error: 'plan or isAdmin required' }),
-      response: { 200: z.object({ user: adminUser }), 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema },
+      app.patch('/users/:id', {
+        schema: {
+          tags: ['admin'],
+          summary: "Set a user's plan and/or admin flag (admins)",
+          description:
+            'Without a card processor this is how a user gets another plan (every account starts on DEFAULT_PLAN). ' +
+            'With one, a later subscription webhook may change the plan again. Admins cannot revoke their own rights (400).',
+          params: z.object({ id: z.uuid() }),
+          body: z
+            .object({ plan: plan.optional(), isAdmin: z.boolean().optional() })
+            .refine((b) => b.plan !== undefined || b.isAdmin !== undefined, { error: 'plan or isAdmin required' }),
+          response: { 200: z.object({ user: adminUser }), 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema },
+        },
+        handler: async (request) => {
+          const user = currentUser(request);
+          return deps.admin.updateUser(user, request.params.id, request.body);
+        },
+      });
     },
-    handler: async (request) => {
-      const user = await deps.session.require(request);
-      return deps.admin.updateUser(user, request.params.id, request.body);
-    },
-  });
-}
+  };
+};

@@ -2,6 +2,7 @@
  * §4.7 web agent API (session cookie). Another user's agent answers 404 exactly as a missing one.
  */
 
+import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import { agentName, configObject } from '../../../domains/agents/agents.schemas.ts';
@@ -9,10 +10,10 @@ import type { AgentsWebService, WebUser } from '../../../domains/agents/agents.w
 import { watchdogStateSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
 import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
 import { notFound } from '../../../lib/errors.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { SESSION_SECURITY } from '../../shared/security.ts';
-import type { SessionAuth } from '../../shared/session.ts';
+import { currentUser, type SessionAuth } from '../../shared/session.ts';
 
 const idParam = z.object({ id: z.string().min(1).max(200) });
 const webAgent = z.object({
@@ -33,298 +34,293 @@ const listLimit = z.coerce
   .describe(`default ${LIMITS.agentListDefault}, at most ${LIMITS.agentListMax} (larger values are capped)`);
 const errors = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 500: errorSchema };
 
-export function agentsRoutes(app: App, deps: { agents: AgentsWebService; session: SessionAuth; watchdog?: WatchdogService }) {
+export const agentsRoutes = (deps: {
+  agents: AgentsWebService;
+  session: SessionAuth;
+  watchdog?: WatchdogService;
+}): RouteModule<'public' | 'session'> => {
   const { agents, session } = deps;
-  const me = async (request: Parameters<SessionAuth['require']>[0]): Promise<WebUser> => session.require(request);
+  const me = async (request: FastifyRequest): Promise<WebUser> => currentUser(request);
 
-  app.get('/api/agents', {
-    schema: {
-      tags: ['agents'],
-      summary: "The signed-in user's agents",
-      description: 'Without a session: `{agents:[],count:0,status:"ok"}` (not 401).',
-      // the session is optional here (§4.7): documented as "cookie, or nothing"
-      security: [...SESSION_SECURITY, {}],
-      response: { 200: z.object({ agents: z.array(webAgent), count: z.number(), status: z.literal('ok') }) },
-    },
-    handler: async (request) => agents.list(await session.user(request)),
-  });
+  return {
+    prefix: '/api/agents',
+    public: async (app) => {
+      app.get('', {
+        schema: {
+          tags: ['agents'],
+          summary: "The signed-in user's agents",
+          description: 'Without a session: `{agents:[],count:0,status:"ok"}` (not 401).',
+          // the session is optional here (§4.7): documented as "cookie, or nothing"
+          security: [...SESSION_SECURITY, {}],
+          response: { 200: z.object({ agents: z.array(webAgent), count: z.number(), status: z.literal('ok') }) },
+        },
+        handler: async (request) => agents.list(await session.user(request)),
+      });
 
-  app.post('/api/agents/provision', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['agents'],
-      summary: 'Provision an agent',
-      description:
-        'Needs an active subscription (users.subscription_status `active`) unless the session email is an admin (ADMIN_EMAILS; the body `email` is never used): 402 `SUBSCRIPTION_REQUIRED`. ' +
-        "Web limits by the user's plan read as a tier (solo→starter 1, collective→pro 3, label/network→enterprise 100; admins 100; unknown 1): over it 429 with `current` and `limit`. " +
-        'The check and the insert happen under a lock on the user row, so parallel requests cannot pass the limit together. The agent is stored at once with status ' +
-        '`provisioning`; the backend deployment is requested (POST {backend_url}/api/deployments, 15 s timeout) and the agent moves to `running` when it is healthy, or to ' +
-        '`error` (a failed request answers 500 `Provisioning failed` with `agentId`). `tier` starter/pro/enterprise is forwarded as plan solo/collective/label (admins without ' +
-        'a tier: network; otherwise the backend default label); over the backend plan limit 402 `AGENT_LIMIT_REACHED` and no agent is kept. Model `claude-opus-4-6` (default) sets ' +
-        'provider `anthropic`; otherwise `config.aiProvider` or `router`.',
-      security: SESSION_SECURITY,
-      body: jsonBody({
-        name: agentName,
-        model: z
-          .string({ error: 'model must be a string' })
-          .trim()
-          .min(1, { error: 'model must not be empty' })
-          .max(200, { error: 'model too long' })
-          .optional(),
-        config: configObject.optional(),
-        tier: z.enum(['starter', 'pro', 'enterprise'], { error: 'tier must be starter, pro or enterprise' }).optional(),
-      }).loose(),
-      response: {
-        201: z.object({
-          success: z.literal(true),
-          agent: z.object({
-            id: z.string(),
-            name: z.string(),
-            status: z.string(),
-            websocketUrl: z.string(),
-            model: z.string(),
-            createdAt: z.string(),
+      app.post('/clone', {
+        schema: {
+          tags: ['agents'],
+          summary: 'Clone an agent (unavailable)',
+          description: 'Always 501; the body is ignored and no payment is taken.',
+          response: { 501: z.object({ error: z.string(), message: z.string(), status: z.literal('unavailable') }) },
+        },
+        handler: async (_request, reply) =>
+          reply.code(501).send({
+            error: 'Not implemented',
+            message: 'Agent cloning is not available yet; no payment was taken.',
+            status: 'unavailable' as const,
           }),
-        }),
-        402: errorSchema,
-        429: errorSchema,
-        ...errors,
-      },
-    },
-    handler: async (request, reply) => {
-      const user = await me(request);
-      const { name, model, config, tier } = request.body;
-      return reply.code(201).send(await agents.provision(user, { name, model, config, tier }));
-    },
-  });
+      });
 
-  app.get('/api/agents/provision', {
-    schema: {
-      tags: ['agents'],
-      summary: "The signed-in user's agents (provisioning view)",
-      security: SESSION_SECURITY,
-      response: { 200: z.object({ success: z.literal(true), agents: z.array(webAgent), count: z.number() }), ...errors },
-    },
-    handler: async (request) => agents.provisionList(await me(request)),
-  });
+      app.get('/clone', {
+        schema: {
+          tags: ['agents'],
+          summary: 'Clone service information',
+          description: 'No authentication. Cloning itself is unavailable (POST answers 501).',
+          response: {
+            200: z.object({ service: z.string(), version: z.string(), protocol: z.string(), clonePrice: z.string(), chainId: z.number() }),
+          },
+        },
+        handler: async () => ({ service: 'agent-clone', version: '0.1.0', protocol: 'x402', clonePrice: '0', chainId: 8453 }),
+      });
 
-  app.post('/api/agents/clone', {
-    schema: {
-      tags: ['agents'],
-      summary: 'Clone an agent (unavailable)',
-      description: 'Always 501; the body is ignored and no payment is taken.',
-      response: { 501: z.object({ error: z.string(), message: z.string(), status: z.literal('unavailable') }) },
+      app.get('/preflight', {
+        schema: { tags: ['agents'], summary: 'Removed (§9)', description: 'Deprecated; always 404.', response: { 404: errorSchema } },
+        handler: async () => {
+          throw notFound();
+        },
+      });
     },
-    handler: async (_request, reply) =>
-      reply.code(501).send({
-        error: 'Not implemented',
-        message: 'Agent cloning is not available yet; no payment was taken.',
-        status: 'unavailable' as const,
-      }),
-  });
-
-  app.get('/api/agents/clone', {
-    schema: {
-      tags: ['agents'],
-      summary: 'Clone service information',
-      description: 'No authentication. Cloning itself is unavailable (POST answers 501).',
-      response: {
-        200: z.object({ service: z.string(), version: z.string(), protocol: z.string(), clonePrice: z.string(), chainId: z.number() }),
-      },
-    },
-    handler: async () => ({ service: 'agent-clone', version: '0.1.0', protocol: 'x402', clonePrice: '0', chainId: 8453 }),
-  });
-
-  app.get('/api/agents/preflight', {
-    schema: { tags: ['agents'], summary: 'Removed (§9)', description: 'Deprecated; always 404.', response: { 404: errorSchema } },
-    handler: async () => {
-      throw notFound();
-    },
-  });
-
-  app.get('/api/agents/:id', {
-    schema: {
-      tags: ['agents'],
-      summary: 'One agent',
-      description: "`watchdog` (added): the agent's watchdog state (§3), see GET /api/agents/:id/watchdog for its history.",
-      security: SESSION_SECURITY,
-      params: idParam,
-      response: {
-        200: z.object({ agent: webAgent.extend({ watchdog: watchdogStateSchema.optional() }), status: z.literal('ok') }),
-        ...errors,
-      },
-    },
-    handler: async (request) => {
-      const user = await me(request);
-      const r = await agents.get(user, request.params.id);
-      return deps.watchdog ? { ...r, agent: { ...r.agent, watchdog: await deps.watchdog.stateOf(user.id, request.params.id) } } : r;
-    },
-  });
-
-  app.patch('/api/agents/:id', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['agents'],
-      summary: 'Rename an agent',
-      description: '`name` 1 to 64 characters after trim. The database is updated first; the backend sync is best effort.',
-      security: SESSION_SECURITY,
-      params: idParam,
-      body: jsonBody({ name: agentName }),
-      response: {
-        200: z.object({
-          success: z.literal(true),
-          agent: z.object({ id: z.string(), name: z.string(), status: z.string(), updatedAt: z.string() }),
-        }),
-        ...errors,
-      },
-    },
-    handler: async (request) => agents.rename(await me(request), request.params.id, request.body.name),
-  });
-
-  app.delete('/api/agents/:id', {
-    schema: {
-      tags: ['agents'],
-      summary: 'Delete an agent (added)',
-      description: 'Owner only (404 otherwise). The backend removes the record and, best effort, the hosting unit.',
-      security: SESSION_SECURITY,
-      params: idParam,
-      response: { 200: z.object({ success: z.literal(true), id: z.string(), deleted: z.literal(true) }), ...errors },
-    },
-    handler: async (request) => agents.remove(await me(request), request.params.id),
-  });
-
-  app.get('/api/agents/:id/config', {
-    schema: {
-      tags: ['agents'],
-      summary: "The agent's configuration",
-      security: SESSION_SECURITY,
-      params: idParam,
-      response: { 200: z.object({ config: z.record(z.string(), z.unknown()), status: z.literal('ok') }), ...errors },
-    },
-    handler: async (request) => agents.getConfig(await me(request), request.params.id),
-  });
-
-  app.put('/api/agents/:id/config', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['agents'],
-      summary: "Replace the agent's configuration",
-      description:
-        'The body (a JSON object) is the configuration; it is forwarded to the backend, which stores it. It applies at the next deploy or restart.',
-      security: SESSION_SECURITY,
-      params: idParam,
-      body: configObject,
-      response: { 200: z.object({ config: z.record(z.string(), z.unknown()), status: z.literal('updated') }), ...errors },
-    },
-    handler: async (request) => agents.putConfig(await me(request), request.params.id, request.body),
-  });
-
-  app.get('/api/agents/:id/logs', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['agents'],
-      summary: "The agent runtime's recent log lines",
-      description:
-        'Real lines from the runtime, read from the hosting driver through the backend. `level` filters. 500 when the backend or hosting platform cannot be reached.',
-      security: SESSION_SECURITY,
-      params: idParam,
-      querystring: z.object({
-        limit: listLimit,
-        level: z.enum(['debug', 'info', 'warn', 'error'], { error: 'level must be debug, info, warn or error' }).optional(),
-      }),
-      response: {
-        200: z.object({
-          logs: z.array(
-            z.object({
-              id: z.string(),
-              timestamp: z.string(),
-              level: z.string(),
-              message: z.string(),
-              source: z.string(),
-              agentId: z.string(),
+    session: async (app) => {
+      app.post('/provision', {
+        schema: {
+          tags: ['agents'],
+          summary: 'Provision an agent',
+          description:
+            'Needs an active subscription (users.subscription_status `active`) unless the session email is an admin (ADMIN_EMAILS; the body `email` is never used): 402 `SUBSCRIPTION_REQUIRED`. ' +
+            "Web limits by the user's plan read as a tier (solo→starter 1, collective→pro 3, label/network→enterprise 100; admins 100; unknown 1): over it 429 with `current` and `limit`. " +
+            'The check and the insert happen under a lock on the user row, so parallel requests cannot pass the limit together. The agent is stored at once with status ' +
+            '`provisioning`; the backend deployment is requested (POST {backend_url}/api/deployments, 15 s timeout) and the agent moves to `running` when it is healthy, or to ' +
+            '`error` (a failed request answers 500 `Provisioning failed` with `agentId`). `tier` starter/pro/enterprise is forwarded as plan solo/collective/label (admins without ' +
+            'a tier: network; otherwise the backend default label); over the backend plan limit 402 `AGENT_LIMIT_REACHED` and no agent is kept. Model `claude-opus-4-6` (default) sets ' +
+            'provider `anthropic`; otherwise `config.aiProvider` or `router`.',
+          body: jsonBody({
+            name: agentName,
+            model: z
+              .string({ error: 'model must be a string' })
+              .trim()
+              .min(1, { error: 'model must not be empty' })
+              .max(200, { error: 'model too long' })
+              .optional(),
+            config: configObject.optional(),
+            tier: z.enum(['starter', 'pro', 'enterprise'], { error: 'tier must be starter, pro or enterprise' }).optional(),
+          }).loose(),
+          response: {
+            201: z.object({
+              success: z.literal(true),
+              agent: z.object({
+                id: z.string(),
+                name: z.string(),
+                status: z.string(),
+                websocketUrl: z.string(),
+                model: z.string(),
+                createdAt: z.string(),
+              }),
             }),
-          ),
-          total: z.number(),
-          limit: z.number(),
-          status: z.literal('ok'),
-        }),
-        ...errors,
-      },
-    },
-    handler: async (request) => agents.logs(await me(request), request.params.id, request.query),
-  });
+            402: errorSchema,
+            429: errorSchema,
+            ...errors,
+          },
+        },
+        handler: async (request, reply) => {
+          const user = await me(request);
+          const { name, model, config, tier } = request.body;
+          return reply.code(201).send(await agents.provision(user, { name, model, config, tier }));
+        },
+      });
 
-  app.get('/api/agents/:id/messages', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['agents'],
-      summary: 'Stored chat messages with the agent, newest first',
-      security: SESSION_SECURITY,
-      params: idParam,
-      querystring: z.object({
-        limit: listLimit,
-        offset: z.coerce
-          .number({ error: 'offset must be a number' })
-          .int()
-          .min(0, { error: 'offset must be at least 0' })
-          .max(1_000_000)
-          .default(0),
-      }),
-      response: {
-        200: z.object({
-          messages: z.array(
-            z.object({
-              id: z.string(),
-              agentId: z.string(),
-              sender: z.string(),
-              content: z.string(),
-              timestamp: z.string(),
-              platform: z.string(),
+      app.get('/provision', {
+        schema: {
+          tags: ['agents'],
+          summary: "The signed-in user's agents (provisioning view)",
+          response: { 200: z.object({ success: z.literal(true), agents: z.array(webAgent), count: z.number() }), ...errors },
+        },
+        handler: async (request) => agents.provisionList(await me(request)),
+      });
+
+      app.get('/:id', {
+        schema: {
+          tags: ['agents'],
+          summary: 'One agent',
+          description: "`watchdog` (added): the agent's watchdog state (§3), see GET /api/agents/:id/watchdog for its history.",
+          params: idParam,
+          response: {
+            200: z.object({ agent: webAgent.extend({ watchdog: watchdogStateSchema.optional() }), status: z.literal('ok') }),
+            ...errors,
+          },
+        },
+        handler: async (request) => {
+          const user = await me(request);
+          const r = await agents.get(user, request.params.id);
+          return deps.watchdog ? { ...r, agent: { ...r.agent, watchdog: await deps.watchdog.stateOf(user.id, request.params.id) } } : r;
+        },
+      });
+
+      app.patch('/:id', {
+        schema: {
+          tags: ['agents'],
+          summary: 'Rename an agent',
+          description: '`name` 1 to 64 characters after trim. The database is updated first; the backend sync is best effort.',
+          params: idParam,
+          body: jsonBody({ name: agentName }),
+          response: {
+            200: z.object({
+              success: z.literal(true),
+              agent: z.object({ id: z.string(), name: z.string(), status: z.string(), updatedAt: z.string() }),
             }),
-          ),
-          total: z.number(),
-          limit: z.number(),
-          offset: z.number(),
-          status: z.literal('ok'),
-        }),
-        ...errors,
-      },
-    },
-    handler: async (request) => agents.messages(await me(request), request.params.id, request.query),
-  });
+            ...errors,
+          },
+        },
+        handler: async (request) => agents.rename(await me(request), request.params.id, request.body.name),
+      });
 
-  app.get('/api/agents/:id/stats', {
-    schema: {
-      tags: ['agents'],
-      summary: 'Live resource and message statistics',
-      description:
-        'Owner only. Resource figures are live from the hosting driver (through the backend); message figures come from stored messages and the runtime. ' +
-        "When the backend cannot be reached, zeros for the resource figures and `status:'mock'`.",
-      security: SESSION_SECURITY,
-      params: idParam,
-      response: {
-        200: z.object({
-          stats: z.object({
-            agentId: z.string(),
-            cpu: z.number(),
-            memory: z.number(),
-            memoryPercent: z.number(),
-            network: z.object({ rxBytes: z.number(), txBytes: z.number() }),
-            uptime: z.number(),
-            uptimeFormatted: z.string(),
-            status: z.string(),
-            pids: z.number(),
-            messagesProcessed: z.number(),
-            messagesPerHour: z.number(),
-            averageResponseTime: z.number(),
-            successRate: z.number(),
-            errorRate: z.number(),
+      app.delete('/:id', {
+        schema: {
+          tags: ['agents'],
+          summary: 'Delete an agent (added)',
+          description: 'Owner only (404 otherwise). The backend removes the record and, best effort, the hosting unit.',
+          params: idParam,
+          response: { 200: z.object({ success: z.literal(true), id: z.string(), deleted: z.literal(true) }), ...errors },
+        },
+        handler: async (request) => agents.remove(await me(request), request.params.id),
+      });
+
+      app.get('/:id/config', {
+        schema: {
+          tags: ['agents'],
+          summary: "The agent's configuration",
+          params: idParam,
+          response: { 200: z.object({ config: z.record(z.string(), z.unknown()), status: z.literal('ok') }), ...errors },
+        },
+        handler: async (request) => agents.getConfig(await me(request), request.params.id),
+      });
+
+      app.put('/:id/config', {
+        schema: {
+          tags: ['agents'],
+          summary: "Replace the agent's configuration",
+          description:
+            'The body (a JSON object) is the configuration; it is forwarded to the backend, which stores it. It applies at the next deploy or restart.',
+          params: idParam,
+          body: configObject,
+          response: { 200: z.object({ config: z.record(z.string(), z.unknown()), status: z.literal('updated') }), ...errors },
+        },
+        handler: async (request) => agents.putConfig(await me(request), request.params.id, request.body),
+      });
+
+      app.get('/:id/logs', {
+        schema: {
+          tags: ['agents'],
+          summary: "The agent runtime's recent log lines",
+          description:
+            'Real lines from the runtime, read from the hosting driver through the backend. `level` filters. 500 when the backend or hosting platform cannot be reached.',
+          params: idParam,
+          querystring: z.object({
+            limit: listLimit,
+            level: z.enum(['debug', 'info', 'warn', 'error'], { error: 'level must be debug, info, warn or error' }).optional(),
           }),
-          status: z.enum(['ok', 'mock']),
-        }),
-        ...errors,
-      },
+          response: {
+            200: z.object({
+              logs: z.array(
+                z.object({
+                  id: z.string(),
+                  timestamp: z.string(),
+                  level: z.string(),
+                  message: z.string(),
+                  source: z.string(),
+                  agentId: z.string(),
+                }),
+              ),
+              total: z.number(),
+              limit: z.number(),
+              status: z.literal('ok'),
+            }),
+            ...errors,
+          },
+        },
+        handler: async (request) => agents.logs(await me(request), request.params.id, request.query),
+      });
+
+      app.get('/:id/messages', {
+        schema: {
+          tags: ['agents'],
+          summary: 'Stored chat messages with the agent, newest first',
+          params: idParam,
+          querystring: z.object({
+            limit: listLimit,
+            offset: z.coerce
+              .number({ error: 'offset must be a number' })
+              .int()
+              .min(0, { error: 'offset must be at least 0' })
+              .max(1_000_000)
+              .default(0),
+          }),
+          response: {
+            200: z.object({
+              messages: z.array(
+                z.object({
+                  id: z.string(),
+                  agentId: z.string(),
+                  sender: z.string(),
+                  content: z.string(),
+                  timestamp: z.string(),
+                  platform: z.string(),
+                }),
+              ),
+              total: z.number(),
+              limit: z.number(),
+              offset: z.number(),
+              status: z.literal('ok'),
+            }),
+            ...errors,
+          },
+        },
+        handler: async (request) => agents.messages(await me(request), request.params.id, request.query),
+      });
+
+      app.get('/:id/stats', {
+        schema: {
+          tags: ['agents'],
+          summary: 'Live resource and message statistics',
+          description:
+            'Owner only. Resource figures are live from the hosting driver (through the backend); message figures come from stored messages and the runtime. ' +
+            "When the backend cannot be reached, zeros for the resource figures and `status:'mock'`.",
+          params: idParam,
+          response: {
+            200: z.object({
+              stats: z.object({
+                agentId: z.string(),
+                cpu: z.number(),
+                memory: z.number(),
+                memoryPercent: z.number(),
+                network: z.object({ rxBytes: z.number(), txBytes: z.number() }),
+                uptime: z.number(),
+                uptimeFormatted: z.string(),
+                status: z.string(),
+                pids: z.number(),
+                messagesProcessed: z.number(),
+                messagesPerHour: z.number(),
+                averageResponseTime: z.number(),
+                successRate: z.number(),
+                errorRate: z.number(),
+              }),
+              status: z.enum(['ok', 'mock']),
+            }),
+            ...errors,
+          },
+        },
+        handler: async (request) => agents.stats(await me(request), request.params.id),
+      });
     },
-    handler: async (request) => agents.stats(await me(request), request.params.id),
-  });
-}
+  };
+};

@@ -1,40 +1,38 @@
 /**
  * Subscriptions (§2 Plans, docs/payments.md "Subscriptions"): a signed-in user starts a monthly
  * checkout for a plan; the processor's subscription webhooks set the plan and status. The
- * webhook needs the raw body for its signature, hence its own scope with a byte-keeping parser.
+ * webhook needs the raw body for its signature: its plugin (the public scope) keeps the bytes.
  */
 
 import { z } from 'zod';
 import type { SubscriptionsService } from '../../../domains/payments/subscriptions.service.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
-import { SESSION_SECURITY } from '../../shared/security.ts';
-import type { SessionAuth } from '../../shared/session.ts';
+import { currentUser } from '../../shared/session.ts';
 
-export async function billingRoutes(app: App, deps: { subscriptions: SubscriptionsService; session: SessionAuth }) {
-  app.post('/api/billing/checkout', {
-    onRequest: deps.session.guard,
-    schema: {
-      tags: ['billing'],
-      summary: 'Start a subscription checkout for a plan',
-      description:
-        'Plans and monthly prices of §2: solo 29, collective 69, label 149, network 499 GBP. Returns the processor checkout `url`; ' +
-        'after payment the processor redirects to `/dashboard?subscription=success` and its webhook activates the plan. ' +
-        '500 when no card processor is configured (then every account has DEFAULT_PLAN and needs no subscription).',
-      security: SESSION_SECURITY,
-      body: z.object({ plan: z.string().max(32) }),
-      response: { 200: z.object({ url: z.string(), sessionId: z.string() }), 400: errorSchema, 401: errorSchema, 500: errorSchema },
-    },
-    handler: async (request) => {
-      const user = await deps.session.require(request);
-      return deps.subscriptions.startCheckout(user, request.body.plan);
-    },
-  });
-
-  await app.register(async (scope) => {
+export const billingRoutes = (deps: { subscriptions: SubscriptionsService }): RouteModule<'public' | 'session'> => ({
+  prefix: '/api',
+  session: async (app) => {
+    app.post('/billing/checkout', {
+      schema: {
+        tags: ['billing'],
+        summary: 'Start a subscription checkout for a plan',
+        description:
+          'Plans and monthly prices of §2: solo 29, collective 69, label 149, network 499 GBP. Returns the processor checkout `url`; ' +
+          'after payment the processor redirects to `/dashboard?subscription=success` and its webhook activates the plan. ' +
+          '500 when no card processor is configured (then every account has DEFAULT_PLAN and needs no subscription).',
+        body: z.object({ plan: z.string().max(32) }),
+        response: { 200: z.object({ url: z.string(), sessionId: z.string() }), 400: errorSchema, 401: errorSchema, 500: errorSchema },
+      },
+      handler: async (request) => {
+        return deps.subscriptions.startCheckout(currentUser(request), request.body.plan);
+      },
+    });
+  },
+  public: async (scope) => {
     scope.removeContentTypeParser('application/json');
     scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
-    scope.post('/api/webhooks/stripe', {
+    scope.post('/webhooks/stripe', {
       schema: {
         tags: ['billing'],
         summary: "The card processor's subscription webhook",
@@ -56,5 +54,5 @@ export async function billingRoutes(app: App, deps: { subscriptions: Subscriptio
         return deps.subscriptions.handleWebhook(raw, Array.isArray(sig) ? sig[0] : sig);
       },
     });
-  });
-}
+  },
+});

@@ -7,9 +7,9 @@ import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import type { ChatInput, ChatService } from '../../../domains/chat/chat.service.ts';
 import { badRequest } from '../../../lib/errors.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
-import type { SessionAuth } from '../../shared/session.ts';
+import { currentUser } from '../../shared/session.ts';
 
 const gatewayChatBody = z.object({
   message: z.string().min(1).max(LIMITS.aiMaxMessageChars),
@@ -32,92 +32,95 @@ const chatBody = z.object({
 
 const chatResult = z.object({ reply: z.string(), agentId: z.string(), agentName: z.string(), responseMs: z.number() });
 
-export function chatRoutes(app: App, deps: { chat: ChatService; session: SessionAuth }) {
-  const { chat, session } = deps;
+export const chatRoutes = (deps: { chat: ChatService }): RouteModule<'session'> => {
+  const { chat } = deps;
 
-  app.post('/api/gateway/chat', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['chat'],
-      summary: 'Chat with your agent over its WebSocket (§4.8)',
-      description:
-        'Opens one WebSocket to your agent (your newest running agent, else your newest), sends `message`, and answers with the first ' +
-        'reply; 30-second timeout. `sessionKey` (default `main`) is passed to the agent. 404 when you have no agent, 503 when it has no ' +
-        'gateway token yet, 500 when the agent fails, times out or cannot be reached.',
-      body: gatewayChatBody,
-      response: {
-        200: z.object({ success: z.literal(true), reply: z.string(), agentId: z.string(), agentName: z.string() }),
-        400: errorSchema,
-        401: errorSchema,
-        404: errorSchema,
-        500: errorSchema,
-        503: errorSchema,
-      },
-    },
-    handler: async (request) => {
-      const user = await session.require(request);
-      return chat.gatewayChat(user.id, { message: request.body.message, sessionKey: request.body.sessionKey ?? 'main' });
-    },
-  });
-
-  app.post('/api/chat', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['chat'],
-      summary: 'Chat with one of your agents (REST, streaming with SSE)',
-      description:
-        'Sends `message` (or a whole `messages` conversation) to the agent `agentId` (default: your newest running agent) through its ' +
-        'OpenAI-compatible chat completions endpoint. JSON answer `{reply, agentId, agentName, responseMs}`; with ' +
-        '`Accept: text/event-stream` (or `stream: true`) the answer is Server-Sent Events: `event: delta` with `{content}` for each piece ' +
-        'of text, then `event: done` with the JSON answer, or `event: error` with `{error, code}` if the agent fails mid-way. ' +
-        'The turn (your last message and the whole reply) is stored and appears in GET /api/agents/:id/messages, streamed or not. ' +
-        '400 bad body, 401 no session, 404 no such agent of yours, 409 `AGENT_NOT_RUNNING`, 502 `AGENT_UNAVAILABLE` when the agent ' +
-        'fails or cannot be reached, 503 `NO_GATEWAY_TOKEN`.',
-      body: chatBody,
-      response: {
-        200: chatResult.describe('JSON, or text/event-stream when asked (see description)'),
-        400: errorSchema,
-        401: errorSchema,
-        404: errorSchema,
-        409: errorSchema,
-        502: errorSchema,
-        503: errorSchema,
-      },
-    },
-    handler: async (request, reply) => {
-      const user = await session.require(request);
-      const body = request.body;
-      if (!body.message && !body.messages) throw badRequest('message or messages is required');
-      if (body.message && body.messages) throw badRequest('Send message or messages, not both');
-      const messages = body.messages ?? [{ role: 'user' as const, content: body.message! }];
-      if (!messages.some((m) => m.role === 'user')) throw badRequest('messages needs at least one user message');
-      const input: ChatInput = { agentId: body.agentId, messages, model: body.model };
-      const target = await chat.open(user.id, body.agentId);
-      const wantsStream = body.stream === true || String(request.headers.accept ?? '').includes('text/event-stream');
-      if (!wantsStream) return chat.complete(user.id, target, input, () => {});
-
-      // from here on the status is sent: failures become an `error` event
-      const abort = new AbortController();
-      request.raw.on('close', () => abort.abort());
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
+  return {
+    prefix: '/api',
+    session: async (app) => {
+      app.post('/gateway/chat', {
+        schema: {
+          tags: ['chat'],
+          summary: 'Chat with your agent over its WebSocket (§4.8)',
+          description:
+            'Opens one WebSocket to your agent (your newest running agent, else your newest), sends `message`, and answers with the first ' +
+            'reply; 30-second timeout. `sessionKey` (default `main`) is passed to the agent. 404 when you have no agent, 503 when it has no ' +
+            'gateway token yet, 500 when the agent fails, times out or cannot be reached.',
+          body: gatewayChatBody,
+          response: {
+            200: z.object({ success: z.literal(true), reply: z.string(), agentId: z.string(), agentName: z.string() }),
+            400: errorSchema,
+            401: errorSchema,
+            404: errorSchema,
+            500: errorSchema,
+            503: errorSchema,
+          },
+        },
+        handler: async (request) => {
+          const user = currentUser(request);
+          return chat.gatewayChat(user.id, { message: request.body.message, sessionKey: request.body.sessionKey ?? 'main' });
+        },
       });
-      const event = (name: string, data: unknown) => {
-        if (!res.writableEnded) res.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
-      };
-      try {
-        const result = await chat.complete(user.id, target, input, (content) => event('delta', { content }), abort.signal);
-        event('done', result);
-      } catch (err) {
-        const e = err as { message?: string; code?: string };
-        event('error', { error: e.message ?? 'The agent failed', ...(e.code ? { code: e.code } : {}) });
-      }
-      res.end();
+
+      app.post('/chat', {
+        schema: {
+          tags: ['chat'],
+          summary: 'Chat with one of your agents (REST, streaming with SSE)',
+          description:
+            'Sends `message` (or a whole `messages` conversation) to the agent `agentId` (default: your newest running agent) through its ' +
+            'OpenAI-compatible chat completions endpoint. JSON answer `{reply, agentId, agentName, responseMs}`; with ' +
+            '`Accept: text/event-stream` (or `stream: true`) the answer is Server-Sent Events: `event: delta` with `{content}` for each piece ' +
+            'of text, then `event: done` with the JSON answer, or `event: error` with `{error, code}` if the agent fails mid-way. ' +
+            'The turn (your last message and the whole reply) is stored and appears in GET /api/agents/:id/messages, streamed or not. ' +
+            '400 bad body, 401 no session, 404 no such agent of yours, 409 `AGENT_NOT_RUNNING`, 502 `AGENT_UNAVAILABLE` when the agent ' +
+            'fails or cannot be reached, 503 `NO_GATEWAY_TOKEN`.',
+          body: chatBody,
+          response: {
+            200: chatResult.describe('JSON, or text/event-stream when asked (see description)'),
+            400: errorSchema,
+            401: errorSchema,
+            404: errorSchema,
+            409: errorSchema,
+            502: errorSchema,
+            503: errorSchema,
+          },
+        },
+        handler: async (request, reply) => {
+          const user = currentUser(request);
+          const body = request.body;
+          if (!body.message && !body.messages) throw badRequest('message or messages is required');
+          if (body.message && body.messages) throw badRequest('Send message or messages, not both');
+          const messages = body.messages ?? [{ role: 'user' as const, content: body.message! }];
+          if (!messages.some((m) => m.role === 'user')) throw badRequest('messages needs at least one user message');
+          const input: ChatInput = { agentId: body.agentId, messages, model: body.model };
+          const target = await chat.open(user.id, body.agentId);
+          const wantsStream = body.stream === true || String(request.headers.accept ?? '').includes('text/event-stream');
+          if (!wantsStream) return chat.complete(user.id, target, input, () => {});
+
+          // from here on the status is sent: failures become an `error` event
+          const abort = new AbortController();
+          request.raw.on('close', () => abort.abort());
+          reply.hijack();
+          const res = reply.raw;
+          res.writeHead(200, {
+            'content-type': 'text/event-stream; charset=utf-8',
+            'cache-control': 'no-cache',
+            connection: 'keep-alive',
+            'x-accel-buffering': 'no',
+          });
+          const event = (name: string, data: unknown) => {
+            if (!res.writableEnded) res.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
+          };
+          try {
+            const result = await chat.complete(user.id, target, input, (content) => event('delta', { content }), abort.signal);
+            event('done', result);
+          } catch (err) {
+            const e = err as { message?: string; code?: string };
+            event('error', { error: e.message ?? 'The agent failed', ...(e.code ? { code: e.code } : {}) });
+          }
+          res.end();
+        },
+      });
     },
-  });
-}
+  };
+};

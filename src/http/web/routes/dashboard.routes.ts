@@ -15,7 +15,7 @@ import { extname, join, relative, sep } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { notFound } from '../../../lib/errors.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -63,38 +63,41 @@ const NOT_BUILT = `<!doctype html><meta charset="utf-8"><title>Dashboard not bui
 <p>The dashboard has not been built. Run <code>npm run build:dashboard</code> (or <code>npm start</code>, which builds it when missing) and reload.
 The API works without it: see <a href="/docs">/docs</a>.</p>`;
 
-export async function dashboardRoutes(app: App, deps: { distDir: string }) {
-  const files = existsSync(join(deps.distDir, 'index.html')) ? load(deps.distDir) : undefined;
+export const dashboardRoutes = (deps: { distDir: string }): RouteModule<'public'> => ({
+  prefix: '',
+  public: async (app) => {
+    const files = existsSync(join(deps.distDir, 'index.html')) ? load(deps.distDir) : undefined;
 
-  const send = (request: FastifyRequest, reply: FastifyReply, file: File, cache: string) => {
-    reply.header('cache-control', cache).header('etag', file.etag).header('x-content-type-options', 'nosniff').type(file.type);
-    if (file.type.startsWith('text/html')) {
-      reply.header('content-security-policy', DASHBOARD_CSP).header('x-frame-options', 'DENY').header('referrer-policy', 'same-origin');
+    const send = (request: FastifyRequest, reply: FastifyReply, file: File, cache: string) => {
+      reply.header('cache-control', cache).header('etag', file.etag).header('x-content-type-options', 'nosniff').type(file.type);
+      if (file.type.startsWith('text/html')) {
+        reply.header('content-security-policy', DASHBOARD_CSP).header('x-frame-options', 'DENY').header('referrer-policy', 'same-origin');
+      }
+      if (request.headers['if-none-match'] === file.etag) return reply.code(304).send();
+      reply.header('vary', 'accept-encoding');
+      if (file.gzip && /\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''))) {
+        return reply.header('content-encoding', 'gzip').send(file.gzip);
+      }
+      return reply.send(file.body);
+    };
+
+    const page = async (request: FastifyRequest, reply: FastifyReply) => {
+      const index = files?.get('/index.html');
+      if (!index) return reply.code(503).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(NOT_BUILT);
+      return send(request, reply, index, 'no-cache');
+    };
+    const hidden = { schema: { hide: true } };
+    for (const path of ['/', '/login', '/dashboard', '/dashboard/*']) app.get(path, hidden, page);
+
+    app.get('/assets/*', hidden, async (request, reply) => {
+      const file = files?.get(request.url.split('?')[0]!);
+      if (!file) throw notFound();
+      return send(request, reply, file, 'public, max-age=31536000, immutable');
+    });
+    // top-level files of the build (favicon.svg, robots.txt): short cache, they keep their names
+    for (const [path, file] of files ?? []) {
+      if (path.indexOf('/', 1) === -1 && path !== '/index.html')
+        app.get(path, hidden, async (request, reply) => send(request, reply, file, 'public, max-age=3600'));
     }
-    if (request.headers['if-none-match'] === file.etag) return reply.code(304).send();
-    reply.header('vary', 'accept-encoding');
-    if (file.gzip && /\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''))) {
-      return reply.header('content-encoding', 'gzip').send(file.gzip);
-    }
-    return reply.send(file.body);
-  };
-
-  const page = async (request: FastifyRequest, reply: FastifyReply) => {
-    const index = files?.get('/index.html');
-    if (!index) return reply.code(503).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(NOT_BUILT);
-    return send(request, reply, index, 'no-cache');
-  };
-  const hidden = { schema: { hide: true } };
-  for (const path of ['/', '/login', '/dashboard', '/dashboard/*']) app.get(path, hidden, page);
-
-  app.get('/assets/*', hidden, async (request, reply) => {
-    const file = files?.get(request.url.split('?')[0]!);
-    if (!file) throw notFound();
-    return send(request, reply, file, 'public, max-age=31536000, immutable');
-  });
-  // top-level files of the build (favicon.svg, robots.txt): short cache, they keep their names
-  for (const [path, file] of files ?? []) {
-    if (path.indexOf('/', 1) === -1 && path !== '/index.html')
-      app.get(path, hidden, async (request, reply) => send(request, reply, file, 'public, max-age=3600'));
-  }
-}
+  },
+});

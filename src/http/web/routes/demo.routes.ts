@@ -7,7 +7,7 @@ import { LIMITS } from '../../../config/limits.ts';
 import type { AiService } from '../../../domains/ai/ai.service.ts';
 import { DEMO_UNAVAILABLE } from '../../../domains/ai/demo-chat.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
 
 const MESSAGE_REQUIRED = 'Message required';
@@ -40,60 +40,65 @@ const demoBody = z.object(
   { error: MESSAGE_REQUIRED },
 );
 
-export function demoRoutes(app: App, deps: { ai: AiService }) {
+export const demoRoutes = (deps: { ai: AiService }): RouteModule<'public'> => {
   const { ai } = deps;
 
-  app.get('/api/demo/chat', {
-    schema: {
-      tags: ['demo'],
-      summary: 'Demo chat models',
-      response: {
-        200: z.object({
-          models: z.array(z.object({ id: z.string(), name: z.string(), provider: z.string() })),
-          mode: z.literal('demo'),
-          message: z.string(),
-        }),
-      },
-    },
-    handler: () => ai.demoInfo(),
-  });
-
-  app.post('/api/demo/chat', {
-    schema: {
-      tags: ['demo'],
-      summary: 'Demo chat without sign-in',
-      description:
-        `max_tokens fixed at ${LIMITS.demoMaxTokens}; no streaming. Limited per IP (DEMO_RATE_LIMIT per hour): 429 \`Too many requests\`. ` +
-        `400 \`Message required\`; 500 \`Failed to get response\`; 503 \`${DEMO_UNAVAILABLE}\` when ROUTER_API_KEY is unset. ` +
-        'Each success logs usage as user `demo`, agent `demo-chat`.',
-      body: demoBody,
-      response: {
-        200: z.object({
-          id: z.string(),
-          model: z.string(),
-          message: z.string(),
-          usage: z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() }),
-          done: z.literal(true),
-        }),
-        400: errorSchema,
-        429: errorSchema,
-        500: errorSchema,
-        503: errorSchema,
-      },
-    },
-    handler: async (request, reply) => {
-      if (!ai.demoConfigured()) throw new AppError('DEMO_UNAVAILABLE', DEMO_UNAVAILABLE);
-      try {
-        await ai.demoRateLimit(request.ip);
-      } catch (err) {
-        if (isAppError(err) && err.status === 429) reply.header('retry-after', String(err.extra?.retryAfter ?? 3600));
-        throw err;
-      }
-      const controller = new AbortController();
-      reply.raw.once('close', () => {
-        if (!reply.raw.writableFinished) controller.abort();
+  return {
+    prefix: '/api/demo',
+    public: async (app) => {
+      app.get('/chat', {
+        schema: {
+          tags: ['demo'],
+          summary: 'Demo chat models',
+          response: {
+            200: z.object({
+              models: z.array(z.object({ id: z.string(), name: z.string(), provider: z.string() })),
+              mode: z.literal('demo'),
+              message: z.string(),
+            }),
+          },
+        },
+        handler: () => ai.demoInfo(),
       });
-      return ai.demoChat(request.body, controller.signal);
+
+      app.post('/chat', {
+        schema: {
+          tags: ['demo'],
+          summary: 'Demo chat without sign-in',
+          description:
+            `max_tokens fixed at ${LIMITS.demoMaxTokens}; no streaming. Limited per IP (DEMO_RATE_LIMIT per hour): 429 \`Too many requests\`. ` +
+            `400 \`Message required\`; 500 \`Failed to get response\`; 503 \`${DEMO_UNAVAILABLE}\` when ROUTER_API_KEY is unset. ` +
+            'Each success logs usage as user `demo`, agent `demo-chat`.',
+          body: demoBody,
+          response: {
+            200: z.object({
+              id: z.string(),
+              model: z.string(),
+              message: z.string(),
+              usage: z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() }),
+              done: z.literal(true),
+            }),
+            400: errorSchema,
+            429: errorSchema,
+            500: errorSchema,
+            503: errorSchema,
+          },
+        },
+        handler: async (request, reply) => {
+          if (!ai.demoConfigured()) throw new AppError('DEMO_UNAVAILABLE', DEMO_UNAVAILABLE);
+          try {
+            await ai.demoRateLimit(request.ip);
+          } catch (err) {
+            if (isAppError(err) && err.status === 429) reply.header('retry-after', String(err.extra?.retryAfter ?? 3600));
+            throw err;
+          }
+          const controller = new AbortController();
+          reply.raw.once('close', () => {
+            if (!reply.raw.writableFinished) controller.abort();
+          });
+          return ai.demoChat(request.body, controller.signal);
+        },
+      });
     },
-  });
-}
+  };
+};

@@ -11,9 +11,8 @@ import { z } from 'zod';
 import type { HostingStatusService } from '../../../domains/hosting-status/hosting-status.service.ts';
 import { AppError, badRequest, unauthorized } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
-import { SESSION_SECURITY } from '../../shared/security.ts';
-import type { SessionAuth } from '../../shared/session.ts';
 
 const record = z.object({
   status: z.string(),
@@ -30,14 +29,14 @@ function providedSecret(request: FastifyRequest): string | undefined {
   return typeof query === 'string' ? query : undefined;
 }
 
-export async function hostingWebhookRoutes(app: App, deps: { hostingStatus: HostingStatusService; session: SessionAuth }) {
-  const { hostingStatus, session } = deps;
-
-  await app.register(async (scope: App) => {
+export const hostingWebhookRoutes = ({ hostingStatus }: { hostingStatus: HostingStatusService }): RouteModule<'public' | 'session'> => ({
+  prefix: '/api/webhooks/hosting-status',
+  // the webhook's own secret is its credential; any content type is read as text (its plugin only)
+  public: async (scope: App) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => done(null, body));
 
-    scope.post('/api/webhooks/hosting-status', {
+    scope.post('', {
       // before the body is read: an unauthenticated sender learns nothing about payload handling
       onRequest: async (request) => {
         const verdict = hostingStatus.authorize(providedSecret(request));
@@ -71,21 +70,19 @@ export async function hostingWebhookRoutes(app: App, deps: { hostingStatus: Host
         return { received: true as const, record: await hostingStatus.receive(payload as Record<string, unknown>) };
       },
     });
-  });
+  },
 
-  app.get('/api/webhooks/hosting-status', {
-    schema: {
-      tags: ['webhooks'],
-      summary: 'Latest hosting status record',
-      description:
-        'The newest record received by the webhook, from our database, for the dashboard: `{record}` or `{record:null}` before any ' +
-        'event. Needs a session (401).',
-      security: SESSION_SECURITY,
-      response: { 200: z.object({ record: record.nullable() }), 401: errorSchema },
-    },
-    handler: async (request) => {
-      await session.require(request);
-      return { record: await hostingStatus.latest() };
-    },
-  });
-}
+  session: async (app) => {
+    app.get('', {
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Latest hosting status record',
+        description:
+          'The newest record received by the webhook, from our database, for the dashboard: `{record}` or `{record:null}` before any ' +
+          'event. Needs a session (401).',
+        response: { 200: z.object({ record: record.nullable() }), 401: errorSchema },
+      },
+      handler: async () => ({ record: await hostingStatus.latest() }),
+    });
+  },
+});

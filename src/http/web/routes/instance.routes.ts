@@ -8,47 +8,49 @@
 
 import { z } from 'zod';
 import type { AgentsWebService } from '../../../domains/agents/agents.web.service.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
-import { SESSION_SECURITY } from '../../shared/security.ts';
-import type { SessionAuth } from '../../shared/session.ts';
+import { currentUser } from '../../shared/session.ts';
 
-export function instanceRoutes(app: App, deps: { agents: AgentsWebService; session: SessionAuth }) {
-  for (const action of ['start', 'stop', 'restart'] as const) {
-    app.post(`/api/instance/:userId/${action}`, {
-      onRequest: deps.session.guard,
-      schema: {
-        tags: ['agents'],
-        summary: `${action[0]!.toUpperCase()}${action.slice(1)} the user's agents`,
-        description:
-          'The session user must be `:userId` (404 otherwise). Optional body `{agentId}` limits the action to one agent; without it every agent of the user is acted on. ' +
-          '`start` resumes a stopped agent (deploying it again when its unit is gone: status `provisioning`), `stop` suspends (status `stopped`), `restart` restarts. ' +
-          '500 when the backend or hosting platform cannot be reached.',
-        security: SESSION_SECURITY,
-        params: z.object({ userId: z.string().min(1).max(200) }),
-        body: z
-          .object(
-            { agentId: z.string({ error: 'agentId must be a string' }).min(1).max(200).optional() },
-            { error: 'Request body must be a JSON object' },
-          )
-          .nullish(),
-        response: {
-          200: z.object({
-            success: z.literal(true),
-            action: z.literal(action),
-            userId: z.string(),
-            agents: z.array(z.object({ id: z.string(), status: z.string() })),
-          }),
-          400: errorSchema,
-          401: errorSchema,
-          404: errorSchema,
-          500: errorSchema,
-        },
-      },
-      handler: async (request) => {
-        const user = await deps.session.require(request);
-        return deps.agents.instanceAction(user, request.params.userId, action, request.body?.agentId);
-      },
-    });
-  }
-}
+export const instanceRoutes = (deps: { agents: AgentsWebService }): RouteModule<'session'> => {
+  return {
+    prefix: '/api/instance',
+    session: async (app) => {
+      for (const action of ['start', 'stop', 'restart'] as const) {
+        app.post(`/:userId/${action}`, {
+          schema: {
+            tags: ['agents'],
+            summary: `${action[0]!.toUpperCase()}${action.slice(1)} the user's agents`,
+            description:
+              'The session user must be `:userId` (404 otherwise). Optional body `{agentId}` limits the action to one agent; without it every agent of the user is acted on. ' +
+              '`start` resumes a stopped agent (deploying it again when its unit is gone: status `provisioning`), `stop` suspends (status `stopped`), `restart` restarts. ' +
+              '500 when the backend or hosting platform cannot be reached.',
+            params: z.object({ userId: z.string().min(1).max(200) }),
+            body: z
+              .object(
+                { agentId: z.string({ error: 'agentId must be a string' }).min(1).max(200).optional() },
+                { error: 'Request body must be a JSON object' },
+              )
+              .nullish(),
+            response: {
+              200: z.object({
+                success: z.literal(true),
+                action: z.literal(action),
+                userId: z.string(),
+                agents: z.array(z.object({ id: z.string(), status: z.string() })),
+              }),
+              400: errorSchema,
+              401: errorSchema,
+              404: errorSchema,
+              500: errorSchema,
+            },
+          },
+          handler: async (request) => {
+            const user = currentUser(request);
+            return deps.agents.instanceAction(user, request.params.userId, action, request.body?.agentId);
+          },
+        });
+      }
+    },
+  };
+};

@@ -6,9 +6,9 @@
 import { z } from 'zod';
 import type { AgentsWebService } from '../../../domains/agents/agents.web.service.ts';
 import type { LiveLogs } from '../../../domains/logs/live-logs.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
-import type { SessionAuth } from '../../shared/session.ts';
+import { currentUser } from '../../shared/session.ts';
 
 const params = z.object({ agentId: z.string().min(1).max(64) });
 const line = z.object({
@@ -23,106 +23,107 @@ const errors = { 401: errorSchema, 404: errorSchema, 500: errorSchema };
 /** a comment line now and then keeps proxies from closing a quiet stream */
 const KEEPALIVE_MS = 15_000;
 
-export function logsRoutes(app: App, deps: { agents: AgentsWebService; live: LiveLogs; session: SessionAuth }) {
-  const { agents, live, session } = deps;
+export const logsRoutes = (deps: { agents: AgentsWebService; live: LiveLogs }): RouteModule<'session'> => {
+  const { agents, live } = deps;
 
-  app.get('/api/logs/:agentId/stream', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['logs'],
-      summary: 'Live runtime log lines of one of your agents (Server-Sent Events)',
-      description:
-        'A `text/event-stream` of the lines the agent writes from now on: `event: log` with a log line (the shape of ' +
-        '`GET /api/agents/{id}/logs`), a `: keep-alive` comment every 15 s, and `event: end` `{reason}` when the stream is ' +
-        'stopped (`POST /api/logs/{agentId}/stop`) or the agent disappears. Lines are read from the hosting driver about once a ' +
-        'second, by one reader per agent however many streams are open; closing the connection releases the stream.',
-      params,
-      response: { 200: z.string().describe('text/event-stream'), ...errors },
-    },
-    handler: async (request, reply) => {
-      const user = await session.require(request);
-      const { agentId } = request.params;
-      // 404 before the stream starts, for another user's agent or an unknown one
-      await agents.get(user, agentId);
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-      });
-      res.write(': connected\n\n');
-      let release = () => {};
-      const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), KEEPALIVE_MS);
-      keepAlive.unref();
-      const finish = () => {
-        clearInterval(keepAlive);
-        release();
-      };
-      release = live.subscribe(user.id, agentId, {
-        onLine: (l) => res.write(`event: log\ndata: ${JSON.stringify(l)}\n\n`),
-        onEnd: (reason) => {
-          finish();
-          if (!res.writableEnded) res.end(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
+  return {
+    prefix: '/api',
+    session: async (app) => {
+      app.get('/logs/:agentId/stream', {
+        schema: {
+          tags: ['logs'],
+          summary: 'Live runtime log lines of one of your agents (Server-Sent Events)',
+          description:
+            'A `text/event-stream` of the lines the agent writes from now on: `event: log` with a log line (the shape of ' +
+            '`GET /api/agents/{id}/logs`), a `: keep-alive` comment every 15 s, and `event: end` `{reason}` when the stream is ' +
+            'stopped (`POST /api/logs/{agentId}/stop`) or the agent disappears. Lines are read from the hosting driver about once a ' +
+            'second, by one reader per agent however many streams are open; closing the connection releases the stream.',
+          params,
+          response: { 200: z.string().describe('text/event-stream'), ...errors },
+        },
+        handler: async (request, reply) => {
+          const user = currentUser(request);
+          const { agentId } = request.params;
+          // 404 before the stream starts, for another user's agent or an unknown one
+          await agents.get(user, agentId);
+          reply.hijack();
+          const res = reply.raw;
+          res.writeHead(200, {
+            'content-type': 'text/event-stream; charset=utf-8',
+            'cache-control': 'no-cache',
+            connection: 'keep-alive',
+            'x-accel-buffering': 'no',
+          });
+          res.write(': connected\n\n');
+          let release = () => {};
+          const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), KEEPALIVE_MS);
+          keepAlive.unref();
+          const finish = () => {
+            clearInterval(keepAlive);
+            release();
+          };
+          release = live.subscribe(user.id, agentId, {
+            onLine: (l) => res.write(`event: log\ndata: ${JSON.stringify(l)}\n\n`),
+            onEnd: (reason) => {
+              finish();
+              if (!res.writableEnded) res.end(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
+            },
+          });
+          request.raw.once('close', finish);
+          res.once('close', finish);
         },
       });
-      request.raw.once('close', finish);
-      res.once('close', finish);
-    },
-  });
 
-  app.get('/api/logs/:agentId/history', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['logs'],
-      summary: 'Recent runtime log lines of one of your agents',
-      description:
-        'The same lines as `GET /api/agents/{id}/logs`, under the live-log paths: newest `limit` (default 100, at most 100), oldest first; `level` filters.',
-      params,
-      querystring: z.object({
-        limit: z.coerce.number().int().min(1).max(100).default(100),
-        level: z.enum(['debug', 'info', 'warn', 'error'], { error: 'level must be debug, info, warn or error' }).optional(),
-      }),
-      response: {
-        200: z.object({ logs: z.array(line), total: z.number(), limit: z.number(), status: z.literal('ok') }),
-        400: errorSchema,
-        ...errors,
-      },
-    },
-    handler: async (request) => agents.logs(await session.require(request), request.params.agentId, request.query),
-  });
+      app.get('/logs/:agentId/history', {
+        schema: {
+          tags: ['logs'],
+          summary: 'Recent runtime log lines of one of your agents',
+          description:
+            'The same lines as `GET /api/agents/{id}/logs`, under the live-log paths: newest `limit` (default 100, at most 100), oldest first; `level` filters.',
+          params,
+          querystring: z.object({
+            limit: z.coerce.number().int().min(1).max(100).default(100),
+            level: z.enum(['debug', 'info', 'warn', 'error'], { error: 'level must be debug, info, warn or error' }).optional(),
+          }),
+          response: {
+            200: z.object({ logs: z.array(line), total: z.number(), limit: z.number(), status: z.literal('ok') }),
+            400: errorSchema,
+            ...errors,
+          },
+        },
+        handler: async (request) => agents.logs(currentUser(request), request.params.agentId, request.query),
+      });
 
-  app.post('/api/logs/:agentId/stop', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['logs'],
-      summary: 'Ends your open live-log streams of one agent',
-      description: 'Every stream you have open on this agent receives `event: end` and is closed. `stopped` counts them (0 when none).',
-      params,
-      response: { 200: z.object({ agentId: z.string(), stopped: z.number() }), ...errors },
-    },
-    handler: async (request) => {
-      const user = await session.require(request);
-      await agents.get(user, request.params.agentId);
-      return { agentId: request.params.agentId, stopped: live.stop(user.id, request.params.agentId) };
-    },
-  });
+      app.post('/logs/:agentId/stop', {
+        schema: {
+          tags: ['logs'],
+          summary: 'Ends your open live-log streams of one agent',
+          description: 'Every stream you have open on this agent receives `event: end` and is closed. `stopped` counts them (0 when none).',
+          params,
+          response: { 200: z.object({ agentId: z.string(), stopped: z.number() }), ...errors },
+        },
+        handler: async (request) => {
+          const user = currentUser(request);
+          await agents.get(user, request.params.agentId);
+          return { agentId: request.params.agentId, stopped: live.stop(user.id, request.params.agentId) };
+        },
+      });
 
-  app.get('/api/logs/:agentId/active', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['logs'],
-      summary: 'Whether you have live-log streams open on one agent',
-      description: 'Counts the streams open in the web process that answers (with several replicas, each counts its own).',
-      params,
-      response: { 200: z.object({ agentId: z.string(), active: z.boolean(), streams: z.number() }), ...errors },
+      app.get('/logs/:agentId/active', {
+        schema: {
+          tags: ['logs'],
+          summary: 'Whether you have live-log streams open on one agent',
+          description: 'Counts the streams open in the web process that answers (with several replicas, each counts its own).',
+          params,
+          response: { 200: z.object({ agentId: z.string(), active: z.boolean(), streams: z.number() }), ...errors },
+        },
+        handler: async (request) => {
+          const user = currentUser(request);
+          await agents.get(user, request.params.agentId);
+          const streams = live.active(user.id, request.params.agentId);
+          return { agentId: request.params.agentId, active: streams > 0, streams };
+        },
+      });
     },
-    handler: async (request) => {
-      const user = await session.require(request);
-      await agents.get(user, request.params.agentId);
-      const streams = live.active(user.id, request.params.agentId);
-      return { agentId: request.params.agentId, active: streams > 0, streams };
-    },
-  });
-}
+  };
+};

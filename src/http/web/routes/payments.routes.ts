@@ -9,7 +9,7 @@ import type { GatewayAccount, GatewayService } from '../../../domains/payments/g
 import type { PaymentSessionsService } from '../../../domains/payments/sessions.service.ts';
 import { ERROR_CODES } from '../../../lib/error-codes.ts';
 import { badRequest, notFound, unauthorized } from '../../../lib/errors.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
 import type { SessionAuth } from '../../shared/session.ts';
 
@@ -48,128 +48,15 @@ const gatewayResponse = z
   })
   .loose();
 
-export function paymentsRoutes(
-  app: App,
-  deps: { sessions: PaymentSessionsService; gateway: GatewayService; keys: KeysService; session: SessionAuth },
-) {
+export const paymentsRoutes = (deps: {
+  sessions: PaymentSessionsService;
+  gateway: GatewayService;
+  keys: KeysService;
+  session: SessionAuth;
+}): RouteModule<'public'> => {
   const { sessions, gateway, session } = deps;
 
-  app.post('/api/wallet/sessions', {
-    schema: {
-      tags: ['payments'],
-      summary: 'Open a payment session',
-      description:
-        "Moves `deposit` (USD, up to 6 decimals) from the wallet's card-funded ledger balance (top-ups, §4.4) into a new session. " +
-        "Proof of the address: the signed-in user's own wallet (SIWE sign-in address or session wallet), or an EIP-712 `OpenSession` " +
-        'signature by the address (`signature`, `deadline` in epoch seconds at most one hour ahead, `salt` 32 bytes; single use; domain ' +
-        'and types in docs/payments.md). 201 with `sessionId`: a bearer secret shown once (only its hash is stored); send it as ' +
-        '`X-Session-Id` with `X-Wallet-Address` and `X-Payment-Method: session` to the gateway. Errors: 400 invalid address/deposit/signature, ' +
-        '401 neither signed in nor signed, 403 not your address, 402 `insufficient_balance` with `balance` and `deposit`.',
-      body: jsonBody({
-        address: z.unknown().describe('0x + 40 hex'),
-        deposit: z.unknown().describe('USD amount, number or decimal string, e.g. "0.10"'),
-        signature: z.unknown().optional(),
-        deadline: z.unknown().optional(),
-        salt: z.unknown().optional(),
-      }),
-      response: {
-        201: sessionView.extend({ sessionId: z.string() }),
-        400: errorSchema,
-        401: errorSchema,
-        402: errorSchema,
-        403: errorSchema,
-      },
-    },
-    handler: async (request, reply) => {
-      const user = await session.user(request);
-      const view = await sessions.open({ ...request.body, userId: user?.id ?? null });
-      return reply.code(201).send(view as typeof view & { sessionId: string });
-    },
-  });
-
   const bySessionHeader = { headers: documentedHeaders({ [SESSION_HEADER]: 'the payment session id' }) };
-
-  app.get('/api/wallet/sessions', {
-    schema: {
-      tags: ['payments'],
-      summary: 'Read a payment session',
-      description: 'The session named by the `X-Session-Id` header (the id is the bearer secret). 400 without the header, 404 unknown.',
-      ...bySessionHeader,
-      response: { 200: sessionView, 400: errorSchema, 404: errorSchema },
-    },
-    handler: async (request) => {
-      const id = headerOf(request, SESSION_HEADER);
-      if (!id) throw badRequest('X-Session-Id required');
-      const view = await sessions.get(id);
-      if (!view) throw notFound('Session not found');
-      return view;
-    },
-  });
-
-  app.get('/api/wallet/sessions/receipts', {
-    schema: {
-      tags: ['payments'],
-      summary: 'Receipts of a payment session',
-      description:
-        "The latest 1000 debits of the session named by `X-Session-Id`, oldest first: receipt `session:<id>:<nonce>`, amount, remainder after it and the platform's EIP-712 signature.",
-      ...bySessionHeader,
-      response: {
-        200: z.object({
-          receipts: z.array(
-            z.object({
-              receipt: z.string(),
-              nonce: z.string(),
-              plugin: z.string(),
-              amount: z.string(),
-              remaining: z.string(),
-              signature: z.string(),
-              createdAt: z.string(),
-            }),
-          ),
-        }),
-        400: errorSchema,
-        404: errorSchema,
-      },
-    },
-    handler: async (request) => {
-      const id = headerOf(request, SESSION_HEADER);
-      if (!id) throw badRequest('X-Session-Id required');
-      const receipts = await sessions.receipts(id);
-      if (!receipts) throw notFound('Session not found');
-      return { receipts };
-    },
-  });
-
-  app.delete('/api/wallet/sessions', {
-    schema: {
-      tags: ['payments'],
-      summary: 'Close a payment session',
-      description:
-        "Closes the session named by `X-Session-Id`; its remainder returns to the wallet's balance (`returned`, USD). Closing twice returns nothing more.",
-      ...bySessionHeader,
-      response: { 200: sessionView.extend({ returned: z.string() }), 400: errorSchema, 404: errorSchema },
-    },
-    handler: async (request) => {
-      const id = headerOf(request, SESSION_HEADER);
-      if (!id) throw badRequest('X-Session-Id required');
-      const view = await sessions.close(id);
-      if (!view) throw notFound('Session not found');
-      return view;
-    },
-  });
-
-  app.get('/api/payments/receipt-signer', {
-    schema: {
-      tags: ['payments'],
-      summary: 'The key that signs session receipts',
-      description:
-        "Address and EIP-712 domain of the platform's receipt key, so a client can verify `Payment-Receipt-Signature` offline (docs/payments.md).",
-      response: {
-        200: z.object({ address: z.string(), domain: z.object({ name: z.string(), version: z.string(), chainId: z.number() }) }),
-      },
-    },
-    handler: async () => sessions.signerInfo(),
-  });
 
   /** The caller's account: the session cookie, or a user API key as `Authorization: Bearer sk_…` (401 when invalid). */
   async function account(request: FastifyRequest): Promise<GatewayAccount | null> {
@@ -183,75 +70,197 @@ export function paymentsRoutes(
     return user ? { userId: user.id, email: user.email, plan: user.isAdmin ? 'network' : 'solo', isAdmin: user.isAdmin } : null;
   }
 
-  app.post('/api/v1/gateway', {
-    schema: {
-      tags: ['gateway'],
-      summary: 'Call a plugin, paid by card balance, MPP or a payment session',
-      description:
-        "Plugins and prices per call: `agent` $0.05 (the caller's running agent, else the AI layer; streams), `generate-text` $0.01 (AI layer; streams), " +
-        '`tts` $0.03 and `stt` $0.02 (the OpenAI-compatible audio endpoints of OPENAI_BASE_URL). `X-Plugin-Id` overrides body `plugin` (default `agent`); ' +
-        'other body fields go to the plugin (`messages` or `prompt`; tts `input`, `voice`, `format`; stt `audio` base64, `filename`). ' +
-        'Method: X-Payment-Method (`stripe`, `mpp`, `session`), else `Authorization: Payment` means mpp, else `stripe`: a caller with an account ' +
-        '(cookie, or `Authorization: Bearer sk_…`) pays from the card-funded balance of their wallet; otherwise 402 `payment_required` with ' +
-        '`mpp` and `stripe:{checkoutUrl, amount (cents), currency}` and `WWW-Authenticate: Payment …`. Session: `Payment-Receipt` ' +
-        '`session:<id>:<nonce>`, `X-Session-Remaining` (USD) and `Payment-Receipt-Signature`. MPP: `Payment-Receipt` is the transaction hash. ' +
-        'A plugin that fails before answering is not charged. `Accept: text/event-stream` streams `data: {plugin, delta}` events, then ' +
-        '`data: {plugin, message, timestamp, payment, done:true}` and `data: [DONE]`. Errors: 400 `unknown_plugin` (session method) or bad input, ' +
-        '401 `Unauthorized` (invalid key), 402 `payment_required`, `session_required`, `session_invalid`, `insufficient_balance` (`session.remaining`, `session.cost`), ' +
-        '`voucher_failed`; 500 `internal`; 502 `no_plugin`.',
-      headers: documentedHeaders({
-        'x-plugin-id': 'overrides body `plugin`',
-        'x-payment-method': '`stripe` (default), `mpp` or `session`',
-        'x-session-id': 'payment session id (session method)',
-        'x-wallet-address': 'address owning the session (session method)',
-      }),
-      body: jsonBody({ plugin: z.string().max(100, { error: 'Invalid plugin' }).optional() }).loose(),
-      response: { 200: gatewayResponse, 400: errorSchema, 401: errorSchema, 402: errorSchema, 500: errorSchema, 502: errorSchema },
-    },
-    handler: async (request, reply) => {
-      const body = request.body as Record<string, unknown>;
-      const pluginId = headerOf(request, 'x-plugin-id') || (typeof body.plugin === 'string' ? body.plugin : undefined) || 'agent';
-      const authorization = typeof request.headers.authorization === 'string' ? request.headers.authorization : undefined;
-      const isPayment = authorization !== undefined && /^Payment\s/i.test(authorization);
-      const acct = isPayment
-        ? await session.user(request).then((u) => (u ? { userId: u.id, email: u.email, plan: 'solo' as const, isAdmin: u.isAdmin } : null))
-        : await account(request);
-      const accept = headerOf(request, 'accept') ?? '';
-      const controller = new AbortController();
-      reply.raw.once('close', () => {
-        if (!reply.raw.writableFinished) controller.abort(new Error('client disconnected'));
+  return {
+    prefix: '/api',
+    public: async (app) => {
+      app.post('/wallet/sessions', {
+        schema: {
+          tags: ['payments'],
+          summary: 'Open a payment session',
+          description:
+            "Moves `deposit` (USD, up to 6 decimals) from the wallet's card-funded ledger balance (top-ups, §4.4) into a new session. " +
+            "Proof of the address: the signed-in user's own wallet (SIWE sign-in address or session wallet), or an EIP-712 `OpenSession` " +
+            'signature by the address (`signature`, `deadline` in epoch seconds at most one hour ahead, `salt` 32 bytes; single use; domain ' +
+            'and types in docs/payments.md). 201 with `sessionId`: a bearer secret shown once (only its hash is stored); send it as ' +
+            '`X-Session-Id` with `X-Wallet-Address` and `X-Payment-Method: session` to the gateway. Errors: 400 invalid address/deposit/signature, ' +
+            '401 neither signed in nor signed, 403 not your address, 402 `insufficient_balance` with `balance` and `deposit`.',
+          body: jsonBody({
+            address: z.unknown().describe('0x + 40 hex'),
+            deposit: z.unknown().describe('USD amount, number or decimal string, e.g. "0.10"'),
+            signature: z.unknown().optional(),
+            deadline: z.unknown().optional(),
+            salt: z.unknown().optional(),
+          }),
+          response: {
+            201: sessionView.extend({ sessionId: z.string() }),
+            400: errorSchema,
+            401: errorSchema,
+            402: errorSchema,
+            403: errorSchema,
+          },
+        },
+        handler: async (request, reply) => {
+          const user = await session.user(request);
+          const view = await sessions.open({ ...request.body, userId: user?.id ?? null });
+          return reply.code(201).send(view as typeof view & { sessionId: string });
+        },
       });
-      const { plugin: _plugin, ...forwarded } = body;
-      const outcome = await gateway.handle({
-        pluginId,
-        body: forwarded,
-        paymentMethod: headerOf(request, 'x-payment-method'),
-        authorization,
-        sessionId: headerOf(request, SESSION_HEADER),
-        walletAddress: headerOf(request, 'x-wallet-address'),
-        stream: accept.includes('text/event-stream'),
-        account: acct,
-        signal: controller.signal,
+
+      app.get('/wallet/sessions', {
+        schema: {
+          tags: ['payments'],
+          summary: 'Read a payment session',
+          description: 'The session named by the `X-Session-Id` header (the id is the bearer secret). 400 without the header, 404 unknown.',
+          ...bySessionHeader,
+          response: { 200: sessionView, 400: errorSchema, 404: errorSchema },
+        },
+        handler: async (request) => {
+          const id = headerOf(request, SESSION_HEADER);
+          if (!id) throw badRequest('X-Session-Id required');
+          const view = await sessions.get(id);
+          if (!view) throw notFound('Session not found');
+          return view;
+        },
       });
-      if (!outcome.ok)
-        return reply
-          .code(outcome.status as 402)
-          .headers(outcome.headers)
-          .send(outcome.body as never);
-      const headers = { ...outcome.headers, 'x-plugin-id': outcome.plugin };
-      if (outcome.output.type === 'json') {
-        return reply.headers(headers).send({
-          plugin: outcome.plugin,
-          message: outcome.output.message,
-          ...(outcome.output.extra ?? {}),
-          timestamp: new Date().toISOString(),
-          payment: outcome.payment,
-        });
-      }
-      return writeSse(request, reply, headers, outcome.plugin, outcome.payment, outcome.output.events);
+
+      app.get('/wallet/sessions/receipts', {
+        schema: {
+          tags: ['payments'],
+          summary: 'Receipts of a payment session',
+          description:
+            "The latest 1000 debits of the session named by `X-Session-Id`, oldest first: receipt `session:<id>:<nonce>`, amount, remainder after it and the platform's EIP-712 signature.",
+          ...bySessionHeader,
+          response: {
+            200: z.object({
+              receipts: z.array(
+                z.object({
+                  receipt: z.string(),
+                  nonce: z.string(),
+                  plugin: z.string(),
+                  amount: z.string(),
+                  remaining: z.string(),
+                  signature: z.string(),
+                  createdAt: z.string(),
+                }),
+              ),
+            }),
+            400: errorSchema,
+            404: errorSchema,
+          },
+        },
+        handler: async (request) => {
+          const id = headerOf(request, SESSION_HEADER);
+          if (!id) throw badRequest('X-Session-Id required');
+          const receipts = await sessions.receipts(id);
+          if (!receipts) throw notFound('Session not found');
+          return { receipts };
+        },
+      });
+
+      app.delete('/wallet/sessions', {
+        schema: {
+          tags: ['payments'],
+          summary: 'Close a payment session',
+          description:
+            "Closes the session named by `X-Session-Id`; its remainder returns to the wallet's balance (`returned`, USD). Closing twice returns nothing more.",
+          ...bySessionHeader,
+          response: { 200: sessionView.extend({ returned: z.string() }), 400: errorSchema, 404: errorSchema },
+        },
+        handler: async (request) => {
+          const id = headerOf(request, SESSION_HEADER);
+          if (!id) throw badRequest('X-Session-Id required');
+          const view = await sessions.close(id);
+          if (!view) throw notFound('Session not found');
+          return view;
+        },
+      });
+
+      app.get('/payments/receipt-signer', {
+        schema: {
+          tags: ['payments'],
+          summary: 'The key that signs session receipts',
+          description:
+            "Address and EIP-712 domain of the platform's receipt key, so a client can verify `Payment-Receipt-Signature` offline (docs/payments.md).",
+          response: {
+            200: z.object({ address: z.string(), domain: z.object({ name: z.string(), version: z.string(), chainId: z.number() }) }),
+          },
+        },
+        handler: async () => sessions.signerInfo(),
+      });
+
+      app.post('/v1/gateway', {
+        schema: {
+          tags: ['gateway'],
+          summary: 'Call a plugin, paid by card balance, MPP or a payment session',
+          description:
+            "Plugins and prices per call: `agent` $0.05 (the caller's running agent, else the AI layer; streams), `generate-text` $0.01 (AI layer; streams), " +
+            '`tts` $0.03 and `stt` $0.02 (the OpenAI-compatible audio endpoints of OPENAI_BASE_URL). `X-Plugin-Id` overrides body `plugin` (default `agent`); ' +
+            'other body fields go to the plugin (`messages` or `prompt`; tts `input`, `voice`, `format`; stt `audio` base64, `filename`). ' +
+            'Method: X-Payment-Method (`stripe`, `mpp`, `session`), else `Authorization: Payment` means mpp, else `stripe`: a caller with an account ' +
+            '(cookie, or `Authorization: Bearer sk_…`) pays from the card-funded balance of their wallet; otherwise 402 `payment_required` with ' +
+            '`mpp` and `stripe:{checkoutUrl, amount (cents), currency}` and `WWW-Authenticate: Payment …`. Session: `Payment-Receipt` ' +
+            '`session:<id>:<nonce>`, `X-Session-Remaining` (USD) and `Payment-Receipt-Signature`. MPP: `Payment-Receipt` is the transaction hash. ' +
+            'A plugin that fails before answering is not charged. `Accept: text/event-stream` streams `data: {plugin, delta}` events, then ' +
+            '`data: {plugin, message, timestamp, payment, done:true}` and `data: [DONE]`. Errors: 400 `unknown_plugin` (session method) or bad input, ' +
+            '401 `Unauthorized` (invalid key), 402 `payment_required`, `session_required`, `session_invalid`, `insufficient_balance` (`session.remaining`, `session.cost`), ' +
+            '`voucher_failed`; 500 `internal`; 502 `no_plugin`.',
+          headers: documentedHeaders({
+            'x-plugin-id': 'overrides body `plugin`',
+            'x-payment-method': '`stripe` (default), `mpp` or `session`',
+            'x-session-id': 'payment session id (session method)',
+            'x-wallet-address': 'address owning the session (session method)',
+          }),
+          body: jsonBody({ plugin: z.string().max(100, { error: 'Invalid plugin' }).optional() }).loose(),
+          response: { 200: gatewayResponse, 400: errorSchema, 401: errorSchema, 402: errorSchema, 500: errorSchema, 502: errorSchema },
+        },
+        handler: async (request, reply) => {
+          const body = request.body as Record<string, unknown>;
+          const pluginId = headerOf(request, 'x-plugin-id') || (typeof body.plugin === 'string' ? body.plugin : undefined) || 'agent';
+          const authorization = typeof request.headers.authorization === 'string' ? request.headers.authorization : undefined;
+          const isPayment = authorization !== undefined && /^Payment\s/i.test(authorization);
+          const acct = isPayment
+            ? await session
+                .user(request)
+                .then((u) => (u ? { userId: u.id, email: u.email, plan: 'solo' as const, isAdmin: u.isAdmin } : null))
+            : await account(request);
+          const accept = headerOf(request, 'accept') ?? '';
+          const controller = new AbortController();
+          reply.raw.once('close', () => {
+            if (!reply.raw.writableFinished) controller.abort(new Error('client disconnected'));
+          });
+          const { plugin: _plugin, ...forwarded } = body;
+          const outcome = await gateway.handle({
+            pluginId,
+            body: forwarded,
+            paymentMethod: headerOf(request, 'x-payment-method'),
+            authorization,
+            sessionId: headerOf(request, SESSION_HEADER),
+            walletAddress: headerOf(request, 'x-wallet-address'),
+            stream: accept.includes('text/event-stream'),
+            account: acct,
+            signal: controller.signal,
+          });
+          if (!outcome.ok)
+            return reply
+              .code(outcome.status as 402)
+              .headers(outcome.headers)
+              .send(outcome.body as never);
+          const headers = { ...outcome.headers, 'x-plugin-id': outcome.plugin };
+          if (outcome.output.type === 'json') {
+            return reply.headers(headers).send({
+              plugin: outcome.plugin,
+              message: outcome.output.message,
+              ...(outcome.output.extra ?? {}),
+              timestamp: new Date().toISOString(),
+              payment: outcome.payment,
+            });
+          }
+          return writeSse(request, reply, headers, outcome.plugin, outcome.payment, outcome.output.events);
+        },
+      });
     },
-  });
-}
+  };
+};
 
 async function writeSse(
   request: FastifyRequest,

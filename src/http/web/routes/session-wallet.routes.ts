@@ -7,11 +7,11 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { SessionWalletService } from '../../../domains/session-wallet/session-wallet.service.ts';
-import { AppError, badRequest } from '../../../lib/errors.ts';
-import type { App } from '../../shared/base-app.ts';
+import { AppError, badRequest, unauthorized } from '../../../lib/errors.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { SESSION_SECURITY } from '../../shared/security.ts';
-import type { SessionAuth } from '../../shared/session.ts';
+import { currentUser, type SessionAuth } from '../../shared/session.ts';
 
 const ACTIONS = ['create', 'get_seed', 'export_seed'] as const;
 const INVALID_ACTION = `Invalid action; use one of ${ACTIONS.join(', ')}`;
@@ -65,91 +65,99 @@ const actionResult = z.union([
 
 export type BalanceByAddress = (request: FastifyRequest, address: string) => Promise<z.infer<typeof stablecoinBalances>>;
 
-export function sessionWalletRoutes(
-  app: App,
-  deps: { sessionWallet: SessionWalletService; session: SessionAuth; balanceByAddress?: BalanceByAddress | undefined },
-) {
+export const sessionWalletRoutes = (deps: {
+  sessionWallet: SessionWalletService;
+  session: SessionAuth;
+  balanceByAddress?: BalanceByAddress | undefined;
+}): RouteModule<'public' | 'session'> => {
   const { sessionWallet, session } = deps;
 
-  app.get('/api/wallet', {
-    schema: {
-      tags: ['wallet'],
-      summary: 'The session wallet (or the agentic wallet configuration)',
-      description:
-        'Without `address` (§4.4): when the custodial wallet provider (CDP) is configured, answers without auth ' +
-        '`{agenticWallet:{status,projectId,features}, instructions}`. Otherwise needs the session (401) and returns ' +
-        '`{address,balance,network,hasWallet,createdAt}`, or `{address:null,balance:"0",network,hasWallet:false,message}` before a wallet exists. ' +
-        '`network` is `base-sepolia`. `balance` is always "0": the session wallet balance is not read from a chain (no RPC call is made). ' +
-        "With `?address=` (no auth) this path is the stablecoin balance lookup of §4.4: the 11 stablecoins' `balanceOf` in one RPC " +
-        'round trip on TEMPO_RPC_URL (deployless Multicall3), each valued 1:1 to USD with 6 decimals; `allTokens` lists funded tokens ' +
-        'in the §4.4 order, `primaryToken` is the first of them (pathUSD with balance "0" when none is funded), `totalUsd` is rounded ' +
-        'down to cents. 400 for a missing or malformed address; 500 when the RPC fails or TEMPO_RPC_URL is unset.',
-      querystring: z.object({ address: z.string().optional().describe('Stablecoin balance lookup (see above)') }),
-      response: { 200: z.union([walletView, stablecoinBalances]), 400: errorSchema, 401: errorSchema, 500: errorSchema },
-    },
-    handler: async (request) => {
-      const address = request.query.address;
-      if (address !== undefined) {
-        if (!deps.balanceByAddress) throw new AppError('BALANCE_LOOKUP_NOT_CONFIGURED', 'Balance lookup not configured');
-        return deps.balanceByAddress(request, address);
-      }
-      const cdp = sessionWallet.cdpInfo();
-      if (cdp) return cdp;
-      return sessionWallet.get((await session.require(request)).id);
-    },
-  });
+  return {
+    prefix: '/api/wallet',
+    public: async (app) => {
+      app.get('', {
+        schema: {
+          tags: ['wallet'],
+          summary: 'The session wallet (or the agentic wallet configuration)',
+          description:
+            'Without `address` (§4.4): when the custodial wallet provider (CDP) is configured, answers without auth ' +
+            '`{agenticWallet:{status,projectId,features}, instructions}`. Otherwise needs the session (401) and returns ' +
+            '`{address,balance,network,hasWallet,createdAt}`, or `{address:null,balance:"0",network,hasWallet:false,message}` before a wallet exists. ' +
+            '`network` is `base-sepolia`. `balance` is always "0": the session wallet balance is not read from a chain (no RPC call is made). ' +
+            "With `?address=` (no auth) this path is the stablecoin balance lookup of §4.4: the 11 stablecoins' `balanceOf` in one RPC " +
+            'round trip on TEMPO_RPC_URL (deployless Multicall3), each valued 1:1 to USD with 6 decimals; `allTokens` lists funded tokens ' +
+            'in the §4.4 order, `primaryToken` is the first of them (pathUSD with balance "0" when none is funded), `totalUsd` is rounded ' +
+            'down to cents. 400 for a missing or malformed address; 500 when the RPC fails or TEMPO_RPC_URL is unset.',
+          querystring: z.object({ address: z.string().optional().describe('Stablecoin balance lookup (see above)') }),
+          response: { 200: z.union([walletView, stablecoinBalances]), 400: errorSchema, 401: errorSchema, 500: errorSchema },
+        },
+        handler: async (request) => {
+          const address = request.query.address;
+          if (address !== undefined) {
+            if (!deps.balanceByAddress) throw new AppError('BALANCE_LOOKUP_NOT_CONFIGURED', 'Balance lookup not configured');
+            return deps.balanceByAddress(request, address);
+          }
+          const cdp = sessionWallet.cdpInfo();
+          if (cdp) return cdp;
+          // the session is needed only here (the other two answers are public): checked by hand
+          const user = await session.user(request);
+          if (!user) throw unauthorized('Unauthorized');
+          return sessionWallet.get(user.id);
+        },
+      });
 
-  app.post('/api/wallet', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['wallet'],
-      summary: 'Create the session wallet or read its metadata',
-      description:
-        '`action`: `create` generates a key pair on the server and returns `{address,network,message}` (400 `Wallet already exists` ' +
-        'when the user has one: one wallet per user). `get_seed` returns metadata only, `{address,network,createdAt,warning}` ' +
-        '(404 without a wallet); no key material is ever returned. `export_seed` always answers 403. Any other action: 400. ' +
-        'The private key is stored AES-256-GCM encrypted with WALLET_ENCRYPTION_KEY.',
-      security: SESSION_SECURITY,
-      body: actionBody,
-      response: { 200: actionResult, 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema },
+      app.get('/address', {
+        schema: {
+          tags: ['wallet'],
+          summary: "The signed-in user's wallet address",
+          description:
+            '200 `{authenticated:true,address}` (`address` is null until POST /api/wallet `create`). Without a session: 401 ' +
+            '`{authenticated:false,needsAuth:true,message}`. The `error`/`setup` variant of §4.4 is for configuration errors; ' +
+            'reading the session wallet address needs no configuration, so it does not occur here.',
+          security: SESSION_SECURITY,
+          response: {
+            200: z.object({ authenticated: z.literal(true), address: z.string().nullable() }),
+            401: z.object({ authenticated: z.literal(false), needsAuth: z.literal(true), message: z.string() }),
+          },
+        },
+        handler: async (request, reply) => {
+          const user = await session.user(request);
+          if (!user) {
+            return reply
+              .code(401)
+              .send({ authenticated: false as const, needsAuth: true as const, message: 'Sign in to see your wallet address' });
+          }
+          return { authenticated: true as const, address: await sessionWallet.address(user.id) };
+        },
+      });
     },
-    handler: async (request) => {
-      const user = await session.require(request);
-      switch (request.body.action) {
-        case 'create':
-          return sessionWallet.create(user.id);
-        case 'get_seed':
-          return sessionWallet.seedInfo(user.id);
-        case 'export_seed':
-          return sessionWallet.exportSeed();
-        default:
-          throw badRequest(INVALID_ACTION);
-      }
+    session: async (app) => {
+      app.post('', {
+        schema: {
+          tags: ['wallet'],
+          summary: 'Create the session wallet or read its metadata',
+          description:
+            '`action`: `create` generates a key pair on the server and returns `{address,network,message}` (400 `Wallet already exists` ' +
+            'when the user has one: one wallet per user). `get_seed` returns metadata only, `{address,network,createdAt,warning}` ' +
+            '(404 without a wallet); no key material is ever returned. `export_seed` always answers 403. Any other action: 400. ' +
+            'The private key is stored AES-256-GCM encrypted with WALLET_ENCRYPTION_KEY.',
+          body: actionBody,
+          response: { 200: actionResult, 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema },
+        },
+        handler: async (request) => {
+          const user = currentUser(request);
+          switch (request.body.action) {
+            case 'create':
+              return sessionWallet.create(user.id);
+            case 'get_seed':
+              return sessionWallet.seedInfo(user.id);
+            case 'export_seed':
+              return sessionWallet.exportSeed();
+            default:
+              throw badRequest(INVALID_ACTION);
+          }
+        },
+      });
     },
-  });
-
-  app.get('/api/wallet/address', {
-    schema: {
-      tags: ['wallet'],
-      summary: "The signed-in user's wallet address",
-      description:
-        '200 `{authenticated:true,address}` (`address` is null until POST /api/wallet `create`). Without a session: 401 ' +
-        '`{authenticated:false,needsAuth:true,message}`. The `error`/`setup` variant of §4.4 is for configuration errors; ' +
-        'reading the session wallet address needs no configuration, so it does not occur here.',
-      security: SESSION_SECURITY,
-      response: {
-        200: z.object({ authenticated: z.literal(true), address: z.string().nullable() }),
-        401: z.object({ authenticated: z.literal(false), needsAuth: z.literal(true), message: z.string() }),
-      },
-    },
-    handler: async (request, reply) => {
-      const user = await session.user(request);
-      if (!user) {
-        return reply
-          .code(401)
-          .send({ authenticated: false as const, needsAuth: true as const, message: 'Sign in to see your wallet address' });
-      }
-      return { authenticated: true as const, address: await sessionWallet.address(user.id) };
-    },
-  });
-}
+  };
+};

@@ -6,52 +6,56 @@
 import { z } from 'zod';
 import type { TopUpService } from '../../../domains/payments/top-up.service.ts';
 import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
 
-export async function topUpRoutes(app: App, deps: { topUp: TopUpService }) {
-  app.get('/api/wallet/top-up', {
-    schema: {
-      tags: ['wallet'],
-      summary: 'Start a card checkout that tops up a wallet',
-      description:
-        '`amount` in cents: 500, 1000, 2500 or 5000 (5, 10, 25, 50 agent calls; default 1000). `address`: the wallet to credit, 0x + 40 hex. ' +
-        'Returns the checkout `url` and `sessionId`; after payment the processor redirects to `/dashboard/wallet?top_up=success` ' +
-        '(cancel: `?top_up=cancelled`) and its completed-checkout webhook credits the wallet. 500 when no card processor is configured.',
-      security: [],
-      querystring: z.object({ amount: z.string().max(12).optional(), address: z.string().max(100).optional() }),
-      response: { 200: z.object({ url: z.string(), sessionId: z.string() }), 400: errorSchema, 500: errorSchema },
-    },
-    handler: async (request) => deps.topUp.startCheckout(request.query),
-  });
-
-  await app.register(async (scope) => {
-    scope.removeContentTypeParser('application/json');
-    scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
-    scope.post('/api/wallet/top-up', {
+export const topUpRoutes = (deps: { topUp: TopUpService }): RouteModule<'public'> => ({
+  prefix: '/api/wallet/top-up',
+  public: async (app) => {
+    app.get('', {
       schema: {
         tags: ['wallet'],
-        summary: "The card processor's webhook for wallet top-ups",
+        summary: 'Start a card checkout that tops up a wallet',
         description:
-          "Header `payment-signature` carries the processor's signature (Stripe-Signature format) over the raw body. " +
-          'A `checkout.session.completed` event with metadata `type: wallet_top_up` credits `amountCents` to `walletAddress` once per event id ' +
-          '(replays answer `credited: false`). Other events: 200 with `ignored`. Missing or bad signature: 400.',
+          '`amount` in cents: 500, 1000, 2500 or 5000 (5, 10, 25, 50 agent calls; default 1000). `address`: the wallet to credit, 0x + 40 hex. ' +
+          'Returns the checkout `url` and `sessionId`; after payment the processor redirects to `/dashboard/wallet?top_up=success` ' +
+          '(cancel: `?top_up=cancelled`) and its completed-checkout webhook credits the wallet. 500 when no card processor is configured.',
         security: [],
-        headers: z.object({ 'payment-signature': z.string().max(2000).optional(), 'stripe-signature': z.string().max(2000).optional() }),
-        response: {
-          200: z.union([
-            z.object({ received: z.literal(true), credited: z.boolean(), walletAddress: z.string(), amountCents: z.number() }),
-            z.object({ received: z.literal(true), ignored: z.string() }),
-          ]),
-          400: errorSchema,
-          500: errorSchema,
-        },
+        querystring: z.object({ amount: z.string().max(12).optional(), address: z.string().max(100).optional() }),
+        response: { 200: z.object({ url: z.string(), sessionId: z.string() }), 400: errorSchema, 500: errorSchema },
       },
-      handler: async (request) => {
-        const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-        // §4.4 names `payment-signature`; Stripe itself sends `Stripe-Signature`: accept either
-        const sig = request.headers['payment-signature'] ?? request.headers['stripe-signature'];
-        return deps.topUp.handleWebhook(raw, Array.isArray(sig) ? sig[0] : sig);
-      },
+      handler: async (request) => deps.topUp.startCheckout(request.query),
     });
-  });
-}
+
+    await app.register(async (scope: App) => {
+      scope.removeContentTypeParser('application/json');
+      scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+      scope.post('', {
+        schema: {
+          tags: ['wallet'],
+          summary: "The card processor's webhook for wallet top-ups",
+          description:
+            "Header `payment-signature` carries the processor's signature (Stripe-Signature format) over the raw body. " +
+            'A `checkout.session.completed` event with metadata `type: wallet_top_up` credits `amountCents` to `walletAddress` once per event id ' +
+            '(replays answer `credited: false`). Other events: 200 with `ignored`. Missing or bad signature: 400.',
+          security: [],
+          headers: z.object({ 'payment-signature': z.string().max(2000).optional(), 'stripe-signature': z.string().max(2000).optional() }),
+          response: {
+            200: z.union([
+              z.object({ received: z.literal(true), credited: z.boolean(), walletAddress: z.string(), amountCents: z.number() }),
+              z.object({ received: z.literal(true), ignored: z.string() }),
+            ]),
+            400: errorSchema,
+            500: errorSchema,
+          },
+        },
+        handler: async (request) => {
+          const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+          // §4.4 names `payment-signature`; Stripe itself sends `Stripe-Signature`: accept either
+          const sig = request.headers['payment-signature'] ?? request.headers['stripe-signature'];
+          return deps.topUp.handleWebhook(raw, Array.isArray(sig) ? sig[0] : sig);
+        },
+      });
+    });
+  },
+});

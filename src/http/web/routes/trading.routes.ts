@@ -6,10 +6,9 @@ import { LIMITS } from '../../../config/limits.ts';
 import type { TradingService } from '../../../domains/trading/trading.service.ts';
 import { isTradingJobId } from '../../../domains/trading/trading-client.ts';
 import { badRequest } from '../../../lib/errors.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
-import { SESSION_SECURITY } from '../../shared/security.ts';
-import type { SessionAuth } from '../../shared/session.ts';
+import { currentUser } from '../../shared/session.ts';
 
 const success = z.object({ success: z.literal(true) });
 const passthrough = z.unknown().describe("The trading service's JSON body, unchanged");
@@ -77,105 +76,97 @@ function parseChains(raw: string | undefined): string[] {
   return chains;
 }
 
-export function tradingRoutes(app: App, deps: { trading: TradingService; session: SessionAuth }) {
-  const { trading, session } = deps;
-  // onRequest runs before body parsing and validation: no session is 401 whatever the body says
-  const userId = async (request: FastifyRequest) => (await session.require(request)).id;
+export const tradingRoutes = (deps: { trading: TradingService }): RouteModule<'session'> => {
+  const { trading } = deps;
+  const userId = async (request: FastifyRequest) => currentUser(request).id;
 
-  app.get('/api/user/trading-key', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['trading'],
-      summary: 'Whether a personal trading key is saved',
-      description: 'Never returns the key itself (it is stored AES-256-GCM encrypted with SECRETS_ENCRYPTION_KEY).',
-      security: SESSION_SECURITY,
-      response: { 200: z.object({ configured: z.boolean() }), 401: errorSchema },
-    },
-    handler: async (request) => ({ configured: await trading.hasKey(await userId(request)) }),
-  });
+  return {
+    prefix: '/api',
+    session: async (app) => {
+      app.get('/user/trading-key', {
+        schema: {
+          tags: ['trading'],
+          summary: 'Whether a personal trading key is saved',
+          description: 'Never returns the key itself (it is stored AES-256-GCM encrypted with SECRETS_ENCRYPTION_KEY).',
+          response: { 200: z.object({ configured: z.boolean() }), 401: errorSchema },
+        },
+        handler: async (request) => ({ configured: await trading.hasKey(await userId(request)) }),
+      });
 
-  app.post('/api/user/trading-key', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['trading'],
-      summary: 'Save the personal trading key',
-      description: `\`apiKey\`: non-empty after trim, at most ${LIMITS.tradingKeyMax} characters (§8). Replaces an existing key. Encrypted at rest; never returned.`,
-      security: SESSION_SECURITY,
-      body: keyBody,
-      response: { 200: success, 400: errorSchema, 401: errorSchema },
-    },
-    handler: async (request) => {
-      await trading.saveKey(await userId(request), request.body.apiKey);
-      return { success: true as const };
-    },
-  });
+      app.post('/user/trading-key', {
+        schema: {
+          tags: ['trading'],
+          summary: 'Save the personal trading key',
+          description: `\`apiKey\`: non-empty after trim, at most ${LIMITS.tradingKeyMax} characters (§8). Replaces an existing key. Encrypted at rest; never returned.`,
+          body: keyBody,
+          response: { 200: success, 400: errorSchema, 401: errorSchema },
+        },
+        handler: async (request) => {
+          await trading.saveKey(await userId(request), request.body.apiKey);
+          return { success: true as const };
+        },
+      });
 
-  app.delete('/api/user/trading-key', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['trading'],
-      summary: 'Delete the personal trading key',
-      description: 'Later trading calls fall back to the platform key (TRADING_API_KEY). Succeeds when no key was saved.',
-      security: SESSION_SECURITY,
-      response: { 200: success, 401: errorSchema },
-    },
-    handler: async (request) => {
-      await trading.deleteKey(await userId(request));
-      return { success: true as const };
-    },
-  });
+      app.delete('/user/trading-key', {
+        schema: {
+          tags: ['trading'],
+          summary: 'Delete the personal trading key',
+          description: 'Later trading calls fall back to the platform key (TRADING_API_KEY). Succeeds when no key was saved.',
+          response: { 200: success, 401: errorSchema },
+        },
+        handler: async (request) => {
+          await trading.deleteKey(await userId(request));
+          return { success: true as const };
+        },
+      });
 
-  app.get('/api/trading/balances', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['trading'],
-      summary: 'Balances from the trading service',
-      description: `Calls \`GET {TRADING_API_URL}/balances?chains=<list>\`. ${PASSTHROUGH_NOTE}`,
-      security: SESSION_SECURITY,
-      querystring: balancesQuery,
-      response: { 200: passthrough, 400: errorSchema, 401: errorSchema, 500: upstreamError, 503: needsKeyError },
-    },
-    handler: async (request, reply) => {
-      const chains = parseChains(request.query.chains);
-      const r = await trading.balances(await userId(request), chains);
-      return reply.code(r.status as 200).send(r.body);
-    },
-  });
+      app.get('/trading/balances', {
+        schema: {
+          tags: ['trading'],
+          summary: 'Balances from the trading service',
+          description: `Calls \`GET {TRADING_API_URL}/balances?chains=<list>\`. ${PASSTHROUGH_NOTE}`,
+          querystring: balancesQuery,
+          response: { 200: passthrough, 400: errorSchema, 401: errorSchema, 500: upstreamError, 503: needsKeyError },
+        },
+        handler: async (request, reply) => {
+          const chains = parseChains(request.query.chains);
+          const r = await trading.balances(await userId(request), chains);
+          return reply.code(r.status as 200).send(r.body);
+        },
+      });
 
-  app.post('/api/trading/prompt', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['trading'],
-      summary: 'Send a prompt to the trading agent',
-      description: `Calls \`POST {TRADING_API_URL}/prompt\` with \`{prompt, threadId?}\`; the answer (typically a job id) is passed through. ${PASSTHROUGH_NOTE}`,
-      security: SESSION_SECURITY,
-      body: promptBody,
-      response: { 200: passthrough, 400: errorSchema, 401: errorSchema, 500: upstreamError, 503: needsKeyError },
-    },
-    handler: async (request, reply) => {
-      const r = await trading.submitPrompt(await userId(request), { prompt: request.body.prompt, threadId: request.body.threadId });
-      return reply.code(r.status as 200).send(r.body);
-    },
-  });
+      app.post('/trading/prompt', {
+        schema: {
+          tags: ['trading'],
+          summary: 'Send a prompt to the trading agent',
+          description: `Calls \`POST {TRADING_API_URL}/prompt\` with \`{prompt, threadId?}\`; the answer (typically a job id) is passed through. ${PASSTHROUGH_NOTE}`,
+          body: promptBody,
+          response: { 200: passthrough, 400: errorSchema, 401: errorSchema, 500: upstreamError, 503: needsKeyError },
+        },
+        handler: async (request, reply) => {
+          const r = await trading.submitPrompt(await userId(request), { prompt: request.body.prompt, threadId: request.body.threadId });
+          return reply.code(r.status as 200).send(r.body);
+        },
+      });
 
-  app.get('/api/trading/prompt', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['trading'],
-      summary: 'Status of a trading prompt job',
-      description: `Calls \`GET {TRADING_API_URL}/prompt/<jobId>\`. 400 \`jobId required\` without a jobId. ${PASSTHROUGH_NOTE}`,
-      security: SESSION_SECURITY,
-      querystring: jobQuery,
-      response: { 200: passthrough, 400: errorSchema, 401: errorSchema, 500: upstreamError, 503: needsKeyError },
+      app.get('/trading/prompt', {
+        schema: {
+          tags: ['trading'],
+          summary: 'Status of a trading prompt job',
+          description: `Calls \`GET {TRADING_API_URL}/prompt/<jobId>\`. 400 \`jobId required\` without a jobId. ${PASSTHROUGH_NOTE}`,
+          querystring: jobQuery,
+          response: { 200: passthrough, 400: errorSchema, 401: errorSchema, 500: upstreamError, 503: needsKeyError },
+        },
+        handler: async (request, reply) => {
+          const jobId = request.query.jobId?.trim();
+          if (!jobId) throw badRequest('jobId required');
+          // the job id becomes a path segment upstream: a plain token only, so `..` or `/` can never
+          // point the platform's trading key at another upstream path (docs/security.md)
+          if (jobId.length > LIMITS.tradingIdMax || !isTradingJobId(jobId)) throw badRequest('Invalid jobId');
+          const r = await trading.jobStatus(await userId(request), jobId);
+          return reply.code(r.status as 200).send(r.body);
+        },
+      });
     },
-    handler: async (request, reply) => {
-      const jobId = request.query.jobId?.trim();
-      if (!jobId) throw badRequest('jobId required');
-      // the job id becomes a path segment upstream: a plain token only, so `..` or `/` can never
-      // point the platform's trading key at another upstream path (docs/security.md)
-      if (jobId.length > LIMITS.tradingIdMax || !isTradingJobId(jobId)) throw badRequest('Invalid jobId');
-      const r = await trading.jobStatus(await userId(request), jobId);
-      return reply.code(r.status as 200).send(r.body);
-    },
-  });
-}
+  };
+};

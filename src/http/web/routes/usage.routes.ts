@@ -2,10 +2,9 @@
 
 import { z } from 'zod';
 import { USAGE_DAYS_MAX, type UsageReportFn } from '../../../domains/ai/usage-report.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
-import { SESSION_SECURITY } from '../../shared/security.ts';
-import type { SessionAuth } from '../../shared/session.ts';
+import { currentUser } from '../../shared/session.ts';
 
 const totals = {
   requests: z.number(),
@@ -15,37 +14,40 @@ const totals = {
   cost: z.number().describe('USD, rounded to 6 decimals'),
 };
 
-export function usageRoutes(app: App, deps: { report: UsageReportFn; session: SessionAuth }) {
-  app.get('/api/usage', {
-    onRequest: deps.session.guard,
-    schema: {
-      tags: ['ai'],
-      summary: 'My AI usage and cost',
-      description:
-        `Calls to the AI layer recorded for you (§4.9 usage log) over the last \`days\` UTC days (1 to ${USAGE_DAYS_MAX}, default 30), ` +
-        'today included: totals, one entry per day (days without calls are zeros, oldest first) and one per model (most expensive first).',
-      security: SESSION_SECURITY,
-      querystring: z.object({
-        days: z.coerce
-          .number({ error: 'days must be a number' })
-          .int('days must be a whole number')
-          .min(1, `days must be 1 to ${USAGE_DAYS_MAX}`)
-          .max(USAGE_DAYS_MAX, `days must be 1 to ${USAGE_DAYS_MAX}`)
-          .default(30),
-      }),
-      response: {
-        200: z.object({
-          days: z.number(),
-          from: z.string().describe('first day, YYYY-MM-DD (UTC)'),
-          to: z.string().describe('last day (today), YYYY-MM-DD (UTC)'),
-          totals: z.object(totals),
-          daily: z.array(z.object({ date: z.string(), ...totals })),
-          byModel: z.array(z.object({ model: z.string(), ...totals })),
-        }),
-        400: errorSchema,
-        401: errorSchema,
-      },
+export const usageRoutes = (deps: { report: UsageReportFn }): RouteModule<'session'> => {
+  return {
+    prefix: '/api/usage',
+    session: async (app) => {
+      app.get('', {
+        schema: {
+          tags: ['ai'],
+          summary: 'My AI usage and cost',
+          description:
+            `Calls to the AI layer recorded for you (§4.9 usage log) over the last \`days\` UTC days (1 to ${USAGE_DAYS_MAX}, default 30), ` +
+            'today included: totals, one entry per day (days without calls are zeros, oldest first) and one per model (most expensive first).',
+          querystring: z.object({
+            days: z.coerce
+              .number({ error: 'days must be a number' })
+              .int('days must be a whole number')
+              .min(1, `days must be 1 to ${USAGE_DAYS_MAX}`)
+              .max(USAGE_DAYS_MAX, `days must be 1 to ${USAGE_DAYS_MAX}`)
+              .default(30),
+          }),
+          response: {
+            200: z.object({
+              days: z.number(),
+              from: z.string().describe('first day, YYYY-MM-DD (UTC)'),
+              to: z.string().describe('last day (today), YYYY-MM-DD (UTC)'),
+              totals: z.object(totals),
+              daily: z.array(z.object({ date: z.string(), ...totals })),
+              byModel: z.array(z.object({ model: z.string(), ...totals })),
+            }),
+            400: errorSchema,
+            401: errorSchema,
+          },
+        },
+        handler: async (request) => deps.report(currentUser(request).id, request.query.days),
+      });
     },
-    handler: async (request) => deps.report((await deps.session.require(request)).id, request.query.days),
-  });
-}
+  };
+};

@@ -7,28 +7,30 @@
 import { z } from 'zod';
 import { watchdogHistoryLimit, watchdogViewSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
 import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
-import { SESSION_SECURITY } from '../../shared/security.ts';
-import type { SessionAuth } from '../../shared/session.ts';
+import { currentUser } from '../../shared/session.ts';
 
-export function webWatchdogRoutes(app: App, deps: { watchdog: WatchdogService; session: SessionAuth }) {
-  app.get('/api/agents/:id/watchdog', {
-    onRequest: deps.session.guard,
-    schema: {
-      tags: ['agents'],
-      summary: "Your agent's watchdog state and history",
-      description:
-        'The state (§3: starting, running, degraded, repairing, crash_loop, stopped) and the newest `limit` (default 50, max 100) history rows: transitions, ' +
-        'crashes and repair attempts with their outcome. `state` is null while the agent has never been watched. 401 without a session, 404 for an agent that is not yours.',
-      security: SESSION_SECURITY,
-      params: z.object({ id: z.string().min(1).max(200) }),
-      querystring: z.object({ limit: watchdogHistoryLimit }),
-      response: { 200: watchdogViewSchema, 400: errorSchema, 401: errorSchema, 404: errorSchema, 500: errorSchema },
+export const webWatchdogRoutes = (deps: { watchdog: WatchdogService }): RouteModule<'session'> => {
+  return {
+    prefix: '/api/agents',
+    session: async (app) => {
+      app.get('/:id/watchdog', {
+        schema: {
+          tags: ['agents'],
+          summary: "Your agent's watchdog state and history",
+          description:
+            'The state (§3: starting, running, degraded, repairing, crash_loop, stopped) and the newest `limit` (default 50, max 100) history rows: transitions, ' +
+            'crashes and repair attempts with their outcome. `state` is null while the agent has never been watched. 401 without a session, 404 for an agent that is not yours.',
+          params: z.object({ id: z.string().min(1).max(200) }),
+          querystring: z.object({ limit: watchdogHistoryLimit }),
+          response: { 200: watchdogViewSchema, 400: errorSchema, 401: errorSchema, 404: errorSchema, 500: errorSchema },
+        },
+        handler: async (request) => {
+          const user = currentUser(request);
+          return deps.watchdog.view(user.id, request.params.id, request.query.limit);
+        },
+      });
     },
-    handler: async (request) => {
-      const user = await deps.session.require(request);
-      return deps.watchdog.view(user.id, request.params.id, request.query.limit);
-    },
-  });
-}
+  };
+};

@@ -4,10 +4,10 @@ import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import { NODE_TYPES, type WorkflowsService } from '../../../domains/workflows/workflows.service.ts';
 import { unauthorized } from '../../../lib/errors.ts';
-import type { App } from '../../shared/base-app.ts';
+import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { SESSION_SECURITY } from '../../shared/security.ts';
-import type { SessionAuth } from '../../shared/session.ts';
+import { currentUser, type SessionAuth } from '../../shared/session.ts';
 
 /**
  * `config` and `position` are objects in requests (§4.14); a JSON-encoded string of an object is
@@ -75,98 +75,98 @@ const LIMITS_TEXT =
   `Bounds (not shown in the specification): name 1 to ${LIMITS.workflowNameMax} characters after trim, description at most ` +
   `${LIMITS.workflowDescriptionMax}, at most ${LIMITS.workflowNodesMax} nodes, node config at most ${LIMITS.workflowNodeConfigMax} characters JSON-encoded.`;
 
-export function workflowsRoutes(app: App, deps: { workflows: WorkflowsService; session: SessionAuth }) {
+export const workflowsRoutes = (deps: { workflows: WorkflowsService; session: SessionAuth }): RouteModule<'public' | 'session'> => {
   const { workflows, session } = deps;
 
-  app.get('/api/workflows', {
-    schema: {
-      tags: ['workflows'],
-      summary: "The user's workflows",
-      description:
-        'Newest update first, each with its nodes (by creation time; node `createdAt` is given on the single get only). ' +
-        'Without a session: 401 with body `{error, workflows: []}` (§7).',
-      security: SESSION_SECURITY,
-      response: {
-        200: z.object({ workflows: z.array(workflowOut) }),
-        401: errorSchema.extend({ workflows: z.array(workflowOut).max(0) }),
-      },
+  return {
+    prefix: '/api/workflows',
+    public: async (app) => {
+      app.get('', {
+        schema: {
+          tags: ['workflows'],
+          summary: "The user's workflows",
+          description:
+            'Newest update first, each with its nodes (by creation time; node `createdAt` is given on the single get only). ' +
+            'Without a session: 401 with body `{error, workflows: []}` (§7).',
+          security: SESSION_SECURITY,
+          response: {
+            200: z.object({ workflows: z.array(workflowOut) }),
+            401: errorSchema.extend({ workflows: z.array(workflowOut).max(0) }),
+          },
+        },
+        handler: async (request) => {
+          const user = await session.user(request);
+          if (!user) throw unauthorized('Unauthorized', { workflows: [] });
+          return { workflows: await workflows.list(user.id) };
+        },
+      });
     },
-    handler: async (request) => {
-      const user = await session.user(request);
-      if (!user) throw unauthorized('Unauthorized', { workflows: [] });
-      return { workflows: await workflows.list(user.id) };
-    },
-  });
+    session: async (app) => {
+      app.post('', {
+        schema: {
+          tags: ['workflows'],
+          summary: 'Create a workflow',
+          description: `\`name\` required (400 \`Name required\`); \`description\` string or null; \`nodes[]\` each with \`type\` (trigger, action, condition, output), \`config\` object, \`position\` object. ${LIMITS_TEXT}`,
+          body: jsonBody({ name, description: description.optional(), nodes: nodes.optional() }),
+          response: { 201: z.object({ workflow: workflowOut }), 400: errorSchema, 401: errorSchema },
+        },
+        handler: async (request, reply) => {
+          const user = currentUser(request);
+          return reply.code(201).send({ workflow: await workflows.create(user.id, request.body) });
+        },
+      });
 
-  app.post('/api/workflows', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['workflows'],
-      summary: 'Create a workflow',
-      description: `\`name\` required (400 \`Name required\`); \`description\` string or null; \`nodes[]\` each with \`type\` (trigger, action, condition, output), \`config\` object, \`position\` object. ${LIMITS_TEXT}`,
-      security: SESSION_SECURITY,
-      body: jsonBody({ name, description: description.optional(), nodes: nodes.optional() }),
-      response: { 201: z.object({ workflow: workflowOut }), 400: errorSchema, 401: errorSchema },
-    },
-    handler: async (request, reply) => {
-      const user = await session.require(request);
-      return reply.code(201).send({ workflow: await workflows.create(user.id, request.body) });
-    },
-  });
+      app.get('/:workflowId', {
+        schema: {
+          tags: ['workflows'],
+          summary: 'One workflow',
+          description: "Nodes by creation time, each with `createdAt`. 404 when it does not exist or is another user's.",
+          params,
+          response: { 200: z.object({ workflow: workflowOut }), 401: errorSchema, 404: errorSchema },
+        },
+        handler: async (request) => {
+          const user = currentUser(request);
+          return { workflow: await workflows.get(user.id, request.params.workflowId) };
+        },
+      });
 
-  app.get('/api/workflows/:workflowId', {
-    schema: {
-      tags: ['workflows'],
-      summary: 'One workflow',
-      description: "Nodes by creation time, each with `createdAt`. 404 when it does not exist or is another user's.",
-      security: SESSION_SECURITY,
-      params,
-      response: { 200: z.object({ workflow: workflowOut }), 401: errorSchema, 404: errorSchema },
-    },
-    handler: async (request) => {
-      const user = await session.require(request);
-      return { workflow: await workflows.get(user.id, request.params.workflowId) };
-    },
-  });
+      app.put('/:workflowId', {
+        schema: {
+          tags: ['workflows'],
+          summary: 'Update a workflow',
+          description:
+            'Optional `name`, `description`, `enabled`, `nodes[]`. When `nodes` is present, every existing node is deleted and replaced ' +
+            '(new node ids), in one transaction with the other changes. `updatedAt` moves on every successful PUT. ' +
+            `404 when it does not exist or is another user's. ${LIMITS_TEXT}`,
+          params,
+          body: jsonBody({
+            name: name.optional(),
+            description: description.optional(),
+            enabled: z.boolean({ error: 'Enabled must be a boolean' }).optional(),
+            nodes: nodes.optional(),
+          }),
+          response: { 200: z.object({ workflow: workflowOut }), 400: errorSchema, 401: errorSchema, 404: errorSchema },
+        },
+        handler: async (request) => {
+          const user = currentUser(request);
+          return { workflow: await workflows.update(user.id, request.params.workflowId, request.body) };
+        },
+      });
 
-  app.put('/api/workflows/:workflowId', {
-    onRequest: session.guard,
-    schema: {
-      tags: ['workflows'],
-      summary: 'Update a workflow',
-      description:
-        'Optional `name`, `description`, `enabled`, `nodes[]`. When `nodes` is present, every existing node is deleted and replaced ' +
-        '(new node ids), in one transaction with the other changes. `updatedAt` moves on every successful PUT. ' +
-        `404 when it does not exist or is another user's. ${LIMITS_TEXT}`,
-      security: SESSION_SECURITY,
-      params,
-      body: jsonBody({
-        name: name.optional(),
-        description: description.optional(),
-        enabled: z.boolean({ error: 'Enabled must be a boolean' }).optional(),
-        nodes: nodes.optional(),
-      }),
-      response: { 200: z.object({ workflow: workflowOut }), 400: errorSchema, 401: errorSchema, 404: errorSchema },
+      app.delete('/:workflowId', {
+        schema: {
+          tags: ['workflows'],
+          summary: 'Delete a workflow',
+          description: "Deletes the workflow and its nodes. 404 when it does not exist or is another user's.",
+          params,
+          response: { 200: z.object({ deleted: z.literal(true) }), 401: errorSchema, 404: errorSchema },
+        },
+        handler: async (request) => {
+          const user = currentUser(request);
+          await workflows.remove(user.id, request.params.workflowId);
+          return { deleted: true as const };
+        },
+      });
     },
-    handler: async (request) => {
-      const user = await session.require(request);
-      return { workflow: await workflows.update(user.id, request.params.workflowId, request.body) };
-    },
-  });
-
-  app.delete('/api/workflows/:workflowId', {
-    schema: {
-      tags: ['workflows'],
-      summary: 'Delete a workflow',
-      description: "Deletes the workflow and its nodes. 404 when it does not exist or is another user's.",
-      security: SESSION_SECURITY,
-      params,
-      response: { 200: z.object({ deleted: z.literal(true) }), 401: errorSchema, 404: errorSchema },
-    },
-    handler: async (request) => {
-      const user = await session.require(request);
-      await workflows.remove(user.id, request.params.workflowId);
-      return { deleted: true as const };
-    },
-  });
-}
+  };
+};
