@@ -16,6 +16,7 @@ import { AppError, isAppError } from '../../../lib/errors.ts';
 import { addDocumentedHook } from '../../shared/openapi.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { startEventStream } from '../../shared/sse.ts';
 
 const TASK_TYPE_ERROR = `Invalid taskType: use one of ${TASK_TYPES.join(', ')}`;
 const taskType = z.enum(TASK_TYPES, { error: TASK_TYPE_ERROR });
@@ -332,15 +333,7 @@ function disconnectSignal(reply: FastifyReply): AbortSignal {
 }
 
 async function writeSse(request: FastifyRequest, reply: FastifyReply, opened: Awaited<ReturnType<AiService['chatStream']>>) {
-  reply.hijack();
-  const res = reply.raw;
-  res.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-    'x-request-id': request.id,
-  });
+  const res = startEventStream(request, reply);
   const head = { id: opened.id, model: opened.model, provider: opened.provider };
   const write = async (chunk: string) => {
     if (res.destroyed) return;

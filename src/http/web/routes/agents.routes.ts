@@ -14,6 +14,7 @@ import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { SESSION_SECURITY } from '../../shared/security.ts';
 import { currentUser, type SessionAuth } from '../../shared/session.ts';
+import { logLine } from './logs.routes.ts';
 
 const idParam = z.object({ id: z.string().min(1).max(200) });
 const webAgent = z.object({
@@ -231,16 +232,7 @@ export const agentsRoutes = (deps: {
           }),
           response: {
             200: z.object({
-              logs: z.array(
-                z.object({
-                  id: z.string(),
-                  timestamp: z.string(),
-                  level: z.string(),
-                  message: z.string(),
-                  source: z.string(),
-                  agentId: z.string(),
-                }),
-              ),
+              logs: z.array(logLine),
               total: z.number(),
               limit: z.number(),
               status: z.literal('ok'),

@@ -10,6 +10,7 @@ import { badRequest } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
+import { startEventStream } from '../../shared/sse.ts';
 
 const gatewayChatBody = z.object({
   message: z.string().min(1).max(LIMITS.aiMaxMessageChars),
@@ -100,14 +101,7 @@ export const chatRoutes = (deps: { chat: ChatService }): RouteModule<'session'> 
           // from here on the status is sent: failures become an `error` event
           const abort = new AbortController();
           request.raw.on('close', () => abort.abort());
-          reply.hijack();
-          const res = reply.raw;
-          res.writeHead(200, {
-            'content-type': 'text/event-stream; charset=utf-8',
-            'cache-control': 'no-cache',
-            connection: 'keep-alive',
-            'x-accel-buffering': 'no',
-          });
+          const res = startEventStream(request, reply);
           const event = (name: string, data: unknown) => {
             if (!res.writableEnded) res.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
           };

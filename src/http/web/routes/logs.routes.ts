@@ -9,9 +9,11 @@ import type { LiveLogs } from '../../../domains/logs/live-logs.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
+import { startEventStream } from '../../shared/sse.ts';
 
 const params = z.object({ agentId: z.string().min(1).max(64) });
-const line = z.object({
+/** One log line as §4.7 lists them (GET /api/agents/:id/logs, the live stream, the history). */
+export const logLine = z.object({
   id: z.string(),
   timestamp: z.string(),
   level: z.string(),
@@ -46,14 +48,7 @@ export const logsRoutes = (deps: { agents: AgentsWebService; live: LiveLogs }): 
           const { agentId } = request.params;
           // 404 before the stream starts, for another user's agent or an unknown one
           await agents.get(user, agentId);
-          reply.hijack();
-          const res = reply.raw;
-          res.writeHead(200, {
-            'content-type': 'text/event-stream; charset=utf-8',
-            'cache-control': 'no-cache',
-            connection: 'keep-alive',
-            'x-accel-buffering': 'no',
-          });
+          const res = startEventStream(request, reply);
           res.write(': connected\n\n');
           let release = () => {};
           const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), KEEPALIVE_MS);
@@ -86,7 +81,7 @@ export const logsRoutes = (deps: { agents: AgentsWebService; live: LiveLogs }): 
             level: z.enum(['debug', 'info', 'warn', 'error'], { error: 'level must be debug, info, warn or error' }).optional(),
           }),
           response: {
-            200: z.object({ logs: z.array(line), total: z.number(), limit: z.number(), status: z.literal('ok') }),
+            200: z.object({ logs: z.array(logLine), total: z.number(), limit: z.number(), status: z.literal('ok') }),
             400: errorSchema,
             ...errors,
           },

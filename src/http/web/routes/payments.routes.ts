@@ -12,6 +12,7 @@ import { badRequest, notFound, unauthorized } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
 import type { SessionAuth } from '../../shared/session.ts';
+import { startEventStream } from '../../shared/sse.ts';
 
 const sessionView = z.object({
   address: z.string(),
@@ -270,16 +271,7 @@ async function writeSse(
   payment: object,
   events: AsyncIterable<{ type: 'delta'; text: string } | { type: 'done'; content: string }>,
 ) {
-  reply.hijack();
-  const res = reply.raw;
-  res.writeHead(200, {
-    ...headers,
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache, no-transform',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-    'x-request-id': request.id,
-  });
+  const res = startEventStream(request, reply, headers);
   try {
     for await (const ev of events) {
       if (res.destroyed) break;
