@@ -41,9 +41,25 @@ const freePort = () =>
   });
 
 export async function startAnvil(): Promise<Anvil> {
+  // the port is free when we look and taken by anvil a moment later; another test file's anvil
+  // may take it in between, and then our anvil exits while the readiness check below would talk
+  // to the other one. Each anvil gets its own chain id and is ready only when that id answers.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launch();
+    } catch (err) {
+      if (attempt >= 5) throw err;
+    }
+  }
+}
+
+async function launch(): Promise<Anvil> {
   const port = await freePort();
   const rpcUrl = `http://127.0.0.1:${port}`;
-  const child = spawn(ANVIL, ['--port', String(port), '--host', '127.0.0.1', '--silent'], { stdio: 'ignore' });
+  const chainId = 100_000 + Math.floor(Math.random() * 1_000_000_000);
+  const child = spawn(ANVIL, ['--port', String(port), '--host', '127.0.0.1', '--chain-id', String(chainId), '--silent'], {
+    stdio: 'ignore',
+  });
 
   async function rpc(method: string, params: unknown[]) {
     const res = await fetch(rpcUrl, {
@@ -68,7 +84,9 @@ export async function startAnvil(): Promise<Anvil> {
   const deadline = Date.now() + 15_000;
   for (;;) {
     try {
-      await rpc('eth_chainId', []);
+      if (child.exitCode !== null) throw new Error(`anvil exited (${child.exitCode})`);
+      const id = await rpc('eth_chainId', []);
+      if (BigInt(id as string) !== BigInt(chainId)) throw new Error(`port ${port} answers another chain (${id})`);
       break;
     } catch (err) {
       if (Date.now() > deadline || child.exitCode !== null) {
