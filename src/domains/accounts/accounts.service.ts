@@ -1,6 +1,8 @@
 /**
  * Accounts and sessions (§4.1): sign-up, password and wallet sign-in, database-backed sessions,
  * the current user and profile updates.
+ * Length (~300 lines): the §4.1 flows share one session maker, the login throttle and the nonce minter; the
+ * throttle, nonces, password policy and session cache already live in their own files.
  */
 
 import { randomBytes } from 'node:crypto';

@@ -3,6 +3,7 @@
  * `db.withUser` (pass the `Tx`). The deployment worker, the start-up reconciliation and the
  * platform-key lookup work across users by design and run on the owner connection (`Kysely<DB>`);
  * those functions say so.
+ * Length (~320 lines): every query on the agents tables, kept in one repository by the SQL-only-in-repositories rule.
  */
 import { type Kysely, sql } from 'kysely';
 import type { Tx } from '../../db/client.ts';

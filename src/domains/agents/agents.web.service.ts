@@ -2,6 +2,8 @@
  * The web side of agents (§4.7 web rows, §3 Agent web provisioning). Records are read and
  * written here under the session user's row-level security; what needs the hosting driver
  * (deploy, logs, stats, lifecycle, delete) goes to the backend over HTTP with INTERNAL_API_KEY.
+ * Length (~390 lines): the §4.7 web operations over one record shape (ownership, views, watchdog state); records,
+ * deployment jobs and callbacks are already split out (agent-records.ts, deployment-jobs.ts, agent-callbacks.ts).
  */
 import type { Config } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';

@@ -5,6 +5,8 @@
  * verify). State, history and notifications are written to PostgreSQL by watchdog.repo.ts; the
  * loop that decides which agents this process checks is src/workers/watchdog.ts.
  * docs/watchdog.md describes the states and the repair.
+ * Length (~360 lines): one state machine (§3) whose transitions, repair attempts and notifications must be read
+ * together; its persistence is watchdog.repo.ts and its probes live in the drivers.
  */
 import type { Config } from '../../config/env.ts';
 import type { Db } from '../../db/client.ts';

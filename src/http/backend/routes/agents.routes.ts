@@ -9,6 +9,8 @@
  * another user's agent is 404 exactly as a missing one. A call with the bearer key and no user
  * (§4.7 asks for K and nothing more) acts as the operator account (migration 040): it creates,
  * lists and deletes the operator's own agents and never sees a user's.
+ * Length (~380 lines): eleven operations (§4.7 backend rows, §4.18) with their zod schemas and documented errors;
+ * the logic is in src/domains/agents/.
  */
 
 import type { FastifyRequest } from 'fastify';

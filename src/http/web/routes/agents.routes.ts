@@ -1,5 +1,7 @@
 /**
  * §4.7 web agent API (session cookie). Another user's agent answers 404 exactly as a missing one.
+ * Length (~320 lines): eleven §4.7 operations whose zod schemas and documented errors are most of it; the
+ * logic is in agents.web.service.ts.
  */
 
 import type { FastifyRequest } from 'fastify';
