@@ -19,11 +19,21 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Fastify from 'fastify';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import pino from 'pino';
+import { Pool } from 'undici';
 import { loadConfig } from '../src/config/env.ts';
 import { resolveSecrets } from '../src/config/secrets.ts';
 import { createDb, type Db } from '../src/db/client.ts';
 import { freePort } from '../src/db/embedded.ts';
+import { checkPlan } from '../src/domains/ai/plan-rules.ts';
+import type { UsageStore } from '../src/domains/ai/usage.ts';
+import { chatBody, chatResponse } from '../src/http/backend/routes/ai.routes.ts';
 import type { App } from '../src/http/shared/base-app.ts';
+import { loggerOptions } from '../src/http/shared/logging.ts';
+import { secretMatcher } from '../src/lib/crypto.ts';
+import { createMemoryRateLimiter, createRateLimiter } from '../src/lib/rate-limiter.ts';
 import { createPlatform, type Platform } from '../src/platform.ts';
 import { type BenchDatabase, startBenchDatabase, stopProcess } from './lib/bench-db.ts';
 import { loadSettings } from './lib/load.ts';
@@ -185,17 +195,104 @@ export const median = (xs: number[]) => {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
+/** The cases of one level; `floor` and the platform variants only where they are measured. */
+type Case = Target & { label: string };
+
+/**
+ * The least any Node proxy pays on this machine: bare Fastify (no hooks, schemas or logging) that
+ * forwards the body to the same upstream through an undici keep-alive pool and answers its JSON.
+ * The platform's own overhead is what it adds over this floor.
+ */
+async function startFloor(upstreamBase: string): Promise<{ app: import('fastify').FastifyInstance; url: string; pool: Pool }> {
+  const up = new URL(upstreamBase);
+  const pool = new Pool(up.origin, { connections: 256, keepAliveTimeout: 30_000 });
+  const app = Fastify({ logger: false });
+  app.post('/chat', async (request) => {
+    const b = request.body as { model: string; messages: unknown[] };
+    const r = await pool.request({
+      method: 'POST',
+      path: `${up.pathname}/chat/completions`,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: b.model, messages: b.messages }),
+    });
+    const j = (await r.body.json()) as { id: string; model: string; choices: { message: unknown }[]; usage: unknown };
+    return { id: j.id, model: j.model, message: j.choices[0]!.message, usage: j.usage, timestamp: new Date().toISOString() };
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  return { app, pool, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/chat` };
+}
+
+/** Warm per-call cost (µs) of `fn`, the median of 5 batches of `n` calls. */
+function microseconds(fn: () => unknown, n = 20_000): number {
+  for (let i = 0; i < n; i++) fn();
+  const batches: number[] = [];
+  for (let b = 0; b < 5; b++) {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) fn();
+    batches.push(Number(process.hrtime.bigint() - t0) / n / 1000);
+  }
+  return round(median(batches), 2);
+}
+
+/** What each step of the proxy path costs on a warm process, in isolation (µs per call). */
+async function stepCosts(): Promise<Record<string, number>> {
+  const body = JSON.parse(
+    JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello in one short sentence.' }] }),
+  );
+  const validate = validatorCompiler({ schema: chatBody } as never) as (b: unknown) => unknown;
+  const serialize = serializerCompiler({ schema: chatResponse, method: 'POST', url: '/api/ai/chat' } as never) as (d: unknown) => string;
+  const answer = {
+    id: 'chatcmpl-bench',
+    model: 'openai/gpt-4o-mini',
+    provider: 'router',
+    message: { role: 'assistant' as const, content: 'Hello from the bench upstream.' },
+    usage: { prompt_tokens: 12, completion_tokens: 8, total_tokens: 20 },
+    timestamp: new Date().toISOString(),
+  };
+  const bearer = secretMatcher('bench-internal-key');
+  const limiter = createMemoryRateLimiter();
+  const headers = { 'x-user-plan': 'network', 'x-stripe-subscription-id': 'sub_bench', 'x-user-id': 'bench-user' };
+  const upstreamJson = JSON.stringify({
+    id: 'chatcmpl-bench',
+    object: 'chat.completion',
+    created: 1,
+    model: 'openai/gpt-4o-mini',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the bench upstream.' }, finish_reason: 'stop' }],
+    usage: { prompt_tokens: 12, completion_tokens: 8, total_tokens: 20 },
+  });
+  const costs = {
+    bodyValidationZod: microseconds(() => validate(body)),
+    responseSerializationZod: microseconds(() => serialize(answer)),
+    responseJsonStringifyOnly: microseconds(() => JSON.stringify(answer)),
+    bearerKeyCheck: microseconds(() => bearer('bench-internal-key')),
+    planCheckHeaders: microseconds(() => checkPlan(headers, () => false)),
+    upstreamResponseJsonParse: microseconds(() => JSON.parse(upstreamJson)),
+    perIpLimiterMemory: 0,
+  };
+  // the limiter is async (Redis when REDIS_URL is set): time it awaited
+  const n = 20_000;
+  const t0 = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) await limiter.consume('ai:127.0.0.1', 1e9, 60_000);
+  costs.perIpLimiterMemory = round(Number(process.hrtime.bigint() - t0) / n / 1000, 2);
+  await limiter.close();
+  return costs;
+}
+
 export async function run(): Promise<BenchOutput> {
   const machine = describeMachine();
   const settings = loadSettings({ durationS: 5, warmupS: 1, connections: 64, rounds: 3 });
+  // concurrency 1 separates differences of a tenth of a millisecond: more rounds
+  const roundsC1 = Number(process.env.BENCH_AI_ROUNDS_C1 ?? Math.max(settings.rounds, 5));
   const delayMs = Number(process.env.BENCH_AI_DELAY_MS ?? 10);
+  const redisUrl = process.env.BENCH_REDIS_URL ?? process.env.REDIS_URL;
   const levels = [1, 64];
 
   const upstream = await startUpstream(delayMs);
   let database: BenchDatabase | undefined;
   let db: Db | undefined;
-  let platform: Platform | undefined;
-  let backend: App | undefined;
+  const platforms: Platform[] = [];
+  const apps: App[] = [];
+  let floor: Awaited<ReturnType<typeof startFloor>> | undefined;
   let portkeyProc: ChildProcess | undefined;
   try {
     database = await startBenchDatabase('ai-bench');
@@ -212,40 +309,80 @@ export async function run(): Promise<BenchOutput> {
       { cwd: dir, readDotEnv: false },
     );
     db = createDb(database.url, { poolSize: config.DATABASE_POOL_SIZE });
-    platform = createPlatform({ config, db, secrets: resolveSecrets(config) });
-    backend = await platform.buildBackendApp();
-    await backend.listen({ host: '127.0.0.1', port: 0 });
-    const backendUrl = `http://127.0.0.1:${(backend.server.address() as AddressInfo).port}`;
+    const secrets = resolveSecrets(config);
+    const startBackend = async (extra: Partial<Parameters<typeof createPlatform>[0]> = {}) => {
+      const platform = createPlatform({ config, db: db!, secrets, ...extra });
+      platforms.push(platform);
+      const app = await platform.buildBackendApp();
+      apps.push(app);
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/api/ai/chat`;
+    };
+    const noUsage: UsageStore = {
+      record() {},
+      monthlyTokens: async () => 0,
+      flush: async () => {},
+      ping: async () => {},
+      close: async () => {},
+    };
+    const shipped = await startBackend();
+    const withoutUsage = await startBackend({ aiUsageStore: noUsage });
+    const infoLogs = await startBackend({
+      config: { ...config, LOG_LEVEL: 'info' },
+      logger: pino(loggerOptions('info') as pino.LoggerOptions, pino.destination({ dest: '/dev/null', sync: true })),
+    });
+    const withRedis = redisUrl ? await startBackend({ rateLimiter: createRateLimiter(redisUrl) }) : undefined;
+    floor = await startFloor(upstream.base);
 
     const messages = [{ role: 'user', content: 'Say hello in one short sentence.' }];
-    const targets: Target[] = [
-      {
-        key: 'direct',
-        url: `${upstream.base}/chat/completions`,
-        headers: { 'content-type': 'application/json', authorization: 'Bearer bench' },
-        body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages }),
-      },
-      {
-        key: 'platform',
-        url: `${backendUrl}/api/ai/chat`,
-        headers: {
-          'content-type': 'application/json',
-          authorization: 'Bearer bench-internal-key',
-          'x-user-plan': 'network',
-          'x-stripe-subscription-id': 'sub_bench',
-          'x-user-id': 'bench-user',
-        },
-        body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages }),
-      },
+    const body = JSON.stringify({ model: 'openai/gpt-4o-mini', messages });
+    const platformHeaders = {
+      'content-type': 'application/json',
+      authorization: 'Bearer bench-internal-key',
+      'x-user-plan': 'network',
+      'x-stripe-subscription-id': 'sub_bench',
+      'x-user-id': 'bench-user',
+    };
+    const direct: Case = {
+      key: 'direct',
+      label: 'direct',
+      url: `${upstream.base}/chat/completions`,
+      headers: { 'content-type': 'application/json', authorization: 'Bearer bench' },
+      body,
+    };
+    const floorCase: Case = {
+      key: 'floor',
+      label: 'floor: bare Fastify + undici proxy',
+      url: floor.url,
+      headers: { 'content-type': 'application/json' },
+      body,
+    };
+    const platformCase: Case = { key: 'platform', label: '**platform** (as shipped)', url: shipped, headers: platformHeaders, body };
+    const variants: Case[] = [
+      { key: 'platform_no_usage', label: 'platform, usage recording off', url: withoutUsage, headers: platformHeaders, body },
+      { key: 'platform_info_logs', label: 'platform, LOG_LEVEL=info (to /dev/null)', url: infoLogs, headers: platformHeaders, body },
+      ...(withRedis
+        ? [
+            {
+              key: 'platform_redis_limiter',
+              label: 'platform, per-IP limit in Redis (REDIS_URL)',
+              url: withRedis,
+              headers: platformHeaders,
+              body,
+            },
+          ]
+        : []),
     ];
     const portkey = await startPortkey(upstream.base);
     let portkeyNote: string;
+    let portkeyCase: Case | undefined;
     if ('error' in portkey) portkeyNote = portkey.error;
     else {
       portkeyProc = portkey.proc;
       portkeyNote = portkey.note;
-      targets.push({
+      portkeyCase = {
         key: 'portkey',
+        label: 'portkey',
         url: portkey.url,
         headers: {
           'content-type': 'application/json',
@@ -253,86 +390,129 @@ export async function run(): Promise<BenchOutput> {
           'x-portkey-provider': 'openai',
           'x-portkey-custom-host': upstream.base,
         },
-        body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages }),
-      });
+        body,
+      };
     }
+    const casesFor = (c: number): Case[] => [
+      direct,
+      floorCase,
+      platformCase,
+      ...(portkeyCase ? [portkeyCase] : []),
+      ...(c === 1 ? variants : []),
+    ];
 
-    // per level: rounds of (direct, platform, portkey), each measured for durationS
+    // per level: round-robin rounds over the cases, each measured for durationS
     const results: Record<string, unknown> = {};
     const rows: string[] = [];
     for (const c of levels) {
+      const cases = casesFor(c);
+      const rounds = c === 1 ? roundsC1 : settings.rounds;
       const perRound: Record<string, ClientResult[]> = {};
-      for (let r = 0; r < settings.rounds; r++) {
-        for (const target of targets) {
+      for (let r = 0; r < rounds; r++) {
+        for (const target of cases) {
           const res = await load(target, c, settings.durationS, r === 0 ? settings.warmupS : 0.5);
           (perRound[target.key] ??= []).push(res);
         }
       }
-      const direct = perRound.direct!;
-      const summary: Record<string, unknown> = {};
-      for (const target of targets) {
+      const d = perRound.direct!;
+      const summary: Record<string, any> = {};
+      for (const target of cases) {
         const runs = perRound[target.key]!;
-        const added50 = median(runs.map((x, i) => x.p50Ms - direct[i]!.p50Ms));
-        const added99 = median(runs.map((x, i) => x.p99Ms - direct[i]!.p99Ms));
-        const rpsRatio = median(runs.map((x, i) => x.rps / direct[i]!.rps));
-        summary[target.key] = {
+        const added = (f: (x: ClientResult) => number) => median(runs.map((x, i) => f(x) - f(d[i]!)));
+        const s = {
+          meanMs: round(median(runs.map((x) => x.meanMs)), 3),
           p50Ms: round(median(runs.map((x) => x.p50Ms)), 3),
           p99Ms: round(median(runs.map((x) => x.p99Ms)), 3),
           rps: round(median(runs.map((x) => x.rps)), 0),
-          addedP50Ms: round(added50, 3),
-          addedP99Ms: round(added99, 3),
-          throughputRatioToDirect: round(rpsRatio, 3),
-          failures: runs.reduce((s, x) => s + x.failures, 0),
+          addedMeanMs: round(
+            added((x) => x.meanMs),
+            3,
+          ),
+          addedP50Ms: round(
+            added((x) => x.p50Ms),
+            3,
+          ),
+          addedP99Ms: round(
+            added((x) => x.p99Ms),
+            3,
+          ),
+          // the case minus the floor in the same round: what the platform itself adds
+          overFloorMeanMs: target.key.startsWith('platform')
+            ? round(median(runs.map((x, i) => x.meanMs - perRound.floor![i]!.meanMs)), 3)
+            : undefined,
+          throughputRatioToDirect: round(median(runs.map((x, i) => x.rps / d[i]!.rps)), 3),
+          failures: runs.reduce((sum, x) => sum + x.failures, 0),
           rounds: runs,
         };
+        summary[target.key] = s;
+        const dash = target.key === 'direct';
         rows.push(
-          `| ${c} | ${target.key} | ${round(median(runs.map((x) => x.rps)), 0)} | ${round(median(runs.map((x) => x.p50Ms)), 2)} | ${round(median(runs.map((x) => x.p99Ms)), 2)} | ${target.key === 'direct' ? '' : round(added50, 3)} | ${target.key === 'direct' ? '' : round(added99, 3)} | ${round(rpsRatio, 3)} | ${runs.reduce((s, x) => s + x.failures, 0)} |`,
+          `| ${c} | ${target.label} | ${s.rps} | ${round(s.meanMs, 2)} | ${round(s.p50Ms, 2)} | ${round(s.p99Ms, 2)} | ${dash ? '' : s.addedMeanMs} | ${dash ? '' : s.addedP50Ms} | ${dash ? '' : s.addedP99Ms} | ${s.overFloorMeanMs ?? ''} | ${s.throughputRatioToDirect} | ${s.failures} |`,
         );
       }
-      const p = summary.platform as { addedP50Ms: number; addedP99Ms: number; throughputRatioToDirect: number };
-      const k = summary.portkey as typeof p | undefined;
+      const p = summary.platform;
+      const k = summary.portkey;
       if (k) {
         summary.platformVsPortkey = {
-          addedP50Ratio: round(p.addedP50Ms / k.addedP50Ms, 3),
+          addedMeanRatio: round(p.addedMeanMs / k.addedMeanMs, 3),
           addedP99Ratio: round(p.addedP99Ms / k.addedP99Ms, 3),
           throughputRatio: round(p.throughputRatioToDirect / k.throughputRatioToDirect, 3),
+          directVsPortkeyThroughput: round(1 / k.throughputRatioToDirect, 3),
         };
       }
       results[`concurrency${c}`] = summary;
     }
+    const steps = await stepCosts();
+    results.stepCostsUs = steps;
     results.machine = machine;
-    results.settings = { ...settings, delayMs, levels, portkey: portkeyNote };
+    results.settings = { ...settings, roundsC1, delayMs, levels, portkey: portkeyNote, redis: Boolean(redisUrl) };
 
     const cmp = levels
       .map((c) => {
         const s = results[`concurrency${c}`] as Record<string, any>;
+        const base =
+          `- concurrency ${c}: platform adds ${s.platform.addedMeanMs} ms mean (p50 ${s.platform.addedP50Ms}, p99 ${s.platform.addedP99Ms}) over the direct call; ` +
+          `the floor adds ${s.floor.addedMeanMs} ms, so the platform's own share is ${s.platform.overFloorMeanMs} ms; throughput ${s.platform.throughputRatioToDirect} of direct`;
         return s.platformVsPortkey
-          ? `- concurrency ${c}: platform added p50 ${s.platform.addedP50Ms} ms vs Portkey ${s.portkey.addedP50Ms} ms (ratio ${s.platformVsPortkey.addedP50Ratio}); ` +
-              `added p99 ${s.platform.addedP99Ms} ms vs ${s.portkey.addedP99Ms} ms (ratio ${s.platformVsPortkey.addedP99Ratio}); ` +
-              `throughput ${s.platform.throughputRatioToDirect} vs ${s.portkey.throughputRatioToDirect} of direct (ratio ${s.platformVsPortkey.throughputRatio})`
-          : `- concurrency ${c}: platform added p50 ${s.platform.addedP50Ms} ms, p99 ${s.platform.addedP99Ms} ms; throughput ${s.platform.throughputRatioToDirect} of direct (Portkey not measured)`;
+          ? `${base}; Portkey adds ${s.portkey.addedMeanMs} ms mean, throughput ${s.portkey.throughputRatioToDirect} of direct: ` +
+              `**platform throughput ${s.platformVsPortkey.throughputRatio}x Portkey's** (the direct call itself: ${s.platformVsPortkey.directVsPortkeyThroughput}x)`
+          : `${base} (Portkey not measured)`;
       })
+      .join('\n');
+    const stepRows = Object.entries(steps)
+      .map(([k, v]) => `| ${k} | ${v} |`)
       .join('\n');
     const markdown = [
       `Machine: ${machineLine(machine)}`,
       '',
-      `Upstream: local OpenAI-compatible server answering after a fixed ${delayMs} ms. Cases: **direct** (client → upstream), ` +
-        '**platform** (client → backend `POST /api/ai/chat` → upstream; bearer key, per-IP limit, plan middleware, validation, usage ' +
-        `logged to PostgreSQL), **portkey** (client → ${portkeyNote} → upstream). Load client: a child process with an undici ` +
-        `pool and per-request hrtime; ${settings.rounds} round-robin rounds of ${settings.durationS} s per case and level; figures are ` +
-        'medians over rounds; added latency is the case minus direct in the same round.',
+      `Upstream: local OpenAI-compatible server answering after a fixed ${delayMs} ms, in its own process. Cases: **direct** (client → upstream), ` +
+        '**floor** (client → bare Fastify forwarding through an undici pool → upstream: what any Node proxy pays here), ' +
+        '**platform** (client → backend `POST /api/ai/chat` → upstream; bearer key, per-IP limit, plan middleware, zod validation and ' +
+        `serialization, usage logged to PostgreSQL), **portkey** (client → ${portkeyNote} → upstream), and at concurrency 1 the platform ` +
+        'with one part changed (usage recording off; logging at info; the per-IP limit in Redis when REDIS_URL is set). Load client: a ' +
+        `child process with an undici pool and per-request hrtime; round-robin rounds (${roundsC1} at concurrency 1, ${settings.rounds} ` +
+        `at 64) of ${settings.durationS} s per case; figures are medians over rounds; "added" is the case minus direct in the same round, ` +
+        '"over floor" the case minus the floor in the same round.',
       '',
-      '| concurrency | case | req/s | p50 ms | p99 ms | added p50 ms | added p99 ms | throughput / direct | failures |',
-      '|---:|---|---:|---:|---:|---:|---:|---:|---:|',
+      '| concurrency | case | req/s | mean ms | p50 ms | p99 ms | added mean ms | added p50 ms | added p99 ms | over floor, mean ms | throughput / direct | failures |',
+      '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
       ...rows,
       '',
       cmp,
+      '',
+      'Warm cost of each step in isolation (µs per call, median of 5 × 20,000 calls in the bench process):',
+      '',
+      '| step | µs |',
+      '|---|---:|',
+      stepRows,
     ].join('\n');
     return { name: 'ai-proxy', results, markdown };
   } finally {
     portkeyProc?.kill('SIGTERM');
-    await backend?.close().catch(() => {});
-    await platform?.close().catch(() => {});
+    for (const app of apps) await app.close().catch(() => {});
+    await floor?.app.close().catch(() => {});
+    await floor?.pool.close().catch(() => {});
+    for (const platform of platforms) await platform.close().catch(() => {});
     await db?.close().catch(() => {});
     await database?.stop();
     await stopProcess(upstream.proc);

@@ -115,6 +115,12 @@ export const LIMITS = {
   aiMaxMessageChars: 200_000,
   /** how long the router's /models is trusted before GET /api/ai/models refreshes it in the background */
   aiCatalogRefreshMs: 60 * 60 * 1000,
+  /**
+   * AI usage rows wait at most this long in memory before their batch is written (usage.ts): a
+   * write per request would cost each proxied call a statement beside it (issue 15). A crash,
+   * not a shutdown, can lose the rows of this window.
+   */
+  aiUsageFlushMs: 100,
   /** §8 top-up amounts in cents (§4.4: 5, 10, 25, 50 agent calls); the default is 1000 */
   topUpAmountsCents: [500, 1000, 2500, 5000],
   topUpDefaultCents: 1000,

@@ -2,10 +2,11 @@
  * Secrets at rest and in comparison (DESIGN rule 6): SHA-256 for tokens and API keys,
  * AES-256-GCM for secrets that must be read back, constant-time comparison everywhere.
  */
-import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
-export const sha256 = (value: string): Buffer => createHash('sha256').update(value).digest();
-export const sha256Hex = (value: string): string => createHash('sha256').update(value).digest('hex');
+// one-shot crypto.hash: no Hash object per call (these run on every authenticated request)
+export const sha256 = (value: string): Buffer => hash('sha256', value, 'buffer');
+export const sha256Hex = (value: string): string => hash('sha256', value, 'hex');
 
 /** A random token of `bytes` bytes from the CSPRNG, base64url-encoded. */
 export const randomToken = (bytes = 32): string => randomBytes(bytes).toString('base64url');

@@ -30,7 +30,7 @@ describe('GET /api/usage', () => {
   it('reports only my rows: totals, one entry per day (zeros included), per model by cost', async () => {
     const me = await signUp(t.web);
     const other = await signUp(t.web);
-    await aiRepo.insertUsage(t.database.db.kysely, [
+    await aiRepo.insertUsage(t.database.db.pool, [
       row(me.id, 'gpt-4', 0, 100, 0.003),
       row(me.id, 'gpt-4', 0, 50, 0.0015),
       row(me.id, 'claude-opus-4-6', 2, 1000, 0.05),

@@ -1,11 +1,17 @@
 /**
  * Usage recording off the response path. Rows queue in memory and are written by one statement
- * per batch (usage row + monthly rollup together, see ai.repo.ts); a batch forms from whatever
- * arrived during the previous write, so under load many requests share one round trip and a lone
- * request is written on the next tick. At most one batch is in flight. A crash can lose the rows
- * of the batch being formed (milliseconds of traffic); `close()` writes what is queued.
+ * per batch (usage row + monthly rollup together, see ai.repo.ts). A batch is written at most
+ * LIMITS.aiUsageFlushMs after its first row arrived, or at once when MAX_BATCH rows are waiting;
+ * at most one batch is in flight. Why a window and not the next tick: at one request at a time a
+ * write per request ran right beside the next request and added ~0.4 ms to it (issue 15,
+ * docs/benchmarks.md); in a window, requests share one statement, and most of a proxied request's
+ * life is spent waiting for the provider, when a write costs it nothing.
+ * Durability: `flush()`/`close()` write everything queued (shutdown loses nothing); a crash can
+ * lose the rows of the last window. Quotas count queued rows (`monthlyTokens`), so the window
+ * never lets a user past a quota.
  */
 import type { FastifyBaseLogger } from 'fastify';
+import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { aiRepo, type UsageRow } from './ai.repo.ts';
 
@@ -22,42 +28,62 @@ export type UsageStore = {
 /** Rows per statement; a larger queue is written in several batches. */
 const MAX_BATCH = 500;
 
-export function createUsageStore(deps: { db: Db; logger?: FastifyBaseLogger | undefined }): UsageStore {
+export function createUsageStore(deps: {
+  db: Pick<Db, 'kysely' | 'pool'>;
+  logger?: FastifyBaseLogger | undefined;
+  /** longest a row waits before its batch is written (default LIMITS.aiUsageFlushMs) */
+  flushDelayMs?: number;
+}): UsageStore {
+  const flushDelayMs = deps.flushDelayMs ?? LIMITS.aiUsageFlushMs;
   let queue: UsageRow[] = [];
+  /** the batch being written: still counted by monthlyTokens until its statement has committed */
+  let writing: UsageRow[] = [];
   let inFlight: Promise<void> | undefined;
-  let scheduled = false;
+  let timer: NodeJS.Timeout | undefined;
 
   const writeAll = async () => {
     while (queue.length > 0) {
-      const batch = queue.slice(0, MAX_BATCH);
-      queue = queue.slice(MAX_BATCH);
+      const batch = queue.length <= MAX_BATCH ? queue : queue.slice(0, MAX_BATCH);
+      queue = queue.length <= MAX_BATCH ? [] : queue.slice(MAX_BATCH);
+      writing = batch;
       try {
-        await aiRepo.insertUsage(deps.db.kysely, batch);
+        await aiRepo.insertUsage(deps.db.pool, batch);
       } catch (err) {
         deps.logger?.error({ err, rows: batch.length }, 'ai usage write failed');
+      } finally {
+        writing = [];
       }
     }
   };
 
   const kick = () => {
-    scheduled = false;
+    if (timer) clearTimeout(timer);
+    timer = undefined;
     if (inFlight) return;
     inFlight = writeAll().finally(() => {
       inFlight = undefined;
-      if (queue.length > 0) kick();
+      schedule();
     });
+  };
+
+  /** A full batch goes now; otherwise one timer per window, started by the window's first row. */
+  const schedule = () => {
+    if (inFlight || queue.length === 0) return;
+    if (queue.length >= MAX_BATCH) kick();
+    else timer ??= setTimeout(kick, flushDelayMs);
   };
 
   return {
     record(row) {
       queue.push(row);
-      if (!scheduled && !inFlight) {
-        scheduled = true;
-        setImmediate(kick);
-      }
+      schedule();
     },
     async monthlyTokens(userId, at) {
-      const pending = queue.filter((r) => r.userId === userId).reduce((s, r) => s + r.totalTokens, 0);
+      // queued and in-flight rows first: a batch that commits meanwhile is counted twice (a
+      // moment's overcount), never not at all
+      let pending = 0;
+      for (const r of queue) if (r.userId === userId) pending += r.totalTokens;
+      for (const r of writing) if (r.userId === userId) pending += r.totalTokens;
       return pending + (await aiRepo.monthlyTokens(deps.db.kysely, userId, at));
     },
     async flush() {

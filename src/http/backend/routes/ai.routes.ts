@@ -24,7 +24,8 @@ const TASK_TYPE_ERROR = `Invalid taskType: use one of ${TASK_TYPES.join(', ')}`;
 const taskType = z.enum(TASK_TYPES, { error: TASK_TYPE_ERROR });
 
 const MESSAGES_REQUIRED = 'Messages array is required';
-const chatBody = jsonBody({
+/** exported for bench/ai-proxy.bench.ts, which measures what validating it costs */
+export const chatBody = jsonBody({
   messages: z
     .array(
       z.object(
@@ -108,6 +109,15 @@ const publicModel = z.object({
   available: z.boolean(),
 });
 const usage = z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() });
+/** exported for bench/ai-proxy.bench.ts, which measures what serializing it costs */
+export const chatResponse = z.object({
+  id: z.string(),
+  model: z.string(),
+  provider: z.string(),
+  message: z.object({ role: z.literal('assistant'), content: z.string() }),
+  usage,
+  timestamp: z.string(),
+});
 const planError = z
   .object({ success: z.literal(false), error: z.string(), code: z.enum(['PLAN_REQUIRED', 'SUBSCRIPTION_REQUIRED']) })
   .describe('402: `PLAN_REQUIRED` (x-user-plan missing or unrecognized) or `SUBSCRIPTION_REQUIRED`');
@@ -296,14 +306,7 @@ export const aiRoutes = (deps: {
         headers: planHeaders,
         body: chatBody,
         response: {
-          200: z.object({
-            id: z.string(),
-            model: z.string(),
-            provider: z.string(),
-            message: z.object({ role: z.literal('assistant'), content: z.string() }),
-            usage,
-            timestamp: z.string(),
-          }),
+          200: chatResponse,
           400: errorSchema,
           402: planError,
           403: restricted,
