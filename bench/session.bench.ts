@@ -186,6 +186,10 @@ export async function run(): Promise<BenchOutput> {
       ]);
       missCookies.push(`${COOKIE}=${token}`);
     }
+    // what autovacuum does within a minute of these inserts on a live database: without table
+    // statistics the planner scans all sessions for every lookup (3x the PostgreSQL CPU per miss;
+    // the bench measured that, not the platform, before 2026-11-25)
+    await db.pool.query('ANALYZE sessions; ANALYZE users');
 
     bare = await startBareFastify(PATH, body);
 

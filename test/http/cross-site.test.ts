@@ -114,12 +114,12 @@ describe('loopback aliases of a loopback PUBLIC_URL (the default http://localhos
       'http://[::1]:3000',
     ]);
     expect(ownOrigins('https://app.example.com')).toEqual(['https://app.example.com']);
-    const check = createOriginCheck({ publicUrl: 'http://localhost:3000', sessionCookie: 'service-session' });
+    const { check } = createOriginCheck({ publicUrl: 'http://localhost:3000', sessionCookie: 'service-session' });
     const req = (origin: string) => ({ method: 'POST', url: '/api/auth/login', headers: { origin } }) as never;
-    await expect(check(req('http://127.0.0.1:3000'))).resolves.toBeUndefined();
-    await expect(check(req('http://[::1]:3000'))).resolves.toBeUndefined();
-    await expect(check(req('http://127.0.0.1:3001'))).rejects.toThrow('Cross-site request refused');
-    await expect(check(req('https://127.0.0.1:3000'))).rejects.toThrow('Cross-site request refused');
-    await expect(check(req('http://evil.localhost:3000'))).rejects.toThrow('Cross-site request refused');
+    expect(() => check(req('http://127.0.0.1:3000'))).not.toThrow();
+    expect(() => check(req('http://[::1]:3000'))).not.toThrow();
+    expect(() => check(req('http://127.0.0.1:3001'))).toThrow('Cross-site request refused');
+    expect(() => check(req('https://127.0.0.1:3000'))).toThrow('Cross-site request refused');
+    expect(() => check(req('http://evil.localhost:3000'))).toThrow('Cross-site request refused');
   });
 });

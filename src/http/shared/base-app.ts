@@ -80,8 +80,11 @@ export async function createBaseApp(options: BaseAppOptions): Promise<App> {
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app, createMethodRegistry(app).notFound);
   acceptEmptyJsonBody(app);
-  app.addHook('onSend', async (request, reply) => {
+  // a callback hook, not an async one: it runs on every response, and a promise per response
+  // showed in the session bench (docs/benchmarks.md)
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id);
+    done(null, payload);
   });
 
   await app.register(fastifySwagger, {

@@ -15,7 +15,7 @@
  *   always sends one of them on a cross-origin POST.
  * Refusal is 403 `{error}` before the body is read.
  */
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { forbidden } from '../../lib/errors.ts';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -41,7 +41,8 @@ export function ownOrigins(publicUrl: string): string[] {
 
 export function createOriginCheck(options: { publicUrl: string; allowedOrigins?: readonly string[]; sessionCookie: string }) {
   const allowed = new Set([...ownOrigins(options.publicUrl), ...(options.allowedOrigins ?? []).map((o) => new URL(o).origin)]);
-  return async function refuseCrossSite(request: FastifyRequest): Promise<void> {
+  /** Throws 403 for a refused request; `hook` below is what the web app registers. */
+  function refuseCrossSite(request: FastifyRequest): void {
     if (SAFE_METHODS.has(request.method)) return;
     const path = request.url.split('?', 1)[0]!;
     const cookieHeader = request.headers.cookie;
@@ -54,5 +55,16 @@ export function createOriginCheck(options: { publicUrl: string; allowedOrigins?:
     }
     const site = request.headers['sec-fetch-site'];
     if (typeof site === 'string' && site !== 'same-origin' && site !== 'none') throw forbidden(CROSS_SITE_MESSAGE);
+  }
+  // a callback hook, not an async one: it runs on every web request and decides synchronously
+  const hook = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
+    try {
+      refuseCrossSite(request);
+    } catch (err) {
+      done(err as Error);
+      return;
+    }
+    done();
   };
+  return { check: refuseCrossSite, hook };
 }

@@ -16,6 +16,9 @@ import { SESSION_SECURITY } from './security.ts';
 
 export const SESSION_COOKIE = 'service-session';
 
+/** The request's session lookup, started once (a decorated slot: cheaper than a WeakMap keyed by request). */
+const LOOKUP = Symbol('sessionLookup');
+
 declare module 'fastify' {
   interface FastifyRequest {
     /**
@@ -23,6 +26,7 @@ declare module 'fastify' {
      * routes (they call `SessionAuth.user(request)` when a session is optional). Read it with `currentUser`.
      */
     user: SessionUser | null;
+    [LOOKUP]: Promise<SessionUser | null> | null;
   }
 }
 
@@ -46,6 +50,7 @@ export function registerSession(
   options: { secure: boolean },
 ): SessionAuth {
   app.decorateRequest('user', null);
+  app.decorateRequest(LOOKUP, null);
   return createSessionAuth(accounts, options);
 }
 
@@ -59,17 +64,9 @@ export function currentUser(request: FastifyRequest): SessionUser {
 }
 
 function createSessionAuth(accounts: AccountsService, options: { secure: boolean }): SessionAuth {
-  const cache = new WeakMap<FastifyRequest, Promise<SessionUser | null>>();
   const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, path: '/', secure: options.secure };
   const token = (request: FastifyRequest) => request.cookies[SESSION_COOKIE] || undefined;
-  const user = (request: FastifyRequest) => {
-    let p = cache.get(request);
-    if (!p) {
-      p = accounts.sessionUser(token(request));
-      cache.set(request, p);
-    }
-    return p;
-  };
+  const user = (request: FastifyRequest) => (request[LOOKUP] ??= accounts.sessionUser(token(request)));
   const require = async (request: FastifyRequest) => {
     const u = await user(request);
     if (!u) throw unauthorized('Unauthorized');

@@ -118,7 +118,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
   // docs/security.md: state-changing cookie requests and sign-ins only from our own origin
   app.addHook(
     'onRequest',
-    createOriginCheck({ publicUrl: config.PUBLIC_URL, allowedOrigins: config.CSRF_ALLOWED_ORIGINS, sessionCookie: SESSION_COOKIE }),
+    createOriginCheck({ publicUrl: config.PUBLIC_URL, allowedOrigins: config.CSRF_ALLOWED_ORIGINS, sessionCookie: SESSION_COOKIE }).hook,
   );
   const session: SessionAuth = registerSession(app, services.accounts, { secure: config.secureCookies });
   // live logs: one reader per watched agent in this web process, released with its last stream
