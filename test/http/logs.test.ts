@@ -9,6 +9,7 @@ import { type LoggerOptions, pino } from 'pino';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { createSiweMessage } from 'viem/siwe';
 import { describe, expect, it } from 'vitest';
+import { createBaseApp } from '../../src/http/shared/base-app.ts';
 import { loggerOptions } from '../../src/http/shared/logging.ts';
 import { sessionCookieFrom, startTestPlatform } from '../helpers/platform.ts';
 
@@ -101,5 +102,60 @@ describe.each(['info', 'trace'])('logs at level %s contain no secrets', (level) 
     // the query-string secrets were replaced, not dropped silently
     expect(log).toMatch(/token=REDACTED/);
     for (const s of secrets) expect(log.includes(s), `log contains a secret: ${s.slice(0, 8)}…`).toBe(false);
+  });
+});
+
+/**
+ * Above info the request logger is a stand-in that makes pino's child only when a line is written
+ * (src/http/shared/logging.ts childLoggerFactory). What the stand-in must keep: disabled levels
+ * write nothing, enabled ones write with the request id, children and redaction still work, and
+ * Fastify's own error lines carry the request id.
+ */
+describe('request logger above info (LOG_LEVEL=warn)', () => {
+  it('writes warnings and errors with reqId and redaction, and nothing below warn', async () => {
+    const { logger, text } = memoryLogger('warn');
+    const app = await createBaseApp({
+      title: 't',
+      description: 't',
+      version: '0',
+      logLevel: 'warn',
+      bodyLimit: 1000,
+      trustProxy: false,
+      logger,
+    });
+    app.get('/quiet', async (request) => {
+      request.log.info('info-line-never-written');
+      request.log.debug('debug-line-never-written');
+      const log = request.log as typeof request.log & { isLevelEnabled(level: string): boolean };
+      return { ok: log.isLevelEnabled('warn') && !log.isLevelEnabled('info'), level: log.level };
+    });
+    app.get('/warn', async (request) => {
+      request.log.warn({ user: { password: 'pw-logged-by-mistake' } }, 'warn-line');
+      request.log.child({ part: 'inner' }).error('child-error-line');
+      return { ok: true };
+    });
+    app.get('/boom', async () => {
+      throw new Error('boom-failure');
+    });
+    try {
+      const quiet = await app.inject({ method: 'GET', url: '/quiet', headers: { 'x-request-id': 'rid-quiet' } });
+      expect(quiet.json()).toEqual({ ok: true, level: 'warn' });
+      await app.inject({ method: 'GET', url: '/warn', headers: { 'x-request-id': 'rid-warn' } });
+      const boom = await app.inject({ method: 'GET', url: '/boom', headers: { 'x-request-id': 'rid-boom' } });
+      expect(boom.statusCode).toBe(500);
+    } finally {
+      await app.close();
+    }
+    const lines = text()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.some((l) => l.reqId === 'rid-quiet')).toBe(false);
+    expect(text()).not.toContain('never-written');
+    const warn = lines.find((l) => l.msg === 'warn-line');
+    expect(warn).toMatchObject({ reqId: 'rid-warn', level: 40, user: { password: '[redacted]' } });
+    expect(lines.find((l) => l.msg === 'child-error-line')).toMatchObject({ reqId: 'rid-warn', part: 'inner', level: 50 });
+    expect(lines.some((l) => l.reqId === 'rid-boom' && l.level === 50 && JSON.stringify(l).includes('boom-failure'))).toBe(true);
+    expect(text()).not.toContain('pw-logged-by-mistake');
   });
 });

@@ -12,7 +12,7 @@ import type { Config } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
 import { type Db, isUniqueViolation } from '../../db/client.ts';
 import { createBatchLoader } from '../../lib/batch-loader.ts';
-import { randomToken, sha256 } from '../../lib/crypto.ts';
+import { randomToken, sha256, sha256Base64url } from '../../lib/crypto.ts';
 import { badRequest, conflict, forbidden, notFound, serviceUnavailable, tooManyRequests, unauthorized } from '../../lib/errors.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
 import { isAdminUser } from '../admin/admin-rule.ts';
@@ -167,11 +167,11 @@ export function createAccountsService(deps: AccountsDeps) {
     /** The user behind a cookie token, or null (unknown, expired or signed-out session). */
     async sessionUser(token: string | undefined): Promise<SessionUser | null> {
       if (!token || token.length > 128) return null;
-      const tokenHash = sha256(token);
-      const key = tokenHash.toString('base64url');
+      // the cache key is the hash as base64url text; the Buffer form is made only for a miss
+      const key = sha256Base64url(token);
       const cached = deps.sessionCache?.get(key);
       if (cached) return { id: cached.id, name: cached.name, email: cached.email, isAdmin: cached.isAdmin };
-      const row = await findSessionUser(tokenHash);
+      const row = await findSessionUser(Buffer.from(key, 'base64url'));
       if (!row) return null;
       const isAdmin = isAdminUser(config, row);
       deps.sessionCache?.set(key, { id: row.id, name: row.name, email: row.email, isAdmin, expiresAt: row.expires_ms });

@@ -13,7 +13,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Config } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
-import { sha256 } from '../../lib/crypto.ts';
+import { sha256, sha256Hex } from '../../lib/crypto.ts';
 import { badRequest, notFound } from '../../lib/errors.ts';
 import { UUID_PATTERN } from '../../lib/ids.ts';
 import { isAdminUser } from '../admin/admin-rule.ts';
@@ -128,13 +128,13 @@ export function createKeysService(deps: KeysDeps) {
       if (!apiKey.startsWith(API_KEY_PREFIX) || apiKey.length > LIMITS.apiKeyMaxLength || apiKey.length <= LIMITS.apiKeyPrefixLength) {
         return { valid: false, error: INVALID_KEY };
       }
-      const hash = sha256(apiKey);
-      const hashHex = hash.toString('hex');
+      const hashHex = sha256Hex(apiKey);
       const hit = deps.cache?.get(hashHex);
       if (hit) {
         touchLater(hit.keyId);
         return hit.profile;
       }
+      const hash = Buffer.from(hashHex, 'hex');
       const candidates = await keysRepo.findByPrefix(db.kysely, apiKey.slice(0, LIMITS.apiKeyPrefixLength));
       // compare against every candidate (no early exit), each in constant time
       let match: (typeof candidates)[number] | undefined;

@@ -67,3 +67,84 @@ export const requestIdOptions = {
     return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
   },
 } satisfies Partial<FastifyServerOptions>;
+
+type ChildFactory = NonNullable<FastifyServerOptions['childLoggerFactory']>;
+type Parent = Parameters<ChildFactory>[0];
+/** pino's loggers answer it; another FastifyBaseLogger may not (then: enabled, the child is made as usual) */
+const isEnabled = (logger: Parent, level: string): boolean => {
+  const l = logger as { isLevelEnabled?: (level: string) => boolean };
+  return typeof l.isLevelEnabled !== 'function' || l.isLevelEnabled(level);
+};
+type Bindings = Parameters<ChildFactory>[1];
+type ChildOptions = Parameters<ChildFactory>[2];
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+
+/**
+ * Fastify makes a child logger (bound to the request id) for every request. With our redaction
+ * paths pino runs that binding through the redactor, which makes the child ~3x dearer than a plain
+ * one: ~5% of a cached session request's CPU (docs/benchmarks.md, Session). When the logger
+ * writes info lines (the default level) Fastify logs every request through the child, so it is
+ * made as before. Above info (`LOG_LEVEL=warn`, what a busy deployment runs) most requests never
+ * log: the request gets a stand-in whose disabled levels do nothing and whose first enabled call
+ * (a warning, an error) makes the real child, so every line still carries `reqId`
+ * (test/http/logs.test.ts).
+ */
+export const childLoggerFactory: ChildFactory = (logger, bindings, opts) => {
+  const ownLevel = opts.level !== undefined || opts.serializers !== undefined;
+  if (ownLevel || isEnabled(logger, 'info')) return logger.child(bindings, opts);
+  return new LazyChild(logger, bindings, opts) as unknown as Parent;
+};
+
+class LazyChild {
+  #real: Parent | undefined;
+  readonly #parent: Parent;
+  readonly #bindings: Bindings;
+  readonly #opts: ChildOptions;
+  constructor(parent: Parent, bindings: Bindings, opts: ChildOptions) {
+    this.#parent = parent;
+    this.#bindings = bindings;
+    this.#opts = opts;
+  }
+  #child(): Parent {
+    if (!this.#real) this.#real = this.#parent.child(this.#bindings, this.#opts);
+    return this.#real;
+  }
+  #log(level: Level, args: unknown[]) {
+    if (!this.isLevelEnabled(level)) return;
+    (this.#child()[level] as (...a: unknown[]) => void)(...args);
+  }
+  fatal(...args: unknown[]) {
+    this.#log('fatal', args);
+  }
+  error(...args: unknown[]) {
+    this.#log('error', args);
+  }
+  warn(...args: unknown[]) {
+    this.#log('warn', args);
+  }
+  info(...args: unknown[]) {
+    this.#log('info', args);
+  }
+  debug(...args: unknown[]) {
+    this.#log('debug', args);
+  }
+  trace(...args: unknown[]) {
+    this.#log('trace', args);
+  }
+  silent() {}
+  child(bindings: Bindings, options?: ChildOptions) {
+    return this.#child().child(bindings, options);
+  }
+  get level(): string {
+    return (this.#real ?? this.#parent).level;
+  }
+  set level(value: string) {
+    this.#child().level = value;
+  }
+  isLevelEnabled(level: string): boolean {
+    return isEnabled(this.#real ?? this.#parent, level);
+  }
+  bindings(): Record<string, unknown> {
+    return (this.#child() as unknown as { bindings(): Record<string, unknown> }).bindings();
+  }
+}
