@@ -10,7 +10,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { createSiweMessage } from 'viem/siwe';
 import { describe, expect, it } from 'vitest';
 import { createBaseApp } from '../../src/http/shared/base-app.ts';
-import { loggerOptions } from '../../src/http/shared/logging.ts';
+import { loggerOptions, redactSecrets } from '../../src/http/shared/logging.ts';
 import { sessionCookieFrom, startTestPlatform } from '../helpers/platform.ts';
 
 function memoryLogger(level: string) {
@@ -157,5 +157,46 @@ describe('request logger above info (LOG_LEVEL=warn)', () => {
     expect(lines.find((l) => l.msg === 'child-error-line')).toMatchObject({ reqId: 'rid-warn', part: 'inner', level: 50 });
     expect(lines.some((l) => l.reqId === 'rid-boom' && l.level === 50 && JSON.stringify(l).includes('boom-failure'))).toBe(true);
     expect(text()).not.toContain('pw-logged-by-mistake');
+  });
+});
+
+describe('redaction (src/http/shared/logging.ts redactSecrets, pino formatters.log and formatters.bindings)', () => {
+  it('censors secret fields at the top and one level down', () => {
+    const { logger, text } = memoryLogger('info');
+    logger.info({ password: 'top-pw', body: { email: 'a@example.com', token: 'inner-token' }, n: 1 }, 'line');
+    logger.child({ reqId: 'r1' }).info({ apiKey: 'k-secret', wallet: { privateKey: 'pk-secret', signature: 'sig-secret' } }, 'child line');
+    const [line, child] = text()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(line).toMatchObject({ password: '[redacted]', body: { email: 'a@example.com', token: '[redacted]' }, n: 1, msg: 'line' });
+    expect(child).toMatchObject({ reqId: 'r1', apiKey: '[redacted]', wallet: { privateKey: '[redacted]', signature: '[redacted]' } });
+    for (const secret of ['top-pw', 'inner-token', 'k-secret', 'pk-secret', 'sig-secret']) expect(text()).not.toContain(secret);
+  });
+
+  it('never changes what it was given, and passes a line without secrets through as is', () => {
+    const body = { email: 'a@example.com', password: 'pw' };
+    const input = { body, other: { x: 1 } };
+    const out = redactSecrets(input);
+    expect(input.body.password).toBe('pw');
+    expect(input.body).toBe(body);
+    expect(out.body).toEqual({ email: 'a@example.com', password: '[redacted]' });
+    expect(out.other).toBe(input.other);
+    const clean = { req: { method: 'GET' }, n: 2 };
+    expect(redactSecrets(clean)).toBe(clean);
+  });
+
+  it('keeps an Error an Error (class, message, stack) when it carries a secret', () => {
+    const err = Object.assign(new TypeError('upstream refused'), { token: 'err-token' });
+    const out = redactSecrets({ err }).err as TypeError & { token: string };
+    expect(out).toBeInstanceOf(TypeError);
+    expect(out.message).toBe('upstream refused');
+    expect(out.stack).toBe(err.stack);
+    expect(out.token).toBe('[redacted]');
+    expect(err.token).toBe('err-token');
+    const { logger, text } = memoryLogger('info');
+    logger.error({ err }, 'failed');
+    expect(text()).toContain('upstream refused');
+    expect(text()).not.toContain('err-token');
   });
 });

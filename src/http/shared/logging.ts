@@ -17,6 +17,54 @@ export function redactUrl(url: string): string {
   return `${url.slice(0, q)}?${params.toString()}`;
 }
 
+const CENSOR = '[redacted]';
+/** Secret fields: censored as a top-level key of a log object and one level down (`{ body: { password } }`). */
+const SECRET_FIELDS = ['password', 'token', 'apiKey', 'privateKey', 'signature'] as const;
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null;
+const has = (o: object, key: string) => Object.hasOwn(o, key);
+
+/**
+ * A copy of `o` with `keys` censored: same prototype and own properties, an own accessor read
+ * into a value (V8's `stack` is one, bound to the original error), so an Error keeps its class,
+ * message and stack.
+ */
+function censored<T extends object>(o: T, keys: readonly string[]): T {
+  const descriptors: PropertyDescriptorMap = Object.getOwnPropertyDescriptors(o);
+  for (const [k, d] of Object.entries(descriptors)) {
+    if (d.get) descriptors[k] = { value: Reflect.get(o, k), enumerable: d.enumerable, writable: true, configurable: true };
+  }
+  const copy = Object.create(Object.getPrototypeOf(o), descriptors) as T;
+  for (const k of keys) Object.defineProperty(copy, k, { value: CENSOR, enumerable: true, writable: true, configurable: true });
+  return copy;
+}
+
+/**
+ * pino's `formatters.log`: what a log line carries, with secrets censored. The input is never changed (it may be a live request or a
+ * caller's object): anything with a secret is copied first; a line without secrets, nearly every
+ * line, is checked and passed through without a copy. Replaces pino's `redact` option, whose
+ * per-line cost was three times the rest of the logging (8.3 against 2.6 µs for the two lines of a
+ * request), with the same coverage plus top-level secret keys. Headers need no rule here: `req`
+ * and `res` go through serializers that keep none (pino's old `req.headers.*` paths applied to
+ * that serialized output, so they never matched anything). A child logger's bindings are not
+ * formatted by pino (only the root's are); the only children are Fastify's per-request ones, bound
+ * to the request id, and `childLoggerFactory` below passes their bindings through this too. Bind
+ * identifiers to a child, never secrets.
+ */
+export function redactSecrets(obj: Record<string, unknown>): Record<string, unknown> {
+  let out = obj;
+  const top = SECRET_FIELDS.filter((k) => has(obj, k));
+  if (top.length > 0) out = censored(obj, top);
+  for (const key in obj) {
+    const value = obj[key];
+    if (!isObject(value) || !has(obj, key)) continue;
+    const inner = SECRET_FIELDS.filter((k) => has(value, k));
+    if (inner.length === 0) continue;
+    if (out === obj) out = censored(obj, []);
+    out[key] = censored(value, inner);
+  }
+  return out;
+}
+
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** `auto` (the default): readable lines when stdout is a terminal, JSON lines otherwise. */
@@ -33,22 +81,9 @@ export function loggerOptions(level: string, format: LogFormat = 'auto'): Fastif
     ...(isPretty(format)
       ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } }
       : {}),
-    redact: {
-      paths: [
-        'req.headers.authorization',
-        'req.headers.cookie',
-        'req.headers["x-bridge-secret"]',
-        'req.headers["x-hosting-secret"]',
-        'req.headers["payment-signature"]',
-        'res.headers["set-cookie"]',
-        '*.password',
-        '*.token',
-        '*.apiKey',
-        '*.privateKey',
-        '*.signature',
-      ],
-      censor: '[redacted]',
-    },
+    // our own redaction (redactSecrets below), not pino's `redact` option: same paths, a fifth of
+    // the cost per line (docs/benchmarks.md "Logging at info")
+    formatters: { log: redactSecrets },
     serializers: {
       req: (req: { method: string; url: string; ip?: string; id?: string }) => ({
         method: req.method,
@@ -91,8 +126,9 @@ type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
  */
 export const childLoggerFactory: ChildFactory = (logger, bindings, opts) => {
   const ownLevel = opts.level !== undefined || opts.serializers !== undefined;
-  if (ownLevel || isEnabled(logger, 'info')) return logger.child(bindings, opts);
-  return new LazyChild(logger, bindings, opts) as unknown as Parent;
+  const safe = redactSecrets(bindings);
+  if (ownLevel || isEnabled(logger, 'info')) return logger.child(safe, opts);
+  return new LazyChild(logger, safe, opts) as unknown as Parent;
 };
 
 class LazyChild {
