@@ -35,7 +35,7 @@ export function createUsageStore(deps: {
   flushDelayMs?: number;
 }): UsageStore {
   const flushDelayMs = deps.flushDelayMs ?? LIMITS.aiUsageFlushMs;
-  let queue: UsageRow[] = [];
+  const queue: UsageRow[] = [];
   /** the batch being written: still counted by monthlyTokens until its statement has committed */
   let writing: UsageRow[] = [];
   let inFlight: Promise<void> | undefined;
@@ -43,8 +43,7 @@ export function createUsageStore(deps: {
 
   const writeAll = async () => {
     while (queue.length > 0) {
-      const batch = queue.length <= MAX_BATCH ? queue : queue.slice(0, MAX_BATCH);
-      queue = queue.length <= MAX_BATCH ? [] : queue.slice(MAX_BATCH);
+      const batch = queue.splice(0, MAX_BATCH);
       writing = batch;
       try {
         await aiRepo.insertUsage(deps.db.pool, batch);
