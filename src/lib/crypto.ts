@@ -8,7 +8,7 @@ import { createCipheriv, createDecipheriv, hash, randomBytes, timingSafeEqual } 
 // Asking it for a string is ~3x faster than asking for a Buffer (Node 24: 0.33-0.41 us against
 // 1.18 us for a 43-character token; the 'buffer' output takes a slow encoding check and a
 // natively allocated Buffer), so sha256 takes the digest as latin1 text (one char per byte) and
-// copies it into a pooled Buffer. test/http/crypto.test.ts checks the bytes match.
+// copies it into a pooled Buffer. test/lib/crypto.test.ts checks the bytes match.
 export const sha256 = (value: string): Buffer => Buffer.from(hash('sha256', value, 'latin1'), 'latin1');
 export const sha256Hex = (value: string): string => hash('sha256', value, 'hex');
 /** The digest as base64url text: the session cache's key (accounts.service.ts). */

@@ -106,10 +106,9 @@ describe.each(['info', 'trace'])('logs at level %s contain no secrets', (level) 
 });
 
 /**
- * Above info the request logger is a stand-in that makes pino's child only when a line is written
- * (src/http/shared/logging.ts childLoggerFactory). What the stand-in must keep: disabled levels
- * write nothing, enabled ones write with the request id, children and redaction still work, and
- * Fastify's own error lines carry the request id.
+ * Above info (what a busy deployment runs) the request logger must still do its job: disabled
+ * levels write nothing, enabled ones write with the request id, children and redaction
+ * (src/http/shared/logging.ts redactSecrets) work, and Fastify's own error lines carry the id.
  */
 describe('request logger above info (LOG_LEVEL=warn)', () => {
   it('writes warnings and errors with reqId and redaction, and nothing below warn', async () => {

@@ -39,16 +39,16 @@ function censored<T extends object>(o: T, keys: readonly string[]): T {
 }
 
 /**
- * pino's `formatters.log`: what a log line carries, with secrets censored. The input is never changed (it may be a live request or a
- * caller's object): anything with a secret is copied first; a line without secrets, nearly every
- * line, is checked and passed through without a copy. Replaces pino's `redact` option, whose
- * per-line cost was three times the rest of the logging (8.3 against 2.6 µs for the two lines of a
- * request), with the same coverage plus top-level secret keys. Headers need no rule here: `req`
+ * pino's `formatters.log`: what a log line carries, with secrets censored. The input is never
+ * changed (it may be a live request or a caller's object): anything with a secret is copied
+ * first; a line without secrets, nearly every line, is checked and passed through without a copy.
+ * Replaces pino's `redact` option, whose per-line cost was three times the rest of the logging
+ * (8.3 against 2.6 µs for the two lines of a request) and which made every request's child logger
+ * 3x dearer, with the same coverage plus top-level secret keys. Headers need no rule here: `req`
  * and `res` go through serializers that keep none (pino's old `req.headers.*` paths applied to
  * that serialized output, so they never matched anything). A child logger's bindings are not
- * formatted by pino (only the root's are); the only children are Fastify's per-request ones, bound
- * to the request id, and `childLoggerFactory` below passes their bindings through this too. Bind
- * identifiers to a child, never secrets.
+ * formatted by pino (only the root's are); the only children are Fastify's per-request ones,
+ * whose one binding is the validated request id. Bind identifiers to a child, never secrets.
  */
 export function redactSecrets(obj: Record<string, unknown>): Record<string, unknown> {
   let out = obj;
@@ -81,8 +81,8 @@ export function loggerOptions(level: string, format: LogFormat = 'auto'): Fastif
     ...(isPretty(format)
       ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } }
       : {}),
-    // our own redaction (redactSecrets below), not pino's `redact` option: same paths, a fifth of
-    // the cost per line (docs/benchmarks.md "Logging at info")
+    // our own redaction (redactSecrets above), not pino's `redact` option: same fields, a third of
+    // the cost per line (docs/benchmarks.md "The cached request and logging")
     formatters: { log: redactSecrets },
     serializers: {
       req: (req: { method: string; url: string; ip?: string; id?: string }) => ({
@@ -102,85 +102,3 @@ export const requestIdOptions = {
     return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
   },
 } satisfies Partial<FastifyServerOptions>;
-
-type ChildFactory = NonNullable<FastifyServerOptions['childLoggerFactory']>;
-type Parent = Parameters<ChildFactory>[0];
-/** pino's loggers answer it; another FastifyBaseLogger may not (then: enabled, the child is made as usual) */
-const isEnabled = (logger: Parent, level: string): boolean => {
-  const l = logger as { isLevelEnabled?: (level: string) => boolean };
-  return typeof l.isLevelEnabled !== 'function' || l.isLevelEnabled(level);
-};
-type Bindings = Parameters<ChildFactory>[1];
-type ChildOptions = Parameters<ChildFactory>[2];
-type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
-
-/**
- * Fastify makes a child logger (bound to the request id) for every request. With our redaction
- * paths pino runs that binding through the redactor, which makes the child ~3x dearer than a plain
- * one: ~5% of a cached session request's CPU (docs/benchmarks.md, Session). When the logger
- * writes info lines (the default level) Fastify logs every request through the child, so it is
- * made as before. Above info (`LOG_LEVEL=warn`, what a busy deployment runs) most requests never
- * log: the request gets a stand-in whose disabled levels do nothing and whose first enabled call
- * (a warning, an error) makes the real child, so every line still carries `reqId`
- * (test/http/logs.test.ts).
- */
-export const childLoggerFactory: ChildFactory = (logger, bindings, opts) => {
-  const ownLevel = opts.level !== undefined || opts.serializers !== undefined;
-  const safe = redactSecrets(bindings);
-  if (ownLevel || isEnabled(logger, 'info')) return logger.child(safe, opts);
-  return new LazyChild(logger, safe, opts) as unknown as Parent;
-};
-
-class LazyChild {
-  #real: Parent | undefined;
-  readonly #parent: Parent;
-  readonly #bindings: Bindings;
-  readonly #opts: ChildOptions;
-  constructor(parent: Parent, bindings: Bindings, opts: ChildOptions) {
-    this.#parent = parent;
-    this.#bindings = bindings;
-    this.#opts = opts;
-  }
-  #child(): Parent {
-    if (!this.#real) this.#real = this.#parent.child(this.#bindings, this.#opts);
-    return this.#real;
-  }
-  #log(level: Level, args: unknown[]) {
-    if (!this.isLevelEnabled(level)) return;
-    (this.#child()[level] as (...a: unknown[]) => void)(...args);
-  }
-  fatal(...args: unknown[]) {
-    this.#log('fatal', args);
-  }
-  error(...args: unknown[]) {
-    this.#log('error', args);
-  }
-  warn(...args: unknown[]) {
-    this.#log('warn', args);
-  }
-  info(...args: unknown[]) {
-    this.#log('info', args);
-  }
-  debug(...args: unknown[]) {
-    this.#log('debug', args);
-  }
-  trace(...args: unknown[]) {
-    this.#log('trace', args);
-  }
-  silent() {}
-  child(bindings: Bindings, options?: ChildOptions) {
-    return this.#child().child(bindings, options);
-  }
-  get level(): string {
-    return (this.#real ?? this.#parent).level;
-  }
-  set level(value: string) {
-    this.#child().level = value;
-  }
-  isLevelEnabled(level: string): boolean {
-    return isEnabled(this.#real ?? this.#parent, level);
-  }
-  bindings(): Record<string, unknown> {
-    return (this.#child() as unknown as { bindings(): Record<string, unknown> }).bindings();
-  }
-}
