@@ -197,6 +197,38 @@ describe('one agent', () => {
     });
   });
 
+  it('config PUT: deep nesting and unstorable strings are 400 {error} on the web and the backend (audit item 13), not 500', async () => {
+    const nested = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
+    const bodies = [nested(5000), nested(10_000), nested(65), '{"x":"\\ud800"}', '{"x":"a\\udc00"}', '{"x":{"y":"\\u0000"}}'];
+    for (const payload of bodies) {
+      const res = await t.web.inject({
+        method: 'PUT',
+        url: `/api/agents/${id}/config`,
+        headers: { cookie: owner.cookie, 'content-type': 'application/json' },
+        payload,
+      });
+      expect(res.statusCode, payload.slice(0, 40)).toBe(400);
+      expect(res.json().error).toMatch(/^Config is not serializable/);
+      const backend = await t.backend.inject({
+        method: 'PUT',
+        url: `/api/agents/${id}`,
+        headers: { authorization: `Bearer ${t.config.INTERNAL_API_KEY}`, 'x-user-id': owner.id, 'content-type': 'application/json' },
+        payload: `{"config":${payload}}`,
+      });
+      expect(backend.statusCode, payload.slice(0, 40)).toBe(400);
+      expect(typeof backend.json().error).toBe('string');
+    }
+    // the bound is the one POST /api/config has (LIMITS.configMaxDepth): 64 levels are still a configuration
+    const ok = await t.web.inject({
+      method: 'PUT',
+      url: `/api/agents/${id}/config`,
+      headers: { cookie: owner.cookie, 'content-type': 'application/json' },
+      payload: nested(64),
+    });
+    expect(ok.statusCode).toBe(200);
+    await web('PUT', `/api/agents/${id}/config`, owner.cookie, { channels: { webchat: { enabled: false } } });
+  });
+
   it('logs: real runtime lines from the driver; limit default 50, capped at 100; level filter', async () => {
     const res = (await web('GET', `/api/agents/${id}/logs`, owner.cookie)).json();
     expect(res).toMatchObject({ limit: 50, status: 'ok', total: 2 });

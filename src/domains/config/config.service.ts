@@ -10,6 +10,7 @@ import type { Db, Tx } from '../../db/client.ts';
 import { badRequest, notFound } from '../../lib/errors.ts';
 import { maskChannelSecrets, sealChannelSecrets } from '../agents/channel-secrets.ts';
 import { configRepo } from './config.repo.ts';
+import { checkSerializable } from './config.serializable.ts';
 import type { JsonObject } from './config.types.ts';
 
 export type ConfigActor = { id: string; isAdmin?: boolean };
@@ -49,42 +50,6 @@ export function defaultConfig(plan: string | undefined, isAdmin = false): JsonOb
     session: { dmScope: 'per-channel-peer', resetTriggers: [...DEFAULT_RESET_TRIGGERS] },
     skills: { install: { nodeManager: 'npm' } },
   };
-}
-
-/** Depth of nested objects and arrays, iteratively (a hostile body must not blow the stack). */
-function nestingDepth(value: unknown): number {
-  let max = 0;
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length) {
-    const [v, d] = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (d > max) max = d;
-    if (max > LIMITS.configMaxDepth) return max;
-    for (const child of Object.values(v as object)) stack.push([child, d + 1]);
-  }
-  return max;
-}
-
-/** Strings PostgreSQL's jsonb refuses: NUL and unpaired UTF-16 surrogates. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching NUL is the point
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/**
- * §4.2 "not serializable": the configuration must survive JSON serialization and storage as is.
- * Returns the JSON object to store or throws 400.
- */
-export function checkSerializable(config: JsonObject): JsonObject {
-  if (nestingDepth(config) > LIMITS.configMaxDepth)
-    throw badRequest(`Config is not serializable: nested deeper than ${LIMITS.configMaxDepth} levels`);
-  let text: string;
-  try {
-    text = JSON.stringify(config);
-  } catch {
-    throw badRequest('Config is not serializable');
-  }
-  if (UNSTORABLE.test(text) || text.includes('\\u0000'))
-    throw badRequest('Config is not serializable: contains a NUL character or an unpaired surrogate');
-  return JSON.parse(text) as JsonObject;
 }
 
 // PostgreSQL errors that mean "this JSON cannot be stored" (a last line of defence behind
