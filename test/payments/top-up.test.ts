@@ -113,6 +113,37 @@ describe('POST /api/wallet/top-up (processor webhook)', () => {
     expect(await t.platform.services.ledger.balance(a)).toBe(10_000_000);
   });
 
+  it('credits once per checkout session: two differently-identified events for one session credit once', async () => {
+    const a = address();
+    const session = `cs_test_${randomBytes(6).toString('hex')}`;
+    const first = completed({ type: 'wallet_top_up', walletAddress: a, amountCents: '1000' }, { id: session });
+    const second = completed({ type: 'wallet_top_up', walletAddress: a, amountCents: '1000' }, { id: session });
+    expect(first.id).not.toBe(second.id);
+    const results = await Promise.all([deliver(first), deliver(second), deliver(first), deliver(second)]);
+    expect(results.map((r) => r.statusCode)).toEqual([200, 200, 200, 200]);
+    expect(results.filter((r) => r.json().credited === true)).toHaveLength(1);
+    expect(await t.platform.services.ledger.balance(a)).toBe(10_000_000);
+    // another session for the same wallet is another payment
+    expect((await deliver(completed({ type: 'wallet_top_up', walletAddress: a, amountCents: '500' }))).json().credited).toBe(true);
+    expect(await t.platform.services.ledger.balance(a)).toBe(15_000_000);
+  });
+
+  it('an event credited before credits were keyed by checkout session is not credited again', async () => {
+    const a = address();
+    const e = completed({ type: 'wallet_top_up', walletAddress: a, amountCents: '1000' });
+    // what an earlier version recorded for this delivery: the credit under the event id
+    await t.platform.services.ledger.credit({ address: a, amountMicros: 10_000_000, eventId: e.id, source: 'card_top_up' });
+    expect((await deliver(e)).json()).toMatchObject({ received: true, credited: false });
+    expect(await t.platform.services.ledger.balance(a)).toBe(10_000_000);
+  });
+
+  it('a completed checkout without a session id is acknowledged and not credited', async () => {
+    const a = address();
+    const e = completed({ type: 'wallet_top_up', walletAddress: a, amountCents: '1000' }, { id: undefined });
+    expect((await deliver(e)).json()).toMatchObject({ received: true, ignored: expect.any(String) });
+    expect(await t.platform.services.ledger.balance(a)).toBe(0);
+  });
+
   it('400 for a missing or bad signature (wrong secret, tampered body); nothing credited', async () => {
     const a = address();
     const e = completed({ type: 'wallet_top_up', walletAddress: a, amountCents: '5000' });

@@ -11,11 +11,16 @@ import type { DB } from '../../db/schema.ts';
 type Q = Kysely<DB>;
 
 export const ledgerRepo = {
-  /** Credits once per event id: a replayed event inserts nothing and returns undefined. */
-  async credit(db: Q, e: { address: string; amountMicros: number; eventId: string; source: string }) {
+  /**
+   * Credits once per event id: a replayed event inserts nothing and returns undefined. Nor does
+   * it credit when a row already carries one of `priorEventIds` (the same payment recorded under
+   * the id an earlier version keyed it by).
+   */
+  async credit(db: Q, e: { address: string; amountMicros: number; eventId: string; source: string; priorEventIds?: string[] }) {
     const r = await sql<{ id: number }>`
       INSERT INTO ledger_entries (kind, address, wallet_delta, event_id, source)
-      VALUES ('credit', ${e.address}, ${e.amountMicros}, ${e.eventId}, ${e.source})
+      SELECT 'credit', ${e.address}, ${e.amountMicros}, ${e.eventId}, ${e.source}
+       WHERE NOT EXISTS (SELECT 1 FROM ledger_entries WHERE event_id = ANY(${e.priorEventIds ?? []}::text[]))
       ON CONFLICT (event_id) DO NOTHING
       RETURNING id`.execute(db);
     return r.rows[0];

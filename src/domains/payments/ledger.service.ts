@@ -1,5 +1,5 @@
 /**
- * The ledger's service: credits (card top-ups, once per processor event) and wallet debits, in
+ * The ledger's service: credits (card top-ups, once per checkout session) and wallet debits, in
  * integer micro-USD. The journal and its constraints are in migration 020; docs/payments.md
  * describes them. Other domains (top-up webhook, payment sessions) move money only through here.
  */
@@ -13,8 +13,10 @@ export type CreditInput = {
   address: string;
   /** positive integer micro-USD */
   amountMicros: number;
-  /** the processor's event id (or another unique id of the payment): credits at most once */
+  /** a unique id of the payment (for card top-ups `checkout:<checkout session id>`): credits at most once */
   eventId: string;
+  /** ids an earlier version may have recorded this same payment under: none of them may be credited already */
+  priorEventIds?: string[];
   /** free-form origin, e.g. `card_top_up` */
   source: string;
 };

@@ -1,7 +1,9 @@
 /**
  * Card top-ups of a wallet (§4.4, §3 "Top-up", §6 payment webhook): a checkout session for one
  * of the §8 amounts, then a credit of the ledger when the processor's completed-checkout event
- * arrives, at most once per event id (the ledger's UNIQUE constraint). The credited balance is
+ * arrives, at most once per checkout session (the ledger's UNIQUE constraint on
+ * `checkout:<session id>`: a processor may describe one payment in several differently-identified
+ * events, but a checkout session is paid once). The credited balance is
  * what that wallet's payment sessions draw from (docs/payments.md).
  */
 import { LIMITS } from '../../config/limits.ts';
@@ -52,7 +54,8 @@ export function createTopUpService(deps: {
     /**
      * POST /api/wallet/top-up (the processor's webhook). 400 for a missing or bad signature;
      * events that are not a paid wallet top-up are acknowledged and ignored (2xx, so the
-     * processor does not retry them); a replayed event credits nothing again.
+     * processor does not retry them); a replayed event, or another event for an already credited
+     * checkout session, credits nothing again.
      */
     async handleWebhook(rawBody: Buffer, signature: string | undefined): Promise<TopUpWebhookResult> {
       if (!deps.processor) throw notConfigured();
@@ -82,10 +85,17 @@ export function createTopUpService(deps: {
         deps.logger?.warn({ eventId: event.id }, 'top-up event with unexpected metadata ignored');
         return { received: true, ignored: 'unexpected metadata' };
       }
+      const checkoutId = event.object.id;
+      if (typeof checkoutId !== 'string' || checkoutId.length < 1 || checkoutId.length > 200) {
+        deps.logger?.warn({ eventId: event.id }, 'completed checkout without a session id ignored');
+        return { received: true, ignored: 'checkout session without id' };
+      }
       const r = await deps.ledger.credit({
         address: walletAddress,
         amountMicros: amountCents * MICROS_PER_CENT,
-        eventId: event.id,
+        eventId: `checkout:${checkoutId}`,
+        // versions before the checkout-session key credited under the event id
+        priorEventIds: [event.id],
         source: 'card_top_up',
       });
       return { received: true, credited: r.credited, walletAddress, amountCents };
