@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSessionTypes, paymentDomain } from '../../src/domains/payments/receipts.ts';
+import { clientKey, GATEWAY_CHECKOUTS_PER_CALLER } from '../../src/domains/payments/top-up.service.ts';
 import { type FakeStripe, startFakeStripe } from '../fakes/stripe-api.ts';
 import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
@@ -228,5 +229,59 @@ describe('the v1 gateway’s card method (§4.8)', () => {
     );
     expect(again.map((r) => r.json().stripe.checkoutUrl)).toEqual(Array(5).fill(body.stripe.checkoutUrl));
     expect(stripe.sessions.length).toBe(before + 1);
+  });
+
+  it('anonymous 402s cannot make a processor checkout per X-Wallet-Address: a per-client limit, same 402 body', async () => {
+    await withTestPlatform(
+      {
+        STRIPE_SECRET_KEY: stripe.secretKey,
+        STRIPE_WEBHOOK_SECRET: stripe.webhookSecret,
+        STRIPE_API_URL: stripe.url,
+        PUBLIC_URL: 'https://platform.example.com',
+      },
+      async (p) => {
+        const call = (wallet: string, remoteAddress: string) =>
+          p.web.inject({
+            method: 'POST',
+            url: '/api/v1/gateway',
+            remoteAddress,
+            headers: { 'content-type': 'application/json', 'x-wallet-address': wallet },
+            payload: { plugin: 'generate-text', prompt: 'hi' },
+          });
+        const before = stripe.sessions.length;
+        const burst = [];
+        for (let i = 0; i < 30; i++) burst.push(await call(address(), '203.0.113.7'));
+        // one client: a few checkouts, not one per request
+        expect(GATEWAY_CHECKOUTS_PER_CALLER).toBeLessThan(10);
+        expect(stripe.sessions.length - before).toBe(GATEWAY_CHECKOUTS_PER_CALLER);
+        for (const r of burst) {
+          expect(r.statusCode).toBe(402);
+          // §4.8's body shape either way; past the limit the link is null
+          expect(r.json()).toMatchObject({
+            error: 'payment_required',
+            message: expect.any(String),
+            stripe: { checkoutUrl: expect.toSatisfy((u: unknown) => u === null || typeof u === 'string'), amount: 1, currency: 'usd' },
+          });
+        }
+        expect(burst.at(-1)!.json().stripe.checkoutUrl).toBeNull();
+        // addresses of one IPv6 /64 are one client
+        const v6 = stripe.sessions.length;
+        for (let i = 0; i < 10; i++) await call(address(), `2001:db8:1:2::${(i + 1).toString(16)}`);
+        expect(stripe.sessions.length - v6).toBe(GATEWAY_CHECKOUTS_PER_CALLER);
+        // another client still gets a real link
+        const other = await call(address(), '198.51.100.20');
+        expect(other.json().stripe.checkoutUrl).toBe(stripe.sessions.at(-1)!.url);
+      },
+    );
+  });
+
+  it('limit keys: IPv4 (also IPv4-mapped) as is, IPv6 by its /64', () => {
+    expect(clientKey('203.0.113.7')).toBe('203.0.113.7');
+    expect(clientKey('::ffff:203.0.113.7')).toBe('203.0.113.7');
+    expect(clientKey('2001:db8:1:2::1')).toBe('2001:db8:1:2::/64');
+    expect(clientKey('2001:0db8:0001:0002:ffff:0:0:9')).toBe('2001:db8:1:2::/64');
+    expect(clientKey('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(clientKey('::1')).toBe('0:0:0:0::/64');
+    expect(clientKey(undefined)).toBe('unknown');
   });
 });

@@ -30,8 +30,19 @@ export type MppMethod = {
   verify(credential: string, amountMicros: number, plugin: string): Promise<{ ok: true; txHash: string } | { ok: false; reason: string }>;
 };
 
-/** Card checkout for a 402 (§4.8 `stripe:{checkoutUrl, amount, currency}`); null when no processor is configured. */
-export type GatewayCheckout = (o: { amountCents: number; plugin: string; walletAddress: string | null }) => Promise<string | null>;
+/** Who a 402 answers: the account when signed in, else the client address (limits checkout creation, top-up.service.ts). */
+export type GatewayCaller = { userId: string | null; ip: string | undefined };
+
+/**
+ * Card checkout for a 402 (§4.8 `stripe:{checkoutUrl, amount, currency}`); null when no processor
+ * is configured or the caller has had its share of new checkouts.
+ */
+export type GatewayCheckout = (o: {
+  amountCents: number;
+  plugin: string;
+  walletAddress: string | null;
+  caller: GatewayCaller;
+}) => Promise<string | null>;
 
 export type GatewayAccount = { userId: string; email: string; plan: AiActor['plan']; isAdmin: boolean };
 
@@ -45,6 +56,8 @@ export type GatewayRequest = {
   stream: boolean;
   /** the caller's account (cookie or API key), when any */
   account: GatewayAccount | null;
+  /** the client's address (request.ip, TRUST_PROXY applied) */
+  clientIp?: string | undefined;
   signal: AbortSignal;
 };
 
@@ -84,12 +97,18 @@ export function createGatewayService(deps: {
   const { plugins, sessions } = deps;
   const k = deps.db.kysely;
 
-  async function paymentRequired(plugin: Plugin, walletAddress: string | null, message: string): Promise<GatewayOutcome> {
+  async function paymentRequired(
+    req: GatewayRequest,
+    plugin: Plugin,
+    walletAddress: string | null,
+    message: string,
+  ): Promise<GatewayOutcome> {
     const amountCents = Math.ceil(plugin.priceMicros / 10_000);
     const challenge = deps.mpp.challenge(plugin.priceMicros, plugin.id);
     let checkoutUrl: string | null = null;
     try {
-      checkoutUrl = (await deps.checkout?.({ amountCents, plugin: plugin.id, walletAddress })) ?? null;
+      const caller = { userId: req.account?.userId ?? null, ip: req.clientIp };
+      checkoutUrl = (await deps.checkout?.({ amountCents, plugin: plugin.id, walletAddress, caller })) ?? null;
     } catch (err) {
       deps.logger?.warn({ err: (err as Error).message }, 'gateway checkout creation failed');
     }
@@ -183,15 +202,16 @@ export function createGatewayService(deps: {
         payer ??= `wallet:${walletAddress}`;
       } else if (method === 'mpp') {
         const m = req.authorization && /^Payment\s+(.+)$/is.exec(req.authorization.trim());
-        if (!m) return paymentRequired(plugin, walletAddress, 'Pay with an MPP credential: Authorization: Payment <credential>');
+        if (!m) return paymentRequired(req, plugin, walletAddress, 'Pay with an MPP credential: Authorization: Payment <credential>');
         const v = await deps.mpp.verify(m[1]!.trim(), plugin.priceMicros, plugin.id);
-        if (!v.ok) return paymentRequired(plugin, walletAddress, `MPP credential refused: ${v.reason}`);
+        if (!v.ok) return paymentRequired(req, plugin, walletAddress, `MPP credential refused: ${v.reason}`);
         payment = { method, receipt: v.txHash };
         headers = { 'payment-receipt': v.txHash };
       } else {
         const paid = req.account ? await payByCard(req.account, plugin) : undefined;
         if (!paid) {
           return paymentRequired(
+            req,
             plugin,
             walletAddress,
             req.account ? 'Your card balance does not cover this call: top up (GET /api/wallet/top-up)' : 'Payment required',

@@ -8,6 +8,7 @@
  */
 import { LIMITS } from '../../config/limits.ts';
 import { AppError, badRequest } from '../../lib/errors.ts';
+import { createMemoryRateLimiter, type RateLimiter } from '../../lib/rate-limiter.ts';
 import type { CardProcessor } from './card-processor.ts';
 import type { GatewayCheckout } from './gateway.service.ts';
 import type { LedgerService } from './ledger.service.ts';
@@ -108,19 +109,53 @@ export type TopUpService = ReturnType<typeof createTopUpService>;
 /** How long one gateway checkout link is handed out again for the same plugin and wallet. */
 const CHECKOUT_REUSE_MS = 10 * 60 * 1000;
 const CHECKOUT_CACHE_MAX = 10_000;
+/** New gateway checkouts one caller (account, or client address with IPv6 taken per /64) may cause per window. */
+export const GATEWAY_CHECKOUTS_PER_CALLER = 5;
+/** New gateway checkouts all anonymous callers together may cause per window: the processor's API budget stays for top-ups and subscriptions. */
+export const GATEWAY_CHECKOUTS_ANONYMOUS = 60;
+const CHECKOUT_WINDOW_MS = 10 * 60 * 1000;
+
+/**
+ * The client part of a rate-limit key: an IPv4 address as is, an IPv6 address by its /64 (one
+ * subscriber usually holds a whole /64, so single addresses would cost an attacker nothing).
+ */
+export function clientKey(ip: string | undefined): string {
+  if (!ip) return 'unknown';
+  const v4 = /^(?:::ffff:)?(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(ip);
+  if (v4) return v4[1]!;
+  if (!ip.includes(':')) return ip;
+  const [head = '', tail] = ip.toLowerCase().split('%')[0]!.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail === undefined ? [] : tail ? tail.split(':') : [];
+  const groups = tail === undefined ? left : [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
+}
 
 /**
  * The v1 gateway's 402 `stripe.checkoutUrl` (§4.8): a checkout for the plugin's price (at least
  * the processor's 50-cent minimum), crediting the named wallet like a top-up. Every unpaid call
- * answers 402, so one link per plugin and wallet is reused for 10 minutes: anonymous callers
- * cannot make the platform create a processor checkout per request.
+ * answers 402, so one link per plugin and wallet is reused for 10 minutes, and a caller that keeps
+ * naming new wallets gets at most GATEWAY_CHECKOUTS_PER_CALLER new checkouts per 10 minutes
+ * (anonymous callers together GATEWAY_CHECKOUTS_ANONYMOUS); past that the 402 keeps its shape
+ * with `checkoutUrl: null`. The counters are `limiter`'s: in-process unless a shared one is given.
  */
-export function gatewayCheckout(processor: CardProcessor, publicUrl: string): GatewayCheckout {
+export function gatewayCheckout(
+  processor: CardProcessor,
+  publicUrl: string,
+  limiter: RateLimiter = createMemoryRateLimiter(),
+): GatewayCheckout {
   const cache = new Map<string, { url: string; until: number }>();
-  return async ({ amountCents, plugin, walletAddress }) => {
+  return async ({ amountCents, plugin, walletAddress, caller }) => {
     const key = `${plugin}:${walletAddress ?? ''}`;
     const hit = cache.get(key);
     if (hit && hit.until > Date.now()) return hit.url;
+    const who = caller.userId ? `user:${caller.userId}` : `ip:${clientKey(caller.ip)}`;
+    if (!(await limiter.consume(`gateway-checkout:${who}`, GATEWAY_CHECKOUTS_PER_CALLER, CHECKOUT_WINDOW_MS)).allowed) return null;
+    if (!caller.userId && !(await limiter.consume('gateway-checkout:anonymous', GATEWAY_CHECKOUTS_ANONYMOUS, CHECKOUT_WINDOW_MS)).allowed)
+      return null;
     const cents = Math.max(amountCents, 50);
     const { url } = await processor.createCheckout({
       amountCents: cents,

@@ -199,7 +199,9 @@ export const paymentsRoutes = (deps: {
             'other body fields go to the plugin (`messages` or `prompt`; tts `input`, `voice`, `format`; stt `audio` base64, `filename`). ' +
             'Method: X-Payment-Method (`stripe`, `mpp`, `session`), else `Authorization: Payment` means mpp, else `stripe`: a caller with an account ' +
             '(cookie, or `Authorization: Bearer sk_…`) pays from the card-funded balance of their wallet; otherwise 402 `payment_required` with ' +
-            '`mpp` and `stripe:{checkoutUrl, amount (cents), currency}` and `WWW-Authenticate: Payment …`. Session: `Payment-Receipt` ' +
+            '`mpp` and `stripe:{checkoutUrl, amount (cents), currency}` and `WWW-Authenticate: Payment …` (`checkoutUrl` is reused per plugin and ' +
+            '`X-Wallet-Address` for 10 minutes, and null without a card processor or once the caller, i.e. its account or else its IP address ' +
+            '(IPv6 per /64), has caused 5 new checkouts in 10 minutes). Session: `Payment-Receipt` ' +
             '`session:<id>:<nonce>`, `X-Session-Remaining` (USD) and `Payment-Receipt-Signature`. MPP: `Payment-Receipt` is the transaction hash. ' +
             'A plugin that fails before answering is not charged. `Accept: text/event-stream` streams `data: {plugin, delta}` events, then ' +
             '`data: {plugin, message, timestamp, payment, done:true}` and `data: [DONE]`. Errors: 400 `unknown_plugin` (session method) or bad input, ' +
@@ -239,6 +241,7 @@ export const paymentsRoutes = (deps: {
             walletAddress: headerOf(request, 'x-wallet-address'),
             stream: accept.includes('text/event-stream'),
             account: acct,
+            clientIp: request.ip,
             signal: controller.signal,
           });
           if (!outcome.ok)
