@@ -1,11 +1,13 @@
 /**
  * §4.8 MPP on the v1 gateway against a local anvil chain (TEMPO_RPC_URL) with an ERC-20 at the
  * configured currency address: the 402 challenge and WWW-Authenticate header, a credential that
- * proves a confirmed transfer, and single use of nonce, transaction and credential.
+ * proves a confirmed transfer and is signed by its sender, single use of nonce, transaction and
+ * credential, and a transfer seen on chain that cannot be claimed by anyone else (audit N7).
  */
 import { encodeFunctionData, type Hex, parseAbi, toHex } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMppMethod } from '../../src/domains/payments/mpp.ts';
+import { createMppMethod, mppProofMessage } from '../../src/domains/payments/mpp.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { ANVIL_ACCOUNT, type Anvil, anvilAvailable, startAnvil } from '../helpers/anvil.ts';
 import { balanceSlot, ERC20_RUNTIME } from '../helpers/erc20.ts';
@@ -14,6 +16,9 @@ import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 const TOKEN = '0x20c0000000000000000000000000000000000000' as const; // pathUSD, the MPP_CURRENCY default
 const RECIPIENT = '0x000000000000000000000000000000000000beef' as const;
 const PAYER = ANVIL_ACCOUNT;
+// anvil's well-known development keys: account 0 (PAYER) and account 1 (someone watching the chain)
+const PAYER_KEY = privateKeyToAccount('0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80');
+const ATTACKER_KEY = privateKeyToAccount('0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d');
 const erc20 = parseAbi([
   'function transfer(address to, uint256 amount) returns (bool)',
   'function balanceOf(address) view returns (uint256)',
@@ -21,6 +26,7 @@ const erc20 = parseAbi([
 
 let anvil: Anvil | undefined;
 let rpcUrl = '';
+let chainId = 0;
 let t: TestPlatform;
 let router: FakeOpenAi;
 
@@ -30,13 +36,18 @@ const send = (from: Hex, data: Hex, to: Hex = TOKEN) => anvil!.send(from, to, da
 const transfer = async (to: Hex, amount: bigint, token: Hex = TOKEN) =>
   (await send(PAYER, encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [to, amount] }), token)).hash;
 
-const credential = (nonce: string, hash: string) =>
-  Buffer.from(JSON.stringify({ challenge: { nonce }, payload: { type: 'hash', hash } })).toString('base64url');
+const encode = (c: object) => Buffer.from(JSON.stringify(c)).toString('base64url');
+/** The credential docs/payments.md describes: the nonce, the transaction, and the sender's signature of both. */
+async function credential(nonce: string, hash: string, signer = PAYER_KEY, source: string = signer.address) {
+  const signature = await signer.signMessage({ message: mppProofMessage(nonce, hash) });
+  return encode({ challenge: { nonce }, payload: { type: 'hash', hash, signature }, source: `did:pkh:eip155:${chainId}:${source}` });
+}
 
 beforeAll(async () => {
   if (!anvilAvailable) return;
   anvil = await startAnvil();
   rpcUrl = anvil.rpcUrl;
+  chainId = Number(await rpc('eth_chainId', []));
   await rpc('anvil_setCode', [TOKEN, ERC20_RUNTIME]);
   await rpc('anvil_setStorageAt', [TOKEN, balanceSlot(PAYER), toHex(1_000_000_000n, { size: 32 })]);
   router = await startFakeOpenAi({ apiKey: 'router-key', quiet: true });
@@ -107,25 +118,26 @@ describe.skipIf(!anvilAvailable)('§4.8 MPP on anvil', () => {
     const c = await challenge();
     const c2 = await challenge();
     const hash = await transfer(RECIPIENT, 10_000n);
-    const cred = credential(c.nonce, hash);
+    const cred = await credential(c.nonce, hash);
     const ok = await gw({ authorization: `Payment ${cred}` });
     expect(ok.statusCode, ok.body).toBe(200);
     expect(ok.headers['payment-receipt']).toBe(hash);
     expect(ok.json()).toMatchObject({ plugin: 'generate-text', payment: { method: 'mpp', receipt: hash } });
     // the same credential again, and the same transaction under a fresh challenge
     expect((await gw({ authorization: `Payment ${cred}` })).statusCode).toBe(402);
-    const again = await gw({ authorization: `Payment ${credential(c2.nonce, hash)}` });
+    const again = await gw({ authorization: `Payment ${await credential(c2.nonce, hash)}` });
     expect(again.statusCode).toBe(402);
     expect(again.json().message).toMatch(/already used/);
     // a challenge issued after the transaction cannot take it either
     const c3 = await challenge();
-    expect((await gw({ authorization: `Payment ${credential(c3.nonce, hash)}` })).statusCode).toBe(402);
+    expect((await gw({ authorization: `Payment ${await credential(c3.nonce, hash)}` })).statusCode).toBe(402);
   });
 
   it('the same fresh credential sent 10 times in parallel pays exactly once', async () => {
     const c = await challenge();
     const hash = await transfer(RECIPIENT, 10_000n);
-    const results = await Promise.all(Array.from({ length: 10 }, () => gw({ authorization: `Payment ${credential(c.nonce, hash)}` })));
+    const cred = await credential(c.nonce, hash);
+    const results = await Promise.all(Array.from({ length: 10 }, () => gw({ authorization: `Payment ${cred}` })));
     expect(
       results.filter((r) => r.statusCode === 200),
       results.map((r) => r.json().message).join(),
@@ -144,6 +156,21 @@ describe.skipIf(!anvilAvailable)('§4.8 MPP on anvil', () => {
       [async () => credential((await challenge()).nonce, `0x${'11'.repeat(32)}`), /not found/],
       [async () => credential('forged.nonce', await transfer(RECIPIENT, 10_000n)), /unknown challenge/],
       [async () => 'not-base64-json', /malformed/],
+      // the pre-N7 credential: no payer proof
+      [
+        async () =>
+          encode({ challenge: { nonce: (await challenge()).nonce }, payload: { type: 'hash', hash: await transfer(RECIPIENT, 10_000n) } }),
+        /missing payer proof/,
+      ],
+      [
+        async () => {
+          const c = await challenge();
+          const hash = await transfer(RECIPIENT, 10_000n);
+          const signature = await PAYER_KEY.signMessage({ message: mppProofMessage(c.nonce, hash) });
+          return encode({ challenge: { nonce: c.nonce }, payload: { type: 'hash', hash, signature }, source: `did:pkh:eip155:1:${PAYER}` });
+        },
+        /another chain/,
+      ],
     ];
     for (const [make, reason] of cases) {
       const res = await gw({ authorization: `Payment ${await make()}` });
@@ -154,6 +181,35 @@ describe.skipIf(!anvilAvailable)('§4.8 MPP on anvil', () => {
         mpp: expect.any(Object),
       });
     }
+  });
+
+  it('someone who sees a transfer on chain cannot claim it with their own challenge; its sender still can (audit N7)', async () => {
+    const victims = await challenge();
+    const attackers = await challenge();
+    const hash = await transfer(RECIPIENT, 10_000n);
+    const claims = [
+      // the attacker signs for themselves: the transfer is not theirs
+      [await credential(attackers.nonce, hash, ATTACKER_KEY), /not from the source/],
+      // the attacker names the victim as the source but cannot sign for them
+      [await credential(attackers.nonce, hash, ATTACKER_KEY, PAYER), /signature does not match/],
+      // a signature the victim made for their own nonce does not carry over to another nonce
+      [
+        encode({
+          challenge: { nonce: attackers.nonce },
+          payload: { type: 'hash', hash, signature: await PAYER_KEY.signMessage({ message: mppProofMessage(victims.nonce, hash) }) },
+          source: `did:pkh:eip155:${chainId}:${PAYER}`,
+        }),
+        /signature does not match/,
+      ],
+    ] as const;
+    for (const [cred, reason] of claims) {
+      const res = await gw({ authorization: `Payment ${cred}` });
+      expect(res.statusCode).toBe(402);
+      expect(res.json().message).toMatch(reason);
+    }
+    const own = await gw({ authorization: `Payment ${await credential(victims.nonce, hash)}` });
+    expect(own.statusCode, own.body).toBe(200);
+    expect(own.json().payment).toEqual({ method: 'mpp', receipt: hash });
   });
 
   it('an expired challenge nonce is refused', async () => {
@@ -171,7 +227,7 @@ describe.skipIf(!anvilAvailable)('§4.8 MPP on anvil', () => {
     const c = mpp.challenge(10_000, 'generate-text')!;
     const hash = await transfer(RECIPIENT, 10_000n);
     clock += 1001;
-    expect(await mpp.verify(credential(String(c.mpp.nonce), hash), 10_000, 'generate-text')).toEqual({
+    expect(await mpp.verify(await credential(String(c.mpp.nonce), hash), 10_000, 'generate-text')).toEqual({
       ok: false,
       reason: 'challenge expired',
     });

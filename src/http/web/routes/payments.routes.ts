@@ -202,7 +202,10 @@ export const paymentsRoutes = (deps: {
             '`mpp` and `stripe:{checkoutUrl, amount (cents), currency}` and `WWW-Authenticate: Payment …` (`checkoutUrl` is reused per plugin and ' +
             '`X-Wallet-Address` for 10 minutes, and null without a card processor or once the caller, i.e. its account or else its IP address ' +
             '(IPv6 per /64), has caused 5 new checkouts in 10 minutes). Session: `Payment-Receipt` ' +
-            '`session:<id>:<nonce>`, `X-Session-Remaining` (USD) and `Payment-Receipt-Signature`. MPP: `Payment-Receipt` is the transaction hash. ' +
+            '`session:<id>:<nonce>`, `X-Session-Remaining` (USD) and `Payment-Receipt-Signature`. MPP: transfer `amount` of `currency` to `recipient`, then send ' +
+            '`Authorization: Payment <base64url of {"challenge":{"nonce"},"payload":{"type":"hash","hash":"<tx hash>","signature"},"source":"did:pkh:eip155:<chainId>:<sender>"}>` ' +
+            'where `signature` is the transfer sender\'s EIP-191 signature of "agent-platform MPP payment\\nnonce: <nonce>\\ntransaction: <tx hash, lower-case>" ' +
+            '(only transfers from `source` count; docs/payments.md "MPP"); `Payment-Receipt` is the transaction hash. ' +
             'A plugin that fails before answering is not charged. `Accept: text/event-stream` streams `data: {plugin, delta}` events, then ' +
             '`data: {plugin, message, timestamp, payment, done:true}` and `data: [DONE]`. Errors: 400 `unknown_plugin` (session method) or bad input, ' +
             '401 `Unauthorized` (invalid key), 402 `payment_required`, `session_required`, `session_invalid`, `insufficient_balance` (`session.remaining`, `session.cost`), ' +
