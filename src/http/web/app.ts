@@ -26,6 +26,8 @@ import type { CdpWalletsService } from '../../domains/wallet/cdp-wallets.service
 import type { StablecoinBalanceReader } from '../../domains/wallet/stablecoin-balances.ts';
 import type { WatchdogService } from '../../domains/watchdog/watchdog.service.ts';
 import type { WorkflowsService } from '../../domains/workflows/workflows.service.ts';
+import { sha256Base64url } from '../../lib/crypto.ts';
+import { createStreamRevoker } from '../../lib/eviction-bus.ts';
 import { type App, createBaseApp } from '../shared/base-app.ts';
 import { createBridgeAuth } from '../shared/bridge-auth.ts';
 import { createOriginCheck } from '../shared/origin-check.ts';
@@ -120,7 +122,39 @@ export async function buildWebApp(config: Config, services: WebServices, options
     'onRequest',
     createOriginCheck({ publicUrl: config.PUBLIC_URL, allowedOrigins: config.CSRF_ALLOWED_ORIGINS, sessionCookie: SESSION_COOKIE }).hook,
   );
-  const session: SessionAuth = registerSession(app, services.accounts, { secure: config.secureCookies });
+  // Long-lived answers (live logs, the gateway proxy) end when the session or key they were opened
+  // with is revoked (docs/agents.md "Agent content and streams"). Sign-out and key deletion
+  // through this app tell them at once; with REDIS_URL the caches' evictions from every replica do.
+  const revoker = createStreamRevoker({
+    async stillValid(userId, credential) {
+      if ('session' in credential) return (await services.accounts.sessionUser(credential.session))?.id === userId;
+      const key = await services.keys.validate(credential.apiKey);
+      return key.valid && key.userId === userId;
+    },
+    redisUrl: config.REDIS_URL,
+    redisTimeoutMs: config.REDIS_TIMEOUT_MS,
+  });
+  app.addHook('onClose', () => revoker.close());
+  app.decorate('streamRevoker', revoker);
+  const accounts: AccountsService = {
+    ...services.accounts,
+    async signOut(token) {
+      await services.accounts.signOut(token);
+      if (token) revoker.sessionEnded(sha256Base64url(token));
+    },
+    async revokeAllSessions(userId) {
+      await services.accounts.revokeAllSessions(userId);
+      revoker.userEvicted(userId);
+    },
+  };
+  const keys: KeysService = {
+    ...services.keys,
+    async remove(userId, id) {
+      await services.keys.remove(userId, id);
+      revoker.keyDeleted();
+    },
+  };
+  const session: SessionAuth = registerSession(app, accounts, { secure: config.secureCookies });
   // live logs: one reader per watched agent in this web process, released with its last stream
   const live = createLiveLogs({
     fetch: async (userId, agentId) =>
@@ -132,7 +166,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
 
   // Route modules (../shared/routes.ts): each scope authenticates every route in it, once
   await mountRoutes(app, { public: null, session: session.guard, bridge: createBridgeAuth(config.BRIDGE_SECRET) }, [
-    accountsRoutes({ accounts: services.accounts, session }),
+    accountsRoutes({ accounts, session }),
     webHealthRoutes({ health: services.health }),
     services.admin && adminRoutes({ admin: services.admin }),
     services.topUp && topUpRoutes({ topUp: services.topUp }),
@@ -145,7 +179,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     heartbeatRoutes({ heartbeat: services.heartbeat }),
     bridgeRoutes({ bridge: services.bridge }),
     configRoutes({ config: services.agentConfig }),
-    keysRoutes({ keys: services.keys }),
+    keysRoutes({ keys }),
     tradingRoutes({ trading: services.trading }),
     sessionWalletRoutes({
       sessionWallet: services.sessionWallet,
@@ -154,15 +188,16 @@ export async function buildWebApp(config: Config, services: WebServices, options
         ? { balanceByAddress: (_request: unknown, address: string) => services.stablecoinBalances!(address) }
         : {}),
     }),
-    services.payments && paymentsRoutes({ ...services.payments, keys: services.keys, session }),
+    services.payments && paymentsRoutes({ ...services.payments, keys, session }),
     services.cdpWallets && cdpWalletRoutes({ wallets: services.cdpWallets }),
     services.chat && chatRoutes({ chat: services.chat }),
-    logsRoutes({ agents: services.agentsWeb, live }),
+    logsRoutes({ agents: services.agentsWeb, live, session, revoker }),
     services.agentTargets &&
       agentProxyRoutes({
         targets: services.agentTargets,
-        keys: services.keys,
+        keys,
         session,
+        revoker,
         agentsDomain: config.AGENTS_DOMAIN,
         allowedOrigins: [config.PUBLIC_URL, ...(config.CSRF_ALLOWED_ORIGINS ?? [])],
       }),

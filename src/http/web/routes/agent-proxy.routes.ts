@@ -11,8 +11,12 @@
  *
  * Who: the owner's session cookie, or `Authorization: Bearer sk_…` with one of the owner's API
  * keys. Anyone else's agent, or no agent, is 404 alike. Bodies and answers are streamed through
- * (SSE completions arrive as they are produced); only hop-by-hop headers, cookies and the
- * caller's credentials are dropped.
+ * (SSE completions arrive as they are produced); hop-by-hop headers, cookies and the caller's
+ * credentials are dropped.
+ *
+ * An agent is not trusted with the platform's origin (docs/agents.md "Agent content and streams"):
+ * its answers are sandboxed and never served as a page (audit N6), its WebSocket is bounded (N10),
+ * and whatever is open ends when the session or key it was opened with is revoked (N12).
  */
 import fastifyWebsocket from '@fastify/websocket';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -21,7 +25,9 @@ import WebSocket from 'ws';
 import { z } from 'zod';
 import type { AgentTarget, AgentTargets } from '../../../domains/chat/agent-target.ts';
 import { API_KEY_PREFIX, type KeysService } from '../../../domains/keys/keys.service.ts';
-import { AppError, forbidden, isAppError, unauthorized } from '../../../lib/errors.ts';
+import { AppError, forbidden, isAppError, tooManyRequests, unauthorized } from '../../../lib/errors.ts';
+import type { RevocationWatch, StreamCredential, StreamRevoker } from '../../../lib/eviction-bus.ts';
+import { DEFAULT_GATEWAY_LIMITS } from '../../../runtime/gateway-limits.ts';
 import type { App } from '../../shared/base-app.ts';
 import { CROSS_SITE_MESSAGE } from '../../shared/origin-check.ts';
 import type { RouteModule } from '../../shared/routes.ts';
@@ -40,9 +46,16 @@ const DROP_REQUEST = new Set([
   'trailer',
   'cookie',
   'authorization',
+  'proxy-authorization',
   'content-length',
   'expect',
 ]);
+/**
+ * Response headers never passed on: hop-by-hop ones, and those by which an answer would set policy
+ * for the platform's whole origin — cookies, wiping its storage, HSTS, its own CSP, a credentials
+ * prompt, a timed redirect — plus every `access-control-*` header (an agent does not decide who
+ * may read the platform's answers).
+ */
 const DROP_RESPONSE = new Set([
   'connection',
   'keep-alive',
@@ -51,8 +64,43 @@ const DROP_RESPONSE = new Set([
   'te',
   'trailer',
   'set-cookie',
+  'clear-site-data',
+  'strict-transport-security',
+  'content-security-policy',
+  'content-security-policy-report-only',
+  'x-content-type-options',
+  'www-authenticate',
   'proxy-authenticate',
+  'refresh',
 ]);
+const dropResponseHeader = (name: string) => DROP_RESPONSE.has(name) || name.startsWith('access-control-');
+
+/** On every proxied answer: no sniffing, and no script, style, frame or request if a browser renders it anyway. */
+const CONTAINMENT_HEADERS = { 'x-content-type-options': 'nosniff', 'content-security-policy': "sandbox; default-src 'none'" };
+/**
+ * Media types a browser shows as data and never runs, passed on as they are: what the agent's API
+ * answers (JSON, event streams, text, bytes, images and audio). Any other type — HTML, SVG, XML,
+ * scripts, or none — becomes a download (`application/octet-stream`, `Content-Disposition: attachment`).
+ */
+const INERT_TYPES =
+  /^(application\/(json|x-ndjson|octet-stream)|text\/(event-stream|plain)|image\/(png|jpeg|gif|webp|avif)|audio\/[a-z0-9.+-]+)$/;
+const isInert = (contentType: string | string[] | undefined) =>
+  typeof contentType === 'string' && INERT_TYPES.test(contentType.split(';', 1)[0]!.trim().toLowerCase());
+
+/** Bounds of the proxied WebSocket (audit N10), for each web process. */
+const PROXY_SOCKET_LIMITS = {
+  /** largest message from the client: the gateway's own limit, so the platform never holds what the agent refuses (1009) */
+  clientMessageBytes: DEFAULT_GATEWAY_LIMITS.wsMaxMessageBytes,
+  /** largest message from the agent (a long reply) */
+  agentMessageBytes: 1024 * 1024,
+  /** messages and bytes held for the agent until its socket opens; more closes the client's socket with 1013 */
+  pendingMessages: 64,
+  pendingBytes: 1024 * 1024,
+  /** bytes sent to one side and not yet written out before the other side stops being read */
+  unwrittenBytes: 1024 * 1024,
+  /** proxied sockets one user may have open at once (429 beyond) */
+  socketsPerUser: 32,
+} as const;
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
 
@@ -60,6 +108,8 @@ export type AgentProxyDeps = {
   targets: AgentTargets;
   keys: KeysService;
   session: SessionAuth;
+  /** ends what is open when the session or key it was opened with is revoked */
+  revoker: StreamRevoker;
   /** AGENTS_DOMAIN: `<id>.<AGENTS_DOMAIN>` is the agent's own host */
   agentsDomain: string;
   /** PUBLIC_URL and CSRF_ALLOWED_ORIGINS: the only origins whose pages may open a cookie WebSocket */
@@ -87,22 +137,25 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
     );
 
     /** The caller: a bearer `sk_` key when one is sent (it wins), else the session cookie. */
-    async function caller(request: FastifyRequest): Promise<string> {
+    async function caller(request: FastifyRequest): Promise<{ userId: string; credential: StreamCredential }> {
       const auth = request.headers.authorization;
       if (typeof auth === 'string' && /^bearer\s+/i.test(auth)) {
         const key = auth.replace(/^bearer\s+/i, '').trim();
         if (!key.startsWith(API_KEY_PREFIX)) throw unauthorized('Invalid API key');
         const v = await deps.keys.validate(key);
         if (!v.valid) throw unauthorized('Invalid API key');
-        return v.userId;
+        return { userId: v.userId, credential: { apiKey: key } };
       }
       const user = await deps.session.user(request);
       if (!user) throw unauthorized('Sign in, or send one of your API keys as `Authorization: Bearer sk_…`');
-      return user.id;
+      return { userId: user.id, credential: { session: deps.session.token(request)! } };
     }
 
     async function forward(request: FastifyRequest, reply: FastifyReply, agentId: string, path: string) {
-      const userId = await caller(request);
+      const { userId, credential } = await caller(request);
+      // a streamed answer ends with its credential; watched from here so a revocation meanwhile counts
+      const watch = deps.revoker.watch(userId, credential);
+      reply.raw.once('close', watch.release);
       const headers: Record<string, string | string[]> = {};
       for (const [name, value] of Object.entries(request.headers)) {
         if (value !== undefined && !DROP_REQUEST.has(name)) headers[name] = value;
@@ -134,33 +187,116 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
       }
       reply.code(upstream.statusCode);
       for (const [name, value] of Object.entries(upstream.headers)) {
-        if (value !== undefined && !DROP_RESPONSE.has(name)) reply.header(name, value);
+        if (value !== undefined && !dropResponseHeader(name)) reply.header(name, value);
       }
-      request.raw.once('close', () => {
+      reply.headers(CONTAINMENT_HEADERS);
+      if (!isInert(upstream.headers['content-type'])) {
+        reply.header('content-type', 'application/octet-stream');
+        reply.header('content-disposition', 'attachment');
+      }
+      const stop = () => {
         if (!upstream.body.destroyed) upstream.body.destroy();
+      };
+      request.raw.once('close', stop);
+      watch.onRevoked(() => {
+        stop();
+        reply.raw.destroy();
       });
       return reply.send(upstream.body);
     }
 
-    /** WebSocket pipe to the gateway's `/ws`; frames are passed through as they are. */
-    function pipeSocket(client: WebSocket, baseUrl: string, token: string) {
-      const pending: { data: WebSocket.RawData; binary: boolean }[] = [];
-      const upstream = new WebSocket(`${baseUrl.replace(/^http/, 'ws')}/ws`, { headers: { authorization: `Bearer ${token}` } });
-      const closeBoth = (code?: number, reason?: Buffer) => {
+    /**
+     * Passes `from`'s messages to `to`, and stops reading `from` while more than
+     * `unwrittenBytes` sent to `to` are not written out yet (a slow reader on either side must
+     * not make the platform hold what the other side keeps sending). `early` takes what arrives
+     * while `to` is not open.
+     */
+    function relay(from: WebSocket, to: WebSocket, early: (data: Buffer, binary: boolean) => void = () => {}) {
+      let unwritten = 0;
+      from.on('message', (data: Buffer, binary) => {
+        if (to.readyState !== WebSocket.OPEN) return early(data, binary);
+        unwritten += data.length;
+        to.send(data, { binary }, () => {
+          unwritten -= data.length;
+          if (from.isPaused && unwritten <= PROXY_SOCKET_LIMITS.unwrittenBytes) from.resume();
+        });
+        if (unwritten > PROXY_SOCKET_LIMITS.unwrittenBytes) from.pause();
+      });
+    }
+
+    /** Open proxied sockets per user, in this process. */
+    const openSockets = new Map<string, number>();
+    /** Takes one of the user's socket slots (429 when none is left); `free` gives it back, once. */
+    function takeSocketSlot(userId: string): () => void {
+      const n = openSockets.get(userId) ?? 0;
+      if (n >= PROXY_SOCKET_LIMITS.socketsPerUser)
+        throw tooManyRequests(`At most ${PROXY_SOCKET_LIMITS.socketsPerUser} agent WebSockets may be open at once`);
+      openSockets.set(userId, n + 1);
+      let freed = false;
+      return () => {
+        if (freed) return;
+        freed = true;
+        const left = (openSockets.get(userId) ?? 1) - 1;
+        if (left > 0) openSockets.set(userId, left);
+        else openSockets.delete(userId);
+      };
+    }
+
+    /** What the preValidation of a socket route found: the agent, and the caller's watched credential. */
+    type SocketGrant = { target: AgentTarget; watch: RevocationWatch };
+    const GRANT = Symbol('agentSocketGrant');
+    type GrantedRequest = FastifyRequest & { [GRANT]?: SocketGrant };
+
+    /**
+     * Before the upgrade: refuses cross-site cookie sockets, authenticates, takes a socket slot and
+     * finds the agent. The slot and the watch last as long as the connection does.
+     */
+    async function grantSocket(request: FastifyRequest, agentId: string) {
+      refuseCrossSiteSocket(request);
+      const { userId, credential } = await caller(request);
+      const free = takeSocketSlot(userId);
+      const watch = deps.revoker.watch(userId, credential);
+      const release = () => {
+        free();
+        watch.release();
+      };
+      request.raw.socket.once('close', release);
+      try {
+        (request as GrantedRequest)[GRANT] = { target: await deps.targets.byId(userId, agentId), watch };
+      } catch (err) {
+        release();
+        throw err;
+      }
+    }
+
+    /** WebSocket pipe to the gateway's `/ws`; messages are passed through as they are, within PROXY_SOCKET_LIMITS. */
+    function pipeSocket(client: WebSocket, request: FastifyRequest) {
+      const { target, watch } = (request as GrantedRequest)[GRANT]!;
+      const upstream = new WebSocket(`${target.baseUrl.replace(/^http/, 'ws')}/ws`, {
+        headers: { authorization: `Bearer ${target.token}` },
+        maxPayload: PROXY_SOCKET_LIMITS.agentMessageBytes,
+      });
+      const closeBoth = (code?: number, reason?: string | Buffer) => {
         const c = code && code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1011;
         if (client.readyState === WebSocket.OPEN) client.close(c, reason);
         if (upstream.readyState === WebSocket.OPEN) upstream.close(c, reason);
         else if (upstream.readyState === WebSocket.CONNECTING) upstream.terminate();
       };
-      client.on('message', (data, binary) => {
-        if (upstream.readyState === WebSocket.OPEN) upstream.send(data, { binary });
-        else if (pending.length < 64) pending.push({ data, binary });
+      // what the client sends before the agent's socket opens waits here, bounded
+      const pending: { data: Buffer; binary: boolean }[] = [];
+      let pendingBytes = 0;
+      relay(client, upstream, (data, binary) => {
+        if (upstream.readyState !== WebSocket.CONNECTING) return;
+        pendingBytes += data.length;
+        if (pending.length >= PROXY_SOCKET_LIMITS.pendingMessages || pendingBytes > PROXY_SOCKET_LIMITS.pendingBytes) {
+          pending.length = 0;
+          closeBoth(1013, 'The agent is not ready; send again once it answers');
+        } else pending.push({ data, binary });
       });
+      relay(upstream, client);
       upstream.on('open', () => {
         for (const m of pending.splice(0)) upstream.send(m.data, { binary: m.binary });
-      });
-      upstream.on('message', (data, binary) => {
-        if (client.readyState === WebSocket.OPEN) client.send(data, { binary });
+        pendingBytes = 0;
       });
       upstream.on('close', (code, reason) => closeBoth(code, reason));
       upstream.on('error', () => closeBoth(1011));
@@ -168,8 +304,10 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
         res.resume();
         closeBoth(1011);
       });
+      // a message over clientMessageBytes: ws has already closed the client's socket with 1009
       client.on('close', (code, reason) => closeBoth(code === 1005 ? 1000 : code, reason));
       client.on('error', () => closeBoth(1011));
+      watch.onRevoked(() => closeBoth(1008, 'Credentials revoked'));
     }
 
     /** A cookie-authenticated WebSocket from another site's page would act as the owner (CSWSH). */
@@ -183,7 +321,9 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
       // the proxy passes bodies through untouched: no JSON parsing, no validation
       scope.removeAllContentTypeParsers();
       scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
-      if (!scope.hasDecorator('websocketServer')) await scope.register(fastifyWebsocket);
+      // ws refuses a larger message as soon as its header arrives (1009), before buffering it
+      if (!scope.hasDecorator('websocketServer'))
+        await scope.register(fastifyWebsocket, { options: { maxPayload: PROXY_SOCKET_LIMITS.clientMessageBytes } });
 
       const idParams = z.object({ id: z.string().min(1).max(64) });
       // the whole /v1 API of the agent; the chat completions operation is documented on its own
@@ -232,22 +372,17 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
             summary: "Your agent's WebSocket chat, through the platform",
             description:
               "Upgrades to a WebSocket piped to the agent's gateway `/ws` (frames `{type:'chat', content}` → `{type:'reply', content}`). " +
-              "This is the `websocketUrl` agents report. Session cookie (from the platform's own pages only) or `Authorization: Bearer sk_…`.",
+              "This is the `websocketUrl` agents report. Session cookie (from the platform's own pages only) or `Authorization: Bearer sk_…`. " +
+              `Messages from the client over ${PROXY_SOCKET_LIMITS.clientMessageBytes / 1024} KiB close the socket with 1009; more than ` +
+              `${PROXY_SOCKET_LIMITS.pendingBytes / 1024 / 1024} MiB sent before the agent's socket opens closes it with 1013; signing out or ` +
+              `deleting the key it was opened with closes it with 1008. 429 when the user already has ${PROXY_SOCKET_LIMITS.socketsPerUser} open.`,
             params: idParams,
             security: [{ sessionCookie: [] }, { apiKey: [] }],
-            response: { 401: errorSchema, 403: errorSchema, 404: errorSchema, 503: errorSchema },
+            response: { 401: errorSchema, 403: errorSchema, 404: errorSchema, 429: errorSchema, 503: errorSchema },
           },
-          preValidation: async (request) => {
-            refuseCrossSiteSocket(request);
-            const userId = await caller(request);
-            const t = await deps.targets.byId(userId, (request.params as { id: string }).id);
-            (request as FastifyRequest & { agentTarget?: typeof t }).agentTarget = t;
-          },
+          preValidation: (request) => grantSocket(request, (request.params as { id: string }).id),
         },
-        (socket, request) => {
-          const t = (request as FastifyRequest & { agentTarget?: { baseUrl: string; token: string } }).agentTarget!;
-          pipeSocket(socket, t.baseUrl, t.token);
-        },
+        pipeSocket,
       );
 
       // one host per agent: everything on <id>.<AGENTS_DOMAIN> goes to that agent's gateway
@@ -259,16 +394,9 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
           websocket: true,
           constraints: hostConstraint,
           schema: { hide: true },
-          preValidation: async (request) => {
-            refuseCrossSiteSocket(request);
-            const userId = await caller(request);
-            (request as FastifyRequest & { agentTarget?: unknown }).agentTarget = await deps.targets.byId(userId, agentFromHost(request));
-          },
+          preValidation: (request) => grantSocket(request, agentFromHost(request)),
         },
-        (socket, request) => {
-          const t = (request as FastifyRequest & { agentTarget?: { baseUrl: string; token: string } }).agentTarget!;
-          pipeSocket(socket, t.baseUrl, t.token);
-        },
+        pipeSocket,
       );
       scope.route({
         method: [...METHODS],

@@ -6,9 +6,10 @@
 import { z } from 'zod';
 import type { AgentsWebService } from '../../../domains/agents/agents.web.service.ts';
 import type { LiveLogs } from '../../../domains/logs/live-logs.ts';
+import type { StreamRevoker } from '../../../lib/eviction-bus.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
-import { currentUser } from '../../shared/session.ts';
+import { currentUser, type SessionAuth } from '../../shared/session.ts';
 import { startEventStream } from '../../shared/sse.ts';
 
 const params = z.object({ agentId: z.string().min(1).max(64) });
@@ -25,7 +26,16 @@ const errors = { 401: errorSchema, 404: errorSchema, 500: errorSchema };
 /** a comment line now and then keeps proxies from closing a quiet stream */
 const KEEPALIVE_MS = 15_000;
 
-export const logsRoutes = (deps: { agents: AgentsWebService; live: LiveLogs }): RouteModule<'session'> => {
+/** `end` reason of a stream whose session was signed out or revoked (audit N12). */
+const REVOKED = 'Credentials revoked';
+
+export const logsRoutes = (deps: {
+  agents: AgentsWebService;
+  live: LiveLogs;
+  session: SessionAuth;
+  /** ends the streams of a session that is signed out or revoked */
+  revoker: StreamRevoker;
+}): RouteModule<'session'> => {
   const { agents, live } = deps;
 
   return {
@@ -38,16 +48,23 @@ export const logsRoutes = (deps: { agents: AgentsWebService; live: LiveLogs }): 
           description:
             'A `text/event-stream` of the lines the agent writes from now on: `event: log` with a log line (the shape of ' +
             '`GET /api/agents/{id}/logs`), a `: keep-alive` comment every 15 s, and `event: end` `{reason}` when the stream is ' +
-            'stopped (`POST /api/logs/{agentId}/stop`) or the agent disappears. Lines are read from the hosting driver about once a ' +
-            'second, by one reader per agent however many streams are open; closing the connection releases the stream.',
+            `stopped (\`POST /api/logs/{agentId}/stop\`), the agent disappears, or the session is signed out or revoked (\`${REVOKED}\`). ` +
+            'Lines are read from the hosting driver about once a second, by one reader per agent however many streams are open; closing the connection releases the stream.',
           params,
           response: { 200: z.string().describe('text/event-stream'), ...errors },
         },
         handler: async (request, reply) => {
           const user = currentUser(request);
           const { agentId } = request.params;
-          // 404 before the stream starts, for another user's agent or an unknown one
-          await agents.get(user, agentId);
+          // from the moment the session was checked: a sign-out meanwhile ends the stream at once
+          const watch = deps.revoker.watch(user.id, { session: deps.session.token(request) ?? '' });
+          try {
+            // 404 before the stream starts, for another user's agent or an unknown one
+            await agents.get(user, agentId);
+          } catch (err) {
+            watch.release();
+            throw err;
+          }
           const res = startEventStream(request, reply);
           res.write(': connected\n\n');
           let release = () => {};
@@ -56,14 +73,17 @@ export const logsRoutes = (deps: { agents: AgentsWebService; live: LiveLogs }): 
           const finish = () => {
             clearInterval(keepAlive);
             release();
+            watch.release();
+          };
+          const end = (reason: string) => {
+            finish();
+            if (!res.writableEnded) res.end(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
           };
           release = live.subscribe(user.id, agentId, {
             onLine: (l) => res.write(`event: log\ndata: ${JSON.stringify(l)}\n\n`),
-            onEnd: (reason) => {
-              finish();
-              if (!res.writableEnded) res.end(`event: end\ndata: ${JSON.stringify({ reason })}\n\n`);
-            },
+            onEnd: end,
           });
+          watch.onRevoked(() => end(REVOKED));
           request.raw.once('close', finish);
           res.once('close', finish);
         },
