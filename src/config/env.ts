@@ -182,6 +182,14 @@ const envSchema = z.object({
   AGENT_RUNTIME: z.enum(['builtin', 'openclaw']).default('builtin'),
   // agents-ops: the local driver's sandbox (docs/agents.md "Sandbox")
   AGENT_SANDBOX: z.enum(['auto', 'bwrap', 'off']).default('auto'),
+  /**
+   * added (docs/agents.md "Model access"): the platform's OpenAI-compatible AI gateway as agents reach it, given to
+   * each agent as its model base URL. Unset: the backend's own loopback address with the local driver
+   * (`http://127.0.0.1:<BACKEND_PORT>/api/agent-gateway/v1`), `<BACKEND_URL>/api/agent-gateway/v1` with the others
+   */
+  AGENT_GATEWAY_URL: optionalUrl,
+  /** added: model calls per minute per agent through the AI gateway (keyed by agent, not IP) */
+  AGENT_GATEWAY_RATE_LIMIT: positiveInt(60),
   WATCHDOG_CHECK_INTERVAL: positiveInt(120),
   WATCHDOG_DEGRADED_CHECK_INTERVAL: positiveInt(5),
   WATCHDOG_STARTUP_FAILURE_THRESHOLD: positiveInt(3),
@@ -283,6 +291,8 @@ export type RawEnv = z.output<typeof envSchema>;
 export type Config = RawEnv & {
   PUBLIC_URL: string;
   BACKEND_URL: string;
+  /** where agents reach the AI gateway (AGENT_GATEWAY_URL or its default) */
+  AGENT_GATEWAY_URL: string;
   DATA_DIR: string;
   DASHBOARD_DIR: string;
   /** true when PUBLIC_URL is https: the session cookie gets `Secure`. */
@@ -336,6 +346,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { cwd?
     ...raw,
     PUBLIC_URL: publicUrl,
     BACKEND_URL: backendUrl,
+    AGENT_GATEWAY_URL: (raw.AGENT_GATEWAY_URL ?? defaultAgentGatewayUrl(raw, backendUrl)).replace(/\/+$/, ''),
     DATA_DIR: resolve(cwd, raw.DATA_DIR),
     DASHBOARD_DIR: raw.DASHBOARD_DIR ? resolve(cwd, raw.DASHBOARD_DIR) : resolve(import.meta.dirname, '../../dashboard/dist'),
     ADMIN_EMAILS: raw.ADMIN_EMAILS.map((e) => e.toLowerCase()),
@@ -356,6 +367,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { cwd?
       watchdogBot: raw.WATCHDOG_BOT_TOKEN !== undefined && raw.WATCHDOG_ADMIN_CHAT_ID !== undefined,
     },
   };
+}
+
+/** The path of the AI gateway on the backend (docs/agents.md "Model access"). */
+export const AGENT_GATEWAY_PATH = '/api/agent-gateway/v1';
+
+/**
+ * AGENT_GATEWAY_URL's default. A local agent runs on this machine and reaches the backend on its
+ * own listening address (the loopback one when the backend listens on every interface), which the
+ * local driver's sandbox lets through; a remote agent (container drivers) reaches it at BACKEND_URL.
+ */
+function defaultAgentGatewayUrl(raw: Pick<RawEnv, 'HOSTING_DRIVER' | 'HOST' | 'BACKEND_PORT'>, backendUrl: string): string {
+  if (raw.HOSTING_DRIVER !== 'local') return `${backendUrl}${AGENT_GATEWAY_PATH}`;
+  const host = ['', '0.0.0.0', '::', 'localhost'].includes(raw.HOST) ? '127.0.0.1' : raw.HOST;
+  return `http://${isIP(host) === 6 ? `[${host}]` : host}:${raw.BACKEND_PORT}${AGENT_GATEWAY_PATH}`;
 }
 
 /** true when `email` is in ADMIN_EMAILS (case-insensitive; the list is lower-cased at parse time). */

@@ -14,9 +14,10 @@
  *   AGENT_PLAN               solo | collective | label | network (default solo; picks the tools profile, §8)
  *   AGENT_BACKEND_URL        the platform backend the agent calls back to
  *   AGENT_PLATFORM_API_KEY   the agent's own scoped key for the platform (never the platform's INTERNAL_API_KEY)
- *   AGENT_MODEL_BASE_URL     OpenAI-compatible base URL answering chat (e.g. https://openrouter.ai/api/v1);
- *                            unset: chat answers 503 MODEL_NOT_CONFIGURED and /readyz lists `model` as failing
- *   AGENT_MODEL_API_KEY      Bearer key for that base URL
+ *   AGENT_MODEL_BASE_URL     OpenAI-compatible base URL answering chat: the platform sets its own AI gateway
+ *                            (docs/agents.md "Model access"); unset: chat answers 503 MODEL_NOT_CONFIGURED and
+ *                            /readyz lists `model` as failing
+ *   AGENT_MODEL_API_KEY      Bearer key for that base URL: from the platform, the agent's own platform key (never a provider key)
  *   AGENT_MODEL              default model id (else the configuration's agents.defaults.model, else its top-level `model`)
  *   AGENT_MODEL_TIMEOUT_MS   per-request timeout to the model provider (default 60000)
  *   AGENT_CONFIG_JSON        the user's agent configuration (§2), JSON; §8 fixed settings are applied on top

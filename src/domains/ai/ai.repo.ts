@@ -108,10 +108,18 @@ export const aiRepo = {
   async storedPlan(db: Kysely<DB>, userId: string): Promise<StoredPlan | null> {
     const row = await db
       .selectFrom('users')
-      .select(['plan', 'subscription_status', 'is_admin', 'email'])
+      .select(['plan', 'subscription_status', 'is_admin', 'email', 'email_verified'])
       .where('id', '=', userId)
       .executeTakeFirst();
-    return row ? { plan: row.plan, subscriptionStatus: row.subscription_status, isAdmin: row.is_admin, email: row.email } : null;
+    return row
+      ? {
+          plan: row.plan,
+          subscriptionStatus: row.subscription_status,
+          isAdmin: row.is_admin,
+          email: row.email,
+          emailVerified: row.email_verified,
+        }
+      : null;
   },
 
   async ping(db: Kysely<DB>): Promise<void> {

@@ -2,7 +2,7 @@
  * The AI layer (§4.9, §4.10): catalog, chat, streaming, cost estimation and usage. HTTP-free:
  * routes hand in the actor (header context) and an AbortSignal for client disconnects. Composed of
  * files of one concern each: model routing and fallback (model-routing.ts), rate limits and quotas
- * (ai-limits.ts), the demo chat (demo-chat.ts).
+ * (ai-limits.ts), the demo chat (demo-chat.ts), the agents' OpenAI-compatible gateway (agent-gateway.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
@@ -11,6 +11,7 @@ import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { AppError, badRequest, notFound } from '../../lib/errors.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
+import { createAgentGateway } from './agent-gateway.ts';
 import { createAiLimits } from './ai-limits.ts';
 import { type CatalogModel, createCatalog, toPublicModel } from './catalog.ts';
 import { createDemoChat } from './demo-chat.ts';
@@ -231,6 +232,9 @@ export function createAiService(deps: AiServiceDeps) {
     },
 
     ...createDemoChat({ config, catalog, providers, routing, limit, record, params, responseId }),
+
+    // the AI gateway agents call with their own key (docs/agents.md "Model access")
+    ...createAgentGateway({ config, catalog, providers, routing, limit, enforceQuota, record, now }),
 
     async close() {
       await refreshing;

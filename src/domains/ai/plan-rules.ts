@@ -66,7 +66,7 @@ export function checkPlan(
 }
 
 /** A platform user's stored plan (users table), as the plan middleware reads it. */
-export type StoredPlan = { plan: Plan; subscriptionStatus: string; isAdmin: boolean; email: string };
+export type StoredPlan = { plan: Plan; subscriptionStatus: string; isAdmin: boolean; email: string; emailVerified: boolean };
 
 /**
  * The plan middleware for a caller whose `x-user-id` is a platform user: the plan and subscription

@@ -13,6 +13,7 @@ import { type App, createBaseApp } from '../shared/base-app.ts';
 import { createBearerAuth } from '../shared/bearer-auth.ts';
 import { mountRoutes } from '../shared/routes.ts';
 import { agentCallbackRoutes } from './routes/agent-callbacks.routes.ts';
+import { agentGatewayRoutes } from './routes/agent-gateway.routes.ts';
 import { backendAgentsRoutes } from './routes/agents.routes.ts';
 import { aiRoutes } from './routes/ai.routes.ts';
 import { browseRoutes } from './routes/browse.routes.ts';
@@ -73,6 +74,14 @@ export async function buildBackendApp(
     [
       backendHealthRoutes({ config }),
       agentCallbackRoutes({ agents: services.agents }),
+      // the AI gateway agents reach at AGENT_GATEWAY_URL with their own key (docs/agents.md "Model access")
+      services.storedPlans &&
+        agentGatewayRoutes({
+          ai: services.ai,
+          storedPlans: services.storedPlans,
+          config,
+          subscriptionsRequired: config.configured.stripe,
+        }),
       // §4.7 backend agents, §4.18 deployments, lifecycle and runtime instances
       backendAgentsRoutes({ agents: services.agents, ...(services.watchdog ? { watchdog: services.watchdog } : {}) }),
       services.watchdog && backendWatchdogRoutes({ watchdog: services.watchdog }),

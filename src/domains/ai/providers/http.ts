@@ -67,16 +67,41 @@ export function asProviderError(err: unknown, signal?: AbortSignal): ProviderErr
   );
 }
 
-/** Reads a non-2xx body (bounded) and throws it as a ProviderError carrying the status. */
+/**
+ * Reads a non-2xx body (bounded) and throws it as a ProviderError carrying the status and, for the
+ * request's own faults (REQUEST_FAULTS: a bad tool schema, a context too long), the upstream's
+ * message, which the agent gateway passes on. Never for 401/403: those are about our key.
+ */
 export async function failFromStatus(res: UpstreamResponse, provider: string): Promise<never> {
-  let detail = '';
+  let text = '';
   try {
-    detail = (await res.body.text()).slice(0, 300);
+    text = (await res.body.text()).slice(0, 4000);
   } catch {
     // the status alone is enough
   }
-  throw new ProviderError(`${provider} answered ${res.statusCode}${detail ? `: ${detail}` : ''}`, { status: res.statusCode });
+  const detail = text.slice(0, 300);
+  let upstreamMessage: string | undefined;
+  if (REQUEST_FAULTS.has(res.statusCode)) {
+    try {
+      const m = (JSON.parse(text) as { error?: { message?: unknown } | string })?.error;
+      const msg = typeof m === 'string' ? m : m?.message;
+      if (typeof msg === 'string' && msg) upstreamMessage = msg.slice(0, 1000);
+    } catch {
+      // not JSON: no message to pass on
+    }
+  }
+  throw new ProviderError(`${provider} answered ${res.statusCode}${detail ? `: ${detail}` : ''}`, {
+    status: res.statusCode,
+    ...(upstreamMessage ? { upstreamMessage } : {}),
+  });
 }
+
+/**
+ * Upstream statuses that mean "this request is wrong" rather than "this provider failed": another
+ * attempt (the fallback model) would fail the same way. A 404 is not one: the model may be gone
+ * upstream, and the fallback serves (§4.9).
+ */
+export const REQUEST_FAULTS: ReadonlySet<number> = new Set([400, 413, 422]);
 
 export type SseMessage = { event: string | undefined; data: string };
 

@@ -8,6 +8,8 @@ import {
   type ChatParams,
   type ChatProvider,
   normaliseUsage,
+  type PassthroughEvent,
+  type PassthroughParams,
   ProviderError,
   type ProviderName,
   type RemoteModel,
@@ -36,6 +38,16 @@ function requestBody(p: ChatParams, stream: boolean): string {
   if (stream) {
     body.stream = true;
     // usage arrives in the last chunk; without it a streamed request could not be billed
+    body.stream_options = { include_usage: true };
+  }
+  return JSON.stringify(body);
+}
+
+/** A passthrough body: the allowed fields, then what the gateway fixes (model, messages, streaming with usage). */
+function passthroughBody(p: PassthroughParams, stream: boolean): string {
+  const body: Record<string, unknown> = { ...p.fields, model: p.model, messages: p.messages };
+  if (stream) {
+    body.stream = true;
     body.stream_options = { include_usage: true };
   }
   return JSON.stringify(body);
@@ -112,6 +124,51 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
           if (typeof text === 'string' && text.length > 0) yield { type: 'delta', text };
         }
         yield { type: 'done', id, model, usage };
+      })();
+    },
+
+    async passthrough(p) {
+      ensureConfigured();
+      const res = await client.send('POST', '/chat/completions', headers, passthroughBody(p, false), p.signal);
+      if (res.statusCode < 200 || res.statusCode >= 300) await failFromStatus(res, name);
+      let json: Record<string, any>;
+      try {
+        json = (await res.body.json()) as Record<string, any>;
+      } catch (err) {
+        throw p.signal?.aborted
+          ? asProviderError(err, p.signal)
+          : new ProviderError(`${name} sent a body that is not JSON`, { cause: err });
+      }
+      if (!Array.isArray(json?.choices)) throw new ProviderError(`${name} sent no choices`);
+      return {
+        id: typeof json.id === 'string' ? json.id : '',
+        created: typeof json.created === 'number' ? json.created : undefined,
+        choices: json.choices,
+        usage: normaliseUsage(json.usage),
+        systemFingerprint: typeof json.system_fingerprint === 'string' ? json.system_fingerprint : undefined,
+      };
+    },
+
+    async passthroughStream(p) {
+      ensureConfigured();
+      const res = await client.send('POST', '/chat/completions', streamHeaders, passthroughBody(p, true), p.signal);
+      if (res.statusCode < 200 || res.statusCode >= 300) await failFromStatus(res, name);
+      return (async function* (): AsyncGenerator<PassthroughEvent> {
+        let usage: Usage | null = null;
+        for await (const msg of parseSse(res.body, p.signal)) {
+          if (msg.data === '[DONE]') break;
+          let chunk: Record<string, any>;
+          try {
+            chunk = JSON.parse(msg.data) as Record<string, any>;
+          } catch {
+            continue; // comments and keep-alive noise
+          }
+          if (chunk === null || typeof chunk !== 'object') continue;
+          if (chunk.error) throw new ProviderError(`${name} stream error: ${JSON.stringify(chunk.error).slice(0, 200)}`);
+          if (chunk.usage) usage = normaliseUsage(chunk.usage);
+          yield { type: 'chunk', chunk };
+        }
+        yield { type: 'done', usage };
       })();
     },
 

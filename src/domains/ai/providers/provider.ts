@@ -29,6 +29,31 @@ export type ChatResult = { id: string; model: string; content: string; usage: Us
 
 export type StreamEvent = { type: 'delta'; text: string } | { type: 'done'; id: string; model: string; usage: Usage };
 
+/**
+ * An OpenAI chat-completions request passed on as it is (the agent gateway, docs/agents.md "Model
+ * access"): `messages` as the caller wrote them (tool calls and results, content parts) and
+ * `fields`, the request options the gateway lets through (tools, sampling, response format).
+ */
+export type PassthroughParams = {
+  /** the provider's own model id (catalog `upstreamId`) */
+  model: string;
+  messages: Record<string, unknown>[];
+  fields: Record<string, unknown>;
+  signal?: AbortSignal | undefined;
+};
+
+/** A non-streamed passthrough answer: the upstream's choices untouched (tool calls included). */
+export type PassthroughResult = {
+  id: string;
+  created: number | undefined;
+  choices: Record<string, unknown>[];
+  usage: Usage;
+  systemFingerprint: string | undefined;
+};
+
+/** A streamed passthrough answer: the upstream's chunks, then one `done` with the usage (null when none came). */
+export type PassthroughEvent = { type: 'chunk'; chunk: Record<string, unknown> } | { type: 'done'; usage: Usage | null };
+
 /** A model as the router's `/models` describes it (costs per token, USD). */
 export type RemoteModel = {
   id: string;
@@ -51,6 +76,14 @@ export interface ChatProvider {
    * returned iterable then yields text deltas and one final `done`.
    */
   stream(params: ChatParams): Promise<AsyncIterable<StreamEvent>>;
+  /**
+   * OpenAI wire format in and out, for callers that speak it themselves (agents through the AI
+   * gateway). Only OpenAI-compatible providers have it; the others are reached through `chat`.
+   * Errors as `chat` (ProviderError).
+   */
+  passthrough?(params: PassthroughParams): Promise<PassthroughResult>;
+  /** The streamed `passthrough`; resolves once the upstream accepted the request, as `stream` does. */
+  passthroughStream?(params: PassthroughParams): Promise<AsyncIterable<PassthroughEvent>>;
   /** The upstream model list (the router's `/models`); absent where the catalog is static. */
   listModels?(signal?: AbortSignal): Promise<RemoteModel[]>;
   /** Closes the keep-alive connection pool. */
@@ -63,10 +96,13 @@ export class ProviderError extends Error {
   readonly status: number | undefined;
   /** true when the request was aborted (client gone or timeout) rather than failed */
   readonly aborted: boolean;
-  constructor(message: string, options: { status?: number; aborted?: boolean; cause?: unknown } = {}) {
+  /** the upstream's own error message, when its error body had one (never contains our key: see http.ts) */
+  readonly upstreamMessage: string | undefined;
+  constructor(message: string, options: { status?: number; aborted?: boolean; cause?: unknown; upstreamMessage?: string } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.status = options.status;
     this.aborted = options.aborted ?? false;
+    this.upstreamMessage = options.upstreamMessage;
   }
 }
 

@@ -6,6 +6,7 @@
  * of the streamed chat; the logic is in src/domains/ai/.
  */
 
+import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { type Config, isAdminEmail } from '../../../config/env.ts';
@@ -328,8 +329,8 @@ export const aiRoutes = (deps: {
   },
 });
 
-/** Aborts when the client goes away before the response has been fully written. */
-function disconnectSignal(reply: FastifyReply): AbortSignal {
+/** Aborts when the client goes away before the response has been fully written (also the agent gateway's). */
+export function disconnectSignal(reply: FastifyReply): AbortSignal {
   const controller = new AbortController();
   reply.raw.once('close', () => {
     if (!reply.raw.writableFinished) controller.abort(new Error('client disconnected'));
@@ -337,10 +338,12 @@ function disconnectSignal(reply: FastifyReply): AbortSignal {
   return controller.signal;
 }
 
-async function writeSse(request: FastifyRequest, reply: FastifyReply, opened: Awaited<ReturnType<AiService['chatStream']>>) {
-  const res = startEventStream(request, reply);
-  const head = { id: opened.id, model: opened.model, provider: opened.provider };
-  const write = async (chunk: string) => {
+/**
+ * Writes to an event stream, waiting for the socket to drain before the next write, so a slow
+ * client slows the upstream read instead of filling memory (also the agent gateway's).
+ */
+export function sseWriter(res: ServerResponse): (chunk: string) => Promise<void> {
+  return async (chunk) => {
     if (res.destroyed) return;
     if (!res.write(chunk))
       await new Promise<void>((resolve) => {
@@ -353,6 +356,12 @@ async function writeSse(request: FastifyRequest, reply: FastifyReply, opened: Aw
         res.on('close', done);
       });
   };
+}
+
+async function writeSse(request: FastifyRequest, reply: FastifyReply, opened: Awaited<ReturnType<AiService['chatStream']>>) {
+  const res = startEventStream(request, reply);
+  const head = { id: opened.id, model: opened.model, provider: opened.provider };
+  const write = sseWriter(res);
   try {
     for await (const ev of opened.events) {
       if (res.destroyed) break;
