@@ -19,6 +19,7 @@ import { createAgentsWebService } from './domains/agents/agents.web.service.ts';
 import { createBackendClient } from './domains/agents/backend-client.ts';
 import type { HostingDriver } from './domains/agents/drivers/driver.ts';
 import { createHostingDriver } from './domains/agents/drivers/index.ts';
+import { agentModelEnv } from './domains/ai/agent-gateway.ts';
 import { createAiService } from './domains/ai/ai.service.ts';
 import type { ChatProvider, ProviderName } from './domains/ai/providers/provider.ts';
 import { createStoredPlans } from './domains/ai/stored-plans.ts';
@@ -181,16 +182,17 @@ export function createPlatform(deps: PlatformDeps) {
   const driver = deps.driver ?? createHostingDriver(config, { log: (level, message) => log[level]({ source: 'hosting' }, message) });
   let worker: ReturnType<typeof createDeploymentWorker> | undefined;
   let noncePurge: NodeJS.Timeout | undefined;
+  // verified agent platform keys: the AI gateway checks one on every model call
+  const agentKeyCache = createKeyCache<null>({ ttlMs: config.API_KEY_CACHE_TTL_MS, ...redisCache });
   const agents = createAgentsService({
     db,
     config,
     secrets: deps.secrets,
     driver,
-    // the agent's own model access (§8 "model-router key"); never the platform's master secrets
-    runtimeEnv: (agent) => ({
-      ...(config.ROUTER_API_KEY ? { AGENT_MODEL_BASE_URL: config.ROUTER_BASE_URL, AGENT_MODEL_API_KEY: config.ROUTER_API_KEY } : {}),
-      AGENT_MODEL: agent.model,
-    }),
+    // the agent's own model access (§8 "model-router key"): the platform's AI gateway with the agent's own
+    // platform key, metered against its owner's plan; never ROUTER_API_KEY nor any provider key (docs/agents.md "Model access")
+    runtimeEnv: (agent, { platformApiKey }) => agentModelEnv(ai, config.AGENT_GATEWAY_URL, agent, platformApiKey),
+    platformKeyCache: agentKeyCache,
     onEnqueue: () => worker?.wake(),
   });
   const cdpWallets = createCdpWalletsService({
@@ -398,6 +400,7 @@ export function createPlatform(deps: PlatformDeps) {
       await rateLimiter.close();
       await sessionCache.close();
       await keyCache.close();
+      await agentKeyCache.close();
     },
   };
 }

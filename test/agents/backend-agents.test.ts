@@ -232,18 +232,25 @@ describe('deployments (§4.18) and per-agent credentials', () => {
 });
 
 describe('lifecycle, logs, stats, runtime instances', () => {
-  it('stop suspends, start resumes, restart restarts; a vanished unit is deployed again', async () => {
+  it('stop suspends (revoking the key), start deploys again with a fresh key, restart restarts; a vanished unit is deployed again', async () => {
     const { id } = await deployAndWait(alice, { name: 'Cycle' });
+    const firstKey = t.driver.deploys.findLast((s) => s.agentId === id)!.platformApiKey;
     const stop = await inject('POST', `/api/agents/${id}/stop`, alice);
     expect(stop.json()).toEqual({ id, action: 'stop', status: 'stopped', deployment: null });
     expect(t.driver.units.get(id)!.status).toBe('suspended');
     expect((await inject('GET', `/api/agents/${id}`, alice)).json().status).toBe('stopped');
 
-    expect((await inject('POST', `/api/agents/${id}/start`, alice)).json()).toMatchObject({ status: 'running' });
+    // a stopped agent's key is revoked (docs/agents.md "Model access"): starting deploys with a fresh one
+    expect((await inject('POST', `/api/agents/${id}/start`, alice)).json()).toMatchObject({
+      status: 'provisioning',
+      deployment: { action: 'deploy' },
+    });
+    await eventually(async () => (await inject('GET', `/api/agents/${id}`, alice)).json().status === 'running');
     expect(t.driver.units.get(id)!.status).toBe('healthy');
+    expect(t.driver.deploys.findLast((s) => s.agentId === id)!.platformApiKey).not.toBe(firstKey);
     expect((await inject('POST', `/api/agents/${id}/restart`, alice)).json()).toMatchObject({ action: 'restart', status: 'running' });
     expect(t.driver.calls.filter((c) => c.agentId === id).map((c) => c.op)).toEqual(
-      expect.arrayContaining(['suspend', 'resume', 'restart']),
+      expect.arrayContaining(['suspend', 'deploy', 'restart']),
     );
 
     t.driver.units.delete(id);

@@ -293,9 +293,11 @@ describe('one agent', () => {
     const stop = await web('POST', `/api/instance/${owner.id}/stop`, owner.cookie, {});
     expect(stop.statusCode).toBe(200);
     expect(stop.json()).toEqual({ success: true, action: 'stop', userId: owner.id, agents: [{ id, status: 'stopped' }] });
+    // stopping revoked the agent's key: starting deploys it again with a fresh one (docs/agents.md "Model access")
     expect((await web('POST', `/api/instance/${owner.id}/start`, owner.cookie, { agentId: id })).json().agents).toEqual([
-      { id, status: 'running' },
+      { id, status: 'provisioning' },
     ]);
+    await eventually(async () => (await web('GET', `/api/agents/${id}`, owner.cookie)).json().agent?.status === 'running');
     const noBody = await web('POST', `/api/instance/${owner.id}/restart`, owner.cookie);
     expect(noBody.json(), noBody.body).toMatchObject({ agents: [{ id, status: 'running' }] });
     expect((await web('POST', `/api/instance/${owner.id}/restart`)).statusCode).toBe(401);

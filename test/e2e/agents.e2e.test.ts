@@ -1,7 +1,7 @@
 /**
  * End to end on real sockets with the real local driver and the built-in runtime: an admin signs
- * in, provisions, the agent runs and answers /healthz and a chat completion (its model base URL
- * points at a local OpenAI-compatible fake), is renamed and restarted; after a platform restart
+ * in, provisions, the agent runs and answers /healthz and a chat completion (its model is the
+ * platform's AI gateway, in front of a local OpenAI-compatible fake), is renamed and restarted; after a platform restart
  * (apps, worker and driver closed; a new platform over the same database and DATA_DIR) it runs
  * again; then it is deleted.
  */
@@ -95,8 +95,13 @@ describe('agents end to end (local driver, built-in runtime)', () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { choices: { message: { content: string } }[] };
     expect(body.choices[0]!.message.content).toContain('ping');
+    // through the platform's AI gateway (docs/agents.md "Model access"): the agent holds its own key,
+    // the gateway forwards with the router key; `gpt-4` is no catalog model, so the plan's pick serves
     expect(live.upstream.requests.at(-1)!.authorization).toBe('Bearer router-test-key');
-    expect(live.upstream.requests.at(-1)!.body.model).toBe('gpt-4');
+    expect(live.upstream.requests.at(-1)!.body.model).toBe('openai/gpt-4o-mini');
+    await live.running()!.platform.services.ai.usage.flush();
+    const usage = await live.database.db.kysely.selectFrom('ai_usage').selectAll().where('agent_id', '=', agentId).execute();
+    expect(usage).toEqual([expect.objectContaining({ user_id: userId, model: 'openai/gpt-4o-mini', total_tokens: 15 })]);
 
     const logs = await api('GET', `/api/agents/${agentId}/logs`);
     expect(logs.status).toBe(200);

@@ -76,7 +76,7 @@ const client = (key: string, id = agentId) => new OpenAI({ apiKey: key, baseURL:
 describe('the gateway proxy with the official openai client and an sk_ key', () => {
   it('non-streaming chat completion', async () => {
     const completion = await client(owner.key).chat.completions.create({
-      model: 'fake-model',
+      model: 'auto',
       messages: [{ role: 'user', content: 'ping over the proxy' }],
     });
     expect(completion.choices[0]!.message.content).toContain('ping over the proxy');
@@ -86,7 +86,7 @@ describe('the gateway proxy with the official openai client and an sk_ key', () 
 
   it('streaming chat completion', async () => {
     const stream = await client(owner.key).chat.completions.create({
-      model: 'fake-model',
+      model: 'auto',
       stream: true,
       messages: [{ role: 'user', content: 'stream me please' }],
     });
@@ -308,7 +308,7 @@ describe('§4.7 live logs: /api/logs/:agentId/stream, /history, /stop, /active',
       () => (done = true),
     );
     for (let i = 0; i < 60 && !done; i++) {
-      await client(owner.key).chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: `log me ${i}` }] });
+      await client(owner.key).chat.completions.create({ model: 'auto', messages: [{ role: 'user', content: `log me ${i}` }] });
       await new Promise((r) => setTimeout(r, 500));
     }
     const text = await arrived;

@@ -71,7 +71,8 @@ describe('§4.12 heartbeats fire', () => {
     }, 15_000);
     expect(r.last_run_status).toBe('ok');
     expect(heartbeatRequests()).toHaveLength(1);
-    expect(heartbeatRequests()[0]!.body.model).toBe('vendor/model');
+    // through the AI gateway: `vendor/model` is no catalog model, so the owner's plan's pick serves
+    expect(heartbeatRequests()[0]!.body.model).toBe('openai/gpt-4o-mini');
     // lastHeartbeat is the run, nextHeartbeat a minute after the scheduled time
     const s = await settings();
     expect(Math.abs(Date.parse(s.lastHeartbeat) - new Date(r.last_heartbeat!).getTime())).toBeLessThan(5);

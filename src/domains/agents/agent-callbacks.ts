@@ -5,8 +5,9 @@
 import { sha256 } from '../../lib/crypto.ts';
 import type { AgentsDeps } from './agent-records.ts';
 import { agentsRepo } from './agents.repo.ts';
+import { PLATFORM_KEY_PREFIX } from './credentials.ts';
 
-export function createAgentCallbacks(deps: Pick<AgentsDeps, 'db'>) {
+export function createAgentCallbacks(deps: Pick<AgentsDeps, 'db' | 'platformKeyCache'>) {
   const { db } = deps;
   return {
     /**
@@ -40,11 +41,22 @@ export function createAgentCallbacks(deps: Pick<AgentsDeps, 'db'>) {
       return { agentId: caller.agentId, stored: messages.length };
     },
 
-    /** The agent a per-agent platform key belongs to, or null (for routes agents call back). */
+    /**
+     * The agent a per-agent platform key belongs to, or null (for routes agents call back, and the
+     * AI gateway on every model call). A verified key is cached for API_KEY_CACHE_TTL_MS so a call
+     * costs no database read; rotating, revoking (stop) or deleting evicts it at once, in every
+     * replica with REDIS_URL (the same cache and guarantees as `sk_` keys, keys/key-cache.ts).
+     */
     async verifyPlatformKey(key: string): Promise<{ agentId: string; userId: string } | null> {
-      if (!key || key.length > 200) return null;
-      const r = await agentsRepo.findByPlatformKeyHash(db.kysely, sha256(key));
-      return r ? { agentId: r.agent_id, userId: r.user_id } : null;
+      if (!key || key.length > 200 || !key.startsWith(PLATFORM_KEY_PREFIX)) return null;
+      const hash = sha256(key);
+      const hex = hash.toString('hex');
+      const hit = deps.platformKeyCache?.get(hex);
+      if (hit) return { agentId: hit.keyId, userId: hit.userId };
+      const r = await agentsRepo.findByPlatformKeyHash(db.kysely, hash);
+      if (!r) return null;
+      deps.platformKeyCache?.set(hex, { keyId: r.agent_id, userId: r.user_id, profile: null });
+      return { agentId: r.agent_id, userId: r.user_id };
     },
   };
 }

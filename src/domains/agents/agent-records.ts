@@ -11,6 +11,7 @@ import type { Db, Tx } from '../../db/client.ts';
 import type { AgentStatus } from '../../db/schema.ts';
 import { encryptSecret } from '../../lib/crypto.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
+import type { KeyCache } from '../keys/key-cache.ts';
 import { type AgentRow, agentsRepo, type JobRow } from './agents.repo.ts';
 import { maskChannelSecrets, sealChannelSecrets } from './channel-secrets.ts';
 import { newAgentId, newGatewayToken } from './credentials.ts';
@@ -23,8 +24,13 @@ export type AgentsDeps = {
   config: Pick<Config, 'AGENTS_DOMAIN' | 'BACKEND_URL' | 'configured'>;
   secrets: Pick<Secrets, 'secretsEncryptionKey'>;
   driver: HostingDriver;
-  /** Extra environment for an agent's runtime (its model provider base URL and key). */
-  runtimeEnv?: (agent: AgentRow) => Record<string, string>;
+  /**
+   * Extra environment for an agent's runtime: its model access (docs/agents.md "Model access"),
+   * given the platform key this deploy issued, which is the agent's credential there too.
+   */
+  runtimeEnv?: (agent: AgentRow, credentials: { platformApiKey: string }) => Record<string, string>;
+  /** verified platform keys (agent-callbacks.ts); a rotated, revoked or deleted key is evicted at once */
+  platformKeyCache?: KeyCache<null> | undefined;
   /** Called after a job is enqueued, so an in-process worker takes it without waiting for its poll. */
   onEnqueue?: () => void;
 };

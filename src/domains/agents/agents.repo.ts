@@ -150,6 +150,15 @@ export const agentsRepo = {
       .execute();
   },
 
+  /** A stopped agent's key stops working (docs/agents.md "Model access"); its next deploy issues a fresh one. */
+  revokePlatformKey(db: Conn, agentId: string) {
+    return db
+      .updateTable('agent_credentials')
+      .set({ platform_key_hash: null, platform_key_prefix: null, rotated_at: sql`now()` })
+      .where('agent_id', '=', agentId)
+      .execute();
+  },
+
   /** Owner connection: an agent presents its key before anyone knows which user it acts for. */
   findByPlatformKeyHash(db: Kysely<DB>, hash: Buffer) {
     return db.selectFrom('agent_credentials').select(['agent_id', 'user_id']).where('platform_key_hash', '=', hash).executeTakeFirst();

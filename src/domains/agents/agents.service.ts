@@ -155,17 +155,23 @@ export function createAgentsService(deps: AgentsDeps) {
       };
     },
 
-    /** §4.7 backend DELETE: the record goes at once; driver cleanup is best effort; unknown ids succeed. */
+    /**
+     * §4.7 backend DELETE: the record goes at once (its credentials with it, so its platform key
+     * stops working everywhere); driver cleanup is best effort; unknown ids succeed.
+     */
     async remove(userId: string, id: string, log?: (err: unknown) => void) {
       const existed = await db.withUser(userId, (trx) => agentsRepo.deleteAgent(trx, id));
+      if (existed) deps.platformKeyCache?.evictKey(id);
       // only the owner's agent is cleaned up on the hosting side: an id alone never reaches the driver
       if (existed && hostingAvailable()) await driver.delete(id).catch((err) => log?.(err));
       return { id, deleted: true as const };
     },
 
     /**
-     * Per-agent lifecycle (§4.18, designed): `start` resumes a stopped unit or deploys one that
-     * does not exist; `stop` suspends; `restart` restarts (deploying when the unit is gone).
+     * Per-agent lifecycle (§4.18, designed): `stop` suspends and revokes the agent's platform key
+     * (its credential for callbacks and the AI gateway, docs/agents.md "Model access"); `start` or
+     * `restart` of a stopped agent deploys it again, which issues a fresh key; otherwise `start`
+     * resumes and `restart` restarts (deploying when the unit is gone).
      */
     async lifecycle(userId: string, id: string, action: LifecycleAction) {
       const agent = await ownAgent(userId, id);
@@ -174,10 +180,14 @@ export function createAgentsService(deps: AgentsDeps) {
         const gone = unit === 'not_found' || unit === 'error';
         if (action === 'stop') {
           if (!gone) await driver.suspend(id);
-          await db.withUser(userId, (trx) => agentsRepo.updateAgent(trx, id, { status: 'stopped' }));
+          await db.withUser(userId, async (trx) => {
+            await agentsRepo.updateAgent(trx, id, { status: 'stopped' });
+            await agentsRepo.revokePlatformKey(trx, id);
+          });
+          deps.platformKeyCache?.evictKey(id);
           return { id, action, status: 'stopped' as AgentStatus, deployment: null };
         }
-        if (gone || agent.status === 'pending' || agent.status === 'error') {
+        if (gone || agent.status === 'pending' || agent.status === 'error' || agent.status === 'stopped') {
           const job = await enqueue(agent);
           return { id, action, status: 'provisioning' as AgentStatus, deployment: deploymentView(job) };
         }

@@ -3,7 +3,9 @@
  * token and its own platform key; a container never receives the platform's DATABASE_URL,
  * INTERNAL_API_KEY or WALLET_ENCRYPTION_KEY. §8 lists those among a container's environment; not
  * passing them is a deliberate improvement: one compromised agent cannot read every user's rows
- * or call the backend as the web app.
+ * or call the backend as the web app. The platform key is also the agent's model credential (§8
+ * "model-router key"): the AI gateway takes it instead of a provider key (docs/agents.md "Model
+ * access"). It is issued fresh at every deploy, revoked when the agent stops, and deleted with it.
  */
 import { randomBytes } from 'node:crypto';
 import { LIMITS } from '../../config/limits.ts';

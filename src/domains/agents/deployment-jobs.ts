@@ -123,6 +123,7 @@ export function createDeploymentJobs(deps: AgentsDeps) {
       if (!creds) throw new Error(`agent ${agent.id} has no credentials`);
       const platformKey = newPlatformKey();
       await agentsRepo.setPlatformKey(db.kysely, agent.id, platformKey.hash, platformKey.prefix);
+      deps.platformKeyCache?.evictKey(agent.id); // the previous key dies with this deploy
       const deployment = await driver.deploy({
         agentId: agent.id,
         userId: agent.user_id,
@@ -137,7 +138,7 @@ export function createDeploymentJobs(deps: AgentsDeps) {
           aiProvider: agent.ai_provider,
           name: agent.name,
         },
-        env: deps.runtimeEnv?.(agent) ?? {},
+        env: deps.runtimeEnv?.(agent, { platformApiKey: platformKey.key }) ?? {},
       });
       // §4.12: poll /healthz every 2 s, 60 s overall. Silent after that but alive is §3 `starting`:
       // the agent counts as running and the watchdog takes over; a dead unit fails the attempt.
