@@ -15,7 +15,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { loadConfig } from '../src/config/env.ts';
 import { resolveSecrets } from '../src/config/secrets.ts';
 import { createDb, type Db } from '../src/db/client.ts';
-import { openSessionTypes, paymentDomain } from '../src/domains/payments/receipts.ts';
+import { openSessionTypes, type paymentDomain, sessionKeyHash } from '../src/domains/payments/receipts.ts';
 import type { App } from '../src/http/shared/base-app.ts';
 import { createPlatform, type Platform } from '../src/platform.ts';
 import { type ClientResult, load, median, startUpstream, type Target } from './ai-proxy.bench.ts';
@@ -78,15 +78,30 @@ export async function run(): Promise<BenchOutput> {
     });
     const deadline = Math.floor(Date.now() / 1000) + 600;
     const salt = `0x${randomBytes(32).toString('hex')}` as Hex;
+    // the wallet chooses the session id and signs its hash (docs/payments.md "Payment sessions")
+    const opened = { sessionId: `ps_${randomBytes(32).toString('base64url')}` };
+    const { domain } = (await (await fetch(`${base}/api/payments/receipt-signer`)).json()) as { domain: ReturnType<typeof paymentDomain> };
     const signature = await account.signTypedData({
-      domain: paymentDomain(4217),
+      domain,
       types: openSessionTypes,
       primaryType: 'OpenSession',
-      message: { wallet: account.address, deposit: 800_000_000_000n, deadline: BigInt(deadline), salt },
+      message: {
+        wallet: account.address,
+        deposit: 800_000_000_000n,
+        deadline: BigInt(deadline),
+        salt,
+        sessionKeyHash: sessionKeyHash(opened.sessionId),
+      },
     });
-    const opened = (await (
-      await post('/api/wallet/sessions', { address: account.address, deposit: '800000', signature, deadline, salt })
-    ).json()) as { sessionId: string };
+    const res = await post('/api/wallet/sessions', {
+      address: account.address,
+      deposit: '800000',
+      signature,
+      deadline,
+      salt,
+      sessionKeyHash: sessionKeyHash(opened.sessionId),
+    });
+    if (res.status !== 201) throw new Error(`opening the session answered ${res.status}: ${await res.text()}`);
 
     const body = JSON.stringify({ plugin: 'generate-text', messages: [{ role: 'user', content: 'Say hello in one short sentence.' }] });
     const url = `${base}/api/v1/gateway`;

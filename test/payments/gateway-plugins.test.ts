@@ -13,7 +13,7 @@ import { request } from 'undici';
 import type { Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openSessionTypes, paymentDomain } from '../../src/domains/payments/receipts.ts';
+import { openSessionTypes, sessionKeyHash } from '../../src/domains/payments/receipts.ts';
 import { encryptSecret } from '../../src/lib/crypto.ts';
 import { type FakeAudio, startFakeAudio } from '../fakes/openai-audio.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
@@ -55,19 +55,26 @@ async function session(deposit = '1.00') {
   });
   const deadline = Math.floor(Date.now() / 1000) + 600;
   const salt = `0x${randomBytes(32).toString('hex')}` as Hex;
+  const sessionId = `ps_${randomBytes(32).toString('base64url')}`;
+  const { domain } = (await t.web.inject({ method: 'GET', url: '/api/payments/receipt-signer' })).json();
   const signature = await account.signTypedData({
-    domain: paymentDomain(4217),
+    domain,
     types: openSessionTypes,
     primaryType: 'OpenSession',
-    message: { wallet: account.address, deposit: BigInt(Math.round(Number(deposit) * 1e6)), deadline: BigInt(deadline), salt },
+    message: {
+      wallet: account.address,
+      deposit: BigInt(Math.round(Number(deposit) * 1e6)),
+      deadline: BigInt(deadline),
+      salt,
+      sessionKeyHash: sessionKeyHash(sessionId),
+    },
   });
   const res = await t.web.inject({
     method: 'POST',
     url: '/api/wallet/sessions',
-    payload: { address: account.address, deposit, signature, deadline, salt },
+    payload: { address: account.address, deposit, signature, deadline, salt, sessionKeyHash: sessionKeyHash(sessionId) },
   });
   expect(res.statusCode, res.body).toBe(201);
-  const { sessionId } = res.json() as { sessionId: string };
   return { 'x-payment-method': 'session', 'x-session-id': sessionId, 'x-wallet-address': account.address };
 }
 

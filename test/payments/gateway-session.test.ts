@@ -8,10 +8,17 @@ import { sql } from 'kysely';
 import { type Hex, recoverTypedDataAddress } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createReceiptSigner, openSessionTypes, paymentDomain, receiptTypes, sessionRef } from '../../src/domains/payments/receipts.ts';
+import {
+  createReceiptSigner,
+  openSessionTypes,
+  paymentDomain,
+  receiptTypes,
+  sessionKeyHash,
+  sessionRef,
+} from '../../src/domains/payments/receipts.ts';
 import { createPaymentSessionsService } from '../../src/domains/payments/sessions.service.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
-import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { signUp, startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 let router: FakeOpenAi;
 let t: TestPlatform;
@@ -33,25 +40,43 @@ async function fund(address: string, usdMicros: number) {
   await t.platform.services.ledger.credit({ address, amountMicros: usdMicros, eventId: `evt_test_${eventCounter++}`, source: 'test' });
 }
 
-async function signedOpen(pk: Hex, deposit: string, overrides: Record<string, unknown> = {}) {
+/** The deployment's payment domain, as a client reads it. */
+async function domainOf(p: TestPlatform = t) {
+  return (await p.web.inject({ method: 'GET', url: '/api/payments/receipt-signer' })).json().domain as ReturnType<typeof paymentDomain>;
+}
+
+/**
+ * What a wallet sends to open a session without signing in (docs/payments.md): it chooses the
+ * session id, keeps it, and signs only its hash. `sessionId` is returned beside the body.
+ */
+async function signedOpen(pk: Hex, deposit: string, overrides: Record<string, unknown> = {}, p: TestPlatform = t) {
   const account = privateKeyToAccount(pk);
   const deadline = Math.floor(Date.now() / 1000) + 600;
   const salt = `0x${randomBytes(32).toString('hex')}` as Hex;
+  const sessionId = `ps_${randomBytes(32).toString('base64url')}`;
   const [whole, frac = ''] = deposit.split('.');
   const depositMicros = BigInt(whole!) * 1_000_000n + BigInt(frac.padEnd(6, '0'));
   const signature = await account.signTypedData({
-    domain: paymentDomain(CHAIN_ID),
+    domain: await domainOf(p),
     types: openSessionTypes,
     primaryType: 'OpenSession',
-    message: { wallet: account.address, deposit: depositMicros, deadline: BigInt(deadline), salt },
+    message: {
+      wallet: account.address,
+      deposit: depositMicros,
+      deadline: BigInt(deadline),
+      salt,
+      sessionKeyHash: sessionKeyHash(sessionId),
+    },
   });
-  return { address: account.address, deposit, signature, deadline, salt, ...overrides };
+  const body = { address: account.address, deposit, signature, deadline, salt, sessionKeyHash: sessionKeyHash(sessionId), ...overrides };
+  return { body, sessionId };
 }
 
 async function openSession(pk: Hex, deposit: string) {
-  const res = await t.web.inject({ method: 'POST', url: '/api/wallet/sessions', payload: await signedOpen(pk, deposit) });
+  const { body, sessionId } = await signedOpen(pk, deposit);
+  const res = await t.web.inject({ method: 'POST', url: '/api/wallet/sessions', payload: body });
   expect(res.statusCode, res.body).toBe(201);
-  return res.json() as { sessionId: string; address: string; remaining: string; status: string };
+  return { ...(res.json() as { address: string; remaining: string; status: string }), sessionId };
 }
 
 const gw = (headers: Record<string, string>, payload: object = { plugin: 'generate-text', prompt: 'hello' }) =>
@@ -69,7 +94,6 @@ describe('opening a session', () => {
     const address = privateKeyToAccount(pk).address.toLowerCase();
     await fund(address, 1_000_000);
     const s = await openSession(pk, '0.25');
-    expect(s.sessionId).toMatch(/^ps_[\w-]{43}$/);
     expect(s).toMatchObject({ address, remaining: '0.25', status: 'active' });
     expect(await t.platform.services.ledger.balance(address)).toBe(750_000);
     // only the hash of the bearer id is stored
@@ -81,6 +105,43 @@ describe('opening a session', () => {
     expect(rows.rows[0]!.n).toBe(1);
     const dump = await sql<{ t: string }>`SELECT row_to_json(p)::text AS t FROM payment_sessions p`.execute(t.database.db.kysely);
     expect(dump.rows.map((r) => r.t).join()).not.toContain(s.sessionId.slice(3));
+  });
+
+  it('a signed open answers without a bearer id: the session is reachable only with the id its signer chose (audit N11)', async () => {
+    const pk = generatePrivateKey();
+    await fund(privateKeyToAccount(pk).address.toLowerCase(), 1_000_000);
+    const { body, sessionId } = await signedOpen(pk, '0.10');
+    // someone else submits the signature (a relay, a log reader)
+    const res = await t.web.inject({ method: 'POST', url: '/api/wallet/sessions', payload: body });
+    expect(res.statusCode, res.body).toBe(201);
+    expect(res.json().sessionId).toBeUndefined();
+    expect(res.body).not.toMatch(/ps_/);
+    // the signer holds the id
+    const view = await t.web.inject({ method: 'GET', url: '/api/wallet/sessions', headers: { 'x-session-id': sessionId } });
+    expect(view.json()).toMatchObject({ remaining: '0.10', status: 'active' });
+    expect((await gw(sessionHeaders({ sessionId, address: body.address }))).statusCode).toBe(200);
+    // the signer's own later submission is refused, the session stays theirs
+    const again = await t.web.inject({ method: 'POST', url: '/api/wallet/sessions', payload: body });
+    expect([again.statusCode, again.json().error]).toEqual([400, 'Signature already used']);
+  });
+
+  it('a signature made for another deployment is refused here (audit N11)', async () => {
+    const pk = generatePrivateKey();
+    const address = privateKeyToAccount(pk).address.toLowerCase();
+    await fund(address, 1_000_000);
+    await withTestPlatform(
+      { ROUTER_API_KEY: 'router-key', ROUTER_BASE_URL: router.url, PAYMENT_RECEIPT_KEY: generatePrivateKey() },
+      async (other) => {
+        await other.platform.services.ledger.credit({ address, amountMicros: 1_000_000, eventId: 'evt_other_deployment', source: 'test' });
+        expect((await domainOf(other)).verifyingContract).not.toBe((await domainOf()).verifyingContract);
+        const forOther = await signedOpen(pk, '0.10', {}, other);
+        const here = await t.web.inject({ method: 'POST', url: '/api/wallet/sessions', payload: forOther.body });
+        expect([here.statusCode, here.json().error]).toEqual([403, 'Signature is not by this address']);
+        expect(await t.platform.services.ledger.balance(address)).toBe(1_000_000);
+        const there = await other.web.inject({ method: 'POST', url: '/api/wallet/sessions', payload: forOther.body });
+        expect(there.statusCode, there.body).toBe(201);
+      },
+    );
   });
 
   it("the signed-in user's own session wallet is proof too; another address is 403", async () => {
@@ -113,10 +174,12 @@ describe('opening a session', () => {
       [{ address, deposit: '0.0000001' }, 400],
       [{ address, deposit: 'lots' }, 400],
       [{ address, deposit: '0.01' }, 401], // neither signed in nor signed
-      [await signedOpen(pk, '0.01', { deposit: '0.02' }), 403], // signature over another deposit
-      [await signedOpen(pk, '0.01', { signature: '0x1234' }), 400],
-      [await signedOpen(pk, '0.01', { deadline: 1 }), 400],
-      [await signedOpen(pk, '5.00'), 402], // more than the balance
+      [(await signedOpen(pk, '0.01', { deposit: '0.02' })).body, 403], // signature over another deposit
+      [(await signedOpen(pk, '0.01', { sessionKeyHash: `0x${'ab'.repeat(32)}` })).body, 403], // over another session key
+      [(await signedOpen(pk, '0.01', { sessionKeyHash: undefined })).body, 400],
+      [(await signedOpen(pk, '0.01', { signature: '0x1234' })).body, 400],
+      [(await signedOpen(pk, '0.01', { deadline: 1 })).body, 400],
+      [(await signedOpen(pk, '5.00')).body, 402], // more than the balance
     ];
     for (const [payload, status] of cases) {
       const res = await t.web.inject({ method: 'POST', url: '/api/wallet/sessions', payload });
@@ -140,7 +203,7 @@ describe('opening a session', () => {
   it('a signed authorisation opens at most one session', async () => {
     const pk = generatePrivateKey();
     await fund(privateKeyToAccount(pk).address.toLowerCase(), 1_000_000);
-    const payload = await signedOpen(pk, '0.10');
+    const { body: payload } = await signedOpen(pk, '0.10');
     const results = await Promise.all(
       Array.from({ length: 5 }, () => t.web.inject({ method: 'POST', url: '/api/wallet/sessions', payload })),
     );
@@ -199,12 +262,13 @@ describe('gateway session billing', () => {
     const res = await gw(sessionHeaders(s));
     expect(res.statusCode).toBe(200);
     const signer = (await t.web.inject({ method: 'GET', url: '/api/payments/receipt-signer' })).json() as {
-      address: string;
-      domain: { chainId: number };
+      address: Hex;
+      domain: ReturnType<typeof paymentDomain>;
     };
+    expect(signer.domain).toEqual(paymentDomain(CHAIN_ID, signer.address));
     const nonce = String(res.headers['payment-receipt']).split(':').pop()!;
     const recovered = await recoverTypedDataAddress({
-      domain: paymentDomain(signer.domain.chainId),
+      domain: signer.domain,
       types: receiptTypes,
       primaryType: 'Receipt',
       message: { session: await sessionRef(s.sessionId), nonce: `0x${nonce}`, amount: 10_000n, plugin: 'generate-text' },

@@ -14,7 +14,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
 import { createLedgerService } from '../../src/domains/payments/ledger.service.ts';
-import { openSessionTypes, paymentDomain } from '../../src/domains/payments/receipts.ts';
+import { openSessionTypes, type paymentDomain, sessionKeyHash } from '../../src/domains/payments/receipts.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
@@ -87,19 +87,35 @@ describe('SIGKILL in the middle of a burst of debits', () => {
     await ledger.credit({ address: account.address, amountMicros: 5_000_000, eventId: 'evt_sigkill', source: 'test' });
     const deadline = Math.floor(Date.now() / 1000) + 600;
     const salt = `0x${randomBytes(32).toString('hex')}` as Hex;
+    const sessionId = `ps_${randomBytes(32).toString('base64url')}`;
+    const { domain } = (await (await fetch(`http://127.0.0.1:${port}/api/payments/receipt-signer`)).json()) as {
+      domain: ReturnType<typeof paymentDomain>;
+    };
     const signature = await account.signTypedData({
-      domain: paymentDomain(4217),
+      domain,
       types: openSessionTypes,
       primaryType: 'OpenSession',
-      message: { wallet: account.address, deposit: 3_000_000n, deadline: BigInt(deadline), salt },
+      message: {
+        wallet: account.address,
+        deposit: 3_000_000n,
+        deadline: BigInt(deadline),
+        salt,
+        sessionKeyHash: sessionKeyHash(sessionId),
+      },
     });
     const opened = await fetch(`http://127.0.0.1:${port}/api/wallet/sessions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ address: account.address, deposit: '3.00', signature, deadline, salt }),
+      body: JSON.stringify({
+        address: account.address,
+        deposit: '3.00',
+        signature,
+        deadline,
+        salt,
+        sessionKeyHash: sessionKeyHash(sessionId),
+      }),
     });
     expect(opened.status).toBe(201);
-    const { sessionId } = (await opened.json()) as { sessionId: string };
 
     // a burst: 16 clients calling in a loop until the process dies; kill it after 40 acknowledgements
     const acknowledged: string[] = [];

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openSessionTypes, paymentDomain } from '../../src/domains/payments/receipts.ts';
+import { openSessionTypes, sessionKeyHash } from '../../src/domains/payments/receipts.ts';
 import { clientKey, GATEWAY_CHECKOUTS_PER_CALLER } from '../../src/domains/payments/top-up.service.ts';
 import { type FakeStripe, startFakeStripe } from '../fakes/stripe-api.ts';
 import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
@@ -183,17 +183,18 @@ describe('POST /api/wallet/top-up (processor webhook)', () => {
     expect((await deliver(completed({ type: 'wallet_top_up', walletAddress: a, amountCents: '500' }))).json().credited).toBe(true);
     const deadline = Math.floor(Date.now() / 1000) + 600;
     const salt = `0x${randomBytes(32).toString('hex')}` as const;
-    const chainId = t.config.TEMPO_TESTNET ? 42431 : 4217;
+    const keyHash = sessionKeyHash(`ps_${randomBytes(32).toString('base64url')}`);
+    const { domain } = (await t.web.inject({ method: 'GET', url: '/api/payments/receipt-signer' })).json();
     const signature = await account.signTypedData({
-      domain: paymentDomain(chainId),
+      domain,
       types: openSessionTypes,
       primaryType: 'OpenSession',
-      message: { wallet: account.address, deposit: 5_000_000n, deadline: BigInt(deadline), salt },
+      message: { wallet: account.address, deposit: 5_000_000n, deadline: BigInt(deadline), salt, sessionKeyHash: keyHash },
     });
     const res = await t.web.inject({
       method: 'POST',
       url: '/api/wallet/sessions',
-      payload: { address: account.address, deposit: '5', signature, deadline, salt },
+      payload: { address: account.address, deposit: '5', signature, deadline, salt, sessionKeyHash: keyHash },
     });
     expect(res.statusCode, res.body).toBe(201);
     expect(Number(res.json().remaining)).toBe(5);

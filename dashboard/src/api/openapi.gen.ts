@@ -3345,6 +3345,7 @@ export interface paths {
                 name: string;
                 version: string;
                 chainId: number;
+                verifyingContract: string;
               };
             };
           };
@@ -4616,6 +4617,7 @@ export interface paths {
             signature?: unknown;
             deadline?: unknown;
             salt?: unknown;
+            sessionKeyHash?: unknown;
           };
         };
       };
@@ -4632,7 +4634,7 @@ export interface paths {
               expiresAt: string;
               createdAt: string;
               endedAt: string | null;
-              sessionId: string;
+              sessionId?: string;
             };
           };
         };

@@ -151,7 +151,8 @@ type SessionView = { status: string; deposit: string; remaining: string; debits:
 function PaymentSessions({ address }: { address: string }) {
   const [deposit, setDeposit] = useState('1.00');
   const [depositError, setDepositError] = useState<string>();
-  const [opened, setOpened] = useState<(SessionView & { sessionId: string }) | null>(null);
+  // a signed-in open always answers with the bearer id (only wallet-signed opens do not: docs/payments.md)
+  const [opened, setOpened] = useState<{ sessionId: string } | null>(null);
   const [lookupId, setLookupId] = useState('');
   const [found, setFound] = useState<SessionView | null>(null);
   const [returned, setReturned] = useState<string>();
@@ -163,7 +164,10 @@ function PaymentSessions({ address }: { address: string }) {
     const err = validateDeposit(deposit);
     setDepositError(err);
     if (err) return;
-    await open.run(async () => setOpened(await call(api.POST('/api/wallet/sessions', { body: { address, deposit: deposit.trim() } }))));
+    await open.run(async () => {
+      const { sessionId } = await call(api.POST('/api/wallet/sessions', { body: { address, deposit: deposit.trim() } }));
+      setOpened(sessionId ? { sessionId } : null);
+    });
   };
   const withId = (id: string) => ({ params: { header: { 'x-session-id': id.trim() } } });
   return (

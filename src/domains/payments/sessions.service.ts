@@ -10,7 +10,7 @@ import { sha256 } from '../../lib/crypto.ts';
 import { AppError, badRequest, forbidden, unauthorized } from '../../lib/errors.ts';
 import { ledgerRepo } from './ledger.repo.ts';
 import { isMicros, microsToUsd, normalizeAddress, usdToMicros } from './money.ts';
-import { type ReceiptSigner, recoverOpenSessionSigner, sessionRef } from './receipts.ts';
+import { paymentDomain, type ReceiptSigner, recoverOpenSessionSigner, sessionRef } from './receipts.ts';
 import { type SessionRow, sessionsRepo } from './sessions.repo.ts';
 
 /** Prefix of payment session ids: recognisable in logs and secret scanners. */
@@ -29,6 +29,8 @@ export type OpenInput = {
   signature?: unknown;
   deadline?: unknown;
   salt?: unknown;
+  /** with a signature: SHA-256 of the session id the signer chose (the id itself is never sent) */
+  sessionKeyHash?: unknown;
 };
 
 /** A refusal names its catalogue entry (src/lib/error-codes.ts): the gateway answers with it as is. */
@@ -63,24 +65,35 @@ export function createPaymentSessionsService(deps: { db: Db; signer: ReceiptSign
   const wellFormed = (sessionId: unknown): sessionId is string =>
     typeof sessionId === 'string' && sessionId.startsWith(SESSION_ID_PREFIX) && sessionId.length === SESSION_ID_PREFIX.length + 43;
 
-  /** Proof that the caller controls `address` (docs/payments.md "Opening a session"). */
-  async function checkProof(address: string, depositMicros: number, input: OpenInput): Promise<string | null> {
+  /**
+   * Proof that the caller controls `address` (docs/payments.md "Opening a session"): a signed
+   * authorisation gives the salt (single use) and the hash of the session id the signer chose.
+   */
+  async function checkProof(
+    address: string,
+    depositMicros: number,
+    input: OpenInput,
+  ): Promise<{ openSalt: string; tokenHash: Buffer } | null> {
     if (input.signature !== undefined) {
       const sig = input.signature;
       const deadline = input.deadline;
       const salt = input.salt;
+      const keyHash = input.sessionKeyHash;
       if (typeof sig !== 'string' || !/^0x[0-9a-fA-F]{130}$/.test(sig)) throw badRequest('Invalid signature');
       if (typeof deadline !== 'number' || !Number.isSafeInteger(deadline)) throw badRequest('Invalid deadline');
       if (typeof salt !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(salt)) throw badRequest('Invalid salt');
+      if (typeof keyHash !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(keyHash))
+        throw badRequest('Invalid sessionKeyHash: the SHA-256 of the session id you chose, 0x + 64 hex');
       const nowS = Math.floor(now().getTime() / 1000);
       if (deadline <= nowS || deadline > nowS + MAX_SIGNATURE_WINDOW_S) throw badRequest('Signature deadline expired or too far ahead');
       const signer = await recoverOpenSessionSigner(
-        deps.chainId,
-        { wallet: address as Hex, depositMicros, deadline, salt: salt as Hex },
+        paymentDomain(deps.chainId, await deps.signer.address()),
+        { wallet: address as Hex, depositMicros, deadline, salt: salt as Hex, sessionKeyHash: keyHash as Hex },
         sig as Hex,
       );
+      // a signature for another deployment (another verifyingContract) recovers another address
       if (signer !== address) throw forbidden('Signature is not by this address');
-      return salt.toLowerCase();
+      return { openSalt: salt.toLowerCase(), tokenHash: Buffer.from(keyHash.slice(2), 'hex') };
     }
     if (!input.userId) throw unauthorized('Sign in or sign the session with the wallet');
     const own = await db.withUser(input.userId, (trx) => sessionsRepo.userAddresses(trx, input.userId!));
@@ -89,23 +102,28 @@ export function createPaymentSessionsService(deps: { db: Db; signer: ReceiptSign
   }
 
   return {
-    /** POST /api/wallet/sessions. */
+    /**
+     * POST /api/wallet/sessions. A signed-in opener gets the new bearer id (`sessionId`); a signed
+     * authorisation opens the session under the id its signer chose and answers without one, so
+     * whoever relays the signature cannot use the session.
+     */
     async open(input: OpenInput) {
       const address = normalizeAddress(input.address);
       if (!address) throw badRequest('Invalid address');
       const depositMicros = usdToMicros(input.deposit);
       if (depositMicros === undefined || !isMicros(depositMicros)) throw badRequest('Invalid deposit');
-      const openSalt = await checkProof(address, depositMicros, input);
-      const sessionId = SESSION_ID_PREFIX + randomBytes(32).toString('base64url');
+      const signed = await checkProof(address, depositMicros, input);
+      const sessionId = signed ? undefined : SESSION_ID_PREFIX + randomBytes(32).toString('base64url');
+      const tokenHash = signed ? signed.tokenHash : hashOf(sessionId!);
       try {
         await k.transaction().execute((trx) =>
           sessionsRepo.open(trx, {
-            tokenHash: hashOf(sessionId),
+            tokenHash,
             address,
             userId: input.userId ?? null,
             depositMicros,
             ttlMs: deps.ttlMs,
-            openSalt,
+            openSalt: signed?.openSalt ?? null,
           }),
         );
       } catch (err) {
@@ -115,10 +133,11 @@ export function createPaymentSessionsService(deps: { db: Db; signer: ReceiptSign
             deposit: microsToUsd(depositMicros),
           });
         }
+        // the same salt, or a session id already in use (its signer opened it already)
         if (isUniqueViolation(err)) throw badRequest('Signature already used');
         throw err;
       }
-      const s = await sessionsRepo.byToken(k, hashOf(sessionId));
+      const s = await sessionsRepo.byToken(k, tokenHash);
       return sessionView(s!, sessionId);
     },
 
@@ -206,7 +225,7 @@ export function createPaymentSessionsService(deps: { db: Db; signer: ReceiptSign
       }
     },
 
-    signerInfo: async () => ({ address: await signer.address(), domain: signer.domain }),
+    signerInfo: async () => ({ address: await signer.address(), domain: await signer.domain() }),
   };
 }
 

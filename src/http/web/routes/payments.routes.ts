@@ -81,19 +81,28 @@ export const paymentsRoutes = (deps: {
           description:
             "Moves `deposit` (USD, up to 6 decimals) from the wallet's card-funded ledger balance (top-ups, §4.4) into a new session. " +
             "Proof of the address: the signed-in user's own wallet (SIWE sign-in address or session wallet), or an EIP-712 `OpenSession` " +
-            'signature by the address (`signature`, `deadline` in epoch seconds at most one hour ahead, `salt` 32 bytes; single use; domain ' +
-            'and types in docs/payments.md). 201 with `sessionId`: a bearer secret shown once (only its hash is stored); send it as ' +
-            '`X-Session-Id` with `X-Wallet-Address` and `X-Payment-Method: session` to the gateway. Errors: 400 invalid address/deposit/signature, ' +
-            '401 neither signed in nor signed, 403 not your address, 402 `insufficient_balance` with `balance` and `deposit`.',
+            'signature by the address (`signature`, `deadline` in epoch seconds at most one hour ahead, `salt` 32 bytes, `sessionKeyHash`; single use). ' +
+            'The domain is this deployment\'s (GET /api/payments/receipt-signer: `{name: "agent-platform payments", version: "2", chainId, verifyingContract}` ' +
+            'with the receipt signer as verifyingContract), so a signature for another deployment is refused (403); types ' +
+            '`OpenSession {wallet address, deposit uint256 (micro-USD), deadline uint256, salt bytes32, sessionKeyHash bytes32}` (docs/payments.md). ' +
+            'With a signature the wallet chooses the session id itself (`ps_` + 43 base64url characters of 32 random bytes), keeps it secret and sends only ' +
+            '`sessionKeyHash` = SHA-256 of its UTF-8 bytes: the 201 then has no `sessionId`, so whoever submits the signature cannot use the session. ' +
+            'Signed in without a signature: 201 with `sessionId`, a bearer secret shown once (only its hash is stored). Send the id as ' +
+            '`X-Session-Id` with `X-Wallet-Address` and `X-Payment-Method: session` to the gateway. Errors: 400 invalid address/deposit/signature/sessionKeyHash ' +
+            'or signature already used, 401 neither signed in nor signed, 403 not your address or not a signature by it for this deployment, ' +
+            '402 `insufficient_balance` with `balance` and `deposit`.',
           body: jsonBody({
             address: z.unknown().describe('0x + 40 hex'),
             deposit: z.unknown().describe('USD amount, number or decimal string, e.g. "0.10"'),
             signature: z.unknown().optional(),
             deadline: z.unknown().optional(),
             salt: z.unknown().optional(),
+            sessionKeyHash: z.unknown().optional().describe('with `signature`: 0x + SHA-256 (hex) of the session id the wallet chose'),
           }),
           response: {
-            201: sessionView.extend({ sessionId: z.string() }),
+            201: sessionView.extend({
+              sessionId: z.string().optional().describe('signed-in opens only: the bearer id, shown once'),
+            }),
             400: errorSchema,
             401: errorSchema,
             402: errorSchema,
@@ -103,7 +112,7 @@ export const paymentsRoutes = (deps: {
         handler: async (request, reply) => {
           const user = await session.user(request);
           const view = await sessions.open({ ...request.body, userId: user?.id ?? null });
-          return reply.code(201).send(view as typeof view & { sessionId: string });
+          return reply.code(201).send(view);
         },
       });
 
@@ -181,9 +190,13 @@ export const paymentsRoutes = (deps: {
           tags: ['payments'],
           summary: 'The key that signs session receipts',
           description:
-            "Address and EIP-712 domain of the platform's receipt key, so a client can verify `Payment-Receipt-Signature` offline (docs/payments.md).",
+            "Address and EIP-712 domain of the platform's receipt key, so a client can verify `Payment-Receipt-Signature` offline and sign " +
+            "`OpenSession` for this deployment (docs/payments.md). The domain's `verifyingContract` is the receipt key's address.",
           response: {
-            200: z.object({ address: z.string(), domain: z.object({ name: z.string(), version: z.string(), chainId: z.number() }) }),
+            200: z.object({
+              address: z.string(),
+              domain: z.object({ name: z.string(), version: z.string(), chainId: z.number(), verifyingContract: z.string() }),
+            }),
           },
         },
         handler: async () => sessions.signerInfo(),
