@@ -104,6 +104,12 @@ const PROXY_SOCKET_LIMITS = {
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
 
+/** Runs `fn` when `target` closes, or now when it already has (the client left while we awaited). */
+const whenClosed = (target: { destroyed: boolean; once(event: 'close', fn: () => void): unknown }, fn: () => void) => {
+  if (target.destroyed) fn();
+  else target.once('close', fn);
+};
+
 export type AgentProxyDeps = {
   targets: AgentTargets;
   keys: KeysService;
@@ -155,7 +161,7 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
       const { userId, credential } = await caller(request);
       // a streamed answer ends with its credential; watched from here so a revocation meanwhile counts
       const watch = deps.revoker.watch(userId, credential);
-      reply.raw.once('close', watch.release);
+      whenClosed(reply.raw, watch.release);
       const headers: Record<string, string | string[]> = {};
       for (const [name, value] of Object.entries(request.headers)) {
         if (value !== undefined && !DROP_REQUEST.has(name)) headers[name] = value;
@@ -260,7 +266,7 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
         free();
         watch.release();
       };
-      request.raw.socket.once('close', release);
+      whenClosed(request.raw.socket, release);
       try {
         (request as GrantedRequest)[GRANT] = { target: await deps.targets.byId(userId, agentId), watch };
       } catch (err) {

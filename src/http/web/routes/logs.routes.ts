@@ -86,6 +86,8 @@ export const logsRoutes = (deps: {
           watch.onRevoked(() => end(REVOKED));
           request.raw.once('close', finish);
           res.once('close', finish);
+          // the client may have left while the agent was looked up: its 'close' is behind us
+          if (res.destroyed) finish();
         },
       });
 
