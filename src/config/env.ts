@@ -182,6 +182,8 @@ const envSchema = z.object({
   AGENT_RUNTIME: z.enum(['builtin', 'openclaw']).default('builtin'),
   // agents-ops: the local driver's sandbox (docs/agents.md "Sandbox")
   AGENT_SANDBOX: z.enum(['auto', 'bwrap', 'off']).default('auto'),
+  /** local driver: each agent's network (agent-network.ts): internet + the platform's port, the platform's port only, or the host's */
+  AGENT_NETWORK: z.enum(['internet', 'platform', 'host']).default('internet'),
   /**
    * added (docs/agents.md "Model access"): the platform's OpenAI-compatible AI gateway as agents reach it, given to
    * each agent as its model base URL. Unset: the backend's own loopback address with the local driver

@@ -60,6 +60,7 @@ export interface Agents {
   name: string;
   plan: Generated<string>;
   runtime_version: string | null;
+  sandbox_uid: Generated<number>;
   started_at: Timestamp | null;
   status: Generated<"pending" | "provisioning" | "running" | "active" | "stopped" | "suspended" | "error">;
   subdomain: string;

@@ -80,6 +80,11 @@ export const ERROR_CODES = {
   NO_LOCAL_WORKSPACE: { status: 409, summary: "The agent's workspace is not on this machine", body: 'NO_LOCAL_WORKSPACE' },
   NOT_A_REPOSITORY: { status: 500, summary: 'The workspace is not a git repository', body: 'NOT_A_REPOSITORY' },
   GIT_FAILED: { status: 500, summary: 'A git command failed', body: 'GIT_FAILED' },
+  GIT_UNAVAILABLE: {
+    status: 503,
+    summary: "git needs the agent sandbox (bubblewrap): it never runs with the platform's rights in an agent's workspace",
+    body: 'GIT_UNAVAILABLE',
+  },
 
   // AI layer (§4.9)
   AI_RATE_LIMITED: { status: 429, summary: 'AI_RATE_LIMIT requests per minute per IP exceeded' },

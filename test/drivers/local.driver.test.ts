@@ -13,6 +13,7 @@ import { containerHealth, waitForHealthy } from '../../src/domains/agents/contai
 import { type AgentDeploySpec, AgentNotDeployedError, type HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
 import { createHostingDriver } from '../../src/domains/agents/drivers/index.ts';
 import { isAlive, readEnviron } from '../../src/domains/agents/drivers/proc.ts';
+import { FIRST_AGENT_UID } from '../../src/domains/agents/drivers/sandbox.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 
 const TOKEN_A = 'a'.repeat(24) + 'B'.repeat(24); // 48 chars, §8
@@ -30,6 +31,7 @@ const specA = (): AgentDeploySpec => ({
   gatewayToken: TOKEN_A,
   platformApiKey: 'agent-scoped-key',
   backendUrl: 'http://127.0.0.1:9',
+  sandboxUid: FIRST_AGENT_UID + 11,
   config: {
     logging: { level: 'debug' },
     agents: { defaults: { model: 'vendor/model-a' } },
@@ -50,6 +52,7 @@ const specB = (): AgentDeploySpec => ({
   gatewayToken: TOKEN_B,
   platformApiKey: 'agent-b-key',
   backendUrl: 'http://127.0.0.1:9',
+  sandboxUid: FIRST_AGENT_UID + 12,
   config: {},
   // no model; the loopback exemption switched off so the lockout can be tested from 127.0.0.1
   env: { AGENT_AUTH_LOOPBACK_EXEMPT: 'false' },
@@ -301,8 +304,9 @@ describe('local driver with the built-in runtime', () => {
     expect(changed.externalId).not.toBe(`local-${pid}`);
     expect(isAlive(pid)).toBe(false);
     expect(await waitForHealthy(changed.url, { timeoutMs: 15_000, intervalMs: 100 })).toBe(true);
-    // the second instance can restart what it adopted (the launch environment comes from the process)
-    const third = createHostingDriver({
+    // a third instance that has not deployed it cannot restart it from what the process holds: its
+    // /proc/<pid>/environ is the agent's to rewrite (audit N4), so it asks for a fresh spec instead
+    const dropped = createHostingDriver({
       HOSTING_DRIVER: 'local',
       DATA_DIR: dataDir,
       AGENT_RUNTIME: 'builtin',
@@ -311,6 +315,19 @@ describe('local driver with the built-in runtime', () => {
       HOSTING_OWNER_ID: undefined,
       AGENT_IMAGE: 'x',
     });
+    await expect(dropped.restart('agent-a')).rejects.toBeInstanceOf(AgentNotDeployedError);
+    const third = createHostingDriver(
+      {
+        HOSTING_DRIVER: 'local',
+        DATA_DIR: dataDir,
+        AGENT_RUNTIME: 'builtin',
+        HOSTING_API_URL: 'http://127.0.0.1:9',
+        HOSTING_API_KEY: undefined,
+        HOSTING_OWNER_ID: undefined,
+        AGENT_IMAGE: 'x',
+      },
+      { loadSpec: async () => ({ ...specA(), config: { logging: { level: 'warn' } } }) },
+    );
     await third.restart('agent-a');
     expect(await waitForHealthy(changed.url, { timeoutMs: 15_000, intervalMs: 100 })).toBe(true);
     await third.shutdown(); // stops what it started

@@ -5,18 +5,27 @@
  * reaches its model provider over loopback. Skipped, with the reason, where bwrap cannot sandbox.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForHealthy } from '../../src/domains/agents/container-health.ts';
+import { detectNetwork } from '../../src/domains/agents/drivers/agent-network.ts';
 import type { AgentDeploySpec, HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
 import { createHostingDriver } from '../../src/domains/agents/drivers/index.ts';
-import { agentUid, detectSandbox } from '../../src/domains/agents/drivers/sandbox.ts';
+import { detectSandbox, FIRST_AGENT_UID } from '../../src/domains/agents/drivers/sandbox.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 
 const report = detectSandbox('auto');
 if (!report.active) console.warn(`test/drivers/sandbox.test.ts skipped: ${report.lines.join('; ')}`);
+const net = detectNetwork('internet', report.active);
+if (report.active && !net.isolated) console.warn(`test/drivers/sandbox.test.ts: network isolation not tested: ${net.lines.join('; ')}`);
+/** uids as the database allocates them (migration 090) */
+const UIDS: Record<string, number> = { 'agent-a': FIRST_AGENT_UID + 901, 'agent-other': FIRST_AGENT_UID + 902 };
+/** a service on the host's loopback that no agent may reach (stands for PostgreSQL, Redis, the web app) */
+let hostService: Server;
+let hostServicePort: number;
 
 let dataDir: string;
 let driver: HostingDriver;
@@ -33,6 +42,7 @@ const spec = (agentId: string, token: string, env: Record<string, string> = {}):
   backendUrl: 'http://127.0.0.1:9',
   config: {},
   env,
+  sandboxUid: UIDS[agentId]!,
 });
 
 describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
@@ -43,6 +53,9 @@ describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
     mkdirSync(join(dataDir, 'pg'), { recursive: true });
     writeFileSync(join(dataDir, 'pg', 'PG_VERSION'), '18\n');
     upstream = await startFakeOpenAi({ apiKey: 'model-key' });
+    hostService = createServer((s) => s.end('host-only\n'));
+    await new Promise<void>((r) => hostService.listen(0, '127.0.0.1', r));
+    hostServicePort = (hostService.address() as { port: number }).port;
     const other = join(dataDir, 'agents', 'agent-other', 'workspace');
     driver = createHostingDriver(
       {
@@ -61,6 +74,7 @@ describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
         extraEnv: {
           PROBE_MAIN: fileURLToPath(new URL('../../src/runtime/main.ts', import.meta.url)),
           PROBE_PLATFORM_PID: String(process.pid),
+          PROBE_TCP: JSON.stringify([hostServicePort]),
           PROBE_PATHS: JSON.stringify([
             join(dataDir, 'secrets.json'),
             join(dataDir, 'pg'),
@@ -85,6 +99,7 @@ describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
   afterAll(async () => {
     await driver?.shutdown();
     await upstream?.close();
+    hostService?.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -100,12 +115,17 @@ describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
     const p = probe();
     expect(p.platformEnviron).toMatch(/^(ENOENT|EACCES)$/);
     if (report.separateUser) {
-      expect(p.uid).toBe(agentUid('agent-a'));
+      // the uid the database allocated (audit N16: never derived from the id, so never shared)
+      expect(p.uid).toBe(UIDS['agent-a']);
       expect(p.uid).not.toBe(0);
-      expect(agentUid('agent-a')).not.toBe(agentUid('agent-other'));
     }
     // its own PID namespace: the sandbox's init and the runtime, not the machine's processes
     expect(p.visibleProcesses).toBeLessThan(10);
+  });
+
+  it.skipIf(!net.isolated)("cannot reach the host's loopback services (audit N8): its own network namespace", () => {
+    const { tcp } = probe();
+    expect(tcp[String(hostServicePort)]).toMatch(/^(ECONNREFUSED|ENETUNREACH|EHOSTUNREACH|timeout)$/);
   });
 
   it('still serves its gateway and reaches its model provider over loopback', async () => {

@@ -1,25 +1,59 @@
 /**
  * §4.17 file explorer (backend, bearer key; `/api/browse/*?agentId=`) over a real folder standing
  * for an agent's workspace: tree order and exclusions, read/write limits, git, and path traversal
- * in every form refused with 400 without touching anything outside the workspace.
+ * in every form refused with 400 without touching anything outside the workspace. The workspace is
+ * given the way the local driver gives it (its folder, the agent's uid, git through the sandbox),
+ * so what a hostile agent plants there (audit N1, N9) is tested against the real confinement.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentWorkspace } from '../../src/domains/agents/drivers/driver.ts';
+import { detectSandbox, FIRST_AGENT_UID, runInSandbox } from '../../src/domains/agents/drivers/sandbox.ts';
 import { createFakeDriver, type FakeDriver } from '../agents/fake-driver.ts';
 import { type AgentsTestPlatform, bearer, startAgentsPlatform } from '../agents/helpers.ts';
 
 let t: AgentsTestPlatform<FakeDriver>;
 const base = mkdtempSync(join(tmpdir(), 'browse-'));
+chmodSync(base, 0o755); // the agent's user must reach its workspace below it, as under DATA_DIR/agents
 let workspace: string;
 let agentId: string;
 const OUTSIDE = 'outside-secret.txt';
+const sandbox = detectSandbox('auto');
+/** the agent's own user: a uid of its own as root (the local driver's case), else ours */
+const AGENT_UID = sandbox.separateUser ? FIRST_AGENT_UID + 777 : process.getuid!();
+/** hands everything in the workspace to the agent's user, as if the agent had made it */
+const asAgent = () => {
+  if (sandbox.separateUser) execFileSync('chown', ['-R', '-h', `${AGENT_UID}:${AGENT_UID}`, workspace]);
+};
+let withGit = true;
+const workspaceOf = (id: string): AgentWorkspace => {
+  const dir = join(base, 'agents', id);
+  return {
+    dir,
+    owner: AGENT_UID,
+    ...(sandbox.active && withGit
+      ? { run: (file, args, o) => runInSandbox(sandbox, { dir, uid: sandbox.separateUser ? AGENT_UID : undefined }, file, args, o) }
+      : {}),
+  };
+};
 
 beforeAll(async () => {
   const fake = createFakeDriver();
-  const driver = Object.assign(fake, { workspaceDir: (id: string) => join(base, 'agents', id) });
+  const driver = Object.assign(fake, { workspace: workspaceOf });
   t = await startAgentsPlatform({ driver });
   const created = await t.backend.inject({ method: 'POST', url: '/api/agents', headers: bearer(t), payload: { name: 'files' } });
   expect(created.statusCode).toBe(201);
@@ -36,6 +70,9 @@ beforeAll(async () => {
   mkdirSync(join(base, 'outside-dir'));
   symlinkSync(join(base, 'outside-dir'), join(workspace, 'link-out'));
   symlinkSync(join(base, OUTSIDE), join(workspace, 'link-file'));
+  mkdirSync(join(base, 'agents'), { recursive: true, mode: 0o755 });
+  chmodSync(join(base, 'agents'), 0o755);
+  asAgent();
 });
 afterAll(async () => {
   await t?.close();
@@ -90,6 +127,12 @@ describe('§4.17 read and write', () => {
     const res = await post('write', { path: 'new/dir/note.md', content: 'héllo' });
     expect(res.json()).toEqual({ ok: true, path: 'new/dir/note.md', size: 6 });
     expect(readFileSync(join(workspace, 'new/dir/note.md'), 'utf8')).toBe('héllo');
+    // the agent's, like everything else in its workspace (folders and file handed over by descriptor)
+    const { statSync } = await import('node:fs');
+    for (const p of ['new', 'new/dir', 'new/dir/note.md']) expect(statSync(join(workspace, p)).uid).toBe(AGENT_UID);
+    // an existing file is replaced, not appended to
+    await post('write', { path: 'new/dir/note.md', content: 'x' });
+    expect(readFileSync(join(workspace, 'new/dir/note.md'), 'utf8')).toBe('x');
     expect((await post('write', { path: 'x.txt' })).statusCode).toBe(400);
   });
 
@@ -120,7 +163,7 @@ describe('§4.17 read and write', () => {
   }
 });
 
-describe('§4.17 git', () => {
+describe.skipIf(!sandbox.active)('§4.17 git (as the agent, in its sandbox)', () => {
   it('status, diff, sync and log on a repository; not a repository before git init', async () => {
     expect((await get('git-status')).json()).toEqual({
       ok: true,
@@ -132,6 +175,7 @@ describe('§4.17 git', () => {
     });
     expect((await post('git-sync', {})).statusCode).toBe(500);
     execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: workspace });
+    asAgent();
     const status = (await get('git-status')).json();
     expect(status).toMatchObject({ ok: true, isGitRepo: true, branch: 'main', remote: null, hasChanges: true });
     expect(status.changes).toEqual(expect.arrayContaining([{ status: '??', path: 'a.txt' }]));
@@ -161,6 +205,104 @@ describe('§4.17 git', () => {
       },
     ]);
     expect((await get('git-log', { limit: '101' })).statusCode).toBe(400);
+  });
+
+  it("never runs what the agent planted with the platform's rights (audit N1): hooks, fsmonitor, filters, diff drivers", async () => {
+    // what a hostile agent writes into its repository: every program git could be made to start
+    const marker = join(base, 'pwned-by-git');
+    const inWorkspace = join(workspace, 'ran-as.txt');
+    const payload = `#!/bin/sh\nid -u > ${marker}; id -u > ${inWorkspace}\n`;
+    mkdirSync(join(workspace, '.git', 'hooks'), { recursive: true });
+    for (const hook of ['pre-commit', 'post-commit', 'pre-push', 'post-index-change']) {
+      writeFileSync(join(workspace, '.git', 'hooks', hook), payload, { mode: 0o755 });
+    }
+    writeFileSync(join(workspace, 'evil.sh'), payload, { mode: 0o755 });
+    execFileSync('git', ['config', '--file', '.git/config', 'core.fsmonitor', join(workspace, 'evil.sh')], { cwd: workspace });
+    execFileSync('git', ['config', '--file', '.git/config', 'diff.external', join(workspace, 'evil.sh')], { cwd: workspace });
+    execFileSync('git', ['config', '--file', '.git/config', 'filter.x.clean', `sh ${join(workspace, 'evil.sh')}`], { cwd: workspace });
+    execFileSync('git', ['config', '--file', '.git/config', 'filter.x.smudge', `sh ${join(workspace, 'evil.sh')}`], { cwd: workspace });
+    writeFileSync(join(workspace, '.gitattributes'), '*.txt filter=x diff=x\n');
+    execFileSync('git', ['config', '--file', '.git/config', 'diff.x.textconv', `sh ${join(workspace, 'evil.sh')}`], { cwd: workspace });
+    writeFileSync(join(workspace, 'b.txt'), 'changed again');
+    asAgent();
+    expect((await get('git-status')).statusCode).toBe(200);
+    expect((await get('git-diff')).statusCode).toBe(200);
+    const sync = await post('git-sync', { message: 'planted' });
+    expect(sync.statusCode).toBe(200);
+    // nothing ran outside the sandbox (the base folder is not even visible inside it)
+    expect(existsSync(marker)).toBe(false);
+    // whatever did run (the clean filter is part of staging), ran as the agent's user, not root
+    if (existsSync(inWorkspace)) expect(readFileSync(inWorkspace, 'utf8').trim()).toBe(String(AGENT_UID));
+  });
+});
+
+describe('§4.17 git without a sandbox', () => {
+  it("answers 503 with a sentence instead of running git with the platform's rights", async () => {
+    withGit = false;
+    try {
+      for (const r of [await get('git-status'), await get('git-log'), await get('git-diff'), await post('git-sync', {})]) {
+        expect(r.statusCode).toBe(503);
+        expect(r.json().error).toMatch(/sandbox/);
+      }
+    } finally {
+      withGit = true;
+    }
+  });
+});
+
+describe('§4.17 what a hostile agent plants (audit N9)', () => {
+  it('a folder swapped for a link while files are read never leads outside the workspace', async () => {
+    writeFileSync(join(base, 'secret.txt'), 'top secret');
+    mkdirSync(join(workspace, 'd'));
+    writeFileSync(join(workspace, 'd', 'secret.txt'), 'decoy');
+    asAgent();
+    // the agent flips d between its own folder and a link to the platform's folder, as fast as it can
+    let flipping = true;
+    const flipper = (async () => {
+      while (flipping) {
+        try {
+          renameSync(join(workspace, 'd'), join(workspace, 'd-real'));
+          symlinkSync(base, join(workspace, 'd'));
+          await new Promise((r) => setImmediate(r));
+          rmSync(join(workspace, 'd'));
+          renameSync(join(workspace, 'd-real'), join(workspace, 'd'));
+          await new Promise((r) => setImmediate(r));
+        } catch {
+          // a write made `d` again while it was away: put the real folder back in place
+          rmSync(join(workspace, 'd'), { recursive: true, force: true });
+          if (existsSync(join(workspace, 'd-real'))) renameSync(join(workspace, 'd-real'), join(workspace, 'd'));
+          await new Promise((r) => setImmediate(r));
+        }
+      }
+    })();
+    const seen = new Set<string>();
+    for (let i = 0; i < 300; i++) {
+      const [r, w] = await Promise.all([get('read', { path: 'd/secret.txt' }), post('write', { path: 'd/secret.txt', content: `decoy` })]);
+      seen.add(r.statusCode === 200 ? r.json().content : `${r.statusCode}`);
+      expect([200, 400]).toContain(w.statusCode);
+    }
+    flipping = false;
+    await flipper;
+    expect(seen.has('top secret')).toBe(false);
+    expect(readFileSync(join(base, 'secret.txt'), 'utf8')).toBe('top secret');
+    expect(seen.has('decoy')).toBe(true); // the race was run, not refused from the start
+  });
+
+  it('a FIFO is refused at once, not waited on', async () => {
+    execFileSync('mkfifo', [join(workspace, 'pipe')]);
+    asAgent();
+    const r = await get('read', { path: 'pipe' });
+    expect(r.statusCode).toBe(400);
+    expect((await post('write', { path: 'pipe', content: 'x' })).statusCode).toBe(400);
+  });
+
+  it.skipIf(!sandbox.separateUser)("a file that is not the agent's own (e.g. hard-linked in) is neither read nor written", async () => {
+    writeFileSync(join(workspace, 'roots.txt'), 'root owned'); // left root's: not the agent's
+    const r = await get('read', { path: 'roots.txt' });
+    expect(r.statusCode).toBe(400);
+    expect(r.body).not.toContain('root owned');
+    expect((await post('write', { path: 'roots.txt', content: 'x' })).statusCode).toBe(400);
+    expect(readFileSync(join(workspace, 'roots.txt'), 'utf8')).toBe('root owned');
   });
 });
 

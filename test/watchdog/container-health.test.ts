@@ -133,7 +133,7 @@ describe('local driver (real processes)', () => {
     await eventually(async () => (await h()).body.status === 'healthy', 15_000);
     process.kill(pidOf(dataDir, agentId), 'SIGKILL');
     await eventually(async () => (await h()).body.status === 'error', 10_000);
-    rmSync(join(dataDir, 'agents', agentId), { recursive: true, force: true });
+    await p.driver.delete(agentId); // (its network namespace is a mount: the driver removes it, not rm -r)
     expect((await h()).body.status).toBe('not_found');
   }, 60_000);
 });

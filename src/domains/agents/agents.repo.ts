@@ -102,6 +102,12 @@ export const agentsRepo = {
     return db.selectFrom('agents').select(agentColumns).where('id', '=', id).executeTakeFirst();
   },
 
+  /** The agent's own OS user on the local driver (migration 090): the drivers' business only, never in a view. */
+  async sandboxUid(db: Conn, id: string): Promise<number | undefined> {
+    const row = await db.selectFrom('agents').select('sandbox_uid').where('id', '=', id).executeTakeFirst();
+    return row?.sandbox_uid;
+  },
+
   updateAgent(
     db: Conn,
     id: string,

@@ -121,6 +121,7 @@ export function createDeploymentJobs(deps: AgentsDeps) {
       if (!hostingAvailable()) throw new HostingUnavailableError('hosting driver not configured');
       const creds = await agentsRepo.getCredentials(db.kysely, agent.id);
       if (!creds) throw new Error(`agent ${agent.id} has no credentials`);
+      const sandboxUid = await agentsRepo.sandboxUid(db.kysely, agent.id);
       const platformKey = newPlatformKey();
       await agentsRepo.setPlatformKey(db.kysely, agent.id, platformKey.hash, platformKey.prefix);
       deps.platformKeyCache?.evictKey(agent.id); // the previous key dies with this deploy
@@ -131,6 +132,7 @@ export function createDeploymentJobs(deps: AgentsDeps) {
         gatewayToken: decryptSecret(deps.secrets.secretsEncryptionKey, creds.gateway_token_enc),
         platformApiKey: platformKey.key,
         backendUrl: config.BACKEND_URL,
+        ...(sandboxUid !== undefined ? { sandboxUid } : {}),
         // the agent itself gets its channel secrets in clear (channel-secrets.ts)
         config: {
           ...openChannelSecrets((agent.config ?? {}) as Record<string, unknown>, deps.secrets.secretsEncryptionKey),

@@ -12,14 +12,14 @@ export function createFilesService(deps: { db: Db; driver: HostingDriver | undef
   return {
     async forAgent(userId: string, agentId: string): Promise<WorkspaceFiles> {
       await findOwnAgent(deps.db, userId, agentId);
-      const dir = deps.driver?.workspaceDir?.(agentId);
-      if (!dir) {
+      const workspace = deps.driver?.workspace?.(agentId);
+      if (!workspace) {
         throw new AppError(
           'NO_LOCAL_WORKSPACE',
           "This agent's workspace is not on this machine: the file explorer needs the local hosting driver",
         );
       }
-      return createWorkspaceFiles(dir);
+      return createWorkspaceFiles(workspace);
     },
   };
 }

@@ -1,24 +1,24 @@
 /**
- * §4.17 file explorer over one agent's workspace (docs/agents.md "File explorer"): tree, read,
- * write and git, confined to the workspace folder.
+ * §4.17 file explorer over one agent's workspace (docs/agents.md "File explorer", docs/security.md
+ * "What the platform does in an agent's directories"): tree, read, write and git.
  *
- * Confinement, in this order, for every path a caller names:
- * 1. refused outright: empty, NUL bytes, absolute paths, backslashes, `..` segments, and
- *    percent-encoded separators or dots (a caller that encodes `/` or `.` twice is probing);
- * 2. the resolved path must lie under the workspace;
- * 3. the real path (symlinks resolved) of the target, or of its deepest existing ancestor when it
- *    does not exist yet, must lie under the real workspace: a symlink pointing outside is refused;
- * 4. writes open the file with O_NOFOLLOW, so a symlink swapped in at the last moment is not followed.
- * git runs with execFile (an argument array, no shell), a timeout and bounded output.
+ * The workspace is the agent's: anything in it may be a link, a FIFO, a hard link or a folder
+ * swapped while we look. So:
+ * 1. a caller's path is refused outright when empty, with NUL bytes, absolute, with backslashes,
+ *    `..` segments, or percent-encoded separators or dots (a caller that encodes `/` twice is probing);
+ * 2. every file and folder is opened through descriptors from the workspace down, one component at
+ *    a time, never following a link, each of them the agent's own (src/lib/confined-fs.ts): no
+ *    realpath-then-open window (the audit's N9), no file of another user;
+ * 3. git runs as the agent, inside its sandbox, with only the workspace visible (the driver's
+ *    `run`; audit N1): a workspace's hooks, fsmonitor, filters or config run with the agent's rights
+ *    or not at all. Without a sandbox the git routes answer 503 rather than run git as the platform.
  */
-import { execFile } from 'node:child_process';
-import { constants, type Dirent } from 'node:fs';
-import { lstat, mkdir, open, readdir, realpath, stat } from 'node:fs/promises';
-import { isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { promisify } from 'node:util';
+import type { Dirent } from 'node:fs';
+import { lstat } from 'node:fs/promises';
+import { isAbsolute } from 'node:path';
+import { ConfinedPathError, type Confinement, listConfinedDir, openConfinedFile, writeConfinedFile } from '../../lib/confined-fs.ts';
 import { AppError, badRequest } from '../../lib/errors.ts';
-
-const run = promisify(execFile);
+import type { AgentWorkspace } from '../agents/drivers/driver.ts';
 
 /** §4.17: excluded from the tree */
 export const EXCLUDED_DIRS = new Set(['node_modules', '.git', '.next', 'dist', 'build', '.cache', '__pycache__']);
@@ -44,54 +44,62 @@ function checkShape(p: string): string {
   return parts.filter((s) => s !== '' && s !== '.').join('/');
 }
 
-const inside = (root: string, p: string) => p === root || p.startsWith(root + sep);
+const parts = (rel: string) => (rel === '' ? [] : rel.split('/'));
 
-export function createWorkspaceFiles(rootDir: string, options: { gitTimeoutMs?: number } = {}) {
+/** A refused confined open, as the explorer answers it (400, nothing touched). */
+function refused(err: unknown): never {
+  if (err instanceof ConfinedPathError) {
+    if (err.kind === 'link') throw badRequest('Invalid path: a symbolic link is never followed');
+    if (err.kind === 'owner') throw badRequest("Refused: this file does not belong to the agent's user");
+    if (err.kind === 'name') throw traversal();
+    throw badRequest('Not a file');
+  }
+  throw err;
+}
+
+export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTimeoutMs?: number } = {}) {
   const gitTimeoutMs = options.gitTimeoutMs ?? 15_000;
+  const c: Confinement = { root: workspace.dir, owner: workspace.owner };
 
-  async function realRoot(): Promise<string> {
+  /** The workspace must exist (an agent never started here has none). */
+  async function checkRoot(): Promise<void> {
     try {
-      return await realpath(rootDir);
+      await lstat(workspace.dir);
     } catch {
       throw new AppError('NO_WORKSPACE', 'This agent has no workspace on this machine yet');
     }
   }
 
-  /** Resolves a caller's relative path to an absolute one inside the workspace (rules 1-3). */
-  async function resolveInside(p: string): Promise<{ root: string; abs: string; rel: string }> {
-    const rel = checkShape(p);
-    const root = await realRoot();
-    const abs = resolve(root, rel);
-    if (!inside(root, abs)) throw traversal();
-    // the deepest existing ancestor (or the target itself) must really be inside
-    let probe = abs;
-    for (;;) {
-      try {
-        const real = await realpath(probe);
-        if (!inside(root, real)) throw traversal();
-        break;
-      } catch (err) {
-        if (err instanceof AppError) throw err;
-        const parent = resolve(probe, '..');
-        if (parent === probe || !inside(root, parent)) throw traversal();
-        probe = parent;
-      }
-    }
-    return { root, abs, rel };
+  async function git(args: string[]): Promise<string> {
+    if (!workspace.run)
+      throw new AppError(
+        'GIT_UNAVAILABLE',
+        "git in the file explorer needs the agent sandbox (bubblewrap): without it git would run with the platform's rights in a folder the agent controls",
+      );
+    await checkRoot();
+    // the agent's own rights, but still no hooks or fsmonitor of its repository: what the explorer
+    // shows must not depend on a program the agent planted
+    return workspace.run(
+      'git',
+      ['-c', 'core.quotepath=off', '-c', 'core.fsmonitor=false', '-c', 'core.hooksPath=/dev/null', '-c', 'core.pager=cat', ...args],
+      {
+        env: {
+          PATH: '/usr/bin:/bin',
+          GIT_TERMINAL_PROMPT: '0',
+          GIT_CONFIG_NOSYSTEM: '1',
+          GIT_CONFIG_GLOBAL: '/dev/null',
+          GIT_OPTIONAL_LOCKS: '0',
+          LANG: 'C',
+        },
+        timeoutMs: gitTimeoutMs,
+        maxBuffer: 4 * 1024 * 1024,
+      },
+    );
   }
-
-  async function git(root: string, args: string[]): Promise<string> {
-    const { stdout } = await run('git', ['-c', 'safe.directory=*', '-c', 'core.quotepath=off', ...args], {
-      cwd: root,
-      timeout: gitTimeoutMs,
-      maxBuffer: 4 * 1024 * 1024,
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, GIT_TERMINAL_PROMPT: '0', LANG: 'C' },
-    });
-    return stdout;
-  }
-  const isRepo = async (root: string) => {
+  const isRepo = async () => {
+    if (!workspace.run) await git([]); // the 503 above
     try {
-      return (await git(root, ['rev-parse', '--is-inside-work-tree'])).trim() === 'true';
+      return (await git(['rev-parse', '--is-inside-work-tree'])).trim() === 'true';
     } catch {
       return false;
     }
@@ -99,7 +107,7 @@ export function createWorkspaceFiles(rootDir: string, options: { gitTimeoutMs?: 
   const gitFailed = (what: string, err: unknown) =>
     new AppError(
       'GIT_FAILED',
-      `${what} failed: ${String((err as { stderr?: string }).stderr ?? (err as Error).message)
+      `${what} failed: ${String((err as { stderr?: string }).stderr || (err as Error).message)
         .trim()
         .slice(0, 500)}`,
     );
@@ -107,16 +115,17 @@ export function createWorkspaceFiles(rootDir: string, options: { gitTimeoutMs?: 
   return {
     /** §4.17 GET /tree: folders first, then files, each alphabetical; excluded folders left out; symlinks are listed, never followed. */
     async tree(depth: number = FILE_LIMITS.treeDepthDefault) {
-      const root = await realRoot();
+      await checkRoot();
       let count = 0;
-      const walk = async (dir: string, name: string, level: number): Promise<TreeNode> => {
-        const node: TreeNode = { type: 'folder', name, path: relative(root, dir).split(sep).join('/') };
+      const walk = async (path: string[], name: string, level: number): Promise<TreeNode> => {
+        const node: TreeNode = { type: 'folder', name, path: path.join('/') };
         if (level >= depth) return node;
         let entries: Dirent[];
         try {
-          entries = await readdir(dir, { withFileTypes: true });
-        } catch {
-          return node;
+          entries = await listConfinedDir(c, path);
+        } catch (err) {
+          if (err instanceof ConfinedPathError) return node; // swapped for a link, or not the agent's: listed, not entered
+          throw err;
         }
         const folders = entries
           .filter((e) => e.isDirectory() && !EXCLUDED_DIRS.has(e.name))
@@ -129,67 +138,46 @@ export function createWorkspaceFiles(rootDir: string, options: { gitTimeoutMs?: 
         node.children = [];
         for (const f of folders) {
           if (++count > FILE_LIMITS.treeMaxEntries) break;
-          node.children.push(await walk(join(dir, f), f, level + 1));
+          node.children.push(await walk([...path, f], f, level + 1));
         }
         for (const f of files) {
           if (++count > FILE_LIMITS.treeMaxEntries) break;
-          node.children.push({ type: 'file', name: f, path: relative(root, join(dir, f)).split(sep).join('/') });
+          node.children.push({ type: 'file', name: f, path: [...path, f].join('/') });
         }
         return node;
       };
-      return { ok: true as const, root: await walk(root, '', 0) };
+      return { ok: true as const, root: await walk([], '', 0) };
     },
 
     /** §4.17 GET /read */
     async read(p: string) {
-      const { abs, rel } = await resolveInside(p);
-      let st: Awaited<ReturnType<typeof stat>>;
+      const rel = checkShape(p);
+      await checkRoot();
+      const { fh, stat } = await openConfinedFile(c, parts(rel)).catch(refused);
       try {
-        st = await stat(abs);
-      } catch {
-        throw badRequest('Not a file');
-      }
-      if (!st.isFile()) throw badRequest('Not a file');
-      if (st.size > FILE_LIMITS.readMaxBytes) throw badRequest(`File is larger than ${FILE_LIMITS.readMaxBytes / 1024 / 1024} MB`);
-      const fh = await open(abs, constants.O_RDONLY | constants.O_NOFOLLOW).catch(() => {
-        throw traversal();
-      });
-      try {
+        if (stat.size > FILE_LIMITS.readMaxBytes) throw badRequest(`File is larger than ${FILE_LIMITS.readMaxBytes / 1024 / 1024} MB`);
         const content = await fh.readFile('utf8');
-        return { ok: true as const, path: rel, content, size: st.size, modified: st.mtime.toISOString() };
+        return { ok: true as const, path: rel, content, size: stat.size, modified: stat.mtime.toISOString() };
       } finally {
         await fh.close();
       }
     },
 
-    /** §4.17 POST /write: parent folders created */
+    /** §4.17 POST /write: parent folders created (the agent's, like the file) */
     async write(p: string, content: string) {
-      const { root, abs, rel } = await resolveInside(p);
-      if (abs === root) throw badRequest('Not a file');
-      const parent = resolve(abs, '..');
-      await mkdir(parent, { recursive: true });
-      // the folders just created are real folders, but check again: a symlink may have been raced in
-      if (!inside(root, await realpath(parent))) throw traversal();
-      const existing = await lstat(abs).catch(() => undefined);
-      if (existing && !existing.isFile()) throw badRequest('Not a file');
-      const fh = await open(abs, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644).catch(() => {
-        throw traversal();
-      });
-      try {
-        await fh.writeFile(content, 'utf8');
-      } finally {
-        await fh.close();
-      }
-      return { ok: true as const, path: rel, size: Buffer.byteLength(content, 'utf8') };
+      const rel = checkShape(p);
+      if (rel === '') throw badRequest('Not a file');
+      await checkRoot();
+      const size = await writeConfinedFile(c, parts(rel), content).catch(refused);
+      return { ok: true as const, path: rel, size };
     },
 
     /** §4.17 GET /git-status */
     async gitStatus() {
-      const root = await realRoot();
-      if (!(await isRepo(root))) return { ok: true as const, isGitRepo: false, branch: null, remote: null, changes: [], hasChanges: false };
-      const branch = (await git(root, ['symbolic-ref', '--short', '-q', 'HEAD']).catch(() => '')).trim() || null;
-      const remote = (await git(root, ['remote', 'get-url', 'origin']).catch(() => '')).trim() || null;
-      const porcelain = await git(root, ['status', '--porcelain=v1', '-z']).catch((err) => {
+      if (!(await isRepo())) return { ok: true as const, isGitRepo: false, branch: null, remote: null, changes: [], hasChanges: false };
+      const branch = (await git(['symbolic-ref', '--short', '-q', 'HEAD']).catch(() => '')).trim() || null;
+      const remote = (await git(['remote', 'get-url', 'origin']).catch(() => '')).trim() || null;
+      const porcelain = await git(['status', '--porcelain=v1', '-z']).catch((err) => {
         throw gitFailed('git status', err);
       });
       const changes = porcelain
@@ -201,13 +189,13 @@ export function createWorkspaceFiles(rootDir: string, options: { gitTimeoutMs?: 
 
     /** §4.17 GET /git-diff */
     async gitDiff(p?: string) {
-      const root = await realRoot();
-      if (!(await isRepo(root))) throw new AppError('NOT_A_REPOSITORY', 'The workspace is not a git repository');
-      const limit = p ? ['--', (await resolveInside(p)).rel] : [];
-      const unstaged = await git(root, ['diff', ...limit]).catch((err) => {
+      // the path only names what to diff, inside git's own view of the workspace (run in the sandbox)
+      const limit = p ? ['--', checkShape(p)] : [];
+      if (!(await isRepo())) throw new AppError('NOT_A_REPOSITORY', 'The workspace is not a git repository');
+      const unstaged = await git(['diff', '--no-ext-diff', '--no-textconv', ...limit]).catch((err) => {
         throw gitFailed('git diff', err);
       });
-      const staged = await git(root, ['diff', '--cached', ...limit]).catch((err) => {
+      const staged = await git(['diff', '--no-ext-diff', '--no-textconv', '--cached', ...limit]).catch((err) => {
         throw gitFailed('git diff --cached', err);
       });
       return { ok: true as const, unstaged: unstaged || null, staged: staged || null };
@@ -215,26 +203,34 @@ export function createWorkspaceFiles(rootDir: string, options: { gitTimeoutMs?: 
 
     /** §4.17 POST /git-sync: stage everything, commit, push when there is a remote */
     async gitSync(message = 'sync changes') {
-      const root = await realRoot();
-      if (!(await isRepo(root))) throw new AppError('NOT_A_REPOSITORY', 'The workspace is not a git repository');
-      await git(root, ['add', '-A']).catch((err) => {
+      if (!(await isRepo())) throw new AppError('NOT_A_REPOSITORY', 'The workspace is not a git repository');
+      await git(['add', '-A']).catch((err) => {
         throw gitFailed('Staging', err);
       });
-      const pending = (await git(root, ['diff', '--cached', '--name-only'])).trim();
+      const pending = (await git(['diff', '--cached', '--name-only'])).trim();
       let committed = false;
       if (pending) {
-        await git(root, ['-c', 'user.name=Agent platform', '-c', 'user.email=agent@platform.invalid', 'commit', '-q', '-m', message]).catch(
-          (err) => {
-            throw gitFailed('Commit', err);
-          },
-        );
+        await git([
+          '-c',
+          'user.name=Agent platform',
+          '-c',
+          'user.email=agent@platform.invalid',
+          '-c',
+          'commit.gpgSign=false',
+          'commit',
+          '-q',
+          '-m',
+          message,
+        ]).catch((err) => {
+          throw gitFailed('Commit', err);
+        });
         committed = true;
       }
-      const hash = (await git(root, ['rev-parse', 'HEAD']).catch(() => '')).trim() || null;
+      const hash = (await git(['rev-parse', 'HEAD']).catch(() => '')).trim() || null;
       let pushed = false;
-      const remote = (await git(root, ['remote']).catch(() => '')).trim();
+      const remote = (await git(['remote']).catch(() => '')).trim();
       if (remote)
-        pushed = await git(root, ['push', '-q']).then(
+        pushed = await git(['push', '-q']).then(
           () => true,
           () => false,
         );
@@ -243,13 +239,10 @@ export function createWorkspaceFiles(rootDir: string, options: { gitTimeoutMs?: 
 
     /** §4.17 GET /git-log */
     async gitLog(limit: number = FILE_LIMITS.gitLogDefault) {
-      const root = await realRoot();
-      if (!(await isRepo(root))) return { ok: true as const, commits: [] };
-      const out = await git(root, [
-        'log',
-        `-n${Math.min(limit, FILE_LIMITS.gitLogMax)}`,
-        '--format=%H%x1f%h%x1f%s%x1f%an%x1f%aI%x1e',
-      ]).catch(() => '');
+      if (!(await isRepo())) return { ok: true as const, commits: [] };
+      const out = await git(['log', `-n${Math.min(limit, FILE_LIMITS.gitLogMax)}`, '--format=%H%x1f%h%x1f%s%x1f%an%x1f%aI%x1e']).catch(
+        () => '',
+      );
       const commits = out
         .split('\x1e')
         .map((r) => r.trim())

@@ -29,6 +29,24 @@ export type AgentDeploySpec = {
   config: Record<string, unknown>;
   /** extra environment for the runtime (model provider base URL/key for the agent itself) */
   env?: Record<string, string>;
+  /**
+   * The agent's own OS user on drivers that run it on this machine (the local driver, as root):
+   * allocated once per agent by the database (migration 090, unique), never derived from the id.
+   */
+  sandboxUid?: number;
+};
+
+/** An agent's workspace on this machine, for the §4.17 file explorer (docs/agents.md "File explorer"). */
+export type AgentWorkspace = {
+  dir: string;
+  /** uid every file the platform opens there must belong to (the agent's user); undefined: not checked */
+  owner?: number | undefined;
+  /**
+   * Runs a short command as the agent, inside its sandbox, with only the workspace bound and the
+   * agent's own network (the explorer's git). Undefined where the driver cannot confine it (no
+   * bubblewrap): callers refuse rather than run it with the platform's rights.
+   */
+  run?: (file: string, args: string[], options: { env: Record<string, string>; timeoutMs: number; maxBuffer: number }) => Promise<string>;
 };
 
 export type Deployment = {
@@ -82,10 +100,10 @@ export interface HostingDriver {
   logs(agentId: string, options: { limit: number; level?: string }): Promise<LogLine[]>;
   stats(agentId: string): Promise<AgentStats>;
   /**
-   * Optional: the folder of the agent's workspace on this machine, for the §4.17 file explorer
-   * (docs/agents.md "File explorer"). Drivers whose agents live elsewhere (Render) leave it out.
+   * Optional: the agent's workspace on this machine, for the §4.17 file explorer (docs/agents.md
+   * "File explorer"). Drivers whose agents live elsewhere (Render) leave it out.
    */
-  workspaceDir?(agentId: string): string;
+  workspace?(agentId: string): AgentWorkspace;
   /** Stops what this process owns on platform shutdown (local: child processes); remote drivers do nothing. */
   shutdown(): Promise<void>;
 }

@@ -16,7 +16,7 @@ export type DriverConfig = Pick<
   Config,
   'HOSTING_DRIVER' | 'HOSTING_API_URL' | 'HOSTING_API_KEY' | 'HOSTING_OWNER_ID' | 'AGENT_IMAGE' | 'AGENT_RUNTIME' | 'DATA_DIR'
 > &
-  Partial<Pick<Config, 'AGENT_SANDBOX'>>;
+  Partial<Pick<Config, 'AGENT_SANDBOX' | 'AGENT_NETWORK'>>;
 
 export type DriverDeps = {
   /** local driver: where restart/resume find a deploy spec after a platform restart (the agents domain's stored agent) */
@@ -42,6 +42,7 @@ export const DRIVER_FACTORIES: Record<DriverKind, Factory> = {
       extraEnv: deps.extraEnv,
       stopGraceMs: deps.stopGraceMs,
       sandbox: config.AGENT_SANDBOX ?? 'auto',
+      network: config.AGENT_NETWORK ?? 'internet',
       log: deps.log,
       runtimeEntry: deps.runtimeEntry,
     }),

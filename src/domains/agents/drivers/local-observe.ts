@@ -2,15 +2,18 @@
  * What the local driver reports about a running agent without touching it (its logs() and
  * stats(), see local.driver.ts): the newest lines of the runtime's log file, and the process
  * tree's CPU, memory and uptime from /proc plus the runtime's own counters (logs/stats.json).
+ * The runtime's files are the agent's: they are opened through confined descriptors (no link
+ * followed, a regular file of the agent's own user, never a FIFO: src/lib/confined-fs.ts); the
+ * process's own output is in the platform's folder.
  */
-import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { type Confinement, readConfinedText, tailConfinedLines } from '../../../lib/confined-fs.ts';
 import type { AgentStats, ContainerStatus, LogLine } from './driver.ts';
 import { cpuPercent, memoryPercentOfTotal, type TreeUsage, treeUsage } from './proc.ts';
 
 const LEVELS: Record<number, LogLine['level']> = { 10: 'debug', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'error' };
 
-/** The last `maxBytes` of a file, split into complete lines. */
+/** The last `maxBytes` of a platform-owned file, split into complete lines. */
 function tailLines(file: string, maxBytes = 1024 * 1024): string[] {
   let fd: number;
   try {
@@ -19,7 +22,7 @@ function tailLines(file: string, maxBytes = 1024 * 1024): string[] {
     return [];
   }
   try {
-    const size = statSync(file).size;
+    const size = fstatSync(fd).size;
     const start = Math.max(0, size - maxBytes);
     const buf = Buffer.alloc(size - start);
     readSync(fd, buf, 0, buf.length, start);
@@ -36,17 +39,17 @@ function tailLines(file: string, maxBytes = 1024 * 1024): string[] {
  * runtime writes JSON lines (logs/runtime.log); OpenClaw's own stdout (logs/process.log) is shown
  * as it is, its level guessed from the words in it.
  */
-export function readAgentLogs(
-  logsDir: string,
+export async function readAgentLogs(
+  files: { workspace: Confinement; processLog: string },
   runtimeKind: 'builtin' | 'openclaw',
   startedAt: string | undefined,
   opts: { limit: number; level?: string },
-): LogLine[] {
+): Promise<LogLine[]> {
   const limit = Math.max(0, Math.floor(opts.limit));
   const level = opts.level?.toLowerCase();
   const lines: LogLine[] = [];
   if (runtimeKind === 'builtin') {
-    for (const raw of tailLines(join(logsDir, 'runtime.log'))) {
+    for (const raw of await tailConfinedLines(files.workspace, ['logs', 'runtime.log'])) {
       try {
         const o = JSON.parse(raw) as { level?: number; time?: number; msg?: string; source?: string };
         lines.push({
@@ -61,7 +64,7 @@ export function readAgentLogs(
     }
   } else {
     const at = startedAt ?? new Date().toISOString();
-    for (const raw of tailLines(join(logsDir, 'process.log'))) {
+    for (const raw of tailLines(files.processLog)) {
       const lvl = /\b(error|fatal)\b/i.test(raw) ? 'error' : /\bwarn/i.test(raw) ? 'warn' : /\bdebug\b/i.test(raw) ? 'debug' : 'info';
       lines.push({ timestamp: at, level: lvl, message: raw, source: 'openclaw' });
     }
@@ -79,7 +82,7 @@ export function createStatsReader() {
   const cpuSamples = new Map<number, TreeUsage>();
   return {
     forget: (pid: number) => cpuSamples.delete(pid),
-    async read(logsDir: string, pid: number | undefined, current: ContainerStatus, known: boolean): Promise<AgentStats> {
+    async read(workspace: Confinement, pid: number | undefined, current: ContainerStatus, known: boolean): Promise<AgentStats> {
       const base: AgentStats = {
         cpu: 0,
         memory: 0,
@@ -91,7 +94,7 @@ export function createStatsReader() {
       };
       if (!known) return base;
       try {
-        const counters = JSON.parse(readFileSync(join(logsDir, 'stats.json'), 'utf8')) as {
+        const counters = JSON.parse((await readConfinedText(workspace, ['logs', 'stats.json'], 64 * 1024)) ?? 'null') as {
           messagesProcessed: number;
           messagesFailed: number;
           averageResponseTimeMs: number;

@@ -3,18 +3,27 @@
  * the built-in runtime (src/runtime/main.ts, with this process's Node) or, with
  * AGENT_RUNTIME=openclaw, the OpenClaw gateway installed by scripts/install-openclaw.sh.
  *
- * Layout per agent, under DATA_DIR/agents/<agentId>/:
- *   driver-state.json   pid, port, sha256 of the gateway token and of the launch environment (no secret)
+ * Layout per agent, under DATA_DIR/agents/<agentId>/ (the folder and everything but workspace/ and
+ * home/ belong to the platform; the agent sees only those two, docs/security.md):
+ *   driver-state.json   pid and its start time, uid, port, network, sha256 of the gateway token and of the launch
+ *                       environment (no secret)
+ *   logs/process.log    the process's own stdout/stderr (and pasta's), written by the platform
+ *   netns-<random>      the agent's network namespace (a bind mount, agent-network.ts)
  *   openclaw.json       OpenClaw only: its configuration (OPENCLAW_CONFIG_PATH; read-only for the agent)
  *   workspace/          the agent's workspace: openclaw.json (the built-in runtime's configuration), logs/runtime.log
- *                       (JSON lines, read by logs()), logs/stats.json (counters, read by stats()),
- *                       logs/process.log (the process's own stdout/stderr)
+ *                       (JSON lines, read by logs()), logs/stats.json (counters, read by stats()), all written by the
+ *                       agent and read by the platform only through confined descriptors (src/lib/confined-fs.ts)
  *   home/               HOME of the process (OpenClaw keeps its state in home/.openclaw, OPENCLAW_STATE_DIR)
  *
+ * The platform never trusts what the agent can write: the launch environment comes from the spec
+ * it was given (in memory, or loadSpec after a restart), never from /proc/<pid>/environ; a process
+ * is "ours" by the pid and kernel start time in the state file; nothing in workspace/ or home/ is
+ * created, opened or chowned through a path that could hold a planted link.
+ *
  * Children are started detached (their own process group), so they outlive a crashed platform;
- * the next platform process re-adopts them through the state file (the pid is alive, it is our
- * agent — /proc/<pid>/environ names it — and /healthz answers) when deploy() is called with the
- * same token and configuration, and otherwise replaces them. shutdown() stops what this instance
+ * the next platform process re-adopts them through the state file (the pid is alive with the start
+ * time recorded, the launch hash matches the spec and /healthz answers) when deploy() is called with
+ * the same token and configuration, and otherwise replaces them. shutdown() stops what this instance
  * started or adopted. suspend() stops the process group with SIGSTOP (no CPU, survives a platform
  * restart) and resume() continues it.
  *
@@ -25,33 +34,45 @@
  * each part would need that state handed around. The next seam is the launch (command, sandbox,
  * environment, waiting for the port), once a second runtime kind needs it.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
   closeSync,
   existsSync,
+  lchownSync,
   lstatSync,
   mkdirSync,
   openSync,
-  readdirSync,
   readFileSync,
   realpathSync,
   renameSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../../db/embedded.ts';
+import type { Confinement } from '../../../lib/confined-fs.ts';
 import { sha256Hex } from '../../../lib/crypto.ts';
 import { probeHealthz } from '../container-health.ts';
 import { agentEnvironment, PLATFORM_SECRET_ENV, planResources } from './agent-env.ts';
 import {
+  type AgentNetwork,
+  type AgentNetworkMode,
+  closeAgentNetworks,
+  detectNetwork,
+  inNetwork,
+  openAgentNetwork,
+  platformPorts,
+} from './agent-network.ts';
+import {
   type AgentDeploySpec,
   AgentNotDeployedError,
   type AgentStats,
+  type AgentWorkspace,
   type ContainerStatus,
   type Deployment,
   type HostingDriver,
@@ -60,8 +81,18 @@ import {
 } from './driver.ts';
 import { createStatsReader, readAgentLogs } from './local-observe.ts';
 import { buildOpenClawConfig, OPENCLAW_ENV } from './openclaw-config.ts';
-import { agentProcesses, isAlive, isStopped, processTree, readComm, readEnviron, signalGroup, stopProcess } from './proc.ts';
-import { agentUid, detectSandbox, type SandboxMode, type SandboxReport, sandboxArgs } from './sandbox.ts';
+import {
+  agentProcesses,
+  isAlive,
+  isStopped,
+  processesOfUid,
+  processTree,
+  readComm,
+  readProcStat,
+  signalGroup,
+  stopProcess,
+} from './proc.ts';
+import { detectSandbox, runInSandbox, type SandboxMode, type SandboxReport, sandboxArgv } from './sandbox.ts';
 
 /** How long deploy() waits for a new local process to listen before leaving it to the health poll. */
 const LISTEN_WAIT_MS = 20_000;
@@ -87,11 +118,19 @@ export type LocalDriverOptions = {
   log?: (level: 'info' | 'warn', message: string) => void;
   /** tests: a script run instead of src/runtime/main.ts by the built-in runtime (its folder is bound read-only in the sandbox) */
   runtimeEntry?: string;
+  /** AGENT_NETWORK: internet (default), platform, host (agent-network.ts) */
+  network?: AgentNetworkMode;
 };
 
 type AgentState = {
   agentId: string;
   pid: number;
+  /** the process's start time (/proc/<pid>/stat field 22): a pid reused by another process does not match */
+  startTicks?: number;
+  /** the agent's own OS user (sandboxed as root) */
+  uid?: number;
+  /** its network namespace and pasta, when it has its own */
+  network?: AgentNetwork;
   port: number;
   url: string;
   runtime: LocalRuntimeKind;
@@ -102,7 +141,9 @@ type AgentState = {
   suspended: boolean;
 };
 
-type Owned = { env: Record<string, string>; child?: ChildProcess; exitCode?: number | null; stopping?: boolean };
+type RunOptions = { env: Record<string, string>; timeoutMs: number; maxBuffer: number };
+
+type Owned = { env: Record<string, string>; uid?: number | undefined; child?: ChildProcess; exitCode?: number | null; stopping?: boolean };
 
 const AGENT_ID = /^[A-Za-z0-9_-]{1,128}$/;
 /**
@@ -115,13 +156,30 @@ const RUNTIME_MAIN = join(CODE_DIR, 'runtime', import.meta.url.endsWith('.ts') ?
 /** The checkout (the code tree, node_modules/, package.json): what the built-in runtime needs to run. */
 const REPO_ROOT = dirname(CODE_DIR);
 
-/** chown -R without following symbolic links. */
-function chownTree(path: string, uid: number): void {
-  const st = lstatSync(path);
-  if (st.uid !== uid || st.gid !== uid) chownSync(path, uid, uid);
-  if (!st.isDirectory()) return;
-  for (const name of readdirSync(path)) chownTree(join(path, name), uid);
+/**
+ * Gives the agent's user its workspace or home folder. The folder's own path is the platform's
+ * (its parent belongs to the platform), so lchown on it is safe; its content is the agent's, and
+ * a walk over it as root is not (audit N3/N14): only when the folder belongs to another uid (a new
+ * agent user, the uids of migration 090 replacing derived ones) is the tree handed over, by
+ * `chown -R -P` (never follows a link, descends with openat) in a child process while the agent is
+ * stopped, so the event loop never waits on a tree the agent made large.
+ */
+async function handOver(dir: string, uid: number): Promise<void> {
+  const st = lstatSync(dir);
+  if (!st.isDirectory()) throw new Error(`${dir} is not a folder`);
+  if (st.uid !== uid || st.gid !== uid) {
+    await new Promise<void>((resolve, reject) =>
+      execFile('chown', ['-R', '-P', `${uid}:${uid}`, dir], { timeout: 300_000, env: { PATH: '/usr/bin:/bin' } }, (err) =>
+        err ? reject(err) : resolve(),
+      ),
+    );
+    lchownSync(dir, uid, uid);
+  }
+  chmodSync(dir, 0o700);
 }
+
+/** Bytes kept of process.log across launches (the older half is dropped at a launch once it is larger). */
+const PROCESS_LOG_MAX = 8 * 1024 * 1024;
 
 async function portIsFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -139,6 +197,8 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   const owned = new Map<string, Owned>();
   const sandbox: SandboxReport = detectSandbox(options.sandbox ?? 'auto');
   for (const line of sandbox.lines) options.log?.(sandbox.active ? 'info' : 'warn', line);
+  const network = detectNetwork(options.network ?? 'internet', sandbox.active);
+  for (const line of network.lines) options.log?.(network.isolated ? 'info' : 'warn', line);
   const statsReader = createStatsReader();
 
   /**
@@ -167,7 +227,8 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       base,
       workspace: join(base, 'workspace'),
       home: join(base, 'home'),
-      logs: join(base, 'workspace', 'logs'),
+      /** platform-owned: the process's stdout/stderr */
+      platformLogs: join(base, 'logs'),
       state: join(base, 'driver-state.json'),
       openclawConfig: join(base, 'openclaw.json'),
     };
@@ -186,14 +247,14 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     renameSync(`${file}.tmp`, file);
   };
 
-  /** Alive and really this agent's runtime (a pid can be reused by an unrelated process after a reboot). */
+  /**
+   * Alive and really the process the state file names: same pid and the same kernel start time (a
+   * pid reused by an unrelated process after a reboot or a wrap does not match). Nothing the agent
+   * can write (its environment, its command line) decides it.
+   */
   const liveAgentPid = (state: AgentState | undefined): number | undefined => {
     if (!state || !isAlive(state.pid)) return undefined;
-    const entry = owned.get(state.agentId);
-    // our own child: trusted without /proc/<pid>/environ (which shows the parent's until exec)
-    if (entry?.child?.pid === state.pid && entry.exitCode === undefined) return state.pid;
-    const env = readEnviron(state.pid);
-    if (env && env.AGENT_ID !== state.agentId) return undefined;
+    if (state.startTicks === undefined || readProcStat(state.pid)?.startTicks !== state.startTicks) return undefined;
     return state.pid;
   };
 
@@ -241,14 +302,38 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     return paths.filter((p, i) => existsSync(p) && !paths.some((q, j) => j !== i && p.startsWith(`${q}/`)));
   }
 
-  /** Starts the process for `env` (inside the sandbox when there is one); writes the state file. */
-  async function launch(agentId: string, env: Record<string, string>): Promise<AgentState> {
+  /** The platform's own folders of an agent (never inside workspace/ or home/): 0700, the platform's. */
+  function platformDirs(agentId: string) {
     const d = dirs(agentId);
-    mkdirSync(d.logs, { recursive: true });
-    mkdirSync(d.home, { recursive: true });
+    mkdirSync(d.platformLogs, { recursive: true, mode: 0o700 });
+    chmodSync(d.base, 0o700);
+    return d;
+  }
+
+  /** process.log of the platform's logs folder, opened for appending (the older half dropped once it is large). */
+  function openProcessLog(agentId: string): number {
+    const file = join(platformDirs(agentId).platformLogs, 'process.log');
+    try {
+      if (statSync(file).size > PROCESS_LOG_MAX) renameSync(file, `${file}.1`);
+    } catch {
+      /* no log yet */
+    }
+    return openSync(file, 'a', 0o600);
+  }
+
+  /**
+   * Starts the process for `env` (inside the sandbox, and its own network namespace, when there is
+   * one); writes the state file. bwrap gets its arguments (the environment included, secrets among
+   * it) through a pipe (`--args`), not on a command line other users can read in /proc, and starts
+   * the runtime from an empty environment plus exactly `env` (--clearenv).
+   */
+  async function launch(agentId: string, env: Record<string, string>, uid: number | undefined): Promise<AgentState> {
+    const d = platformDirs(agentId);
+    for (const dir of [d.workspace, d.home]) mkdirSync(dir, { recursive: true, mode: 0o700 });
     const { file, args } = command();
     const ro = runtimePaths();
-    const uid = sandbox.separateUser ? agentUid(agentId) : undefined;
+    if (sandbox.separateUser && uid === undefined)
+      throw new HostingUnavailableError(`agent ${agentId} has no OS user of its own (sandboxUid): deploy it again`);
     if (runtime === 'openclaw') {
       // OpenClaw's configuration (docs/agents.md "OpenClaw"): outside the workspace and state, read-only
       // in the sandbox, rewritten from the launch environment at every start (so a restart on a new port keeps them in step)
@@ -265,7 +350,8 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       // Sandboxed, the agent reads it through its group (root keeps ownership, so the agent can
       // neither change nor chmod it; the mount is read-only too); unsandboxed, it is the agent's own user
       const tmp = `${d.openclawConfig}.tmp`;
-      writeFileSync(tmp, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+      rmSync(tmp, { force: true });
+      writeFileSync(tmp, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
       if (uid !== undefined) {
         chownSync(tmp, 0, uid);
         chmodSync(tmp, 0o640);
@@ -273,30 +359,47 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       renameSync(tmp, d.openclawConfig);
       ro.push(d.openclawConfig);
     }
-    if (uid !== undefined) {
-      // the agent's own user owns its workspace and home, and nobody else may enter them
-      for (const dir of [d.workspace, d.home]) {
-        chownTree(dir, uid);
-        chmodSync(dir, 0o700);
-      }
-    }
-    const out = openSync(join(d.logs, 'process.log'), 'a');
+    // the agent's own user owns its workspace and home, and nobody else may enter them
+    if (uid !== undefined) for (const dir of [d.workspace, d.home]) await handOver(dir, uid);
+    const out = openProcessLog(agentId);
+    const port = Number(env.AGENT_PORT);
+    let net: AgentNetwork | undefined;
     let child: ChildProcess;
     try {
-      child = sandbox.active
-        ? spawn(sandbox.bwrap!, sandboxArgs(sandbox, { ro, rw: [d.workspace, d.home], chdir: d.workspace, uid, file, args }), {
-            cwd: '/',
-            env,
-            detached: true,
-            stdio: ['ignore', out, out],
-          })
-        : spawn(file, args, { cwd: d.workspace, env, detached: true, stdio: ['ignore', out, out] });
+      if (sandbox.active && network.isolated) {
+        net = await openAgentNetwork(network, {
+          base: d.base,
+          agentPort: port,
+          forward: platformPorts([env.AGENT_BACKEND_URL, env.AGENT_MODEL_BASE_URL]),
+          logFd: out,
+        });
+      }
+      if (sandbox.active) {
+        const argv = sandboxArgv(sandbox, { ro, rw: [d.workspace, d.home], chdir: d.workspace, uid, file, args, env });
+        const bwrapArgs = ['--args', '3', ...argv.command];
+        const cmd = net ? inNetwork(network, net.nsFile, sandbox.bwrap!, bwrapArgs) : { file: sandbox.bwrap!, args: bwrapArgs };
+        child = spawn(cmd.file, cmd.args, {
+          cwd: '/',
+          env: { PATH: '/usr/bin:/bin' },
+          detached: true,
+          stdio: ['ignore', out, out, 'pipe'],
+        });
+        const pipe = child.stdio[3] as NodeJS.WritableStream | null;
+        pipe?.on('error', () => {});
+        pipe?.end(Buffer.from(argv.options.map((a) => `${a}\0`).join('')));
+      } else child = spawn(file, args, { cwd: d.workspace, env, detached: true, stdio: ['ignore', out, out] });
+    } catch (err) {
+      if (net) await closeAgentNetworks(network, d.base);
+      throw err;
     } finally {
       closeSync(out);
     }
-    if (!child.pid) throw new HostingUnavailableError(`could not start the agent runtime for ${agentId}`);
+    if (!child.pid) {
+      if (net) await closeAgentNetworks(network, d.base);
+      throw new HostingUnavailableError(`could not start the agent runtime for ${agentId}`);
+    }
     child.unref();
-    const entry: Owned = { env, child };
+    const entry: Owned = { env, uid, child };
     owned.set(agentId, entry);
     child.on('exit', (code) => {
       if (owned.get(agentId) === entry) entry.exitCode = code;
@@ -308,7 +411,10 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     const state: AgentState = {
       agentId,
       pid,
-      port: Number(env.AGENT_PORT),
+      startTicks: readProcStat(pid)?.startTicks ?? 0,
+      ...(uid !== undefined ? { uid } : {}),
+      ...(net ? { network: net } : {}),
+      port,
       url: `http://127.0.0.1:${env.AGENT_PORT}`,
       runtime,
       tokenHash: sha256Hex(env.AGENT_GATEWAY_TOKEN!),
@@ -341,7 +447,8 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
    * instead of waiting out a whole interval (bench/provisioning.bench.ts).
    */
   async function waitUntilListening(state: AgentState): Promise<void> {
-    if (state.runtime === 'openclaw') return waitUntilLive(state);
+    // through pasta the host port accepts before the agent listens: ask the agent itself
+    if (state.runtime === 'openclaw' || state.network) return waitUntilLive(state);
     const deadline = Date.now() + LISTEN_WAIT_MS;
     while (Date.now() < deadline && isAlive(state.pid)) {
       const open = await new Promise<boolean>((resolve) => {
@@ -363,10 +470,10 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
    * instead of the next one 2 s later.
    */
   async function waitUntilLive(state: AgentState): Promise<void> {
-    const deadline = Date.now() + OPENCLAW_LIVE_WAIT_MS;
+    const deadline = Date.now() + (state.runtime === 'openclaw' ? OPENCLAW_LIVE_WAIT_MS : LISTEN_WAIT_MS);
     while (Date.now() < deadline && isAlive(state.pid)) {
       if (await probeHealthz(state.url, 1_000)) return;
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, state.runtime === 'openclaw' ? 100 : 10));
     }
   }
 
@@ -391,15 +498,20 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     };
   }
 
-  /** Launch environment of a live process, or the one we started it with, or a fresh one from loadSpec. */
-  async function launchEnv(agentId: string, state: AgentState | undefined): Promise<Record<string, string> | undefined> {
-    const mine = owned.get(agentId)?.env;
-    if (mine) return mine;
-    const pid = liveAgentPid(state);
-    const fromProc = pid ? readEnviron(pid) : undefined;
-    if (fromProc?.AGENT_GATEWAY_TOKEN) return fromProc;
+  /**
+   * The launch we started it with (this process), or a fresh one from loadSpec (after a platform
+   * restart). Never read back from the running process: /proc/<pid>/environ is memory the agent
+   * can rewrite (audit N4), so it could choose what a restart runs with the platform's rights.
+   */
+  async function launchEnv(
+    agentId: string,
+    state: AgentState | undefined,
+  ): Promise<{ env: Record<string, string>; uid?: number | undefined } | undefined> {
+    const mine = owned.get(agentId);
+    if (mine) return { env: { ...mine.env }, uid: mine.uid };
     const spec = await options.loadSpec?.(agentId);
-    return spec ? envFor(spec, await pickPort(state)) : undefined;
+    // the previous port: relaunch takes another only if it is still taken once the old process is gone
+    return spec ? { env: envFor(spec, state?.port ?? (await freePort())), uid: spec.sandboxUid } : undefined;
   }
 
   async function stopAgent(agentId: string, state: AgentState | undefined) {
@@ -409,15 +521,20 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     if (pid) await stopProcess(pid, graceMs);
     statsReader.forget(state?.pid ?? -1);
     // any other process of this agent (one started by another platform process on the same DATA_DIR,
-    // or left by a crash between spawn and the state file): at most one process per agent lives
-    const strays = agentProcesses(agentId, dirs(agentId).workspace);
+    // or left by a crash between spawn and the state file): at most one process per agent lives.
+    // With a user of its own, that user's processes are the agent's (the kernel says so); without
+    // one the agent runs as the platform's user anyway, and its environment names it
+    const uid = state?.uid ?? entry?.uid;
+    const strays = uid !== undefined ? processesOfUid(uid) : agentProcesses(agentId, dirs(agentId).workspace);
     await Promise.all(strays.map((p) => stopProcess(p, graceMs)));
+    await closeAgentNetworks(network, dirs(agentId).base);
   }
 
   async function relaunch(agentId: string): Promise<void> {
     const state = readState(agentId);
-    const env = await launchEnv(agentId, state);
-    if (!env) throw new AgentNotDeployedError(`agent ${agentId} has no running process to restart; deploy it again`);
+    const launchWith = await launchEnv(agentId, state);
+    if (!launchWith) throw new AgentNotDeployedError(`agent ${agentId} has no running process to restart; deploy it again`);
+    const { env } = launchWith;
     await stopAgent(agentId, state);
     // the old port is normally free again once the process is gone; take another if something grabbed it
     if (!(await portIsFree(Number(env.AGENT_PORT)))) {
@@ -426,7 +543,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       env.OPENCLAW_GATEWAY_PORT = String(port);
       env.AGENT_GATEWAY_URL = `http://127.0.0.1:${port}`;
     }
-    const started = await launch(agentId, env);
+    const started = await launch(agentId, env, launchWith.uid ?? state?.uid);
     // OpenClaw needs ~10 s to answer: a restart through the API must not outlast the web app's 10 s
     // backend call, so it returns once OpenClaw is started and the health probes see it come up
     if (started.runtime !== 'openclaw') await waitUntilListening(started);
@@ -452,15 +569,16 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     const previous = readState(spec.agentId);
     const pid = liveAgentPid(previous);
     if (previous && pid && !previous.suspended && previous.runtime === runtime && previous.tokenHash === sha256Hex(spec.gatewayToken)) {
-      const liveEnv = readEnviron(pid);
-      // same launch (token, configuration, model settings, port) and answering: adopt it
-      if (liveEnv && launchHash(liveEnv) === launchHash(envFor(spec, previous.port)) && (await probeHealthz(previous.url, probeMs))) {
-        if (!owned.has(spec.agentId)) owned.set(spec.agentId, { env: liveEnv });
+      // same launch (token, configuration, model settings, port, user) as the state file recorded, and
+      // answering: adopt it. The comparison is with the platform's own record, not the process's memory
+      const env = envFor(spec, previous.port);
+      if (previous.launchHash === launchHash(env) && previous.uid === spec.sandboxUid && (await probeHealthz(previous.url, probeMs))) {
+        if (!owned.has(spec.agentId)) owned.set(spec.agentId, { env, uid: spec.sandboxUid });
         return { externalId: `local-${pid}`, url: previous.url, status: 'healthy' };
       }
     }
     await stopAgent(spec.agentId, previous);
-    const state = await launch(spec.agentId, envFor(spec, await pickPort(previous)));
+    const state = await launch(spec.agentId, envFor(spec, await pickPort(previous)), spec.sandboxUid);
     await waitUntilListening(state);
     return { externalId: `local-${state.pid}`, url: state.url, status: 'starting' };
   }
@@ -487,9 +605,35 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
 
   async function deleteNow(agentId: string): Promise<void> {
     const d = dirs(agentId);
+    // stopped first, so nothing of the agent changes the tree while it is removed (rm never follows links)
     await stopAgent(agentId, readState(agentId));
     owned.delete(agentId);
     rmSync(d.base, { recursive: true, force: true });
+  }
+
+  /**
+   * The workspace as the platform may open it: from its own folder, every component checked to
+   * belong to the agent's user (its own uid sandboxed as root; the platform's user otherwise).
+   */
+  function workspaceOf(agentId: string, state: AgentState | undefined): Confinement {
+    const root = dirs(agentId).workspace;
+    if (sandbox.separateUser) return { root, owner: state?.uid ?? -1 }; // no state yet: nothing is opened
+    return { root, owner: process.getuid?.() };
+  }
+
+  /** The file explorer's git as the agent (sandbox.ts runInSandbox), in its own network namespace while it runs. */
+  function runAsAgent(agentId: string, state: AgentState | undefined, file: string, args: string[], o: RunOptions): Promise<string> {
+    const uid = sandbox.separateUser ? state?.uid : undefined;
+    if (sandbox.separateUser && uid === undefined)
+      return Promise.reject(new HostingUnavailableError(`agent ${agentId} has not been started here yet`));
+    const net = state?.network && network.nsenter && existsSync(state.network.nsFile) && liveAgentPid(state) ? state.network : undefined;
+    return runInSandbox(
+      sandbox,
+      { dir: dirs(agentId).workspace, uid, netns: net ? { nsenter: network.nsenter!, file: net.nsFile } : undefined },
+      file,
+      args,
+      o,
+    );
   }
 
   return {
@@ -529,17 +673,29 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
 
     async logs(agentId: string, opts: { limit: number; level?: string }): Promise<LogLine[]> {
       const state = readState(agentId);
-      return readAgentLogs(dirs(agentId).logs, state?.runtime ?? runtime, state?.startedAt, opts);
+      const d = dirs(agentId);
+      return readAgentLogs(
+        { workspace: workspaceOf(agentId, state), processLog: join(d.platformLogs, 'process.log') },
+        state?.runtime ?? runtime,
+        state?.startedAt,
+        opts,
+      );
     },
 
-    workspaceDir(agentId: string): string {
-      return dirs(agentId).workspace;
+    workspace(agentId: string): AgentWorkspace {
+      const state = readState(agentId);
+      const confinement = workspaceOf(agentId, state);
+      return {
+        dir: confinement.root,
+        owner: confinement.owner,
+        ...(sandbox.active ? { run: (file: string, args: string[], o: RunOptions) => runAsAgent(agentId, state, file, args, o) } : {}),
+      };
     },
 
     async stats(agentId: string): Promise<AgentStats> {
       const state = readState(agentId);
       const { status: current } = await status(agentId);
-      return statsReader.read(dirs(agentId).logs, state ? liveAgentPid(state) : undefined, current, state !== undefined);
+      return statsReader.read(workspaceOf(agentId, state), state ? liveAgentPid(state) : undefined, current, state !== undefined);
     },
 
     async shutdown(): Promise<void> {

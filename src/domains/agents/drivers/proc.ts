@@ -225,3 +225,24 @@ export async function stopProcess(pid: number, graceMs: number): Promise<void> {
   const killDeadline = Date.now() + 2_000;
   while (isAlive(pid) && Date.now() < killDeadline) await new Promise((r) => setTimeout(r, 25));
 }
+
+/** The real uid of a process (/proc/<pid>/status, written by the kernel), or undefined when it is gone. */
+export function processUid(pid: number): number | undefined {
+  try {
+    const m = /^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every live process running as `uid` (an agent's own user: whatever it started, wherever). */
+export function processesOfUid(uid: number): number[] {
+  let entries: string[] = [];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  return entries.filter((n) => /^\d+$/.test(n) && processUid(Number(n)) === uid && isAlive(Number(n))).map(Number);
+}

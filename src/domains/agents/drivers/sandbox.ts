@@ -17,10 +17,9 @@
  * platform; without them (the case on these machines) the plan's memory is applied to the V8 heap
  * only, and the start-up report says so.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync, lstatSync, readFileSync, readlinkSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
-import { sha256Hex } from '../../../lib/crypto.ts';
 
 export type SandboxMode = 'auto' | 'bwrap' | 'off';
 
@@ -41,11 +40,13 @@ export type SandboxReport = {
   lines: string[];
 };
 
-/** First agent uid; each agent gets FIRST_AGENT_UID + 24 bits of sha256(agentId). */
-export const FIRST_AGENT_UID = 200_000;
-export const agentUid = (agentId: string): number => FIRST_AGENT_UID + (Number.parseInt(sha256Hex(agentId).slice(0, 6), 16) % 0xffffff);
+/**
+ * First agent uid (migration 090 allocates them from here, one per agent, never reused). Above what
+ * /etc/subuid, systemd's dynamic users and container runtimes hand out; the start-up probe runs as it.
+ */
+export const FIRST_AGENT_UID = 1_000_000_000;
 
-function findOnPath(name: string): string | undefined {
+export function findOnPath(name: string): string | undefined {
   for (const dir of (process.env.PATH ?? '/usr/bin:/bin').split(delimiter)) {
     const p = join(dir, name);
     try {
@@ -76,9 +77,28 @@ const ETC = [
  */
 export function sandboxArgs(
   report: SandboxReport,
-  o: { ro: string[]; rw: string[]; chdir: string; uid?: number | undefined; file: string; args: string[] },
+  o: {
+    ro: string[];
+    rw: string[];
+    chdir: string;
+    uid?: number | undefined;
+    file: string;
+    args: string[];
+    /** the whole environment of the command: bwrap starts from an empty one (--clearenv) */
+    env?: Record<string, string>;
+    /** ends with the platform process (one-off commands; agents outlive a platform restart) */
+    dieWithParent?: boolean;
+    /** a network namespace of its own with nothing but loopback (used when no other one is set up) */
+    unshareNet?: boolean;
+  },
 ): string[] {
   const out = baseArgs();
+  if (o.unshareNet) out.push('--unshare-net');
+  if (o.dieWithParent) out.push('--die-with-parent');
+  if (o.env) {
+    out.push('--clearenv');
+    for (const [k, v] of Object.entries(o.env)) out.push('--setenv', k, v);
+  }
   // directories bwrap creates on its own are 0700 when it runs as root: create every parent of a
   // bound path first, traversable (0755), so the agent's user can reach what is bound for it
   const parents = new Set<string>();
@@ -89,12 +109,80 @@ export function sandboxArgs(
   for (const p of o.ro) out.push('--ro-bind', p, p);
   for (const p of o.rw) out.push('--bind', p, p);
   out.push('--chdir', o.chdir);
+  const { options, command } = splitArgs(report, out, o);
+  return [...options, ...command];
+}
+
+/**
+ * The same as sandboxArgs, as bwrap's options (which may hold secrets: `--setenv`) and the command
+ * line after them; the options go through a pipe (`bwrap --args FD`), so no other user reads them
+ * in /proc/<pid>/cmdline, and bwrap wants the command itself on its real command line.
+ */
+export function sandboxArgv(report: SandboxReport, o: Parameters<typeof sandboxArgs>[1]): { options: string[]; command: string[] } {
+  const all = sandboxArgs(report, o);
+  const at = all.indexOf('--');
+  return { options: all.slice(0, at), command: all.slice(at) };
+}
+
+function splitArgs(report: SandboxReport, options: string[], o: { uid?: number | undefined; file: string; args: string[] }) {
   if (o.uid !== undefined && report.setpriv) {
     // only these three survive into the sandbox, and setpriv gives them up before the runtime runs
-    out.push('--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_SETPCAP', '--', report.setpriv);
-    out.push(`--reuid=${o.uid}`, `--regid=${o.uid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--', o.file, ...o.args);
-  } else out.push('--', o.file, ...o.args);
-  return out;
+    options.push('--cap-add', 'CAP_SETUID', '--cap-add', 'CAP_SETGID', '--cap-add', 'CAP_SETPCAP');
+    return {
+      options,
+      command: [
+        '--',
+        report.setpriv,
+        `--reuid=${o.uid}`,
+        `--regid=${o.uid}`,
+        '--clear-groups',
+        '--inh-caps=-all',
+        '--bounding-set=-all',
+        '--',
+        o.file,
+        ...o.args,
+      ],
+    };
+  }
+  return { options, command: ['--', o.file, ...o.args] };
+}
+
+/**
+ * A one-off command as an agent (the file explorer's git, audit N1): the same profile with only
+ * `dir` bound (read-write), the agent's uid, HOME=/tmp (private and empty), ended with the
+ * platform or at the timeout. With `netns` it runs in the agent's own network namespace (entered
+ * with nsenter before bwrap starts), otherwise in one with nothing but loopback.
+ */
+export function runInSandbox(
+  report: SandboxReport,
+  where: { dir: string; uid?: number | undefined; netns?: { nsenter: string; file: string } | undefined },
+  file: string,
+  args: string[],
+  o: { env: Record<string, string>; timeoutMs: number; maxBuffer: number },
+): Promise<string> {
+  if (!report.active || !report.bwrap) return Promise.reject(new Error('no sandbox on this machine'));
+  const bwrapArgs = sandboxArgs(report, {
+    ro: [],
+    rw: [where.dir],
+    chdir: where.dir,
+    uid: where.uid,
+    file,
+    args,
+    env: { ...o.env, HOME: '/tmp' },
+    dieWithParent: true,
+    unshareNet: !where.netns,
+  });
+  const cmd = where.netns
+    ? { file: where.netns.nsenter, args: [`--net=${where.netns.file}`, '--', report.bwrap, ...bwrapArgs] }
+    : { file: report.bwrap, args: bwrapArgs };
+  return new Promise((resolve, reject) => {
+    execFile(
+      cmd.file,
+      cmd.args,
+      { timeout: o.timeoutMs, maxBuffer: o.maxBuffer, env: { PATH: '/usr/bin:/bin' }, killSignal: 'SIGKILL' },
+      (err, stdout, stderr) => (err ? reject(Object.assign(err, { stderr })) : resolve(stdout)),
+    );
+  });
 }
 
 /** The fixed part of the bwrap command line (system view, namespaces); binds of the agent's own paths follow. */
