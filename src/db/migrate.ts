@@ -25,6 +25,9 @@ export function listMigrations(dir = MIGRATIONS_DIR): { id: string; sql: string 
     .map((f) => ({ id: f.replace(/\.sql$/, ''), sql: readFileSync(join(dir, f), 'utf8') }));
 }
 
+/** Tables only the ledger (owner connection) touches. */
+const MONEY_TABLES = ['ledger_entries', 'wallet_balances', 'payment_sessions', 'mpp_payments', 'billing_events'];
+
 export async function migrate(connectionString: string, dir = MIGRATIONS_DIR): Promise<MigrationResult> {
   const client = new pg.Client({ connectionString, application_name: 'agent-platform-migrate' });
   await client.connect();
@@ -50,10 +53,13 @@ export async function migrate(connectionString: string, dir = MIGRATIONS_DIR): P
     // Idempotent: the request role may use every table; row-level security decides which rows,
     // and on `users` it may change only what a signed-in user changes about themselves (plan,
     // admin right, credits, subscription and wallet are changed by system code as the owner).
+    // The money tables are the ledger's alone (it runs on the owner connection): no right at all
+    // for the request role (audit 2026-11-25 item 16; migration 070 adds RLS and a trigger too).
     await client.query(`GRANT USAGE ON SCHEMA public TO ${APP_ROLE};
       GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${APP_ROLE};
       GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${APP_ROLE};
       REVOKE ALL ON schema_migrations FROM ${APP_ROLE};
+      REVOKE ALL ON ${MONEY_TABLES.join(', ')} FROM ${APP_ROLE};
       REVOKE UPDATE ON users FROM ${APP_ROLE};
       GRANT UPDATE (${USERS_APP_UPDATABLE.join(', ')}) ON users TO ${APP_ROLE};`);
   } finally {
