@@ -263,7 +263,7 @@ export function createPlatform(deps: PlatformDeps) {
     }),
     // the 402's `stripe.checkoutUrl`: a checkout for the plugin's price (credited to the wallet
     // when one is named, like a top-up; otherwise a plain card payment)
-    checkout: deps.gatewayCheckout ?? (cardProcessor ? gatewayCheckout(cardProcessor, config.PUBLIC_URL) : undefined),
+    checkout: deps.gatewayCheckout ?? (cardProcessor ? gatewayCheckout(cardProcessor, config.PUBLIC_URL, rateLimiter) : undefined),
     logger: deps.logger,
   });
   let sessionExpiry: NodeJS.Timeout | undefined;
