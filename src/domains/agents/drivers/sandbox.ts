@@ -1,13 +1,15 @@
 /**
  * The local driver's sandbox (DESIGN rule 9: agents are tenants too; docs/agents.md "Sandbox").
  * Each agent runs under bubblewrap (`bwrap`):
- *   - as its own unprivileged OS user (a uid derived from the agent id, no login, no groups), when
- *     the platform runs as root; otherwise as the platform's user inside a user namespace;
+ *   - as its own unprivileged OS user (a uid the database allocated for it, migration 090; no
+ *     login, no groups), when the platform runs as root; otherwise as the platform's user inside a
+ *     user namespace;
  *   - in its own mount, PID, IPC and UTS namespaces with a filesystem view made of: /usr (system
  *     binaries and libraries) and a few /etc files for name resolution and TLS, read-only; the
  *     runtime's code read-only; its own workspace and home writable; a private /tmp, /proc and /dev.
  *     Nothing else exists in it: not DATA_DIR (secrets.json, the PostgreSQL data), not other agents;
- *   - with the network kept: an agent reaches its model provider and the platform over loopback.
+ *   - in a network namespace of its own when agent-network.ts can make one (root + pasta), else
+ *     on the host's network (the start-up report says which).
  * As root, bwrap itself runs privileged (it builds the mounts, so the agent's user needs no right on
  * DATA_DIR or the checkout's parents) and starts `setpriv`, which drops to the agent's uid with no
  * groups, no capabilities and an empty bounding set before the runtime is executed. Without root,
@@ -268,7 +270,7 @@ function probe(mode: SandboxMode): SandboxReport {
   }
   const cgroupLimits = false; // see the header: not implemented without delegated cgroup v2 controllers
   const lines = [
-    `agent sandbox ON (bubblewrap ${bwrap}): own mount/PID/IPC/UTS namespaces; filesystem view = runtime read-only + own workspace and home; network kept (loopback to the model provider and the platform)`,
+    `agent sandbox ON (bubblewrap ${bwrap}): own mount/PID/IPC/UTS namespaces; filesystem view = runtime read-only + own workspace and home`,
     setpriv
       ? `agent sandbox: each agent runs as its own unprivileged uid (${FIRST_AGENT_UID}+), without groups or capabilities`
       : root
