@@ -4,7 +4,7 @@
  * agent's workspace, /etc/shadow or the platform's environment; it runs as its own uid and still
  * reaches its model provider over loopback. Skipped, with the reason, where bwrap cannot sandbox.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -126,6 +126,32 @@ describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
   it.skipIf(!net.isolated)("cannot reach the host's loopback services (audit N8): its own network namespace", () => {
     const { tcp } = probe();
     expect(tcp[String(hostServicePort)]).toMatch(/^(ECONNREFUSED|ENETUNREACH|EHOSTUNREACH|timeout)$/);
+  });
+
+  it('never reads or creates a file where the agent planted a link (audit N2, N3): logs, stats and a relaunch', async () => {
+    const ws = join(dataDir, 'agents', 'agent-a', 'workspace');
+    // a platform file the agent cannot see, in the runtime's own line format (so a followed link would show)
+    const secret = join(dataDir, 'platform-private.log');
+    writeFileSync(secret, `${JSON.stringify({ level: 30, time: 0, msg: 'top-secret', messagesProcessed: 'top-secret' })}\n`, { mode: 0o600 });
+    const target = join(dataDir, 'created-by-root.log');
+    // what a hostile agent does in its own workspace: its log and counters become links to the
+    // platform's secrets, and a link waits where the platform used to open process.log on every launch
+    renameSync(join(ws, 'logs', 'runtime.log'), join(ws, 'logs', 'runtime.log.old'));
+    symlinkSync(secret, join(ws, 'logs', 'runtime.log'));
+    rmSync(join(ws, 'logs', 'stats.json'), { force: true });
+    symlinkSync(secret, join(ws, 'logs', 'stats.json'));
+    symlinkSync(target, join(ws, 'logs', 'process.log'));
+    const logs = await driver.logs('agent-a', { limit: 100 });
+    expect(JSON.stringify(logs)).not.toContain('top-secret');
+    expect(JSON.stringify(await driver.stats('agent-a'))).not.toContain('top-secret');
+    // (the runtime itself would trip over its own planted links: only the process.log one stays)
+    rmSync(join(ws, 'logs', 'runtime.log'));
+    rmSync(join(ws, 'logs', 'stats.json'));
+    await driver.restart('agent-a');
+    expect(existsSync(target)).toBe(false);
+    expect(await waitForHealthy(urlA, { timeoutMs: 20_000, intervalMs: 100 })).toBe(true);
+    // the process's own output is in the platform's folder, outside what the agent sees
+    expect(existsSync(join(dataDir, 'agents', 'agent-a', 'logs', 'process.log'))).toBe(true);
   });
 
   it('still serves its gateway and reaches its model provider over loopback', async () => {
