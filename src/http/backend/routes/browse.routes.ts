@@ -18,6 +18,10 @@ const common = {
   headers: documentedHeaders({ 'x-user-id': 'Acting user (user id, UUID)' }),
 };
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 409: errorSchema, 500: errorSchema };
+/** git routes: 503 GIT_UNAVAILABLE without the agent sandbox (git never runs with the platform's rights) */
+const gitErrors = { ...errors, 503: errorSchema };
+const GIT_AS_AGENT =
+  " git runs as the agent's own user inside its sandbox (only the workspace visible; hooks, fsmonitor, external diff and textconv off); 503 `GIT_UNAVAILABLE` where there is no sandbox (bubblewrap).";
 // documented one level deep: children are nodes of the same shape (a recursive schema would need a
 // $ref the OpenAPI generator cannot name)
 const treeNode = z.object({
@@ -53,7 +57,7 @@ export const browseRoutes = (deps: { files: FilesService }): RouteModule<'bearer
           ...common,
           summary: 'Reads a workspace file (§4.17)',
           description:
-            '400 for a missing path, traversal (`..`, absolute, NUL, backslash, encoded separators, a symlink leading outside), a folder, or a file over 1 MB.',
+            "400 for a missing path, traversal (`..`, absolute, NUL, backslash, encoded separators), a symbolic link anywhere on the way (never followed), a folder, a FIFO or device, a file not owned by the agent's user, or a file over 1 MB. Opened through descriptors from the workspace down (docs/security.md).",
           querystring: z.object({ ...agentQuery, path: z.string().max(4096).optional() }),
           response: {
             200: z.object({ ok: z.literal(true), path: z.string(), content: z.string(), size: z.number(), modified: z.string() }),
@@ -67,7 +71,8 @@ export const browseRoutes = (deps: { files: FilesService }): RouteModule<'bearer
         schema: {
           ...common,
           summary: 'Writes a workspace file, creating its folders (§4.17)',
-          description: '400 for a missing path or content, or traversal in any form (nothing outside the workspace is touched).',
+          description:
+            "400 for a missing path or content, traversal in any form, a symbolic link on the way, or a file not owned by the agent's user (nothing outside the workspace is touched). New folders and files belong to the agent's user.",
           querystring: z.object(agentQuery),
           body: z.object({ path: z.string().max(4096).optional(), content: z.string({ error: 'content is required' }) }),
           response: { 200: z.object({ ok: z.literal(true), path: z.string(), size: z.number() }), ...errors },
@@ -79,6 +84,7 @@ export const browseRoutes = (deps: { files: FilesService }): RouteModule<'bearer
         schema: {
           ...common,
           summary: "The workspace's git status (§4.17)",
+          description: GIT_AS_AGENT.trim(),
           querystring: z.object(agentQuery),
           response: {
             200: z.object({
@@ -89,7 +95,7 @@ export const browseRoutes = (deps: { files: FilesService }): RouteModule<'bearer
               changes: z.array(z.object({ status: z.string(), path: z.string() })),
               hasChanges: z.boolean(),
             }),
-            ...errors,
+            ...gitErrors,
           },
         },
         handler: async (request) => (await files(request)).gitStatus(),
@@ -99,9 +105,12 @@ export const browseRoutes = (deps: { files: FilesService }): RouteModule<'bearer
         schema: {
           ...common,
           summary: "The workspace's unstaged and staged diff (§4.17)",
-          description: '`path` limits the diff to one file or folder. 500 `NOT_A_REPOSITORY` when the workspace is not a git repository.',
+          description: `\`path\` limits the diff to one file or folder. 500 \`NOT_A_REPOSITORY\` when the workspace is not a git repository.${GIT_AS_AGENT}`,
           querystring: z.object({ ...agentQuery, path: z.string().max(4096).optional() }),
-          response: { 200: z.object({ ok: z.literal(true), unstaged: z.string().nullable(), staged: z.string().nullable() }), ...errors },
+          response: {
+            200: z.object({ ok: z.literal(true), unstaged: z.string().nullable(), staged: z.string().nullable() }),
+            ...gitErrors,
+          },
         },
         handler: async (request) => (await files(request)).gitDiff(request.query.path),
       });
@@ -110,8 +119,7 @@ export const browseRoutes = (deps: { files: FilesService }): RouteModule<'bearer
         schema: {
           ...common,
           summary: 'Stages everything, commits and pushes when there is a remote (§4.17)',
-          description:
-            '`message` default `sync changes`. `committed` is false when there was nothing to commit. 500 when not a repository or staging or commit fails.',
+          description: `\`message\` default \`sync changes\`. \`committed\` is false when there was nothing to commit. 500 when not a repository or staging or commit fails. Pushes from the agent's own network namespace.${GIT_AS_AGENT}`,
           querystring: z.object(agentQuery),
           body: z.object({ message: z.string().min(1).max(1000).optional() }).optional(),
           response: {
@@ -122,7 +130,7 @@ export const browseRoutes = (deps: { files: FilesService }): RouteModule<'bearer
               hash: z.string().nullable(),
               message: z.string(),
             }),
-            ...errors,
+            ...gitErrors,
           },
         },
         handler: async (request) => (await files(request)).gitSync(request.body?.message ?? 'sync changes'),
@@ -132,6 +140,7 @@ export const browseRoutes = (deps: { files: FilesService }): RouteModule<'bearer
         schema: {
           ...common,
           summary: "The workspace's commits, newest first (§4.17)",
+          description: GIT_AS_AGENT.trim(),
           querystring: z.object({
             ...agentQuery,
             limit: z.coerce.number().int().min(1).max(FILE_LIMITS.gitLogMax).default(FILE_LIMITS.gitLogDefault),
@@ -143,7 +152,7 @@ export const browseRoutes = (deps: { files: FilesService }): RouteModule<'bearer
                 z.object({ hash: z.string(), shortHash: z.string(), subject: z.string(), author: z.string(), date: z.string() }),
               ),
             }),
-            ...errors,
+            ...gitErrors,
           },
         },
         handler: async (request) => (await files(request)).gitLog(request.query.limit),
