@@ -132,7 +132,9 @@ describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
     const ws = join(dataDir, 'agents', 'agent-a', 'workspace');
     // a platform file the agent cannot see, in the runtime's own line format (so a followed link would show)
     const secret = join(dataDir, 'platform-private.log');
-    writeFileSync(secret, `${JSON.stringify({ level: 30, time: 0, msg: 'top-secret', messagesProcessed: 'top-secret' })}\n`, { mode: 0o600 });
+    writeFileSync(secret, `${JSON.stringify({ level: 30, time: 0, msg: 'top-secret', messagesProcessed: 'top-secret' })}\n`, {
+      mode: 0o600,
+    });
     const target = join(dataDir, 'created-by-root.log');
     // what a hostile agent does in its own workspace: its log and counters become links to the
     // platform's secrets, and a link waits where the platform used to open process.log on every launch
