@@ -45,6 +45,7 @@ export interface AgentMessages {
   platform: Generated<string>;
   response_ms: number | null;
   sender: "user" | "agent" | "system";
+  seq: Generated<number>;
   user_id: string;
 }
 

@@ -6,6 +6,7 @@ import { type FormEvent, type KeyboardEvent, useEffect, useRef, useState } from 
 import { LIMITS } from '../../../src/config/limits.ts';
 import { ApiError, api, call, readEvents } from '../api/client.ts';
 import type { paths } from '../api/openapi.gen.ts';
+import { type ChatLine, modelMessages } from '../chat-history.ts';
 import { navigate } from '../router.ts';
 import { useSession } from '../session.tsx';
 import {
@@ -95,7 +96,6 @@ export function AgentPage({ id }: { id: string }) {
   );
 }
 
-type ChatLine = { id: string; sender: 'user' | 'agent'; content: string; failed?: boolean };
 type ChatBody = paths['/api/chat']['post']['requestBody']['content']['application/json'];
 
 function Chat({ agent }: { agent: Agent }) {
@@ -112,7 +112,7 @@ function Chat({ agent }: { agent: Agent }) {
 
   useEffect(() => {
     if (history.data) {
-      // newest first from the API; the chat reads oldest first
+      // newest first from the API (in the order said, question before answer); the chat reads oldest first
       setLines(
         history.data
           .slice()
@@ -146,10 +146,7 @@ function Chat({ agent }: { agent: Agent }) {
     const body: ChatBody = {
       agentId: agent.id,
       stream: true,
-      messages: convo
-        .filter((l) => !l.failed && l.content)
-        .slice(-20)
-        .map((l) => ({ role: l.sender === 'user' ? 'user' : 'assistant', content: l.content })),
+      messages: modelMessages(convo),
     };
     const setReply = (f: (s: string) => string, failed = false) =>
       setLines((ls) => ls.map((l) => (l.id === replyId ? { ...l, content: f(l.content), failed } : l)));

@@ -286,6 +286,8 @@ export const agentsRepo = {
       platform?: string;
       responseMs?: number | null;
       failed?: boolean;
+      /** when it was said (default: now); the order of a history is the order of storing (`seq`) */
+      createdAt?: Date;
     },
   ) {
     return trx
@@ -298,6 +300,7 @@ export const agentsRepo = {
         ...(m.platform ? { platform: m.platform } : {}),
         response_ms: m.responseMs ?? null,
         failed: m.failed ?? false,
+        ...(m.createdAt ? { created_at: m.createdAt } : {}),
       })
       .returningAll()
       .executeTakeFirstOrThrow();
@@ -309,8 +312,8 @@ export const agentsRepo = {
         .selectFrom('agent_messages')
         .selectAll()
         .where('agent_id', '=', agentId)
-        .orderBy('created_at', 'desc')
-        .orderBy('id')
+        // stored order, not time: a turn is stored question first (migration 100)
+        .orderBy('seq', 'desc')
         .limit(limit)
         .offset(offset)
         .execute(),

@@ -274,7 +274,7 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
       return { logs, total: logs.length, limit: q.limit, status: 'ok' as const };
     },
 
-    /** §4.7 messages: stored chat messages, newest first. */
+    /** §4.7 messages: stored chat messages, newest first in the order said (question before answer; migration 100). */
     async messages(user: WebUser, id: string, q: { limit: number; offset: number }) {
       await ownAgent(user.id, id);
       const { rows, total } = await db.withUser(user.id, (trx) => agentsRepo.listMessages(trx, id, q.limit, q.offset));

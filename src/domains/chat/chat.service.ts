@@ -7,6 +7,7 @@
  * - §4.18 `POST /api/chat`: the agent's OpenAI-compatible `/v1/chat/completions`, always asked to
  *   stream so the caller can get Server-Sent Events; the platform assembles the text and stores
  *   the turn (the runtime does not report streamed completions, so nothing is stored twice).
+ * - Streamed completions through the gateway proxy are stored the same way (`recordTurn`).
  */
 import WebSocket from 'ws';
 import { LIMITS } from '../../config/limits.ts';
@@ -14,10 +15,13 @@ import type { Db } from '../../db/client.ts';
 import { AppError } from '../../lib/errors.ts';
 import { agentsRepo } from '../agents/agents.repo.ts';
 import type { AgentTarget, AgentTargets } from './agent-target.ts';
+import { createCompletionText, STORED_ANSWER_MAX_CHARS } from './completion-text.ts';
 
 export type ChatMessage = { role: 'system' | 'user' | 'assistant'; content: string };
 export type ChatInput = { agentId?: string | undefined; messages: ChatMessage[]; model?: string | undefined };
 export type ChatResult = { reply: string; agentId: string; agentName: string; responseMs: number };
+/** One exchange to store: the last question and the whole answer. */
+export type Turn = { agentId: string; question: string; askedAt: Date; answer: string; responseMs: number; platform?: string };
 
 const notRunning = (t: AgentTarget) =>
   new AppError('AGENT_NOT_RUNNING', `Agent ${t.agent.name} is ${t.agent.status}; start it first`, { status: t.agent.status });
@@ -112,49 +116,40 @@ export function createChatService(deps: ChatDeps) {
       }
       throw agentFailed(detail);
     }
-    let text = '';
-    let buffered = '';
-    const decoder = new TextDecoder();
-    const handleEvent = (event: string) => {
-      for (const line of event.split('\n')) {
-        if (!line.startsWith('data:')) continue;
-        const data = line.slice(5).trim();
-        if (!data || data === '[DONE]') continue;
-        let chunk: { choices?: { delta?: { content?: unknown }; message?: { content?: unknown } }[]; error?: { message?: unknown } };
-        try {
-          chunk = JSON.parse(data);
-        } catch {
-          continue;
-        }
-        if (chunk.error) throw agentFailed(typeof chunk.error.message === 'string' ? chunk.error.message : 'stream error');
-        const piece = chunk.choices?.[0]?.delta?.content ?? chunk.choices?.[0]?.message?.content;
-        if (typeof piece === 'string' && piece.length > 0) {
-          text += piece;
-          onDelta(piece);
-        }
-      }
+    const reader = createCompletionText();
+    const read = (pieces: string[]) => {
+      for (const piece of pieces) onDelta(piece);
+      if (reader.error) throw agentFailed(reader.error);
     };
     try {
-      for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
-        buffered += decoder.decode(bytes, { stream: true }).replace(/\r\n/g, '\n');
-        let end: number;
-        while ((end = buffered.indexOf('\n\n')) !== -1) {
-          handleEvent(buffered.slice(0, end));
-          buffered = buffered.slice(end + 2);
-        }
-      }
-      if (buffered.trim()) handleEvent(buffered);
+      for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) read(reader.push(bytes));
+      read(reader.end());
     } catch (err) {
       if (err instanceof AppError) throw err;
       throw agentFailed((err as Error).name === 'TimeoutError' ? 'timed out' : 'the stream broke off');
     }
-    return text;
+    return reader.text;
   }
 
-  async function recordTurn(t: AgentTarget, userId: string, userText: string, reply: string, responseMs: number) {
+  /**
+   * Stores one exchange: the question with the time it was asked, then the answer (now). The
+   * history's order is the order of storing (migration 100), so the question comes first.
+   */
+  async function recordTurn(userId: string, turn: Turn) {
     await deps.db.withUser(userId, async (trx) => {
-      await agentsRepo.insertMessage(trx, { agentId: t.agent.id, userId, sender: 'user', content: userText, platform: 'api' });
-      await agentsRepo.insertMessage(trx, { agentId: t.agent.id, userId, sender: 'agent', content: reply, platform: 'api', responseMs });
+      const base = { agentId: turn.agentId, userId, platform: turn.platform ?? 'api' };
+      await agentsRepo.insertMessage(trx, {
+        ...base,
+        sender: 'user',
+        content: turn.question.slice(0, STORED_ANSWER_MAX_CHARS),
+        createdAt: turn.askedAt,
+      });
+      await agentsRepo.insertMessage(trx, {
+        ...base,
+        sender: 'agent',
+        content: turn.answer.slice(0, STORED_ANSWER_MAX_CHARS),
+        responseMs: turn.responseMs,
+      });
     });
   }
 
@@ -184,13 +179,19 @@ export function createChatService(deps: ChatDeps) {
       onDelta: (text: string) => void,
       signal?: AbortSignal,
     ): Promise<ChatResult> {
-      const started = Date.now();
+      const askedAt = new Date();
       const reply = await streamCompletion(t, input, onDelta, signal);
-      const responseMs = Date.now() - started;
-      const lastUser = [...input.messages].reverse().find((m) => m.role === 'user');
-      if (lastUser) await recordTurn(t, userId, lastUser.content, reply, responseMs);
+      const responseMs = Date.now() - askedAt.getTime();
+      const lastUser = input.messages.findLast((m) => m.role === 'user');
+      if (lastUser) await recordTurn(userId, { agentId: t.agent.id, question: lastUser.content, askedAt, answer: reply, responseMs });
       return { reply, agentId: t.agent.id, agentName: t.agent.name, responseMs };
     },
+
+    /**
+     * Stores a turn the platform passed through without answering it itself: a streamed
+     * completion through the gateway proxy, whose answer the runtime does not report.
+     */
+    recordTurn,
   };
 }
 

@@ -200,6 +200,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
         revoker,
         agentsDomain: config.AGENTS_DOMAIN,
         allowedOrigins: [config.PUBLIC_URL, ...(config.CSRF_ALLOWED_ORIGINS ?? [])],
+        chat: services.chat,
       }),
     hostingWebhookRoutes({ hostingStatus: services.hostingStatus }),
     services.usageReport && usageRoutes({ report: services.usageReport }),

@@ -17,6 +17,10 @@
  * An agent is not trusted with the platform's origin (docs/agents.md "Agent content and streams"):
  * its answers are sandboxed and never served as a page (audit N6), its WebSocket is bounded (N10),
  * and whatever is open ends when the session or key it was opened with is revoked (N12).
+ *
+ * A streamed chat completion (`POST …/v1/chat/completions` with `stream: true`) is stored like
+ * the platform's own chat: the question, and the answer read from the stream as it passes
+ * (docs/agents.md "Who stores turns"). Other answers are the runtime's to report.
  */
 import fastifyWebsocket from '@fastify/websocket';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -24,6 +28,8 @@ import { Agent, request as undiciRequest } from 'undici';
 import WebSocket from 'ws';
 import { z } from 'zod';
 import type { AgentTarget, AgentTargets } from '../../../domains/chat/agent-target.ts';
+import type { ChatService } from '../../../domains/chat/chat.service.ts';
+import { readingAnswer, streamedQuestion } from '../../../domains/chat/proxied-turn.ts';
 import { API_KEY_PREFIX, type KeysService } from '../../../domains/keys/keys.service.ts';
 import { AppError, forbidden, isAppError, tooManyRequests, unauthorized } from '../../../lib/errors.ts';
 import type { RevocationWatch, StreamCredential, StreamRevoker } from '../../../lib/eviction-bus.ts';
@@ -122,6 +128,8 @@ export type AgentProxyDeps = {
   allowedOrigins: readonly string[];
   /** how long a proxied request may wait for the agent's headers / between body chunks */
   timeoutMs?: number;
+  /** stores streamed chat turns (without it they pass through unstored) */
+  chat?: Pick<ChatService, 'recordTurn'> | undefined;
 };
 
 /**
@@ -158,6 +166,7 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
     }
 
     async function forward(request: FastifyRequest, reply: FastifyReply, agentId: string, path: string) {
+      const askedAt = new Date();
       const { userId, credential } = await caller(request);
       // a streamed answer ends with its credential; watched from here so a revocation meanwhile counts
       const watch = deps.revoker.watch(userId, credential);
@@ -168,8 +177,10 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
       }
       const query = request.url.includes('?') ? request.url.slice(request.url.indexOf('?')) : '';
       const body = request.body as Buffer | undefined;
-      const send = (t: AgentTarget) =>
-        undiciRequest(`${t.baseUrl}${path}${query}`, {
+      let target: AgentTarget | undefined;
+      const send = (t: AgentTarget) => {
+        target = t;
+        return undiciRequest(`${t.baseUrl}${path}${query}`, {
           method: request.method as (typeof METHODS)[number],
           headers: { ...headers, authorization: `Bearer ${t.token}` },
           body: body && body.length > 0 ? body : null,
@@ -177,6 +188,7 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
           headersTimeout: timeoutMs,
           bodyTimeout: timeoutMs,
         });
+      };
       let upstream: Awaited<ReturnType<typeof undiciRequest>>;
       try {
         upstream = await send(await deps.targets.byId(userId, agentId));
@@ -208,7 +220,32 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
         stop();
         reply.raw.destroy();
       });
-      return reply.send(upstream.body);
+      return reply.send(storingStreamedTurn(request, upstream, userId, target!, path, askedAt));
+    }
+
+    /** The answer to send: a streamed chat completion is read on its way to store the turn. */
+    function storingStreamedTurn(
+      request: FastifyRequest,
+      upstream: Awaited<ReturnType<typeof undiciRequest>>,
+      userId: string,
+      target: AgentTarget,
+      path: string,
+      askedAt: Date,
+    ) {
+      const chat = deps.chat;
+      const streamed =
+        request.method === 'POST' &&
+        path === '/v1/chat/completions' &&
+        upstream.statusCode === 200 &&
+        String(upstream.headers['content-type'] ?? '').startsWith('text/event-stream');
+      const question = chat && streamed ? streamedQuestion(request.body as Buffer | undefined) : undefined;
+      if (!chat || question === undefined) return upstream.body;
+      return readingAnswer(upstream.body, (answer) => {
+        const turn = { agentId: target.agent.id, question, askedAt, answer, responseMs: Date.now() - askedAt.getTime() };
+        chat
+          .recordTurn(userId, turn)
+          .catch((err: unknown) => request.log.warn({ err, agentId: target.agent.id }, 'streamed chat turn not stored'));
+      });
     }
 
     /**
@@ -351,7 +388,9 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
             'streaming answers pass through as they are produced) with the gateway token added by the platform. Point the official `openai` ' +
             "client at `…/api/agents/{id}/v1` with one of your API keys, or send your session cookie. The answer and its status are the agent's " +
             "own (OpenAI format); the platform's own answers are 401 without credentials, 404 for an agent that is not yours, 502 " +
-            '`AGENT_UNAVAILABLE` when the agent cannot be reached and 503 `NO_GATEWAY_TOKEN`.',
+            '`AGENT_UNAVAILABLE` when the agent cannot be reached and 503 `NO_GATEWAY_TOKEN`. Every turn appears in ' +
+            'GET /api/agents/{id}/messages: a streamed one (`stream: true`) is stored by the platform once the stream has ended (the last ' +
+            'user message and the answer read from the stream as it passes), a non-streamed one is reported by the agent.',
           params: idParams,
           body: z.object({}).passthrough().describe('An OpenAI chat completions request, passed to the agent as it is'),
           security: [{ sessionCookie: [] }, { apiKey: [] }],

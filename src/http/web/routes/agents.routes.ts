@@ -249,6 +249,10 @@ export const agentsRoutes = (deps: {
         schema: {
           tags: ['agents'],
           summary: 'Stored chat messages with the agent, newest first',
+          description:
+            'Every turn of every way in (dashboard and REST chat, the WebSocket, the OpenAI-compatible proxy streamed or not) in the order ' +
+            'it was said: newest first by the order of storing, each question before its answer (reversed, the list is the conversation). ' +
+            'A question\'s `timestamp` is when it was asked, an answer\'s when it was complete (docs/agents.md "Who stores turns").',
           params: idParam,
           querystring: z.object({
             limit: listLimit,
