@@ -1,6 +1,6 @@
 /**
  * Generates src/db/types.gen.ts, the Kysely row types of every table, from a freshly migrated
- * database with kysely-codegen (docs/architecture.md "Database types"). The database is a
+ * database with kysely-codegen (docs/architecture.md "Adding a domain and an endpoint"). The database is a
  * throw-away one: on TEST_DATABASE_URL's server when set, otherwise on an embedded server in a
  * temporary folder.
  *

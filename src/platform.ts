@@ -1,7 +1,7 @@
 /**
- * Wires the domains over explicit dependencies (DESIGN rule 2). main.ts and the tests build the
+ * Wires the domains over explicit dependencies (docs/architecture.md rule 2). main.ts and the tests build the
  * platform through this one function; tests pass fakes for external services only.
- * Length (~400 lines): the wiring of every service in one place, on purpose (DESIGN rule 2: explicit dependencies,
+ * Length (~400 lines): the wiring of every service in one place, on purpose (docs/architecture.md rule 2: explicit dependencies,
  * read top to bottom).
  */
 import type { FastifyBaseLogger } from 'fastify';

@@ -7,7 +7,7 @@ import { resolveSecrets, storedSecret } from './secrets.ts';
 
 const load = (env: Record<string, string>) => loadConfig(env, { readDotEnv: false });
 
-describe('loadConfig (CONFIG.md)', () => {
+describe('loadConfig (docs/configuration.md)', () => {
   it('applies the documented defaults', () => {
     const c = load({});
     expect(c.HOST).toBe('127.0.0.1');
@@ -90,7 +90,7 @@ describe('loadConfig (CONFIG.md)', () => {
   });
 });
 
-describe('generated secrets (CONFIG.md: generated once into DATA_DIR, mode 0600)', () => {
+describe('generated secrets (docs/configuration.md: generated once into DATA_DIR, mode 0600)', () => {
   it('generates keys once, with mode 0600, and reuses them', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sec-'));
     const a = resolveSecrets({ DATA_DIR: dir, WALLET_ENCRYPTION_KEY: undefined, SECRETS_ENCRYPTION_KEY: undefined });

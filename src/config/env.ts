@@ -1,5 +1,5 @@
 /**
- * The one place that reads the environment (../shared/CONFIG.md is the contract for every name).
+ * The one place that reads the environment (docs/configuration.md documents every name).
  * `loadConfig` parses once into a typed object that is passed explicitly to everything else;
  * nothing else in the code base reads `process.env`.
  * Length (~385 lines): the one zod schema of every setting, on purpose in one file (one place to read them all).
@@ -10,7 +10,7 @@ import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { z } from 'zod';
 
-/** Booleans accept true/false/1/0 only (CONFIG.md rules), never "any non-empty string". */
+/** Booleans accept true/false/1/0 only (docs/configuration.md), never "any non-empty string". */
 const bool = (fallback: boolean) =>
   z
     .enum(['true', 'false', '1', '0'], { error: 'must be one of true, false, 1, 0' })
@@ -82,7 +82,7 @@ const trustProxy = z
     return entries;
   });
 
-/** Raw schema: one entry per variable of CONFIG.md (plus settings we added, marked "added"). */
+/** Raw schema: one entry per variable of docs/configuration.md (settings beyond the specification's are marked "added" there). */
 const envSchema = z.object({
   // Process and storage
   HOST: z.string().default('127.0.0.1'),

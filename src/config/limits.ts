@@ -1,6 +1,6 @@
 /**
  * Every limit of the specification's §8 (and the few we set where it says "not shown"), in one
- * place (DESIGN rule 7). Cite the section when you add one.
+ * place (docs/architecture.md rule 7). Cite the section when you add one.
  */
 export const LIMITS = {
   /** §8 password length, register */
@@ -26,7 +26,7 @@ export const LIMITS = {
   siweNonceTtlMs: 10 * 60 * 1000,
   /** NONCE_RATE_LIMIT window: nonces per IP per minute (docs/security.md) */
   nonceWindowMs: 60 * 1000,
-  /** CONFIG.md REGISTER_RATE_LIMIT window: sign-ups per IP per hour */
+  /** REGISTER_RATE_LIMIT window (docs/configuration.md): sign-ups per IP per hour */
   registerWindowMs: 60 * 60 * 1000,
   /** §8 AI rate limit window (the count is AI_RATE_LIMIT) */
   aiWindowMs: 60 * 1000,

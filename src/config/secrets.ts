@@ -1,6 +1,6 @@
 /**
- * Keys the embedded default needs but the operator did not set (CONFIG.md: "generated once and
- * kept in DATA_DIR, file mode 0600; an operator-set variable always wins").
+ * Keys the embedded default needs but the operator did not set (docs/configuration.md: generated once
+ * into DATA_DIR, file mode 0600; an operator-set variable always wins).
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * Secrets at rest and in comparison (DESIGN rule 6): SHA-256 for tokens and API keys,
+ * Secrets at rest and in comparison (docs/architecture.md rule 6): SHA-256 for tokens and API keys,
  * AES-256-GCM for secrets that must be read back, constant-time comparison everywhere.
  */
 import { createCipheriv, createDecipheriv, hash, randomBytes, timingSafeEqual } from 'node:crypto';

@@ -1,5 +1,5 @@
 /**
- * The one error vocabulary (DESIGN rule 3). Services throw AppError with a code from the
+ * The one error vocabulary (docs/architecture.md rule 3). Services throw AppError with a code from the
  * catalogue (./error-codes.ts); the central Fastify error handler writes `{ error, code?, ...extra }`
  * exactly as the specification's bodies say: `code` only for catalogue entries with a `body`.
  */

@@ -1,7 +1,7 @@
 /**
  * §4.1 POST /api/register is "bot-detection protected" (403) and rate limited (429).
  * Bot detection runs against a local server speaking the Turnstile siteverify protocol
- * (CONFIG.md TURNSTILE_SECRET_KEY / TURNSTILE_VERIFY_URL); the limit is REGISTER_RATE_LIMIT per IP.
+ * (docs/configuration.md TURNSTILE_SECRET_KEY / TURNSTILE_VERIFY_URL); the limit is REGISTER_RATE_LIMIT per IP.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeSiteverify, startFakeSiteverify } from '../fakes/siteverify.ts';
@@ -76,7 +76,7 @@ describe('§4.1 register bot detection → 403', () => {
     });
   });
 
-  it('without TURNSTILE_SECRET_KEY bot detection is off: no token needed (CONFIG.md)', async () => {
+  it('without TURNSTILE_SECRET_KEY bot detection is off: no token needed (docs/configuration.md)', async () => {
     const t2 = await startTestPlatform({ TURNSTILE_VERIFY_URL: fake.url });
     const before = fake.calls.length;
     try {
@@ -170,7 +170,7 @@ describe('TRUST_PROXY trusts exactly the configured proxies: X-Forwarded-For fro
   });
 });
 
-describe('§4.1 429: without TRUST_PROXY a spoofed X-Forwarded-For does not escape the per-IP limit (CONFIG.md)', () => {
+describe('§4.1 429: without TRUST_PROXY a spoofed X-Forwarded-For does not escape the per-IP limit (docs/configuration.md)', () => {
   let t: TestPlatform;
   beforeAll(async () => {
     t = await startTestPlatform({ REGISTER_RATE_LIMIT: '2' });

@@ -82,7 +82,7 @@ describe('§4.1 POST /api/auth/login', () => {
     expect(a.split(';')[0]).not.toBe(b.split(';')[0]);
   });
 
-  it('the cookie gets Secure when PUBLIC_URL is https (§5 / CONFIG.md)', async () => {
+  it('the cookie gets Secure when PUBLIC_URL is https (§5 / docs/configuration.md)', async () => {
     await withTestPlatform({ PUBLIC_URL: 'https://platform.example.com' }, async (t2) => {
       const u = await signUp(t2.web, { email: freshEmail() });
       const res = await login({ email: u.email, password: u.password }, t2.web);

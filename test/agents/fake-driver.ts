@@ -1,5 +1,5 @@
 /**
- * An in-memory hosting driver (a fake of the external hosting platform, DESIGN "Tests"): records
+ * An in-memory hosting driver (a fake of the external hosting platform, docs/architecture.md "Tests"): records
  * every call, lets a test make the platform unreachable or make deploys fail or take time.
  */
 import {

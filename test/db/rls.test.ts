@@ -1,5 +1,5 @@
 /**
- * Row-level security is proved, not assumed (DESIGN "Tests"; §5 "the database user context is
+ * Row-level security is proved, not assumed (docs/architecture.md "Tests"; §5 "the database user context is
  * set so every query in the request is limited to that user's rows").
  */
 import { sql } from 'kysely';

@@ -1,5 +1,5 @@
 /**
- * The local driver's sandbox (docs/agents.md "Sandbox", DESIGN rule 9), proved from inside a running
+ * The local driver's sandbox (docs/agents.md "Sandbox", docs/architecture.md rule 9), proved from inside a running
  * agent: it cannot read DATA_DIR/secrets.json, a PostgreSQL data directory in DATA_DIR, another
  * agent's workspace, /etc/shadow or the platform's environment; it runs as its own uid and still
  * reaches its model provider over loopback. Skipped, with the reason, where bwrap cannot sandbox.

@@ -1,5 +1,5 @@
 /**
- * A local Turnstile-style siteverify server (CONFIG.md TURNSTILE_VERIFY_URL): form POST of
+ * A local Turnstile-style siteverify server (docs/configuration.md TURNSTILE_VERIFY_URL): form POST of
  * `secret`, `response`, `remoteip`; answers JSON `{success, "error-codes"}` as the real one does.
  * A token is accepted when it is in `validTokens` and the secret matches.
  */

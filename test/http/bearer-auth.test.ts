@@ -91,7 +91,7 @@ describe('§5 bearer key, INTERNAL_API_KEY unset → 500 Server misconfigured', 
   });
 });
 
-describe('§5 the comparison is constant-time (DESIGN rule 6)', () => {
+describe('§5 the comparison is constant-time (docs/architecture.md rule 6)', () => {
   it('bearer-auth compares through secretMatcher: both sides hashed, then timingSafeEqual', async () => {
     const { readFileSync } = await import('node:fs');
     const src = readFileSync(new URL('../../src/http/shared/bearer-auth.ts', import.meta.url), 'utf8');

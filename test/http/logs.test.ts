@@ -1,5 +1,5 @@
 /**
- * Logs never contain secrets (issue 2 item 4; DESIGN rule 6 "never logged"): with the production
+ * Logs never contain secrets (docs/architecture.md rule 6: "never logged"): with the production
  * logger options at level info (and at trace), a register, a login, authenticated requests, a
  * wallet sign-in and a sign-out leave no password, session token, cookie value, bearer key or
  * secret query value in the captured log text. Every line carries the request id.

@@ -1,6 +1,6 @@
 /**
  * OpenAPI 3.1 at /docs (JSON at /docs/json) on both apps, generated from the route schemas
- * (DESIGN "schemas"; issue 2). Lists the §4.1 and §4.12 paths, and documents the paths the
+ * (docs/architecture.md "Adding a domain and an endpoint"). Lists the §4.1 and §4.12 paths, and documents the paths the
  * specification leaves "not shown" (current user and profile).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
 /**
  * §2 "API key", §4.3 API keys (web, session), the backend POST /api/validate-key (bearer key, §5),
- * DESIGN rule 6 (stored only as SHA-256 with a lookup prefix).
+ * docs/architecture.md rule 6 (stored only as SHA-256 with a lookup prefix).
  */
 
 import { createHash } from 'node:crypto';
@@ -347,7 +347,7 @@ describe('bad input: 4xx JSON {error}, never 5xx', () => {
   });
 });
 
-describe('DESIGN rule 6: no plaintext API key in the database', () => {
+describe('docs/architecture.md rule 6: no plaintext API key in the database', () => {
   it('no row of any table contains a raw key or its secret part; the stored hash is its SHA-256', async () => {
     const u = await signUp(t.web);
     const keys = await Promise.all([createKey(u.cookie, 'a'), createKey(u.cookie, 'b')]);

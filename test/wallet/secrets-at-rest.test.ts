@@ -1,5 +1,5 @@
 /**
- * DESIGN rule 6 / §2 Wallet / §4.5: trading keys and wallet private keys are encrypted at rest.
+ * docs/architecture.md rule 6 / §2 Wallet / §4.5: trading keys and wallet private keys are encrypted at rest.
  * Reads every row of every table in the database directly and finds neither secret in plaintext
  * (nor hex/base64 variants of the private key), while the sealed values do decrypt to them.
  */

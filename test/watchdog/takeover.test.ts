@@ -1,5 +1,5 @@
 /**
- * Several backend processes (§3 watchdog; DESIGN "Processes"): two platforms over one database
+ * Several backend processes (§3 watchdog; docs/architecture.md "Processes"): two platforms over one database
  * and one DATA_DIR. Each agent is watched by exactly one of them (a lease on its watchdog row);
  * when the holder dies (its loop stops without giving the lease back) the other takes the agent
  * over within one lease period, and then really watches it: a SIGKILLed agent is repaired by the

@@ -341,7 +341,7 @@ describe('bad input on every workflows route → 4xx JSON `{error}`, never 5xx (
   });
 });
 
-describe('OpenAPI documents the routes of §4.12–§4.14 (DESIGN: tags, summary, description)', () => {
+describe('OpenAPI documents the routes of §4.12–§4.14 (docs/architecture.md "Adding a domain and an endpoint": tags, summary, description)', () => {
   it('/docs/json lists workflows, heartbeat and bridge routes with tags and descriptions', async () => {
     const res = await t.web.inject({ method: 'GET', url: '/docs/json' });
     expect(res.statusCode).toBe(200);

@@ -8,7 +8,7 @@ ALTER TABLE agents
   ADD COLUMN external_id text,
   ADD COLUMN config jsonb NOT NULL DEFAULT '{}'::jsonb CHECK (jsonb_typeof(config) = 'object');
 
--- Per-agent credentials (DESIGN rule 6): the gateway token is encrypted (AES-256-GCM, it must be
+-- Per-agent credentials (docs/architecture.md rule 6): the gateway token is encrypted (AES-256-GCM, it must be
 -- read back to redeploy), the platform key is stored only as a SHA-256 hash and rotated on every
 -- deploy, so a container never holds a platform-wide secret and a leaked key dies with its deploy.
 CREATE TABLE agent_credentials (

@@ -7,7 +7,7 @@
  * - Sign-out, revoking a user's sessions, or changing the user evicts at once in this process,
  *   and, when REDIS_URL is set, in every replica through a Redis pub/sub channel. Without Redis
  *   a replica that did not handle the sign-out may accept the old cookie for at most `ttlMs`.
- * - Losing the cache is harmless (DESIGN: per-request state in memory only as a losable cache).
+ * - Losing the cache is harmless (docs/architecture.md "Processes": a process keeps in memory only caches it may lose).
  */
 import { createEvictionBus, localOnlyBus } from '../../lib/eviction-bus.ts';
 

@@ -2,7 +2,7 @@
  * Checks a SIWE (EIP-4361) sign-in: the message's own fields against our expectations, then the
  * signature. Plain accounts are checked locally by recovering the signer; anything else
  * (ERC-1271 deployed smart wallets, ERC-6492 wrapped signatures of undeployed ones) goes to the
- * chain through SIWE_RPC_URL. Returns a value, never throws for a bad signature (DESIGN rule 3).
+ * chain through SIWE_RPC_URL. Returns a value, never throws for a bad signature (docs/architecture.md rule 3).
  */
 import type { Hex, PublicClient } from 'viem';
 import type { SiweMessage } from 'viem/siwe';

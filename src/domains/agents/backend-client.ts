@@ -1,5 +1,5 @@
 /**
- * How the web app reaches the backend (DESIGN "Processes": web → backend with INTERNAL_API_KEY).
+ * How the web app reaches the backend (docs/architecture.md "Processes": web → backend with INTERNAL_API_KEY).
  * Plain HTTP on BACKEND_URL with a per-call timeout; the acting user travels in `x-user-id`.
  * A network failure or timeout is BackendUnreachableError, so callers can tell "the backend said
  * no" from "the backend could not be asked" (§4.7 stats answers a mock only for the latter).

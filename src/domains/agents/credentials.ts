@@ -1,5 +1,5 @@
 /**
- * Per-agent credentials (DESIGN rule 6, §8 gateway token size). Each agent gets its own gateway
+ * Per-agent credentials (docs/architecture.md rule 6, §8 gateway token size). Each agent gets its own gateway
  * token and its own platform key; a container never receives the platform's DATABASE_URL,
  * INTERNAL_API_KEY or WALLET_ENCRYPTION_KEY. §8 lists those among a container's environment; not
  * passing them is a deliberate improvement: one compromised agent cannot read every user's rows

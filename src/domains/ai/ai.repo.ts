@@ -1,4 +1,4 @@
-/** SQL of the AI domain (DESIGN rule 1). Usage is written on the owner connection: see migration 007. */
+/** SQL of the AI domain (docs/architecture.md rule 1). Usage is written on the owner connection: see migration 007. */
 import { type Kysely, sql } from 'kysely';
 import type { Pool } from 'pg';
 import type { DB } from '../../db/schema.ts';

@@ -1,6 +1,6 @@
 /**
  * The Redis-over-REST key-value store (Upstash-compatible) that keeps the latest hosting status
- * record (§6), behind an interface (DESIGN rule 4). The real implementation uses `@upstash/redis`;
+ * record (§6), behind an interface (docs/architecture.md rule 4). The real implementation uses `@upstash/redis`;
  * tests run it against a local server speaking the same REST protocol (test/fakes/kv-rest.ts).
  */
 import { Redis } from '@upstash/redis';

@@ -121,7 +121,7 @@ export function createKeysService(deps: KeysDeps) {
 
     /**
      * §4.3 validation flow. The caller has checked that `apiKey` is a string starting `sk_`.
-     * An invalid key is an expected outcome, returned as a value (DESIGN rule 3). A valid one
+     * An invalid key is an expected outcome, returned as a value (docs/architecture.md rule 3). A valid one
      * counts as a use of the key: `lastUsed` is updated.
      */
     async validate(apiKey: string): Promise<KeyValidation> {

@@ -1,6 +1,6 @@
 /**
  * The card processor (§1 item 5, §4.4 top-up, §4.8 `stripe` method, §6 payment webhook) behind
- * one interface (DESIGN rule 4): checkout creation and webhook verification. The real
+ * one interface (docs/architecture.md rule 4): checkout creation and webhook verification. The real
  * implementation is stripe-processor.ts (the `stripe` SDK on STRIPE_API_URL); tests run it
  * against test/fakes/stripe-api.ts, a local server that speaks Stripe's REST shapes.
  */

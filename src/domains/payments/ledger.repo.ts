@@ -50,7 +50,7 @@ export const ledgerRepo = {
 
   /**
    * Every wallet and session whose stored amount differs from the sum of its journal rows. Empty
-   * when the ledger is consistent (the audit behind docs/payments.md "Checking the ledger").
+   * when the ledger is consistent (the audit behind docs/payments.md "The ledger").
    */
   async mismatches(db: Q) {
     const r = await sql<{ kind: string; key: string; stored: string; journal: string }>`

@@ -66,7 +66,7 @@ export function createPaymentSessionsService(deps: { db: Db; signer: ReceiptSign
     typeof sessionId === 'string' && sessionId.startsWith(SESSION_ID_PREFIX) && sessionId.length === SESSION_ID_PREFIX.length + 43;
 
   /**
-   * Proof that the caller controls `address` (docs/payments.md "Opening a session"): a signed
+   * Proof that the caller controls `address` (docs/payments.md "Payment sessions"): a signed
    * authorisation gives the salt (single use) and the hash of the session id the signer chose.
    */
   async function checkProof(

@@ -1,5 +1,5 @@
 /**
- * The external trading service (§4.5), behind an interface (DESIGN rule 4). The HTTP client is
+ * The external trading service (§4.5), behind an interface (docs/architecture.md rule 4). The HTTP client is
  * the real implementation; tests run it against a local fake server (test/fakes/trading.ts).
  *
  * Upstream protocol (the specification does not show it; this is our contract, documented in
@@ -10,7 +10,7 @@
  * every call with `Authorization: Bearer <trading key>` and `Accept: application/json`.
  */
 
-/** What one upstream call produced. Failures are values (DESIGN rule 3); the service maps them to 500/503. */
+/** What one upstream call produced. Failures are values (docs/architecture.md rule 3); the service maps them to 500/503. */
 export type TradingResult =
   | { ok: true; status: number; body: unknown }
   | { ok: false; reason: 'unreachable' | 'timeout' }

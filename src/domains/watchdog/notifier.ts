@@ -1,7 +1,7 @@
 /**
  * §6 "Watchdog notifications": a bot-messaging channel (Telegram Bot API `sendMessage`, enabled
  * when WATCHDOG_BOT_TOKEN and WATCHDOG_ADMIN_CHAT_ID are set) and a webhook channel (a JSON POST
- * to WATCHDOG_WEBHOOK_URL). Both are plain HTTP behind one interface (DESIGN rule 4); tests point
+ * to WATCHDOG_WEBHOOK_URL). Both are plain HTTP behind one interface (docs/architecture.md rule 4); tests point
  * the URLs at fakes that speak the same protocol (test/fakes/telegram.ts, test/fakes/webhook.ts).
  * The bot token is part of the Bot API path, so URLs are never logged.
  */

@@ -1,5 +1,5 @@
 /**
- * The one error handler (DESIGN rule 3). Every error leaves as JSON `{ error, code?, ...extra }`:
+ * The one error handler (docs/architecture.md rule 3). Every error leaves as JSON `{ error, code?, ...extra }`:
  * AppError as the service wrote it; validation and parser errors as 400; anything unexpected as
  * a generic 500 whose detail stays in the log next to the request id. What no service raised is
  * named by a catalogue code here too, and every error body the handler writes goes through `sendError`.

@@ -3,7 +3,7 @@
 // documented as idempotent (re-adopts a live unit launched with the same spec) — call it on platform
 // start for every agent marked running.
 /**
- * One interface over every place an agent can run (DESIGN rule 4): the local driver (a child
+ * One interface over every place an agent can run (docs/architecture.md rule 4): the local driver (a child
  * process per agent running src/runtime), the Render REST API, later Docker and Kubernetes.
  * Drivers are chosen by HOSTING_DRIVER from a Record<Kind, Factory> so an unwired kind fails to
  * compile. Drivers hold no platform state of their own beyond what they can rediscover (the

@@ -1,5 +1,5 @@
 /**
- * The hosting driver registry (DESIGN rule 4): HOSTING_DRIVER picks a factory from a
+ * The hosting driver registry (docs/architecture.md rule 4): HOSTING_DRIVER picks a factory from a
  * Record<DriverKind, Factory>, so adding a kind to DriverKind without wiring it fails to compile.
  * `docker` and `kubernetes` are accepted by the configuration but not built yet: choosing them is
  * a startup error, not a stub.

@@ -1,5 +1,5 @@
 /**
- * The local driver's sandbox (DESIGN rule 9: agents are tenants too; docs/agents.md "Sandbox").
+ * The local driver's sandbox (docs/architecture.md rule 9: agents are tenants too; docs/agents.md "Sandbox").
  * Each agent runs under bubblewrap (`bwrap`):
  *   - as its own unprivileged OS user (a uid the database allocated for it, migration 090; no
  *     login, no groups), when the platform runs as root; otherwise as the platform's user inside a

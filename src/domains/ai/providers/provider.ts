@@ -1,5 +1,5 @@
 /**
- * One interface over every model provider (DESIGN rule 4). The router and the openai-, groq-,
+ * One interface over every model provider (docs/architecture.md rule 4). The router and the openai-, groq-,
  * gemini- and custom-type providers speak the OpenAI chat-completions wire format
  * (openai-compatible.ts); the anthropic-type provider speaks the Messages API (anthropic.ts).
  * The domain never sees a vendor SDK: only these types.
