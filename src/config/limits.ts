@@ -117,7 +117,7 @@ export const LIMITS = {
   aiCatalogRefreshMs: 60 * 60 * 1000,
   /**
    * AI usage rows wait at most this long in memory before their batch is written (usage.ts): a
-   * write per request would cost each proxied call a statement beside it (issue 15). A crash,
+   * write per request would cost each proxied call a statement beside it (docs/benchmarks.md). A crash,
    * not a shutdown, can lose the rows of this window.
    */
   aiUsageFlushMs: 100,

@@ -1,6 +1,6 @@
 /**
  * POST /api/agent-callbacks/messages (backend): agents report chat turns with their own scoped
- * platform key (issue 4 item 5); the messages show in GET /api/agents/:id/messages (§4.7).
+ * platform key (docs/architecture.md rule 6); the messages show in GET /api/agents/:id/messages (§4.7).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AgentsTestPlatform, bearer, eventually, startAgentsPlatform, subscriber } from './helpers.ts';

@@ -2,7 +2,7 @@
  * The AI usage store (src/domains/ai/usage.ts), against a real PostgreSQL: rows are written within
  * the flush window without anyone asking, rows of one window share one statement, a full batch
  * does not wait for the window, quotas see queued and in-flight rows, and nothing is lost or
- * written twice when recording and flushing race (issue 15 item 5: batching must keep the counts).
+ * written twice when recording and flushing race (batching must keep the counts).
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

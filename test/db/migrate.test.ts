@@ -1,4 +1,4 @@
-/** Migrations: forward-only, and two replicas starting together never both migrate (issue 2 item 3). */
+/** Migrations: forward-only, and two replicas starting together never both migrate. */
 
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';

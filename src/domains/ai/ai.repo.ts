@@ -36,7 +36,7 @@ export const aiRepo = {
    * two can never disagree. Rows are grouped and ordered before the upsert, so concurrent batches
    * lock rollup rows in the same order (no deadlock). A named prepared statement (one array per
    * column): PostgreSQL plans it once per connection, and building it costs no query compilation
-   * in Node, which matters because it runs beside every AI request (issue 15, docs/benchmarks.md).
+   * in Node, which matters because it runs beside every AI request (docs/benchmarks.md).
    */
   async insertUsage(pool: Pool, rows: UsageRow[]): Promise<void> {
     if (rows.length === 0) return;

@@ -3,8 +3,8 @@
  * per batch (usage row + monthly rollup together, see ai.repo.ts). A batch is written at most
  * LIMITS.aiUsageFlushMs after its first row arrived, or at once when MAX_BATCH rows are waiting;
  * at most one batch is in flight. Why a window and not the next tick: at one request at a time a
- * write per request ran right beside the next request and added ~0.4 ms to it (issue 15,
- * docs/benchmarks.md); in a window, requests share one statement, and most of a proxied request's
+ * write per request ran right beside the next request and added ~0.4 ms to it
+ * (docs/benchmarks.md); in a window, requests share one statement, and most of a proxied request's
  * life is spent waiting for the provider, when a write costs it nothing.
  * Durability: `flush()`/`close()` write everything queued (shutdown loses nothing); a crash can
  * lose the rows of the last window. Quotas count queued rows (`monthlyTokens`), so the window

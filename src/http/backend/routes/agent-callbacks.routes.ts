@@ -1,7 +1,7 @@
 /**
  * Routes agents call back on, authenticated by the agent's own scoped platform key
  * (`Authorization: Bearer apk_…`, issued per agent at deploy time) rather than INTERNAL_API_KEY,
- * which agents never receive (issue 4 item 5).
+ * which agents never receive (docs/architecture.md rule 6).
  */
 import { z } from 'zod';
 import type { AgentsService } from '../../../domains/agents/agents.service.ts';
