@@ -1,6 +1,7 @@
 /** §4.7 web agent API and §4.18 instance lifecycle, through a real backend on a loopback port. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
+import { agentLimitReached } from '../../src/domains/agents/agents.web.service.ts';
 import { signUp } from '../helpers/platform.ts';
 import { type AgentsTestPlatform, eventually, startAgentsPlatform, subscriber } from './helpers.ts';
 
@@ -90,13 +91,19 @@ describe('provision', () => {
     expect(row).toMatchObject({ model: 'claude-opus-4-6', ai_provider: 'anthropic', plan: 'label' });
   });
 
-  it('web limit: starter 1 → 429 with current and limit; pro 3', async () => {
+  it('web limit: starter 1 → 429 with current, limit and plan, saying the limit and how to raise it; pro 3', async () => {
     const starter = await subscriber(t, 'solo');
     await provisionRunning(starter.cookie, 'first');
     const over = await web('POST', '/api/agents/provision', starter.cookie, { name: 'second' });
     expect(over.statusCode).toBe(429);
-    expect(over.json()).toMatchObject({ current: 1, limit: 1 });
-    expect(typeof over.json().error).toBe('string');
+    expect(over.json()).toEqual({
+      error:
+        'Agent limit reached: the solo plan allows 1 agent, and you have 1. Delete an agent, or subscribe to a larger plan in Settings.',
+      code: 'AGENT_LIMIT_REACHED',
+      current: 1,
+      limit: 1,
+      plan: 'solo',
+    });
 
     const pro = await subscriber(t, 'collective');
     for (let i = 0; i < 3; i++)
@@ -128,13 +135,33 @@ describe('provision', () => {
     expect(row.plan).toBe('network');
   });
 
-  it('backend plan limit refusal: 402 AGENT_LIMIT_REACHED and no agent kept', async () => {
-    const u = await subscriber(t, 'collective');
-    expect((await web('POST', '/api/agents/provision', u.cookie, { name: 'a', tier: 'starter' })).statusCode).toBe(201);
-    const res = await web('POST', '/api/agents/provision', u.cookie, { name: 'b', tier: 'starter' });
-    expect(res.statusCode).toBe(402);
-    expect(res.json().code).toBe('AGENT_LIMIT_REACHED');
-    expect((await web('GET', '/api/agents', u.cookie)).json().count).toBe(1);
+  it("the backend's limit for the plan (label: 10, under the web's 100) is the same 429 on the web, and no agent is kept", async () => {
+    const u = await subscriber(t, 'label');
+    for (let i = 0; i < 10; i++) expect((await web('POST', '/api/agents/provision', u.cookie, { name: `l${i}` })).statusCode).toBe(201);
+    const res = await web('POST', '/api/agents/provision', u.cookie, { name: 'eleventh' });
+    expect(res.statusCode).toBe(429);
+    expect(res.json()).toEqual({
+      error: expect.stringMatching(
+        /^Agent limit reached: agents on the label plan .* limited to 10 agents per account, and you have 10\. /,
+      ),
+      code: 'AGENT_LIMIT_REACHED',
+      current: 10,
+      limit: 10,
+      plan: 'label',
+    });
+    expect((await web('GET', '/api/agents', u.cookie)).json().count).toBe(10);
+  });
+
+  it('the limit message for admins and for servers without a card processor', () => {
+    const base = { current: 100, limit: 100, by: 'account', canSubscribe: true } as const;
+    expect(agentLimitReached({ ...base, plan: 'network', isAdmin: true }).message).toBe(
+      'Agent limit reached: an admin may have 100 agents, and you have 100. Delete an agent to provision another.',
+    );
+    const solo = agentLimitReached({ current: 1, limit: 1, by: 'account', plan: 'solo', isAdmin: false, canSubscribe: false });
+    expect(solo.status).toBe(429);
+    expect(solo.message).toBe(
+      'Agent limit reached: the solo plan allows 1 agent, and you have 1. Delete an agent, or ask an admin to move your account to a larger plan.',
+    );
   });
 });
 

@@ -4356,19 +4356,23 @@ export interface paths {
         200: {
           headers: { [name: string]: unknown };
           content: {
-            "application/json": {
+            "application/json": ({
               authenticated: true;
               address: string | null;
-            };
+            } | {
+              authenticated: false;
+              needsAuth: true;
+              message: string;
+            });
           };
         };
         401: {
           headers: { [name: string]: unknown };
           content: {
             "application/json": {
-              authenticated: false;
-              needsAuth: true;
-              message: string;
+              error: string;
+              code?: string;
+              [key: string]: unknown;
             };
           };
         };

@@ -35,6 +35,46 @@ export function webLimit(plan: string | undefined, isAdmin: boolean): number {
 
 const PLAN_RANK: Record<string, number> = { solo: 0, collective: 1, label: 2, network: 3 };
 
+const agents = (n: number) => `${n} agent${n === 1 ? '' : 's'}`;
+
+/**
+ * §4.7 / §7: the web provisioning route's one answer to "over the agent limit", for everyone and
+ * whoever counted (this app by the account's plan, or the backend by the plan the agent runs on):
+ * 429 `AGENT_LIMIT_REACHED` with `current`, `limit` and `plan`, and a message that says the limit
+ * and how to raise it (docs/agents.md "Agent limits").
+ */
+export function agentLimitReached(o: {
+  plan: string;
+  limit: number;
+  current: number;
+  /** who counted: the account's limit here, or the backend's for the plan (size) the agent asked for */
+  by: 'account' | 'size';
+  isAdmin: boolean;
+  /** a card processor is configured: plans can be bought in Settings */
+  canSubscribe: boolean;
+}) {
+  const limit =
+    o.by === 'size'
+      ? `agents on the ${o.plan} plan (the size you chose) are limited to ${agents(o.limit)} per account`
+      : o.isAdmin
+        ? `an admin may have ${agents(o.limit)}`
+        : `the ${o.plan} plan allows ${agents(o.limit)}`;
+  const raise =
+    o.by === 'size'
+      ? 'Choose a larger size, or delete an agent.'
+      : o.isAdmin || (PLAN_RANK[o.plan] ?? 0) >= PLAN_RANK.label!
+        ? 'Delete an agent to provision another.'
+        : o.canSubscribe
+          ? 'Delete an agent, or subscribe to a larger plan in Settings.'
+          : 'Delete an agent, or ask an admin to move your account to a larger plan.';
+  return new AppError(
+    'AGENT_LIMIT_REACHED',
+    `Agent limit reached: ${limit}, and you have ${o.current}. ${raise}`,
+    { current: o.current, limit: o.limit, plan: o.plan },
+    429,
+  );
+}
+
 /**
  * The plan an agent runs on (its resources and tool profile, §4.7, §8): the owner's own plan
  * (admins: network, §2). The client's `tier` may only choose a plan within it, never above:
@@ -144,7 +184,8 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
      * subscription check (active, or the session email is an admin's), the web limit, and the
      * insert with status `provisioning` — so parallel requests cannot pass the limit together.
      * Then the backend deployment is requested (15 s timeout); its failure moves the agent to
-     * `error` (§3), a backend plan-limit refusal removes it again and answers 402.
+     * `error` (§3), a backend plan-limit refusal removes it again and answers 429 like this app's
+     * own limit (§7: the agent limit is 429 on the web provisioning route).
      */
     async provision(
       user: WebUser,
@@ -152,6 +193,7 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
     ) {
       const model = input.model ?? DEFAULT_MODEL;
       const aiProvider = providerFor(model, input.config);
+      const canSubscribe = deps.config.configured.stripe;
       let plan = '';
       const agent = await db.withUser(user.id, async (trx) => {
         const row = await agentsRepo.lockUser(trx, user.id);
@@ -164,7 +206,10 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
         plan = agentPlan(user.isAdmin ? 'network' : row.plan, input.tier);
         const limit = webLimit(row.plan, user.isAdmin);
         const current = await agentsRepo.countAgents(trx, user.id);
-        if (current >= limit) throw new AppError('AGENT_LIMIT_REACHED', 'Agent limit reached', { current, limit }, 429);
+        if (current >= limit) {
+          const by = 'account';
+          throw agentLimitReached({ plan: user.isAdmin ? 'network' : row.plan, limit, current, by, isAdmin: user.isAdmin, canSubscribe });
+        }
         return insertAgentRecord(
           trx,
           { agentsDomain: deps.config.AGENTS_DOMAIN, secretsKey: deps.secrets.secretsEncryptionKey },
@@ -203,7 +248,10 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
       }
       if (!(outcome instanceof Error) && outcome.status === 402) {
         await db.withUser(user.id, (trx) => agentsRepo.deleteAgent(trx, agent.id));
-        throw backendFailure(outcome, 'Agent limit reached');
+        const b = outcome.body;
+        if (b.code !== 'AGENT_LIMIT_REACHED' || typeof b.limit !== 'number' || typeof b.current !== 'number')
+          throw backendFailure(outcome, 'Agent limit reached');
+        throw agentLimitReached({ plan, limit: b.limit, current: b.current, by: 'size', isAdmin: user.isAdmin, canSubscribe });
       }
       deps.log?.warn(
         {

@@ -101,11 +101,12 @@ export const agentsRoutes = (deps: {
           summary: 'Provision an agent',
           description:
             'Needs an active subscription (users.subscription_status `active`) unless the session email is an admin (ADMIN_EMAILS; the body `email` is never used): 402 `SUBSCRIPTION_REQUIRED`. ' +
-            "Web limits by the user's plan read as a tier (solo→starter 1, collective→pro 3, label/network→enterprise 100; admins 100; unknown 1): over it 429 with `current` and `limit`. " +
+            "Web limits by the user's plan read as a tier (solo→starter 1, collective→pro 3, label/network→enterprise 100; admins 100; unknown 1): over it 429 " +
+            '`AGENT_LIMIT_REACHED` with `current`, `limit` and `plan`, for admins and everyone else alike, and a message that says the limit and how to raise it. ' +
             'The check and the insert happen under a lock on the user row, so parallel requests cannot pass the limit together. The agent is stored at once with status ' +
             '`provisioning`; the backend deployment is requested (POST {backend_url}/api/deployments, 15 s timeout) and the agent moves to `running` when it is healthy, or to ' +
             '`error` (a failed request answers 500 `Provisioning failed` with `agentId`). `tier` starter/pro/enterprise is forwarded as plan solo/collective/label (admins without ' +
-            'a tier: network; otherwise the backend default label); over the backend plan limit 402 `AGENT_LIMIT_REACHED` and no agent is kept. Model `claude-opus-4-6` (default) sets ' +
+            'a tier: network; otherwise the backend default label); over the backend limit for that plan the same 429 and no agent is kept. Model `claude-opus-4-6` (default) sets ' +
             'provider `anthropic`; otherwise `config.aiProvider` or `router`.',
           body: jsonBody({
             name: agentName,
