@@ -4,6 +4,7 @@
  * `npm start -- web` / `npm start -- backend` (or APP=web|backend) runs one.
  */
 import { randomBytes } from 'node:crypto';
+import { realpathSync } from 'node:fs';
 import { type Config, ConfigError, integrationsOff, loadConfig } from './config/env.ts';
 import { resolveSecrets, storedSecret } from './config/secrets.ts';
 import { createDb, type Db } from './db/client.ts';
@@ -11,6 +12,7 @@ import { EmbeddedPostgresError, type EmbeddedServer, startEmbeddedPostgres } fro
 import { migrate } from './db/migrate.ts';
 import { connectsAsPrivileged, ensureOwnerRole } from './db/roles.ts';
 import type { App } from './http/shared/base-app.ts';
+import { markTreeInUse } from './lib/code-tree.ts';
 import { checkRedis } from './lib/redis.ts';
 import { createPlatform, type Platform } from './platform.ts';
 
@@ -34,6 +36,13 @@ async function main() {
     }
     throw err;
   }
+  // the dashboard build as it is now: `npm start` switches dashboard/dist to a newer build by
+  // renaming a link (scripts/build-dashboard.ts), and the web app must read one build, not two
+  try {
+    config = { ...config, DASHBOARD_DIR: realpathSync(config.DASHBOARD_DIR) };
+  } catch {
+    /* not built: the web app says so at / */
+  }
   // `npm start` with no INTERNAL_API_KEY: both apps run here and the web app must still reach the
   // backend, so generate a key once into DATA_DIR (0600) and give it to both. A backend started
   // alone keeps answering 500 `Server misconfigured` (§5): nobody else could know a generated key.
@@ -49,26 +58,38 @@ async function main() {
   // What has started so far, so a signal at any point of start-up stops exactly that. The
   // handlers are installed before anything starts: a SIGTERM during start-up must still stop the
   // embedded PostgreSQL and exit 0, not kill the process and leave the server behind.
+  // The order is what makes a stop clean (docs/configuration.md "Starting and stopping"): the apps
+  // stop taking requests, the workers finish, the hosting driver stops the agents this process
+  // runs, the pools close, and the embedded PostgreSQL (in its own session, so a terminal's Ctrl-C
+  // never reaches it) stops last, when no other platform process on this DATA_DIR still uses it.
   const running: { embedded?: Promise<EmbeddedServer>; db?: Db; platform?: Platform; apps: App[] } = { apps: [] };
   let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    running.apps[0]?.log.info({ signal }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), 15_000);
-    force.unref();
+  const stopAll = async () => {
     await Promise.allSettled(running.apps.map((a) => a.close()));
     await running.platform?.close().catch(() => {});
     await running.db?.close().catch(() => {});
     const embedded = await running.embedded?.catch(() => undefined);
     await embedded?.stop().catch(() => {});
+  };
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    running.apps[0]?.log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 30_000);
+    force.unref();
+    await stopAll();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
   // the terminal closing (or `script`/tmux ending) is a stop too: without this the default action
-  // ends the process at once and leaves the embedded PostgreSQL running
+  // ends the process at once and leaves the agents and the embedded PostgreSQL running
   process.on('SIGHUP', () => void stop('SIGHUP'));
+  failed = async () => {
+    if (stopping) return;
+    stopping = true;
+    await stopAll();
+  };
 
   let url = config.DATABASE_URL;
   let requestUrl = config.DATABASE_REQUEST_URL;
@@ -100,6 +121,11 @@ async function main() {
     ...(requestUrl ? { requestConnectionString: requestUrl } : {}),
   }));
   const platform = (running.platform = createPlatform({ config, db, secrets }));
+  // Deployment jobs run where the backend runs (it owns the hosting driver). Started before the
+  // apps listen: reconciliation marks agents that do not run yet `provisioning`, so nobody reads
+  // `running` for an agent that does not answer after a restart.
+  if (mode !== 'web') await platform.startWorkers();
+  if (stopping) return;
 
   const listen = async (build: () => Promise<App>, port: number, name: string) => {
     if (stopping) return;
@@ -150,17 +176,23 @@ async function main() {
         `No admin yet: sign in, then open this one-time link to become the admin: ${link}  (or run: npm run admin -- <email>)`,
       );
   }
-  // deployment jobs run where the backend runs (it owns the hosting driver)
-  if (mode !== 'web') await platform.startWorkers();
   log?.info(
     { database: config.DATABASE_URL ? 'DATABASE_URL' : 'embedded', migrationsApplied: applied.length, docs: '/docs' },
     'platform ready',
   );
 }
 
-main().catch((err) => {
+/** Stops what start-up had started, when start-up fails (set once the stop handlers exist). */
+let failed: (() => Promise<void>) | undefined;
+
+markTreeInUse(import.meta.url);
+main().catch(async (err) => {
   // an operator-facing start-up failure is one line; anything else keeps its stack for a bug report
   if (err instanceof EmbeddedPostgresError || err instanceof ConfigError) console.error(err.message);
   else console.error(err instanceof Error ? (err.stack ?? err.message) : err);
+  // never leave the agents or the embedded PostgreSQL of a failed start behind
+  const force = setTimeout(() => process.exit(1), 30_000);
+  force.unref();
+  await failed?.().catch(() => {});
   process.exit(1);
 });

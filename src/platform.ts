@@ -395,7 +395,11 @@ export function createPlatform(deps: PlatformDeps) {
       await watchdogWorker?.stop();
       await heartbeatWorker?.stop();
       await worker?.stop();
-      if (ownsDriver) await driver.shutdown().catch((err) => log.warn({ err }, 'hosting driver shutdown failed'));
+      if (ownsDriver) {
+        await driver.shutdown().catch((err) => log.warn({ err }, 'hosting driver shutdown failed'));
+        // where this process ran the deployment worker, agents stopped with it stop reading `running`
+        if (worker) await agents.settleAfterShutdown().catch((err: Error) => log.warn({ error: err.message }, 'agent status not recorded'));
+      }
       await ai.close();
       await rateLimiter.close();
       await sessionCache.close();

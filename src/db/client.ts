@@ -46,8 +46,12 @@ export function createDb(
 ): Db {
   const newPool = (url: string, name: string) => {
     const p = new pg.Pool({ connectionString: url, max: options.poolSize ?? 10, application_name: name, idleTimeoutMillis: 30_000 });
-    // An idle client that errors (server restart) must not crash the process; the pool drops it.
+    // A connection the server ends (restart, shutdown: 57P01) must not crash the process. The pool
+    // drops an idle client that errors; a client checked out between two queries of a transaction
+    // has no listener of the pool's, so each client gets its own: its next query then fails, and
+    // that failure reaches the caller like any other.
     p.on('error', () => {});
+    p.on('connect', (client) => client.on('error', () => {}));
     return p;
   };
   const pool = newPool(connectionString, options.applicationName ?? 'agent-platform');

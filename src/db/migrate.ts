@@ -30,6 +30,7 @@ const MONEY_TABLES = ['ledger_entries', 'wallet_balances', 'payment_sessions', '
 
 export async function migrate(connectionString: string, dir = MIGRATIONS_DIR): Promise<MigrationResult> {
   const client = new pg.Client({ connectionString, application_name: 'agent-platform-migrate' });
+  client.on('error', () => {}); // the server going away fails the running query instead of crashing the process
   await client.connect();
   const applied: string[] = [];
   try {

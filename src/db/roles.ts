@@ -36,6 +36,7 @@ export async function ensureOwnerRole(
   const u = new URL(superuserUrl);
   const database = decodeURIComponent(u.pathname.slice(1));
   const client = new pg.Client({ connectionString: superuserUrl, application_name: 'agent-platform-roles' });
+  client.on('error', () => {}); // the server going away fails the running query instead of crashing the process
   await client.connect();
   try {
     const quotedPassword = (await client.query<{ q: string }>('SELECT quote_literal($1) AS q', [ownerPassword])).rows[0]!.q;
@@ -100,6 +101,7 @@ export async function ensureOwnerRole(
 /** Whether `url` connects as a superuser or a role that bypasses row-level security. */
 export async function connectsAsPrivileged(url: string): Promise<{ role: string; superuser: boolean; bypassRls: boolean }> {
   const client = new pg.Client({ connectionString: url, application_name: 'agent-platform-roles' });
+  client.on('error', () => {});
   await client.connect();
   try {
     const r = await client.query<{ role: string; superuser: boolean; bypass: boolean }>(

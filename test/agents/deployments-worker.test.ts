@@ -126,4 +126,38 @@ describe('deployment worker', () => {
       'running',
     );
   });
+
+  it('reconciliation: a local unit that still answers is launched again (the killed platform left it), a remote one is kept', async () => {
+    const [id] = await newJobs(1);
+    const first = createFakeDriver();
+    const w = createDeploymentWorker({ db: t.db, agents: createAgentsService({ db: t.db, config, secrets: TEST_SECRETS, driver: first }) });
+    while (await w.runOnce());
+    const status = async () =>
+      (await t.db.kysely.selectFrom('agents').select('status').where('id', '=', id!).executeTakeFirstOrThrow()).status;
+    expect(await status()).toBe('running');
+
+    // a remote platform's unit runs on without the platform: nothing to do
+    const remote = Object.assign(createFakeDriver(), { kind: 'render' as const });
+    remote.units.set(id!, { ...first.units.get(id!)! });
+    await createAgentsService({ db: t.db, config, secrets: TEST_SECRETS, driver: remote }).reconcile();
+    expect(await status()).toBe('running');
+    expect(remote.calls.filter((c) => c.agentId === id).map((c) => c.op)).toEqual(['status']);
+
+    // a local process left by a killed platform answers, but is not this platform's: deployed again,
+    // and `provisioning` until that deploy has it answering
+    const local = createFakeDriver();
+    local.units.set(id!, { ...first.units.get(id!)! });
+    const agents = createAgentsService({ db: t.db, config, secrets: TEST_SECRETS, driver: local });
+    expect(await agents.reconcile()).toBeGreaterThanOrEqual(1);
+    expect(await status()).toBe('provisioning');
+    const w2 = createDeploymentWorker({ db: t.db, agents });
+    while (await w2.runOnce());
+    expect(local.deploys.map((d) => d.agentId)).toContain(id);
+    expect(await status()).toBe('running');
+
+    // the platform stops and its agent's process with it: the agent no longer reads `running`
+    local.units.get(id!)!.status = 'stopped';
+    expect(await agents.settleAfterShutdown()).toBeGreaterThanOrEqual(1);
+    expect(await status()).toBe('provisioning');
+  });
 });

@@ -4,27 +4,22 @@
  * apps on the embedded PostgreSQL, clean stop on SIGTERM/SIGINT, a second start reuses the data,
  * one app per process on request, and a bad setting stops start-up with one line.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildServer } from '../../scripts/build-server.ts';
 import { freePort } from '../../src/db/embedded.ts';
+import { buildScratchServer, killLeftovers, removeTree, ROOT as root, startPlatform, trackChild, waitFor } from './helpers.ts';
 
-const root = join(import.meta.dirname, '..', '..');
 const dataDir = mkdtempSync(join(tmpdir(), 'platform-start-'));
 chmodSync(dataDir, 0o755); // the embedded server runs as the postgres OS user when we are root
-const children: ChildProcess[] = [];
-// beside dist/ (same depth, so paths computed from import.meta.url resolve as in dist/)
-const out = join(root, `.dist-test-${process.pid}`);
-const built = buildServer(out);
-const MAIN = relative(root, join(out, 'main.js'));
+const { main: MAIN, out, built } = buildScratchServer('main');
 
 afterAll(() => {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
-  rmSync(dataDir, { recursive: true, force: true });
-  rmSync(out, { recursive: true, force: true });
+  killLeftovers([dataDir]);
+  removeTree(dataDir);
+  removeTree(out);
 });
 
 describe('the compiled tree (scripts/build-server.ts)', () => {
@@ -48,31 +43,7 @@ describe('the compiled tree (scripts/build-server.ts)', () => {
   });
 });
 
-function start(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, [MAIN, ...args], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', DATA_DIR: dataDir, LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let output = '';
-  child.stdout!.on('data', (d) => (output += d));
-  child.stderr!.on('data', (d) => (output += d));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, exited, output: () => output };
-}
-
-async function waitFor(url: string, timeoutMs = 30_000): Promise<Response> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await fetch(url);
-    } catch (err) {
-      if (Date.now() > until) throw err;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-}
+const start = (args: string[], env: Record<string, string>) => startPlatform(MAIN, args, { DATA_DIR: dataDir, ...env });
 
 describe('npm start (the compiled main.js)', () => {
   it('serves both apps on the embedded database, stops cleanly, and reuses its data', async () => {
@@ -144,7 +115,7 @@ describe('npm start (the compiled main.js)', () => {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', DATA_DIR: dataDir, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    children.push(tty);
+    trackChild(tty);
     let out = '';
     tty.stdout!.on('data', (d) => (out += d));
     const ttyExited = new Promise((resolve) => tty.on('exit', resolve));

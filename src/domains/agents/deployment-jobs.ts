@@ -26,6 +26,16 @@ import { type ContainerStatus, HostingUnavailableError } from './drivers/driver.
 export function createDeploymentJobs(deps: AgentsDeps) {
   const { db, config, driver } = deps;
   const hostingAvailable = () => config.configured.hosting;
+  /**
+   * The local driver's units are processes of this machine that its shutdown() stops with the
+   * platform; remote drivers' units run on without it (docs/configuration.md "Starting and stopping").
+   */
+  const unitsEndWithPlatform = driver.kind === 'local';
+  const unitStatus = (agentId: string) =>
+    driver.status(agentId).then(
+      (r) => r.status,
+      () => 'error' as const,
+    );
 
   return {
     /**
@@ -165,27 +175,55 @@ export function createDeploymentJobs(deps: AgentsDeps) {
     },
 
     /**
-     * Start-up reconciliation: agents the database says are running but whose unit is gone (the
-     * local driver stopped its processes with the platform) are deployed again. The partial
-     * unique index keeps N replicas starting together from enqueueing twice.
+     * Start-up reconciliation of agents the database says run (or are being provisioned): each is
+     * deployed again when its unit is gone, and reads `provisioning` until its job has it answering
+     * (§4.12), never `running` before anything runs.
+     *
+     * With the local driver every one of them is deployed again, even one whose process still
+     * answers: such a process was left by a platform that was killed, and only a launch by this
+     * platform, from the stored spec (the deploy stops the old process first), makes it one this
+     * platform stops at shutdown. Processes left running for agents that are stopped or failed are
+     * stopped. The partial unique index keeps N replicas starting together from enqueueing twice.
      */
     async reconcile(log?: (msg: string, extra: Record<string, unknown>) => void) {
       if (!hostingAvailable()) return 0;
       const running = await agentsRepo.listAllAgents(db.kysely, { status: ['running', 'provisioning'], limit: 10_000 });
       let n = 0;
       for (const a of running) {
-        const s = await driver.status(a.id).then(
-          (r) => r.status,
-          () => 'error' as const,
-        );
+        const s = unitsEndWithPlatform ? 'left by a previous platform' : await unitStatus(a.id);
         if (s === 'healthy' || s === 'starting' || s === 'running') continue;
         await agentsRepo.enqueueDeploy(db.kysely, a.id, a.user_id, LIMITS.deploymentMaxAttempts);
-        // truthful until the job has it healthy again
         await agentsRepo.updateAgent(db.kysely, a.id, { status: 'provisioning' });
         n++;
         log?.('agent redeploy queued', { agentId: a.id, was: s });
       }
       if (n > 0) deps.onEnqueue?.();
+      if (unitsEndWithPlatform && driver.stop) {
+        for (const a of await agentsRepo.listAllAgents(db.kysely, { status: ['stopped', 'error'], limit: 10_000 })) {
+          const s = await unitStatus(a.id);
+          if (s !== 'healthy' && s !== 'starting' && s !== 'running' && s !== 'suspended') continue;
+          await driver.stop(a.id).catch(() => {});
+          log?.('agent process left running stopped', { agentId: a.id, status: a.status, was: s });
+        }
+      }
+      return n;
+    },
+
+    /**
+     * After the driver's shutdown() stopped this platform's agents (local driver): those the
+     * database still says run but whose process is gone read `provisioning`, which the next start
+     * deploys (reconcile). Agents another platform process on the same data runs still answer and
+     * keep `running`.
+     */
+    async settleAfterShutdown() {
+      if (!unitsEndWithPlatform || !hostingAvailable()) return 0;
+      let n = 0;
+      for (const a of await agentsRepo.listAllAgents(db.kysely, { status: ['running'], limit: 10_000 })) {
+        const s = await unitStatus(a.id);
+        if (s === 'healthy' || s === 'starting' || s === 'running') continue;
+        await agentsRepo.updateAgent(db.kysely, a.id, { status: 'provisioning' });
+        n++;
+      }
       return n;
     },
   };
