@@ -37,7 +37,7 @@ import { accessSync, chmodSync, constants, existsSync, mkdirSync, readFileSync, 
 import { join, resolve } from 'node:path';
 import pino from 'pino';
 import { LIMITS } from '../config/limits.ts';
-import { buildAgentConfig, configValue } from './agent-config.ts';
+import { buildAgentConfig, configValue } from '../lib/agent-config.ts';
 import { type ChatTurn, createGateway, DEFAULT_HEARTBEAT_PROMPT, type GatewayLimits } from './gateway.ts';
 
 const PLATFORM_SECRETS = ['DATABASE_URL', 'INTERNAL_API_KEY', 'WALLET_ENCRYPTION_KEY', 'SECRETS_ENCRYPTION_KEY'];

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/config/limits.ts';
-import { buildAgentConfig, deepMerge } from '../../src/runtime/agent-config.ts';
+import { buildAgentConfig, deepMerge } from '../../src/lib/agent-config.ts';
 import { createAuthGuard, isLoopback } from '../../src/runtime/auth-guard.ts';
 import { createGateway } from '../../src/runtime/gateway.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';

@@ -22,7 +22,7 @@
  * No secret is written: the gateway token and the model key are SecretRefs to the process's
  * environment (OPENCLAW_GATEWAY_TOKEN, AGENT_MODEL_API_KEY), never on the command line.
  */
-import { buildAgentConfig, configValue } from '../../../runtime/agent-config.ts';
+import { buildAgentConfig, configValue } from '../../../lib/agent-config.ts';
 
 type Json = Record<string, unknown>;
 
