@@ -16,6 +16,7 @@ import { storedSecret } from '../src/config/secrets.ts';
 import { createDb, type Db } from '../src/db/client.ts';
 import { type EmbeddedServer, freePort, startEmbeddedPostgres } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrate.ts';
+import { createAgentDirectory } from '../src/domains/agents/agent-records.ts';
 import { probeHealthz } from '../src/domains/agents/container-health.ts';
 import { createLocalDriver } from '../src/domains/agents/drivers/local.driver.ts';
 import { treeUsage } from '../src/domains/agents/drivers/proc.ts';
@@ -82,7 +83,7 @@ export async function run(): Promise<BenchOutput> {
 
     const driver = createLocalDriver({ dataDir: join(dir, 'agents-unused') });
     const settings = watchdogSettingsFromConfig(config);
-    const watchdog = createWatchdogService({ db, driver, settings, channels: [] });
+    const watchdog = createWatchdogService({ db, driver, agents: createAgentDirectory(db), settings, channels: [] });
     const worker = createWatchdogWorker({ db, watchdog, channels: [] });
 
     // idle: the same process doing nothing for a while (timers of the pool, GC)

@@ -14,6 +14,7 @@ import { allowAllBotVerifier, type BotVerifier, createSiteverifyBotVerifier } fr
 import { createSessionCache, type SessionCache } from './domains/accounts/session-cache.ts';
 import { createChainSignatureVerifier, type SignatureVerifier } from './domains/accounts/siwe-verifier.ts';
 import { createAdminService } from './domains/admin/admin.service.ts';
+import { createAgentDirectory } from './domains/agents/agent-records.ts';
 import { createAgentsService } from './domains/agents/agents.service.ts';
 import { createAgentsWebService } from './domains/agents/agents.web.service.ts';
 import { createBackendClient } from './domains/agents/backend-client.ts';
@@ -273,6 +274,7 @@ export function createPlatform(deps: PlatformDeps) {
   const watchdog = createWatchdogService({
     db,
     driver,
+    agents: createAgentDirectory(db),
     settings: { ...watchdogSettingsFromConfig(config), ...deps.watchdogSettings },
     channels: watchdogChannels.map((c) => c.name),
     redeploy: (agent, signal) => agents.runJob(agent, signal),

@@ -131,3 +131,13 @@ export async function findOwnAgent(db: Db, userId: string, id: string): Promise<
   if (!a) throw notFound('Agent not found');
   return a;
 }
+
+/** What other domains may ask of agents (the watchdog's WatchdogAgents), without their repository. */
+export function createAgentDirectory(db: Db) {
+  return {
+    findOwn: (userId: string, agentId: string) => findOwnAgent(db, userId, agentId),
+    async setGatewayUrl(agentId: string, url: string): Promise<void> {
+      await agentsRepo.updateAgent(db.kysely, agentId, { gateway_url: url });
+    },
+  };
+}

@@ -10,8 +10,7 @@
  */
 import type { Config } from '../../config/env.ts';
 import type { Db } from '../../db/client.ts';
-import { AppError, notFound } from '../../lib/errors.ts';
-import { agentsRepo } from '../agents/agents.repo.ts';
+import { AppError } from '../../lib/errors.ts';
 import { containerHealth, probeHealthz } from '../agents/container-health.ts';
 import { AgentNotDeployedError, type ContainerStatus, type HostingDriver, HostingUnavailableError } from '../agents/drivers/driver.ts';
 import type { NotificationChannelName, WatchdogNotice } from './notifier.ts';
@@ -69,9 +68,21 @@ type Probe =
   | { healthy: true; url?: string | undefined }
   | { healthy: false; unknown?: boolean; crashed: boolean; container?: ContainerStatus; detail: string };
 
+/**
+ * What the watchdog needs of the agents domain, given to it (docs/architecture.md "Design rules":
+ * domains depend on each other through what they are given, not on another domain's repository).
+ */
+export type WatchdogAgents = {
+  /** the user's agent, or a 404 AppError (row-level security decides) */
+  findOwn(userId: string, agentId: string): Promise<unknown>;
+  /** records where the agent's gateway answers now (the driver may have moved it) */
+  setGatewayUrl(agentId: string, url: string): Promise<void>;
+};
+
 export type WatchdogDeps = {
   db: Db;
   driver: HostingDriver;
+  agents: WatchdogAgents;
   settings: WatchdogSettings;
   /** names of the notification channels configured (an outbox row is written per channel) */
   channels: NotificationChannelName[];
@@ -161,7 +172,7 @@ export function createWatchdogService(deps: WatchdogDeps) {
     watchdogRepo.applyCheck(db.kysely, holder, agent, patch, events, deps.channels, payloadOf(agent));
 
   async function refreshUrl(agentId: string, url: string | undefined, known: string | null) {
-    if (url && url !== known) await agentsRepo.updateAgent(db.kysely, agentId, { gateway_url: url });
+    if (url && url !== known) await deps.agents.setGatewayUrl(agentId, url);
   }
 
   /**
@@ -297,9 +308,8 @@ export function createWatchdogService(deps: WatchdogDeps) {
 
     /** The owner's view: current state and the newest `limit` history rows (404 for another user's agent). */
     async view(userId: string, agentId: string, limit: number) {
+      await deps.agents.findOwn(userId, agentId);
       return db.withUser(userId, async (trx) => {
-        const agent = await agentsRepo.findAgent(trx, agentId);
-        if (!agent) throw notFound('Agent not found');
         const cur = await watchdogRepo.current(trx, agentId);
         const history = await watchdogRepo.history(trx, agentId, limit);
         return {
@@ -331,8 +341,7 @@ export function createWatchdogService(deps: WatchdogDeps) {
      * /healthz answers and `starting` when it stays silent after all retries.
      */
     async containerHealth(userId: string, agentId: string) {
-      const agent = await db.withUser(userId, (trx) => agentsRepo.findAgent(trx, agentId));
-      if (!agent) throw notFound('Agent not found');
+      await deps.agents.findOwn(userId, agentId);
       const unavailable = () => new AppError('HOSTING_UNAVAILABLE', 'Hosting unavailable');
       if (deps.hostingAvailable && !deps.hostingAvailable()) throw unavailable();
       try {
