@@ -243,9 +243,11 @@ export function createPlatform(deps: PlatformDeps) {
     chainId: paymentChainId,
     ttlMs: config.PAYMENT_SESSION_TTL_MS,
     ...(deps.now ? { now: deps.now } : {}),
+    ledger,
   });
   const gateway = createGatewayService({
     db,
+    ledger,
     sessions: paymentSessions,
     plugins: createPlugins({
       ai,

@@ -81,9 +81,3 @@ export function createDb(
     },
   };
 }
-
-/** PostgreSQL error code of a unique violation, for turning races into clean 409s. */
-export const isUniqueViolation = (err: unknown, constraint?: string): boolean => {
-  const e = err as { code?: string; constraint?: string };
-  return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
-};

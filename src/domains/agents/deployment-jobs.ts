@@ -5,6 +5,7 @@
  * reconciliation. Part of the agents service (agents.service.ts composes it).
  */
 import { LIMITS } from '../../config/limits.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { decryptSecret } from '../../lib/crypto.ts';
 import { notFound } from '../../lib/errors.ts';
 import {
@@ -107,7 +108,7 @@ export function createDeploymentJobs(deps: AgentsDeps) {
         .catch((err: unknown) => {
           // `agentId` names an agent of another user (invisible under row-level security, so the insert
           // collides with it): answered exactly like a missing agent, never as a 500 that reveals it
-          if (input.agentId && (err as { code?: string }).code === '23505') throw notFound('Agent not found');
+          if (input.agentId && isUniqueViolation(err)) throw notFound('Agent not found');
           throw err;
         });
       deps.onEnqueue?.();

@@ -7,6 +7,7 @@
  */
 import { LIMITS } from '../../config/limits.ts';
 import type { Db, Tx } from '../../db/client.ts';
+import { isUnstorableJson } from '../../db/errors.ts';
 import { badRequest, notFound } from '../../lib/errors.ts';
 import { maskChannelSecrets, sealChannelSecrets } from '../agents/channel-secrets.ts';
 import { configRepo } from './config.repo.ts';
@@ -51,10 +52,6 @@ export function defaultConfig(plan: string | undefined, isAdmin = false): JsonOb
     skills: { install: { nodeManager: 'npm' } },
   };
 }
-
-// PostgreSQL errors that mean "this JSON cannot be stored" (a last line of defence behind
-// checkSerializable): invalid text representation, untranslatable character, stack depth.
-const UNSTORABLE_CODES = new Set(['22P02', '22P05', '54001']);
 
 /**
  * `secretsKey` (SECRETS_ENCRYPTION_KEY): channel secrets in the configuration (bot tokens…) are
@@ -101,8 +98,8 @@ export function createConfigService(deps: ConfigDeps) {
     try {
       return await db.withUser(userId, fn);
     } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (code && UNSTORABLE_CODES.has(code)) throw badRequest('Config is not serializable');
+      // a last line of defence behind checkSerializable
+      if (isUnstorableJson(err)) throw badRequest('Config is not serializable');
       throw err;
     }
   }

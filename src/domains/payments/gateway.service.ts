@@ -13,7 +13,7 @@ import type { Db } from '../../db/client.ts';
 import { ERROR_CODES, type FixedTextCode } from '../../lib/error-codes.ts';
 import { badRequest, isAppError } from '../../lib/errors.ts';
 import type { AiActor } from '../ai/plan-rules.ts';
-import { ledgerRepo } from './ledger.repo.ts';
+import type { LedgerService } from './ledger.service.ts';
 import { microsToUsd, normalizeAddress } from './money.ts';
 import type { Plugin, PluginOutput } from './plugins.ts';
 import { sessionsRepo } from './sessions.repo.ts';
@@ -88,14 +88,15 @@ const fail = (code: FixedTextCode, fields: Record<string, unknown>, headers: Rec
 
 export function createGatewayService(deps: {
   db: Db;
+  /** the card method debits and refunds wallets through the ledger (docs/payments.md "The ledger") */
+  ledger: Pick<LedgerService, 'tryDebit' | 'credit'>;
   plugins: Record<string, Plugin>;
   sessions: PaymentSessionsService;
   mpp: MppMethod;
   checkout?: GatewayCheckout | undefined;
   logger?: FastifyBaseLogger | undefined;
 }) {
-  const { plugins, sessions } = deps;
-  const k = deps.db.kysely;
+  const { plugins, sessions, ledger } = deps;
 
   async function paymentRequired(
     req: GatewayRequest,
@@ -123,25 +124,18 @@ export function createGatewayService(deps: {
   async function payByCard(account: GatewayAccount, plugin: Plugin) {
     const addresses = await deps.db.withUser(account.userId, (trx) => sessionsRepo.userAddresses(trx, account.userId));
     for (const address of addresses) {
+      // a stored address that is not one cannot hold a balance: the next wallet pays
+      if (!normalizeAddress(address)) continue;
       const reference = `gateway:${randomUUID()}`;
-      try {
-        const row = await ledgerRepo.debit(k, { address, amountMicros: plugin.priceMicros, reference, source: `gateway:${plugin.id}` });
-        if (row) {
-          return {
-            receipt: reference,
-            refund: async () => {
-              await ledgerRepo.credit(k, {
-                address,
-                amountMicros: plugin.priceMicros,
-                eventId: `refund:${reference}`,
-                source: 'plugin_failed',
-              });
-            },
-          };
-        }
-      } catch (err) {
-        if ((err as { code?: string }).code !== '23514') throw err; // not enough on this wallet: try the next
-      }
+      const r = await ledger.tryDebit({ address, amountMicros: plugin.priceMicros, reference, source: `gateway:${plugin.id}` });
+      // a short balance on this wallet: try the next (a used reference cannot happen, it is new)
+      if (!r.ok || !r.debited) continue;
+      return {
+        receipt: reference,
+        refund: async () => {
+          await ledger.credit({ address, amountMicros: plugin.priceMicros, eventId: `refund:${reference}`, source: 'plugin_failed' });
+        },
+      };
     }
     return undefined;
   }

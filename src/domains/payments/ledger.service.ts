@@ -1,9 +1,13 @@
 /**
- * The ledger's service: credits (card top-ups, once per checkout session) and wallet debits, in
- * integer micro-USD. The journal and its constraints are in migration 020; docs/payments.md
- * describes them. Other domains (top-up webhook, payment sessions) move money only through here.
+ * The ledger's service: wallet credits (card top-ups, once per checkout session; refunds of a
+ * failed plugin call) and wallet debits (the gateway's card method), in integer micro-USD. The
+ * journal and its constraints are in migration 020; docs/payments.md "The ledger" describes them.
+ * Every credit and debit of a wallet balance goes through here; only this service calls
+ * ledger.repo.ts. Payment sessions move money between a wallet and a session with their own
+ * journal rows (sessions.repo.ts), under the same constraints.
  */
 import type { Db } from '../../db/client.ts';
+import { isCheckViolation } from '../../db/errors.ts';
 import { AppError, badRequest } from '../../lib/errors.ts';
 import { ledgerRepo } from './ledger.repo.ts';
 import { isMicros, normalizeAddress } from './money.ts';
@@ -23,7 +27,12 @@ export type CreditInput = {
 
 export type DebitInput = { address: string; amountMicros: number; reference: string; source: string };
 
-const isCheckViolation = (err: unknown) => (err as { code?: string })?.code === '23514';
+/**
+ * A debit as a value (docs/architecture.md rule 3): a short balance is an expected answer, so the
+ * caller decides what it means (the gateway tries the caller's next wallet). `debited: false`
+ * means the reference was used already: nothing moved this time.
+ */
+export type DebitResult = { ok: true; debited: boolean } | { ok: false; code: 'INSUFFICIENT_BALANCE' };
 
 function validate(address: string, amountMicros: number, id: string) {
   const a = normalizeAddress(address);
@@ -35,6 +44,22 @@ function validate(address: string, amountMicros: number, id: string) {
 
 export function createLedgerService(deps: { db: Db }) {
   const db = deps.db.kysely;
+
+  /**
+   * Debits the wallet once per `reference`; a balance that does not cover it is refused by the
+   * CHECK on wallet_balances (nothing changes) and answered as `{ ok: false }`.
+   */
+  async function tryDebit(input: DebitInput): Promise<DebitResult> {
+    const address = validate(input.address, input.amountMicros, input.reference);
+    try {
+      const row = await ledgerRepo.debit(db, { ...input, address });
+      return { ok: true, debited: row !== undefined };
+    } catch (err) {
+      if (isCheckViolation(err)) return { ok: false, code: 'INSUFFICIENT_BALANCE' };
+      throw err;
+    }
+  }
+
   return {
     /**
      * Credits `amountMicros` to the wallet once per `eventId`. A replay (same event id, even
@@ -46,21 +71,17 @@ export function createLedgerService(deps: { db: Db }) {
       return { credited: row !== undefined, balanceMicros: await ledgerRepo.balance(db, address) };
     },
 
+    tryDebit,
+
     /**
-     * Debits the wallet once per `reference`. 402 `insufficient_balance` when the balance does not
-     * cover it (the CHECK on wallet_balances refuses the row; nothing changes).
+     * `tryDebit` for a caller that answers a short balance as is: 402 `insufficient_balance` with
+     * the wallet's balance, and the balance after the debit otherwise.
      */
     async debit(input: DebitInput): Promise<{ debited: boolean; balanceMicros: number }> {
-      const address = validate(input.address, input.amountMicros, input.reference);
-      try {
-        const row = await ledgerRepo.debit(db, { ...input, address });
-        return { debited: row !== undefined, balanceMicros: await ledgerRepo.balance(db, address) };
-      } catch (err) {
-        if (isCheckViolation(err)) {
-          throw new AppError('INSUFFICIENT_BALANCE', undefined, { balance: await ledgerRepo.balance(db, address) });
-        }
-        throw err;
-      }
+      const r = await tryDebit(input); // validates: the address is well formed below
+      const address = normalizeAddress(input.address)!;
+      if (!r.ok) throw new AppError('INSUFFICIENT_BALANCE', undefined, { balance: await ledgerRepo.balance(db, address) });
+      return { debited: r.debited, balanceMicros: await ledgerRepo.balance(db, address) };
     },
 
     /** Spendable off-chain balance of a wallet in micro-USD (0 for an unknown address). */

@@ -6,9 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Hex } from 'viem';
 import type { Db } from '../../db/client.ts';
+import { isCheckViolation, isUniqueViolation } from '../../db/errors.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { AppError, badRequest, forbidden, unauthorized } from '../../lib/errors.ts';
-import { ledgerRepo } from './ledger.repo.ts';
+import { createLedgerService, type LedgerService } from './ledger.service.ts';
 import { isMicros, microsToUsd, normalizeAddress, usdToMicros } from './money.ts';
 import { paymentDomain, type ReceiptSigner, recoverOpenSessionSigner, sessionRef } from './receipts.ts';
 import { type SessionRow, sessionsRepo } from './sessions.repo.ts';
@@ -40,9 +41,6 @@ export type DebitOutcome =
   | { ok: false; code: 'INSUFFICIENT_BALANCE'; remainingMicros: number; costMicros: number }
   | { ok: false; code: 'VOUCHER_FAILED' };
 
-const isCheckViolation = (err: unknown) => (err as { code?: string })?.code === '23514';
-const isUniqueViolation = (err: unknown) => (err as { code?: string })?.code === '23505';
-
 export function sessionView(s: SessionRow, sessionId?: string) {
   return {
     ...(sessionId ? { sessionId } : {}),
@@ -57,8 +55,17 @@ export function sessionView(s: SessionRow, sessionId?: string) {
   };
 }
 
-export function createPaymentSessionsService(deps: { db: Db; signer: ReceiptSigner; chainId: number; ttlMs: number; now?: () => Date }) {
+export function createPaymentSessionsService(deps: {
+  db: Db;
+  signer: ReceiptSigner;
+  chainId: number;
+  ttlMs: number;
+  now?: () => Date;
+  /** wallet balances are read through the ledger (the platform passes its own; one over `db` otherwise) */
+  ledger?: Pick<LedgerService, 'balance'>;
+}) {
   const { db, signer } = deps;
+  const ledger = deps.ledger ?? createLedgerService({ db });
   const k = db.kysely;
   const now = deps.now ?? (() => new Date());
   const hashOf = (sessionId: string) => sha256(sessionId);
@@ -129,7 +136,7 @@ export function createPaymentSessionsService(deps: { db: Db; signer: ReceiptSign
       } catch (err) {
         if (isCheckViolation(err)) {
           throw new AppError('INSUFFICIENT_BALANCE', undefined, {
-            balance: microsToUsd(await ledgerRepo.balance(k, address)),
+            balance: microsToUsd(await ledger.balance(address)),
             deposit: microsToUsd(depositMicros),
           });
         }

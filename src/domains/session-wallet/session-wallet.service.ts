@@ -4,7 +4,8 @@
  * the moment it is generated and is never returned, logged or decrypted by any endpoint.
  */
 import type { Config } from '../../config/env.ts';
-import { type Db, isUniqueViolation } from '../../db/client.ts';
+import type { Db } from '../../db/client.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { encryptSecret } from '../../lib/crypto.ts';
 import { badRequest, forbidden, notFound } from '../../lib/errors.ts';
 import { viemAccounts } from '../../lib/viem.ts';

@@ -7,7 +7,7 @@
  * Not configured (no CDP_API_KEY_ID/SECRET): 500 with `setup`; provider failures: 500 with `details`.
  */
 import type { Db } from '../../db/client.ts';
-import { isUniqueViolation } from '../../db/client.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { encryptSecret } from '../../lib/crypto.ts';
 import { AppError, badRequest, conflict } from '../../lib/errors.ts';
 import { viemAccounts } from '../../lib/viem.ts';

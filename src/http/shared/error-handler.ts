@@ -6,6 +6,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { isUnstorableText } from '../../db/errors.ts';
 import { AppError, badRequest, isAppError, notFound as notFoundError } from '../../lib/errors.ts';
 
 /** Fastify's own 4xx codes we rewrite: the specification wants 400 for body problems. */
@@ -15,9 +16,6 @@ const AS_BAD_REQUEST = new Set([
   'FST_ERR_CTP_EMPTY_JSON_BODY',
   'FST_ERR_CTP_INVALID_JSON_BODY',
 ]);
-
-/** PostgreSQL character_not_in_repertoire (e.g. a NUL byte in text) and untranslatable_character. */
-const PG_BAD_TEXT = new Set(['22021', '22P05']);
 
 /**
  * Writes an AppError as the specification's bodies are: `{ ...extra, error, code? }`, `code` only
@@ -43,7 +41,7 @@ function frameworkError(err: FastifyError): AppError | undefined {
   if (err.validation) return badRequest(err.message);
   // Safety net for input no schema caught: text PostgreSQL cannot store (NUL bytes) is the
   // client's fault, not ours (§7: bad input is 4xx, never 5xx).
-  if (PG_BAD_TEXT.has((err as { code?: string }).code ?? '')) return badRequest('Invalid characters in input');
+  if (isUnstorableText(err)) return badRequest('Invalid characters in input');
   const status = err.statusCode ?? 500;
   if (status >= 500) return undefined;
   if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return badRequest('Unsupported content type; send application/json');
