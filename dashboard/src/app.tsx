@@ -1,5 +1,6 @@
 /** The shell: which page a path shows, the navigation, and the sign-in gate for /dashboard/*. */
 import { type ReactNode, useEffect, useState } from 'react';
+import { useFeatures } from './features.ts';
 import { AdminPage } from './pages/admin.tsx';
 import { AgentPage } from './pages/agent.tsx';
 import { AgentsPage } from './pages/agents.tsx';
@@ -15,14 +16,15 @@ import { navigate, useLocation } from './router.ts';
 import { useSession } from './session.tsx';
 import { Link, Spinner } from './ui.tsx';
 
-const NAV: { href: string; label: string; admin?: boolean }[] = [
+/** `feature`: shown only when the server offers it (GET /api/features). */
+const NAV: { href: string; label: string; admin?: boolean; feature?: 'calendar' }[] = [
   { href: '/dashboard', label: 'Agents' },
   { href: '/dashboard/keys', label: 'API keys' },
   { href: '/dashboard/workflows', label: 'Workflows' },
   { href: '/dashboard/config', label: 'Configuration' },
   { href: '/dashboard/wallet', label: 'Wallet' },
   { href: '/dashboard/usage', label: 'Usage' },
-  { href: '/dashboard/calendar', label: 'Calendar' },
+  { href: '/dashboard/calendar', label: 'Calendar', feature: 'calendar' },
   { href: '/dashboard/settings', label: 'Settings' },
   { href: '/dashboard/admin', label: 'Admin', admin: true },
 ];
@@ -66,6 +68,7 @@ export function App() {
   const { path } = useLocation();
   const { user, loading, signOut } = useSession();
   const [menuOpen, setMenuOpen] = useState(false);
+  const features = useFeatures();
   const isDashboard = path === '/dashboard' || path.startsWith('/dashboard/');
 
   useEffect(() => {
@@ -118,7 +121,7 @@ export function App() {
       </header>
       <nav id="nav" className={menuOpen ? 'nav open' : 'nav'} aria-label="Main">
         <ul>
-          {NAV.filter((n) => !n.admin || user.isAdmin).map((n) => (
+          {NAV.filter((n) => (!n.admin || user.isAdmin) && (!n.feature || features?.[n.feature])).map((n) => (
             <li key={n.href}>
               <Link
                 href={n.href}

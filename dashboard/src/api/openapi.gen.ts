@@ -2265,6 +2265,38 @@ export interface paths {
     patch: never;
     trace: never;
   };
+  "/api/features": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              cardPayments: boolean;
+              chainBalances: boolean;
+              custodialWallets: boolean;
+              calendar: boolean;
+            };
+          };
+        };
+      };
+    };
+    put: never;
+    post: never;
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
   "/api/gateway/chat": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
     get: never;

@@ -2,6 +2,7 @@
 import { type FormEvent, useState } from 'react';
 import { LIMITS } from '../../../src/config/limits.ts';
 import { api, call } from '../api/client.ts';
+import { useFeatures } from '../features.ts';
 import { useSession } from '../session.tsx';
 import { Button, ErrorText, Field, Notice, Section, Spinner, useAction, useData } from '../ui.tsx';
 
@@ -20,6 +21,7 @@ export function SettingsPage() {
   const [saved, setSaved] = useState(false);
   const save = useAction();
   const checkout = useAction();
+  const features = useFeatures();
   if (me.loading && !me.data) return <Spinner />;
   if (!me.data) return <ErrorText error={me.error} />;
   const u = me.data;
@@ -79,7 +81,7 @@ export function SettingsPage() {
               <p className="muted">{p.agents}</p>
               {p.value === u.plan ? (
                 <span className="muted">Current plan</span>
-              ) : (
+              ) : !features?.cardPayments ? null : (
                 <Button
                   busy={checkout.busy}
                   label={`Subscribe to ${p.label}`}
@@ -96,6 +98,9 @@ export function SettingsPage() {
             </div>
           ))}
         </div>
+        {features && !features.cardPayments && (
+          <p className="muted">Plans are not sold on this server: an admin changes an account's plan on the Admin page.</p>
+        )}
         <ErrorText error={checkout.error} />
       </Section>
     </>

@@ -5,6 +5,7 @@
  */
 import { type FormEvent, useState } from 'react';
 import { api, call } from '../api/client.ts';
+import { useFeatures } from '../features.ts';
 import { useLocation } from '../router.ts';
 import { Badge, Button, CopyButton, Empty, ErrorText, Field, formatDate, Notice, Section, Spinner, useAction, useData } from '../ui.tsx';
 
@@ -29,6 +30,11 @@ export function WalletPage() {
   const topUp = query.get('top_up');
   const w = wallet.data;
   const address = w && 'address' in w && typeof w.address === 'string' && 'hasWallet' in w ? w.address : null;
+  const features = useFeatures();
+  // what this server cannot do is said once, instead of sections whose buttons would fail
+  const off = features
+    ? [!features.chainBalances && 'on-chain balances', !features.cardPayments && 'card top-ups'].filter((x): x is string => !!x)
+    : [];
 
   return (
     <>
@@ -68,9 +74,10 @@ export function WalletPage() {
             <span className="muted">Network {'network' in w! ? w.network : ''}</span>
           </p>
         )}
+        {address && off.length > 0 && <p className="muted">This server is not set up for {off.join(' or ')}.</p>}
       </Section>
-      {address && <Balances address={address} />}
-      {address && <TopUp address={address} />}
+      {address && features?.chainBalances && <Balances address={address} />}
+      {address && features?.cardPayments && <TopUp address={address} />}
       {address && <PaymentSessions address={address} />}
     </>
   );

@@ -16,10 +16,10 @@ import type { HeartbeatService } from '../../domains/heartbeat/heartbeat.service
 import type { HostingStatusService } from '../../domains/hosting-status/hosting-status.service.ts';
 import type { KeysService } from '../../domains/keys/keys.service.ts';
 import { createLiveLogs } from '../../domains/logs/live-logs.ts';
-import type { GatewayService } from '../../domains/payments/gateway.service.ts';
-import type { PaymentSessionsService } from '../../domains/payments/sessions.service.ts';
-import type { SubscriptionsService } from '../../domains/payments/subscriptions.service.ts';
-import type { TopUpService } from '../../domains/payments/top-up.service.ts';
+import type { GatewayService } from '../../domains/payments/gateway/gateway.service.ts';
+import type { PaymentSessionsService } from '../../domains/payments/sessions/sessions.service.ts';
+import type { SubscriptionsService } from '../../domains/payments/card/subscriptions.service.ts';
+import type { TopUpService } from '../../domains/payments/card/top-up.service.ts';
 import type { SessionWalletService } from '../../domains/session-wallet/session-wallet.service.ts';
 import type { TradingService } from '../../domains/trading/trading.service.ts';
 import type { CdpWalletsService } from '../../domains/wallet/cdp-wallets.service.ts';
@@ -44,6 +44,7 @@ import { chatRoutes } from './routes/chat.routes.ts';
 import { configRoutes } from './routes/config.routes.ts';
 import { dashboardRoutes } from './routes/dashboard.routes.ts';
 import { demoRoutes } from './routes/demo.routes.ts';
+import { featuresOf, featuresRoutes } from './routes/features.routes.ts';
 import { webHealthRoutes } from './routes/health.routes.ts';
 import { heartbeatRoutes } from './routes/heartbeat.routes.ts';
 import { hostingWebhookRoutes } from './routes/hosting-webhook.routes.ts';
@@ -168,6 +169,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
   await mountRoutes(app, { public: null, session: session.guard, bridge: createBridgeAuth(config.BRIDGE_SECRET) }, [
     accountsRoutes({ accounts, session }),
     webHealthRoutes({ health: services.health }),
+    featuresRoutes({ features: featuresOf(config) }),
     services.admin && adminRoutes({ admin: services.admin }),
     services.topUp && topUpRoutes({ topUp: services.topUp }),
     services.subscriptions && billingRoutes({ subscriptions: services.subscriptions }),

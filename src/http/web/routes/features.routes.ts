@@ -1,0 +1,51 @@
+/**
+ * What this server offers (not in the specification; docs/dashboard.md "What the server offers"):
+ * the integrations whose settings are set. The dashboard reads it once and does not offer what
+ * cannot work (a card top-up without a card processor, balances without a chain RPC, a calendar
+ * connection that is not built). The routes of an integration that is not configured still answer,
+ * with their documented "not configured" error (§7), logged as one warning line.
+ */
+import { z } from 'zod';
+import type { Config } from '../../../config/env.ts';
+import type { RouteModule } from '../../shared/routes.ts';
+
+const features = z.object({
+  cardPayments: z
+    .boolean()
+    .describe('STRIPE_SECRET_KEY is set: card top-ups (GET /api/wallet/top-up) and plan checkout (POST /api/billing/checkout)'),
+  chainBalances: z.boolean().describe('TEMPO_RPC_URL is set: stablecoin balances by address (GET /api/wallet?address=)'),
+  custodialWallets: z.boolean().describe('CDP_API_KEY_ID and CDP_API_KEY_SECRET are set: custodial wallets (POST /api/wallet/create)'),
+  calendar: z
+    .boolean()
+    .describe('Calendar connections (§4.6): false on this version, whose calendar endpoints are not built, whatever CALENDAR_* say'),
+});
+
+export type Features = z.infer<typeof features>;
+
+export function featuresOf(config: Pick<Config, 'configured' | 'TEMPO_RPC_URL'>): Features {
+  return {
+    cardPayments: config.configured.stripe,
+    chainBalances: config.TEMPO_RPC_URL !== undefined,
+    custodialWallets: config.configured.cdp,
+    calendar: false,
+  };
+}
+
+export const featuresRoutes = (deps: { features: Features }): RouteModule<'public'> => ({
+  prefix: '/api',
+  public: async (app) => {
+    app.get('/features', {
+      schema: {
+        tags: ['health'],
+        summary: 'What this server offers',
+        description:
+          'No authentication. Which integrations are configured on this server, so a client offers only what can work. The routes of an ' +
+          'integration that is off still answer with their "not configured" error: 500 `PROCESSOR_NOT_CONFIGURED` (card payments), ' +
+          '500 `RPC_NOT_CONFIGURED` (balances), 500 `CDP_NOT_CONFIGURED` with `setup` (custodial wallets), each logged as one warning ' +
+          'line without a stack trace.',
+        response: { 200: features },
+      },
+      handler: async () => deps.features,
+    });
+  },
+});
