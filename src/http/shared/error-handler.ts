@@ -17,6 +17,9 @@ const AS_BAD_REQUEST = new Set([
   'FST_ERR_CTP_INVALID_JSON_BODY',
 ]);
 
+/** The catalogue's "not configured" errors (§7): settings the operator left unset, named in the code. */
+const isNotConfigured = (err: AppError) => err.id.endsWith('_NOT_CONFIGURED');
+
 /**
  * Writes an AppError as the specification's bodies are: `{ ...extra, error, code? }`, `code` only
  * for catalogue entries with a body code. For answers outside a thrown error (not-found handlers).
@@ -56,7 +59,10 @@ export function registerErrorHandler(
 ): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     if (isAppError(err)) {
-      if (err.status >= 500) request.log.error({ err }, 'request failed');
+      // an integration that is not configured is an answer the operator chose, not a failure:
+      // one calm line naming it, no stack trace (docs/configuration.md "Integrations not configured")
+      if (isNotConfigured(err)) request.log.warn({ code: err.id, status: err.status }, err.message);
+      else if (err.status >= 500) request.log.error({ err }, 'request failed');
       return sendError(reply, err);
     }
     const known = frameworkError(err);
