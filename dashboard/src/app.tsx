@@ -9,6 +9,7 @@ import { ConfigPage } from './pages/config.tsx';
 import { KeysPage } from './pages/keys.tsx';
 import { LoginPage } from './pages/login.tsx';
 import { SettingsPage } from './pages/settings.tsx';
+import { SetupPage } from './pages/setup.tsx';
 import { UsagePage } from './pages/usage.tsx';
 import { WalletPage } from './pages/wallet.tsx';
 import { WorkflowsPage } from './pages/workflows.tsx';
@@ -52,6 +53,8 @@ function page(path: string): { title: string; body: ReactNode; heading?: false }
       return { title: 'Settings', body: <SettingsPage /> };
     case '/dashboard/admin':
       return { title: 'Admin', body: <AdminPage /> };
+    case '/dashboard/setup':
+      return { title: 'Admin setup', body: <SetupPage /> };
     default:
       return {
         title: 'Not found',

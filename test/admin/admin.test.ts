@@ -51,8 +51,10 @@ describe('no card processor configured', () => {
 describe('admin rights come from proof', () => {
   it('the setup link makes the signed-in opener an admin, once; concurrent openers: exactly one wins', async () => {
     const link = await t.platform.services.admin.setupLinkIfNoAdmin();
-    expect(link).toMatch(/\/api\/admin\/setup\?token=[\w-]{20,}$/);
-    const path = new URL(link!).pathname + new URL(link!).search;
+    // the dashboard's page on PUBLIC_URL (it signs the visitor in, then spends the token with the API)
+    expect(link).toMatch(new RegExp(`^${t.config.PUBLIC_URL}/dashboard/setup\\?token=[\\w-]{20,}$`));
+    expect((await call('GET', new URL(link!).pathname)).headers['content-type']).toContain('text/html');
+    const path = `/api/admin/setup${new URL(link!).search}`;
     expect((await call('GET', path)).statusCode).toBe(401); // signed out: sign in first
     const [a, b] = [await signUp(t.web), await signUp(t.web)];
     const [ra, rb] = await Promise.all([call('GET', path, a.cookie), call('GET', path, b.cookie)]);

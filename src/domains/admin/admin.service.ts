@@ -58,13 +58,16 @@ export function createAdminService(deps: { db: Db; publicUrl: string; sessionCac
   return {
     /**
      * At start-up: when no account is an admin yet, a fresh single-use link (the token is kept
-     * only as a hash). Returns the link to print, or undefined when an admin exists.
+     * only as a hash). Returns the link to print, or undefined when an admin exists. The link is
+     * the dashboard's setup page on PUBLIC_URL (the address the README says to open, so the
+     * session cookie of that host goes with it): signed out it leads through the sign-in page,
+     * then it spends the token with GET /api/admin/setup and says what happened.
      */
     async setupLinkIfNoAdmin(): Promise<string | undefined> {
       if (await adminRepo.hasAdmin(db.kysely)) return undefined;
       const token = randomBytes(24).toString('base64url');
       await adminRepo.replaceSetupToken(db.kysely, sha256(token), new Date(now().getTime() + SETUP_TOKEN_TTL_MS));
-      return `${deps.publicUrl}/api/admin/setup?token=${token}`;
+      return `${deps.publicUrl}/dashboard/setup?token=${token}`;
     },
 
     /** The signed-in account that opens the link becomes an admin; the link then stops working. */

@@ -1,10 +1,12 @@
 /**
  * Logger and request-id options shared by both apps. Logs are pino JSON lines with the request
- * id on every line; they never contain passwords, cookies, keys or tokens.
+ * id on every line; at a terminal they are readable lines instead, one per record, with requests
+ * at debug only. They never contain passwords, cookies, keys or tokens.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyServerOptions } from 'fastify';
+import type { LogFn, Logger } from 'pino';
 
 /** Query parameters whose values are secrets (webhook secret, OAuth code/state, tokens). */
 const SECRET_QUERY = /^(secret|token|code|state|key|api_?key|password|signature|access_token|refresh_token)$/i;
@@ -74,12 +76,39 @@ export function isPretty(format: LogFormat = 'auto'): boolean {
   return format === 'pretty' || (format === 'auto' && process.stdout.isTTY === true);
 }
 
+/** What Fastify's request records carry that the terminal line needs. */
+type CompletedRecord = { res: { statusCode: number; request: { method: string; url: string } }; responseTime: number };
+
+/**
+ * pino's `hooks.logMethod` at a terminal: each request is one line, at debug only —
+ * `GET /api/agents 200 3 ms` — instead of Fastify's two info records per request, which
+ * pino-pretty printed as 13 lines (a dashboard polling every few seconds scrolled the start-up
+ * lines, the setup link among them, out of view within seconds). JSON logs keep Fastify's records.
+ */
+function terminalRequestLines(this: Logger, args: Parameters<LogFn>, method: LogFn, level: number) {
+  if (level === 30 && args[1] === 'incoming request') return;
+  if (level === 30 && args[1] === 'request completed') {
+    if (!this.isLevelEnabled('debug')) return;
+    const { res, responseTime } = args[0] as unknown as CompletedRecord;
+    return this.debug(`${res.request.method} ${redactUrl(res.request.url)} ${res.statusCode} ${Math.round(responseTime)} ms`);
+  }
+  return method.apply(this, args);
+}
+
 export function loggerOptions(level: string, format: LogFormat = 'auto'): FastifyServerOptions['logger'] & object {
+  const pretty = isPretty(format);
   return {
     level,
-    // pino-pretty in pino's worker thread: the same records, formatted for a person at a terminal
-    ...(isPretty(format)
-      ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } }
+    // pino-pretty in pino's worker thread: the same records, formatted for a person at a terminal,
+    // one line each (the request id stays in the JSON format)
+    ...(pretty
+      ? {
+          transport: {
+            target: 'pino-pretty',
+            options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,reqId', singleLine: true },
+          },
+          hooks: { logMethod: terminalRequestLines },
+        }
       : {}),
     // our own redaction (redactSecrets above), not pino's `redact` option: same fields, a third of
     // the cost per line (docs/benchmarks.md "The cached request and logging")

@@ -29,11 +29,12 @@ export const adminRoutes = (deps: { admin: AdminService }): RouteModule<'session
       app.get('/setup', {
         schema: {
           tags: ['admin'],
-          summary: 'Become the first admin with the setup link printed at start-up',
+          summary: 'Become the first admin with the setup token printed at start-up',
           description:
-            'While no account is an admin, each start of the platform logs a single-use link to this endpoint (valid 24 hours). ' +
-            'The signed-in account that opens it becomes an admin. Signed out: 401 (sign in, then open the link again). ' +
-            'A used, replaced or expired link: 404 `SETUP_LINK_INVALID`.',
+            'While no account is an admin, each start of the platform logs a single-use link (valid 24 hours) to the dashboard page ' +
+            '`/dashboard/setup?token=…`, which signs the visitor in first and then calls this endpoint with the token and says what happened. ' +
+            'The signed-in account that presents the token becomes an admin. Signed out: 401. ' +
+            'A used, replaced or expired token: 404 `SETUP_LINK_INVALID`.',
           querystring: z.object({ token: z.string().max(128) }),
           response: { 200: z.object({ ok: z.literal(true), isAdmin: z.literal(true) }), 401: errorSchema, 404: errorSchema },
         },
