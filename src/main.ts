@@ -3,8 +3,9 @@
  * migrations, wire the domains, start the app(s). `npm start` runs both apps;
  * `npm start -- web` / `npm start -- backend` (or APP=web|backend) runs one.
  */
-import { randomBytes } from 'node:crypto';
-import { realpathSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, realpathSync } from 'node:fs';
+import { join } from 'node:path';
 import { type Config, ConfigError, integrationsOff, loadConfig } from './config/env.ts';
 import { resolveSecrets, storedSecret } from './config/secrets.ts';
 import { createDb, type Db } from './db/client.ts';
@@ -13,8 +14,19 @@ import { migrate } from './db/migrate.ts';
 import { connectsAsPrivileged, ensureOwnerRole } from './db/roles.ts';
 import type { App } from './http/shared/base-app.ts';
 import { markTreeInUse } from './lib/code-tree.ts';
+import { acquireHostLock } from './lib/host-lock.ts';
 import { checkRedis } from './lib/redis.ts';
 import { createPlatform, type Platform } from './platform.ts';
+
+/** The start-up lock of a DATA_DIR (src/lib/host-lock.ts), held while secrets may be generated into it. */
+async function lockDataDir(dataDir: string) {
+  mkdirSync(dataDir, { recursive: true });
+  const id = createHash('sha256').update(realpathSync(dataDir)).digest('hex').slice(0, 40);
+  return acquireHostLock(`agent-platform-data-${id}`, join(dataDir, 'start.lock.sock'), {
+    timeoutMs: 180_000,
+    onTimeout: () => new ConfigError(`another process has held the start-up lock of DATA_DIR (${dataDir}) for 3 minutes`),
+  });
+}
 
 function which(config: Config): 'all' | 'web' | 'backend' {
   const arg = process.argv[2];
@@ -43,17 +55,35 @@ async function main() {
   } catch {
     /* not built: the web app says so at / */
   }
-  // `npm start` with no INTERNAL_API_KEY: both apps run here and the web app must still reach the
-  // backend, so generate a key once into DATA_DIR (0600) and give it to both. A backend started
-  // alone keeps answering 500 `Server misconfigured` (§5): nobody else could know a generated key.
+  // Generated secrets are made under a lock: processes starting at once on one DATA_DIR (`npm start
+  // -- web` beside `npm start -- backend`) must all use the same ones (DATA_DIR/secrets.json).
+  const lock = await lockDataDir(config.DATA_DIR);
   let generatedInternalKey = false;
-  if (mode === 'all' && !config.INTERNAL_API_KEY) {
-    const key = storedSecret(config.DATA_DIR, 'internalApiKey', () => randomBytes(32).toString('base64url'));
-    config = { ...config, INTERNAL_API_KEY: key, configured: { ...config.configured, internalApiKey: true } };
-    generatedInternalKey = true;
-  }
   const secretWarnings: string[] = [];
-  const secrets = resolveSecrets(config, (line) => secretWarnings.push(line));
+  let secrets: ReturnType<typeof resolveSecrets>;
+  let embeddedPasswords: { superuser: string; owner: string; request: string } | undefined;
+  try {
+    // `npm start` with no INTERNAL_API_KEY: both apps run here and the web app must still reach the
+    // backend, so generate a key once into DATA_DIR (0600) and give it to both. A backend started
+    // alone keeps answering 500 `Server misconfigured` (§5): nobody else could know a generated key.
+    if (mode === 'all' && !config.INTERNAL_API_KEY) {
+      const key = storedSecret(config.DATA_DIR, 'internalApiKey', () => randomBytes(32).toString('base64url'));
+      config = { ...config, INTERNAL_API_KEY: key, configured: { ...config.configured, internalApiKey: true } };
+      generatedInternalKey = true;
+    }
+    secrets = resolveSecrets(config, (line) => secretWarnings.push(line));
+    if (!config.DATABASE_URL) {
+      const generate = () => randomBytes(24).toString('base64url');
+      embeddedPasswords = {
+        superuser: storedSecret(config.DATA_DIR, 'embeddedDbPassword', generate),
+        // the superuser only creates the owner role and hands it the database (docs/security.md)
+        owner: storedSecret(config.DATA_DIR, 'embeddedDbOwnerPassword', generate),
+        request: storedSecret(config.DATA_DIR, 'embeddedDbRequestPassword', generate),
+      };
+    }
+  } finally {
+    await lock.release();
+  }
 
   // What has started so far, so a signal at any point of start-up stops exactly that. The
   // handlers are installed before anything starts: a SIGTERM during start-up must still stop the
@@ -95,15 +125,12 @@ async function main() {
   let requestUrl = config.DATABASE_REQUEST_URL;
   let privileged: Awaited<ReturnType<typeof connectsAsPrivileged>> | undefined;
   if (!url) {
-    const password = storedSecret(config.DATA_DIR, 'embeddedDbPassword', () => randomBytes(24).toString('base64url'));
-    running.embedded = startEmbeddedPostgres({ dataDir: config.DATA_DIR, password });
-    // the superuser only creates the owner role and hands it the database (docs/security.md)
-    const ownerPassword = storedSecret(config.DATA_DIR, 'embeddedDbOwnerPassword', () => randomBytes(24).toString('base64url'));
-    const requestPassword = storedSecret(config.DATA_DIR, 'embeddedDbRequestPassword', () => randomBytes(24).toString('base64url'));
+    const passwords = embeddedPasswords as NonNullable<typeof embeddedPasswords>; // made above when DATABASE_URL is unset
+    running.embedded = startEmbeddedPostgres({ dataDir: config.DATA_DIR, password: passwords.superuser });
     const superuserUrl = (await running.embedded).url;
     if (stopping) return;
     // a stop signal during this shuts the server down under it: that is a stop, not a failure
-    const roles = await ensureOwnerRole(superuserUrl, ownerPassword, requestPassword).catch((err: unknown) => {
+    const roles = await ensureOwnerRole(superuserUrl, passwords.owner, passwords.request).catch((err: unknown) => {
       if (stopping) return undefined;
       throw err;
     });

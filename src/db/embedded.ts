@@ -42,10 +42,11 @@ import {
   unlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { createServer } from 'node:net';
 import { arch, platform, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import pg from 'pg';
+import { acquireHostLock } from '../lib/host-lock.ts';
 
 /** A start-up failure with one line for the operator (main.ts prints only the message). */
 export class EmbeddedPostgresError extends Error {
@@ -249,42 +250,20 @@ function runningServer(pgdata: string): { pid: number; port: number; status: str
 }
 
 /**
- * Serialises the processes sharing one DATA_DIR around starting, joining and leaving its server.
- * The lock is a Unix socket bound while held (on Linux in the abstract namespace, which the kernel
- * frees when the holder dies, so a killed process never leaves a stale lock). Its name derives
- * from the cluster's superuser password, which only the platform knows (not an agent that shares
- * the host's network namespace and might otherwise squat it).
+ * Serialises the processes sharing one DATA_DIR around starting, joining and leaving its server
+ * (src/lib/host-lock.ts). The lock's name derives from the cluster's superuser password, which
+ * only the platform knows, so an agent sharing the host's network namespace cannot squat it.
  */
 async function lockCluster(dataDir: string, password: string): Promise<() => Promise<void>> {
   const id = createHash('sha256')
     .update(`${realpathSync(dataDir)}\0${password}`)
     .digest('hex')
     .slice(0, 40);
-  const name = platform() === 'linux' ? `\0agent-platform-pg-${id}` : join(dataDir, 'pg.lock.sock');
-  const deadline = Date.now() + 180_000;
-  for (;;) {
-    const server = createServer();
-    const err = await new Promise<NodeJS.ErrnoException | undefined>((done) => {
-      server.once('error', done);
-      server.listen(name, () => done(undefined));
-    });
-    if (!err) {
-      server.unref();
-      return () => new Promise<void>((done) => server.close(() => done()));
-    }
-    if (err.code !== 'EADDRINUSE') throw err;
-    if (platform() !== 'linux') {
-      // a socket file outlives a killed holder: nobody accepting on it means nobody holds it
-      const held = await new Promise<boolean>((done) => {
-        const s = connect(name, () => done(true)).once('error', () => done(false));
-        s.unref();
-        setTimeout(() => s.destroy(), 1_000).unref();
-      });
-      if (!held) rmSync(name, { force: true });
-    }
-    if (Date.now() > deadline) throw new EmbeddedPostgresError(`another process has held the database lock of ${dataDir} for 3 minutes`);
-    await sleep(25);
-  }
+  const lock = await acquireHostLock(`agent-platform-pg-${id}`, join(dataDir, 'pg.lock.sock'), {
+    timeoutMs: 180_000,
+    onTimeout: () => new EmbeddedPostgresError(`another process has held the database lock of ${dataDir} for 3 minutes`),
+  });
+  return () => lock.release();
 }
 
 /**
