@@ -15,8 +15,8 @@ import {
   receiptTypes,
   sessionKeyHash,
   sessionRef,
-} from '../../src/domains/payments/receipts.ts';
-import { createPaymentSessionsService } from '../../src/domains/payments/sessions.service.ts';
+} from '../../src/domains/payments/sessions/receipts.ts';
+import { createPaymentSessionsService } from '../../src/domains/payments/sessions/sessions.service.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { signUp, startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 

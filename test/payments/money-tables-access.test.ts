@@ -10,7 +10,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../src/db/client.ts';
 import { ensureOwnerRole } from '../../src/db/roles.ts';
-import { createLedgerService } from '../../src/domains/payments/ledger.service.ts';
+import { createLedgerService } from '../../src/domains/payments/ledger/ledger.service.ts';
 import { sha256 } from '../../src/lib/crypto.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 

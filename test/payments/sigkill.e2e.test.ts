@@ -13,8 +13,8 @@ import type { Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
-import { createLedgerService } from '../../src/domains/payments/ledger.service.ts';
-import { openSessionTypes, type paymentDomain, sessionKeyHash } from '../../src/domains/payments/receipts.ts';
+import { createLedgerService } from '../../src/domains/payments/ledger/ledger.service.ts';
+import { openSessionTypes, type paymentDomain, sessionKeyHash } from '../../src/domains/payments/sessions/receipts.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 

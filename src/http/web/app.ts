@@ -16,10 +16,10 @@ import type { HeartbeatService } from '../../domains/heartbeat/heartbeat.service
 import type { HostingStatusService } from '../../domains/hosting-status/hosting-status.service.ts';
 import type { KeysService } from '../../domains/keys/keys.service.ts';
 import { createLiveLogs } from '../../domains/logs/live-logs.ts';
-import type { GatewayService } from '../../domains/payments/gateway/gateway.service.ts';
-import type { PaymentSessionsService } from '../../domains/payments/sessions/sessions.service.ts';
 import type { SubscriptionsService } from '../../domains/payments/card/subscriptions.service.ts';
 import type { TopUpService } from '../../domains/payments/card/top-up.service.ts';
+import type { GatewayService } from '../../domains/payments/gateway/gateway.service.ts';
+import type { PaymentSessionsService } from '../../domains/payments/sessions/sessions.service.ts';
 import type { SessionWalletService } from '../../domains/session-wallet/session-wallet.service.ts';
 import type { TradingService } from '../../domains/trading/trading.service.ts';
 import type { CdpWalletsService } from '../../domains/wallet/cdp-wallets.service.ts';

@@ -3,8 +3,8 @@
  * reached on its gateway's OpenAI-compatible `POST /v1/chat/completions` (§8 agent container
  * settings) with the agent's gateway token. Undefined when the caller has no running agent.
  */
-import type { Db } from '../../db/client.ts';
-import { decryptSecret } from '../../lib/crypto.ts';
+import type { Db } from '../../../db/client.ts';
+import { decryptSecret } from '../../../lib/crypto.ts';
 import { pluginsRepo } from './plugins.repo.ts';
 import type { AgentChat } from './plugins.ts';
 

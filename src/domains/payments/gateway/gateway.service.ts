@@ -9,15 +9,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Db } from '../../db/client.ts';
-import { ERROR_CODES, type FixedTextCode } from '../../lib/error-codes.ts';
-import { badRequest, isAppError } from '../../lib/errors.ts';
-import type { AiActor } from '../ai/plan-rules.ts';
-import type { LedgerService } from './ledger.service.ts';
-import { microsToUsd, normalizeAddress } from './money.ts';
+import type { Db } from '../../../db/client.ts';
+import { ERROR_CODES, type FixedTextCode } from '../../../lib/error-codes.ts';
+import { badRequest, isAppError } from '../../../lib/errors.ts';
+import type { AiActor } from '../../ai/plan-rules.ts';
+import type { LedgerService } from '../ledger/ledger.service.ts';
+import { microsToUsd, normalizeAddress } from '../ledger/money.ts';
+import { sessionsRepo } from '../sessions/sessions.repo.ts';
+import type { PaymentSessionsService } from '../sessions/sessions.service.ts';
 import type { Plugin, PluginOutput } from './plugins.ts';
-import { sessionsRepo } from './sessions.repo.ts';
-import type { PaymentSessionsService } from './sessions.service.ts';
 
 export const PAYMENT_METHODS = ['stripe', 'mpp', 'session'] as const;
 export type PaymentMethod = (typeof PAYMENT_METHODS)[number];

@@ -4,7 +4,7 @@
  * and filters by that caller's user id.
  */
 import { type Kysely, sql } from 'kysely';
-import type { DB } from '../../db/schema.ts';
+import type { DB } from '../../../db/schema.ts';
 
 export const pluginsRepo = {
   async runningAgent(db: Kysely<DB>, userId: string) {

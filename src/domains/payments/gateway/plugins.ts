@@ -5,9 +5,9 @@
  * OpenAI-compatible audio endpoints.
  */
 import { z } from 'zod';
-import { AppError, badRequest } from '../../lib/errors.ts';
-import type { AiService } from '../ai/ai.service.ts';
-import type { AiActor } from '../ai/plan-rules.ts';
+import { AppError, badRequest } from '../../../lib/errors.ts';
+import type { AiService } from '../../ai/ai.service.ts';
+import type { AiActor } from '../../ai/plan-rules.ts';
 import type { AudioClient } from './audio-client.ts';
 
 /** Prices per call in micro-USD (agent $0.05, generate-text $0.01, tts $0.03, stt $0.02). */

@@ -6,7 +6,7 @@
  * UNIQUEs), so no statement here can break them.
  */
 import { type Kysely, sql } from 'kysely';
-import type { DB } from '../../db/schema.ts';
+import type { DB } from '../../../db/schema.ts';
 
 type Q = Kysely<DB>;
 

@@ -4,11 +4,11 @@
  * journal and its constraints are in migration 020; docs/payments.md "The ledger" describes them.
  * Every credit and debit of a wallet balance goes through here; only this service calls
  * ledger.repo.ts. Payment sessions move money between a wallet and a session with their own
- * journal rows (sessions.repo.ts), under the same constraints.
+ * journal rows (../sessions/sessions.repo.ts), under the same constraints.
  */
-import type { Db } from '../../db/client.ts';
-import { isCheckViolation } from '../../db/errors.ts';
-import { AppError, badRequest } from '../../lib/errors.ts';
+import type { Db } from '../../../db/client.ts';
+import { isCheckViolation } from '../../../db/errors.ts';
+import { AppError, badRequest } from '../../../lib/errors.ts';
 import { ledgerRepo } from './ledger.repo.ts';
 import { isMicros, normalizeAddress } from './money.ts';
 

@@ -19,11 +19,11 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import type { Hex, PublicClient } from 'viem';
-import type { DB } from '../../db/schema.ts';
-import { sha256 } from '../../lib/crypto.ts';
-import { viem } from '../../lib/viem.ts';
-import type { MppMethod } from './gateway.service.ts';
-import { microsToUsd } from './money.ts';
+import type { DB } from '../../../db/schema.ts';
+import { sha256 } from '../../../lib/crypto.ts';
+import { viem } from '../../../lib/viem.ts';
+import type { MppMethod } from '../gateway/gateway.service.ts';
+import { microsToUsd } from '../ledger/money.ts';
 
 // event Transfer(address indexed from, address indexed to, uint256 value), as the ABI item viem's parseAbiItem makes of it
 const transferEvent = {

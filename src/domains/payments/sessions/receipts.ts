@@ -9,8 +9,8 @@
  */
 import { createHmac } from 'node:crypto';
 import type { Hex, PrivateKeyAccount } from 'viem';
-import { sha256Hex } from '../../lib/crypto.ts';
-import { viem, viemAccounts } from '../../lib/viem.ts';
+import { sha256Hex } from '../../../lib/crypto.ts';
+import { viem, viemAccounts } from '../../../lib/viem.ts';
 
 export const PAYMENT_DOMAIN_NAME = 'agent-platform payments';
 

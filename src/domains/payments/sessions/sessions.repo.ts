@@ -1,12 +1,12 @@
 /**
  * SQL of payment sessions (§4.8 session billing, docs/payments.md). Owner connection, like the
- * ledger (see ledger.repo.ts): a session is reached by its bearer id, not by a signed-in user.
+ * ledger (see ../ledger/ledger.repo.ts): a session is reached by its bearer id, not by a signed-in user.
  * Every change of money is one journal row; the journal's trigger moves the session's remainder
  * and the wallet's balance (migration 020).
  */
 import { type Kysely, sql } from 'kysely';
-import type { Tx } from '../../db/client.ts';
-import type { DB } from '../../db/schema.ts';
+import type { Tx } from '../../../db/client.ts';
+import type { DB } from '../../../db/schema.ts';
 
 type Q = Kysely<DB> | Tx;
 

@@ -5,12 +5,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Hex } from 'viem';
-import type { Db } from '../../db/client.ts';
-import { isCheckViolation, isUniqueViolation } from '../../db/errors.ts';
-import { sha256 } from '../../lib/crypto.ts';
-import { AppError, badRequest, forbidden, unauthorized } from '../../lib/errors.ts';
-import { createLedgerService, type LedgerService } from './ledger.service.ts';
-import { isMicros, microsToUsd, normalizeAddress, usdToMicros } from './money.ts';
+import type { Db } from '../../../db/client.ts';
+import { isCheckViolation, isUniqueViolation } from '../../../db/errors.ts';
+import { sha256 } from '../../../lib/crypto.ts';
+import { AppError, badRequest, forbidden, unauthorized } from '../../../lib/errors.ts';
+import { createLedgerService, type LedgerService } from '../ledger/ledger.service.ts';
+import { isMicros, microsToUsd, normalizeAddress, usdToMicros } from '../ledger/money.ts';
 import { paymentDomain, type ReceiptSigner, recoverOpenSessionSigner, sessionRef } from './receipts.ts';
 import { type SessionRow, sessionsRepo } from './sessions.repo.ts';
 

@@ -5,8 +5,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { KeysService } from '../../../domains/keys/keys.service.ts';
-import type { GatewayAccount, GatewayService } from '../../../domains/payments/gateway.service.ts';
-import type { PaymentSessionsService } from '../../../domains/payments/sessions.service.ts';
+import type { GatewayAccount, GatewayService } from '../../../domains/payments/gateway/gateway.service.ts';
+import type { PaymentSessionsService } from '../../../domains/payments/sessions/sessions.service.ts';
 import { ERROR_CODES } from '../../../lib/error-codes.ts';
 import { badRequest, notFound, unauthorized } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
