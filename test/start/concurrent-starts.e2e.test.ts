@@ -37,8 +37,8 @@ const dataDirs = ['shared', 'a', 'b', 'c'].map((name) => {
   const dir = join(checkout, `data-${name}`);
   return dir;
 });
-afterAll(() => {
-  killLeftovers(dataDirs);
+afterAll(async () => {
+  await killLeftovers(dataDirs);
   removeTree(checkout);
 });
 

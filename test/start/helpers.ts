@@ -4,7 +4,7 @@
  * tests of test/start/. A started platform can be its own process group, as a terminal's
  * foreground job is, so a test sends a signal to the whole group exactly like Ctrl-C does.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { buildServer } from '../../scripts/build-server.ts';
@@ -116,24 +116,41 @@ export function processesOfUid(uid: number): number[] {
   return pids;
 }
 
-/** Kills what a test left behind: its platforms, their agents and their PostgreSQL server. */
-export function killLeftovers(dataDirs: string[]): void {
-  for (const c of children) {
-    if (c.exitCode !== null || c.signalCode !== null || !c.pid) continue;
+/** Processes whose command line names `dir` (the embedded PostgreSQL's `-D`, an agent's network helper). */
+function processesNaming(dir: string): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
     try {
-      process.kill(c.pid, 'SIGKILL');
+      if (readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(dir)) pids.push(Number(name));
     } catch {
       /* gone */
     }
   }
+  return pids;
+}
+
+/** Kills what a failed test left behind: its platforms, their agents, their PostgreSQL servers and network helpers. */
+export async function killLeftovers(dataDirs: string[]): Promise<void> {
+  const killed: number[] = [];
+  const kill = (pid: number | undefined) => {
+    if (!pid || !isAlive(pid)) return;
+    try {
+      process.kill(pid, 'SIGKILL');
+      killed.push(pid);
+    } catch {
+      /* gone */
+    }
+  };
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) kill(c.pid);
+  for (const dir of dataDirs) for (const pid of [...agentPids(dir).values(), postgresPid(dir), ...processesNaming(dir)]) kill(pid);
+  const until = Date.now() + 3_000;
+  while (killed.some(isAlive) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
   for (const dir of dataDirs) {
-    for (const pid of [...agentPids(dir).values(), postgresPid(dir)]) {
-      if (!pid || !isAlive(pid)) continue;
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        /* gone */
-      }
+    // an agent's network namespace is a bind mount in its folder: unmounted, the folder can be removed
+    const agents = join(dir, 'agents');
+    for (const id of existsSync(agents) ? readdirSync(agents) : []) {
+      for (const f of readdirSync(join(agents, id)).filter((n) => n.startsWith('netns-'))) spawnSync('umount', [join(agents, id, f)]);
     }
   }
 }

@@ -16,8 +16,8 @@ const dataDir = mkdtempSync(join(tmpdir(), 'platform-start-'));
 chmodSync(dataDir, 0o755); // the embedded server runs as the postgres OS user when we are root
 const { main: MAIN, out, built } = buildScratchServer('main');
 
-afterAll(() => {
-  killLeftovers([dataDir]);
+afterAll(async () => {
+  await killLeftovers([dataDir]);
   removeTree(dataDir);
   removeTree(out);
 });

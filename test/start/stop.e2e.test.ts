@@ -36,7 +36,7 @@ const { main, out } = buildScratchServer('stop');
 let upstream: FakeOpenAi | undefined;
 
 afterAll(async () => {
-  killLeftovers([dataDir]);
+  await killLeftovers([dataDir]);
   await upstream?.close();
   removeTree(dataDir);
   removeTree(out);
