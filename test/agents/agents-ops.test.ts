@@ -4,7 +4,7 @@
  * at once, and the §4.7 backend rows called with the bearer key alone (the operator account).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OPERATOR_USER_ID } from '../../src/http/backend/routes/agents.routes.ts';
+import { OPERATOR_USER_ID } from '../../src/http/backend/acting-user.ts';
 import { signUp } from '../helpers/platform.ts';
 import { type AgentsTestPlatform, bearer, eventually, startAgentsPlatform, subscriber } from './helpers.ts';
 

@@ -24,3 +24,32 @@ export function startEventStream(
   });
   return res;
 }
+
+/** Aborts when the client goes away before the response has been fully written (every streamed answer). */
+export function disconnectSignal(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort(new Error('client disconnected'));
+  });
+  return controller.signal;
+}
+
+/**
+ * Writes to an event stream, waiting for the socket to drain before the next write, so a slow
+ * client slows the upstream read instead of filling memory (every streamed answer).
+ */
+export function sseWriter(res: ServerResponse): (chunk: string) => Promise<void> {
+  return async (chunk) => {
+    if (res.destroyed) return;
+    if (!res.write(chunk))
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.on('drain', done);
+        res.on('close', done);
+      });
+  };
+}

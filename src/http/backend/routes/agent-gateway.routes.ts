@@ -22,8 +22,7 @@ import { callingAgent } from '../../shared/agent-key-auth.ts';
 import { addDocumentedHook } from '../../shared/openapi.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { jsonBody } from '../../shared/schemas.ts';
-import { startEventStream } from '../../shared/sse.ts';
-import { disconnectSignal, sseWriter } from './ai.routes.ts';
+import { disconnectSignal, sseWriter, startEventStream } from '../../shared/sse.ts';
 
 const MESSAGES_REQUIRED = 'messages must be a non-empty array';
 const tokens = (name: string) =>

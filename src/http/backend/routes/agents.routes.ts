@@ -13,34 +13,22 @@
  * the logic is in src/domains/agents/.
  */
 
-import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import { agentName, configObject } from '../../../domains/agents/agents.schemas.ts';
 import type { AgentsService } from '../../../domains/agents/agents.service.ts';
 import { watchdogStateSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
 import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
-import { badRequest } from '../../../lib/errors.ts';
 import { UUID_PATTERN } from '../../../lib/ids.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { actingUser, namesUser, OPERATOR_USER_ID } from '../acting-user.ts';
 
-/** The account bearer-key calls without a user act as (created by migration 040_operator_account.sql). */
-export const OPERATOR_USER_ID = '00000000-0000-0000-0000-000000000001';
 const userHeaderDoc =
   'Acting user: header `x-user-id` (user id). Without it the call acts as the built-in operator account ' +
   `(\`${OPERATOR_USER_ID}\`, no sign-in possible): agents created so belong to the operator, are listed only without \`x-user-id\` ` +
   "and are deleted only so; a user's agents are never reachable without naming the user.";
 const headers = documentedHeaders({ 'x-user-id': 'Acting user (user id, UUID_PATTERN); absent: the operator account' });
-
-/** The acting user from `x-user-id` (or `userId` in the body where allowed), else the operator account; 400 when malformed. */
-function actingUser(request: FastifyRequest, bodyUserId?: string): string {
-  const header = request.headers['x-user-id'];
-  const value = typeof header === 'string' && header ? header : bodyUserId;
-  if (!value) return OPERATOR_USER_ID;
-  if (!UUID_PATTERN.test(value)) throw badRequest('Invalid user id');
-  return value.toLowerCase();
-}
 
 const planName = z
   .string({ error: 'plan must be a string' })
@@ -369,8 +357,7 @@ export const backendAgentsRoutes = (deps: { agents: AgentsService; watchdog?: Wa
           },
         },
         handler: async (request) => {
-          const header = request.headers['x-user-id'];
-          const userId = typeof header === 'string' && header ? actingUser(request) : undefined;
+          const userId = namesUser(request) ? actingUser(request) : undefined;
           const instances = await agents.runtimeInstances({ userId, limit: request.query.limit });
           return { instances, count: instances.length };
         },

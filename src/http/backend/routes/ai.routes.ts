@@ -6,7 +6,6 @@
  * of the streamed chat; the logic is in src/domains/ai/.
  */
 
-import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { type Config, isAdminEmail } from '../../../config/env.ts';
@@ -19,7 +18,7 @@ import { AppError, isAppError } from '../../../lib/errors.ts';
 import { addDocumentedHook } from '../../shared/openapi.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
-import { startEventStream } from '../../shared/sse.ts';
+import { disconnectSignal, sseWriter, startEventStream } from '../../shared/sse.ts';
 
 const TASK_TYPE_ERROR = `Invalid taskType: use one of ${TASK_TYPES.join(', ')}`;
 const taskType = z.enum(TASK_TYPES, { error: TASK_TYPE_ERROR });
@@ -328,35 +327,6 @@ export const aiRoutes = (deps: {
     });
   },
 });
-
-/** Aborts when the client goes away before the response has been fully written (also the agent gateway's). */
-export function disconnectSignal(reply: FastifyReply): AbortSignal {
-  const controller = new AbortController();
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) controller.abort(new Error('client disconnected'));
-  });
-  return controller.signal;
-}
-
-/**
- * Writes to an event stream, waiting for the socket to drain before the next write, so a slow
- * client slows the upstream read instead of filling memory (also the agent gateway's).
- */
-export function sseWriter(res: ServerResponse): (chunk: string) => Promise<void> {
-  return async (chunk) => {
-    if (res.destroyed) return;
-    if (!res.write(chunk))
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          res.off('drain', done);
-          res.off('close', done);
-          resolve();
-        };
-        res.on('drain', done);
-        res.on('close', done);
-      });
-  };
-}
 
 async function writeSse(request: FastifyRequest, reply: FastifyReply, opened: Awaited<ReturnType<AiService['chatStream']>>) {
   const res = startEventStream(request, reply);

@@ -10,7 +10,7 @@ import type { FilesService } from '../../../domains/files/files.service.ts';
 import { FILE_LIMITS } from '../../../domains/files/workspace-files.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { documentedHeaders, errorSchema } from '../../shared/schemas.ts';
-import { actingUser } from './watchdog.routes.ts';
+import { actingUser } from '../acting-user.ts';
 
 const agentQuery = { agentId: z.string().min(1).max(200).describe("One of the acting user's agents") };
 const common = {
@@ -33,7 +33,7 @@ const treeNode = z.object({
 
 export const browseRoutes = (deps: { files: FilesService }): RouteModule<'bearer'> => {
   const files = (request: { headers: Record<string, string | string[] | undefined>; query: { agentId: string } }) =>
-    deps.files.forAgent(actingUser(request.headers['x-user-id']), request.query.agentId);
+    deps.files.forAgent(actingUser(request), request.query.agentId);
 
   return {
     prefix: '/api/browse',

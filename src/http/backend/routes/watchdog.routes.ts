@@ -6,17 +6,9 @@
 import { z } from 'zod';
 import { watchdogHistoryLimit, watchdogViewSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
 import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
-import { badRequest } from '../../../lib/errors.ts';
-import { UUID_PATTERN } from '../../../lib/ids.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { documentedHeaders, errorSchema } from '../../shared/schemas.ts';
-import { OPERATOR_USER_ID } from './agents.routes.ts';
-
-/** As every backend agent route: `x-user-id`, or the operator account without it. */
-export function actingUser(header: string | string[] | undefined): string {
-  if (typeof header === 'string' && header && !UUID_PATTERN.test(header)) throw badRequest('Invalid user id');
-  return typeof header === 'string' && header ? header.toLowerCase() : OPERATOR_USER_ID;
-}
+import { actingUser } from '../acting-user.ts';
 
 export const backendWatchdogRoutes = (deps: { watchdog: WatchdogService }): RouteModule<'bearer'> => {
   return {
@@ -47,7 +39,7 @@ export const backendWatchdogRoutes = (deps: { watchdog: WatchdogService }): Rout
             500: errorSchema,
           },
         },
-        handler: async (request) => deps.watchdog.containerHealth(actingUser(request.headers['x-user-id']), request.params.id),
+        handler: async (request) => deps.watchdog.containerHealth(actingUser(request), request.params.id),
       });
 
       app.get('/:id/watchdog', {
@@ -63,7 +55,7 @@ export const backendWatchdogRoutes = (deps: { watchdog: WatchdogService }): Rout
           response: { 200: watchdogViewSchema, 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 500: errorSchema },
         },
         handler: async (request) => {
-          return deps.watchdog.view(actingUser(request.headers['x-user-id']), request.params.id, request.query.limit);
+          return deps.watchdog.view(actingUser(request), request.params.id, request.query.limit);
         },
       });
     },
