@@ -34,7 +34,15 @@ type Row = {
 /** Both apps' mounted routes, one row per route (Fastify's automatic HEAD twin of each GET left out). */
 export async function routeRows(): Promise<Row[]> {
   const config = loadConfig(
-    { DATA_DIR: '/nonexistent-route-map', LOG_LEVEL: 'silent', INTERNAL_API_KEY: 'route-map', PUBLIC_URL: 'http://localhost:3000' },
+    {
+      DATA_DIR: '/nonexistent-route-map',
+      // no dashboard build: the map must not depend on whether one was built (its top-level files,
+      // favicon.svg and the like, are each served as a route of dashboard.routes.ts)
+      DASHBOARD_DIR: '/nonexistent-route-map/dashboard',
+      LOG_LEVEL: 'silent',
+      INTERNAL_API_KEY: 'route-map',
+      PUBLIC_URL: 'http://localhost:3000',
+    },
     { readDotEnv: false },
   );
   const db = createDb('postgres://route-map@127.0.0.1:1/none', { poolSize: 1 });
