@@ -203,9 +203,12 @@ async function main() {
         `No admin yet: sign in, then open this one-time link to become the admin: ${link}  (or run: npm run admin -- <email>)`,
       );
   }
+  // the last line of a start says where to go (issue 24 item 7): the dashboard at PUBLIC_URL, or
+  // the backend's API docs when only the backend runs here
+  const open = mode === 'backend' ? `${config.BACKEND_URL}/docs` : `${config.PUBLIC_URL}/`;
   log?.info(
-    { database: config.DATABASE_URL ? 'DATABASE_URL' : 'embedded', migrationsApplied: applied.length, docs: '/docs' },
-    'platform ready',
+    { database: config.DATABASE_URL ? 'DATABASE_URL' : 'embedded', migrationsApplied: applied.length, docs: '/docs', open },
+    `platform ready: open ${open}`,
   );
 }
 

@@ -109,6 +109,9 @@ describe('npm start (the compiled main.js)', () => {
     const lines = piped.output().trim().split('\n');
     expect(lines.length).toBeGreaterThan(1);
     for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
+    // the start-up's last line says where to go (the backend alone: its API docs)
+    const ready = lines.map((l) => JSON.parse(l) as { msg: string }).findLast((l) => l.msg.startsWith('platform ready'));
+    expect(ready?.msg).toBe(`platform ready: open http://127.0.0.1:${backend}/docs`);
     // at a terminal (`script` gives the process a pseudo-terminal): pino-pretty lines, no JSON
     const tty = spawn('script', ['-qfec', `${process.execPath} ${MAIN} backend`, '/dev/null'], {
       cwd: root,
@@ -123,7 +126,7 @@ describe('npm start (the compiled main.js)', () => {
     while (!out.includes('platform ready') && Date.now() < until2) await new Promise((r) => setTimeout(r, 50));
     tty.kill('SIGTERM');
     await ttyExited;
-    expect(out).toMatch(/INFO.*platform ready/);
+    expect(out).toMatch(/INFO.*platform ready: open http:\/\/\S+\/docs/);
     expect(out).not.toMatch(/^\{"level"/m);
   }, 90_000);
 
