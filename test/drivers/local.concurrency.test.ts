@@ -97,6 +97,23 @@ describe('local driver: one process per agent whatever the interleaving', () => 
     expect(await driver.status(id)).toEqual({ status: 'not_found' });
   });
 
+  it('shutdown stops only what this instance started, not the process another instance started since', async () => {
+    const id = 'agent-handed-over';
+    const other = createHostingDriver(config(), { stopGraceMs: 2_000 });
+    const first = createHostingDriver(config(), { stopGraceMs: 2_000 });
+    try {
+      await first.deploy(spec(id, 'f'.repeat(48)));
+      await other.deploy(spec(id, 'g'.repeat(48))); // replaces first's process: the agent is other's now
+      const [pid] = processesOf(id);
+      expect(pid).toBeDefined();
+      await first.shutdown();
+      expect(processesOf(id)).toEqual([pid]);
+      expect((await other.status(id)).status).toMatch(/healthy|running/);
+    } finally {
+      await other.delete(id);
+    }
+  });
+
   it('delete also stops a process of the agent that another platform process started on the same DATA_DIR', async () => {
     const id = 'agent-twice';
     const other = createHostingDriver(config(), { stopGraceMs: 2_000 });

@@ -143,7 +143,15 @@ type AgentState = {
 
 type RunOptions = { env: Record<string, string>; timeoutMs: number; maxBuffer: number };
 
-type Owned = { env: Record<string, string>; uid?: number | undefined; child?: ChildProcess; exitCode?: number | null; stopping?: boolean };
+type Owned = {
+  env: Record<string, string>;
+  uid?: number | undefined;
+  /** the process this instance started or adopted (shutdown stops that one, not a successor another instance started) */
+  pid?: number;
+  child?: ChildProcess;
+  exitCode?: number | null;
+  stopping?: boolean;
+};
 
 const AGENT_ID = /^[A-Za-z0-9_-]{1,128}$/;
 /**
@@ -408,6 +416,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     // in the sandbox the runtime is a grandchild (bwrap, its PID-namespace init, then the runtime): the
     // state names the runtime itself, so a signal to it (stop, SIGKILL, SIGSTOP) reaches the agent
     const pid = sandbox.active ? await runtimePid(child.pid) : child.pid;
+    entry.pid = pid;
     const state: AgentState = {
       agentId,
       pid,
@@ -573,7 +582,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       // answering: adopt it. The comparison is with the platform's own record, not the process's memory
       const env = envFor(spec, previous.port);
       if (previous.launchHash === launchHash(env) && previous.uid === spec.sandboxUid && (await probeHealthz(previous.url, probeMs))) {
-        if (!owned.has(spec.agentId)) owned.set(spec.agentId, { env, uid: spec.sandboxUid });
+        if (!owned.has(spec.agentId)) owned.set(spec.agentId, { env, uid: spec.sandboxUid, pid });
         return { externalId: `local-${pid}`, url: previous.url, status: 'healthy' };
       }
     }
@@ -698,8 +707,20 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       return statsReader.read(workspaceOf(agentId, state), state ? liveAgentPid(state) : undefined, current, state !== undefined);
     },
 
+    /**
+     * Stops what this instance started or adopted: an agent whose state file now names a process
+     * another platform instance on the same DATA_DIR started since is left to that instance.
+     */
     async shutdown(): Promise<void> {
-      await Promise.all([...owned.keys()].map((agentId) => serial(agentId, () => stopAgent(agentId, readState(agentId))).catch(() => {})));
+      await Promise.all(
+        [...owned.entries()].map(([agentId, entry]) =>
+          serial(agentId, async () => {
+            const state = readState(agentId);
+            if (state && entry.pid !== undefined && state.pid !== entry.pid) return;
+            await stopAgent(agentId, state);
+          }).catch(() => {}),
+        ),
+      );
       owned.clear();
     },
   };
