@@ -133,6 +133,12 @@ describe('provision', () => {
       .where('id', '=', res.json().agent.id)
       .executeTakeFirstOrThrow();
     expect(row.plan).toBe('network');
+    // the admin's agents count against the admin's plan, not the size chosen (issue 24 item 5):
+    // Starter agents beside Boss (the backend's solo limit of 1 refused the second)
+    for (const name of ['s1', 's2']) {
+      const starter = await web('POST', '/api/agents/provision', admin.cookie, { name, tier: 'starter' });
+      expect([starter.statusCode, starter.body]).toEqual([201, expect.any(String)]);
+    }
   });
 
   it("the backend's limit for the plan (label: 10, under the web's 100) is the same 429 on the web, and no agent is kept", async () => {

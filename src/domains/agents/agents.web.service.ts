@@ -237,6 +237,9 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
             model,
             aiProvider,
             plan,
+            // an admin's agents count against the admin's own plan (network: the web app's elevated
+            // limit above applies), not against the size chosen (issue 24 item 5)
+            ...(user.isAdmin ? { limitPlan: 'network' } : {}),
             ...(input.config ? { config: input.config } : {}),
           },
         });

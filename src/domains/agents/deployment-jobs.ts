@@ -48,6 +48,8 @@ export function createDeploymentJobs(deps: AgentsDeps) {
       agentId?: string | undefined;
       name: string;
       plan?: string | undefined;
+      /** the plan whose agent limit applies (default `plan`): the web app names the admin's own plan */
+      limitPlan?: string | undefined;
       model?: string | undefined;
       aiProvider?: string | undefined;
       config?: Record<string, unknown> | undefined;
@@ -65,8 +67,9 @@ export function createDeploymentJobs(deps: AgentsDeps) {
           if (existing) {
             const plan = input.plan ?? existing.plan;
             const others = await agentsRepo.countAgents(trx, input.userId, existing.id);
-            const limit = backendLimit(plan);
-            if (others >= limit) throw limitReached(plan, limit, others);
+            const limitPlan = input.limitPlan ?? plan;
+            const limit = backendLimit(limitPlan);
+            if (others >= limit) throw limitReached(limitPlan, limit, others);
             row =
               (await agentsRepo.updateAgent(trx, existing.id, {
                 plan,
@@ -86,8 +89,9 @@ export function createDeploymentJobs(deps: AgentsDeps) {
           } else {
             const plan = input.plan ?? BACKEND_DEFAULT_PLAN;
             const current = await agentsRepo.countAgents(trx, input.userId);
-            const limit = backendLimit(plan);
-            if (current >= limit) throw limitReached(plan, limit, current);
+            const limitPlan = input.limitPlan ?? plan;
+            const limit = backendLimit(limitPlan);
+            if (current >= limit) throw limitReached(limitPlan, limit, current);
             row = await insertAgentRecord(
               trx,
               { agentsDomain: config.AGENTS_DOMAIN, secretsKey: deps.secrets.secretsEncryptionKey },

@@ -283,7 +283,7 @@ export const backendAgentsRoutes = (deps: { agents: AgentsService; watchdog?: Wa
             'created for this user, takes that one — and enqueues a deploy job. Concurrent requests for one agent join the same active job; an `agentId` of another user is 404 like a missing one. Jobs live in PostgreSQL and are taken by deployment workers with FOR UPDATE SKIP LOCKED ' +
             "(a crashed worker's job is taken again when its lease expires; one active job per agent). The job deploys with per-agent credentials, waits for `/healthz` " +
             '(poll every 2 s, 60 s overall) and moves the agent to `running`, or to `error` after 3 failed attempts. Poll GET /api/deployments/:id or GET /api/agents/:id. ' +
-            'Answers 202 with the job. `plan` defaults to `label`; backend limits solo 1, collective 3, label 10, network unlimited (402 `AGENT_LIMIT_REACHED`). ' +
+            'Answers 202 with the job. `plan` defaults to `label`; backend limits solo 1, collective 3, label 10, network unlimited (402 `AGENT_LIMIT_REACHED`), counted for `limitPlan` when given (the web app sends `network` for an admin, whose account plan is network whatever size the agent runs at), else for `plan`. ' +
             '500 `Hosting unavailable` (code `HOSTING_UNAVAILABLE`) when the hosting driver cannot be used.',
           headers,
           body: jsonBody({
@@ -294,6 +294,7 @@ export const backendAgentsRoutes = (deps: { agents: AgentsService; watchdog?: Wa
               .optional(),
             name: agentName,
             plan: planName.optional(),
+            limitPlan: planName.optional().describe("the plan whose agent limit applies (default: `plan`); the web app sends the account's plan for admins"),
             model: model.optional(),
             aiProvider: aiProvider.optional(),
             config: configObject.optional(),
