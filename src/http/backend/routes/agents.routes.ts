@@ -294,7 +294,9 @@ export const backendAgentsRoutes = (deps: { agents: AgentsService; watchdog?: Wa
               .optional(),
             name: agentName,
             plan: planName.optional(),
-            limitPlan: planName.optional().describe("the plan whose agent limit applies (default: `plan`); the web app sends the account's plan for admins"),
+            limitPlan: planName
+              .optional()
+              .describe("the plan whose agent limit applies (default: `plan`); the web app sends the account's plan for admins"),
             model: model.optional(),
             aiProvider: aiProvider.optional(),
             config: configObject.optional(),
