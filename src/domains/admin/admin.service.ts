@@ -8,7 +8,6 @@ import { randomBytes } from 'node:crypto';
 import type { Db } from '../../db/client.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { AppError, forbidden, notFound } from '../../lib/errors.ts';
-import type { SessionCache } from '../accounts/session-cache.ts';
 import { adminRepo, type Plan } from './admin.repo.ts';
 
 /** How long a printed setup link works (a restart prints a new one while no admin exists). */
@@ -47,8 +46,14 @@ const view = (u: {
   createdAt: u.created_at.toISOString(),
 });
 
+/**
+ * What the admin service needs of the session cache (the accounts domain's SessionCache fits):
+ * declared here, so admin does not depend on accounts (accounts reads admin's rule: one direction).
+ */
+export type SessionEvictor = { evictUser(userId: string): void };
+
 /** `sessionCache`: a changed admin flag must not wait for cached sessions (5 s) to expire. */
-export function createAdminService(deps: { db: Db; publicUrl: string; sessionCache?: SessionCache | undefined; now?: () => Date }) {
+export function createAdminService(deps: { db: Db; publicUrl: string; sessionCache?: SessionEvictor | undefined; now?: () => Date }) {
   const { db } = deps;
   const now = deps.now ?? (() => new Date());
   const requireAdmin = (actor: AdminActor) => {
