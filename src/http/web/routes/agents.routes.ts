@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import { agentName, configObject } from '../../../domains/agents/agents.schemas.ts';
 import type { AgentsWebService, WebUser } from '../../../domains/agents/agents.web.service.ts';
+import { logLine } from '../../../domains/logs/logs.schemas.ts';
 import { watchdogStateSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
 import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
 import { notFound } from '../../../lib/errors.ts';
@@ -16,7 +17,6 @@ import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { SESSION_SECURITY } from '../../shared/security.ts';
 import { currentUser, type SessionAuth } from '../../shared/session.ts';
-import { logLine } from './logs.routes.ts';
 
 const idParam = z.object({ id: z.string().min(1).max(200) });
 const webAgent = z.object({

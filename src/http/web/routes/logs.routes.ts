@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { AgentsWebService } from '../../../domains/agents/agents.web.service.ts';
 import type { LiveLogs } from '../../../domains/logs/live-logs.ts';
+import { logLine } from '../../../domains/logs/logs.schemas.ts';
 import type { StreamRevoker } from '../../../lib/eviction-bus.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
@@ -13,15 +14,6 @@ import { currentUser, type SessionAuth } from '../../shared/session.ts';
 import { startEventStream } from '../../shared/sse.ts';
 
 const params = z.object({ agentId: z.string().min(1).max(64) });
-/** One log line as §4.7 lists them (GET /api/agents/:id/logs, the live stream, the history). */
-export const logLine = z.object({
-  id: z.string(),
-  timestamp: z.string(),
-  level: z.string(),
-  message: z.string(),
-  source: z.string(),
-  agentId: z.string(),
-});
 const errors = { 401: errorSchema, 404: errorSchema, 500: errorSchema };
 /** a comment line now and then keeps proxies from closing a quiet stream */
 const KEEPALIVE_MS = 15_000;
