@@ -4,8 +4,8 @@
  * A route module (`src/http/<app>/routes/<area>.routes.ts`) is a function of its dependencies that
  * returns a `RouteModule`: the prefix its paths live under and one Fastify plugin per
  * authentication scope it has routes in (most modules have one). Each app declares its scopes once,
- * in order, with the hook that authenticates every route of the scope: the web app `public` and
- * `session` (and `bridge`), the backend `public`, `agentKey` and `bearer`. No route attaches an
+ * in order, with the hook that authenticates every route of the scope: the web app `public`,
+ * `session`, `admin` (a session of an admin) and `bridge`, the backend `public`, `agentKey` and `bearer`. No route attaches an
  * authentication hook of its own, so a route cannot forget one, and every authenticated route
  * answers 401 before its input is parsed or validated (the hook runs `onRequest`).
  *

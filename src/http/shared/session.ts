@@ -1,7 +1,8 @@
 /**
  * Session cookie handling (§4.1, §5): the cookie `service-session` carries a random token; only
  * its SHA-256 is stored. The web app's session scope (./routes.ts) runs `guard` on every route in
- * it, which resolves the user once and sets `request.user`; public routes that merely accept a
+ * it, which resolves the user once and sets `request.user` (the admin scope runs `adminGuard`, which
+ * also refuses a user who is not an admin); public routes that merely accept a
  * session (GET /api/auth/session, the agent proxy) call `user(request)`, resolved lazily and
  * cached per request.
  */
@@ -10,7 +11,7 @@ import type {} from '@fastify/cookie';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { LIMITS } from '../../config/limits.ts';
 import type { AccountsService, NewSession, SessionUser } from '../../domains/accounts/accounts.service.ts';
-import { unauthorized } from '../../lib/errors.ts';
+import { forbidden, unauthorized } from '../../lib/errors.ts';
 import { documented } from './openapi.ts';
 import { SESSION_SECURITY } from './security.ts';
 
@@ -38,6 +39,11 @@ export type SessionAuth = {
    * before the body is parsed or validated, whatever the body says.
    */
   guard(request: FastifyRequest): Promise<void>;
+  /**
+   * The admin scope's hook (`onRequest`): the session guard, then 403 `ADMIN_REQUIRED` for a user
+   * who is not an admin, before the body is parsed or validated.
+   */
+  adminGuard(request: FastifyRequest): Promise<void>;
   setCookie(reply: FastifyReply, session: NewSession): void;
   clearCookie(reply: FastifyReply): void;
   token(request: FastifyRequest): string | undefined;
@@ -69,7 +75,7 @@ function createSessionAuth(accounts: AccountsService, options: { secure: boolean
   const user = (request: FastifyRequest) => (request[LOOKUP] ??= accounts.sessionUser(token(request)));
   const require = async (request: FastifyRequest) => {
     const u = await user(request);
-    if (!u) throw unauthorized('Unauthorized');
+    if (!u) throw unauthorized('Unauthorized', unauthorizedBody(request));
     return u;
   };
   return {
@@ -79,6 +85,14 @@ function createSessionAuth(accounts: AccountsService, options: { secure: boolean
     guard: documented(
       async (request: FastifyRequest) => {
         request.user = await require(request);
+      },
+      { security: SESSION_SECURITY },
+    ),
+    adminGuard: documented(
+      async (request: FastifyRequest) => {
+        const u = await require(request);
+        if (!u.isAdmin) throw forbidden('Admin access required', 'ADMIN_REQUIRED');
+        request.user = u;
       },
       { security: SESSION_SECURITY },
     ),
@@ -94,6 +108,14 @@ function createSessionAuth(accounts: AccountsService, options: { secure: boolean
     },
   };
 }
+
+/**
+ * What a route of the session scope adds to its 401 body (§7: the workflows list answers
+ * `{error, workflows: []}`): `config: { unauthorizedBody: { workflows: [] } }` on the route.
+ */
+export type SessionRouteConfig = { unauthorizedBody?: Record<string, unknown> };
+
+const unauthorizedBody = (request: FastifyRequest) => (request.routeOptions.config as SessionRouteConfig | undefined)?.unauthorizedBody;
 
 /** Client metadata stored with a session. */
 export const requestMeta = (request: FastifyRequest) => ({

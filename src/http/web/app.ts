@@ -166,7 +166,8 @@ export async function buildWebApp(config: Config, services: WebServices, options
   app.decorate('liveLogs', live);
 
   // Route modules (../shared/routes.ts): each scope authenticates every route in it, once
-  await mountRoutes(app, { public: null, session: session.guard, bridge: createBridgeAuth(config.BRIDGE_SECRET) }, [
+  const scopes = { public: null, session: session.guard, admin: session.adminGuard, bridge: createBridgeAuth(config.BRIDGE_SECRET) };
+  await mountRoutes(app, scopes, [
     accountsRoutes({ accounts, session }),
     webHealthRoutes({ health: services.health }),
     featuresRoutes({ features: featuresOf(config) }),
