@@ -20,6 +20,8 @@ import { createAgentsWebService } from './domains/agents/agents.web.service.ts';
 import { createBackendClient } from './domains/agents/backend-client.ts';
 import type { HostingDriver } from './domains/agents/drivers/driver.ts';
 import { createHostingDriver } from './domains/agents/drivers/index.ts';
+import { createAgentGateway } from './domains/agents/gateway/client.ts';
+import { createAgentTargets } from './domains/agents/gateway/targets.ts';
 import { agentModelEnv } from './domains/ai/agent-gateway.ts';
 import { createAiService } from './domains/ai/ai.service.ts';
 import type { ChatProvider, ProviderName } from './domains/ai/providers/provider.ts';
@@ -27,7 +29,6 @@ import { createStoredPlans } from './domains/ai/stored-plans.ts';
 import type { UsageStore } from './domains/ai/usage.ts';
 import { createUsageReport } from './domains/ai/usage-report.ts';
 import { createBridgeService } from './domains/bridge/bridge.service.ts';
-import { createAgentTargets } from './domains/chat/agent-target.ts';
 import { createChatService } from './domains/chat/chat.service.ts';
 import { createConfigService } from './domains/config/config.service.ts';
 import { createFilesService } from './domains/files/files.service.ts';
@@ -210,8 +211,9 @@ export function createPlatform(deps: PlatformDeps) {
           })
         : undefined,
   });
-  const agentTargets = createAgentTargets({ db, secretsKey: deps.secrets.secretsEncryptionKey });
-  const chat = createChatService({ db, targets: agentTargets });
+  // every call to an agent's gateway (docs/architecture.md "Reaching an agent")
+  const agentGateway = createAgentGateway({ targets: createAgentTargets({ db, secretsKey: deps.secrets.secretsEncryptionKey }) });
+  const chat = createChatService({ db, gateway: agentGateway });
   const agentsWeb = createAgentsWebService({
     db,
     config,
@@ -252,7 +254,7 @@ export function createPlatform(deps: PlatformDeps) {
     plugins: createPlugins({
       ai,
       audio: createAudioClient({ baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, timeoutMs: config.AI_TIMEOUT_MS }),
-      agentChat: createAgentChat({ db, secretsKey: deps.secrets.secretsEncryptionKey, timeoutMs: config.AI_TIMEOUT_MS }),
+      agentChat: createAgentChat({ gateway: agentGateway, timeoutMs: config.AI_TIMEOUT_MS }),
     }),
     mpp: createMppMethod({
       db: db.kysely,
@@ -320,7 +322,7 @@ export function createPlatform(deps: PlatformDeps) {
           usageReport: createUsageReport({ db, ...(deps.now ? { now: deps.now } : {}) }),
           cdpWallets,
           chat,
-          agentTargets,
+          agentGateway,
           stablecoinBalances: createStablecoinBalanceReader({ rpcUrl: config.TEMPO_RPC_URL, testnet: config.TEMPO_TESTNET }),
           admin,
           topUp,

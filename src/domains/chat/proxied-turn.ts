@@ -6,7 +6,10 @@
  */
 import type { Readable } from 'node:stream';
 import { pipeline, Transform } from 'node:stream';
-import { createCompletionText, STORED_ANSWER_MAX_CHARS } from './completion-text.ts';
+import { createCompletionText } from '../agents/gateway/completion-text.ts';
+
+/** How much of an answer the history keeps (the caller still gets all of it). */
+export const STORED_ANSWER_MAX_CHARS = 200_000;
 
 type Part = { type?: unknown; text?: unknown };
 

@@ -5,10 +5,10 @@ import type { Config } from '../../config/env.ts';
 import type { AccountsService } from '../../domains/accounts/accounts.service.ts';
 import type { AdminService } from '../../domains/admin/admin.service.ts';
 import type { AgentsWebService } from '../../domains/agents/agents.web.service.ts';
+import type { AgentGateway } from '../../domains/agents/gateway/client.ts';
 import type { AiService } from '../../domains/ai/ai.service.ts';
 import type { UsageReportFn } from '../../domains/ai/usage-report.ts';
 import type { BridgeService } from '../../domains/bridge/bridge.service.ts';
-import type { AgentTargets } from '../../domains/chat/agent-target.ts';
 import type { ChatService } from '../../domains/chat/chat.service.ts';
 import type { ConfigService } from '../../domains/config/config.service.ts';
 import type { HealthService } from '../../domains/health/health.service.ts';
@@ -68,7 +68,8 @@ export type WebServices = {
   cdpWallets?: CdpWalletsService;
   /** §4.4 stablecoin balances by address (TEMPO_RPC_URL) */
   stablecoinBalances?: StablecoinBalanceReader;
-  agentTargets?: AgentTargets;
+  /** the agents' gateways (the authenticated gateway proxy) */
+  agentGateway?: AgentGateway;
   agentsWeb: AgentsWebService;
   ai: AiService;
   accounts: AccountsService;
@@ -195,9 +196,9 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.cdpWallets && cdpWalletRoutes({ wallets: services.cdpWallets }),
     services.chat && chatRoutes({ chat: services.chat }),
     logsRoutes({ agents: services.agentsWeb, live, session, revoker }),
-    services.agentTargets &&
+    services.agentGateway &&
       agentProxyRoutes({
-        targets: services.agentTargets,
+        gateway: services.agentGateway,
         keys,
         session,
         revoker,

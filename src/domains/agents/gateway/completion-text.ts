@@ -1,12 +1,11 @@
 /**
  * The text of a streamed OpenAI chat completion, read from its Server-Sent Events as the bytes
  * arrive (`data: {json}` events with `choices[0].delta.content`, ending with `data: [DONE]`).
- * Used where the platform stores a streamed answer: REST chat and the gateway proxy
- * (docs/agents.md "Who stores turns"). It only looks at the bytes; it never holds them back.
+ * Used where the platform reads a streamed answer: REST chat (through the gateway client) and
+ * the gateway proxy (docs/agents.md "Who stores turns"). It only looks at the bytes; it never
+ * holds them back.
  */
 
-/** How much of an answer the history keeps (the caller still gets all of it). */
-export const STORED_ANSWER_MAX_CHARS = 200_000;
 /** The longest event (the bytes between two blank lines) read; a stream that never ends one is not an answer. */
 const MAX_EVENT_CHARS = 1024 * 1024;
 

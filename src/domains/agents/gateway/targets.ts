@@ -1,14 +1,15 @@
 /**
  * Where and how the platform reaches one of a user's agents: its gateway's base URL and the
- * gateway token (decrypted here, only ever sent to the agent; never to a browser or a client).
- * Read under the user's row-level security, so another user's agent is "not found" exactly like a
- * missing one (§4.7: 404 for both). Used by gateway chat (§4.8), REST chat (§4.18) and the
+ * gateway token (decrypted here and nowhere else, only ever sent to the agent; never to a browser
+ * or a client). Read under the user's row-level security, so another user's agent is "not found"
+ * exactly like a missing one (§4.7: 404 for both). The gateway client (`client.ts`) is the one
+ * user of what this returns: gateway chat (§4.8), REST chat (§4.18), the `agent` plugin and the
  * authenticated gateway proxy (docs/agents.md "Talk to your agent").
  */
-import type { Db } from '../../db/client.ts';
-import { decryptSecret } from '../../lib/crypto.ts';
-import { AppError, notFound } from '../../lib/errors.ts';
-import { type AgentRow, agentsRepo } from '../agents/agents.repo.ts';
+import type { Db } from '../../../db/client.ts';
+import { decryptSecret } from '../../../lib/crypto.ts';
+import { AppError, notFound } from '../../../lib/errors.ts';
+import { type AgentRow, agentsRepo } from '../agents.repo.ts';
 
 export type AgentTarget = {
   agent: AgentRow;
@@ -84,6 +85,24 @@ export function createAgentTargets(deps: { db: Db; secretsKey: Buffer; ttlMs?: n
       });
       if (!found) throw notFound('No agent found');
       return target(found.agent, found.creds?.gateway_token_enc);
+    },
+
+    /**
+     * The `agent` plugin's agent (§4.8 "orchestrator"): the user's oldest running (or active) agent
+     * with a gateway address and a token; undefined when there is none.
+     */
+    async running(userId: string): Promise<AgentTarget | undefined> {
+      const found = await deps.db.withUser(userId, async (trx) => {
+        const agents = await agentsRepo.listAgents(trx, userId);
+        // listAgents is newest first
+        for (const agent of agents.toReversed()) {
+          if ((agent.status !== 'running' && agent.status !== 'active') || !agent.gateway_url) continue;
+          const creds = await agentsRepo.getCredentials(trx, agent.id);
+          if (creds) return { agent, creds };
+        }
+        return undefined;
+      });
+      return found && target(found.agent, found.creds.gateway_token_enc);
     },
   };
 }

@@ -9,6 +9,10 @@
  * - One host per agent: a request whose Host is `<id>.<AGENTS_DOMAIN>` goes, whatever its path
  *   (except the platform's own `/api/…` routes), to that agent's gateway.
  *
+ * The calls themselves (URL, gateway token, stale-address retry, timeouts, errors) are the agent
+ * gateway client's (`src/domains/agents/gateway/client.ts`); this module decides who may call,
+ * which headers pass, and how much a WebSocket may hold.
+ *
  * Who: the owner's session cookie, or `Authorization: Bearer sk_…` with one of the owner's API
  * keys. Anyone else's agent, or no agent, is 404 alike. Bodies and answers are streamed through
  * (SSE completions arrive as they are produced); hop-by-hop headers, cookies and the caller's
@@ -24,14 +28,15 @@
  */
 import fastifyWebsocket from '@fastify/websocket';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Agent, request as undiciRequest } from 'undici';
+import type { Dispatcher } from 'undici';
 import WebSocket from 'ws';
 import { z } from 'zod';
-import type { AgentTarget, AgentTargets } from '../../../domains/chat/agent-target.ts';
+import type { AgentGateway } from '../../../domains/agents/gateway/client.ts';
+import type { AgentTarget } from '../../../domains/agents/gateway/targets.ts';
 import type { ChatService } from '../../../domains/chat/chat.service.ts';
 import { readingAnswer, streamedQuestion } from '../../../domains/chat/proxied-turn.ts';
 import { API_KEY_PREFIX, type KeysService } from '../../../domains/keys/keys.service.ts';
-import { AppError, forbidden, isAppError, tooManyRequests, unauthorized } from '../../../lib/errors.ts';
+import { forbidden, tooManyRequests, unauthorized } from '../../../lib/errors.ts';
 import type { RevocationWatch, StreamCredential, StreamRevoker } from '../../../lib/eviction-bus.ts';
 import { DEFAULT_GATEWAY_LIMITS } from '../../../runtime/gateway-limits.ts';
 import type { App } from '../../shared/base-app.ts';
@@ -117,7 +122,8 @@ const whenClosed = (target: { destroyed: boolean; once(event: 'close', fn: () =>
 };
 
 export type AgentProxyDeps = {
-  targets: AgentTargets;
+  /** reaches the agent: look-ups, forwarded requests and WebSockets */
+  gateway: Pick<AgentGateway, 'targets' | 'forward' | 'openSocket' | 'close'>;
   keys: KeysService;
   session: SessionAuth;
   /** ends what is open when the session or key it was opened with is revoked */
@@ -126,8 +132,6 @@ export type AgentProxyDeps = {
   agentsDomain: string;
   /** PUBLIC_URL and CSRF_ALLOWED_ORIGINS: the only origins whose pages may open a cookie WebSocket */
   allowedOrigins: readonly string[];
-  /** how long a proxied request may wait for the agent's headers / between body chunks */
-  timeoutMs?: number;
   /** stores streamed chat turns (without it they pass through unstored) */
   chat?: Pick<ChatService, 'recordTurn'> | undefined;
 };
@@ -139,11 +143,9 @@ export type AgentProxyDeps = {
 export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> => ({
   prefix: '',
   public: async (app: App) => {
-    const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 256, pipelining: 1 });
     app.addHook('onClose', async () => {
-      await dispatcher.close();
+      await deps.gateway.close();
     });
-    const timeoutMs = deps.timeoutMs ?? 300_000;
     const allowedOrigins = new Set(deps.allowedOrigins.map((o) => new URL(o).origin));
     const hostPattern = new RegExp(
       `^([a-z0-9][a-z0-9-]{2,62})\\.${deps.agentsDomain.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?::\\d+)?$`,
@@ -176,33 +178,12 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
         if (value !== undefined && !DROP_REQUEST.has(name)) headers[name] = value;
       }
       const query = request.url.includes('?') ? request.url.slice(request.url.indexOf('?')) : '';
-      const body = request.body as Buffer | undefined;
-      let target: AgentTarget | undefined;
-      const send = (t: AgentTarget) => {
-        target = t;
-        return undiciRequest(`${t.baseUrl}${path}${query}`, {
-          method: request.method as (typeof METHODS)[number],
-          headers: { ...headers, authorization: `Bearer ${t.token}` },
-          body: body && body.length > 0 ? body : null,
-          dispatcher,
-          headersTimeout: timeoutMs,
-          bodyTimeout: timeoutMs,
-        });
-      };
-      let upstream: Awaited<ReturnType<typeof undiciRequest>>;
-      try {
-        upstream = await send(await deps.targets.byId(userId, agentId));
-      } catch (err) {
-        if (isAppError(err)) throw err;
-        // a cached address may be stale (the agent restarted elsewhere): look it up again, once
-        deps.targets.forget(userId, agentId);
-        try {
-          upstream = await send(await deps.targets.byId(userId, agentId, { fresh: true }));
-        } catch (retryErr) {
-          if (isAppError(retryErr)) throw retryErr;
-          throw new AppError('AGENT_UNAVAILABLE', 'The agent could not be reached');
-        }
-      }
+      const { target, response: upstream } = await deps.gateway.forward(userId, agentId, {
+        method: request.method as (typeof METHODS)[number],
+        path: `${path}${query}`,
+        headers,
+        body: (request.body as Buffer | undefined) ?? null,
+      });
       reply.code(upstream.statusCode);
       for (const [name, value] of Object.entries(upstream.headers)) {
         if (value !== undefined && !dropResponseHeader(name)) reply.header(name, value);
@@ -220,13 +201,13 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
         stop();
         reply.raw.destroy();
       });
-      return reply.send(storingStreamedTurn(request, upstream, userId, target!, path, askedAt));
+      return reply.send(storingStreamedTurn(request, upstream, userId, target, path, askedAt));
     }
 
     /** The answer to send: a streamed chat completion is read on its way to store the turn. */
     function storingStreamedTurn(
       request: FastifyRequest,
-      upstream: Awaited<ReturnType<typeof undiciRequest>>,
+      upstream: Dispatcher.ResponseData,
       userId: string,
       target: AgentTarget,
       path: string,
@@ -305,7 +286,7 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
       };
       whenClosed(request.raw.socket, release);
       try {
-        (request as GrantedRequest)[GRANT] = { target: await deps.targets.byId(userId, agentId), watch };
+        (request as GrantedRequest)[GRANT] = { target: await deps.gateway.targets.byId(userId, agentId), watch };
       } catch (err) {
         release();
         throw err;
@@ -315,10 +296,7 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
     /** WebSocket pipe to the gateway's `/ws`; messages are passed through as they are, within PROXY_SOCKET_LIMITS. */
     function pipeSocket(client: WebSocket, request: FastifyRequest) {
       const { target, watch } = (request as GrantedRequest)[GRANT]!;
-      const upstream = new WebSocket(`${target.baseUrl.replace(/^http/, 'ws')}/ws`, {
-        headers: { authorization: `Bearer ${target.token}` },
-        maxPayload: PROXY_SOCKET_LIMITS.agentMessageBytes,
-      });
+      const upstream = deps.gateway.openSocket(target, { maxPayload: PROXY_SOCKET_LIMITS.agentMessageBytes });
       const closeBoth = (code?: number, reason?: string | Buffer) => {
         const c = code && code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1011;
         if (client.readyState === WebSocket.OPEN) client.close(c, reason);

@@ -1,0 +1,241 @@
+/**
+ * The one client of an agent's gateway (docs/architecture.md "Reaching an agent"): every call the
+ * platform makes to an agent goes through here, so URLs (`/v1/…`, `/ws`, `/healthz`), the gateway
+ * token, timeouts and the mapping of failures to the error catalogue live in one place.
+ *
+ * - `forward`: any HTTP request, streamed both ways (the authenticated gateway proxy), with one
+ *   fresh look-up when a cached address no longer answers (the agent restarted elsewhere).
+ * - `openSocket`: a WebSocket to the gateway's `/ws` (the proxy pipes it to the caller).
+ * - `wsChat`: one chat frame over `/ws` and its reply (§4.8 gateway chat).
+ * - `streamCompletion`: a streamed `POST /v1/chat/completions` read as text (§4.18 REST chat).
+ * - `chatCompletion`: a non-streamed completion (the payments `agent` plugin).
+ * - `probeHealthz`: `GET /healthz` of a gateway the driver reports (container health).
+ *
+ * Targets (base URL and decrypted token, cached briefly) come from `targets.ts`.
+ */
+import { Agent, type Dispatcher, request as undiciRequest } from 'undici';
+import WebSocket from 'ws';
+import { LIMITS } from '../../../config/limits.ts';
+import { AppError, isAppError } from '../../../lib/errors.ts';
+import { createCompletionText } from './completion-text.ts';
+import type { AgentTarget, AgentTargets } from './targets.ts';
+
+export type ChatMessage = { role: 'system' | 'user' | 'assistant'; content: string };
+export type ForwardRequest = {
+  method: Dispatcher.HttpMethod;
+  /** path and query on the gateway, e.g. `/v1/models?x=1` */
+  path: string;
+  /** the headers to send (the caller's policy already applied); the gateway token is added here */
+  headers: Record<string, string | string[]>;
+  body: Buffer | null;
+};
+
+const agentFailed = (detail: string) => new AppError('AGENT_UNAVAILABLE', `The agent did not answer: ${detail}`);
+const wsUrl = (t: AgentTarget) => `${t.baseUrl.replace(/^http/, 'ws')}/ws`;
+const bearer = (t: AgentTarget) => `Bearer ${t.token}`;
+const healthzUrl = (url: string) => (url.replace(/\/+$/, '').endsWith('/healthz') ? url : `${url.replace(/\/+$/, '')}/healthz`);
+
+/** One probe: true when `GET <url>/healthz` answers 200 with `{ok:true}` within `probeTimeoutMs`. */
+export async function probeHealthz(url: string, probeTimeoutMs: number = LIMITS.healthProbeTimeoutMs): Promise<boolean> {
+  try {
+    const res = await fetch(healthzUrl(url), { signal: AbortSignal.timeout(probeTimeoutMs) });
+    if (res.status !== 200) {
+      await res.body?.cancel();
+      return false;
+    }
+    const body = (await res.json().catch(() => undefined)) as { ok?: unknown } | undefined;
+    return body?.ok === true;
+  } catch {
+    return false;
+  }
+}
+
+export type AgentGatewayDeps = {
+  targets: AgentTargets;
+  /** how long a forwarded request may wait for the agent's headers / between body chunks */
+  forwardTimeoutMs?: number;
+  /** §8 chat WebSocket timeout (30 s) */
+  wsTimeoutMs?: number;
+  /** how long a REST chat may wait for the agent's first byte and between chunks */
+  restTimeoutMs?: number;
+};
+
+export function createAgentGateway(deps: AgentGatewayDeps) {
+  const { targets } = deps;
+  const forwardTimeoutMs = deps.forwardTimeoutMs ?? 300_000;
+  const wsTimeoutMs = deps.wsTimeoutMs ?? LIMITS.chatWebSocketTimeoutMs;
+  const restTimeoutMs = deps.restTimeoutMs ?? 120_000;
+  // kept-alive connections for forwarded requests, made on first use (close() ends them)
+  let dispatcher: Agent | undefined;
+
+  return {
+    targets,
+
+    /**
+     * Sends `req` to the user's agent `agentId` and returns the answer unread. A failure to reach a
+     * cached address looks the agent up again, once; a second failure is 502 `AGENT_UNAVAILABLE`.
+     * 404 and 503 `NO_GATEWAY_TOKEN` come from the look-up.
+     */
+    async forward(
+      userId: string,
+      agentId: string,
+      req: ForwardRequest,
+    ): Promise<{ target: AgentTarget; response: Dispatcher.ResponseData }> {
+      dispatcher ??= new Agent({ keepAliveTimeout: 30_000, connections: 256, pipelining: 1 });
+      const via = dispatcher;
+      const send = async (target: AgentTarget) => ({
+        target,
+        response: await undiciRequest(`${target.baseUrl}${req.path}`, {
+          method: req.method,
+          headers: { ...req.headers, authorization: bearer(target) },
+          body: req.body && req.body.length > 0 ? req.body : null,
+          dispatcher: via,
+          headersTimeout: forwardTimeoutMs,
+          bodyTimeout: forwardTimeoutMs,
+        }),
+      });
+      try {
+        return await send(await targets.byId(userId, agentId));
+      } catch (err) {
+        if (isAppError(err)) throw err;
+        // a cached address may be stale (the agent restarted elsewhere): look it up again, once
+        targets.forget(userId, agentId);
+        try {
+          return await send(await targets.byId(userId, agentId, { fresh: true }));
+        } catch (retryErr) {
+          if (isAppError(retryErr)) throw retryErr;
+          throw new AppError('AGENT_UNAVAILABLE', 'The agent could not be reached');
+        }
+      }
+    },
+
+    /** A WebSocket to the agent's `/ws`, authenticated with its gateway token; `maxPayload` bounds one message from the agent. */
+    openSocket(target: AgentTarget, options: { maxPayload: number }): WebSocket {
+      return new WebSocket(wsUrl(target), { headers: { authorization: bearer(target) }, maxPayload: options.maxPayload });
+    },
+
+    /** §4.8: one WebSocket, one chat frame, the first reply or error frame, then close. */
+    wsChat(t: AgentTarget, message: string, sessionKey: string): Promise<string> {
+      return new Promise((resolve, reject) => {
+        const socket = new WebSocket(wsUrl(t), { headers: { authorization: bearer(t) }, handshakeTimeout: wsTimeoutMs });
+        let settled = false;
+        const finish = (err: AppError | undefined, reply?: string) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          socket.removeAllListeners('message');
+          socket.on('error', () => {});
+          socket.close();
+          if (err) reject(err);
+          else resolve(reply!);
+        };
+        const timer = setTimeout(
+          () => finish(new AppError('AGENT_TIMEOUT', `The agent did not reply within ${Math.round(wsTimeoutMs / 1000)} seconds`)),
+          wsTimeoutMs,
+        );
+        socket.on('open', () => socket.send(JSON.stringify({ type: 'chat', content: message, sessionKey })));
+        socket.on('message', (raw: Buffer) => {
+          let frame: { type?: unknown; content?: unknown; error?: unknown };
+          try {
+            frame = JSON.parse(raw.toString('utf8'));
+          } catch {
+            return;
+          }
+          if (frame.type === 'reply' && typeof frame.content === 'string') finish(undefined, frame.content);
+          else if (frame.type === 'error')
+            finish(new AppError('AGENT_ERROR', typeof frame.error === 'string' ? frame.error : 'The agent answered with an error'));
+        });
+        socket.on('unexpected-response', (_req, res) => {
+          res.resume();
+          finish(new AppError('AGENT_UNAVAILABLE', `The agent's gateway refused the connection (${res.statusCode})`, undefined, 500));
+        });
+        socket.on('error', (err) => finish(new AppError('AGENT_UNAVAILABLE', `Could not reach the agent: ${err.message}`, undefined, 500)));
+        socket.on('close', () =>
+          finish(new AppError('AGENT_UNAVAILABLE', 'The agent closed the connection without replying', undefined, 500)),
+        );
+      });
+    },
+
+    /**
+     * Streams a completion from the agent, calling `onDelta` with each piece of text, and returns
+     * the whole text. SSE per the OpenAI wire format: `data: {json}` events, `data: [DONE]`.
+     */
+    async streamCompletion(
+      t: AgentTarget,
+      input: { messages: ChatMessage[]; model?: string | undefined },
+      onDelta: (text: string) => void,
+      signal?: AbortSignal,
+    ): Promise<string> {
+      let res: Response;
+      const abort = AbortSignal.any([AbortSignal.timeout(restTimeoutMs), ...(signal ? [signal] : [])]);
+      try {
+        res = await fetch(`${t.baseUrl}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: bearer(t), 'content-type': 'application/json', accept: 'text/event-stream' },
+          body: JSON.stringify({ messages: input.messages, stream: true, ...(input.model ? { model: input.model } : {}) }),
+          signal: abort,
+        });
+      } catch (err) {
+        throw agentFailed((err as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable');
+      }
+      if (!res.ok || !res.body) {
+        let detail = `HTTP ${res.status}`;
+        try {
+          const body = (await res.json()) as { error?: { message?: unknown } | string };
+          const m = typeof body.error === 'string' ? body.error : body.error?.message;
+          if (typeof m === 'string') detail = m.slice(0, 500);
+        } catch {
+          // not JSON: the status says enough
+        }
+        throw agentFailed(detail);
+      }
+      const reader = createCompletionText();
+      const read = (pieces: string[]) => {
+        for (const piece of pieces) onDelta(piece);
+        if (reader.error) throw agentFailed(reader.error);
+      };
+      try {
+        for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) read(reader.push(bytes));
+        read(reader.end());
+      } catch (err) {
+        if (err instanceof AppError) throw err;
+        throw agentFailed((err as Error).name === 'TimeoutError' ? 'timed out' : 'the stream broke off');
+      }
+      return reader.text;
+    },
+
+    /**
+     * A non-streamed completion: the answer's text. Throws (a plain error) when the agent answers
+     * with an error status or without content, or cannot be reached within `timeoutMs`.
+     */
+    async chatCompletion(
+      t: AgentTarget,
+      messages: { role: string; content: string }[],
+      options: { signal: AbortSignal; timeoutMs: number },
+    ): Promise<string> {
+      const res = await fetch(`${t.baseUrl}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: bearer(t), 'content-type': 'application/json' },
+        body: JSON.stringify({ messages, stream: false }),
+        signal: AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)]),
+      });
+      if (!res.ok) {
+        await res.body?.cancel().catch(() => {});
+        throw new Error(`agent gateway answered ${res.status}`);
+      }
+      const body = (await res.json()) as { choices?: { message?: { content?: unknown } }[] };
+      const content = body.choices?.[0]?.message?.content;
+      if (typeof content !== 'string') throw new Error('agent gateway answered without content');
+      return content;
+    },
+
+    /** Ends the kept-alive connections of `forward` (a later call opens new ones). */
+    async close() {
+      const d = dispatcher;
+      dispatcher = undefined;
+      await d?.close();
+    },
+  };
+}
+
+export type AgentGateway = ReturnType<typeof createAgentGateway>;
