@@ -179,7 +179,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.watchdog && webWatchdogRoutes({ watchdog: services.watchdog }),
     instanceRoutes({ agents: services.agentsWeb }),
     demoRoutes({ ai: services.ai }),
-    workflowsRoutes({ workflows: services.workflows, session }),
+    workflowsRoutes({ workflows: services.workflows }),
     heartbeatRoutes({ heartbeat: services.heartbeat }),
     bridgeRoutes({ bridge: services.bridge }),
     configRoutes({ config: services.agentConfig }),

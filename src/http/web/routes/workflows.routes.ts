@@ -3,11 +3,9 @@
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import { NODE_TYPES, type WorkflowsService } from '../../../domains/workflows/workflows.service.ts';
-import { unauthorized } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
-import { SESSION_SECURITY } from '../../shared/security.ts';
-import { currentUser, type SessionAuth } from '../../shared/session.ts';
+import { currentUser, type SessionRouteConfig } from '../../shared/session.ts';
 
 /**
  * `config` and `position` are objects in requests (§4.14); a JSON-encoded string of an object is
@@ -75,12 +73,12 @@ const LIMITS_TEXT =
   `Bounds (not shown in the specification): name 1 to ${LIMITS.workflowNameMax} characters after trim, description at most ` +
   `${LIMITS.workflowDescriptionMax}, at most ${LIMITS.workflowNodesMax} nodes, node config at most ${LIMITS.workflowNodeConfigMax} characters JSON-encoded.`;
 
-export const workflowsRoutes = (deps: { workflows: WorkflowsService; session: SessionAuth }): RouteModule<'public' | 'session'> => {
-  const { workflows, session } = deps;
+export const workflowsRoutes = (deps: { workflows: WorkflowsService }): RouteModule<'session'> => {
+  const { workflows } = deps;
 
   return {
     prefix: '/api/workflows',
-    public: async (app) => {
+    session: async (app) => {
       app.get('', {
         schema: {
           tags: ['workflows'],
@@ -88,20 +86,15 @@ export const workflowsRoutes = (deps: { workflows: WorkflowsService; session: Se
           description:
             'Newest update first, each with its nodes (by creation time; node `createdAt` is given on the single get only). ' +
             'Without a session: 401 with body `{error, workflows: []}` (§7).',
-          security: SESSION_SECURITY,
           response: {
             200: z.object({ workflows: z.array(workflowOut) }),
             401: errorSchema.extend({ workflows: z.array(workflowOut).max(0) }),
           },
         },
-        handler: async (request) => {
-          const user = await session.user(request);
-          if (!user) throw unauthorized('Unauthorized', { workflows: [] });
-          return { workflows: await workflows.list(user.id) };
-        },
+        // §7: the 401 of this route carries an empty list (the session scope's guard adds it)
+        config: { unauthorizedBody: { workflows: [] } } satisfies SessionRouteConfig,
+        handler: async (request) => ({ workflows: await workflows.list(currentUser(request).id) }),
       });
-    },
-    session: async (app) => {
       app.post('', {
         schema: {
           tags: ['workflows'],
