@@ -276,7 +276,7 @@ describe('§4.17 what a hostile agent plants (audit N9)', () => {
       }
     })();
     const seen = new Set<string>();
-    for (let i = 0; i < 300; i++) {
+    for (let i = 0; i < 120; i++) {
       const [r, w] = await Promise.all([get('read', { path: 'd/secret.txt' }), post('write', { path: 'd/secret.txt', content: `decoy` })]);
       seen.add(r.statusCode === 200 ? r.json().content : `${r.statusCode}`);
       expect([200, 400]).toContain(w.statusCode);
