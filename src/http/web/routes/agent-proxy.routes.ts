@@ -29,7 +29,7 @@
 import fastifyWebsocket from '@fastify/websocket';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
-import WebSocket from 'ws';
+import type WebSocket from 'ws';
 import { z } from 'zod';
 import type { AgentGateway } from '../../../domains/agents/gateway/client.ts';
 import type { AgentTarget } from '../../../domains/agents/gateway/targets.ts';
@@ -122,8 +122,8 @@ const whenClosed = (target: { destroyed: boolean; once(event: 'close', fn: () =>
 };
 
 export type AgentProxyDeps = {
-  /** reaches the agent: look-ups, forwarded requests and WebSockets */
-  gateway: Pick<AgentGateway, 'targets' | 'forward' | 'openSocket' | 'close'>;
+  /** reaches the agent: look-ups, forwarded requests and piped WebSockets */
+  gateway: Pick<AgentGateway, 'targets' | 'forward' | 'pipeSocket' | 'close'>;
   keys: KeysService;
   session: SessionAuth;
   /** ends what is open when the session or key it was opened with is revoked */
@@ -229,25 +229,6 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
       });
     }
 
-    /**
-     * Passes `from`'s messages to `to`, and stops reading `from` while more than
-     * `unwrittenBytes` sent to `to` are not written out yet (a slow reader on either side must
-     * not make the platform hold what the other side keeps sending). `early` takes what arrives
-     * while `to` is not open.
-     */
-    function relay(from: WebSocket, to: WebSocket, early: (data: Buffer, binary: boolean) => void = () => {}) {
-      let unwritten = 0;
-      from.on('message', (data: Buffer, binary) => {
-        if (to.readyState !== WebSocket.OPEN) return early(data, binary);
-        unwritten += data.length;
-        to.send(data, { binary }, () => {
-          unwritten -= data.length;
-          if (from.isPaused && unwritten <= PROXY_SOCKET_LIMITS.unwrittenBytes) from.resume();
-        });
-        if (unwritten > PROXY_SOCKET_LIMITS.unwrittenBytes) from.pause();
-      });
-    }
-
     /** Open proxied sockets per user, in this process. */
     const openSockets = new Map<string, number>();
     /** Takes one of the user's socket slots (429 when none is left); `free` gives it back, once. */
@@ -293,42 +274,11 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
       }
     }
 
-    /** WebSocket pipe to the gateway's `/ws`; messages are passed through as they are, within PROXY_SOCKET_LIMITS. */
+    /** WebSocket pipe to the gateway's `/ws`, within PROXY_SOCKET_LIMITS; revoking the credential closes both with 1008. */
     function pipeSocket(client: WebSocket, request: FastifyRequest) {
       const { target, watch } = (request as GrantedRequest)[GRANT]!;
-      const upstream = deps.gateway.openSocket(target, { maxPayload: PROXY_SOCKET_LIMITS.agentMessageBytes });
-      const closeBoth = (code?: number, reason?: string | Buffer) => {
-        const c = code && code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1011;
-        if (client.readyState === WebSocket.OPEN) client.close(c, reason);
-        if (upstream.readyState === WebSocket.OPEN) upstream.close(c, reason);
-        else if (upstream.readyState === WebSocket.CONNECTING) upstream.terminate();
-      };
-      // what the client sends before the agent's socket opens waits here, bounded
-      const pending: { data: Buffer; binary: boolean }[] = [];
-      let pendingBytes = 0;
-      relay(client, upstream, (data, binary) => {
-        if (upstream.readyState !== WebSocket.CONNECTING) return;
-        pendingBytes += data.length;
-        if (pending.length >= PROXY_SOCKET_LIMITS.pendingMessages || pendingBytes > PROXY_SOCKET_LIMITS.pendingBytes) {
-          pending.length = 0;
-          closeBoth(1013, 'The agent is not ready; send again once it answers');
-        } else pending.push({ data, binary });
-      });
-      relay(upstream, client);
-      upstream.on('open', () => {
-        for (const m of pending.splice(0)) upstream.send(m.data, { binary: m.binary });
-        pendingBytes = 0;
-      });
-      upstream.on('close', (code, reason) => closeBoth(code, reason));
-      upstream.on('error', () => closeBoth(1011));
-      upstream.on('unexpected-response', (_req, res) => {
-        res.resume();
-        closeBoth(1011);
-      });
-      // a message over clientMessageBytes: ws has already closed the client's socket with 1009
-      client.on('close', (code, reason) => closeBoth(code === 1005 ? 1000 : code, reason));
-      client.on('error', () => closeBoth(1011));
-      watch.onRevoked(() => closeBoth(1008, 'Credentials revoked'));
+      const pipe = deps.gateway.pipeSocket(client, target, PROXY_SOCKET_LIMITS);
+      watch.onRevoked(() => pipe.close(1008, 'Credentials revoked'));
     }
 
     /** A cookie-authenticated WebSocket from another site's page would act as the owner (CSWSH). */
