@@ -11,9 +11,10 @@ import type {} from '@fastify/cookie';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { LIMITS } from '../../config/limits.ts';
 import type { AccountsService, NewSession, SessionUser } from '../../domains/accounts/accounts.service.ts';
+import type { KeysService } from '../../domains/keys/keys.service.ts';
 import { forbidden, unauthorized } from '../../lib/errors.ts';
 import { documented } from './openapi.ts';
-import { SESSION_SECURITY } from './security.ts';
+import { ACCOUNT_SECURITY, SESSION_SECURITY } from './security.ts';
 
 export const SESSION_COOKIE = 'service-session';
 
@@ -27,6 +28,8 @@ declare module 'fastify' {
      * routes (they call `SessionAuth.user(request)` when a session is optional). Read it with `currentUser`.
      */
     user: SessionUser | null;
+    /** The account scope's caller (a user API key or the session cookie); null when the route accepts anonymous callers. Read it with `currentCaller`. */
+    caller: Caller | null;
     [LOOKUP]: Promise<SessionUser | null> | null;
   }
 }
@@ -56,6 +59,7 @@ export function registerSession(
   options: { secure: boolean },
 ): SessionAuth {
   app.decorateRequest('user', null);
+  app.decorateRequest('caller', null);
   app.decorateRequest(LOOKUP, null);
   return createSessionAuth(accounts, options);
 }
@@ -116,6 +120,45 @@ function createSessionAuth(accounts: AccountsService, options: { secure: boolean
 export type SessionRouteConfig = { unauthorizedBody?: Record<string, unknown> };
 
 const unauthorizedBody = (request: FastifyRequest) => (request.routeOptions.config as SessionRouteConfig | undefined)?.unauthorizedBody;
+
+/** Who calls a route of the account scope, by a user API key or by the session cookie. */
+export type Caller = { userId: string; email: string; plan: string; isAdmin: boolean; via: 'key' | 'session' };
+
+/** `config: { callerOptional: true }`: the route also serves anonymous callers (`request.caller` null). */
+export type AccountRouteConfig = { callerOptional?: boolean };
+
+/**
+ * The account scope's hook (`onRequest`): `Authorization: Bearer sk_…` is one of the user's API
+ * keys (401 `Unauthorized` when invalid, whatever else the request carries); otherwise the session
+ * cookie. No credential: 401 `Unauthorized`, or `request.caller` null on a `callerOptional` route.
+ * A session caller's plan is `network` for an admin, else `solo`; a key's is its owner's plan.
+ */
+export function createAccountGuard(session: SessionAuth, keys: Pick<KeysService, 'validate'>) {
+  return documented(
+    async (request: FastifyRequest) => {
+      const auth = request.headers.authorization;
+      if (typeof auth === 'string' && /^Bearer\s/i.test(auth)) {
+        const v = await keys.validate(auth.slice(7).trim());
+        if (!v.valid) throw unauthorized('Unauthorized');
+        request.caller = { userId: v.userId, email: v.email, plan: v.plan, isAdmin: false, via: 'key' };
+        return;
+      }
+      const user = await session.user(request);
+      if (user) {
+        request.caller = {
+          userId: user.id,
+          email: user.email,
+          plan: user.isAdmin ? 'network' : 'solo',
+          isAdmin: user.isAdmin,
+          via: 'session',
+        };
+        return;
+      }
+      if (!(request.routeOptions.config as AccountRouteConfig | undefined)?.callerOptional) throw unauthorized('Unauthorized');
+    },
+    { security: ACCOUNT_SECURITY },
+  );
+}
 
 /** Client metadata stored with a session. */
 export const requestMeta = (request: FastifyRequest) => ({

@@ -32,7 +32,7 @@ import { type App, createBaseApp } from '../shared/base-app.ts';
 import { createBridgeAuth } from '../shared/bridge-auth.ts';
 import { createOriginCheck } from '../shared/origin-check.ts';
 import { mountRoutes } from '../shared/routes.ts';
-import { registerSession, SESSION_COOKIE, type SessionAuth } from '../shared/session.ts';
+import { createAccountGuard, registerSession, SESSION_COOKIE, type SessionAuth } from '../shared/session.ts';
 import { accountsRoutes } from './routes/accounts.routes.ts';
 import { adminRoutes } from './routes/admin.routes.ts';
 import { agentProxyRoutes } from './routes/agent-proxy.routes.ts';
@@ -167,7 +167,13 @@ export async function buildWebApp(config: Config, services: WebServices, options
   app.decorate('liveLogs', live);
 
   // Route modules (../shared/routes.ts): each scope authenticates every route in it, once
-  const scopes = { public: null, session: session.guard, admin: session.adminGuard, bridge: createBridgeAuth(config.BRIDGE_SECRET) };
+  const scopes = {
+    public: null,
+    session: session.guard,
+    admin: session.adminGuard,
+    account: createAccountGuard(session, keys),
+    bridge: createBridgeAuth(config.BRIDGE_SECRET),
+  };
   await mountRoutes(app, scopes, [
     accountsRoutes({ accounts, session }),
     webHealthRoutes({ health: services.health }),
@@ -192,7 +198,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
         ? { balanceByAddress: (_request: unknown, address: string) => services.stablecoinBalances!(address) }
         : {}),
     }),
-    services.payments && paymentsRoutes({ ...services.payments, keys, session }),
+    services.payments && paymentsRoutes({ ...services.payments, session }),
     services.cdpWallets && cdpWalletRoutes({ wallets: services.cdpWallets }),
     services.chat && chatRoutes({ chat: services.chat }),
     logsRoutes({ agents: services.agentsWeb, live, session, revoker }),

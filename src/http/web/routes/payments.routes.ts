@@ -4,14 +4,13 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { KeysService } from '../../../domains/keys/keys.service.ts';
 import type { GatewayAccount, GatewayService } from '../../../domains/payments/gateway/gateway.service.ts';
 import type { PaymentSessionsService } from '../../../domains/payments/sessions/sessions.service.ts';
 import { ERROR_CODES } from '../../../lib/error-codes.ts';
-import { badRequest, notFound, unauthorized } from '../../../lib/errors.ts';
+import { badRequest, notFound } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
-import type { SessionAuth } from '../../shared/session.ts';
+import type { AccountRouteConfig, SessionAuth } from '../../shared/session.ts';
 import { startEventStream } from '../../shared/sse.ts';
 
 const sessionView = z.object({
@@ -52,24 +51,11 @@ const gatewayResponse = z
 export const paymentsRoutes = (deps: {
   sessions: PaymentSessionsService;
   gateway: GatewayService;
-  keys: KeysService;
   session: SessionAuth;
-}): RouteModule<'public'> => {
+}): RouteModule<'public' | 'account'> => {
   const { sessions, gateway, session } = deps;
 
   const bySessionHeader = { headers: documentedHeaders({ [SESSION_HEADER]: 'the payment session id' }) };
-
-  /** The caller's account: the session cookie, or a user API key as `Authorization: Bearer sk_…` (401 when invalid). */
-  async function account(request: FastifyRequest): Promise<GatewayAccount | null> {
-    const auth = request.headers.authorization;
-    if (typeof auth === 'string' && /^Bearer\s/i.test(auth)) {
-      const v = await deps.keys.validate(auth.slice(7).trim());
-      if (!v.valid) throw unauthorized('Unauthorized');
-      return { userId: v.userId, email: v.email, plan: v.plan as GatewayAccount['plan'], isAdmin: false };
-    }
-    const user = await session.user(request);
-    return user ? { userId: user.id, email: user.email, plan: user.isAdmin ? 'network' : 'solo', isAdmin: user.isAdmin } : null;
-  }
 
   return {
     prefix: '/api',
@@ -201,7 +187,9 @@ export const paymentsRoutes = (deps: {
         },
         handler: async () => sessions.signerInfo(),
       });
-
+    },
+    // a caller with an account pays from its balance; anyone else pays per call (402): the caller is optional
+    account: async (app) => {
       app.post('/v1/gateway', {
         schema: {
           tags: ['gateway'],
@@ -230,18 +218,26 @@ export const paymentsRoutes = (deps: {
             'x-wallet-address': 'address owning the session (session method)',
           }),
           body: jsonBody({ plugin: z.string().max(100, { error: 'Invalid plugin' }).optional() }).loose(),
+          // documented as before: anyone may call (the account scope only learns who, when a key or cookie is sent)
+          security: [],
           response: { 200: gatewayResponse, 400: errorSchema, 401: errorSchema, 402: errorSchema, 500: errorSchema, 502: errorSchema },
         },
+        config: { callerOptional: true } satisfies AccountRouteConfig,
         handler: async (request, reply) => {
           const body = request.body as Record<string, unknown>;
           const pluginId = headerOf(request, 'x-plugin-id') || (typeof body.plugin === 'string' ? body.plugin : undefined) || 'agent';
           const authorization = typeof request.headers.authorization === 'string' ? request.headers.authorization : undefined;
           const isPayment = authorization !== undefined && /^Payment\s/i.test(authorization);
-          const acct = isPayment
-            ? await session
-                .user(request)
-                .then((u) => (u ? { userId: u.id, email: u.email, plan: 'solo' as const, isAdmin: u.isAdmin } : null))
-            : await account(request);
+          // with `Authorization: Payment` the account scope saw no key, so a caller is the session's, on plan solo
+          const caller = request.caller;
+          const acct: GatewayAccount | null = caller
+            ? {
+                userId: caller.userId,
+                email: caller.email,
+                plan: (isPayment ? 'solo' : caller.plan) as GatewayAccount['plan'],
+                isAdmin: caller.isAdmin,
+              }
+            : null;
           const accept = headerOf(request, 'accept') ?? '';
           const controller = new AbortController();
           reply.raw.once('close', () => {
