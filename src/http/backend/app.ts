@@ -14,13 +14,13 @@ import { createBearerAuth } from '../shared/bearer-auth.ts';
 import { mountRoutes } from '../shared/routes.ts';
 import { agentCallbackRoutes } from './routes/agent-callbacks.routes.ts';
 import { agentGatewayRoutes } from './routes/agent-gateway.routes.ts';
-import { backendAgentsRoutes } from './routes/agents.routes.ts';
+import { backendAgentsRoutes } from './routes/agents.backend.routes.ts';
 import { aiRoutes } from './routes/ai.routes.ts';
 import { browseRoutes } from './routes/browse.routes.ts';
-import { backendHealthRoutes } from './routes/health.routes.ts';
+import { backendHealthRoutes } from './routes/health.backend.routes.ts';
 import { hostingMcpRoutes } from './routes/hosting-mcp.routes.ts';
-import { backendKeysRoutes } from './routes/keys.routes.ts';
-import { backendWatchdogRoutes } from './routes/watchdog.routes.ts';
+import { backendKeysRoutes } from './routes/validate-key.routes.ts';
+import { backendWatchdogRoutes } from './routes/watchdog.backend.routes.ts';
 
 export type BackendServices = {
   /** stored plans for the AI plan middleware (x-user-id naming a platform user) */
