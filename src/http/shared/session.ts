@@ -88,7 +88,7 @@ function createSessionAuth(accounts: AccountsService, options: { secure: boolean
     // tagged so routes that run it are documented with the session cookie (./openapi.ts)
     guard: documented(
       async (request: FastifyRequest) => {
-        request.user = await require(request);
+        request.user = sessionConfig(request)?.sessionOptional ? await user(request) : await require(request);
       },
       { security: SESSION_SECURITY },
     ),
@@ -117,9 +117,14 @@ function createSessionAuth(accounts: AccountsService, options: { secure: boolean
  * What a route of the session scope adds to its 401 body (§7: the workflows list answers
  * `{error, workflows: []}`): `config: { unauthorizedBody: { workflows: [] } }` on the route.
  */
-export type SessionRouteConfig = { unauthorizedBody?: Record<string, unknown> };
+export type SessionRouteConfig = {
+  unauthorizedBody?: Record<string, unknown>;
+  /** the route also serves a caller without a session (`request.user` null); it declares its own OpenAPI `security` */
+  sessionOptional?: boolean;
+};
 
-const unauthorizedBody = (request: FastifyRequest) => (request.routeOptions.config as SessionRouteConfig | undefined)?.unauthorizedBody;
+const sessionConfig = (request: FastifyRequest) => request.routeOptions.config as SessionRouteConfig | undefined;
+const unauthorizedBody = (request: FastifyRequest) => sessionConfig(request)?.unauthorizedBody;
 
 /** Who calls a route of the account scope, by a user API key or by the session cookie. */
 export type Caller = { userId: string; email: string; plan: string; isAdmin: boolean; via: 'key' | 'session' };

@@ -193,12 +193,11 @@ export async function buildWebApp(config: Config, services: WebServices, options
     tradingRoutes({ trading: services.trading }),
     sessionWalletRoutes({
       sessionWallet: services.sessionWallet,
-      session,
       ...(services.stablecoinBalances
         ? { balanceByAddress: (_request: unknown, address: string) => services.stablecoinBalances!(address) }
         : {}),
     }),
-    services.payments && paymentsRoutes({ ...services.payments, session }),
+    services.payments && paymentsRoutes(services.payments),
     services.cdpWallets && cdpWalletRoutes({ wallets: services.cdpWallets }),
     services.chat && chatRoutes({ chat: services.chat }),
     logsRoutes({ agents: services.agentsWeb, live, session, revoker }),

@@ -10,7 +10,7 @@ import { ERROR_CODES } from '../../../lib/error-codes.ts';
 import { badRequest, notFound } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
-import type { AccountRouteConfig, SessionAuth } from '../../shared/session.ts';
+import type { AccountRouteConfig, SessionRouteConfig } from '../../shared/session.ts';
 import { startEventStream } from '../../shared/sse.ts';
 
 const sessionView = z.object({
@@ -51,15 +51,14 @@ const gatewayResponse = z
 export const paymentsRoutes = (deps: {
   sessions: PaymentSessionsService;
   gateway: GatewayService;
-  session: SessionAuth;
-}): RouteModule<'public' | 'account'> => {
-  const { sessions, gateway, session } = deps;
+}): RouteModule<'session' | 'public' | 'account'> => {
+  const { sessions, gateway } = deps;
 
   const bySessionHeader = { headers: documentedHeaders({ [SESSION_HEADER]: 'the payment session id' }) };
 
   return {
     prefix: '/api',
-    public: async (app) => {
+    session: async (app) => {
       app.post('/wallet/sessions', {
         schema: {
           tags: ['payments'],
@@ -85,6 +84,8 @@ export const paymentsRoutes = (deps: {
             salt: z.unknown().optional(),
             sessionKeyHash: z.unknown().optional().describe('with `signature`: 0x + SHA-256 (hex) of the session id the wallet chose'),
           }),
+          // documented as public, as before: the signature is the credential of a caller without a session
+          security: [],
           response: {
             201: sessionView.extend({
               sessionId: z.string().optional().describe('signed-in opens only: the bearer id, shown once'),
@@ -95,13 +96,15 @@ export const paymentsRoutes = (deps: {
             403: errorSchema,
           },
         },
+        // a signed-in caller opens for its own wallet; anyone may open with a signature (sessionOptional)
+        config: { sessionOptional: true } satisfies SessionRouteConfig,
         handler: async (request, reply) => {
-          const user = await session.user(request);
-          const view = await sessions.open({ ...request.body, userId: user?.id ?? null });
+          const view = await sessions.open({ ...request.body, userId: request.user?.id ?? null });
           return reply.code(201).send(view);
         },
       });
-
+    },
+    public: async (app) => {
       app.get('/wallet/sessions', {
         schema: {
           tags: ['payments'],

@@ -7,11 +7,11 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { SessionWalletService } from '../../../domains/session-wallet/session-wallet.service.ts';
-import { AppError, badRequest, unauthorized } from '../../../lib/errors.ts';
+import { AppError, badRequest } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { SESSION_SECURITY } from '../../shared/security.ts';
-import { currentUser, type SessionAuth } from '../../shared/session.ts';
+import { currentUser, type SessionRouteConfig } from '../../shared/session.ts';
 
 const ACTIONS = ['create', 'get_seed', 'export_seed'] as const;
 const INVALID_ACTION = `Invalid action; use one of ${ACTIONS.join(', ')}`;
@@ -67,14 +67,14 @@ export type BalanceByAddress = (request: FastifyRequest, address: string) => Pro
 
 export const sessionWalletRoutes = (deps: {
   sessionWallet: SessionWalletService;
-  session: SessionAuth;
   balanceByAddress?: BalanceByAddress | undefined;
-}): RouteModule<'public' | 'session'> => {
-  const { sessionWallet, session } = deps;
+}): RouteModule<'session'> => {
+  const { sessionWallet } = deps;
 
   return {
     prefix: '/api/wallet',
-    public: async (app) => {
+    // GET /api/wallet and /address also answer without a session (sessionOptional)
+    session: async (app) => {
       app.get('', {
         schema: {
           tags: ['wallet'],
@@ -89,8 +89,11 @@ export const sessionWalletRoutes = (deps: {
             'in the §4.4 order, `primaryToken` is the first of them (pathUSD with balance "0" when none is funded), `totalUsd` is rounded ' +
             'down to cents. 400 for a missing or malformed address; 500 when the RPC fails or TEMPO_RPC_URL is unset.',
           querystring: z.object({ address: z.string().optional().describe('Stablecoin balance lookup (see above)') }),
+          // documented as public: two of the three answers need no session
+          security: [],
           response: { 200: z.union([walletView, stablecoinBalances]), 400: errorSchema, 401: errorSchema, 500: errorSchema },
         },
+        config: { sessionOptional: true } satisfies SessionRouteConfig,
         handler: async (request) => {
           const address = request.query.address;
           if (address !== undefined) {
@@ -99,10 +102,8 @@ export const sessionWalletRoutes = (deps: {
           }
           const cdp = sessionWallet.cdpInfo();
           if (cdp) return cdp;
-          // the session is needed only here (the other two answers are public): checked by hand
-          const user = await session.user(request);
-          if (!user) throw unauthorized('Unauthorized');
-          return sessionWallet.get(user.id);
+          // the session is needed only here (the other two answers are public)
+          return sessionWallet.get(currentUser(request).id);
         },
       });
 
@@ -124,14 +125,13 @@ export const sessionWalletRoutes = (deps: {
             ]),
           },
         },
+        config: { sessionOptional: true } satisfies SessionRouteConfig,
         handler: async (request) => {
-          const user = await session.user(request);
+          const user = request.user;
           if (!user) return { authenticated: false as const, needsAuth: true as const, message: 'Sign in to see your wallet address' };
           return { authenticated: true as const, address: await sessionWallet.address(user.id) };
         },
       });
-    },
-    session: async (app) => {
       app.post('', {
         schema: {
           tags: ['wallet'],
