@@ -360,7 +360,7 @@ export function createPlatform(deps: PlatformDeps) {
       }
       heartbeatWorker ??= createHeartbeatWorker({
         db,
-        secretsKey: deps.secrets.secretsEncryptionKey,
+        gateway: agentGateway,
         logger: log,
         pollMs: config.HEARTBEAT_POLL_MS,
         timeoutMs: config.HEARTBEAT_TIMEOUT_MS,

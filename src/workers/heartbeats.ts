@@ -10,14 +10,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/client.ts';
+import type { AgentGateway } from '../domains/agents/gateway/client.ts';
 import { parseFrequency } from '../domains/heartbeat/heartbeat.service.ts';
 import { type DueHeartbeat, heartbeatScheduleRepo } from '../domains/heartbeat/heartbeat-schedule.repo.ts';
-import { decryptSecret } from '../lib/crypto.ts';
 import type { WorkerLogger } from './deployments.ts';
 
 export type HeartbeatWorkerOptions = {
   db: Db;
-  secretsKey: Buffer;
+  /** the one client of agents' gateways (it owns the address and the token) */
+  gateway: Pick<AgentGateway, 'heartbeat'>;
   logger?: WorkerLogger;
   /** how often due heartbeats are looked for (HEARTBEAT_POLL_MS) */
   pollMs: number;
@@ -44,29 +45,12 @@ export function createHeartbeatWorker(options: HeartbeatWorkerOptions) {
 
   /** Wakes one agent; the outcome to record. */
   async function wake(h: DueHeartbeat): Promise<{ status: 'ok' | 'failed' | 'skipped'; error: string | null; ran: boolean }> {
-    if (h.agent_status !== 'running' || !h.gateway_url || !h.gateway_token_enc) {
+    if (h.agent_status !== 'running' || !h.gateway_url) {
       return { status: 'skipped', error: h.agent_status === null ? 'no such agent' : `agent is ${h.agent_status}`, ran: false };
     }
     const runId = `${h.agent_id}:${h.next_heartbeat.toISOString()}`;
-    let res: Response;
-    try {
-      res = await fetch(`${h.gateway_url.replace(/\/+$/, '')}/v1/heartbeat`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${decryptSecret(options.secretsKey, h.gateway_token_enc)}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ runId }),
-        signal: AbortSignal.timeout(options.timeoutMs),
-      });
-    } catch (err) {
-      return {
-        status: 'failed',
-        error: (err as Error).name === 'TimeoutError' ? 'the agent did not answer in time' : 'the agent could not be reached',
-        ran: false,
-      };
-    }
-    const body = (await res.json().catch(() => undefined)) as { ok?: boolean; error?: { message?: string } | string } | undefined;
-    if (res.ok && body?.ok === true) return { status: 'ok', error: null, ran: true };
-    const message = typeof body?.error === 'string' ? body.error : body?.error?.message;
-    return { status: 'failed', error: `the agent answered ${res.status}${message ? `: ${message.slice(0, 300)}` : ''}`, ran: false };
+    const r = await options.gateway.heartbeat(h.user_id, h.agent_id, runId, options.timeoutMs);
+    return r.ok ? { status: 'ok', error: null, ran: true } : { status: 'failed', error: r.error, ran: false };
   }
 
   async function runOne(h: DueHeartbeat) {

@@ -10,6 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAgentGateway } from '../../src/domains/agents/gateway/client.ts';
+import { createAgentTargets } from '../../src/domains/agents/gateway/targets.ts';
 import { DEFAULT_HEARTBEAT_PROMPT } from '../../src/runtime/gateway.ts';
 import { createHeartbeatWorker } from '../../src/workers/heartbeats.ts';
 import { eventually } from '../agents/helpers.ts';
@@ -35,7 +37,13 @@ const settings = async () =>
 const save = (payload: object) =>
   p.web.inject({ method: 'POST', url: '/api/heartbeat', headers: { cookie }, payload: { agentId, ...payload } });
 const worker = (leaseMs = 300) =>
-  createHeartbeatWorker({ db: database.db, secretsKey: TEST_SECRETS.secretsEncryptionKey, pollMs: 50, timeoutMs: 10_000, leaseMs });
+  createHeartbeatWorker({
+    db: database.db,
+    gateway: createAgentGateway({ targets: createAgentTargets({ db: database.db, secretsKey: TEST_SECRETS.secretsEncryptionKey }) }),
+    pollMs: 50,
+    timeoutMs: 10_000,
+    leaseMs,
+  });
 
 beforeAll(async () => {
   database = await createTestDatabase();

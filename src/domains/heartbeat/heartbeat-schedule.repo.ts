@@ -14,7 +14,6 @@ export type DueHeartbeat = {
   next_heartbeat: Date;
   gateway_url: string | null;
   agent_status: string | null;
-  gateway_token_enc: string | null;
 };
 
 const secs = (ms: number) => ms / 1000;
@@ -33,10 +32,9 @@ export const heartbeatScheduleRepo = {
             LIMIT ${limit}
             FOR UPDATE SKIP LOCKED)
         RETURNING h.user_id, h.agent_id, h.frequency, h.next_heartbeat)
-      SELECT t.user_id, t.agent_id, t.frequency, t.next_heartbeat, a.gateway_url, a.status AS agent_status, c.gateway_token_enc
+      SELECT t.user_id, t.agent_id, t.frequency, t.next_heartbeat, a.gateway_url, a.status AS agent_status
         FROM taken t
-        LEFT JOIN agents a ON a.id = t.agent_id AND a.user_id = t.user_id
-        LEFT JOIN agent_credentials c ON c.agent_id = a.id`.execute(db);
+        LEFT JOIN agents a ON a.id = t.agent_id AND a.user_id = t.user_id`.execute(db);
     return r.rows;
   },
 

@@ -9,6 +9,7 @@
  * - `wsChat`: one chat frame over `/ws` and its reply (§4.8 gateway chat).
  * - `streamCompletion`: a streamed `POST /v1/chat/completions` read as text (§4.18 REST chat).
  * - `chatCompletion`: a non-streamed completion (the payments `agent` plugin).
+ * - `heartbeat`: `POST /v1/heartbeat` for a scheduled heartbeat (the heartbeat worker).
  * - `probeHealthz`: `GET /healthz` of a gateway the driver reports (container health).
  *
  * Targets (base URL and decrypted token, cached briefly) come from `targets.ts`.
@@ -293,6 +294,42 @@ export function createAgentGateway(deps: AgentGatewayDeps) {
       const content = body.choices?.[0]?.message?.content;
       if (typeof content !== 'string') throw new Error('agent gateway answered without content');
       return content;
+    },
+
+    /**
+     * Wakes the user's agent for one scheduled heartbeat (§4.12): POST /v1/heartbeat with its run
+     * id; the outcome as a value, never thrown, in the words the heartbeat history shows.
+     */
+    async heartbeat(
+      userId: string,
+      agentId: string,
+      runId: string,
+      timeoutMs: number,
+    ): Promise<{ ok: true } | { ok: false; error: string }> {
+      let t: AgentTarget;
+      try {
+        t = await targets.byId(userId, agentId, { fresh: true });
+      } catch (err) {
+        return { ok: false, error: isAppError(err) ? err.message : 'the agent could not be looked up' };
+      }
+      let res: Response;
+      try {
+        res = await fetch(`${t.baseUrl}/v1/heartbeat`, {
+          method: 'POST',
+          headers: { authorization: bearer(t), 'content-type': 'application/json' },
+          body: JSON.stringify({ runId }),
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+      } catch (err) {
+        return {
+          ok: false,
+          error: (err as Error).name === 'TimeoutError' ? 'the agent did not answer in time' : 'the agent could not be reached',
+        };
+      }
+      const body = (await res.json().catch(() => undefined)) as { ok?: boolean; error?: { message?: string } | string } | undefined;
+      if (res.ok && body?.ok === true) return { ok: true };
+      const message = typeof body?.error === 'string' ? body.error : body?.error?.message;
+      return { ok: false, error: `the agent answered ${res.status}${message ? `: ${message.slice(0, 300)}` : ''}` };
     },
 
     /** Ends the kept-alive connections of `forward` (a later call opens new ones). */
