@@ -70,16 +70,22 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
     }
   }
 
-  async function git(args: string[]): Promise<string> {
+  /** The sandboxed runner, or the 503: without a sandbox git would run with the platform's rights. */
+  function runner(): NonNullable<AgentWorkspace['run']> {
     if (!workspace.run)
       throw new AppError(
         'GIT_UNAVAILABLE',
         "git in the file explorer needs the agent sandbox (bubblewrap): without it git would run with the platform's rights in a folder the agent controls",
       );
+    return workspace.run;
+  }
+
+  async function git(args: string[]): Promise<string> {
+    const run = runner();
     await checkRoot();
     // the agent's own rights, but still no hooks or fsmonitor of its repository: what the explorer
     // shows must not depend on a program the agent planted
-    return workspace.run(
+    return run(
       'git',
       ['-c', 'core.quotepath=off', '-c', 'core.fsmonitor=false', '-c', 'core.hooksPath=/dev/null', '-c', 'core.pager=cat', ...args],
       {
@@ -97,7 +103,7 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
     );
   }
   const isRepo = async () => {
-    if (!workspace.run) await git([]); // the 503 above
+    runner(); // a missing sandbox is the 503, not "not a repository"
     try {
       return (await git(['rev-parse', '--is-inside-work-tree'])).trim() === 'true';
     } catch {

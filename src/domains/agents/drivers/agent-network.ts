@@ -24,14 +24,17 @@
  * Needs root (setns into a namespace of the initial user namespace) and pasta, nsenter, unshare and
  * umount on PATH. Without them agents keep the host's network and the start-up report says so.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { isAlive, readComm, readProcStat } from './proc.ts';
+import { promisify } from 'node:util';
+import { isAlive, readComm } from './proc.ts';
 import { findOnPath } from './sandbox.ts';
+
+const execFileAsync = promisify(execFile);
 
 /** AGENT_NETWORK: internet (own namespace, internet and the platform's ports), platform (the platform's ports only), host (no namespace). */
 export type AgentNetworkMode = 'internet' | 'platform' | 'host';
@@ -46,8 +49,11 @@ export type NetworkReport = {
   lines: string[];
 };
 
-/** What the running agent's network needs remembered (the state file): the pasta process and the namespace's file. */
-export type AgentNetwork = { nsFile: string; pastaPid: number; pastaStart: number };
+/**
+ * What the running agent's network needs remembered (the state file): the namespace's file (its
+ * pasta is found by that file when the network is closed, closeAgentNetworks).
+ */
+export type AgentNetwork = { nsFile: string };
 
 export function detectNetwork(mode: AgentNetworkMode, sandboxActive: boolean): NetworkReport {
   const shared = (why: string): NetworkReport => ({
@@ -211,11 +217,11 @@ async function attach(
   // pasta binds the forwarded host port once the namespace is set up (milliseconds)
   const deadline = Date.now() + 5_000;
   while (Date.now() < deadline && isAlive(pid)) {
-    if (await portBound(o.agentPort)) break;
+    if (await portAccepts(o.agentPort)) break;
     await new Promise((r) => setTimeout(r, 5));
   }
   if (!isAlive(pid)) throw new Error('pasta exited while setting up the agent network (see its process log)');
-  return { nsFile: o.nsFile, pastaPid: pid, pastaStart: readProcStat(pid)?.startTicks ?? 0 };
+  return { nsFile: o.nsFile };
 }
 
 /** The command that starts `file args` inside the agent's namespace. */
@@ -224,7 +230,8 @@ export const inNetwork = (report: NetworkReport, nsFile: string, file: string, a
   args: [`--net=${nsFile}`, '--', file, ...args],
 });
 
-function portBound(port: number): Promise<boolean> {
+/** Whether something accepts TCP connections on 127.0.0.1:`port` now (pasta's forward, an agent's gateway). */
+export function portAccepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const s = connect({ host: '127.0.0.1', port });
     s.once('connect', () => {
@@ -235,14 +242,6 @@ function portBound(port: number): Promise<boolean> {
   });
 }
 
-function run(file: string, args: string[]): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const c = spawn(file, args, { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin' } });
-    let err = '';
-    c.stderr.on('data', (d) => {
-      err += d;
-    });
-    c.on('error', reject);
-    c.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${file} ${args.join(' ')}: ${err.trim() || `exit ${code}`}`))));
-  });
+async function run(file: string, args: string[]): Promise<void> {
+  await execFileAsync(file, args, { env: { PATH: '/usr/bin:/bin' } });
 }

@@ -93,19 +93,23 @@ export function createStatsReader() {
         status: current,
       };
       if (!known) return base;
-      try {
-        const counters = JSON.parse((await readConfinedText(workspace, ['logs', 'stats.json'], 64 * 1024)) ?? 'null') as {
-          messagesProcessed: number;
-          messagesFailed: number;
-          averageResponseTimeMs: number;
-          network: { rxBytes: number; txBytes: number };
-        };
-        base.messagesProcessed = counters.messagesProcessed;
-        base.messagesFailed = counters.messagesFailed;
-        base.averageResponseTimeMs = counters.averageResponseTimeMs;
-        base.network = counters.network;
-      } catch {
-        /* not written yet (or OpenClaw, which has no such file) */
+      // missing until the runtime writes it (OpenClaw has none); refused when it is not a plain file of the agent's
+      const text = await readConfinedText(workspace, ['logs', 'stats.json'], 64 * 1024).catch(() => undefined);
+      if (text !== undefined) {
+        try {
+          const counters = JSON.parse(text) as {
+            messagesProcessed: number;
+            messagesFailed: number;
+            averageResponseTimeMs: number;
+            network: { rxBytes: number; txBytes: number };
+          };
+          base.messagesProcessed = counters.messagesProcessed;
+          base.messagesFailed = counters.messagesFailed;
+          base.averageResponseTimeMs = counters.averageResponseTimeMs;
+          base.network = counters.network;
+        } catch {
+          /* a torn write or a file the agent filled with something else */
+        }
       }
       if (!pid) return base;
       let first = cpuSamples.get(pid);

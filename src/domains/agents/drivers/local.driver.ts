@@ -51,9 +51,10 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { freePort } from '../../../db/embedded.ts';
 import type { Confinement } from '../../../lib/confined-fs.ts';
 import { sha256Hex } from '../../../lib/crypto.ts';
@@ -67,6 +68,7 @@ import {
   inNetwork,
   openAgentNetwork,
   platformPorts,
+  portAccepts,
 } from './agent-network.ts';
 import {
   type AgentDeploySpec,
@@ -176,11 +178,7 @@ async function handOver(dir: string, uid: number): Promise<void> {
   const st = lstatSync(dir);
   if (!st.isDirectory()) throw new Error(`${dir} is not a folder`);
   if (st.uid !== uid || st.gid !== uid) {
-    await new Promise<void>((resolve, reject) =>
-      execFile('chown', ['-R', '-P', `${uid}:${uid}`, dir], { timeout: 300_000, env: { PATH: '/usr/bin:/bin' } }, (err) =>
-        err ? reject(err) : resolve(),
-      ),
-    );
+    await promisify(execFile)('chown', ['-R', '-P', `${uid}:${uid}`, dir], { timeout: 300_000, env: { PATH: '/usr/bin:/bin' } });
     lchownSync(dir, uid, uid);
   }
   chmodSync(dir, 0o700);
@@ -460,15 +458,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     if (state.runtime === 'openclaw' || state.network) return waitUntilLive(state);
     const deadline = Date.now() + LISTEN_WAIT_MS;
     while (Date.now() < deadline && isAlive(state.pid)) {
-      const open = await new Promise<boolean>((resolve) => {
-        const socket = connect({ host: '127.0.0.1', port: state.port });
-        socket.once('connect', () => {
-          socket.destroy();
-          resolve(true);
-        });
-        socket.once('error', () => resolve(false));
-      });
-      if (open) return;
+      if (await portAccepts(state.port)) return;
       await new Promise((r) => setTimeout(r, 25));
     }
   }

@@ -79,6 +79,10 @@ export function readEnviron(pid: number): Record<string, string> | undefined {
  * Every live process started for `agentId` (its environment names it), optionally only those
  * whose AGENT_WORKSPACE is `workspace` (another DATA_DIR may hold an agent of the same id).
  * Children of a runtime inherit its environment, so tools it started are found as well.
+ * Only for agents without a user of their own (no sandbox, or not root: they run as the platform's
+ * user anyway); a sandboxed agent's processes are found by uid (processesOfUid). The environment is
+ * writable by the process itself, so this only chooses processes to stop: a process can put itself
+ * on an agent's list, never another process, and nothing read here is run or trusted.
  */
 export function agentProcesses(agentId: string, workspace?: string): number[] {
   let entries: string[] = [];

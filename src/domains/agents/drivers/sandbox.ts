@@ -36,8 +36,6 @@ export type SandboxReport = {
   filesystem: boolean;
   /** own PID namespace: the platform's and other agents' processes are invisible */
   pidNamespace: boolean;
-  /** plan memory/CPU enforced by cgroup v2 */
-  cgroupLimits: boolean;
   /** human-readable lines for the start-up log */
   lines: string[];
 };
@@ -233,7 +231,6 @@ function probe(mode: SandboxMode): SandboxReport {
     separateUser: false,
     filesystem: false,
     pidNamespace: false,
-    cgroupLimits: false,
     lines: [`agent sandbox OFF: ${why}; agents run as the platform's own OS user and can read everything it can (DATA_DIR, other agents)`],
   });
   if (mode === 'off') return none('AGENT_SANDBOX=off');
@@ -251,7 +248,6 @@ function probe(mode: SandboxMode): SandboxReport {
     separateUser: Boolean(setpriv),
     filesystem: true,
     pidNamespace: true,
-    cgroupLimits: false,
     lines: [],
   };
   const r = spawnSync(
@@ -268,7 +264,6 @@ function probe(mode: SandboxMode): SandboxReport {
     if (mode === 'bwrap') throw new Error(`AGENT_SANDBOX=bwrap but ${why}`);
     return none(why);
   }
-  const cgroupLimits = false; // see the header: not implemented without delegated cgroup v2 controllers
   const lines = [
     `agent sandbox ON (bubblewrap ${bwrap}): own mount/PID/IPC/UTS namespaces; filesystem view = runtime read-only + own workspace and home`,
     setpriv
@@ -280,5 +275,5 @@ function probe(mode: SandboxMode): SandboxReport {
       ? 'agent sandbox: cgroup v2 is present but the platform does not set per-agent cgroups yet; plan memory applies to the V8 heap only'
       : 'agent sandbox: no cgroup v2 memory/cpu controllers: plan memory applies to the V8 heap only, CPU is not limited',
   ];
-  return { ...trial, cgroupLimits, lines };
+  return { ...trial, lines };
 }
