@@ -1,7 +1,7 @@
 /**
  * Generates docs/routes.md: every route both apps mount (app, method, path, scope, the file that
  * declares it), so "which file serves this URL?" is one search. The apps are built the way
- * scripts/openapi-doc.ts builds the web app, with no database and no listening port: the routes are
+ * scripts/openapi-doc.ts builds the web app (scripts/lib/offline-platform.ts), with no database and no listening port: the routes are
  * registered against a pool that never connects. `mountRoutes` (src/http/shared/routes.ts) records
  * each route as it mounts it.
  *
@@ -10,13 +10,9 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { pino } from 'pino';
-import { loadConfig } from '../src/config/env.ts';
-import { createDb } from '../src/db/client.ts';
 import type { App } from '../src/http/shared/base-app.ts';
 import { type MountedRoute, mountedRoutes } from '../src/http/shared/routes.ts';
-import { createMemoryRateLimiter } from '../src/lib/rate-limiter.ts';
-import { createPlatform } from '../src/platform.ts';
+import { offlinePlatform } from './lib/offline-platform.ts';
 
 export const ROUTES_FILE = resolve(import.meta.dirname, '../docs/routes.md');
 export const REGENERATE = 'npm run routes:map';
@@ -33,26 +29,9 @@ type Row = {
 
 /** Both apps' mounted routes, one row per route (Fastify's automatic HEAD twin of each GET left out). */
 export async function routeRows(): Promise<Row[]> {
-  const config = loadConfig(
-    {
-      DATA_DIR: '/nonexistent-route-map',
-      // no dashboard build: the map must not depend on whether one was built (its top-level files,
-      // favicon.svg and the like, are each served as a route of dashboard.routes.ts)
-      DASHBOARD_DIR: '/nonexistent-route-map/dashboard',
-      LOG_LEVEL: 'silent',
-      INTERNAL_API_KEY: 'route-map',
-      PUBLIC_URL: 'http://localhost:3000',
-    },
-    { readDotEnv: false },
-  );
-  const db = createDb('postgres://route-map@127.0.0.1:1/none', { poolSize: 1 });
-  const platform = createPlatform({
-    config,
-    db,
-    secrets: { walletEncryptionKey: Buffer.alloc(32, 1), secretsEncryptionKey: Buffer.alloc(32, 2) },
-    logger: pino({ level: 'silent' }),
-    rateLimiter: createMemoryRateLimiter(),
-  });
+  // no dashboard build: the map must not depend on whether one was built (its top-level files,
+  // favicon.svg and the like, are each served as a route of dashboard.routes.ts)
+  const { config, platform, close } = offlinePlatform('route-map', { DASHBOARD_DIR: '/nonexistent-route-map/dashboard' });
   const apps: [Row['app'], App][] = [];
   try {
     apps.push(['web', await platform.buildWebApp()]);
@@ -80,8 +59,7 @@ export async function routeRows(): Promise<Row[]> {
     );
   } finally {
     await Promise.allSettled(apps.map(([, instance]) => instance.close()));
-    await platform.close();
-    await db.close();
+    await close();
   }
 }
 
