@@ -3,7 +3,7 @@
  * `anthropic-version`). System messages become the top-level `system` field; `max_tokens` is
  * required by the API, so a default applies when the caller gives none.
  */
-import { asProviderError, createUpstreamClient, failFromStatus, parseSse } from './http.ts';
+import { createUpstreamClient, failFromStatus, parseSse, readJsonBody } from './http.ts';
 import { type ChatParams, type ChatProvider, ProviderError, type StreamEvent, type Usage, zeroUsage } from './provider.ts';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -57,14 +57,7 @@ export function createAnthropicProvider(options: AnthropicOptions): ChatProvider
       ensureConfigured();
       const res = await client.send('POST', '/v1/messages', headers, requestBody(p, false), p.signal);
       if (res.statusCode < 200 || res.statusCode >= 300) await failFromStatus(res, 'anthropic');
-      let json: Record<string, any>;
-      try {
-        json = (await res.body.json()) as Record<string, any>;
-      } catch (err) {
-        throw p.signal?.aborted
-          ? asProviderError(err, p.signal)
-          : new ProviderError('anthropic sent a body that is not JSON', { cause: err });
-      }
+      const json = await readJsonBody(res, 'anthropic', p.signal);
       if (!Array.isArray(json?.content)) throw new ProviderError('anthropic sent no content');
       const content = (json.content as { type?: string; text?: unknown }[])
         .filter((b) => b?.type === 'text' && typeof b.text === 'string')

@@ -67,6 +67,15 @@ export function asProviderError(err: unknown, signal?: AbortSignal): ProviderErr
   );
 }
 
+/** A 2xx body as JSON; a body that is not JSON is a ProviderError (an abort stays an abort). */
+export async function readJsonBody(res: UpstreamResponse, provider: string, signal?: AbortSignal): Promise<Record<string, any>> {
+  try {
+    return (await res.body.json()) as Record<string, any>;
+  } catch (err) {
+    throw signal?.aborted ? asProviderError(err, signal) : new ProviderError(`${provider} sent a body that is not JSON`, { cause: err });
+  }
+}
+
 /**
  * Reads a non-2xx body (bounded) and throws it as a ProviderError carrying the status and, for the
  * request's own faults (REQUEST_FAULTS: a bad tool schema, a context too long), the upstream's

@@ -3,7 +3,7 @@
  * gemini- and custom-type providers, which all accept `POST {base}/chat/completions` with a
  * bearer key.
  */
-import { asProviderError, createUpstreamClient, failFromStatus, parseSse } from './http.ts';
+import { createUpstreamClient, failFromStatus, parseSse, readJsonBody } from './http.ts';
 import {
   type ChatParams,
   type ChatProvider,
@@ -82,14 +82,7 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
       ensureConfigured();
       const res = await client.send('POST', '/chat/completions', headers, requestBody(p, false), p.signal);
       if (res.statusCode < 200 || res.statusCode >= 300) await failFromStatus(res, name);
-      let json: Record<string, any>;
-      try {
-        json = (await res.body.json()) as Record<string, any>;
-      } catch (err) {
-        throw p.signal?.aborted
-          ? asProviderError(err, p.signal)
-          : new ProviderError(`${name} sent a body that is not JSON`, { cause: err });
-      }
+      const json = await readJsonBody(res, name, p.signal);
       const content = json?.choices?.[0]?.message?.content;
       if (typeof content !== 'string') throw new ProviderError(`${name} sent no message content`);
       return {
@@ -131,14 +124,7 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
       ensureConfigured();
       const res = await client.send('POST', '/chat/completions', headers, passthroughBody(p, false), p.signal);
       if (res.statusCode < 200 || res.statusCode >= 300) await failFromStatus(res, name);
-      let json: Record<string, any>;
-      try {
-        json = (await res.body.json()) as Record<string, any>;
-      } catch (err) {
-        throw p.signal?.aborted
-          ? asProviderError(err, p.signal)
-          : new ProviderError(`${name} sent a body that is not JSON`, { cause: err });
-      }
+      const json = await readJsonBody(res, name, p.signal);
       if (!Array.isArray(json?.choices)) throw new ProviderError(`${name} sent no choices`);
       return {
         id: typeof json.id === 'string' ? json.id : '',
