@@ -2,7 +2,7 @@
 import { type ReactNode, useEffect, useState } from 'react';
 import { useFeatures } from './features.ts';
 import { AdminPage } from './pages/admin.tsx';
-import { AgentPage } from './pages/agent.tsx';
+import { AgentPage } from './pages/agent/page.tsx';
 import { AgentsPage } from './pages/agents.tsx';
 import { CalendarPage } from './pages/calendar.tsx';
 import { ConfigPage } from './pages/config.tsx';

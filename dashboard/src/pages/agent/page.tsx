@@ -1,0 +1,83 @@
+/**
+ * One agent: chat (streamed), live logs, stats and health, its configuration, heartbeat settings,
+ * and rename / start / stop / restart / delete (§4.7, §4.12, docs/agents.md).
+ */
+import { type KeyboardEvent, useRef, useState } from 'react';
+import { api, call } from '../../api/client.ts';
+import { Badge, ErrorText, Spinner, useData } from '../../ui.tsx';
+import { Chat } from './chat.tsx';
+import { AgentConfig } from './config.tsx';
+import { Health } from './health.tsx';
+import { Heartbeat } from './heartbeat.tsx';
+import { Logs } from './logs.tsx';
+import { Manage } from './manage.tsx';
+
+const TABS = ['Chat', 'Logs', 'Health', 'Configuration', 'Heartbeat', 'Manage'] as const;
+type Tab = (typeof TABS)[number];
+
+export function AgentPage({ id }: { id: string }) {
+  const agent = useData(async () => (await call(api.GET('/api/agents/{id}', { params: { path: { id } } }))).agent, [id], { pollMs: 5000 });
+  const [tab, setTab] = useState<Tab>('Chat');
+  const tabRefs = useRef<(HTMLButtonElement | null)[]>([]);
+
+  if (agent.loading && !agent.data) return <Spinner label="Loading the agent…" />;
+  if (!agent.data)
+    return (
+      <>
+        <h1>Agent</h1>
+        <ErrorText error={agent.error ?? new Error('Agent not found.')} />
+      </>
+    );
+  const a = agent.data;
+
+  const onKey = (e: KeyboardEvent, i: number) => {
+    const next = e.key === 'ArrowRight' ? (i + 1) % TABS.length : e.key === 'ArrowLeft' ? (i + TABS.length - 1) % TABS.length : -1;
+    if (next < 0) return;
+    e.preventDefault();
+    setTab(TABS[next]!);
+    tabRefs.current[next]?.focus();
+  };
+
+  return (
+    <>
+      <div className="agent-head">
+        <h1 className="agent-name">{a.name}</h1>
+        <Badge value={a.status} />
+        {a.watchdog && (
+          <span className="muted">
+            watchdog <Badge value={a.watchdog.state} />
+          </span>
+        )}
+      </div>
+      <div role="tablist" aria-label="Agent" className="tabs">
+        {TABS.map((t, i) => (
+          <button
+            key={t}
+            ref={(el) => {
+              tabRefs.current[i] = el;
+            }}
+            type="button"
+            role="tab"
+            id={`tab-${t}`}
+            aria-selected={tab === t}
+            aria-controls={`panel-${t}`}
+            tabIndex={tab === t ? 0 : -1}
+            onClick={() => setTab(t)}
+            onKeyDown={(e) => onKey(e, i)}
+          >
+            {t}
+          </button>
+        ))}
+      </div>
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: WAI-ARIA tabs pattern: the panel is focusable after its tab */}
+      <div role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} tabIndex={0}>
+        {tab === 'Chat' && <Chat agent={a} />}
+        {tab === 'Logs' && <Logs agentId={a.id} />}
+        {tab === 'Health' && <Health agentId={a.id} />}
+        {tab === 'Configuration' && <AgentConfig agentId={a.id} />}
+        {tab === 'Heartbeat' && <Heartbeat agentId={a.id} />}
+        {tab === 'Manage' && <Manage agent={a} onChanged={agent.reload} />}
+      </div>
+    </>
+  );
+}
