@@ -92,6 +92,51 @@ export function Button(props: {
   );
 }
 
+/** One column of a DataTable: its header (also the label of the cell when rows become cards) and how a row fills it. */
+export interface Column<T> {
+  header: string;
+  cell: (row: T) => ReactNode;
+  /** the header is read by screen readers but not shown (an actions column) */
+  hideHeader?: boolean;
+  /** a numeric column: right-aligned in the wide layout */
+  numeric?: boolean;
+}
+
+/**
+ * A table that stays usable on a phone (issue 26 item 6): a normal table when there is room; below 600 px
+ * each row becomes a stacked card whose cells carry their column header as a label (`data-label`, drawn by
+ * styles.css), so the page never scrolls sideways.
+ */
+export function DataTable<T>(props: { columns: Column<T>[]; rows: readonly T[]; rowKey: (row: T) => string; caption?: string }) {
+  return (
+    <div className="table-wrap">
+      <table className="data-table">
+        {props.caption && <caption className="sr-only">{props.caption}</caption>}
+        <thead>
+          <tr>
+            {props.columns.map((c) => (
+              <th key={c.header} scope="col" className={c.numeric ? 'num' : undefined}>
+                {c.hideHeader ? <span className="sr-only">{c.header}</span> : c.header}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {props.rows.map((row) => (
+            <tr key={props.rowKey(row)}>
+              {props.columns.map((c) => (
+                <td key={c.header} data-label={c.hideHeader ? undefined : c.header} className={c.numeric ? 'num' : undefined}>
+                  {c.cell(row)}
+                </td>
+              ))}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
 export function Badge({ value }: { value: string | null | undefined }) {
   const v = value ?? 'unknown';
   return <span className={`badge badge-${v.replace(/[^a-z_]/gi, '')}`}>{v.replace(/_/g, ' ')}</span>;

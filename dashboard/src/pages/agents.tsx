@@ -3,7 +3,7 @@ import { type FormEvent, useState } from 'react';
 import { LIMITS } from '../../../src/config/limits.ts';
 import { api, call } from '../api/client.ts';
 import { navigate } from '../router.ts';
-import { Badge, Button, Empty, ErrorText, Field, formatDate, Link, Section, Spinner, useAction, useData } from '../ui.tsx';
+import { Badge, Button, DataTable, Empty, ErrorText, Field, formatDate, Link, Section, Spinner, useAction, useData } from '../ui.tsx';
 
 export const MODELS = ['claude-opus-4-6', 'gpt-4', 'custom'] as const;
 export const TIERS = [
@@ -45,34 +45,18 @@ export function AgentsPage() {
         ) : agents.data && agents.data.length === 0 ? (
           <Empty>You have no agents yet. Give one a name above and press Provision.</Empty>
         ) : (
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Watchdog</th>
-                  <th scope="col">Model</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                {agents.data?.map((a) => (
-                  <tr key={a.id}>
-                    <td>
-                      <Link href={`/dashboard/agents/${encodeURIComponent(a.id)}`}>{a.name}</Link>
-                    </td>
-                    <td>
-                      <Badge value={a.status} />
-                    </td>
-                    <td>{a.watchdog ? <Badge value={a.watchdog.state} /> : <span className="muted">—</span>}</td>
-                    <td>{a.model}</td>
-                    <td>{formatDate(a.createdAt)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            caption="Your agents"
+            rows={agents.data ?? []}
+            rowKey={(a) => a.id}
+            columns={[
+              { header: 'Name', cell: (a) => <Link href={`/dashboard/agents/${encodeURIComponent(a.id)}`}>{a.name}</Link> },
+              { header: 'Status', cell: (a) => <Badge value={a.status} /> },
+              { header: 'Watchdog', cell: (a) => (a.watchdog ? <Badge value={a.watchdog.state} /> : <span className="muted">—</span>) },
+              { header: 'Model', cell: (a) => a.model },
+              { header: 'Created', cell: (a) => formatDate(a.createdAt) },
+            ]}
+          />
         )}
       </Section>
     </>

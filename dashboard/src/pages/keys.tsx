@@ -2,7 +2,20 @@
 import { type FormEvent, useState } from 'react';
 import { LIMITS } from '../../../src/config/limits.ts';
 import { api, call } from '../api/client.ts';
-import { Button, CopyButton, Empty, ErrorText, Field, formatDate, Notice, Section, Spinner, useAction, useData } from '../ui.tsx';
+import {
+  Button,
+  CopyButton,
+  DataTable,
+  Empty,
+  ErrorText,
+  Field,
+  formatDate,
+  Notice,
+  Section,
+  Spinner,
+  useAction,
+  useData,
+} from '../ui.tsx';
 
 export function KeysPage() {
   const keys = useData(async () => (await call(api.GET('/api/keys'))).keys);
@@ -76,46 +89,34 @@ export function KeysPage() {
         ) : keys.data.length === 0 ? (
           <Empty>No API keys yet.</Empty>
         ) : (
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Key</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Last used</th>
-                  <th scope="col">
-                    <span className="sr-only">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {keys.data.map((k) => (
-                  <tr key={k.id}>
-                    <td>{k.name}</td>
-                    <td>
-                      <code>{k.keyPreview}…</code>
-                    </td>
-                    <td>{formatDate(k.createdAt)}</td>
-                    <td>{k.lastUsed ? formatDate(k.lastUsed) : 'never'}</td>
-                    <td>
-                      <Button
-                        kind="danger"
-                        label={`Delete key ${k.name}`}
-                        busy={remove.busy}
-                        onClick={async () => {
-                          if (await remove.run(() => call(api.DELETE('/api/keys/{id}', { params: { path: { id: k.id } } }))))
-                            await keys.reload();
-                        }}
-                      >
-                        Delete
-                      </Button>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            caption="Your API keys"
+            rows={keys.data}
+            rowKey={(k) => k.id}
+            columns={[
+              { header: 'Name', cell: (k) => k.name },
+              { header: 'Key', cell: (k) => <code>{k.keyPreview}…</code> },
+              { header: 'Created', cell: (k) => formatDate(k.createdAt) },
+              { header: 'Last used', cell: (k) => (k.lastUsed ? formatDate(k.lastUsed) : 'never') },
+              {
+                header: 'Actions',
+                hideHeader: true,
+                cell: (k) => (
+                  <Button
+                    kind="danger"
+                    label={`Delete key ${k.name}`}
+                    busy={remove.busy}
+                    onClick={async () => {
+                      if (await remove.run(() => call(api.DELETE('/api/keys/{id}', { params: { path: { id: k.id } } }))))
+                        await keys.reload();
+                    }}
+                  >
+                    Delete
+                  </Button>
+                ),
+              },
+            ]}
+          />
         )}
         <ErrorText error={remove.error} />
         {keys.data && keys.data.length > 0 && <Notice>Deleting a key stops it working within seconds on every server.</Notice>}
