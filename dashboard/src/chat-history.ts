@@ -4,7 +4,8 @@
  * models expect it — it starts with a question and the roles alternate. A question whose answer
  * failed or never came is joined to the next question, not sent as two questions in a row.
  */
-export type ChatLine = { id: string; sender: 'user' | 'agent'; content: string; failed?: boolean };
+/** One message on screen; `at` is when it was said (ISO 8601: the stored timestamp, or now for a new one). */
+export type ChatLine = { id: string; sender: 'user' | 'agent'; content: string; at?: string; failed?: boolean };
 export type ModelMessage = { role: 'user' | 'assistant'; content: string };
 
 /** The last `max` messages of `lines` for the model (failed and empty lines left out). */

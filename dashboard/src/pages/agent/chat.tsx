@@ -1,12 +1,50 @@
-/** The Chat tab: a streamed conversation with the agent through /api/chat (§4.10). */
-import { type FormEvent, useEffect, useRef, useState } from 'react';
+/**
+ * The Chat tab: a streamed conversation with the agent through /api/chat (§4.10). Replies render as
+ * markdown (markdown.ts: no raw HTML, safe links); questions stay plain text. The transcript takes
+ * the height the window leaves it and stays on the newest message unless the reader scrolled up.
+ */
+import { type FormEvent, type RefObject, useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { ApiError, api, call, readEvents } from '../../api/client.ts';
 import type { paths } from '../../api/openapi.gen.ts';
 import { type ChatLine, modelMessages } from '../../chat-history.ts';
-import { Button, Empty, ErrorText, Notice, Section, Spinner, useData } from '../../ui.tsx';
+import { MarkdownText } from '../../markdown.ts';
+import { Button, CopyButton, Empty, ErrorText, Notice, Section, Spinner, useData } from '../../ui.tsx';
 import type { Agent } from './types.ts';
 
 type ChatBody = paths['/api/chat']['post']['requestBody']['content']['application/json'];
+
+/** Time of day for today's messages, date and time for older ones. */
+function when(iso: string) {
+  const d = new Date(iso);
+  const today = d.toDateString() === new Date().toDateString();
+  return today
+    ? d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
+    : d.toLocaleString([], { dateStyle: 'medium', timeStyle: 'short' });
+}
+
+const copyCode = (code: string) => <CopyButton text={code} label="Copy" />;
+
+/** Below this many pixels from the bottom the transcript counts as "at the newest message". */
+const PINNED_PX = 48;
+
+/**
+ * Gives the transcript the height the window leaves below its top edge, minus what follows it
+ * (`reserve`: the message form), never less than 16rem; again on every resize.
+ */
+function useFillHeight(el: RefObject<HTMLDivElement | null>, reserve: RefObject<HTMLElement | null>) {
+  useLayoutEffect(() => {
+    const fitHeight = () => {
+      const box = el.current;
+      if (!box) return;
+      const top = box.getBoundingClientRect().top + window.scrollY;
+      const below = (reserve.current?.offsetHeight ?? 0) + 48; // the form, the card's padding and a margin
+      box.style.height = `${Math.max(256, window.innerHeight - top - below)}px`;
+    };
+    fitHeight();
+    window.addEventListener('resize', fitHeight);
+    return () => window.removeEventListener('resize', fitHeight);
+  }, [el, reserve]);
+}
 
 export function Chat({ agent }: { agent: Agent }) {
   const history = useData(
@@ -17,7 +55,10 @@ export function Chat({ agent }: { agent: Agent }) {
   const [text, setText] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
-  const end = useRef<HTMLDivElement>(null);
+  const box = useRef<HTMLDivElement>(null);
+  const form = useRef<HTMLFormElement>(null);
+  const pinned = useRef(true);
+  const [scrolledUp, setScrolledUp] = useState(false);
   const abort = useRef<AbortController | null>(null);
 
   useEffect(() => {
@@ -27,15 +68,27 @@ export function Chat({ agent }: { agent: Agent }) {
         history.data
           .slice()
           .reverse()
-          .map((m) => ({ id: m.id, sender: m.sender === 'user' ? 'user' : 'agent', content: m.content })),
+          .map((m) => ({ id: m.id, sender: m.sender === 'user' ? 'user' : 'agent', content: m.content, at: m.timestamp })),
       );
     }
   }, [history.data]);
-  // biome-ignore lint/correctness/useExhaustiveDependencies: scroll to the end whenever a line arrives
-  useEffect(() => {
-    // braces: newer browsers return a Promise from scrollIntoView, and an effect may only return a cleanup
-    end.current?.scrollIntoView?.({ block: 'end' });
-  }, [lines]);
+  useFillHeight(box, form);
+  const toNewest = useCallback(() => {
+    const b = box.current;
+    if (b) b.scrollTop = b.scrollHeight;
+    pinned.current = true;
+    setScrolledUp(false);
+  }, []);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: follow every new line or streamed piece, unless the reader scrolled up
+  useLayoutEffect(() => {
+    if (pinned.current) toNewest();
+  }, [lines, toNewest]);
+  const onScroll = () => {
+    const b = box.current;
+    if (!b) return;
+    pinned.current = b.scrollHeight - b.scrollTop - b.clientHeight < PINNED_PX;
+    setScrolledUp(!pinned.current);
+  };
   useEffect(
     () => () => {
       abort.current?.abort();
@@ -51,8 +104,10 @@ export function Chat({ agent }: { agent: Agent }) {
     setError(null);
     setBusy(true);
     const replyId = `r${Date.now()}`;
-    const convo = [...lines, { id: `u${Date.now()}`, sender: 'user' as const, content: message }];
-    setLines([...convo, { id: replyId, sender: 'agent', content: '' }]);
+    const now = new Date().toISOString();
+    const convo = [...lines, { id: `u${Date.now()}`, sender: 'user' as const, content: message, at: now }];
+    pinned.current = true; // sending brings the newest message back into view
+    setLines([...convo, { id: replyId, sender: 'agent', content: '', at: now }]);
     const body: ChatBody = {
       agentId: agent.id,
       stream: true,
@@ -98,19 +153,38 @@ export function Chat({ agent }: { agent: Agent }) {
   return (
     <Section title="Chat">
       {agent.status !== 'running' && <Notice kind="warning">This agent is {agent.status}. It answers once it is running.</Notice>}
-      <div className="chat" aria-live="polite" aria-busy={busy}>
-        {history.loading && !history.data ? <Spinner label="Loading the conversation…" /> : null}
-        {!history.loading && lines.length === 0 ? <Empty>No messages yet. Say hello.</Empty> : null}
-        {lines.map((l) => (
-          <div key={l.id} className={`bubble bubble-${l.sender}${l.failed ? ' bubble-failed' : ''}`}>
-            <span className="sr-only">{l.sender === 'user' ? 'You' : agent.name}: </span>
-            {l.content || <span className="typing">…</span>}
-          </div>
-        ))}
-        <div ref={end} />
+      <div className="chat-wrap">
+        <div className="chat" ref={box} onScroll={onScroll} aria-live="polite" aria-busy={busy} aria-label="Conversation" role="log">
+          {history.loading && !history.data ? <Spinner label="Loading the conversation…" /> : null}
+          {!history.loading && lines.length === 0 ? <Empty>No messages yet. Say hello.</Empty> : null}
+          {lines.map((l) => (
+            <div key={l.id} className={`msg msg-${l.sender}`}>
+              <div className={`bubble bubble-${l.sender}${l.failed ? ' bubble-failed' : ''}`}>
+                <span className="sr-only">{l.sender === 'user' ? 'You' : agent.name}: </span>
+                {!l.content ? (
+                  <span className="typing">…</span>
+                ) : l.sender === 'agent' ? (
+                  <MarkdownText text={l.content} codeAction={copyCode} />
+                ) : (
+                  l.content
+                )}
+              </div>
+              {l.at && (
+                <time className="msg-time" dateTime={l.at}>
+                  {when(l.at)}
+                </time>
+              )}
+            </div>
+          ))}
+        </div>
+        {scrolledUp && (
+          <button type="button" className="btn btn-secondary chat-newest" onClick={toNewest}>
+            Newest messages ↓
+          </button>
+        )}
       </div>
       <ErrorText error={error} />
-      <form className="chat-form" onSubmit={send}>
+      <form className="chat-form" onSubmit={send} ref={form}>
         <label htmlFor="chat-input" className="sr-only">
           Message
         </label>
