@@ -288,6 +288,8 @@ export function createPlatform(deps: PlatformDeps) {
   let watchdogWorker: ReturnType<typeof createWatchdogWorker> | undefined;
   // §4.12 heartbeats that fire: a schedule in PostgreSQL taken by the backends
   let heartbeatWorker: ReturnType<typeof createHeartbeatWorker> | undefined;
+  // §4.17 file explorer: one service behind the backend's key routes and the web app's session routes
+  const files = createFilesService({ db, driver });
 
   return {
     services: {
@@ -320,6 +322,7 @@ export function createPlatform(deps: PlatformDeps) {
         config,
         {
           usageReport: createUsageReport({ db, ...(deps.now ? { now: deps.now } : {}) }),
+          files,
           cdpWallets,
           chat,
           agentGateway,
@@ -347,7 +350,7 @@ export function createPlatform(deps: PlatformDeps) {
     buildBackendApp: () =>
       buildBackendApp(
         config,
-        { agents, ai, keys, hostingMcp, watchdog, files: createFilesService({ db, driver }), storedPlans: createStoredPlans({ db }) },
+        { agents, ai, keys, hostingMcp, watchdog, files, storedPlans: createStoredPlans({ db }) },
         appOptions,
       ),
     /** Starts the deployment worker (backend processes): re-deploys agents that should run, then takes jobs. */

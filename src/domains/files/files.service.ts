@@ -1,16 +1,19 @@
 /**
  * §4.17 file explorer, per agent: the acting user's agent (404 otherwise, row-level security
- * decides), its workspace from the hosting driver, then workspace-files.ts does the work.
+ * decides), its workspace from the hosting driver, then workspace-files.ts does the work. One
+ * service for both callers: the backend's key with `x-user-id`, and the web app's session for the
+ * owner (docs/agents.md "File explorer").
  */
 import type { Db } from '../../db/client.ts';
-import { AppError } from '../../lib/errors.ts';
+import { AppError, badRequest } from '../../lib/errors.ts';
 import { findOwnAgent } from '../agents/agent-records.ts';
 import type { HostingDriver } from '../agents/drivers/driver.ts';
 import { createWorkspaceFiles, type WorkspaceFiles } from './workspace-files.ts';
 
 export function createFilesService(deps: { db: Db; driver: HostingDriver | undefined }) {
   return {
-    async forAgent(userId: string, agentId: string): Promise<WorkspaceFiles> {
+    async forAgent(userId: string, agentId: string | undefined): Promise<WorkspaceFiles> {
+      if (!agentId) throw badRequest('agentId required');
       await findOwnAgent(deps.db, userId, agentId);
       const workspace = deps.driver?.workspace?.(agentId);
       if (!workspace) {

@@ -36,7 +36,7 @@ export type TreeNode = { type: 'file' | 'folder'; name: string; path: string; ch
 
 const traversal = () => badRequest('Invalid path: it must be relative and stay inside the workspace');
 
-function checkShape(p: string): string {
+function checkShape(p: string | undefined): string {
   if (typeof p !== 'string' || p.length === 0 || p.length > 4096) throw badRequest('path is required');
   if (p.includes('\0') || p.includes('\\') || isAbsolute(p) || /%(2e|2f|5c|00)/i.test(p)) throw traversal();
   const parts = p.split('/');
@@ -156,7 +156,7 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
     },
 
     /** §4.17 GET /read */
-    async read(p: string) {
+    async read(p: string | undefined) {
       const rel = checkShape(p);
       await checkRoot();
       const { fh, stat } = await openConfinedFile(c, parts(rel)).catch(refused);
@@ -170,7 +170,7 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
     },
 
     /** §4.17 POST /write: parent folders created (the agent's, like the file) */
-    async write(p: string, content: string) {
+    async write(p: string | undefined, content: string) {
       const rel = checkShape(p);
       if (rel === '') throw badRequest('Not a file');
       await checkRoot();

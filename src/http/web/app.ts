@@ -11,6 +11,7 @@ import type { UsageReportFn } from '../../domains/ai/usage-report.ts';
 import type { BridgeService } from '../../domains/bridge/bridge.service.ts';
 import type { ChatService } from '../../domains/chat/chat.service.ts';
 import type { ConfigService } from '../../domains/config/config.service.ts';
+import type { FilesService } from '../../domains/files/files.service.ts';
 import type { HealthService } from '../../domains/health/health.service.ts';
 import type { HeartbeatService } from '../../domains/heartbeat/heartbeat.service.ts';
 import type { HostingStatusService } from '../../domains/hosting-status/hosting-status.service.ts';
@@ -38,6 +39,7 @@ import { adminRoutes } from './routes/admin.routes.ts';
 import { agentProxyRoutes } from './routes/agent-proxy.routes.ts';
 import { agentsRoutes } from './routes/agents.routes.ts';
 import { billingRoutes } from './routes/billing.routes.ts';
+import { browseWebRoutes } from './routes/browse.web.routes.ts';
 import { bridgeRoutes } from './routes/bridge.routes.ts';
 import { cdpWalletRoutes } from './routes/cdp-wallet.routes.ts';
 import { chatRoutes } from './routes/chat.routes.ts';
@@ -62,6 +64,8 @@ import { workflowsRoutes } from './routes/workflows.routes.ts';
 export type WebServices = {
   /** the signed-in user's AI usage and cost (GET /api/usage) */
   usageReport?: UsageReportFn;
+  /** §4.17 the file explorer for the owner's session (docs/agents.md "File explorer") */
+  files?: FilesService;
   /** talking to agents: gateway chat, REST chat and the gateway proxy (docs/agents.md) */
   chat?: ChatService;
   /** §4.4 custodial wallets (CDP) */
@@ -213,6 +217,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
       }),
     hostingWebhookRoutes({ hostingStatus: services.hostingStatus }),
     services.usageReport && usageRoutes({ report: services.usageReport }),
+    services.files && browseWebRoutes({ files: services.files }),
     // the dashboard (dashboard/, docs/dashboard.md): static pages, hidden from the OpenAPI description
     dashboardRoutes({ distDir: config.DASHBOARD_DIR }),
   ]);
