@@ -307,6 +307,9 @@ async function* textEvents(events: AsyncIterable<StreamEvent>): AsyncGenerator<P
   }
 }
 
+/** The model id an agent's runtime is given for the agent's model (what agentModelEnv says below). */
+export const runtimeModel = (catalog: Pick<Catalog, 'get'>, model: string): string => (catalog.get(model) ? model : AUTO_MODEL);
+
 /**
  * What an agent's runtime is given for its model (docs/agents.md "Model access"): the gateway
  * and its own platform key, never a provider key. A model the catalog does not know (the §4.7
@@ -320,7 +323,7 @@ export function agentModelEnv(
   agent: { model: string },
   platformApiKey: string,
 ): Record<string, string> {
-  const model = ai.catalog.get(agent.model) ? agent.model : AUTO_MODEL;
+  const model = runtimeModel(ai.catalog, agent.model);
   const anyProvider = Object.values(ai.providers).some((p) => p.configured);
   return {
     ...(anyProvider ? { AGENT_MODEL_BASE_URL: gatewayUrl, AGENT_MODEL_API_KEY: platformApiKey } : {}),

@@ -6,6 +6,7 @@ import type { AccountsService } from '../../domains/accounts/accounts.service.ts
 import type { AdminService } from '../../domains/admin/admin.service.ts';
 import type { AgentsWebService } from '../../domains/agents/agents.web.service.ts';
 import type { AgentGateway } from '../../domains/agents/gateway/client.ts';
+import { runtimeModel } from '../../domains/ai/agent-gateway.ts';
 import type { AiService } from '../../domains/ai/ai.service.ts';
 import type { UsageReportFn } from '../../domains/ai/usage-report.ts';
 import type { BridgeService } from '../../domains/bridge/bridge.service.ts';
@@ -185,7 +186,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.admin && adminRoutes({ admin: services.admin }),
     services.topUp && topUpRoutes({ topUp: services.topUp }),
     services.subscriptions && billingRoutes({ subscriptions: services.subscriptions }),
-    agentsRoutes({ agents: services.agentsWeb, session, ...(services.watchdog ? { watchdog: services.watchdog } : {}) }),
+    agentsRoutes({ agents: services.agentsWeb, ...(services.watchdog ? { watchdog: services.watchdog } : {}) }),
     services.watchdog && webWatchdogRoutes({ watchdog: services.watchdog }),
     instanceRoutes({ agents: services.agentsWeb }),
     demoRoutes({ ai: services.ai }),
@@ -214,6 +215,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
         agentsDomain: config.AGENTS_DOMAIN,
         allowedOrigins: [config.PUBLIC_URL, ...(config.CSRF_ALLOWED_ORIGINS ?? [])],
         chat: services.chat,
+        runtimeModel: (model) => runtimeModel(services.ai.catalog, model),
       }),
     hostingWebhookRoutes({ hostingStatus: services.hostingStatus }),
     services.usageReport && usageRoutes({ report: services.usageReport }),

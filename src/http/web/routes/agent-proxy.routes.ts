@@ -4,7 +4,9 @@
  * itself, so the token never reaches a browser or a client.
  *
  * - HTTP: `/api/agents/:id/v1/*` → the gateway's `/v1/*` (the OpenAI-compatible API: point the
- *   official `openai` client at `…/api/agents/:id/v1` with one of your `sk_` keys).
+ *   official `openai` client at `…/api/agents/:id/v1` with one of your `sk_` keys). The platform
+ *   answers `GET …/v1/models` itself (the agent's model), and a chat completion without a model or
+ *   with `model: "default"` is sent as the agent's model (`gateway/agent-model.ts`).
  * - WebSocket: `/api/agents/:id/ws` → the gateway's `/ws` chat.
  * - One host per agent: a request whose Host is `<id>.<AGENTS_DOMAIN>` goes, whatever its path
  *   (except the platform's own `/api/…` routes), to that agent's gateway.
@@ -31,7 +33,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
 import type WebSocket from 'ws';
 import { z } from 'zod';
+import { agentModelList, withAgentModel } from '../../../domains/agents/gateway/agent-model.ts';
 import type { AgentGateway } from '../../../domains/agents/gateway/client.ts';
+import { CONTAINMENT_HEADERS, DROP_REQUEST, dropResponseHeader, isInert } from '../../../domains/agents/gateway/proxy-headers.ts';
 import type { AgentTarget } from '../../../domains/agents/gateway/targets.ts';
 import type { ChatService } from '../../../domains/chat/chat.service.ts';
 import { readingAnswer, streamedQuestion } from '../../../domains/chat/proxied-turn.ts';
@@ -44,59 +48,6 @@ import { CROSS_SITE_MESSAGE } from '../../shared/origin-check.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
 import type { SessionAuth } from '../../shared/session.ts';
-
-/** Request headers never forwarded: hop-by-hop, our credentials, and what undici sets itself. */
-const DROP_REQUEST = new Set([
-  'host',
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'transfer-encoding',
-  'upgrade',
-  'te',
-  'trailer',
-  'cookie',
-  'authorization',
-  'proxy-authorization',
-  'content-length',
-  'expect',
-]);
-/**
- * Response headers never passed on: hop-by-hop ones, and those by which an answer would set policy
- * for the platform's whole origin — cookies, wiping its storage, HSTS, its own CSP, a credentials
- * prompt, a timed redirect — plus every `access-control-*` header (an agent does not decide who
- * may read the platform's answers).
- */
-const DROP_RESPONSE = new Set([
-  'connection',
-  'keep-alive',
-  'transfer-encoding',
-  'upgrade',
-  'te',
-  'trailer',
-  'set-cookie',
-  'clear-site-data',
-  'strict-transport-security',
-  'content-security-policy',
-  'content-security-policy-report-only',
-  'x-content-type-options',
-  'www-authenticate',
-  'proxy-authenticate',
-  'refresh',
-]);
-const dropResponseHeader = (name: string) => DROP_RESPONSE.has(name) || name.startsWith('access-control-');
-
-/** On every proxied answer: no sniffing, and no script, style, frame or request if a browser renders it anyway. */
-const CONTAINMENT_HEADERS = { 'x-content-type-options': 'nosniff', 'content-security-policy': "sandbox; default-src 'none'" };
-/**
- * Media types a browser shows as data and never runs, passed on as they are: what the agent's API
- * answers (JSON, event streams, text, bytes, images and audio). Any other type — HTML, SVG, XML,
- * scripts, or none — becomes a download (`application/octet-stream`, `Content-Disposition: attachment`).
- */
-const INERT_TYPES =
-  /^(application\/(json|x-ndjson|octet-stream)|text\/(event-stream|plain)|image\/(png|jpeg|gif|webp|avif)|audio\/[a-z0-9.+-]+)$/;
-const isInert = (contentType: string | string[] | undefined) =>
-  typeof contentType === 'string' && INERT_TYPES.test(contentType.split(';', 1)[0]!.trim().toLowerCase());
 
 /** Bounds of the proxied WebSocket (audit N10), for each web process. */
 const PROXY_SOCKET_LIMITS = {
@@ -134,6 +85,8 @@ export type AgentProxyDeps = {
   allowedOrigins: readonly string[];
   /** stores streamed chat turns (without it they pass through unstored) */
   chat?: Pick<ChatService, 'recordTurn'> | undefined;
+  /** the model id an agent's runtime is given for its configured model (default: that model) */
+  runtimeModel?: (model: string) => string;
 };
 
 /**
@@ -167,9 +120,22 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
       return { userId: user.id, credential: { session: deps.session.token(request)! } };
     }
 
+    /** The agent's model as its runtime knows it, and when the agent was made (404 when not the caller's). */
+    async function agentModel(userId: string, agentId: string) {
+      const { agent } = await deps.gateway.targets.byId(userId, agentId);
+      return { model: deps.runtimeModel ? deps.runtimeModel(agent.model) : agent.model, createdAt: new Date(agent.created_at) };
+    }
+
     async function forward(request: FastifyRequest, reply: FastifyReply, agentId: string, path: string) {
       const askedAt = new Date();
       const { userId, credential } = await caller(request);
+      if (request.method === 'GET' && path === '/v1/models') {
+        const { model, createdAt } = await agentModel(userId, agentId);
+        return reply.headers(CONTAINMENT_HEADERS).send(agentModelList(model, createdAt));
+      }
+      let body = (request.body as Buffer | undefined) ?? null;
+      if (request.method === 'POST' && path === '/v1/chat/completions')
+        body = withAgentModel(body, (await agentModel(userId, agentId)).model);
       // a streamed answer ends with its credential; watched from here so a revocation meanwhile counts
       const watch = deps.revoker.watch(userId, credential);
       whenClosed(reply.raw, watch.release);
@@ -182,7 +148,7 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
         method: request.method as (typeof METHODS)[number],
         path: `${path}${query}`,
         headers,
-        body: (request.body as Buffer | undefined) ?? null,
+        body,
       });
       reply.code(upstream.statusCode);
       for (const [name, value] of Object.entries(upstream.headers)) {
@@ -314,7 +280,8 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
           description:
             "Proxies to the agent's gateway (every path under `/api/agents/{id}/v1/`, this one included, goes to the gateway's `/v1/…`; " +
             'streaming answers pass through as they are produced) with the gateway token added by the platform. Point the official `openai` ' +
-            "client at `…/api/agents/{id}/v1` with one of your API keys, or send your session cookie. The answer and its status are the agent's " +
+            'client at `…/api/agents/{id}/v1` with one of your API keys, or send your session cookie. No `model`, or `model: "default"`, means the ' +
+            "agent's own model (GET …/v1/models names it); any other model is passed on as it is. The answer and its status are the agent's " +
             "own (OpenAI format); the platform's own answers are 401 without credentials, 404 for an agent that is not yours, 502 " +
             '`AGENT_UNAVAILABLE` when the agent cannot be reached and 503 `NO_GATEWAY_TOKEN`. Every turn appears in ' +
             'GET /api/agents/{id}/messages: a streamed one (`stream: true`) is stored by the platform once the stream has ended (the last ' +
@@ -334,6 +301,29 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
         validatorCompiler: () => () => true,
         serializerCompiler: () => (data) => JSON.stringify(data),
         handler: (request, reply) => forward(request, reply, (request.params as { id: string }).id, '/v1/chat/completions'),
+      });
+
+      scope.get('/api/agents/:id/v1/models', {
+        schema: {
+          tags: ['chat'],
+          summary: "Your agent's model, as an OpenAI models list",
+          description:
+            'Answered by the platform (the agent is not called): the model the agent runs, then `default`, the alias a chat completion may ' +
+            "send instead (what the `openai` client's `models.list()` reads). Same credentials and answers as the chat completions: 401 " +
+            'without credentials, 404 for an agent that is not yours, 503 `NO_GATEWAY_TOKEN` before the agent has a gateway.',
+          params: idParams,
+          security: [{ sessionCookie: [] }, { apiKey: [] }],
+          response: {
+            200: z.object({
+              object: z.literal('list'),
+              data: z.array(z.object({ id: z.string(), object: z.literal('model'), created: z.number(), owned_by: z.string() })),
+            }),
+            401: errorSchema,
+            404: errorSchema,
+            503: errorSchema,
+          },
+        },
+        handler: (request, reply) => forward(request, reply, (request.params as { id: string }).id, '/v1/models'),
       });
 
       scope.get(

@@ -1,5 +1,5 @@
 /**
- * §4.7 web agent API (session cookie). Another user's agent answers 404 exactly as a missing one.
+ * §4.7 web agent API (session cookie; the list also takes an `sk_` API key). Another user's agent answers 404 exactly as a missing one.
  * Length (~320 lines): eleven §4.7 operations whose zod schemas and documented errors are most of it; the
  * logic is in agents.web.service.ts.
  */
@@ -15,8 +15,8 @@ import type { WatchdogService } from '../../../domains/watchdog/watchdog.service
 import { notFound } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
-import { SESSION_SECURITY } from '../../shared/security.ts';
-import { currentUser, type SessionAuth } from '../../shared/session.ts';
+import { ACCOUNT_SECURITY } from '../../shared/security.ts';
+import { type AccountRouteConfig, currentUser } from '../../shared/session.ts';
 
 const idParam = z.object({ id: z.string().min(1).max(200) });
 const webAgent = z.object({
@@ -39,27 +39,34 @@ const errors = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 500: erro
 
 export const agentsRoutes = (deps: {
   agents: AgentsWebService;
-  session: SessionAuth;
   watchdog?: WatchdogService;
-}): RouteModule<'public' | 'session'> => {
-  const { agents, session } = deps;
+}): RouteModule<'public' | 'session' | 'account'> => {
+  const { agents } = deps;
   const me = async (request: FastifyRequest): Promise<WebUser> => currentUser(request);
 
   return {
     prefix: '/api/agents',
-    public: async (app) => {
+    // the list is what an SDK or script reads first (docs/agents.md "Connect with the openai SDK"): a key or the cookie
+    account: async (app) => {
       app.get('', {
         schema: {
           tags: ['agents'],
-          summary: "The signed-in user's agents",
-          description: 'Without a session: `{agents:[],count:0,status:"ok"}` (not 401).',
-          // the session is optional here (§4.7): documented as "cookie, or nothing"
-          security: [...SESSION_SECURITY, {}],
-          response: { 200: z.object({ agents: z.array(webAgent), count: z.number(), status: z.literal('ok') }) },
+          summary: "The caller's agents (session cookie or API key)",
+          description:
+            'With the session cookie, or `Authorization: Bearer sk_…` (one of your API keys): your agents, the same shape either way. ' +
+            'Without either: `{agents:[],count:0,status:"ok"}` (not 401, §4.7). An invalid or deleted key: 401 `Unauthorized`.',
+          // the caller is optional here (§4.7): documented as "cookie, key, or nothing"
+          security: [...ACCOUNT_SECURITY, {}],
+          response: { 200: z.object({ agents: z.array(webAgent), count: z.number(), status: z.literal('ok') }), 401: errorSchema },
         },
-        handler: async (request) => agents.list(await session.user(request)),
+        config: { callerOptional: true } satisfies AccountRouteConfig,
+        handler: async (request) => {
+          const c = request.caller;
+          return agents.list(c && { id: c.userId, email: c.email, isAdmin: c.isAdmin });
+        },
       });
-
+    },
+    public: async (app) => {
       app.post('/clone', {
         schema: {
           tags: ['agents'],
