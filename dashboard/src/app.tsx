@@ -1,6 +1,6 @@
 /** The shell: which page a path shows, the navigation, and the sign-in gate for /dashboard/*. */
 import { type ReactNode, useEffect, useState } from 'react';
-import { useFeatures } from './features.ts';
+import { type Features, useFeatures } from './features.ts';
 import { AdminPage } from './pages/admin.tsx';
 import { AgentPage } from './pages/agent/page.tsx';
 import { AgentsPage } from './pages/agents.tsx';
@@ -17,8 +17,11 @@ import { navigate, useLocation } from './router.ts';
 import { useSession } from './session.tsx';
 import { Link, Spinner } from './ui.tsx';
 
-/** `feature`: shown only when the server offers it (GET /api/features). */
-const NAV: { href: string; label: string; admin?: boolean; feature?: 'calendar' }[] = [
+/**
+ * `feature`: shown only when the server offers it (GET /api/features), so the menu never leads to a
+ * page that can only say "not configured"; a direct visit still shows that page and its explanation.
+ */
+const NAV: { href: string; label: string; admin?: boolean; feature?: keyof Features }[] = [
   { href: '/dashboard', label: 'Agents' },
   { href: '/dashboard/keys', label: 'API keys' },
   { href: '/dashboard/workflows', label: 'Workflows' },
