@@ -47,6 +47,13 @@ export const LIMITS = {
   heartbeatDefaultFrequency: '3h',
   heartbeatMaxFrequencyMs: 30 * 24 * 60 * 60 * 1000,
   heartbeatAgentIdMax: 200,
+  /**
+   * An agent's persona (docs/agents.md "Persona"; not in the specification): the configuration's
+   * `systemPrompt` and heartbeat prompt (`agents.defaults.heartbeat.prompt`), in characters. Both
+   * go to the model on every call, so a bound keeps one configuration from filling the context.
+   */
+  agentSystemPromptMax: 20_000,
+  agentHeartbeatPromptMax: 20_000,
   /** §8 bridge inbox: default 50, max 100; default window 24 hours */
   bridgeInboxDefaultLimit: 50,
   bridgeInboxMaxLimit: 100,

@@ -15,6 +15,7 @@ import { LIMITS } from '../config/limits.ts';
 import { safeEqual } from '../lib/crypto.ts';
 import { createAuthGuard } from './auth-guard.ts';
 import { createLimiter, DEFAULT_GATEWAY_LIMITS, type GatewayLimits } from './gateway-limits.ts';
+import { withSystemPrompt } from './persona.ts';
 import { createRuntimeStats, type RuntimeStats } from './runtime-stats.ts';
 
 export type { GatewayLimits } from './gateway-limits.ts';
@@ -58,6 +59,8 @@ export type GatewayOptions = {
    * (POST /v1/heartbeat): the prompt, and workspace context read at each run (HEARTBEAT.md).
    */
   heartbeat?: { prompt: string; context?: () => string | undefined };
+  /** the configuration's `systemPrompt`: the first system message of every model call (persona.ts) */
+  systemPrompt?: string | undefined;
 };
 
 /** OpenClaw's default heartbeat prompt, so both runtimes behave alike. */
@@ -225,7 +228,10 @@ export async function createGateway(
     const signal = AbortSignal.timeout(options.model.timeoutMs);
     let upstream: Response;
     try {
-      upstream = await complete({ ...body, model }, signal);
+      upstream = await complete(
+        { ...body, model, messages: withSystemPrompt(body.messages as ChatMessage[], options.systemPrompt) },
+        signal,
+      );
     } catch (err) {
       record(false, 0);
       request.log.error({ source: 'model', err: (err as Error).message }, 'model provider unreachable');
@@ -297,10 +303,13 @@ export async function createGateway(
     const run = (async (): Promise<HeartbeatOutcome> => {
       const started = Date.now();
       const context = options.heartbeat?.context?.();
-      const messages: ChatMessage[] = [
-        ...(context ? [{ role: 'system', content: `HEARTBEAT.md:\n${context}` }] : []),
-        { role: 'user', content: options.heartbeat?.prompt ?? DEFAULT_HEARTBEAT_PROMPT },
-      ];
+      const messages = withSystemPrompt(
+        [
+          ...(context ? [{ role: 'system', content: `HEARTBEAT.md:\n${context}` }] : []),
+          { role: 'user', content: options.heartbeat?.prompt ?? DEFAULT_HEARTBEAT_PROMPT },
+        ],
+        options.systemPrompt,
+      );
       try {
         const res = await complete({ model, messages }, AbortSignal.timeout(options.model.timeoutMs));
         if (!res.ok) {
@@ -368,7 +377,7 @@ export async function createGateway(
         const started = Date.now();
         try {
           const res = await complete(
-            { model: modelName, messages: history },
+            { model: modelName, messages: withSystemPrompt(history, options.systemPrompt) },
             AbortSignal.timeout(Math.min(LIMITS.chatWebSocketTimeoutMs, options.model.timeoutMs)),
           );
           if (!res.ok) throw new Error(`model provider answered ${res.status}`);

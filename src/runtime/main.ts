@@ -39,6 +39,7 @@ import pino from 'pino';
 import { LIMITS } from '../config/limits.ts';
 import { buildAgentConfig, configValue } from '../lib/agent-config.ts';
 import { type ChatTurn, createGateway, DEFAULT_HEARTBEAT_PROMPT, type GatewayLimits } from './gateway.ts';
+import { systemPromptOf } from './persona.ts';
 
 const PLATFORM_SECRETS = ['DATABASE_URL', 'INTERNAL_API_KEY', 'WALLET_ENCRYPTION_KEY', 'SECRETS_ENCRYPTION_KEY'];
 const leaked = PLATFORM_SECRETS.filter((name) => process.env[name] !== undefined);
@@ -167,6 +168,8 @@ const { app } = await createGateway({
   logger,
   ...(reportTurn ? { reportTurn } : {}),
   statsFile: join(logsDir, 'stats.json'),
+  // the persona (docs/agents.md "Persona"), read once: a changed prompt applies from the agent's next start
+  systemPrompt: systemPromptOf(configValue(config, 'systemPrompt')),
   // §4.12 heartbeat: the configured prompt (agents.defaults.heartbeat.prompt, as OpenClaw names it) and HEARTBEAT.md
   heartbeat: {
     prompt: (() => {

@@ -1,6 +1,7 @@
 /** Request fields shared by the backend and web agent APIs (§4.7, §8 agent name). */
 import { z } from 'zod';
 import { LIMITS } from '../../config/limits.ts';
+import { configValue } from '../../lib/agent-config.ts';
 import { serializableProblem } from '../config/config.serializable.ts';
 
 /** §8: 1 to 64 characters after trim. */
@@ -11,10 +12,35 @@ export const agentName = z
   .max(LIMITS.agentNameMax, { error: `Name must be at most ${LIMITS.agentNameMax} characters` });
 
 /**
+ * The persona keys of a configuration (docs/agents.md "Persona"), which the runtime sends to the
+ * model as they are: each a string up to its limit, or null / empty (no prompt of ours).
+ */
+const PROMPTS: { path: string; max: number }[] = [
+  { path: 'systemPrompt', max: LIMITS.agentSystemPromptMax },
+  { path: 'agents.defaults.heartbeat.prompt', max: LIMITS.agentHeartbeatPromptMax },
+];
+
+/** Why a persona key of `config` cannot be stored, or undefined. */
+function promptProblem(config: Record<string, unknown>): string | undefined {
+  for (const { path, max } of PROMPTS) {
+    const v = configValue(config, path);
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'string') return `${path} must be a string (or null to clear it)`;
+    if (v.length > max) return `${path} must be at most ${max} characters`;
+  }
+  return undefined;
+}
+
+/**
  * An agent configuration: any JSON object (§2 configuration table) that can be stored, under the
- * same bound as POST /api/config (nesting depth, NUL, unpaired surrogates): 400, never a 500.
+ * same bound as POST /api/config (nesting depth, NUL, unpaired surrogates), with the persona keys
+ * checked: 400, never a 500.
  */
 export const configObject = z.record(z.string(), z.unknown(), { error: 'config must be an object' }).superRefine((config, ctx) => {
   const r = serializableProblem(config);
   if ('problem' in r) ctx.addIssue({ code: 'custom', message: r.problem });
+  else {
+    const problem = promptProblem(config);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }
 });

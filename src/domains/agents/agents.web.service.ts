@@ -308,6 +308,18 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
       };
     },
 
+    /**
+     * The models an agent's configuration can name (`agents.defaults.model`): the AI layer's
+     * catalog (§4.9 GET /api/ai/models on the backend), the ones whose provider is configured.
+     */
+    async models(user: WebUser, id: string) {
+      await ownAgent(user.id, id);
+      const body = await call('GET', '/api/ai/models', user.id, 'Model catalog unavailable');
+      const all = (Array.isArray(body.models) ? body.models : []) as { id: string; name: string; provider: string; available: boolean }[];
+      const models = all.filter((m) => m.available).map(({ id, name, provider }) => ({ id, name, provider }));
+      return { models, count: models.length };
+    },
+
     /** §4.7 logs: the runtime's own log lines, read through the backend from the hosting driver. */
     async logs(user: WebUser, id: string, q: { limit: number; level?: string | undefined }) {
       await ownAgent(user.id, id);

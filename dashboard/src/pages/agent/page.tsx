@@ -1,5 +1,5 @@
 /**
- * One agent: chat (streamed), live logs, stats and health, its configuration, heartbeat settings,
+ * One agent: chat (streamed), live logs, stats and health, its configuration (persona, model and heartbeat),
  * and rename / start / stop / restart / delete (§4.7, §4.12, docs/agents.md).
  */
 import { type KeyboardEvent, useRef, useState } from 'react';
@@ -8,11 +8,10 @@ import { Badge, ErrorText, Spinner, useData } from '../../ui.tsx';
 import { Chat } from './chat.tsx';
 import { AgentConfig } from './config.tsx';
 import { Health } from './health.tsx';
-import { Heartbeat } from './heartbeat.tsx';
 import { Logs } from './logs.tsx';
 import { Manage } from './manage.tsx';
 
-const TABS = ['Chat', 'Logs', 'Health', 'Configuration', 'Heartbeat', 'Manage'] as const;
+const TABS = ['Chat', 'Logs', 'Health', 'Configuration', 'Manage'] as const;
 type Tab = (typeof TABS)[number];
 
 export function AgentPage({ id }: { id: string }) {
@@ -75,7 +74,6 @@ export function AgentPage({ id }: { id: string }) {
         {tab === 'Logs' && <Logs agentId={a.id} />}
         {tab === 'Health' && <Health agentId={a.id} />}
         {tab === 'Configuration' && <AgentConfig agentId={a.id} />}
-        {tab === 'Heartbeat' && <Heartbeat agentId={a.id} />}
         {tab === 'Manage' && <Manage agent={a} onChanged={agent.reload} />}
       </div>
     </>

@@ -210,6 +210,9 @@ export const agentsRoutes = (deps: {
         schema: {
           tags: ['agents'],
           summary: "The agent's configuration",
+          description:
+            'The stored configuration (§2 keys, with channel secrets masked), including the persona: `systemPrompt` and ' +
+            '`agents.defaults.heartbeat.prompt` (docs/agents.md "Persona"). Owner only (404 otherwise).',
           params: idParam,
           response: { 200: z.object({ config: z.record(z.string(), z.unknown()), status: z.literal('ok') }), ...errors },
         },
@@ -221,12 +224,35 @@ export const agentsRoutes = (deps: {
           tags: ['agents'],
           summary: "Replace the agent's configuration",
           description:
-            'The body (a JSON object) is the configuration; it is forwarded to the backend, which stores it. It applies at the next deploy or restart.',
+            'The body (a JSON object) replaces the configuration; it is forwarded to the backend, which stores it (masked channel ' +
+            'secrets sent back keep the stored ones). Persona keys (docs/agents.md "Persona"): `systemPrompt` (string of at most ' +
+            `${LIMITS.agentSystemPromptMax} characters; null or empty: none), the first system message of every chat of the built-in ` +
+            'runtime, and `agents.defaults.heartbeat.prompt` (at most ' +
+            `${LIMITS.agentHeartbeatPromptMax} characters; null or empty: the default), what a heartbeat runs. 400 with \`error\` ` +
+            'for a persona key that is not a string or too long, a body that is not an object or cannot be stored. The agent reads ' +
+            'its configuration when it is deployed: it applies from its next start (Stop, then Start; a Restart keeps the running launch).',
           params: idParam,
           body: configObject,
           response: { 200: z.object({ config: z.record(z.string(), z.unknown()), status: z.literal('updated') }), ...errors },
         },
         handler: async (request) => agents.putConfig(await me(request), request.params.id, request.body),
+      });
+
+      app.get('/:id/models', {
+        schema: {
+          tags: ['agents'],
+          summary: "Models the agent's configuration can name",
+          description:
+            "The AI layer's catalog (§4.9), the models whose provider is configured, for `agents.defaults.model`. The plan rules " +
+            'still apply when the agent calls: a model outside its plan answers 403 `MODEL_RESTRICTED`. Owner only (404 otherwise); ' +
+            '500 when the backend cannot be reached.',
+          params: idParam,
+          response: {
+            200: z.object({ models: z.array(z.object({ id: z.string(), name: z.string(), provider: z.string() })), count: z.number() }),
+            ...errors,
+          },
+        },
+        handler: async (request) => agents.models(await me(request), request.params.id),
       });
 
       app.get('/:id/logs', {
