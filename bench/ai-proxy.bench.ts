@@ -321,6 +321,7 @@ export async function run(): Promise<BenchOutput> {
     const noUsage: UsageStore = {
       record() {},
       monthlyTokens: async () => 0,
+      pendingAgentCost: () => 0,
       flush: async () => {},
       ping: async () => {},
       close: async () => {},

@@ -19,6 +19,13 @@ export interface AdminSetupTokens {
   token_hash: Buffer;
 }
 
+export interface AgentBudgets {
+  agent_id: string;
+  monthly_budget_usd: Numeric;
+  updated_at: Generated<Timestamp>;
+  user_id: string;
+}
+
 export interface AgentConfigs {
   config: ColumnType<Record<string, unknown> | null, string | null, string | null>;
   last_backup_ms: Generated<number>;
@@ -114,6 +121,17 @@ export interface AiUsage {
   prompt_tokens: number;
   provider: string;
   total_tokens: number;
+  user_id: string;
+}
+
+export interface AiUsageAgentMonthly {
+  agent_id: string;
+  completion_tokens: Generated<number>;
+  cost: Generated<Numeric>;
+  month: Timestamp;
+  prompt_tokens: Generated<number>;
+  requests: Generated<number>;
+  total_tokens: Generated<number>;
   user_id: string;
 }
 
@@ -358,6 +376,7 @@ export interface Workflows {
 
 export interface DB {
   admin_setup_tokens: AdminSetupTokens;
+  agent_budgets: AgentBudgets;
   agent_configs: AgentConfigs;
   agent_credentials: AgentCredentials;
   agent_messages: AgentMessages;
@@ -365,6 +384,7 @@ export interface DB {
   agent_watchdog_events: AgentWatchdogEvents;
   agents: Agents;
   ai_usage: AiUsage;
+  ai_usage_agent_monthly: AiUsageAgentMonthly;
   ai_usage_monthly: AiUsageMonthly;
   api_keys: ApiKeys;
   billing_events: BillingEvents;

@@ -93,6 +93,7 @@ export const ERROR_CODES = {
   MODEL_RESTRICTED: { status: 403, summary: 'The model is not available on this plan', body: 'MODEL_RESTRICTED' },
   PROVIDER_UNAVAILABLE: { status: 503, summary: 'No configured provider can serve this model', body: 'PROVIDER_UNAVAILABLE' },
   QUOTA_EXCEEDED: { status: 429, summary: 'The monthly token quota is used up', body: 'QUOTA_EXCEEDED' },
+  AGENT_BUDGET_EXCEEDED: { status: 429, summary: "The agent's monthly budget (USD) is used up", body: 'AGENT_BUDGET_EXCEEDED' },
 
   // trading (§4.5)
   TRADING_KEY_REQUIRED: { status: 503, summary: 'No trading key: the user must add one' },

@@ -85,6 +85,30 @@ const lastUserText = (messages: unknown): string | undefined => {
 
 const openAiError = (message: string, type: string, code?: string) => ({ error: { message, type, ...(code ? { code } : {}) } });
 
+/**
+ * A model call answered with an error status, with the provider's own words: the platform's AI
+ * gateway explains its refusals there (a used-up agent budget, a quota, a model outside the plan),
+ * and a chat caller should read that, not "the model provider failed".
+ */
+class ModelRefusal extends Error {
+  readonly code: string | undefined;
+  constructor(status: number, body: string) {
+    let message = `model provider answered ${status}`;
+    let code: string | undefined;
+    try {
+      const e = (JSON.parse(body) as { error?: unknown }).error;
+      const o = e && typeof e === 'object' ? (e as { message?: unknown; code?: unknown }) : undefined;
+      const text = typeof e === 'string' ? e : o?.message;
+      if (typeof text === 'string' && text) message = text.slice(0, 500);
+      if (typeof o?.code === 'string') code = o.code;
+    } catch {
+      // not JSON: the status says enough
+    }
+    super(message);
+    this.code = code;
+  }
+}
+
 export async function createGateway(
   options: GatewayOptions,
 ): Promise<{ app: FastifyInstance<any, any, any, any>; stats: () => RuntimeStats; flushStats: () => void }> {
@@ -380,7 +404,7 @@ export async function createGateway(
             { model: modelName, messages: withSystemPrompt(history, options.systemPrompt) },
             AbortSignal.timeout(Math.min(LIMITS.chatWebSocketTimeoutMs, options.model.timeoutMs)),
           );
-          if (!res.ok) throw new Error(`model provider answered ${res.status}`);
+          if (!res.ok) throw new ModelRefusal(res.status, await res.text().catch(() => ''));
           const json = (await res.json()) as { choices?: { message?: { content?: string } }[] };
           const reply = json.choices?.[0]?.message?.content ?? '';
           history.push({ role: 'assistant', content: reply });
@@ -398,7 +422,8 @@ export async function createGateway(
           record(false, 0);
           request.log.error({ source: 'chat', err: (err as Error).message }, 'websocket chat failed');
           const timeout = (err as Error).name === 'TimeoutError';
-          send({ type: 'error', error: timeout ? 'The model provider did not answer in time' : 'The model provider failed' });
+          if (err instanceof ModelRefusal) send({ type: 'error', error: err.message, ...(err.code ? { code: err.code } : {}) });
+          else send({ type: 'error', error: timeout ? 'The model provider did not answer in time' : 'The model provider failed' });
         }
       } finally {
         release();

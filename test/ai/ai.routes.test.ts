@@ -94,6 +94,7 @@ describe('GET /api/ai/health', () => {
     const failing: UsageStore = {
       record() {},
       monthlyTokens: async () => 0,
+      pendingAgentCost: () => 0,
       flush: async () => {},
       ping: async () => {
         throw new Error('db down');

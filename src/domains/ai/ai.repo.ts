@@ -32,8 +32,8 @@ export const monthOf = (d: Date) => `${d.getUTCFullYear()}-${String(d.getUTCMont
 
 export const aiRepo = {
   /**
-   * Inserts a batch of usage rows and adds them to the monthly rollup in one statement, so the
-   * two can never disagree. Rows are grouped and ordered before the upsert, so concurrent batches
+   * Inserts a batch of usage rows and adds them to the monthly rollups (per user and model, and per
+   * agent for the agents' budgets) in one statement, so they can never disagree. Rows are grouped and ordered before the upsert, so concurrent batches
    * lock rollup rows in the same order (no deadlock). A named prepared statement (one array per
    * column): PostgreSQL plans it once per connection, and building it costs no query compilation
    * in Node, which matters because it runs beside every AI request (docs/benchmarks.md).
@@ -50,6 +50,17 @@ export const aiRepo = {
       ), ins AS (
         INSERT INTO ai_usage (user_id, agent_id, model, provider, prompt_tokens, completion_tokens, total_tokens, cost, created_at)
         SELECT user_id, agent_id, model, provider, prompt_tokens, completion_tokens, total_tokens, cost, created_at FROM r
+      ), agent AS (
+        INSERT INTO ai_usage_agent_monthly AS a (agent_id, month, user_id, requests, prompt_tokens, completion_tokens, total_tokens, cost)
+        SELECT agent_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, min(user_id),
+               count(*), sum(prompt_tokens), sum(completion_tokens), sum(total_tokens), sum(cost)
+        FROM r WHERE agent_id IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (agent_id, month) DO UPDATE SET
+          requests = a.requests + EXCLUDED.requests,
+          prompt_tokens = a.prompt_tokens + EXCLUDED.prompt_tokens,
+          completion_tokens = a.completion_tokens + EXCLUDED.completion_tokens,
+          total_tokens = a.total_tokens + EXCLUDED.total_tokens,
+          cost = a.cost + EXCLUDED.cost
       )
       INSERT INTO ai_usage_monthly AS m (user_id, month, model, requests, prompt_tokens, completion_tokens, total_tokens, cost)
       SELECT user_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, model,
@@ -87,21 +98,33 @@ export const aiRepo = {
   },
 
   /**
-   * One user's usage since `since`, per UTC day and per model (GET /api/usage). Runs inside
-   * withUser: row-level security limits it to the caller's rows, the WHERE only narrows time.
+   * One user's usage since `since`, per UTC day, per model and per agent (GET /api/usage), or one
+   * agent's (GET /api/agents/:id/usage, `agentId`). Runs inside withUser: row-level security limits
+   * it to the caller's rows (and agent names to the caller's agents), the WHERE only narrows.
    * Cost is summed in numeric and returned as text so no float rounding happens in SQL.
    */
-  async usageReport(db: Kysely<DB>, since: Date): Promise<{ daily: UsageBucket[]; byModel: UsageBucket[] }> {
+  async usageReport(
+    db: Kysely<DB>,
+    since: Date,
+    agentId?: string,
+  ): Promise<{ daily: UsageBucket[]; byModel: UsageBucket[]; byAgent: (UsageBucket & { name: string | null })[] }> {
+    const where = agentId
+      ? sql`created_at >= ${since.toISOString()}::timestamptz AND agent_id = ${agentId}`
+      : sql`created_at >= ${since.toISOString()}::timestamptz`;
+    const sums = sql`count(*)::int AS requests, sum(prompt_tokens)::bigint AS prompt_tokens,
+             sum(completion_tokens)::bigint AS completion_tokens, sum(total_tokens)::bigint AS total_tokens, sum(cost)::text AS cost`;
     const daily = await sql<UsageBucket>`
-      SELECT to_char(date_trunc('day', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS key,
-             count(*)::int AS requests, sum(prompt_tokens)::bigint AS prompt_tokens,
-             sum(completion_tokens)::bigint AS completion_tokens, sum(total_tokens)::bigint AS total_tokens, sum(cost)::text AS cost
-      FROM ai_usage WHERE created_at >= ${since.toISOString()}::timestamptz GROUP BY 1 ORDER BY 1`.execute(db);
+      SELECT to_char(date_trunc('day', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS key, ${sums}
+      FROM ai_usage WHERE ${where} GROUP BY 1 ORDER BY 1`.execute(db);
     const byModel = await sql<UsageBucket>`
-      SELECT model AS key, count(*)::int AS requests, sum(prompt_tokens)::bigint AS prompt_tokens,
-             sum(completion_tokens)::bigint AS completion_tokens, sum(total_tokens)::bigint AS total_tokens, sum(cost)::text AS cost
-      FROM ai_usage WHERE created_at >= ${since.toISOString()}::timestamptz GROUP BY 1 ORDER BY sum(cost) DESC, 1`.execute(db);
-    return { daily: daily.rows, byModel: byModel.rows };
+      SELECT model AS key, ${sums} FROM ai_usage WHERE ${where} GROUP BY 1 ORDER BY sum(cost) DESC, 1`.execute(db);
+    if (agentId) return { daily: daily.rows, byModel: byModel.rows, byAgent: [] };
+    // a deleted agent's usage stays (history): its name is then null
+    const byAgent = await sql<UsageBucket & { name: string | null }>`
+      SELECT u.key, a.name, u.requests, u.prompt_tokens, u.completion_tokens, u.total_tokens, u.cost FROM (
+        SELECT agent_id AS key, ${sums}, sum(cost) AS exact FROM ai_usage WHERE ${where} AND agent_id IS NOT NULL GROUP BY 1
+      ) u LEFT JOIN agents a ON a.id = u.key ORDER BY u.exact DESC, u.key`.execute(db);
+    return { daily: daily.rows, byModel: byModel.rows, byAgent: byAgent.rows };
   },
 
   /** A platform user's plan, subscription status and admin right (the AI plan middleware). */

@@ -2,7 +2,8 @@
  * The AI layer (§4.9, §4.10): catalog, chat, streaming, cost estimation and usage. HTTP-free:
  * routes hand in the actor (header context) and an AbortSignal for client disconnects. Composed of
  * files of one concern each: model routing and fallback (model-routing.ts), rate limits and quotas
- * (ai-limits.ts), the demo chat (demo-chat.ts), the agents' OpenAI-compatible gateway (agent-gateway.ts).
+ * (ai-limits.ts), the demo chat (demo-chat.ts), the agents' OpenAI-compatible gateway (agent-gateway.ts)
+ * and their monthly budgets (agent-budgets.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
@@ -11,6 +12,7 @@ import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { AppError, badRequest, notFound } from '../../lib/errors.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
+import { createAgentBudgets } from './agent-budgets.ts';
 import { createAgentGateway } from './agent-gateway.ts';
 import { createAiLimits } from './ai-limits.ts';
 import { type CatalogModel, createCatalog, toPublicModel } from './catalog.ts';
@@ -235,6 +237,8 @@ export function createAiService(deps: AiServiceDeps) {
 
     // the AI gateway agents call with their own key (docs/agents.md "Model access")
     ...createAgentGateway({ config, catalog, providers, routing, limit, enforceQuota, record, now }),
+    /** agents' monthly budgets: the gateway's check and the owner's view (docs/agents.md "Usage and budgets") */
+    budgets: createAgentBudgets({ db: deps.db, usage, now }),
 
     async close() {
       await refreshing;

@@ -2,7 +2,8 @@
  * A signed-in user's AI usage and cost (GET /api/usage, the dashboard's usage page). The
  * specification logs usage per user and model (§4.9) but shows no endpoint to read it; this is
  * ours: totals, one entry per UTC day (days without calls included, so a chart has no gaps) and
- * one per model, over the last `days` days. Read through withUser, so RLS decides whose rows.
+ * one per model and one per agent, over the last `days` days; or the same for one agent (its
+ * Usage tab). Read through withUser, so RLS decides whose rows and whose agents.
  */
 import type { Db } from '../../db/client.ts';
 import { aiRepo, type UsageBucket } from './ai.repo.ts';
@@ -17,6 +18,8 @@ export type UsageReport = {
   totals: UsageTotals;
   daily: (UsageTotals & { date: string })[];
   byModel: (UsageTotals & { model: string })[];
+  /** the caller's agents, most expensive first; empty in one agent's report */
+  byAgent: (UsageTotals & { agentId: string; name: string | null })[];
 };
 
 const totalsOf = (b: UsageBucket): UsageTotals => ({
@@ -32,10 +35,11 @@ const day = (d: Date) => d.toISOString().slice(0, 10);
 
 export function createUsageReport(deps: { db: Db; now?: () => Date }) {
   const now = deps.now ?? (() => new Date());
-  return async (userId: string, days: number): Promise<UsageReport> => {
+  /** `agentId`: only that agent's calls (the caller must own it: check first, RLS shows nothing otherwise). */
+  return async (userId: string, days: number, agentId?: string): Promise<UsageReport> => {
     const end = now();
     const start = new Date(Date.UTC(end.getUTCFullYear(), end.getUTCMonth(), end.getUTCDate() - (days - 1)));
-    const rows = await deps.db.withUser(userId, (trx) => aiRepo.usageReport(trx, start));
+    const rows = await deps.db.withUser(userId, (trx) => aiRepo.usageReport(trx, start, agentId));
     const byDay = new Map(rows.daily.map((b) => [b.key, totalsOf(b)]));
     const daily: UsageReport['daily'] = [];
     for (let i = 0; i < days; i++) {
@@ -52,7 +56,15 @@ export function createUsageReport(deps: { db: Db; now?: () => Date }) {
       }),
       zero(),
     );
-    return { days, from: day(start), to: day(end), totals, daily, byModel: rows.byModel.map((b) => ({ model: b.key, ...totalsOf(b) })) };
+    return {
+      days,
+      from: day(start),
+      to: day(end),
+      totals,
+      daily,
+      byModel: rows.byModel.map((b) => ({ model: b.key, ...totalsOf(b) })),
+      byAgent: rows.byAgent.map((b) => ({ agentId: b.key, name: b.name, ...totalsOf(b) })),
+    };
   };
 }
 export type UsageReportFn = ReturnType<typeof createUsageReport>;

@@ -8,17 +8,19 @@
  * life is spent waiting for the provider, when a write costs it nothing.
  * Durability: `flush()`/`close()` write everything queued (shutdown loses nothing); a crash can
  * lose the rows of the last window. Quotas count queued rows (`monthlyTokens`), so the window
- * never lets a user past a quota.
+ * never lets a user past a quota; agent budgets count them the same way (`pendingAgentCost`).
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
-import { aiRepo, type UsageRow } from './ai.repo.ts';
+import { aiRepo, monthOf, type UsageRow } from './ai.repo.ts';
 
 export type UsageStore = {
   record(row: UsageRow): void;
   /** tokens used by `userId` in the UTC month containing `at`, including queued rows */
   monthlyTokens(userId: string, at: Date): Promise<number>;
+  /** USD of `agentId`'s rows recorded in the UTC month `month` (YYYY-MM-01) and not yet committed (agent budgets) */
+  pendingAgentCost(agentId: string, month: string): number;
   /** resolves once every row recorded so far is written */
   flush(): Promise<void>;
   ping(): Promise<void>;
@@ -84,6 +86,13 @@ export function createUsageStore(deps: {
       for (const r of queue) if (r.userId === userId) pending += r.totalTokens;
       for (const r of writing) if (r.userId === userId) pending += r.totalTokens;
       return pending + (await aiRepo.monthlyTokens(deps.db.kysely, userId, at));
+    },
+    pendingAgentCost(agentId, month) {
+      // counted like monthlyTokens: a batch committing meanwhile may count twice for a moment, never not at all
+      let cost = 0;
+      for (const rows of [queue, writing])
+        for (const r of rows) if (r.agentId === agentId && monthOf(r.createdAt) === month) cost += r.cost;
+      return cost;
     },
     async flush() {
       while (queue.length > 0 || inFlight) {

@@ -38,6 +38,7 @@ import { createAccountGuard, registerSession, SESSION_COOKIE, type SessionAuth }
 import { accountsRoutes } from './routes/accounts.routes.ts';
 import { adminRoutes } from './routes/admin.routes.ts';
 import { agentProxyRoutes } from './routes/agent-proxy.routes.ts';
+import { agentUsageRoutes } from './routes/agent-usage.routes.ts';
 import { agentsRoutes } from './routes/agents.routes.ts';
 import { billingRoutes } from './routes/billing.routes.ts';
 import { browseWebRoutes } from './routes/browse.web.routes.ts';
@@ -219,6 +220,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
       }),
     hostingWebhookRoutes({ hostingStatus: services.hostingStatus }),
     services.usageReport && usageRoutes({ report: services.usageReport }),
+    services.usageReport && agentUsageRoutes({ report: services.usageReport, budgets: services.ai.budgets }),
     services.files && browseWebRoutes({ files: services.files }),
     // the dashboard (dashboard/, docs/dashboard.md): static pages, hidden from the OpenAPI description
     dashboardRoutes({ distDir: config.DASHBOARD_DIR }),

@@ -145,7 +145,7 @@ const openAiError = z
       code: z
         .string()
         .nullable()
-        .describe('a stable identifier: invalid_api_key, model_not_found, model_restricted, insufficient_quota, ...'),
+        .describe('a stable identifier: invalid_api_key, model_not_found, model_restricted, insufficient_quota, budget_exceeded, ...'),
       param: z.string().nullable(),
     }),
   })
@@ -180,8 +180,13 @@ const OPENAI_CODES: Partial<Record<ErrorCode, string>> = {
   NOT_FOUND: 'model_not_found',
   AI_RATE_LIMITED: 'rate_limit_exceeded',
   QUOTA_EXCEEDED: 'insufficient_quota',
+  AGENT_BUDGET_EXCEEDED: 'budget_exceeded',
 };
-const OPENAI_TYPES: Partial<Record<ErrorCode, string>> = { QUOTA_EXCEEDED: 'insufficient_quota' };
+// OpenAI answers a spent quota with 429 `insufficient_quota`; its clients do not retry that type
+const OPENAI_TYPES: Partial<Record<ErrorCode, string>> = {
+  QUOTA_EXCEEDED: 'insufficient_quota',
+  AGENT_BUDGET_EXCEEDED: 'insufficient_quota',
+};
 
 type OpenAiErrorBody = z.infer<typeof openAiError>;
 const errorBody = (status: number, message: string, code: string, extra: Record<string, unknown> = {}, type?: string): OpenAiErrorBody => ({
@@ -305,7 +310,11 @@ export const agentGatewayRoutes = (deps: {
           "usage of the owner, with the agent and the model (GET /api/usage on the web app). `model` must be one of the owner's plan " +
           `(403 \`model_restricted\` with \`allowedModels\`; 404 \`model_not_found\` for a model the catalog does not know) or \`${AUTO_MODEL}\`. ` +
           'Tool calls, tool results and content parts pass through to OpenAI-compatible providers; the Anthropic-type provider takes text ' +
-          'only (400 otherwise). 429 `insufficient_quota` when AI_QUOTA_ENFORCE is on and the monthly token quota is used. `stream: true` ' +
+          'only (400 otherwise). 429 `insufficient_quota` when AI_QUOTA_ENFORCE is on and the monthly token quota is used. ' +
+          "429 with type `insufficient_quota` and code `budget_exceeded` once the agent's month-to-date cost (UTC calendar month) " +
+          'reached the monthly budget its owner set (PUT /api/agents/:id/budget on the web app); the provider is not contacted, the ' +
+          'error carries `monthlyBudgetUsd`, `monthToDateUsd` and `periodStart`, and calls already in flight may overshoot the budget ' +
+          '(docs/agents.md "Usage and budgets"). `stream: true` ' +
           'answers `text/event-stream`: `chat.completion.chunk` events, with `stream_options.include_usage` a last chunk with `usage`, then ' +
           '`data: [DONE]`; an upstream failure mid-stream sends `data: {error:{...}}` and ends the stream. A stream the agent aborts is ' +
           `billed from its length when the provider sent no count. ${PLAN_DOC}`,
@@ -314,6 +323,8 @@ export const agentGatewayRoutes = (deps: {
       },
       handler: async (request, reply) => {
         const { agentId } = callingAgent(request);
+        // the owner's monthly budget for this agent, before any provider is contacted
+        await ai.budgets.check(agentId);
         const { model, messages, stream, stream_options, ...options } = request.body;
         // null means "not given" in OpenAI's clients: nothing null is passed on
         const fields = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined && v !== null));

@@ -14,6 +14,26 @@ const totals = {
   cost: z.number().describe('USD, rounded to 6 decimals'),
 };
 
+/** `?days=`: the window of a usage report (also GET /api/agents/:id/usage). */
+export const usageDaysQuery = z.object({
+  days: z.coerce
+    .number({ error: 'days must be a number' })
+    .int('days must be a whole number')
+    .min(1, `days must be 1 to ${USAGE_DAYS_MAX}`)
+    .max(USAGE_DAYS_MAX, `days must be 1 to ${USAGE_DAYS_MAX}`)
+    .default(30),
+});
+
+/** The report's window, totals, days and models (also GET /api/agents/:id/usage). */
+export const usageReportFields = {
+  days: z.number(),
+  from: z.string().describe('first day, YYYY-MM-DD (UTC)'),
+  to: z.string().describe('last day (today), YYYY-MM-DD (UTC)'),
+  totals: z.object(totals),
+  daily: z.array(z.object({ date: z.string(), ...totals })),
+  byModel: z.array(z.object({ model: z.string(), ...totals })),
+};
+
 export const usageRoutes = (deps: { report: UsageReportFn }): RouteModule<'session'> => {
   return {
     prefix: '/api/usage',
@@ -24,23 +44,15 @@ export const usageRoutes = (deps: { report: UsageReportFn }): RouteModule<'sessi
           summary: 'My AI usage and cost',
           description:
             `Calls to the AI layer recorded for you (§4.9 usage log) over the last \`days\` UTC days (1 to ${USAGE_DAYS_MAX}, default 30), ` +
-            'today included: totals, one entry per day (days without calls are zeros, oldest first) and one per model (most expensive first).',
-          querystring: z.object({
-            days: z.coerce
-              .number({ error: 'days must be a number' })
-              .int('days must be a whole number')
-              .min(1, `days must be 1 to ${USAGE_DAYS_MAX}`)
-              .max(USAGE_DAYS_MAX, `days must be 1 to ${USAGE_DAYS_MAX}`)
-              .default(30),
-          }),
+            'today included: totals, one entry per day (days without calls are zeros, oldest first), one per model (most expensive first) ' +
+            "and one per agent of yours (`byAgent`: every model call an agent made through the platform's AI gateway, most expensive " +
+            "first; `name` is null for an agent since deleted). Another user's agents never appear (row-level security). One agent's " +
+            'usage and its monthly budget: GET /api/agents/:id/usage.',
+          querystring: usageDaysQuery,
           response: {
             200: z.object({
-              days: z.number(),
-              from: z.string().describe('first day, YYYY-MM-DD (UTC)'),
-              to: z.string().describe('last day (today), YYYY-MM-DD (UTC)'),
-              totals: z.object(totals),
-              daily: z.array(z.object({ date: z.string(), ...totals })),
-              byModel: z.array(z.object({ model: z.string(), ...totals })),
+              ...usageReportFields,
+              byAgent: z.array(z.object({ agentId: z.string(), name: z.string().nullable(), ...totals })),
             }),
             400: errorSchema,
             401: errorSchema,

@@ -1,0 +1,212 @@
+/**
+ * Monthly budgets per agent (docs/agents.md "Usage and budgets"; §4.9 AI layer, §4.7 agents):
+ * PUT /api/agents/:id/budget (owner; a number > 0 and ≤ 100000, or null), and the AI gateway's
+ * refusal once the UTC month's cost reached it: 429 in OpenAI's shape (`insufficient_quota`,
+ * `budget_exceeded`) before the provider is contacted. Concurrent calls may overshoot by the calls
+ * in flight, and usage stays exact under them. Real sockets, the official `openai` client, the
+ * local fake provider.
+ */
+import OpenAI, { RateLimitError } from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { AGENT_GATEWAY_PATH } from '../../src/config/env.ts';
+import { monthOf } from '../../src/domains/ai/ai.repo.ts';
+import { type AgentsTestPlatform, bearer, eventually, startAgentsPlatform, subscriber } from '../agents/helpers.ts';
+import { FAKE_USAGE, type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
+
+const ROUTER_KEY = 'router-secret-key-of-the-operator';
+/** openai/gpt-4o-mini: $0.15 and $0.60 per million tokens (catalog.ts): $0.0000045 per fake call */
+const CALL_COST = FAKE_USAGE.prompt_tokens * 0.15e-6 + FAKE_USAGE.completion_tokens * 0.6e-6;
+
+let t: AgentsTestPlatform;
+let router: FakeOpenAi;
+let gateway: string;
+let owner: Awaited<ReturnType<typeof subscriber>>;
+let stranger: Awaited<ReturnType<typeof subscriber>>;
+
+async function deploy(userId: string) {
+  const res = await t.backend.inject({
+    method: 'POST',
+    url: '/api/deployments',
+    headers: bearer(t),
+    payload: { userId, name: 'Budgeted', plan: 'network', model: 'openai/gpt-4o-mini' },
+  });
+  expect(res.statusCode, res.body).toBe(202);
+  const agentId = res.json().agent.id as string;
+  const spec = await eventually(async () => t.driver.deploys.findLast((s) => s.agentId === agentId));
+  return { agentId, key: spec.platformApiKey as string };
+}
+
+const client = (key: string) => new OpenAI({ apiKey: key, baseURL: gateway, maxRetries: 0 });
+const ask = (key: string) =>
+  client(key).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+const setBudget = (cookie: string | undefined, agentId: string, payload: unknown) =>
+  t.web.inject({
+    method: 'PUT',
+    url: `/api/agents/${agentId}/budget`,
+    headers: { ...(cookie ? { cookie } : {}), 'content-type': 'application/json' },
+    payload: typeof payload === 'string' ? payload : JSON.stringify(payload),
+  });
+const usageOf = async (agentId: string) => {
+  await t.platform.services.ai.usage.flush();
+  return t.database.db.kysely.selectFrom('ai_usage').select(['cost']).where('agent_id', '=', agentId).execute();
+};
+
+beforeAll(async () => {
+  router = await startFakeOpenAi({ apiKey: ROUTER_KEY });
+  t = await startAgentsPlatform({
+    env: { ROUTER_API_KEY: ROUTER_KEY, ROUTER_BASE_URL: router.url, AGENT_GATEWAY_RATE_LIMIT: '1000' },
+  });
+  gateway = `${t.backendUrl}${AGENT_GATEWAY_PATH}`;
+  owner = await subscriber(t, 'network');
+  stranger = await subscriber(t, 'network');
+});
+afterAll(async () => {
+  await t?.close();
+  await router?.close();
+});
+beforeEach(() => router.reset());
+
+describe('PUT /api/agents/:id/budget', () => {
+  it('sets, reports and clears a budget; stored in the database', async () => {
+    const a = await deploy(owner.id);
+    const set = await setBudget(owner.cookie, a.agentId, { monthlyBudgetUsd: 12.5 });
+    expect(set.statusCode, set.body).toBe(200);
+    expect(set.json()).toEqual({ monthlyBudgetUsd: 12.5, monthToDateUsd: 0, exceeded: false, periodStart: monthOf(new Date()) });
+    const row = await t.database.db.kysely.selectFrom('agent_budgets').selectAll().where('agent_id', '=', a.agentId).executeTakeFirst();
+    expect(Number(row?.monthly_budget_usd)).toBe(12.5);
+    const view = await t.web.inject({ method: 'GET', url: `/api/agents/${a.agentId}/usage`, headers: { cookie: owner.cookie } });
+    expect(view.json().budget.monthlyBudgetUsd).toBe(12.5);
+    const top = await setBudget(owner.cookie, a.agentId, { monthlyBudgetUsd: 100000 });
+    expect(top.json().monthlyBudgetUsd).toBe(100000);
+    const cleared = await setBudget(owner.cookie, a.agentId, { monthlyBudgetUsd: null });
+    expect(cleared.statusCode).toBe(200);
+    expect(cleared.json().monthlyBudgetUsd).toBeNull();
+    expect(await t.database.db.kysely.selectFrom('agent_budgets').selectAll().where('agent_id', '=', a.agentId).execute()).toEqual([]);
+  });
+
+  it.each([
+    ['zero', { monthlyBudgetUsd: 0 }],
+    ['negative', { monthlyBudgetUsd: -5 }],
+    ['above 100000', { monthlyBudgetUsd: 100000.01 }],
+    ['a string', { monthlyBudgetUsd: '10' }],
+    ['missing', {}],
+    ['a boolean', { monthlyBudgetUsd: true }],
+  ])('400 with a clear error for %s', async (_name, payload) => {
+    const a = await deploy(owner.id);
+    const res = await setBudget(owner.cookie, a.agentId, payload);
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json().error).toContain('monthlyBudgetUsd must be a number greater than 0 and at most 100000 (USD), or null');
+  });
+
+  it('400 for a body that is not a JSON object; 401 without a session; 404 for another user’s agent (unchanged)', async () => {
+    const a = await deploy(owner.id);
+    expect((await setBudget(owner.cookie, a.agentId, '[1]')).statusCode).toBe(400);
+    expect((await setBudget(undefined, a.agentId, { monthlyBudgetUsd: 1 })).statusCode).toBe(401);
+    const theirs = await setBudget(stranger.cookie, a.agentId, { monthlyBudgetUsd: 1 });
+    expect(theirs.statusCode).toBe(404);
+    expect(theirs.json()).toEqual({ error: 'Agent not found' });
+    expect(await t.database.db.kysely.selectFrom('agent_budgets').selectAll().where('agent_id', '=', a.agentId).execute()).toEqual([]);
+  });
+});
+
+describe('the gateway past the budget', () => {
+  it('refuses the call with an OpenAI-shaped 429 the SDK understands, without contacting the provider', async () => {
+    const a = await deploy(owner.id);
+    // exactly two calls' worth: two pass, the third is refused (cost ≥ budget)
+    expect((await setBudget(owner.cookie, a.agentId, { monthlyBudgetUsd: 2 * CALL_COST })).statusCode).toBe(200);
+    await ask(a.key);
+    await ask(a.key);
+    expect(router.requests).toHaveLength(2);
+    const err = await ask(a.key).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RateLimitError);
+    const e = err as RateLimitError;
+    expect(e.status).toBe(429);
+    expect(e.error).toMatchObject({ type: 'insufficient_quota', code: 'budget_exceeded', periodStart: monthOf(new Date()) });
+    expect(e.message).toContain(`This agent's monthly budget of $0.000009 is used up ($0.000009 spent since ${monthOf(new Date())})`);
+    expect(e.message).toContain("Raise it on the agent's Usage tab.");
+    expect(router.requests).toHaveLength(2);
+
+    // streamed calls are refused the same way, before the stream opens
+    const streamed = await client(a.key)
+      .chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'x' }], stream: true })
+      .catch((x: unknown) => x);
+    expect(streamed).toBeInstanceOf(RateLimitError);
+    expect(router.requests).toHaveLength(2);
+
+    // the owner's view says so
+    const view = await t.web.inject({ method: 'GET', url: `/api/agents/${a.agentId}/usage`, headers: { cookie: owner.cookie } });
+    expect(view.json().budget).toMatchObject({ exceeded: true, monthToDateUsd: 2 * CALL_COST });
+
+    // raising it lets the agent call again at once (same process: no cache delay)
+    await setBudget(owner.cookie, a.agentId, { monthlyBudgetUsd: 1 });
+    await expect(ask(a.key)).resolves.toMatchObject({ model: 'openai/gpt-4o-mini' });
+    expect(await usageOf(a.agentId)).toHaveLength(3);
+  });
+
+  it('counts streamed calls toward the budget', async () => {
+    const a = await deploy(owner.id);
+    await setBudget(owner.cookie, a.agentId, { monthlyBudgetUsd: CALL_COST });
+    const stream = await client(a.key).chat.completions.create({
+      model: 'openai/gpt-4o-mini',
+      messages: [{ role: 'user', content: 'stream' }],
+      stream: true,
+    });
+    for await (const _ of stream) {
+      // read to the end: usage is recorded when the stream ends
+    }
+    await expect(ask(a.key)).rejects.toBeInstanceOf(RateLimitError);
+    expect(router.requests).toHaveLength(1);
+  });
+
+  it('usage recorded before the budget was set (this month) counts; another agent of the owner is not affected', async () => {
+    const a = await deploy(owner.id);
+    const b = await deploy(owner.id);
+    await ask(a.key);
+    await t.platform.services.ai.usage.flush();
+    await setBudget(owner.cookie, a.agentId, { monthlyBudgetUsd: CALL_COST });
+    await expect(ask(a.key)).rejects.toBeInstanceOf(RateLimitError);
+    await expect(ask(b.key)).resolves.toBeDefined();
+  });
+
+  it('concurrent calls: at most the calls in flight overshoot, a call after is refused, and usage stays exact', async () => {
+    const a = await deploy(owner.id);
+    await setBudget(owner.cookie, a.agentId, { monthlyBudgetUsd: 3 * CALL_COST });
+    router.delayMs = 50;
+    const results = await Promise.allSettled(Array.from({ length: 12 }, () => ask(a.key)));
+    router.delayMs = 0;
+    const ok = results.filter((r) => r.status === 'fulfilled').length;
+    const refused = results.filter((r) => r.status === 'rejected' && r.reason instanceof RateLimitError).length;
+    expect(ok + refused).toBe(12);
+    expect(ok).toBeGreaterThanOrEqual(3);
+    // every call that reached the provider is billed once, and only those
+    expect(router.requests).toHaveLength(ok);
+    const rows = await usageOf(a.agentId);
+    expect(rows).toHaveLength(ok);
+    const rollup = await t.database.db.kysely
+      .selectFrom('ai_usage_agent_monthly')
+      .selectAll()
+      .where('agent_id', '=', a.agentId)
+      .executeTakeFirstOrThrow();
+    expect(Number(rollup.requests)).toBe(ok);
+    expect(Number(rollup.cost)).toBeCloseTo(ok * CALL_COST, 12);
+    expect(rows.reduce((s, r) => s + Number(r.cost), 0)).toBeCloseTo(ok * CALL_COST, 12);
+    await expect(ask(a.key)).rejects.toBeInstanceOf(RateLimitError);
+    expect(router.requests).toHaveLength(ok);
+  });
+
+  it('concurrent calls without a budget: every call billed exactly once in rows and rollup', async () => {
+    const a = await deploy(owner.id);
+    const n = 25;
+    await Promise.all(Array.from({ length: n }, () => ask(a.key)));
+    const rows = await usageOf(a.agentId);
+    expect(rows).toHaveLength(n);
+    const rollup = await t.database.db.kysely
+      .selectFrom('ai_usage_agent_monthly')
+      .selectAll()
+      .where('agent_id', '=', a.agentId)
+      .executeTakeFirstOrThrow();
+    expect([Number(rollup.requests), Number(rollup.total_tokens)]).toEqual([n, n * FAKE_USAGE.total_tokens]);
+    const report = await t.web.inject({ method: 'GET', url: '/api/usage', headers: { cookie: owner.cookie } });
+    expect(report.json().byAgent.find((x: { agentId: string }) => x.agentId === a.agentId)).toMatchObject({ requests: n });
+  });
+});
