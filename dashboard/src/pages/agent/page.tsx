@@ -7,11 +7,12 @@ import { api, call } from '../../api/client.ts';
 import { Badge, ErrorText, Spinner, useData } from '../../ui.tsx';
 import { Chat } from './chat.tsx';
 import { AgentConfig } from './config.tsx';
+import { Connect } from './connect.tsx';
 import { Health } from './health.tsx';
 import { Logs } from './logs.tsx';
 import { Manage } from './manage.tsx';
 
-const TABS = ['Chat', 'Logs', 'Health', 'Configuration', 'Manage'] as const;
+const TABS = ['Chat', 'Connect', 'Logs', 'Health', 'Configuration', 'Manage'] as const;
 type Tab = (typeof TABS)[number];
 
 export function AgentPage({ id }: { id: string }) {
@@ -71,6 +72,7 @@ export function AgentPage({ id }: { id: string }) {
       {/* biome-ignore lint/a11y/noNoninteractiveTabindex: WAI-ARIA tabs pattern: the panel is focusable after its tab */}
       <div role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} tabIndex={0}>
         {tab === 'Chat' && <Chat agent={a} />}
+        {tab === 'Connect' && <Connect agent={a} />}
         {tab === 'Logs' && <Logs agentId={a.id} />}
         {tab === 'Health' && <Health agentId={a.id} />}
         {tab === 'Configuration' && <AgentConfig agentId={a.id} />}
