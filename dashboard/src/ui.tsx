@@ -110,12 +110,16 @@ export interface Column<T> {
 export function DataTable<T>(props: { columns: Column<T>[]; rows: readonly T[]; rowKey: (row: T) => string; caption?: string }) {
   return (
     <div className="table-wrap">
-      <table className="data-table">
+      {/* explicit roles: Chromium and Safari drop table semantics from cells styled display:block (the card layout) */}
+      {/* biome-ignore lint/a11y/noRedundantRoles: kept for the card layout (see above) */}
+      <table className="data-table" role="table">
         {props.caption && <caption className="sr-only">{props.caption}</caption>}
         <thead>
-          <tr>
+          {/* biome-ignore lint/a11y/noRedundantRoles: kept for the card layout (see above) */}
+          <tr role="row">
             {props.columns.map((c) => (
-              <th key={c.header} scope="col" className={c.numeric ? 'num' : undefined}>
+              // biome-ignore lint/a11y/noRedundantRoles: kept for the card layout (see above)
+              <th key={c.header} scope="col" role="columnheader" className={c.numeric ? 'num' : undefined}>
                 {c.hideHeader ? <span className="sr-only">{c.header}</span> : c.header}
               </th>
             ))}
@@ -123,9 +127,11 @@ export function DataTable<T>(props: { columns: Column<T>[]; rows: readonly T[]; 
         </thead>
         <tbody>
           {props.rows.map((row) => (
-            <tr key={props.rowKey(row)}>
+            // biome-ignore lint/a11y/noRedundantRoles: kept for the card layout (see above)
+            <tr key={props.rowKey(row)} role="row">
               {props.columns.map((c) => (
-                <td key={c.header} data-label={c.hideHeader ? undefined : c.header} className={c.numeric ? 'num' : undefined}>
+                // biome-ignore lint/a11y/noRedundantRoles: kept for the card layout (see above)
+                <td key={c.header} role="cell" data-label={c.hideHeader ? undefined : c.header} className={c.numeric ? 'num' : undefined}>
                   {c.cell(row)}
                 </td>
               ))}

@@ -3,11 +3,10 @@
  * markdown (markdown.ts: no raw HTML, safe links); questions stay plain text. The transcript takes
  * the height the window leaves it and stays on the newest message unless the reader scrolled up.
  */
-import { type FormEvent, type RefObject, useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { type FormEvent, lazy, type RefObject, Suspense, useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { ApiError, api, call, readEvents } from '../../api/client.ts';
 import type { paths } from '../../api/openapi.gen.ts';
 import { type ChatLine, modelMessages } from '../../chat-history.ts';
-import { MarkdownText } from '../../markdown.ts';
 import { Button, CopyButton, Empty, ErrorText, Notice, Section, Spinner, useData } from '../../ui.tsx';
 import type { Agent } from './types.ts';
 
@@ -22,6 +21,9 @@ function when(iso: string) {
     : d.toLocaleString([], { dateStyle: 'medium', timeStyle: 'short' });
 }
 
+// the markdown parser is a third of the bundle: loaded with the first chat, not with every page
+const MarkdownText = lazy(() => import('../../markdown.ts').then((m) => ({ default: m.MarkdownText })));
+
 const copyCode = (code: string) => <CopyButton text={code} label="Copy" />;
 
 /** Below this many pixels from the bottom the transcript counts as "at the newest message". */
@@ -29,7 +31,8 @@ const PINNED_PX = 48;
 
 /**
  * Gives the transcript the height the window leaves below its top edge, minus what follows it
- * (`reserve`: the message form), never less than 16rem; again on every resize.
+ * (`reserve`: the message form), never less than 16rem; again on every render (a notice above it
+ * comes and goes) and resize.
  */
 function useFillHeight(el: RefObject<HTMLDivElement | null>, reserve: RefObject<HTMLElement | null>) {
   useLayoutEffect(() => {
@@ -43,7 +46,7 @@ function useFillHeight(el: RefObject<HTMLDivElement | null>, reserve: RefObject<
     fitHeight();
     window.addEventListener('resize', fitHeight);
     return () => window.removeEventListener('resize', fitHeight);
-  }, [el, reserve]);
+  });
 }
 
 export function Chat({ agent }: { agent: Agent }) {
@@ -83,6 +86,16 @@ export function Chat({ agent }: { agent: Agent }) {
   useLayoutEffect(() => {
     if (pinned.current) toNewest();
   }, [lines, toNewest]);
+  // a message can also grow after its line changed (the markdown renderer arriving, a code block laid out)
+  useEffect(() => {
+    const inner = box.current?.firstElementChild;
+    if (!inner || typeof ResizeObserver === 'undefined') return;
+    const watch = new ResizeObserver(() => {
+      if (pinned.current) toNewest();
+    });
+    watch.observe(inner);
+    return () => watch.disconnect();
+  }, [toNewest]);
   const onScroll = () => {
     const b = box.current;
     if (!b) return;
@@ -155,27 +168,31 @@ export function Chat({ agent }: { agent: Agent }) {
       {agent.status !== 'running' && <Notice kind="warning">This agent is {agent.status}. It answers once it is running.</Notice>}
       <div className="chat-wrap">
         <div className="chat" ref={box} onScroll={onScroll} aria-live="polite" aria-busy={busy} aria-label="Conversation" role="log">
-          {history.loading && !history.data ? <Spinner label="Loading the conversation…" /> : null}
-          {!history.loading && lines.length === 0 ? <Empty>No messages yet. Say hello.</Empty> : null}
-          {lines.map((l) => (
-            <div key={l.id} className={`msg msg-${l.sender}`}>
-              <div className={`bubble bubble-${l.sender}${l.failed ? ' bubble-failed' : ''}`}>
-                <span className="sr-only">{l.sender === 'user' ? 'You' : agent.name}: </span>
-                {!l.content ? (
-                  <span className="typing">…</span>
-                ) : l.sender === 'agent' ? (
-                  <MarkdownText text={l.content} codeAction={copyCode} />
-                ) : (
-                  l.content
+          <div className="chat-lines">
+            {history.loading && !history.data ? <Spinner label="Loading the conversation…" /> : null}
+            {!history.loading && lines.length === 0 ? <Empty>No messages yet. Say hello.</Empty> : null}
+            {lines.map((l) => (
+              <div key={l.id} className={`msg msg-${l.sender}`}>
+                <div className={`bubble bubble-${l.sender}${l.failed ? ' bubble-failed' : ''}`}>
+                  <span className="sr-only">{l.sender === 'user' ? 'You' : agent.name}: </span>
+                  {!l.content ? (
+                    <span className="typing">…</span>
+                  ) : l.sender === 'agent' ? (
+                    <Suspense fallback={l.content}>
+                      <MarkdownText text={l.content} codeAction={copyCode} />
+                    </Suspense>
+                  ) : (
+                    l.content
+                  )}
+                </div>
+                {l.at && (
+                  <time className="msg-time" dateTime={l.at}>
+                    {when(l.at)}
+                  </time>
                 )}
               </div>
-              {l.at && (
-                <time className="msg-time" dateTime={l.at}>
-                  {when(l.at)}
-                </time>
-              )}
-            </div>
-          ))}
+            ))}
+          </div>
         </div>
         {scrolledUp && (
           <button type="button" className="btn btn-secondary chat-newest" onClick={toNewest}>
