@@ -277,6 +277,104 @@ export interface paths {
     };
     trace: never;
   };
+  "/api/admin/users/{id}/credit": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: never;
+    post: {
+      parameters: {
+        query?: never;
+        path: {
+          id: string;
+        };
+        header: {
+          "idempotency-key": string;
+        };
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          "application/json": {
+            amountUsd: number;
+            note?: string;
+          };
+        };
+      };
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              credit: {
+                userId: string;
+                address: string;
+                amountUsd: string;
+                note: string | null;
+                entryId: number;
+                createdAt: string;
+                balanceAfter: string;
+              };
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        403: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        409: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
   "/api/agents": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
     get: {
@@ -542,6 +640,76 @@ export interface paths {
         };
       };
     };
+    trace: never;
+  };
+  "/api/agents/{id}/budget": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: {
+      parameters: {
+        query?: never;
+        path: {
+          id: string;
+        };
+        header?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          "application/json": {
+            monthlyBudgetUsd: (number | null);
+          };
+        };
+      };
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              monthlyBudgetUsd: number | null;
+              monthToDateUsd: number;
+              exceeded: boolean;
+              periodStart: string;
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    post: never;
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
     trace: never;
   };
   "/api/agents/{id}/config": {
@@ -1003,6 +1171,100 @@ export interface paths {
           };
         };
         500: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    put: never;
+    post: never;
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/agents/{id}/usage": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: {
+          days?: number;
+        };
+        path: {
+          id: string;
+        };
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              days: number;
+              from: string;
+              to: string;
+              totals: {
+                requests: number;
+                promptTokens: number;
+                completionTokens: number;
+                totalTokens: number;
+                cost: number;
+              };
+              daily: {
+                date: string;
+                requests: number;
+                promptTokens: number;
+                completionTokens: number;
+                totalTokens: number;
+                cost: number;
+              }[];
+              byModel: {
+                model: string;
+                requests: number;
+                promptTokens: number;
+                completionTokens: number;
+                totalTokens: number;
+                cost: number;
+              }[];
+              budget: {
+                monthlyBudgetUsd: number | null;
+                monthToDateUsd: number;
+                exceeded: boolean;
+                periodStart: string;
+              };
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
           headers: { [name: string]: unknown };
           content: {
             "application/json": {
@@ -4589,6 +4851,15 @@ export interface paths {
                 totalTokens: number;
                 cost: number;
               }[];
+              byAgent: {
+                agentId: string;
+                name: string | null;
+                requests: number;
+                promptTokens: number;
+                completionTokens: number;
+                totalTokens: number;
+                cost: number;
+              }[];
             };
           };
         };
@@ -5453,6 +5724,69 @@ export interface paths {
         };
       };
     };
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/wallet/journal": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: {
+          limit?: number;
+          before?: number;
+        };
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              address: string | null;
+              balance: string;
+              entries: {
+                id: number;
+                kind: string;
+                amountUsd: string;
+                balanceAfterUsd: string;
+                description: string;
+                note: string | null;
+                createdAt: string;
+              }[];
+              nextBefore: number | null;
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    put: never;
+    post: never;
     delete: never;
     options: never;
     head: never;
