@@ -7,9 +7,12 @@
  * local fake provider.
  */
 import OpenAI, { RateLimitError } from 'openai';
+import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { AGENT_GATEWAY_PATH } from '../../src/config/env.ts';
 import { monthOf } from '../../src/domains/ai/ai.repo.ts';
+import { createGateway } from '../../src/runtime/gateway.ts';
 import { type AgentsTestPlatform, bearer, eventually, startAgentsPlatform, subscriber } from '../agents/helpers.ts';
 import { FAKE_USAGE, type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 
@@ -208,5 +211,47 @@ describe('the gateway past the budget', () => {
     expect([Number(rollup.requests), Number(rollup.total_tokens)]).toEqual([n, n * FAKE_USAGE.total_tokens]);
     const report = await t.web.inject({ method: 'GET', url: '/api/usage', headers: { cookie: owner.cookie } });
     expect(report.json().byAgent.find((x: { agentId: string }) => x.agentId === a.agentId)).toMatchObject({ requests: n });
+  });
+});
+
+describe('the agent passes the refusal on', () => {
+  it("the built-in runtime, its model being the platform's gateway, tells its chat caller why (HTTP and WebSocket)", async () => {
+    const a = await deploy(owner.id);
+    await setBudget(owner.cookie, a.agentId, { monthlyBudgetUsd: CALL_COST });
+    await ask(a.key);
+    const token = 'r'.repeat(48);
+    // what the local driver runs for the agent: AGENT_MODEL_BASE_URL is the gateway, the key its own apk_ key
+    const { app } = await createGateway({
+      gatewayToken: token,
+      agentId: a.agentId,
+      model: { baseUrl: gateway, apiKey: a.key, defaultModel: 'openai/gpt-4o-mini', timeoutMs: 5_000 },
+      logger: pino({ level: 'silent' }),
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+      const http = await fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(http.status).toBe(429);
+      expect(((await http.json()) as { error: { message: string } }).error.message).toContain("This agent's monthly budget of");
+
+      const ws = new WebSocket(`${url.replace('http', 'ws')}/ws`, { headers: { authorization: `Bearer ${token}` } });
+      await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+      const frame = new Promise<{ type: string; error?: string; code?: string }>((resolve) =>
+        ws.once('message', (d) => resolve(JSON.parse(String(d)))),
+      );
+      ws.send(JSON.stringify({ type: 'chat', content: 'hello' }));
+      const f = await frame;
+      ws.close();
+      expect(f).toMatchObject({ type: 'error', code: 'budget_exceeded' });
+      expect(f.error).toContain("This agent's monthly budget of");
+      expect(f.error).toContain("Raise it on the agent's Usage tab.");
+      expect(router.requests).toHaveLength(1);
+    } finally {
+      await app.close();
+    }
   });
 });
