@@ -1,7 +1,10 @@
-/** AI usage and cost over time (GET /api/usage): a bar chart per day and a table per model. */
+/**
+ * AI usage and cost over time (GET /api/usage): a bar chart per day, a table per agent (each agent's model calls
+ * through the platform's AI gateway; its own page has a Usage tab with its budget) and a table per model.
+ */
 import { useState } from 'react';
 import { api, call } from '../api/client.ts';
-import { Empty, ErrorText, Field, formatUsd, Section, Spinner, useData } from '../ui.tsx';
+import { DataTable, Empty, ErrorText, Field, formatUsd, Link, Section, Spinner, useData } from '../ui.tsx';
 
 export function UsagePage() {
   const [days, setDays] = useState(30);
@@ -57,39 +60,51 @@ export function UsagePage() {
           </>
         )}
       </Section>
+      {u && u.byAgent.length > 0 && (
+        <Section title="By agent">
+          <DataTable
+            caption="Usage by agent"
+            rowKey={(a) => a.agentId}
+            rows={u.byAgent}
+            columns={[
+              {
+                header: 'Agent',
+                cell: (a) =>
+                  a.name === null ? (
+                    <span className="muted">deleted agent ({a.agentId})</span>
+                  ) : (
+                    <Link href={`/dashboard/agents/${encodeURIComponent(a.agentId)}`}>{a.name}</Link>
+                  ),
+              },
+              { header: 'Calls', numeric: true, cell: (a) => a.requests.toLocaleString() },
+              { header: 'Tokens', numeric: true, cell: (a) => a.totalTokens.toLocaleString() },
+              { header: 'Cost', numeric: true, cell: (a) => formatUsd(a.cost) },
+            ]}
+          />
+        </Section>
+      )}
       {u && u.byModel.length > 0 && (
         <Section title="By model">
-          <div className="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Model</th>
-                  <th scope="col">Calls</th>
-                  <th scope="col">Tokens</th>
-                  <th scope="col">Cost</th>
-                </tr>
-              </thead>
-              <tbody>
-                {u.byModel.map((m) => (
-                  <tr key={m.model}>
-                    <td>{m.model}</td>
-                    <td>{m.requests.toLocaleString()}</td>
-                    <td>{m.totalTokens.toLocaleString()}</td>
-                    <td>{formatUsd(m.cost)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            caption="Usage by model"
+            rowKey={(m) => m.model}
+            rows={u.byModel}
+            columns={[
+              { header: 'Model', cell: (m) => m.model },
+              { header: 'Calls', numeric: true, cell: (m) => m.requests.toLocaleString() },
+              { header: 'Tokens', numeric: true, cell: (m) => m.totalTokens.toLocaleString() },
+              { header: 'Cost', numeric: true, cell: (m) => formatUsd(m.cost) },
+            ]}
+          />
         </Section>
       )}
     </>
   );
 }
 
-type Day = { date: string; cost: number; requests: number; totalTokens: number };
+export type Day = { date: string; cost: number; requests: number; totalTokens: number };
 
-function Chart({ daily, metric }: { daily: Day[]; metric: 'cost' | 'requests' | 'totalTokens' }) {
+export function Chart({ daily, metric }: { daily: Day[]; metric: 'cost' | 'requests' | 'totalTokens' }) {
   const max = Math.max(...daily.map((d) => d[metric]), 0) || 1;
   const w = 100 / daily.length;
   const fmt = (v: number) => (metric === 'cost' ? formatUsd(v) : v.toLocaleString());

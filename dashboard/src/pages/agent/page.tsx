@@ -11,8 +11,9 @@ import { Connect } from './connect.tsx';
 import { Health } from './health.tsx';
 import { Logs } from './logs.tsx';
 import { Manage } from './manage.tsx';
+import { Usage } from './usage.tsx';
 
-const TABS = ['Chat', 'Connect', 'Logs', 'Health', 'Configuration', 'Manage'] as const;
+const TABS = ['Chat', 'Connect', 'Logs', 'Usage', 'Health', 'Configuration', 'Manage'] as const;
 type Tab = (typeof TABS)[number];
 
 export function AgentPage({ id }: { id: string }) {
@@ -74,6 +75,7 @@ export function AgentPage({ id }: { id: string }) {
         {tab === 'Chat' && <Chat agent={a} />}
         {tab === 'Connect' && <Connect agent={a} />}
         {tab === 'Logs' && <Logs agentId={a.id} />}
+        {tab === 'Usage' && <Usage agentId={a.id} />}
         {tab === 'Health' && <Health agentId={a.id} />}
         {tab === 'Configuration' && <AgentConfig agentId={a.id} />}
         {tab === 'Manage' && <Manage agent={a} onChanged={agent.reload} />}
