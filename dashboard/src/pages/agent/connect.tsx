@@ -11,8 +11,8 @@ import { api, call } from '../../api/client.ts';
 import { Button, CopyButton, ErrorText, Field, Notice, Section, useAction, useData } from '../../ui.tsx';
 
 type ConnectAgent = { id: string; name: string; model: string };
-/** Which key the snippet shows: a placeholder, an existing key's prefix, or a key just created (its secret). */
-type KeyChoice = { kind: 'placeholder' } | { kind: 'existing'; id: string } | { kind: 'created'; name: string; secret: string };
+/** Which key the snippets show: a placeholder, an existing key's prefix, or the key just created (its secret). */
+type KeyChoice = { kind: 'placeholder' } | { kind: 'existing'; id: string } | { kind: 'created' };
 
 const PLACEHOLDER = 'sk_YOUR_API_KEY';
 
@@ -67,20 +67,24 @@ const curlSnippet = (baseUrl: string, key: string) => `curl ${baseUrl}/chat/comp
 export function Connect({ agent }: { agent: ConnectAgent }) {
   const keys = useData(async () => (await call(api.GET('/api/keys'))).keys);
   const [choice, setChoice] = useState<KeyChoice>({ kind: 'placeholder' });
+  // the secret of a key created here lives only in this state until the page changes: never stored
+  const [created, setCreated] = useState<{ name: string; secret: string } | null>(null);
   const create = useAction();
+  const pickerHint = useId();
 
   const origin = window.location.origin;
   const baseUrl = `${origin}/api/agents/${agent.id}/v1`;
   const wsUrl = `${origin.replace(/^http/, 'ws')}/api/agents/${agent.id}/ws`;
 
   const picked = choice.kind === 'existing' ? keys.data?.find((k) => k.id === choice.id) : undefined;
-  const key = choice.kind === 'created' ? choice.secret : picked ? `${picked.keyPreview}…` : PLACEHOLDER;
+  const key = choice.kind === 'created' && created ? created.secret : picked ? `${picked.keyPreview}…` : PLACEHOLDER;
 
   const createKey = () =>
     create.run(async () => {
       const name = `Connect ${agent.name}`.slice(0, LIMITS.apiKeyNameMax);
       const res = await call(api.POST('/api/keys', { body: { name } }));
-      setChoice({ kind: 'created', name: res.name, secret: res.key });
+      setCreated({ name: res.name, secret: res.key });
+      setChoice({ kind: 'created' });
       await keys.reload();
     });
 
@@ -89,7 +93,7 @@ export function Connect({ agent }: { agent: ConnectAgent }) {
       <Section title="Connect">
         <p className="muted">
           The agent speaks the OpenAI chat completions API through the platform. Any OpenAI client works: point it at the base URL with one
-          of your API keys. The model <code>default</code> is the agent's own model ({agent.model}).
+          of your API keys. The model <code>default</code> always means the agent's own model.
         </p>
         <CopyValue label="Agent ID" value={agent.id} />
         <CopyValue label="Base URL" value={baseUrl} hint="The baseURL of the openai client; GET …/models lists the agent's model." />
@@ -105,20 +109,21 @@ export function Connect({ agent }: { agent: ConnectAgent }) {
 
       <Section title="Code">
         <div className="row connect-key">
-          <Field label="API key" hint="A key's secret is shown only once, when it is created; an existing key fills in its prefix.">
-            {({ id, describedBy }) => (
+          <Field label="API key">
+            {({ id }) => (
               <select
                 id={id}
-                aria-describedby={describedBy}
+                aria-describedby={pickerHint}
                 value={choice.kind === 'existing' ? choice.id : choice.kind}
                 onChange={(e) => {
                   const v = e.target.value;
                   if (v === 'placeholder') setChoice({ kind: 'placeholder' });
-                  else if (v !== 'created') setChoice({ kind: 'existing', id: v });
+                  else if (v === 'created') setChoice({ kind: 'created' });
+                  else setChoice({ kind: 'existing', id: v });
                 }}
               >
                 <option value="placeholder">Placeholder ({PLACEHOLDER})</option>
-                {choice.kind === 'created' && <option value="created">New key “{choice.name}”</option>}
+                {created && <option value="created">New key “{created.name}” (whole key)</option>}
                 {(keys.data ?? []).map((k) => (
                   <option key={k.id} value={k.id}>
                     {k.name} ({k.keyPreview}…)
@@ -131,10 +136,13 @@ export function Connect({ agent }: { agent: ConnectAgent }) {
             Create a key
           </Button>
         </div>
+        <p id={pickerHint} className="hint">
+          A key's secret is shown only once, when it is created: an existing key fills in its prefix, a new key its whole secret.
+        </p>
         <ErrorText error={keys.error ?? create.error} />
-        {choice.kind === 'created' && (
+        {choice.kind === 'created' && created && (
           <Notice kind="warning">
-            The new key “{choice.name}” is in the snippets below. Copy it now: it is shown only this once and is gone when you leave this
+            The new key “{created.name}” is in the snippets below. Copy it now: it is shown only this once and is gone when you leave this
             page.
           </Notice>
         )}
