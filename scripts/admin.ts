@@ -1,31 +1,89 @@
 /**
- * Grants or revokes admin rights from a shell (docs/admin.md):
+ * Admin rights and credits from a shell (docs/admin.md):
  *   npm run admin -- <email>            make the account with that email an admin
  *   npm run admin -- --revoke <email>   take the rights back
+ *   npm run admin -- credit <email> <usd> [note] [--request-id <id>]
+ *                                       credit the account's wallet through the ledger; the journal
+ *                                       names the operator account (not a person) as the admin.
+ *                                       The same --request-id credits once (default: a new id).
  * Uses DATABASE_URL when set; otherwise the embedded database in DATA_DIR: the running
  * platform's server when it is up (its port is in postmaster.pid), else a server started just
  * for this command.
  */
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../src/config/env.ts';
-import { storedSecret } from '../src/config/secrets.ts';
+import { resolveSecrets, storedSecret } from '../src/config/secrets.ts';
 import { createDb } from '../src/db/client.ts';
 import { EmbeddedPostgresError, type EmbeddedServer, embeddedClusterDir, startEmbeddedPostgres } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { createAdminService } from '../src/domains/admin/admin.service.ts';
+import { OPERATOR_ID } from '../src/domains/admin/admin.repo.ts';
+import { type AdminService, createAdminService } from '../src/domains/admin/admin.service.ts';
+import { createLedgerService } from '../src/domains/payments/ledger/ledger.service.ts';
+import { usdToMicros } from '../src/domains/payments/ledger/money.ts';
+import { createSessionWalletService } from '../src/domains/session-wallet/session-wallet.service.ts';
+import { isAppError } from '../src/lib/errors.ts';
 
-const USAGE = 'usage: npm run admin -- [--revoke] <email>';
+const USAGE = [
+  'usage: npm run admin -- [--revoke] <email>',
+  '       npm run admin -- credit <email> <usd> [note] [--request-id <id>]',
+].join('\n');
+
+type Command =
+  | { kind: 'grant'; email: string; isAdmin: boolean }
+  | { kind: 'credit'; email: string; amountMicros: number; note: string | null; requestId: string };
+
+function parse(argv: string[]): Command | undefined {
+  if (argv[0] === 'credit') {
+    const args = argv.slice(1);
+    const at = args.indexOf('--request-id');
+    let requestId: string = randomUUID();
+    if (at >= 0) {
+      if (!args[at + 1]) return undefined;
+      requestId = args[at + 1]!;
+      args.splice(at, 2);
+    }
+    const [email, usd, ...note] = args;
+    const amountMicros = usdToMicros(usd);
+    if (!email?.includes('@') || amountMicros === undefined) return undefined;
+    return { kind: 'credit', email, amountMicros, note: note.join(' ') || null, requestId };
+  }
+  const revoke = argv.includes('--revoke');
+  const rest = argv.filter((a) => a !== '--revoke');
+  if (rest.length !== 1 || !rest[0]!.includes('@')) return undefined;
+  return { kind: 'grant', email: rest[0]!, isAdmin: !revoke };
+}
+
+async function run(admin: AdminService, cmd: Command): Promise<number> {
+  if (cmd.kind === 'grant') {
+    const row = await admin.setAdminByEmail(cmd.email, cmd.isAdmin);
+    if (!row) {
+      console.error(`No account with the email ${cmd.email}`);
+      return 1;
+    }
+    console.log(`${row.email} is ${row.is_admin ? 'now an admin' : 'no longer an admin'} (takes effect within 5 s on running processes)`);
+    return 0;
+  }
+  const userId = await admin.findUserIdByEmail(cmd.email);
+  if (!userId) {
+    console.error(`No account with the email ${cmd.email}`);
+    return 1;
+  }
+  const { credit, replayed } = await admin.creditUser({ id: OPERATOR_ID, isAdmin: true }, userId, cmd);
+  console.log(
+    `${replayed ? 'Already credited' : 'Credited'} $${credit.amountUsd} to ${cmd.email} (wallet ${credit.address}); ` +
+      `balance after: $${credit.balanceAfter}; request id ${cmd.requestId}`,
+  );
+  return 0;
+}
 
 async function main(): Promise<number> {
-  const args = process.argv.slice(2);
-  const revoke = args.includes('--revoke');
-  const rest = args.filter((a) => a !== '--revoke');
-  if (rest.length !== 1 || !rest[0]!.includes('@')) {
+  const cmd = parse(process.argv.slice(2));
+  if (!cmd) {
     console.error(USAGE);
     return 2;
   }
-  const email = rest[0]!;
   const config = loadConfig();
   let url = config.DATABASE_URL;
   let embedded: EmbeddedServer | undefined;
@@ -44,13 +102,11 @@ async function main(): Promise<number> {
     await migrate(url);
     const db = createDb(url, { poolSize: 1, applicationName: 'agent-platform-admin' });
     try {
-      const row = await createAdminService({ db, publicUrl: config.PUBLIC_URL }).setAdminByEmail(email, !revoke);
-      if (!row) {
-        console.error(`No account with the email ${email}`);
-        return 1;
-      }
-      console.log(`${row.email} is ${row.is_admin ? 'now an admin' : 'no longer an admin'} (takes effect within 5 s on running processes)`);
-      return 0;
+      const ledger = createLedgerService({ db });
+      // the platform's own wallet key (environment, else DATA_DIR): a wallet a credit creates here opens there
+      const encryptionKey = resolveSecrets(config).walletEncryptionKey;
+      const wallets = createSessionWalletService({ db, config, encryptionKey, ledger });
+      return await run(createAdminService({ db, publicUrl: config.PUBLIC_URL, wallets, ledger }), cmd);
     } finally {
       await db.close();
     }
@@ -74,7 +130,8 @@ function runningPort(clusterDir: string): number | undefined {
 main().then(
   (code) => process.exit(code),
   (err) => {
-    console.error(err instanceof ConfigError || err instanceof EmbeddedPostgresError ? err.message : err);
+    const known = err instanceof ConfigError || err instanceof EmbeddedPostgresError || (isAppError(err) && err.status < 500);
+    console.error(known ? err.message : err);
     process.exit(1);
   },
 );

@@ -141,7 +141,17 @@ export function createPlatform(deps: PlatformDeps) {
     nonceSecret: deps.secrets.secretsEncryptionKey,
     ...(deps.now ? { now: deps.now } : {}),
   });
-  const admin = createAdminService({ db, publicUrl: config.PUBLIC_URL, sessionCache, ...(deps.now ? { now: deps.now } : {}) });
+  // the ledger is every wallet balance's one writer (docs/payments.md); an admin credits through it
+  const ledger = createLedgerService({ db });
+  const sessionWallet = createSessionWalletService({ db, config, encryptionKey: deps.secrets.walletEncryptionKey, ledger });
+  const admin = createAdminService({
+    db,
+    publicUrl: config.PUBLIC_URL,
+    sessionCache,
+    wallets: sessionWallet,
+    ledger,
+    ...(deps.now ? { now: deps.now } : {}),
+  });
   const health = createHealthService({ metrics: deps.metrics ?? createOsMetrics() });
   const workflows = createWorkflowsService({ db });
   const heartbeat = createHeartbeatService({ db, ...(deps.now ? { now: deps.now } : {}) });
@@ -156,7 +166,6 @@ export function createPlatform(deps: PlatformDeps) {
         ? createHttpTradingClient({ baseUrl: config.TRADING_API_URL, timeoutMs: config.TRADING_TIMEOUT_MS })
         : undefined),
   });
-  const sessionWallet = createSessionWalletService({ db, config, encryptionKey: deps.secrets.walletEncryptionKey });
   const hostingStatus = createHostingStatusService({
     db,
     config,
@@ -222,7 +231,6 @@ export function createPlatform(deps: PlatformDeps) {
     log,
   });
   // payments (docs/payments.md)
-  const ledger = createLedgerService({ db });
   const cardProcessor =
     deps.cardProcessor ??
     (config.STRIPE_SECRET_KEY

@@ -240,12 +240,14 @@ export interface HostingStatus {
 }
 
 export interface LedgerEntries {
+  actor_user_id: string | null;
   address: string;
   created_at: Generated<Timestamp>;
   event_id: string | null;
   id: Generated<number>;
   kind: "credit" | "debit" | "session_open" | "session_debit" | "session_close" | "session_expire" | "session_refund";
   nonce: string | null;
+  note: string | null;
   plugin: string | null;
   remaining_after: number | null;
   session_delta: Generated<number>;

@@ -52,6 +52,11 @@ export const ERROR_CODES = {
   ADMIN_REQUIRED: { status: 403, summary: 'Only admins may do this', body: 'ADMIN_REQUIRED' },
   SETUP_LINK_INVALID: { status: 404, summary: 'The one-time admin setup link is invalid, expired or used', body: 'SETUP_LINK_INVALID' },
   CANNOT_REVOKE_SELF: { status: 400, summary: 'An admin cannot revoke their own admin right', body: 'CANNOT_REVOKE_SELF' },
+  IDEMPOTENCY_KEY_REUSED: {
+    status: 409,
+    summary: 'The Idempotency-Key was already used for a different request (another user, amount or note)',
+    body: 'IDEMPOTENCY_KEY_REUSED',
+  },
 
   // agents (§4.7, §7)
   PLAN_REQUIRED: {

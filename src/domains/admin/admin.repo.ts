@@ -8,8 +8,11 @@ import type { DB } from '../../db/schema.ts';
 
 export type Plan = 'solo' | 'collective' | 'label' | 'network';
 
-/** The operator account of backend calls without a user (migration 040) is not a person. */
-const OPERATOR_ID = '00000000-0000-0000-0000-000000000001';
+/**
+ * The operator account of backend calls without a user (migration 040) is not a person; it is the
+ * actor of what an operator does from a shell (`npm run admin -- credit`).
+ */
+export const OPERATOR_ID = '00000000-0000-0000-0000-000000000001';
 
 const userColumns = ['id', 'email', 'name', 'plan', 'subscription_status', 'is_admin', 'email_verified', 'created_at'] as const;
 
@@ -81,6 +84,20 @@ export const adminRepo = {
       .where('id', '=', id)
       .where('id', '!=', OPERATOR_ID)
       .returning(userColumns)
+      .executeTakeFirst();
+  },
+
+  /** The account an admin credit goes to: any user but the operator account. */
+  findUser(db: Kysely<DB>, id: string) {
+    return db.selectFrom('users').select(['id', 'email']).where('id', '=', id).where('id', '!=', OPERATOR_ID).executeTakeFirst();
+  },
+
+  findUserByEmail(db: Kysely<DB>, email: string) {
+    return db
+      .selectFrom('users')
+      .select(['id', 'email'])
+      .where(sql<string>`lower(email)`, '=', email.trim().toLowerCase())
+      .where('id', '!=', OPERATOR_ID)
       .executeTakeFirst();
   },
 

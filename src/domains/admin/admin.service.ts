@@ -2,13 +2,37 @@
  * Admin rights and plans (docs/admin.md). A new instance has no admin: each start prints a
  * one-time setup link until someone opens it signed in; that account becomes the first admin.
  * Admins list users and set their plan (the way plans change without a card processor) and admin
- * flag. `npm run admin` (scripts/admin.ts) does the same from a shell.
+ * flag, and credit a user's wallet (money without a card processor). `npm run admin`
+ * (scripts/admin.ts) does the same from a shell.
  */
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../../db/client.ts';
 import { sha256 } from '../../lib/crypto.ts';
-import { AppError, forbidden, notFound } from '../../lib/errors.ts';
+import { AppError, badRequest, forbidden, notFound } from '../../lib/errors.ts';
+import type { LedgerService } from '../payments/ledger/ledger.service.ts';
+import { MICROS_PER_USD, microsToUsd } from '../payments/ledger/money.ts';
+import type { SessionWalletService } from '../session-wallet/session-wallet.service.ts';
 import { adminRepo, type Plan } from './admin.repo.ts';
+
+/** Largest single admin credit: a typo must not mint a fortune (docs/admin.md). */
+export const ADMIN_CREDIT_MAX_USD = 10_000;
+/** An admin credit is whole cents. */
+export const ADMIN_CREDIT_STEP_MICROS = MICROS_PER_USD / 100;
+export const ADMIN_CREDIT_NOTE_MAX = 500;
+/** An idempotency key: visible ASCII, short enough to fit the journal's event id with its prefix. */
+export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,200}$/;
+
+export type AdminCredit = {
+  userId: string;
+  address: string;
+  amountUsd: string;
+  note: string | null;
+  /** the journal row's id and time */
+  entryId: number;
+  createdAt: string;
+  /** the wallet's balance right after this credit (the same on every repeat) */
+  balanceAfter: string;
+};
 
 /** How long a printed setup link works (a restart prints a new one while no admin exists). */
 export const SETUP_TOKEN_TTL_MS = 24 * 60 * 60 * 1000;
@@ -53,7 +77,16 @@ const view = (u: {
 export type SessionEvictor = { evictUser(userId: string): void };
 
 /** `sessionCache`: a changed admin flag must not wait for cached sessions (5 s) to expire. */
-export function createAdminService(deps: { db: Db; publicUrl: string; sessionCache?: SessionEvictor | undefined; now?: () => Date }) {
+export function createAdminService(deps: {
+  db: Db;
+  publicUrl: string;
+  sessionCache?: SessionEvictor | undefined;
+  /** where an admin credit goes: the user's session wallet, created when missing */
+  wallets: Pick<SessionWalletService, 'ensureAddress' | 'address'>;
+  /** the one way money moves (docs/payments.md "The ledger") */
+  ledger: Pick<LedgerService, 'credit' | 'entry'>;
+  now?: () => Date;
+}) {
   const { db } = deps;
   const now = deps.now ?? (() => new Date());
   const requireAdmin = (actor: AdminActor) => {
@@ -99,6 +132,69 @@ export function createAdminService(deps: { db: Db; publicUrl: string; sessionCac
       deps.sessionCache?.evictUser(id);
       return { user: view(row) };
     },
+
+    /**
+     * Credits `amountMicros` to the user's session wallet (created when the user has none) through
+     * the ledger, once per (admin, `requestId`): the journal's unique event id decides, so a repeat
+     * (even a concurrent one) credits nothing and answers the first credit again (`replayed`). The
+     * same id with another user, amount or note is refused (409): it is not a repeat.
+     */
+    async creditUser(
+      actor: AdminActor,
+      userId: string,
+      input: { amountMicros: number; note: string | null; requestId: string },
+    ): Promise<{ credit: AdminCredit; replayed: boolean }> {
+      requireAdmin(actor);
+      const { amountMicros, requestId } = input;
+      const note = input.note?.trim() || null;
+      if (
+        !Number.isSafeInteger(amountMicros) ||
+        amountMicros <= 0 ||
+        amountMicros > ADMIN_CREDIT_MAX_USD * MICROS_PER_USD ||
+        amountMicros % ADMIN_CREDIT_STEP_MICROS !== 0
+      ) {
+        throw badRequest(`Invalid amountUsd: a number more than 0 and at most ${ADMIN_CREDIT_MAX_USD}, in whole cents`);
+      }
+      if (note !== null && note.length > ADMIN_CREDIT_NOTE_MAX)
+        throw badRequest(`Invalid note: at most ${ADMIN_CREDIT_NOTE_MAX} characters`);
+      if (!IDEMPOTENCY_KEY.test(requestId)) throw badRequest('Idempotency-Key must be 1 to 200 visible ASCII characters');
+      const user = await adminRepo.findUser(db.kysely, userId);
+      if (!user) throw notFound('User not found');
+      const eventId = `admin_credit:${actor.id}:${requestId}`;
+      const matches = (e: { address: string; amountMicros: number; note: string | null }, address: string | null) =>
+        e.address === address?.toLowerCase() && e.amountMicros === amountMicros && e.note === note;
+      // a repeat is answered without side effects (a reused key must not create a wallet either)
+      const prior = await deps.ledger.entry(eventId);
+      let replayed = true;
+      if (!prior || !matches(prior, await deps.wallets.address(user.id))) {
+        if (prior) throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used for a different credit');
+        const address = await deps.wallets.ensureAddress(user.id);
+        const r = await deps.ledger.credit({ address, amountMicros, eventId, source: 'admin_credit', note, actorUserId: actor.id });
+        replayed = !r.credited;
+      }
+      const entry = await deps.ledger.entry(eventId);
+      // the row exists: this request or an earlier one with the same id inserted it (a concurrent
+      // repeat with other values loses the insert and is refused here)
+      if (!entry) throw new Error(`admin credit ${eventId} has no journal row`);
+      if (!matches(entry, await deps.wallets.address(user.id))) {
+        throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used for a different credit');
+      }
+      return {
+        replayed,
+        credit: {
+          userId: user.id,
+          address: entry.address,
+          amountUsd: microsToUsd(entry.amountMicros),
+          note: entry.note,
+          entryId: entry.id,
+          createdAt: entry.createdAt.toISOString(),
+          balanceAfter: microsToUsd(entry.balanceAfterMicros),
+        },
+      };
+    },
+
+    /** `npm run admin -- credit <email> <usd> [note]`: the user's id, or undefined for an unknown email. */
+    findUserIdByEmail: async (email: string) => (await adminRepo.findUserByEmail(db.kysely, email))?.id,
 
     /** `npm run admin -- [--revoke] <email>` */
     async setAdminByEmail(email: string, isAdmin: boolean) {

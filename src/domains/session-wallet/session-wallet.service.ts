@@ -9,6 +9,8 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import { encryptSecret } from '../../lib/crypto.ts';
 import { badRequest, forbidden, notFound } from '../../lib/errors.ts';
 import { viemAccounts } from '../../lib/viem.ts';
+import type { LedgerService } from '../payments/ledger/ledger.service.ts';
+import { microsToUsd } from '../payments/ledger/money.ts';
 import { sessionWalletRepo } from './session-wallet.repo.ts';
 
 /** §2: `network` is `base-sepolia` in responses. */
@@ -22,10 +24,34 @@ export type SessionWalletDeps = {
   config: Pick<Config, 'CDP_PROJECT_ID'> & { configured: Pick<Config['configured'], 'cdp'> };
   /** WALLET_ENCRYPTION_KEY (32 bytes) */
   encryptionKey: Buffer;
+  /**
+   * The payments ledger: the wallet's off-chain USD balance (card top-ups, admin credits, minus
+   * paid gateway calls) is its ledger balance (docs/payments.md "The wallet's balance").
+   */
+  ledger: Pick<LedgerService, 'balance' | 'journal'>;
 };
 
+/** §4.4 writes an empty balance as "0"; any other balance is exact decimal USD ("0.05", "12.50"). */
+const balanceText = (micros: number) => (micros === 0 ? '0' : microsToUsd(micros));
+
+/** Most journal rows one GET /api/wallet/journal returns. */
+export const JOURNAL_PAGE_MAX = 100;
+
 export function createSessionWalletService(deps: SessionWalletDeps) {
-  const { db, config, encryptionKey } = deps;
+  const { db, config, encryptionKey, ledger } = deps;
+
+  const findWallet = (userId: string) => db.withUser(userId, (trx) => sessionWalletRepo.findWallet(trx, userId));
+
+  /** A new key pair, sealed at once; the primary key on user_id refuses a second wallet (unique violation). */
+  async function insertWallet(userId: string) {
+    const { generatePrivateKey, privateKeyToAccount } = await viemAccounts();
+    const privateKey = generatePrivateKey();
+    const address = privateKeyToAccount(privateKey).address;
+    const sealed = encryptSecret(encryptionKey, privateKey);
+    return db.withUser(userId, (trx) =>
+      sessionWalletRepo.insertWallet(trx, { userId, address, encryptedPrivateKey: sealed, network: SESSION_WALLET_NETWORK }),
+    );
+  }
 
   return {
     /** §4.4: when CDP is configured GET /api/wallet describes the agentic wallet instead (no auth). */
@@ -39,9 +65,12 @@ export function createSessionWalletService(deps: SessionWalletDeps) {
       };
     },
 
-    /** §4.4 GET /api/wallet (session). `balance` is '0': no chain is read for the session wallet. */
+    /**
+     * §4.4 GET /api/wallet (session). `balance` is the wallet's ledger balance in USD (a decimal
+     * string; no chain is read for the session wallet), "0" before a wallet exists.
+     */
     async get(userId: string) {
-      const w = await db.withUser(userId, (trx) => sessionWalletRepo.findWallet(trx, userId));
+      const w = await findWallet(userId);
       if (!w) {
         return {
           address: null,
@@ -51,19 +80,14 @@ export function createSessionWalletService(deps: SessionWalletDeps) {
           message: 'No wallet yet. Create one with POST /api/wallet {"action":"create"}.',
         };
       }
-      return { address: w.address, balance: '0', network: w.network, hasWallet: true as const, createdAt: w.created_at.toISOString() };
+      const balance = balanceText(await ledger.balance(w.address));
+      return { address: w.address, balance, network: w.network, hasWallet: true as const, createdAt: w.created_at.toISOString() };
     },
 
     /** §4.4 POST /api/wallet `create`: 400 when the user already has one (primary key on user_id decides races). */
     async create(userId: string) {
-      const { generatePrivateKey, privateKeyToAccount } = await viemAccounts();
-      const privateKey = generatePrivateKey();
-      const address = privateKeyToAccount(privateKey).address;
-      const sealed = encryptSecret(encryptionKey, privateKey);
       try {
-        const w = await db.withUser(userId, (trx) =>
-          sessionWalletRepo.insertWallet(trx, { userId, address, encryptedPrivateKey: sealed, network: SESSION_WALLET_NETWORK }),
-        );
+        const w = await insertWallet(userId);
         return {
           address: w.address,
           network: w.network,
@@ -77,7 +101,7 @@ export function createSessionWalletService(deps: SessionWalletDeps) {
 
     /** §4.4 `get_seed`: metadata only, never key material. */
     async seedInfo(userId: string) {
-      const w = await db.withUser(userId, (trx) => sessionWalletRepo.findWallet(trx, userId));
+      const w = await findWallet(userId);
       if (!w) throw notFound('No wallet found');
       return {
         address: w.address,
@@ -94,8 +118,52 @@ export function createSessionWalletService(deps: SessionWalletDeps) {
 
     /** §4.4 GET /api/wallet/address: the session wallet's address, or null before one is created. */
     async address(userId: string): Promise<string | null> {
-      const w = await db.withUser(userId, (trx) => sessionWalletRepo.findWallet(trx, userId));
+      const w = await findWallet(userId);
       return w?.address ?? null;
+    },
+
+    /**
+     * The user's session wallet address, creating the wallet when there is none (an admin's
+     * credit needs somewhere to go). Concurrent callers agree: the loser of the insert reads the
+     * winner's wallet.
+     */
+    async ensureAddress(userId: string): Promise<string> {
+      const found = await findWallet(userId);
+      if (found) return found.address;
+      try {
+        return (await insertWallet(userId)).address;
+      } catch (err) {
+        if (!isUniqueViolation(err, 'session_wallets_pkey')) throw err;
+        const w = await findWallet(userId);
+        if (!w) throw err;
+        return w.address;
+      }
+    },
+
+    /**
+     * The session wallet's journal (its credits and debits, newest first) and balance. The wallet
+     * is found under the user's row-level security, so only the caller's own address is ever
+     * read; the journal itself is a money table, read on the owner connection by that address
+     * (docs/payments.md "Who may touch the money tables").
+     */
+    async journal(userId: string, page: { limit: number; before?: number | undefined }) {
+      const w = await findWallet(userId);
+      if (!w) return { address: null, balance: '0', entries: [], nextBefore: null };
+      const [balance, rows] = await Promise.all([ledger.balance(w.address), ledger.journal(w.address, page)]);
+      return {
+        address: w.address,
+        balance: balanceText(balance),
+        entries: rows.map((r) => ({
+          id: r.id,
+          kind: r.kind,
+          amountUsd: microsToUsd(r.amountMicros),
+          balanceAfterUsd: microsToUsd(r.balanceAfterMicros),
+          description: r.description,
+          note: r.note,
+          createdAt: r.createdAt.toISOString(),
+        })),
+        nextBefore: rows.length === page.limit ? rows[rows.length - 1]!.id : null,
+      };
     },
   };
 }

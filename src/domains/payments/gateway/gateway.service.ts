@@ -89,7 +89,7 @@ const fail = (code: FixedTextCode, fields: Record<string, unknown>, headers: Rec
 export function createGatewayService(deps: {
   db: Db;
   /** the card method debits and refunds wallets through the ledger (docs/payments.md "The ledger") */
-  ledger: Pick<LedgerService, 'tryDebit' | 'credit'>;
+  ledger: Pick<LedgerService, 'tryDebit' | 'credit' | 'balance'>;
   plugins: Record<string, Plugin>;
   sessions: PaymentSessionsService;
   mpp: MppMethod;
@@ -103,6 +103,7 @@ export function createGatewayService(deps: {
     plugin: Plugin,
     walletAddress: string | null,
     message: string,
+    extra: Record<string, unknown> = {},
   ): Promise<GatewayOutcome> {
     const amountCents = Math.ceil(plugin.priceMicros / 10_000);
     const challenge = deps.mpp.challenge(plugin.priceMicros, plugin.id);
@@ -115,29 +116,35 @@ export function createGatewayService(deps: {
     }
     return fail(
       'PAYMENT_REQUIRED',
-      { message, mpp: challenge?.mpp ?? null, stripe: { checkoutUrl, amount: amountCents, currency: 'usd' } },
+      { message, ...extra, mpp: challenge?.mpp ?? null, stripe: { checkoutUrl, amount: amountCents, currency: 'usd' } },
       challenge ? { 'www-authenticate': challenge.wwwAuthenticate } : {},
     );
   }
 
-  /** The card method for a caller with an account: their wallets' card-funded ledger balance. */
+  /**
+   * The card method for a caller with an account (session or `sk_` key): their wallets' ledger
+   * balance (card top-ups, admin credits), session wallet first. Each debit is one conditional
+   * journal insert, so parallel calls never overdraw. Short on every wallet: the session wallet's
+   * balance, for the refusal.
+   */
   async function payByCard(account: GatewayAccount, plugin: Plugin) {
-    const addresses = await deps.db.withUser(account.userId, (trx) => sessionsRepo.userAddresses(trx, account.userId));
+    const addresses = (await deps.db.withUser(account.userId, (trx) => sessionsRepo.userAddresses(trx, account.userId))).filter(
+      (a) => normalizeAddress(a) !== undefined,
+    );
     for (const address of addresses) {
-      // a stored address that is not one cannot hold a balance: the next wallet pays
-      if (!normalizeAddress(address)) continue;
       const reference = `gateway:${randomUUID()}`;
       const r = await ledger.tryDebit({ address, amountMicros: plugin.priceMicros, reference, source: `gateway:${plugin.id}` });
       // a short balance on this wallet: try the next (a used reference cannot happen, it is new)
       if (!r.ok || !r.debited) continue;
       return {
+        ok: true as const,
         receipt: reference,
         refund: async () => {
           await ledger.credit({ address, amountMicros: plugin.priceMicros, eventId: `refund:${reference}`, source: 'plugin_failed' });
         },
       };
     }
-    return undefined;
+    return { ok: false as const, balanceMicros: addresses[0] ? await ledger.balance(addresses[0]) : 0 };
   }
 
   return {
@@ -202,13 +209,18 @@ export function createGatewayService(deps: {
         payment = { method, receipt: v.txHash };
         headers = { 'payment-receipt': v.txHash };
       } else {
-        const paid = req.account ? await payByCard(req.account, plugin) : undefined;
-        if (!paid) {
+        if (!req.account) return paymentRequired(req, plugin, walletAddress, 'Payment required');
+        const paid = await payByCard(req.account, plugin);
+        if (!paid.ok) {
+          // §4.8 402 `payment_required`; `balance` and `cost` say by how much (docs/payments.md)
+          const balance = microsToUsd(paid.balanceMicros);
+          const cost = microsToUsd(plugin.priceMicros);
           return paymentRequired(
             req,
             plugin,
             walletAddress,
-            req.account ? 'Your card balance does not cover this call: top up (GET /api/wallet/top-up)' : 'Payment required',
+            `Your balance ($${balance}) does not cover this call ($${cost}): top up, or ask an admin for a credit`,
+            { balance, cost },
           );
         }
         payment = { method, receipt: paid.receipt };

@@ -16,10 +16,21 @@ export const ledgerRepo = {
    * it credit when a row already carries one of `priorEventIds` (the same payment recorded under
    * the id an earlier version keyed it by).
    */
-  async credit(db: Q, e: { address: string; amountMicros: number; eventId: string; source: string; priorEventIds?: string[] }) {
+  async credit(
+    db: Q,
+    e: {
+      address: string;
+      amountMicros: number;
+      eventId: string;
+      source: string;
+      priorEventIds?: string[] | undefined;
+      note?: string | null | undefined;
+      actorUserId?: string | null | undefined;
+    },
+  ) {
     const r = await sql<{ id: number }>`
-      INSERT INTO ledger_entries (kind, address, wallet_delta, event_id, source)
-      SELECT 'credit', ${e.address}, ${e.amountMicros}, ${e.eventId}, ${e.source}
+      INSERT INTO ledger_entries (kind, address, wallet_delta, event_id, source, note, actor_user_id)
+      SELECT 'credit', ${e.address}, ${e.amountMicros}, ${e.eventId}, ${e.source}, ${e.note ?? null}, ${e.actorUserId ?? null}
        WHERE NOT EXISTS (SELECT 1 FROM ledger_entries WHERE event_id = ANY(${e.priorEventIds ?? []}::text[]))
       ON CONFLICT (event_id) DO NOTHING
       RETURNING id`.execute(db);
@@ -46,6 +57,42 @@ export const ledgerRepo = {
 
   entryByEvent(db: Q, eventId: string) {
     return db.selectFrom('ledger_entries').selectAll().where('event_id', '=', eventId).executeTakeFirst();
+  },
+
+  /**
+   * A wallet's balance right after journal row `id`: the sum of its rows up to it (the balance is
+   * that sum by construction, migration 020), so it reads the same whenever it is asked.
+   */
+  async balanceAfter(db: Q, address: string, id: number): Promise<number> {
+    const r = await sql<{ b: string }>`
+      SELECT coalesce(sum(wallet_delta), 0)::text AS b FROM ledger_entries WHERE address = ${address} AND id <= ${id}`.execute(db);
+    return Number(r.rows[0]!.b);
+  },
+
+  /**
+   * The rows that moved a wallet's balance (session debits move only the session and are left
+   * out), newest first, with the balance after each; `before` pages by row id.
+   */
+  async journal(db: Q, address: string, page: { limit: number; before?: number | undefined }) {
+    const r = await sql<{
+      id: number;
+      kind: string;
+      wallet_delta: string;
+      source: string | null;
+      note: string | null;
+      plugin: string | null;
+      created_at: Date;
+      balance_after: string;
+    }>`
+      SELECT * FROM (
+        SELECT id, kind, wallet_delta::text, source, note, plugin, created_at,
+               (sum(wallet_delta) OVER (ORDER BY id))::text AS balance_after
+          FROM ledger_entries
+         WHERE address = ${address} AND wallet_delta <> 0) j
+       WHERE ${page.before ?? null}::bigint IS NULL OR id < ${page.before ?? null}::bigint
+       ORDER BY id DESC
+       LIMIT ${page.limit}`.execute(db);
+    return r.rows.map((x) => ({ ...x, id: Number(x.id), wallet_delta: Number(x.wallet_delta), balance_after: Number(x.balance_after) }));
   },
 
   /**

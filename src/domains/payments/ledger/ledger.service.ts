@@ -1,6 +1,6 @@
 /**
- * The ledger's service: wallet credits (card top-ups, once per checkout session; refunds of a
- * failed plugin call) and wallet debits (the gateway's card method), in integer micro-USD. The
+ * The ledger's service: wallet credits (card top-ups, once per checkout session; an admin's
+ * credit, once per request id, with its note; refunds of a failed plugin call) and wallet debits (the gateway's card method), in integer micro-USD. The
  * journal and its constraints are in migration 020; docs/payments.md "The ledger" describes them.
  * Every credit and debit of a wallet balance goes through here; only this service calls
  * ledger.repo.ts. Payment sessions move money between a wallet and a session with their own
@@ -21,9 +21,39 @@ export type CreditInput = {
   eventId: string;
   /** ids an earlier version may have recorded this same payment under: none of them may be credited already */
   priorEventIds?: string[];
-  /** free-form origin, e.g. `card_top_up` */
+  /** free-form origin, e.g. `card_top_up`, `admin_credit` */
   source: string;
+  /** why, in words the wallet's owner reads in the journal (an admin credit's note), at most 500 characters */
+  note?: string | null | undefined;
+  /** the account that moved the money by hand (an admin credit: the admin) */
+  actorUserId?: string | null | undefined;
 };
+
+/** One row of a wallet's journal as its owner reads it (GET /api/wallet/journal). */
+export type JournalEntry = {
+  id: number;
+  kind: string;
+  /** signed micro-USD: credits positive, debits negative */
+  amountMicros: number;
+  balanceAfterMicros: number;
+  description: string;
+  note: string | null;
+  createdAt: Date;
+};
+
+/** What a journal row's `source` means to the wallet's owner. */
+function describe(row: { kind: string; source: string | null; plugin: string | null }): string {
+  const source = row.source ?? '';
+  if (source === 'admin_credit') return 'Credit by an admin';
+  if (source === 'card_top_up') return 'Card top-up';
+  if (source === 'plugin_failed') return 'Refund: the plugin call failed';
+  if (source.startsWith('gateway:')) return `Gateway call: ${source.slice('gateway:'.length)}`;
+  if (row.kind === 'session_open') return 'Payment session opened';
+  if (row.kind === 'session_close') return 'Payment session closed: remainder returned';
+  if (row.kind === 'session_expire') return 'Payment session expired: remainder returned';
+  if (row.kind === 'session_refund') return 'Payment session refund';
+  return row.kind === 'credit' ? 'Credit' : 'Debit';
+}
 
 export type DebitInput = { address: string; amountMicros: number; reference: string; source: string };
 
@@ -82,6 +112,41 @@ export function createLedgerService(deps: { db: Db }) {
       const address = normalizeAddress(input.address)!;
       if (!r.ok) throw new AppError('INSUFFICIENT_BALANCE', undefined, { balance: await ledgerRepo.balance(db, address) });
       return { debited: r.debited, balanceMicros: await ledgerRepo.balance(db, address) };
+    },
+
+    /**
+     * The journal row of a credit or debit id, with the wallet's balance right after it: what a
+     * repeated request (same id) answers, the same each time.
+     */
+    async entry(eventId: string) {
+      const row = await ledgerRepo.entryByEvent(db, eventId);
+      if (!row) return undefined;
+      return {
+        id: row.id,
+        kind: row.kind,
+        address: row.address,
+        amountMicros: Number(row.wallet_delta),
+        note: row.note,
+        actorUserId: row.actor_user_id,
+        createdAt: row.created_at,
+        balanceAfterMicros: await ledgerRepo.balanceAfter(db, row.address, row.id),
+      };
+    },
+
+    /** The wallet's movements, newest first, `limit` at a time (`before`: the last id of the previous page). */
+    async journal(address: string, page: { limit: number; before?: number | undefined }): Promise<JournalEntry[]> {
+      const a = normalizeAddress(address);
+      if (!a) throw badRequest('Invalid address');
+      const rows = await ledgerRepo.journal(db, a, page);
+      return rows.map((r) => ({
+        id: r.id,
+        kind: r.kind,
+        amountMicros: r.wallet_delta,
+        balanceAfterMicros: r.balance_after,
+        description: describe(r),
+        note: r.note,
+        createdAt: r.created_at,
+      }));
     },
 
     /** Spendable off-chain balance of a wallet in micro-USD (0 for an unknown address). */

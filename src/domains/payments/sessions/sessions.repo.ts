@@ -129,11 +129,13 @@ export const sessionsRepo = {
     return rows.reverse();
   },
 
-  /** The signed-in user's own addresses: SIWE sign-in address and session wallet (RLS-bound). */
+  /** The signed-in user's own addresses: session wallet, then SIWE sign-in address (RLS-bound). */
   async userAddresses(trx: Tx, userId: string): Promise<string[]> {
+    // the session wallet first: its balance is the one GET /api/wallet shows and admins credit
     const r = await sql<{ address: string }>`
-      SELECT wallet_address AS address FROM users WHERE id = ${userId} AND wallet_address IS NOT NULL
-      UNION SELECT lower(address) FROM session_wallets WHERE user_id = ${userId}`.execute(trx);
-    return r.rows.map((x) => x.address.toLowerCase());
+      SELECT lower(address) AS address, 0 AS rank FROM session_wallets WHERE user_id = ${userId}
+      UNION ALL SELECT lower(wallet_address), 1 FROM users WHERE id = ${userId} AND wallet_address IS NOT NULL
+      ORDER BY rank`.execute(trx);
+    return [...new Set(r.rows.map((x) => x.address))];
   },
 };

@@ -1,13 +1,15 @@
 /**
  * Admin endpoints (docs/admin.md; §5 "Admin check" with proof instead of a claimed email):
- * the first-admin setup link, and the users list with plan and admin changes. Admin-only routes
+ * the first-admin setup link, the users list with plan and admin changes, and an admin's credit
+ * to a user's wallet (docs/payments.md "Credits by an admin"). Admin-only routes
  * answer 401 without a session and 403 `ADMIN_REQUIRED` for other users (§5).
  */
 
 import { z } from 'zod';
-import type { AdminService } from '../../../domains/admin/admin.service.ts';
+import { ADMIN_CREDIT_MAX_USD, ADMIN_CREDIT_NOTE_MAX, type AdminService, IDEMPOTENCY_KEY } from '../../../domains/admin/admin.service.ts';
+import { usdToMicros } from '../../../domains/payments/ledger/money.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema } from '../../shared/schemas.ts';
+import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
 
 const plan = z.enum(['solo', 'collective', 'label', 'network']);
@@ -20,6 +22,39 @@ const adminUser = z.object({
   isAdmin: z.boolean(),
   emailVerified: z.boolean(),
   createdAt: z.string(),
+});
+
+const AMOUNT_RULE = `Invalid amountUsd: a number more than 0 and at most ${ADMIN_CREDIT_MAX_USD}, in whole cents`;
+/** micro-USD of a JSON number with at most 2 decimals, else undefined (no float arithmetic: money.ts) */
+const centsMicros = (n: number) => {
+  const m = usdToMicros(n);
+  return m !== undefined && m % 10_000 === 0 ? m : undefined;
+};
+
+const creditBody = jsonBody({
+  amountUsd: z
+    .number({ error: AMOUNT_RULE })
+    .positive({ error: AMOUNT_RULE })
+    .max(ADMIN_CREDIT_MAX_USD, { error: AMOUNT_RULE })
+    .refine((n) => centsMicros(n) !== undefined, { error: AMOUNT_RULE })
+    .describe(`USD, more than 0 and at most ${ADMIN_CREDIT_MAX_USD}, at most 2 decimals`),
+  note: z
+    .string({ error: 'Invalid note: a string' })
+    .max(ADMIN_CREDIT_NOTE_MAX, { error: `Invalid note: at most ${ADMIN_CREDIT_NOTE_MAX} characters` })
+    .optional()
+    .describe('Why: shown to the user in their wallet journal (optional, at most 500 characters)'),
+});
+
+const creditView = z.object({
+  credit: z.object({
+    userId: z.string(),
+    address: z.string().describe("the user's session wallet (created by this credit when the user had none)"),
+    amountUsd: z.string().describe('decimal USD'),
+    note: z.string().nullable(),
+    entryId: z.number().describe('the journal row'),
+    createdAt: z.string(),
+    balanceAfter: z.string().describe("the wallet's balance right after this credit, decimal USD"),
+  }),
 });
 
 export const adminRoutes = (deps: { admin: AdminService }): RouteModule<'session' | 'admin'> => {
@@ -83,6 +118,52 @@ export const adminRoutes = (deps: { admin: AdminService }): RouteModule<'session
         handler: async (request) => {
           const user = currentUser(request);
           return deps.admin.updateUser(user, request.params.id, request.body);
+        },
+      });
+
+      app.post('/users/:id/credit', {
+        schema: {
+          tags: ['admin'],
+          summary: "Credit a user's wallet (admins): money without a card processor",
+          description:
+            "Credits `amountUsd` to the user's session wallet through the ledger, creating the wallet when the user has none; the " +
+            "journal row carries the `note` and the admin's id, and the user sees it in GET /api/wallet/journal. The balance pays for " +
+            'gateway calls (POST /api/v1/gateway with a session or an `sk_` key). `amountUsd`: a JSON number, more than 0 and at most ' +
+            `${ADMIN_CREDIT_MAX_USD}, in whole cents (400 otherwise). ` +
+            'Header `Idempotency-Key` (required, 1-200 visible ASCII characters): one credit per key and admin. A repeat with the same ' +
+            'key, even concurrent, credits nothing and answers the first credit again with header `Idempotent-Replayed: true`; the ' +
+            'same key with another user, amount or note is 409 `IDEMPOTENCY_KEY_REUSED`. 401 signed out, 403 `ADMIN_REQUIRED` for ' +
+            'non-admins, 404 for an unknown user.',
+          params: z.object({ id: z.uuid({ error: 'Invalid user id' }) }),
+          headers: z
+            .object({
+              'idempotency-key': z
+                .string({ error: 'Idempotency-Key header required' })
+                .regex(IDEMPOTENCY_KEY, { error: 'Idempotency-Key must be 1 to 200 visible ASCII characters' })
+                .describe('One credit per key (per admin); a new random id per intended credit'),
+            })
+            .loose(),
+          body: creditBody,
+          response: {
+            200: creditView,
+            400: errorSchema,
+            401: errorSchema,
+            403: errorSchema,
+            404: errorSchema,
+            409: errorSchema,
+          },
+        },
+        handler: async (request, reply) => {
+          const user = currentUser(request);
+          const { amountUsd, note } = request.body;
+          const result = await deps.admin.creditUser(user, request.params.id, {
+            // the schema admitted only whole cents
+            amountMicros: centsMicros(amountUsd)!,
+            note: note ?? null,
+            requestId: request.headers['idempotency-key'],
+          });
+          if (result.replayed) reply.header('idempotent-replayed', 'true');
+          return { credit: result.credit };
         },
       });
     },

@@ -1,12 +1,13 @@
 /**
  * §4.4 session wallet: GET /api/wallet (without `address`), POST /api/wallet and
- * GET /api/wallet/address. The stablecoin balance lookup shares the GET path (with `?address=`);
+ * GET /api/wallet/address; and its journal, GET /api/wallet/journal (not in the specification:
+ * the ledger's credits and debits of the wallet, docs/payments.md). The stablecoin balance lookup shares the GET path (with `?address=`);
  * it is served by whichever domain passes `balanceByAddress`.
  */
 
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { SessionWalletService } from '../../../domains/session-wallet/session-wallet.service.ts';
+import { JOURNAL_PAGE_MAX, type SessionWalletService } from '../../../domains/session-wallet/session-wallet.service.ts';
 import { AppError, badRequest } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
@@ -54,6 +55,23 @@ export const stablecoinBalances = z.object({
   allTokens: z.array(tokenBalance),
 });
 
+const journalView = z.object({
+  address: z.string().nullable().describe('the session wallet; null before one exists (then `entries` is empty)'),
+  balance: z.string().describe('decimal USD, as GET /api/wallet'),
+  entries: z.array(
+    z.object({
+      id: z.number(),
+      kind: z.string().describe('`credit`, `debit`, or a payment session movement (`session_open`, `session_close`, …)'),
+      amountUsd: z.string().describe('signed decimal USD: credits positive, debits negative'),
+      balanceAfterUsd: z.string().describe("the wallet's balance right after this row"),
+      description: z.string().describe('what moved the money, e.g. "Credit by an admin", "Gateway call: agent"'),
+      note: z.string().nullable().describe("an admin credit's note"),
+      createdAt: z.string(),
+    }),
+  ),
+  nextBefore: z.number().nullable().describe('pass as `before` for the next (older) page; null on the last page'),
+});
+
 const actionBody = jsonBody({
   action: z.string({ error: INVALID_ACTION }).describe('`create`, `get_seed` or `export_seed`'),
 });
@@ -83,7 +101,8 @@ export const sessionWalletRoutes = (deps: {
             'Without `address` (§4.4): when the custodial wallet provider (CDP) is configured, answers without auth ' +
             '`{agenticWallet:{status,projectId,features}, instructions}`. Otherwise needs the session (401) and returns ' +
             '`{address,balance,network,hasWallet,createdAt}`, or `{address:null,balance:"0",network,hasWallet:false,message}` before a wallet exists. ' +
-            '`network` is `base-sepolia`. `balance` is always "0": the session wallet balance is not read from a chain (no RPC call is made). ' +
+            '`network` is `base-sepolia`. `balance` is the wallet\'s off-chain ledger balance in USD as a decimal string (e.g. "4.95"): card ' +
+            'top-ups and admin credits minus paid gateway calls (docs/payments.md "The wallet\'s balance"); no chain is read. ' +
             "With `?address=` (no auth) this path is the stablecoin balance lookup of §4.4: the 11 stablecoins' `balanceOf` in one RPC " +
             'round trip on TEMPO_RPC_URL (deployless Multicall3), each valued 1:1 to USD with 6 decimals; `allTokens` lists funded tokens ' +
             'in the §4.4 order, `primaryToken` is the first of them (pathUSD with balance "0" when none is funded), `totalUsd` is rounded ' +
@@ -132,6 +151,24 @@ export const sessionWalletRoutes = (deps: {
           return { authenticated: true as const, address: await sessionWallet.address(user.id) };
         },
       });
+      app.get('/journal', {
+        schema: {
+          tags: ['wallet'],
+          summary: "The session wallet's journal: its credits and debits, newest first",
+          description:
+            "The ledger rows that moved the signed-in user's session wallet balance (admin credits with their note, card top-ups, paid " +
+            'gateway calls, refunds, payment sessions opened and closed), newest first, with the balance after each, and the current ' +
+            `\`balance\`. \`limit\` 1-${JOURNAL_PAGE_MAX} (default 50); \`before\` (a row id, from \`nextBefore\`) pages to older rows. ` +
+            "Only the caller's own wallet is read (its address is found under row-level security). 401 signed out.",
+          querystring: z.object({
+            limit: z.coerce.number().int().min(1).max(JOURNAL_PAGE_MAX).default(50),
+            before: z.coerce.number().int().min(1).optional(),
+          }),
+          response: { 200: journalView, 400: errorSchema, 401: errorSchema },
+        },
+        handler: async (request) => sessionWallet.journal(currentUser(request).id, request.query),
+      });
+
       app.post('', {
         schema: {
           tags: ['wallet'],
