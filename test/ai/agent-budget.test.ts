@@ -112,6 +112,37 @@ describe('PUT /api/agents/:id/budget', () => {
   });
 });
 
+describe('row-level security', () => {
+  it("another user and a query without user see neither the budget nor the agent's rollup, and cannot write a budget for it", async () => {
+    const a = await deploy(owner.id);
+    await setBudget(owner.cookie, a.agentId, { monthlyBudgetUsd: 3 });
+    await ask(a.key);
+    await t.platform.services.ai.usage.flush();
+    const db = t.database.db;
+    const read = async (trx: Parameters<Parameters<typeof db.withoutUser>[0]>[0]) => [
+      (await trx.selectFrom('agent_budgets').selectAll().where('agent_id', '=', a.agentId).execute()).length,
+      (await trx.selectFrom('ai_usage_agent_monthly').selectAll().where('agent_id', '=', a.agentId).execute()).length,
+    ];
+    expect(await db.withUser(owner.id, read)).toEqual([1, 1]);
+    expect(await db.withUser(stranger.id, read)).toEqual([0, 0]);
+    expect(await db.withoutUser(read)).toEqual([0, 0]);
+    // as the owner (row-level security's check) or as themselves (the agent's owner reference): refused
+    for (const userId of [owner.id, stranger.id])
+      await expect(
+        db.withUser(stranger.id, (trx) =>
+          trx
+            .insertInto('agent_budgets')
+            .values({ agent_id: a.agentId, user_id: userId, monthly_budget_usd: '1' })
+            .onConflict((oc) => oc.column('agent_id').doUpdateSet({ monthly_budget_usd: '1' }))
+            .execute(),
+        ),
+      ).rejects.toThrow();
+    expect(
+      (await t.web.inject({ method: 'GET', url: `/api/agents/${a.agentId}/usage`, headers: { cookie: owner.cookie } })).json().budget,
+    ).toMatchObject({ monthlyBudgetUsd: 3 });
+  });
+});
+
 describe('the gateway past the budget', () => {
   it('refuses the call with an OpenAI-shaped 429 the SDK understands, without contacting the provider', async () => {
     const a = await deploy(owner.id);
