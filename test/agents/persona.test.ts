@@ -50,7 +50,7 @@ const runningAgent = (agentId: string) =>
       );
       return ok ? row.gateway_url! : null;
     },
-    60_000,
+    90_000,
     200,
   );
 
@@ -74,7 +74,7 @@ describe('persona: systemPrompt and the heartbeat prompt', () => {
     expect(prov.status).toBe(201);
     agentId = prov.body.agent.id;
     await runningAgent(agentId);
-  }, 90_000);
+  }, 120_000);
 
   it('PUT config refuses a persona key that is not a string or too long, with a clear error, and stores nothing', async () => {
     const before = (await api('owner', 'GET', `/api/agents/${agentId}/config`)).body.config;
@@ -97,7 +97,7 @@ describe('persona: systemPrompt and the heartbeat prompt', () => {
       expect(r.body.error).toMatch(error);
     }
     expect((await api('owner', 'GET', `/api/agents/${agentId}/config`)).body.config).toEqual(before);
-  });
+  }, 60_000);
 
   it('PUT config stores systemPrompt and the heartbeat prompt (at the limit), GET returns them; null clears', async () => {
     const long = 'y'.repeat(LIMITS.agentSystemPromptMax);
@@ -118,7 +118,7 @@ describe('persona: systemPrompt and the heartbeat prompt', () => {
     expect((await api('other', 'GET', `/api/agents/${agentId}/config`)).status).toBe(404);
     expect((await api('other', 'PUT', `/api/agents/${agentId}/config`, { systemPrompt: 'mine' })).status).toBe(404);
     expect((await api('owner', 'GET', `/api/agents/${agentId}/config`)).body.config.systemPrompt).toBe(persona);
-  });
+  }, 60_000);
 
   it('GET /api/agents/:id/models lists the catalog models the configuration can name (owner only)', async () => {
     const r = await api('owner', 'GET', `/api/agents/${agentId}/models`);
@@ -126,7 +126,7 @@ describe('persona: systemPrompt and the heartbeat prompt', () => {
     expect(r.body.count).toBe(r.body.models.length);
     expect(r.body.models).toContainEqual(expect.objectContaining({ id: 'openai/gpt-4o-mini', provider: expect.any(String) }));
     expect((await api('other', 'GET', `/api/agents/${agentId}/models`)).status).toBe(404);
-  });
+  }, 60_000);
 
   it('after its next start the system prompt is the first message of every chat and heartbeat', async () => {
     // the configuration is read when the agent is deployed: Stop, then Start deploys it again
@@ -166,5 +166,5 @@ describe('persona: systemPrompt and the heartbeat prompt', () => {
     const beat = live.upstream.requests.find((r) => r.path.endsWith('/chat/completions'))!;
     expect(beat.body.messages[0]).toEqual({ role: 'system', content: persona });
     expect(beat.body.messages.at(-1)).toEqual({ role: 'user', content: heartbeatPrompt });
-  }, 120_000);
+  }, 150_000);
 });
