@@ -1,12 +1,29 @@
-/** For admins (docs/admin.md): server health, and every user with their plan and admin right. */
-import { useState } from 'react';
+/**
+ * For admins (docs/admin.md): server health, and every user with their plan and admin right, and a
+ * credit to their wallet (money without a card processor).
+ */
+import { type FormEvent, useState } from 'react';
 import { api, call } from '../api/client.ts';
 import { useSession } from '../session.tsx';
-import { Badge, Button, ErrorText, formatDate, Section, Spinner, useAction, useData } from '../ui.tsx';
+import {
+  Badge,
+  Button,
+  type Column,
+  DataTable,
+  ErrorText,
+  Field,
+  formatDate,
+  Notice,
+  Section,
+  Spinner,
+  useAction,
+  useData,
+} from '../ui.tsx';
 import { PLANS } from './settings.tsx';
 
 const PAGE = 50;
 type Plan = (typeof PLANS)[number]['value'];
+type AdminUser = { id: string; email: string; name: string; plan: Plan; subscriptionStatus: string; isAdmin: boolean; createdAt: string };
 
 export function AdminPage() {
   const { user } = useSession();
@@ -14,6 +31,8 @@ export function AdminPage() {
   const health = useData(() => call(api.GET('/api/admin/health')), [], { pollMs: 10000 });
   const users = useData(() => call(api.GET('/api/admin/users', { params: { query: { limit: PAGE, offset } } })), [offset]);
   const change = useAction();
+  // the user whose wallet the credit form is open for
+  const [crediting, setCrediting] = useState<AdminUser | null>(null);
   if (!user?.isAdmin) return <ErrorText error={new Error('This page is for admins.')} />;
   const h = health.data;
   const update = (id: string, body: { plan?: Plan; isAdmin?: boolean }) =>
@@ -21,6 +40,55 @@ export function AdminPage() {
       await call(api.PATCH('/api/admin/users/{id}', { params: { path: { id } }, body }));
       await users.reload();
     });
+  const columns: Column<AdminUser>[] = [
+    { header: 'Email', cell: (u) => u.email },
+    { header: 'Name', cell: (u) => u.name },
+    {
+      header: 'Plan',
+      cell: (u) => (
+        <>
+          <label className="sr-only" htmlFor={`plan-${u.id}`}>
+            Plan of {u.email}
+          </label>
+          <select
+            id={`plan-${u.id}`}
+            value={u.plan}
+            disabled={change.busy}
+            onChange={(e) => void update(u.id, { plan: e.target.value as Plan })}
+          >
+            {PLANS.map((p) => (
+              <option key={p.value} value={p.value}>
+                {p.label}
+              </option>
+            ))}
+          </select>
+        </>
+      ),
+    },
+    { header: 'Subscription', cell: (u) => <Badge value={u.subscriptionStatus} /> },
+    {
+      header: 'Admin',
+      cell: (u) => (
+        <input
+          type="checkbox"
+          aria-label={`${u.email} is an admin`}
+          checked={u.isAdmin}
+          disabled={change.busy || u.id === user.id}
+          onChange={(e) => void update(u.id, { isAdmin: e.target.checked })}
+        />
+      ),
+    },
+    { header: 'Joined', cell: (u) => formatDate(u.createdAt) },
+    {
+      header: 'Wallet',
+      hideHeader: true,
+      cell: (u) => (
+        <Button label={`Credit ${u.email}`} onClick={() => setCrediting(u)}>
+          Credit
+        </Button>
+      ),
+    },
+  ];
   return (
     <>
       <Section title="Server health">
@@ -60,58 +128,8 @@ export function AdminPage() {
         <ErrorText error={(!users.data ? users.error : null) ?? change.error} />
         {users.data && (
           <>
-            <div className="table-wrap">
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Email</th>
-                    <th scope="col">Name</th>
-                    <th scope="col">Plan</th>
-                    <th scope="col">Subscription</th>
-                    <th scope="col">Admin</th>
-                    <th scope="col">Joined</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {users.data.users.map((u) => (
-                    <tr key={u.id}>
-                      <td>{u.email}</td>
-                      <td>{u.name}</td>
-                      <td>
-                        <label className="sr-only" htmlFor={`plan-${u.id}`}>
-                          Plan of {u.email}
-                        </label>
-                        <select
-                          id={`plan-${u.id}`}
-                          value={u.plan}
-                          disabled={change.busy}
-                          onChange={(e) => void update(u.id, { plan: e.target.value as Plan })}
-                        >
-                          {PLANS.map((p) => (
-                            <option key={p.value} value={p.value}>
-                              {p.label}
-                            </option>
-                          ))}
-                        </select>
-                      </td>
-                      <td>
-                        <Badge value={u.subscriptionStatus} />
-                      </td>
-                      <td>
-                        <input
-                          type="checkbox"
-                          aria-label={`${u.email} is an admin`}
-                          checked={u.isAdmin}
-                          disabled={change.busy || u.id === user.id}
-                          onChange={(e) => void update(u.id, { isAdmin: e.target.checked })}
-                        />
-                      </td>
-                      <td>{formatDate(u.createdAt)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <DataTable caption="Users" columns={columns} rows={users.data.users} rowKey={(u) => u.id} />
+            {crediting && <CreditForm key={crediting.id} user={crediting} onClose={() => setCrediting(null)} />}
             <div className="row">
               <span className="muted">
                 {users.data.total === 0 ? 'No users' : `${offset + 1}–${Math.min(offset + PAGE, users.data.total)} of ${users.data.total}`}
@@ -127,5 +145,88 @@ export function AdminPage() {
         )}
       </Section>
     </>
+  );
+}
+
+/** Whole cents, more than 0, at most 10 000 (the API's rule, docs/admin.md "Credits"). */
+function validateCredit(amount: string, note: string): { amount?: string; note?: string } {
+  const errors: { amount?: string; note?: string } = {};
+  const v = amount.trim();
+  if (!/^\d{1,5}(\.\d{1,2})?$/.test(v) || Number(v) <= 0 || Number(v) > 10_000)
+    errors.amount = 'Enter an amount in USD, more than 0 and at most 10000, e.g. 5 or 12.50.';
+  if (note.length > 500) errors.note = 'The note can be at most 500 characters.';
+  return errors;
+}
+
+/**
+ * Credits one user's wallet through POST /api/admin/users/:id/credit. One Idempotency-Key per
+ * opened form: a double click or a retry after a lost answer credits once.
+ */
+function CreditForm({ user, onClose }: { user: AdminUser; onClose: () => void }) {
+  const [amount, setAmount] = useState('');
+  const [note, setNote] = useState('');
+  const [errors, setErrors] = useState<{ amount?: string; note?: string }>({});
+  const [key, setKey] = useState(() => crypto.randomUUID());
+  const [done, setDone] = useState<{ amountUsd: string; balanceAfter: string } | null>(null);
+  const action = useAction();
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const found = validateCredit(amount, note);
+    setErrors(found);
+    if (found.amount || found.note) return;
+    await action.run(async () => {
+      const res = await call(
+        api.POST('/api/admin/users/{id}/credit', {
+          params: { path: { id: user.id }, header: { 'idempotency-key': key } },
+          body: { amountUsd: Number(amount.trim()), ...(note.trim() ? { note: note.trim() } : {}) },
+        }),
+      );
+      setDone(res.credit);
+      setAmount('');
+      setNote('');
+      setKey(crypto.randomUUID());
+    });
+  };
+  return (
+    <section className="card" aria-labelledby={`credit-${user.id}`}>
+      <h3 id={`credit-${user.id}`}>Credit {user.email}</h3>
+      <p className="muted">Adds to the user's wallet balance, which pays for their gateway calls. The note is shown in their wallet.</p>
+      {done && (
+        <Notice kind="success">
+          Credited ${done.amountUsd} to {user.email}. Their balance is now ${done.balanceAfter}.
+        </Notice>
+      )}
+      <form className="inline-form" onSubmit={submit} noValidate>
+        <Field label="Amount (USD)" error={errors.amount}>
+          {({ id, describedBy, invalid }) => (
+            <input
+              id={id}
+              inputMode="decimal"
+              value={amount}
+              onChange={(e) => setAmount(e.target.value)}
+              aria-describedby={describedBy}
+              aria-invalid={invalid}
+            />
+          )}
+        </Field>
+        <Field label="Note" error={errors.note}>
+          {({ id, describedBy, invalid }) => (
+            <input
+              id={id}
+              value={note}
+              maxLength={500}
+              onChange={(e) => setNote(e.target.value)}
+              aria-describedby={describedBy}
+              aria-invalid={invalid}
+            />
+          )}
+        </Field>
+        <Button type="submit" kind="primary" busy={action.busy}>
+          Add credit
+        </Button>
+        <Button onClick={onClose}>Close</Button>
+      </form>
+      <ErrorText error={action.error} />
+    </section>
   );
 }

@@ -1,20 +1,40 @@
 /**
- * Wallet (§4.4, §4.8, §4.18): your session wallet, its stablecoin balances, card top-ups
- * (`?top_up=success|cancelled` after the processor's checkout) and payment sessions. A payment
- * session id is a bearer secret: shown once after opening, kept only in this page's memory.
+ * Wallet (§4.4, §4.8, §4.18): your session wallet, its balance (card top-ups and admin credits,
+ * minus paid gateway calls) and journal, its stablecoin balances, card top-ups (only with a card
+ * processor; `?top_up=success|cancelled` after the processor's checkout) and payment sessions. A
+ * payment session id is a bearer secret: shown once after opening, kept only in this page's memory.
  */
 import { type FormEvent, useState } from 'react';
+import { PLUGIN_PRICES } from '../../../src/domains/payments/gateway/prices.ts';
+import { MICROS_PER_USD, microsToUsd } from '../../../src/domains/payments/ledger/money.ts';
 import { api, call } from '../api/client.ts';
 import { useFeatures } from '../features.ts';
 import { useLocation } from '../router.ts';
-import { Badge, Button, CopyButton, Empty, ErrorText, Field, formatDate, Notice, Section, Spinner, useAction, useData } from '../ui.tsx';
+import {
+  Badge,
+  Button,
+  type Column,
+  CopyButton,
+  DataTable,
+  Empty,
+  ErrorText,
+  Field,
+  formatDate,
+  Notice,
+  Section,
+  Spinner,
+  useAction,
+  useData,
+} from '../ui.tsx';
 
-export const TOP_UP_AMOUNTS = [
-  { cents: 500, calls: 5 },
-  { cents: 1000, calls: 10 },
-  { cents: 2500, calls: 25 },
-  { cents: 5000, calls: 50 },
-] as const;
+/** What one agent call costs through the gateway (§4.8), as the gateway charges it: "0.05". */
+const AGENT_CALL_USD = microsToUsd(PLUGIN_PRICES.agent);
+
+/** §4.4 top-up amounts in cents, and how many agent calls each buys at the gateway's price. */
+export const TOP_UP_AMOUNTS = [500, 1000, 2500, 5000].map((cents) => ({
+  cents,
+  calls: Math.floor((cents * (MICROS_PER_USD / 100)) / PLUGIN_PRICES.agent),
+}));
 
 export function validateDeposit(s: string): string | undefined {
   const v = s.trim();
@@ -67,6 +87,19 @@ export function WalletPage() {
             <ErrorText error={create.error} />
           </>
         )}
+        {address && w && 'balance' in w && (
+          <>
+            <dl className="stats">
+              <div>
+                <dt>Balance</dt>
+                <dd className="big">${w.balance}</dd>
+              </div>
+            </dl>
+            <p className="muted">
+              Your balance pays for gateway calls (POST /api/v1/gateway with your session or an API key): ${AGENT_CALL_USD} per agent call.
+            </p>
+          </>
+        )}
         {address && (
           <p>
             Address <code className="address">{address}</code> <CopyButton text={address} label="Copy address" />
@@ -75,11 +108,64 @@ export function WalletPage() {
           </p>
         )}
         {address && off.length > 0 && <p className="muted">This server is not set up for {off.join(' or ')}.</p>}
+        {address && features && !features.cardPayments && (
+          <p className="muted">To add to your balance, ask an admin of this server for a credit.</p>
+        )}
       </Section>
+      {address && <Journal address={address} />}
       {address && features?.chainBalances && <Balances address={address} />}
       {address && features?.cardPayments && <TopUp address={address} />}
       {address && <PaymentSessions address={address} />}
     </>
+  );
+}
+
+type JournalRow = { id: number; amountUsd: string; balanceAfterUsd: string; description: string; note: string | null; createdAt: string };
+
+const JOURNAL_PAGE = 20;
+const journalColumns: Column<JournalRow>[] = [
+  { header: 'Date', cell: (r) => formatDate(r.createdAt) },
+  {
+    header: 'Description',
+    cell: (r) => (
+      <>
+        {r.description}
+        {r.note && <span className="muted"> · {r.note}</span>}
+      </>
+    ),
+  },
+  { header: 'Amount', numeric: true, cell: (r) => (r.amountUsd.startsWith('-') ? `−$${r.amountUsd.slice(1)}` : `+$${r.amountUsd}`) },
+  { header: 'Balance after', numeric: true, cell: (r) => `$${r.balanceAfterUsd}` },
+];
+
+/** The wallet's credits and debits, newest first (GET /api/wallet/journal), with older pages on demand. */
+function Journal({ address }: { address: string }) {
+  const first = useData(() => call(api.GET('/api/wallet/journal', { params: { query: { limit: JOURNAL_PAGE } } })), [address]);
+  const [older, setOlder] = useState<{ rows: JournalRow[]; nextBefore: number | null } | null>(null);
+  const more = useAction();
+  const rows = [...(first.data?.entries ?? []), ...(older?.rows ?? [])];
+  const nextBefore = older ? older.nextBefore : (first.data?.nextBefore ?? null);
+  return (
+    <Section title="Journal">
+      {first.loading && !first.data ? <Spinner /> : null}
+      <ErrorText error={!first.data ? first.error : null} />
+      {first.data && rows.length === 0 && <Empty>No credits or debits yet.</Empty>}
+      {rows.length > 0 && <DataTable caption="Credits and debits" columns={journalColumns} rows={rows} rowKey={(r) => String(r.id)} />}
+      {nextBefore !== null && (
+        <Button
+          busy={more.busy}
+          onClick={() =>
+            more.run(async () => {
+              const page = await call(api.GET('/api/wallet/journal', { params: { query: { limit: JOURNAL_PAGE, before: nextBefore } } }));
+              setOlder({ rows: [...(older?.rows ?? []), ...page.entries], nextBefore: page.nextBefore });
+            })
+          }
+        >
+          Show older
+        </Button>
+      )}
+      <ErrorText error={more.error} />
+    </Section>
   );
 }
 
@@ -122,7 +208,10 @@ function TopUp({ address }: { address: string }) {
   const action = useAction();
   return (
     <Section title="Top up by card">
-      <p className="muted">Adds to this wallet's balance for paid plugin calls ($0.05 per agent call).</p>
+      <p className="muted">
+        Adds to this wallet's balance for paid gateway calls: ${(TOP_UP_AMOUNTS[0]!.cents / 100).toFixed(0)} buys {TOP_UP_AMOUNTS[0]!.calls}{' '}
+        agent calls at ${AGENT_CALL_USD}.
+      </p>
       <div className="row">
         <Field label="Amount">
           {({ id }) => (

@@ -9,9 +9,7 @@ import { AppError, badRequest } from '../../../lib/errors.ts';
 import type { AiService } from '../../ai/ai.service.ts';
 import type { AiActor } from '../../ai/plan-rules.ts';
 import type { AudioClient } from './audio-client.ts';
-
-/** Prices per call in micro-USD (agent $0.05, generate-text $0.01, tts $0.03, stt $0.02). */
-export const PLUGIN_PRICES = { agent: 50_000, 'generate-text': 10_000, tts: 30_000, stt: 20_000 } as const;
+import { PLUGIN_PRICES } from './prices.ts';
 
 export type PluginCaller = { actor: AiActor; userId: string | null };
 
