@@ -8,12 +8,13 @@ import { Badge, ErrorText, Spinner, useData } from '../../ui.tsx';
 import { Chat } from './chat.tsx';
 import { AgentConfig } from './config.tsx';
 import { Connect } from './connect.tsx';
+import { Files } from './files.tsx';
 import { Health } from './health.tsx';
 import { Logs } from './logs.tsx';
 import { Manage } from './manage.tsx';
 import { Usage } from './usage.tsx';
 
-const TABS = ['Chat', 'Connect', 'Logs', 'Usage', 'Health', 'Configuration', 'Manage'] as const;
+const TABS = ['Chat', 'Connect', 'Logs', 'Files', 'Usage', 'Health', 'Configuration', 'Manage'] as const;
 type Tab = (typeof TABS)[number];
 
 export function AgentPage({ id }: { id: string }) {
@@ -75,6 +76,7 @@ export function AgentPage({ id }: { id: string }) {
         {tab === 'Chat' && <Chat agent={a} />}
         {tab === 'Connect' && <Connect agent={a} />}
         {tab === 'Logs' && <Logs agentId={a.id} />}
+        {tab === 'Files' && <Files agentId={a.id} />}
         {tab === 'Usage' && <Usage agentId={a.id} />}
         {tab === 'Health' && <Health agentId={a.id} />}
         {tab === 'Configuration' && <AgentConfig agentId={a.id} />}
