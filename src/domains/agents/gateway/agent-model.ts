@@ -10,7 +10,7 @@
  */
 
 /** The alias a client may send instead of the agent's model. */
-export const DEFAULT_MODEL_ALIAS = 'default';
+const DEFAULT_MODEL_ALIAS = 'default';
 
 /** The OpenAI models list of one agent: its model, then the `default` alias (the same model). */
 export function agentModelList(model: string, createdAt: Date) {
