@@ -14,6 +14,7 @@ import { allowAllBotVerifier, type BotVerifier, createSiteverifyBotVerifier } fr
 import { createSessionCache, type SessionCache } from './domains/accounts/session-cache.ts';
 import { createChainSignatureVerifier, type SignatureVerifier } from './domains/accounts/siwe-verifier.ts';
 import { createAdminService } from './domains/admin/admin.service.ts';
+import { createAgentMessages } from './domains/agents/agent-messages.ts';
 import { createAgentDirectory } from './domains/agents/agent-records.ts';
 import { createAgentsService } from './domains/agents/agents.service.ts';
 import { createAgentsWebService } from './domains/agents/agents.web.service.ts';
@@ -222,7 +223,7 @@ export function createPlatform(deps: PlatformDeps) {
   });
   // every call to an agent's gateway (docs/architecture.md "Reaching an agent")
   const agentGateway = createAgentGateway({ targets: createAgentTargets({ db, secretsKey: deps.secrets.secretsEncryptionKey }) });
-  const chat = createChatService({ db, gateway: agentGateway });
+  const chat = createChatService({ gateway: agentGateway, messages: createAgentMessages({ db }) });
   const agentsWeb = createAgentsWebService({
     db,
     config,
@@ -356,11 +357,7 @@ export function createPlatform(deps: PlatformDeps) {
         appOptions,
       ),
     buildBackendApp: () =>
-      buildBackendApp(
-        config,
-        { agents, ai, keys, hostingMcp, watchdog, files, storedPlans: createStoredPlans({ db }) },
-        appOptions,
-      ),
+      buildBackendApp(config, { agents, ai, keys, hostingMcp, watchdog, files, storedPlans: createStoredPlans({ db }) }, appOptions),
     /** Starts the deployment worker (backend processes): re-deploys agents that should run, then takes jobs. */
     async startWorkers() {
       worker ??= createDeploymentWorker({ db, agents, logger: log, ...(deps.workerPollMs ? { pollMs: deps.workerPollMs } : {}) });

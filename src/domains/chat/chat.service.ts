@@ -9,51 +9,35 @@
  *   the turn (the runtime does not report streamed completions, so nothing is stored twice).
  * - Streamed completions through the gateway proxy are stored the same way (`recordTurn`).
  */
-import type { Db } from '../../db/client.ts';
 import { AppError } from '../../lib/errors.ts';
-import { agentsRepo } from '../agents/agents.repo.ts';
+import type { AgentMessages, Turn } from '../agents/agent-messages.ts';
 import type { AgentGateway, ChatMessage } from '../agents/gateway/client.ts';
 import type { AgentTarget } from '../agents/gateway/targets.ts';
 import { STORED_ANSWER_MAX_CHARS } from './proxied-turn.ts';
 
 export type ChatInput = { agentId?: string | undefined; messages: ChatMessage[]; model?: string | undefined };
 export type ChatResult = { reply: string; agentId: string; agentName: string; responseMs: number };
-/** One exchange to store: the last question and the whole answer. */
-export type Turn = { agentId: string; question: string; askedAt: Date; answer: string; responseMs: number; platform?: string };
 
 const notRunning = (t: AgentTarget) =>
   new AppError('AGENT_NOT_RUNNING', `Agent ${t.agent.name} is ${t.agent.status}; start it first`, { status: t.agent.status });
 
 export type ChatDeps = {
-  db: Db;
   /** the agent's gateway: targets, WebSocket chat and streamed completions */
   gateway: AgentGateway;
+  /** where exchanges are stored (the agents domain's messages) */
+  messages: AgentMessages;
 };
 
 export function createChatService(deps: ChatDeps) {
   const { gateway } = deps;
 
-  /**
-   * Stores one exchange: the question with the time it was asked, then the answer (now). The
-   * history's order is the order of storing (migration 100), so the question comes first.
-   */
-  async function recordTurn(userId: string, turn: Turn) {
-    await deps.db.withUser(userId, async (trx) => {
-      const base = { agentId: turn.agentId, userId, platform: turn.platform ?? 'api' };
-      await agentsRepo.insertMessage(trx, {
-        ...base,
-        sender: 'user',
-        content: turn.question.slice(0, STORED_ANSWER_MAX_CHARS),
-        createdAt: turn.askedAt,
-      });
-      await agentsRepo.insertMessage(trx, {
-        ...base,
-        sender: 'agent',
-        content: turn.answer.slice(0, STORED_ANSWER_MAX_CHARS),
-        responseMs: turn.responseMs,
-      });
+  /** Stores one exchange through the agents domain, each side cut to what a stored message keeps. */
+  const recordTurn = (userId: string, turn: Turn) =>
+    deps.messages.recordTurn(userId, {
+      ...turn,
+      question: turn.question.slice(0, STORED_ANSWER_MAX_CHARS),
+      answer: turn.answer.slice(0, STORED_ANSWER_MAX_CHARS),
     });
-  }
 
   return {
     /** §4.8 POST /api/gateway/chat */
