@@ -4,9 +4,11 @@
  * OpenAI-compatible upstream that records what reaches the model. `systemPrompt` and the heartbeat
  * prompt are validated and round-trip through PUT/GET /api/agents/:id/config; after the agent's
  * next start the runtime sends the system prompt as the first system message of a chat (ahead of
- * the caller's own) and of a heartbeat, whose user message is the configured heartbeat prompt.
+ * the caller's own), of a WebSocket chat turn and of a heartbeat, whose user message is the
+ * configured heartbeat prompt.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { LIMITS } from '../../src/config/limits.ts';
 import { decryptSecret } from '../../src/lib/crypto.ts';
 import { type LivePlatform, startLivePlatform } from '../helpers/live-platform.ts';
@@ -166,5 +168,24 @@ describe('persona: systemPrompt and the heartbeat prompt', () => {
     const beat = live.upstream.requests.find((r) => r.path.endsWith('/chat/completions'))!;
     expect(beat.body.messages[0]).toEqual({ role: 'system', content: persona });
     expect(beat.body.messages.at(-1)).toEqual({ role: 'user', content: heartbeatPrompt });
+
+    // the WebSocket chat: the persona first, then the socket's conversation
+    live.upstream.reset();
+    const socket = new WebSocket(`${gateway.replace(/^http/, 'ws')}/ws`, { headers: { authorization: `Bearer ${token}` } });
+    const frame = await new Promise<{ type: string }>((resolve, reject) => {
+      socket.on('open', () => socket.send(JSON.stringify({ type: 'chat', content: 'hello socket' })));
+      socket.on('message', (raw) => {
+        const f = JSON.parse(raw.toString());
+        if (f.type === 'reply' || f.type === 'error') resolve(f);
+      });
+      socket.on('error', reject);
+    });
+    socket.close();
+    expect(frame.type).toBe('reply');
+    const ws = live.upstream.requests.find((r) => r.path.endsWith('/chat/completions'))!;
+    expect(ws.body.messages).toEqual([
+      { role: 'system', content: persona },
+      { role: 'user', content: 'hello socket' },
+    ]);
   }, 150_000);
 });
