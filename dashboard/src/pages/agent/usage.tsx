@@ -110,12 +110,14 @@ function Budget({ agentId, budget, onSaved }: { agentId: string; budget: BudgetS
       call(api.PUT('/api/agents/{id}/budget', { params: { path: { id: agentId } }, body: { monthlyBudgetUsd } })),
     );
     if (ok) {
-      setDone(message);
+      setFieldError(undefined);
       await onSaved();
+      setDone(message);
     }
   };
   const submit = async (e: FormEvent) => {
     e.preventDefault();
+    setDone(undefined);
     const n = Number(value.trim());
     const err =
       value.trim() === '' || !Number.isFinite(n) || n <= 0 || n > BUDGET_MAX
@@ -134,11 +136,13 @@ function Budget({ agentId, budget, onSaved }: { agentId: string; budget: BudgetS
           refuses this agent's model calls until you raise or clear the budget, or the month ends.
         </Notice>
       )}
-      <p className="muted">
-        {b === null
-          ? `No budget: ${formatUsd(budget.monthToDateUsd)} spent since ${budget.periodStart} (UTC month).`
-          : `${formatUsd(budget.monthToDateUsd)} of ${formatUsd(b)} spent since ${budget.periodStart} (UTC month).`}
-      </p>
+      {!budget.exceeded && (
+        <p className="muted">
+          {b === null
+            ? `No budget: ${formatUsd(budget.monthToDateUsd)} spent since ${budget.periodStart} (UTC month).`
+            : `${formatUsd(budget.monthToDateUsd)} of ${formatUsd(b)} spent since ${budget.periodStart} (UTC month).`}
+        </p>
+      )}
       <form className="inline-form" onSubmit={submit} noValidate>
         <Field
           label="Monthly budget (USD)"
