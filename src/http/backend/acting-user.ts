@@ -1,6 +1,6 @@
 /**
  * The backend's one acting-user resolver: every bearer-key route that acts for a user reads it the
- * same way (issue 25 item 3; docs/routes.md lists the routes). `x-user-id` names the user (a UUID,
+ * same way (docs/routes.md lists the routes). `x-user-id` names the user (a UUID,
  * 400 `Invalid user id` otherwise); where a route allows it, `userId` in the body does the same;
  * with neither, the call acts as the built-in operator account, which owns what such calls create.
  */
@@ -20,8 +20,16 @@ export function actingUser(request: Pick<FastifyRequest, 'headers'>, bodyUserId?
   return value.toLowerCase();
 }
 
-/** Whether the call names a user at all (the operator view lists every agent when it does not). */
-export const namesUser = (request: Pick<FastifyRequest, 'headers'>): boolean => {
+/**
+ * The user the call names in `x-user-id`, trimmed, unchecked; undefined without one. The AI layer
+ * takes any value there as header context (§4.9: `anonymous` by default, a platform user's id
+ * for their stored plan), so it reads the header through this and not through actingUser.
+ */
+export function namedUser(request: Pick<FastifyRequest, 'headers'>): string | undefined {
   const header = request.headers['x-user-id'];
-  return typeof header === 'string' && header !== '';
-};
+  const value = typeof header === 'string' ? header.trim() : '';
+  return value === '' ? undefined : value;
+}
+
+/** Whether the call names a user at all (the operator view lists every agent when it does not). */
+export const namesUser = (request: Pick<FastifyRequest, 'headers'>): boolean => namedUser(request) !== undefined;

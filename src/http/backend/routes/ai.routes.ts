@@ -19,6 +19,7 @@ import { addDocumentedHook } from '../../shared/openapi.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { disconnectSignal, sseWriter, startEventStream } from '../../shared/sse.ts';
+import { namedUser } from '../acting-user.ts';
 
 const TASK_TYPE_ERROR = `Invalid taskType: use one of ${TASK_TYPES.join(', ')}`;
 const taskType = z.enum(TASK_TYPES, { error: TASK_TYPE_ERROR });
@@ -182,8 +183,7 @@ export const aiRoutes = (deps: {
     /** §4.9/§5 plan middleware, before body validation (as the original middleware ran). */
     const requirePlan = async (request: FastifyRequest) => {
       const adminEmail = (email: string | undefined) => isAdminEmail(config, email);
-      const rawId = request.headers['x-user-id'];
-      const userId = typeof rawId === 'string' ? rawId.trim() : undefined;
+      const userId = namedUser(request);
       const stored = deps.storedPlans && userId ? await deps.storedPlans.lookup(userId) : null;
       const verdict = stored
         ? checkStoredPlan(stored, request.headers, {
