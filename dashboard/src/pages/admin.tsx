@@ -2,7 +2,7 @@
  * For admins (docs/admin.md): server health, and every user with their plan and admin right, and a
  * credit to their wallet (money without a card processor).
  */
-import { type FormEvent, useState } from 'react';
+import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { api, call } from '../api/client.ts';
 import { useSession } from '../session.tsx';
 import {
@@ -169,6 +169,12 @@ function CreditForm({ user, onClose }: { user: AdminUser; onClose: () => void })
   const [key, setKey] = useState(() => crypto.randomUUID());
   const [done, setDone] = useState<{ amountUsd: string; balanceAfter: string } | null>(null);
   const action = useAction();
+  const amountRef = useRef<HTMLInputElement>(null);
+  // the form opens below the table: bring it into view and put the cursor in the amount
+  useEffect(() => {
+    amountRef.current?.scrollIntoView({ block: 'center' });
+    amountRef.current?.focus({ preventScroll: true });
+  }, []);
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     const found = validateCredit(amount, note);
@@ -201,6 +207,7 @@ function CreditForm({ user, onClose }: { user: AdminUser; onClose: () => void })
           {({ id, describedBy, invalid }) => (
             <input
               id={id}
+              ref={amountRef}
               inputMode="decimal"
               value={amount}
               onChange={(e) => setAmount(e.target.value)}
