@@ -102,7 +102,7 @@ export function UsagePage() {
   );
 }
 
-export type Day = { date: string; cost: number; requests: number; totalTokens: number };
+type Day = { date: string; cost: number; requests: number; totalTokens: number };
 
 export function Chart({ daily, metric }: { daily: Day[]; metric: 'cost' | 'requests' | 'totalTokens' }) {
   const max = Math.max(...daily.map((d) => d[metric]), 0) || 1;

@@ -40,7 +40,7 @@ export type BudgetStatus = {
 };
 
 /** $1.50, or for amounts under a cent the digits that matter ($0.0012). */
-export const formatUsd = (n: number) =>
+const formatUsd = (n: number) =>
   `$${n === 0 || n >= 0.01 ? n.toFixed(2) : n.toFixed(Math.min(10, 1 - Math.floor(Math.log10(n)))).replace(/0+$/, '')}`;
 const round6 = (n: number) => Math.round(n * 1e6) / 1e6;
 
