@@ -148,7 +148,7 @@ describe('§4.17 on the web app: the owner', () => {
   });
 
   it('400 `agentId required` without agentId or with an empty one, on both apps alike', async () => {
-    for (const params of [{}, { agentId: '' }]) {
+    for (const params of [{}, { agentId: '' }] as Record<string, string>[]) {
       const r = await web('GET', 'tree', params, owner.cookie);
       expect(r.statusCode).toBe(400);
       expect(r.json().error).toBe('agentId required');
