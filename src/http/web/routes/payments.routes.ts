@@ -202,7 +202,9 @@ export const paymentsRoutes = (deps: {
             '`tts` $0.03 and `stt` $0.02 (the OpenAI-compatible audio endpoints of OPENAI_BASE_URL). `X-Plugin-Id` overrides body `plugin` (default `agent`); ' +
             'other body fields go to the plugin (`messages` or `prompt`; tts `input`, `voice`, `format`; stt `audio` base64, `filename`). ' +
             'Method: X-Payment-Method (`stripe`, `mpp`, `session`), else `Authorization: Payment` means mpp, else `stripe`: a caller with an account ' +
-            '(cookie, or `Authorization: Bearer sk_…`) pays from the card-funded balance of their wallet; otherwise 402 `payment_required` with ' +
+            '(cookie, or `Authorization: Bearer sk_…`) pays from the ledger balance of their wallet (GET /api/wallet `balance`: card top-ups and ' +
+            'admin credits, session wallet first); a short balance is 402 `payment_required` with `balance` and `cost` (decimal USD) besides the ' +
+            'fields below, nothing debited; a caller without an account gets 402 `payment_required` with ' +
             '`mpp` and `stripe:{checkoutUrl, amount (cents), currency}` and `WWW-Authenticate: Payment …` (`checkoutUrl` is reused per plugin and ' +
             '`X-Wallet-Address` for 10 minutes, and null without a card processor or once the caller, i.e. its account or else its IP address ' +
             '(IPv6 per /64), has caused 5 new checkouts in 10 minutes). Session: `Payment-Receipt` ' +
