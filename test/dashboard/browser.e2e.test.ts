@@ -8,7 +8,7 @@
  * rename → logs → API key (shown once, nowhere in storage) → pages without the integrations this
  * server lacks → delete → the setup link signed out → sign out; checks every main page with
  * axe-core (no serious or critical violation), at 1440 px and 360 px (no horizontal scroll), and
- * writes screenshots of the main pages at both widths to .test-results/screenshots
+ * writes screenshots of the main pages at both widths (the chat, usage and wallet ones are product-loop.e2e.test.ts's, with content) to .test-results/screenshots
  * (docs/screenshots with UPDATE_SCREENSHOTS=1, which the README shows). Skips with a message when
  * Chromium is not installed.
  */
@@ -174,8 +174,7 @@ describe.skipIf(!available)('the dashboard in Chromium', () => {
       'You: and a second question',
       'browser-agent: Echo: and a second question',
     ]);
-    await axe(page, 'agent chat');
-    await shot(page, 'agent-chat-1440');
+    await axe(page, 'agent chat'); // its screenshot is product-loop.e2e.test.ts's (a reply in markdown)
 
     // logs go live
     await page.getByRole('tab', { name: 'Logs' }).click();
@@ -235,7 +234,6 @@ describe.skipIf(!available)('the dashboard in Chromium', () => {
       await page.getByRole('link', { name: link, exact: true }).click();
       await page.getByRole('heading', { name: heading, exact: true }).first().waitFor();
       await axe(page, link);
-      if (link === 'Usage' || link === 'Wallet') await shot(page, `${link.toLowerCase()}-1440`);
     }
     // without a card processor no plan is offered for sale; without a calendar client no Calendar entry
     expect(await page.getByRole('button', { name: /^Subscribe/ }).count()).toBe(0);
