@@ -1,5 +1,5 @@
 /**
- * AI proxy overhead (issue 5): a local OpenAI-compatible upstream with a fixed delay, measured in
+ * AI proxy overhead: a local OpenAI-compatible upstream with a fixed delay, measured in
  * one run three ways at concurrency 1 and 64:
  *   direct   — the client calls the upstream itself;
  *   platform — POST /api/ai/chat through a real listening backend (bearer key, per-IP limit,

@@ -1,5 +1,5 @@
 /**
- * Provisioning to running on the local driver (issue 4): the time from POST /api/agents/provision
+ * Provisioning to running on the local driver: the time from POST /api/agents/provision
  * (web app → backend → deployment job → local driver → built-in runtime → /healthz) until the
  * agent's status reads `running`, median of 10; against the runtime's own start time (the same
  * local driver's deploy, then /healthz polled every 10 ms), also median of 10.

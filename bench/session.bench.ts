@@ -1,5 +1,5 @@
 /**
- * Session throughput (issue 2 item 8): authenticated `GET /api/auth/session` on the platform as
+ * Session throughput: authenticated `GET /api/auth/session` on the platform as
  * `npm start` wires it (embedded PostgreSQL, migrations, createPlatform, the web app), against a
  * bare Fastify route returning the same JSON body, measured in one run.
  *
@@ -257,7 +257,7 @@ export async function run(): Promise<BenchOutput> {
         },
       ]),
       '',
-      `**Authenticated session / bare Fastify: ${b.ratio.toFixed(2)}** (issue 2 target ≥ 0.5; team goal ≥ 0.7). ` +
+      `**Authenticated session / bare Fastify: ${b.ratio.toFixed(2)}** (earlier target ≥ 0.5; team goal ≥ 0.7). ` +
         `Unauthenticated / bare: ${c.ratio.toFixed(2)}. Cache off (every request a miss, batched per event-loop turn): ${d.ratio.toFixed(2)}.`,
       '',
       `Per-round req/s: bare ${rounds(a)}; authenticated ${rounds(b)}; unauthenticated ${rounds(c)}; cache off ${rounds(d)}.`,

@@ -1,5 +1,5 @@
 /**
- * Watchdog cost (issue 12 item 7): 200 watched agents, their /healthz served by one child process,
+ * Watchdog cost: 200 watched agents, their /healthz served by one child process,
  * with the §8 timings (check every 120 s, poll every 1 s, lease 30 s). Measures the CPU time of
  * this (backend) process over one full check interval with the watchdog running, against the same
  * process idle for the same time, as a percentage of one core; and the resident memory of one

@@ -203,7 +203,7 @@ async function main() {
         `No admin yet: sign in, then open this one-time link to become the admin: ${link}  (or run: npm run admin -- <email>)`,
       );
   }
-  // the last line of a start says where to go (issue 24 item 7): the dashboard at PUBLIC_URL, or
+  // the last line of a start says where to go: the dashboard at PUBLIC_URL, or
   // the backend's API docs when only the backend runs here
   const open = mode === 'backend' ? `${config.BACKEND_URL}/docs` : `${config.PUBLIC_URL}/`;
   log?.info(

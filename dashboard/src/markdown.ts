@@ -1,5 +1,5 @@
 /**
- * Agent replies as markdown, safely (issue 26 item 6). react-markdown builds React elements from the
+ * Agent replies as markdown, safely. react-markdown builds React elements from the
  * markdown syntax tree — no innerHTML anywhere — and, without rehype-raw, HTML written in a reply
  * stays text: `<img src=x onerror=…>` shows as those characters. Links keep only http(s) and mailto
  * targets and open in a new tab without an opener or referrer; images are shown as links (the

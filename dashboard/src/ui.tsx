@@ -103,7 +103,7 @@ export interface Column<T> {
 }
 
 /**
- * A table that stays usable on a phone (issue 26 item 6): a normal table when there is room; below 600 px
+ * A table that stays usable on a phone: a normal table when there is room; below 600 px
  * each row becomes a stacked card whose cells carry their column header as a label (`data-label`, drawn by
  * styles.css), so the page never scrolls sideways.
  */

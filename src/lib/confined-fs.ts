@@ -8,7 +8,7 @@
  * not by its path) and looks `<name>` up inside it. Each component is opened with O_NOFOLLOW (a
  * symbolic link answers ELOOP instead of being followed) and O_DIRECTORY, and the previous
  * descriptor is only closed once the next one is held: renaming a folder or swapping a link in
- * while the walk runs cannot move it out of the tree (the audit's N9 race). The last component is
+ * while the walk runs cannot move it out of the tree (the race of finding N9, docs/security.md). The last component is
  * opened with O_NONBLOCK (a FIFO planted under a log's name cannot hang the platform) and must be a
  * regular file. With `owner`, every directory and file on the way must belong to that uid (the
  * agent's own user): a file the agent hard-linked from somewhere else, or that someone else left

@@ -62,7 +62,7 @@ export type StreamRevokerDeps = {
 };
 
 /**
- * Ends long-lived answers whose credential was revoked (audit N12: a signed-out session's log
+ * Ends long-lived answers whose credential was revoked (docs/security.md N12: a signed-out session's log
  * stream kept receiving lines, a deleted key's WebSocket kept chatting). A sign-out ends the
  * streams of that session at once; a deleted key, or a user whose sessions and keys were evicted,
  * makes the streams that may be concerned check their credential again (a key's id is not known

@@ -133,7 +133,7 @@ describe('provision', () => {
       .where('id', '=', res.json().agent.id)
       .executeTakeFirstOrThrow();
     expect(row.plan).toBe('network');
-    // the admin's agents count against the admin's plan, not the size chosen (issue 24 item 5):
+    // the admin's agents count against the admin's plan, not the size chosen:
     // Starter agents beside Boss (the backend's solo limit of 1 refused the second)
     for (const name of ['s1', 's2']) {
       const starter = await web('POST', '/api/agents/provision', admin.cookie, { name, tier: 'starter' });

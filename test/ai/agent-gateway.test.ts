@@ -1,5 +1,5 @@
 /**
- * The AI gateway agents call for their model (docs/agents.md "Model access"; audit N5): an agent
+ * The AI gateway agents call for their model (docs/agents.md "Model access"; docs/security.md N5): an agent
  * holds its own `apk_` key and the gateway's address, never ROUTER_API_KEY; the owner's plan decides
  * the models, the quota applies, each agent has its own limit, every call is usage of the owner with
  * the agent and the model, and stopping or deleting the agent kills the key. The official `openai`

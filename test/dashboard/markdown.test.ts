@@ -1,5 +1,5 @@
 /**
- * Agent replies as markdown, safely (issue 26 item 6, dashboard/src/markdown.ts): markdown becomes
+ * Agent replies as markdown, safely (dashboard/src/markdown.ts): markdown becomes
  * elements, HTML written in a reply stays text, and no link leads anywhere but http(s) or mailto.
  */
 import { createElement } from 'react';

@@ -249,7 +249,7 @@ describe.skipIf(!available)('the product loop in Chromium', () => {
       .locator('.bubble-agent', { hasText: 'Echo: who are you?' })
       .waitFor({ timeout: 30_000 })
       .catch(async (err) => {
-        throw new Error(`${(err as Error).message}\nthe page says: ${await page.locator('main').innerText()}`);
+        throw new Error(`${(err as Error).message}\nthe page says: ${await page.locator('main').textContent()}`);
       });
     const first = (live.upstream.requests.at(-1)!.body.messages as { role: string; content: unknown }[])[0]!;
     expect(first).toMatchObject({ role: 'system', content: 'You are a careful ship captain.' });

@@ -305,7 +305,7 @@ describe('local driver with the built-in runtime', () => {
     expect(isAlive(pid)).toBe(false);
     expect(await waitForHealthy(changed.url, { timeoutMs: 15_000, intervalMs: 100 })).toBe(true);
     // a third instance that has not deployed it cannot restart it from what the process holds: its
-    // /proc/<pid>/environ is the agent's to rewrite (audit N4), so it asks for a fresh spec instead
+    // /proc/<pid>/environ is the agent's to rewrite (docs/security.md N4), so it asks for a fresh spec instead
     const dropped = createHostingDriver({
       HOSTING_DRIVER: 'local',
       DATA_DIR: dataDir,

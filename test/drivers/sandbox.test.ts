@@ -115,7 +115,7 @@ describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
     const p = probe();
     expect(p.platformEnviron).toMatch(/^(ENOENT|EACCES)$/);
     if (report.separateUser) {
-      // the uid the database allocated (audit N16: never derived from the id, so never shared)
+      // the uid the database allocated (docs/security.md N16: never derived from the id, so never shared)
       expect(p.uid).toBe(UIDS['agent-a']);
       expect(p.uid).not.toBe(0);
     }
@@ -123,12 +123,12 @@ describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
     expect(p.visibleProcesses).toBeLessThan(10);
   });
 
-  it.skipIf(!net.isolated)("cannot reach the host's loopback services (audit N8): its own network namespace", () => {
+  it.skipIf(!net.isolated)("cannot reach the host's loopback services (docs/security.md N8): its own network namespace", () => {
     const { tcp } = probe();
     expect(tcp[String(hostServicePort)]).toMatch(/^(ECONNREFUSED|ENETUNREACH|EHOSTUNREACH|timeout)$/);
   });
 
-  it('never reads or creates a file where the agent planted a link (audit N2, N3): logs, stats and a relaunch', async () => {
+  it('never reads or creates a file where the agent planted a link (docs/security.md N2, N3): logs, stats and a relaunch', async () => {
     const ws = join(dataDir, 'agents', 'agent-a', 'workspace');
     // a platform file the agent cannot see, in the runtime's own line format (so a followed link would show)
     const secret = join(dataDir, 'platform-private.log');

@@ -3,7 +3,7 @@
  * for an agent's workspace: tree order and exclusions, read/write limits, git, and path traversal
  * in every form refused with 400 without touching anything outside the workspace. The workspace is
  * given the way the local driver gives it (its folder, the agent's uid, git through the sandbox),
- * so what a hostile agent plants there (audit N1, N9) is tested against the real confinement.
+ * so what a hostile agent plants there (docs/security.md N1, N9) is tested against the real confinement.
  */
 import { execFileSync } from 'node:child_process';
 import {
@@ -207,7 +207,7 @@ describe.skipIf(!sandbox.active)('§4.17 git (as the agent, in its sandbox)', ()
     expect((await get('git-log', { limit: '101' })).statusCode).toBe(400);
   });
 
-  it("never runs what the agent planted with the platform's rights (audit N1): hooks, fsmonitor, filters, diff drivers", async () => {
+  it("never runs what the agent planted with the platform's rights (docs/security.md N1): hooks, fsmonitor, filters, diff drivers", async () => {
     // what a hostile agent writes into its repository: every program git could be made to start
     const marker = join(base, 'pwned-by-git');
     const inWorkspace = join(workspace, 'ran-as.txt');
@@ -250,7 +250,7 @@ describe('§4.17 git without a sandbox', () => {
   });
 });
 
-describe('§4.17 what a hostile agent plants (audit N9)', () => {
+describe('§4.17 what a hostile agent plants (docs/security.md N9)', () => {
   it('a folder swapped for a link while files are read never leads outside the workspace', async () => {
     writeFileSync(join(base, 'secret.txt'), 'top secret');
     mkdirSync(join(workspace, 'd'));

@@ -2,7 +2,7 @@
  * §4.8 MPP on the v1 gateway against a local anvil chain (TEMPO_RPC_URL) with an ERC-20 at the
  * configured currency address: the 402 challenge and WWW-Authenticate header, a credential that
  * proves a confirmed transfer and is signed by its sender, single use of nonce, transaction and
- * credential, and a transfer seen on chain that cannot be claimed by anyone else (audit N7).
+ * credential, and a transfer seen on chain that cannot be claimed by anyone else (docs/security.md N7).
  */
 import { encodeFunctionData, type Hex, parseAbi, toHex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
@@ -183,7 +183,7 @@ describe.skipIf(!anvilAvailable)('§4.8 MPP on anvil', () => {
     }
   });
 
-  it('someone who sees a transfer on chain cannot claim it with their own challenge; its sender still can (audit N7)', async () => {
+  it('someone who sees a transfer on chain cannot claim it with their own challenge; its sender still can (docs/security.md N7)', async () => {
     const victims = await challenge();
     const attackers = await challenge();
     const hash = await transfer(RECIPIENT, 10_000n);

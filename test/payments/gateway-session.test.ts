@@ -107,7 +107,7 @@ describe('opening a session', () => {
     expect(dump.rows.map((r) => r.t).join()).not.toContain(s.sessionId.slice(3));
   });
 
-  it('a signed open answers without a bearer id: the session is reachable only with the id its signer chose (audit N11)', async () => {
+  it('a signed open answers without a bearer id: the session is reachable only with the id its signer chose (docs/security.md N11)', async () => {
     const pk = generatePrivateKey();
     await fund(privateKeyToAccount(pk).address.toLowerCase(), 1_000_000);
     const { body, sessionId } = await signedOpen(pk, '0.10');
@@ -125,7 +125,7 @@ describe('opening a session', () => {
     expect([again.statusCode, again.json().error]).toEqual([400, 'Signature already used']);
   });
 
-  it('a signature made for another deployment is refused here (audit N11)', async () => {
+  it('a signature made for another deployment is refused here (docs/security.md N11)', async () => {
     const pk = generatePrivateKey();
     const address = privateKeyToAccount(pk).address.toLowerCase();
     await fund(address, 1_000_000);

@@ -1,4 +1,4 @@
--- Each agent's own OS user on the local driver (docs/security.md "Agents"; audit N16).
+-- Each agent's own OS user on the local driver (docs/security.md "Agents", finding N16).
 -- Was 200000 + 24 bits of sha256(agent id): two agents could share a uid (~50 % at 4,800 agents)
 -- and the range overlapped /etc/subuid allocations. Now an identity column: unique by
 -- construction, allocated once, never reused, and above the ranges subuid, systemd's dynamic

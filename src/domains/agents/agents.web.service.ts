@@ -238,7 +238,7 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
             aiProvider,
             plan,
             // an admin's agents count against the admin's own plan (network: the web app's elevated
-            // limit above applies), not against the size chosen (issue 24 item 5)
+            // limit above applies), not against the size chosen
             ...(user.isAdmin ? { limitPlan: 'network' } : {}),
             ...(input.config ? { config: input.config } : {}),
           },

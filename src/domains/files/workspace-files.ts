@@ -8,9 +8,9 @@
  *    `..` segments, or percent-encoded separators or dots (a caller that encodes `/` twice is probing);
  * 2. every file and folder is opened through descriptors from the workspace down, one component at
  *    a time, never following a link, each of them the agent's own (src/lib/confined-fs.ts): no
- *    realpath-then-open window (the audit's N9), no file of another user;
+ *    realpath-then-open window (docs/security.md N9), no file of another user;
  * 3. git runs as the agent, inside its sandbox, with only the workspace visible (the driver's
- *    `run`; audit N1): a workspace's hooks, fsmonitor, filters or config run with the agent's rights
+ *    `run`; docs/security.md N1): a workspace's hooks, fsmonitor, filters or config run with the agent's rights
  *    or not at all. Without a sandbox the git routes answer 503 rather than run git as the platform.
  */
 import type { Dirent } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * Each local agent's own network namespace (audit N8; docs/security.md "Network").
+ * Each local agent's own network namespace (docs/security.md "Network", finding N8).
  *
  * Shared with the host, an agent reached every loopback service (PostgreSQL, Redis, the platform's
  * own ports, where loopback counts as a trusted proxy) and every other agent's gateway. Now, per

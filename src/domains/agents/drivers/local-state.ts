@@ -137,7 +137,7 @@ export const liveAgentPid = (state: AgentState | undefined): number | undefined 
 /**
  * Gives the agent's user its workspace or home folder. The folder's own path is the platform's
  * (its parent belongs to the platform), so lchown on it is safe; its content is the agent's, and
- * a walk over it as root is not (audit N3/N14): only when the folder belongs to another uid (a new
+ * a walk over it as root is not (docs/security.md N3/N14): only when the folder belongs to another uid (a new
  * agent user, the uids of migration 090 replacing derived ones) is the tree handed over, by
  * `chown -R -P` (never follows a link, descends with openat) in a child process while the agent is
  * stopped, so the event loop never waits on a tree the agent made large.

@@ -90,7 +90,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   /**
    * The launch we started it with (this process), or a fresh one from loadSpec (after a platform
    * restart). Never read back from the running process: /proc/<pid>/environ is memory the agent
-   * can rewrite (audit N4), so it could choose what a restart runs with the platform's rights.
+   * can rewrite (docs/security.md N4), so it could choose what a restart runs with the platform's rights.
    */
   async function launchEnv(
     agentId: string,

@@ -148,7 +148,7 @@ function splitArgs(report: SandboxReport, options: string[], o: { uid?: number |
 }
 
 /**
- * A one-off command as an agent (the file explorer's git, audit N1): the same profile with only
+ * A one-off command as an agent (the file explorer's git, docs/security.md N1): the same profile with only
  * `dir` bound (read-write), the agent's uid, HOME=/tmp (private and empty), ended with the
  * platform or at the timeout. With `netns` it runs in the agent's own network namespace (entered
  * with nsenter before bwrap starts), otherwise in one with nothing but loopback.

@@ -51,7 +51,7 @@ export async function probeHealthz(url: string, probeTimeoutMs: number = LIMITS.
   }
 }
 
-/** Bounds of a piped WebSocket (the proxy's, audit N10). */
+/** Bounds of a piped WebSocket (the proxy's, docs/security.md N10). */
 export type SocketPipeLimits = {
   /** largest message from the agent */
   agentMessageBytes: number;

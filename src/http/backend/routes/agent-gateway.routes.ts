@@ -1,7 +1,7 @@
 /**
  * The AI gateway agents call for their model (docs/agents.md "Model access"), in the backend's
  * agentKey scope: `Authorization: Bearer apk_…`, the agent's own platform key, is its only
- * credential (agents never hold ROUTER_API_KEY or another provider key: audit N5). OpenAI's wire
+ * credential (agents never hold ROUTER_API_KEY or another provider key: docs/security.md N5). OpenAI's wire
  * format in and out, errors included (`{error:{message,type,code,param}}`), so the OpenAI client in
  * an agent passes the gateway's refusals on as it would OpenAI's own. Its plugin is the scope of
  * the owner's plan check and the per-agent limit; the logic is in src/domains/ai/agent-gateway.ts.

@@ -21,7 +21,7 @@
  * credentials are dropped.
  *
  * An agent is not trusted with the platform's origin (docs/agents.md "Agent content and streams"):
- * its answers are sandboxed and never served as a page (audit N6), its WebSocket is bounded (N10),
+ * its answers are sandboxed and never served as a page (docs/security.md N6), its WebSocket is bounded (N10),
  * and whatever is open ends when the session or key it was opened with is revoked (N12).
  *
  * A streamed chat completion (`POST …/v1/chat/completions` with `stream: true`) is stored like
@@ -49,7 +49,7 @@ import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
 import type { SessionAuth } from '../../shared/session.ts';
 
-/** Bounds of the proxied WebSocket (audit N10), for each web process. */
+/** Bounds of the proxied WebSocket (docs/security.md N10), for each web process. */
 const PROXY_SOCKET_LIMITS = {
   /** largest message from the client: the gateway's own limit, so the platform never holds what the agent refuses (1009) */
   clientMessageBytes: DEFAULT_GATEWAY_LIMITS.wsMaxMessageBytes,

@@ -18,7 +18,7 @@ const errors = { 401: errorSchema, 404: errorSchema, 500: errorSchema };
 /** a comment line now and then keeps proxies from closing a quiet stream */
 const KEEPALIVE_MS = 15_000;
 
-/** `end` reason of a stream whose session was signed out or revoked (audit N12). */
+/** `end` reason of a stream whose session was signed out or revoked (docs/security.md N12). */
 const REVOKED = 'Credentials revoked';
 
 export const logsRoutes = (deps: {
