@@ -257,6 +257,17 @@ export interface LedgerEntries {
   wallet_delta: Generated<number>;
 }
 
+export interface LinkedAccounts {
+  created_at: Generated<Timestamp>;
+  email: string | null;
+  id: Generated<string>;
+  provider: string;
+  refresh_token_enc: string | null;
+  subject: string;
+  updated_at: Generated<Timestamp>;
+  user_id: string;
+}
+
 export interface MppPayments {
   amount_micros: number;
   challenge_nonce: string;
@@ -321,6 +332,7 @@ export interface Users {
   email_verified: Generated<boolean>;
   id: Generated<string>;
   idp_sign_in_disabled: Generated<boolean>;
+  idp_signin_disabled_at: Timestamp | null;
   is_admin: Generated<boolean>;
   name: string;
   password_hash: string | null;
@@ -398,6 +410,7 @@ export interface DB {
   heartbeat_settings: HeartbeatSettings;
   hosting_status: HostingStatus;
   ledger_entries: LedgerEntries;
+  linked_accounts: LinkedAccounts;
   mpp_payments: MppPayments;
   payment_sessions: PaymentSessions;
   session_wallets: SessionWallets;
