@@ -2,8 +2,8 @@
  * The web side of agents (§4.7 web rows, §3 Agent web provisioning). Records are read and
  * written here under the session user's row-level security; what needs the hosting driver
  * (deploy, logs, stats, lifecycle, delete) goes to the backend over HTTP with INTERNAL_API_KEY.
- * Length (~390 lines): the §4.7 web operations over one record shape (ownership, views, watchdog state); records,
- * deployment jobs and callbacks are already split out (agent-records.ts, deployment-jobs.ts, agent-callbacks.ts).
+ * The rules it applies (plans, limits, the web shape) are web-provisioning.ts; records, deployment jobs and
+ * callbacks are agent-records.ts, deployment-jobs.ts and agent-callbacks.ts.
  */
 import type { Config } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
@@ -15,107 +15,12 @@ import { findOwnAgent, insertAgentRecord, type LifecycleAction } from './agent-r
 import { type AgentRow, agentsRepo } from './agents.repo.ts';
 import { type BackendClient, type BackendResponse, BackendUnreachableError } from './backend-client.ts';
 import { maskChannelSecrets } from './channel-secrets.ts';
+import { agentLimitReached, agentPlan, DEFAULT_MODEL, providerFor, webAgent, webLimit } from './web-provisioning.ts';
 
 /** Lifecycle calls of one instance action in flight at once (each is one backend request). */
 export const INSTANCE_ACTION_CONCURRENCY = 10;
 
 export type WebUser = { id: string; email: string; isAdmin: boolean };
-
-export const DEFAULT_MODEL = 'claude-opus-4-6';
-/** §4.7: tier → plan forwarded to the backend; admins (no tier given) get network-level access (§2 Plans). */
-export const TIER_TO_PLAN: Record<string, string> = { starter: 'solo', pro: 'collective', enterprise: 'label' };
-/** The web limit follows the user's subscription plan, read as a tier (inverse of TIER_TO_PLAN; network counts as enterprise). */
-const PLAN_TO_TIER: Record<string, string> = { solo: 'starter', collective: 'pro', label: 'enterprise', network: 'enterprise' };
-
-export function webLimit(plan: string | undefined, isAdmin: boolean): number {
-  if (isAdmin) return LIMITS.webAgentLimits.enterprise!;
-  const tier = plan ? PLAN_TO_TIER[plan] : undefined;
-  return (tier && LIMITS.webAgentLimits[tier]) || LIMITS.webAgentLimitDefault;
-}
-
-const PLAN_RANK: Record<string, number> = { solo: 0, collective: 1, label: 2, network: 3 };
-
-const agents = (n: number) => `${n} agent${n === 1 ? '' : 's'}`;
-
-/**
- * §4.7 / §7: the web provisioning route's one answer to "over the agent limit", for everyone and
- * whoever counted (this app by the account's plan, or the backend by the plan the agent runs on):
- * 429 `AGENT_LIMIT_REACHED` with `current`, `limit` and `plan`, and a message that says the limit
- * and how to raise it (docs/agents.md "Agent limits").
- */
-export function agentLimitReached(o: {
-  plan: string;
-  limit: number;
-  current: number;
-  /** who counted: the account's limit here, or the backend's for the plan (size) the agent asked for */
-  by: 'account' | 'size';
-  isAdmin: boolean;
-  /** a card processor is configured: plans can be bought in Settings */
-  canSubscribe: boolean;
-}) {
-  const limit =
-    o.by === 'size'
-      ? `agents on the ${o.plan} plan (the size you chose) are limited to ${agents(o.limit)} per account`
-      : o.isAdmin
-        ? `an admin may have ${agents(o.limit)}`
-        : `the ${o.plan} plan allows ${agents(o.limit)}`;
-  const raise =
-    o.by === 'size'
-      ? 'Choose a larger size, or delete an agent.'
-      : o.isAdmin || (PLAN_RANK[o.plan] ?? 0) >= PLAN_RANK.label!
-        ? 'Delete an agent to provision another.'
-        : o.canSubscribe
-          ? 'Delete an agent, or subscribe to a larger plan in Settings.'
-          : 'Delete an agent, or ask an admin to move your account to a larger plan.';
-  return new AppError(
-    'AGENT_LIMIT_REACHED',
-    `Agent limit reached: ${limit}, and you have ${o.current}. ${raise}`,
-    { current: o.current, limit: o.limit, plan: o.plan },
-    429,
-  );
-}
-
-/**
- * The plan an agent runs on (its resources and tool profile, §4.7, §8): the owner's own plan
- * (admins: network, §2). The client's `tier` may only choose a plan within it, never above:
- * a solo account asking for `enterprise` gets 402 PLAN_REQUIRED, not a label agent.
- */
-export function agentPlan(ownerPlan: string, tier: string | undefined): string {
-  if (!tier) return ownerPlan;
-  const wanted = TIER_TO_PLAN[tier]!;
-  if ((PLAN_RANK[wanted] ?? 0) > (PLAN_RANK[ownerPlan] ?? 0)) {
-    throw new AppError('PLAN_REQUIRED', `Tier ${tier} needs the ${wanted} plan; this account is on ${ownerPlan}`, {
-      plan: ownerPlan,
-      requiredPlan: wanted,
-    });
-  }
-  return wanted;
-}
-
-/** §4.7: `claude-opus-4-6` → anthropic; otherwise the provider comes from config (default router). */
-export function providerFor(model: string, config: Record<string, unknown> | undefined): string {
-  if (model === DEFAULT_MODEL) return 'anthropic';
-  const p = config?.aiProvider;
-  return typeof p === 'string' && p.trim() ? p.trim() : 'router';
-}
-
-/**
- * The agent's WebSocket through the platform's authenticated proxy (docs/agents.md "Talk to your
- * agent"): the gateway's own address needs the gateway token, which no client ever gets.
- */
-const websocketUrl = (a: AgentRow, publicUrl: string) =>
-  `${publicUrl.replace(/\/+$/, '').replace(/^http/, 'ws')}/api/agents/${encodeURIComponent(a.id)}/ws`;
-
-/** §2 Agent, web shape. */
-export const webAgent = (a: AgentRow, publicUrl: string) => ({
-  id: a.id,
-  name: a.name,
-  model: a.model,
-  status: a.status,
-  websocketUrl: websocketUrl(a, publicUrl),
-  createdAt: a.created_at.toISOString(),
-  updatedAt: a.updated_at.toISOString(),
-});
 
 const formatUptime = (seconds: number) => {
   const s = Math.max(0, Math.floor(seconds));
