@@ -3,20 +3,21 @@
  * of §4.12, token auth with the §8 gateway auth rate limit, an OpenAI-compatible chat completions
  * endpoint answered by the model provider the agent is configured with, a WebSocket chat, and the
  * heartbeat the platform triggers. Counters: runtime-stats.ts; flood and slow-client limits:
- * gateway-limits.ts. Still ~440 lines: the HTTP and WebSocket chat share the model call, its
- * concurrency slots and the turn reporting; the WebSocket handler is the next seam.
+ * gateway-limits.ts. The WebSocket chat is ws-chat.ts; errors in OpenAI's shape
+ * are openai-errors.ts.
  */
 import { createServer } from 'node:http';
 import { Readable } from 'node:stream';
 import fastifyWebsocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
 import type { Logger } from 'pino';
-import { LIMITS } from '../config/limits.ts';
 import { safeEqual } from '../lib/crypto.ts';
 import { createAuthGuard } from './auth-guard.ts';
 import { createLimiter, DEFAULT_GATEWAY_LIMITS, type GatewayLimits } from './gateway-limits.ts';
+import { openAiError } from './openai-errors.ts';
 import { withSystemPrompt } from './persona.ts';
 import { createRuntimeStats, type RuntimeStats } from './runtime-stats.ts';
+import { registerWebSocketChat } from './ws-chat.ts';
 
 export type { GatewayLimits } from './gateway-limits.ts';
 
@@ -82,32 +83,6 @@ const lastUserText = (messages: unknown): string | undefined => {
   }
   return undefined;
 };
-
-const openAiError = (message: string, type: string, code?: string) => ({ error: { message, type, ...(code ? { code } : {}) } });
-
-/**
- * A model call answered with an error status, with the provider's own words: the platform's AI
- * gateway explains its refusals there (a used-up agent budget, a quota, a model outside the plan),
- * and a chat caller should read that, not "the model provider failed".
- */
-class ModelRefusal extends Error {
-  readonly code: string | undefined;
-  constructor(status: number, body: string) {
-    let message = `model provider answered ${status}`;
-    let code: string | undefined;
-    try {
-      const e = (JSON.parse(body) as { error?: unknown }).error;
-      const o = e && typeof e === 'object' ? (e as { message?: unknown; code?: unknown }) : undefined;
-      const text = typeof e === 'string' ? e : o?.message;
-      if (typeof text === 'string' && text) message = text.slice(0, 500);
-      if (typeof o?.code === 'string') code = o.code;
-    } catch {
-      // not JSON: the status says enough
-    }
-    super(message);
-    this.code = code;
-  }
-}
 
 export async function createGateway(
   options: GatewayOptions,
@@ -367,119 +342,7 @@ export async function createGateway(
     return reply.code(outcome.status).send(outcome.body);
   });
 
-  // WebSocket chat: {type:'chat', content} → {type:'reply', content}; the socket keeps the conversation.
-  // Floods are bounded: message size (maxPayload), messages per second per socket (token bucket),
-  // one turn at a time per socket with a short queue, and the agent-wide model call limiter.
-  app.get('/ws', { websocket: true }, (socket, request) => {
-    const history: ChatMessage[] = [];
-    let historyChars = 0;
-    let tokens = limits.wsBurst;
-    let refilledAt = Date.now();
-    const pending: { content: string; model: string | undefined }[] = [];
-    let running = false;
-    let closed = false;
-    socket.on('close', () => {
-      closed = true;
-      pending.length = 0;
-    });
-    const send = (frame: Record<string, unknown>) => {
-      if (!closed) socket.send(JSON.stringify(frame));
-    };
-
-    const runTurn = async (content: string, modelName: string | undefined) => {
-      const release = await modelSlots.acquire();
-      if (!release) {
-        send({ type: 'error', error: 'This agent is busy: too many chat requests at once; retry shortly', code: 'AGENT_BUSY' });
-        return;
-      }
-      try {
-        if (closed) return;
-        history.push({ role: 'user', content });
-        historyChars += content.length;
-        while (history.length > 40 || (historyChars > limits.wsHistoryChars && history.length > 1))
-          historyChars -= String(history.shift()!.content).length;
-        const started = Date.now();
-        try {
-          const res = await complete(
-            { model: modelName, messages: withSystemPrompt(history, options.systemPrompt) },
-            AbortSignal.timeout(Math.min(LIMITS.chatWebSocketTimeoutMs, options.model.timeoutMs)),
-          );
-          if (!res.ok) throw new ModelRefusal(res.status, await res.text().catch(() => ''));
-          const json = (await res.json()) as { choices?: { message?: { content?: string } }[] };
-          const reply = json.choices?.[0]?.message?.content ?? '';
-          history.push({ role: 'assistant', content: reply });
-          historyChars += reply.length;
-          record(true, Date.now() - started);
-          request.log.info({ source: 'chat', model: modelName, ms: Date.now() - started, channel: 'websocket' }, 'chat reply sent');
-          send({ type: 'reply', content: reply });
-          options.reportTurn?.({ user: content, reply, responseMs: Date.now() - started, channel: 'websocket' });
-        } catch (err) {
-          const last = history[history.length - 1];
-          if (last?.role === 'user' && last.content === content) {
-            history.pop();
-            historyChars -= content.length;
-          }
-          record(false, 0);
-          request.log.error({ source: 'chat', err: (err as Error).message }, 'websocket chat failed');
-          const timeout = (err as Error).name === 'TimeoutError';
-          if (err instanceof ModelRefusal) send({ type: 'error', error: err.message, ...(err.code ? { code: err.code } : {}) });
-          else send({ type: 'error', error: timeout ? 'The model provider did not answer in time' : 'The model provider failed' });
-        }
-      } finally {
-        release();
-      }
-    };
-
-    const drain = async () => {
-      if (running) return;
-      running = true;
-      try {
-        while (pending.length > 0 && !closed) {
-          const next = pending.shift()!;
-          await runTurn(next.content, next.model);
-        }
-      } finally {
-        running = false;
-      }
-    };
-
-    socket.on('message', (raw: Buffer) => {
-      const now = Date.now();
-      tokens = Math.min(limits.wsBurst, tokens + ((now - refilledAt) / 1000) * limits.wsMessagesPerSecond);
-      refilledAt = now;
-      if (tokens < 1) {
-        send({ type: 'error', error: `Too many messages: at most ${limits.wsMessagesPerSecond} per second`, code: 'RATE_LIMITED' });
-        return;
-      }
-      tokens -= 1;
-      let msg: { type?: unknown; content?: unknown; model?: unknown };
-      try {
-        msg = JSON.parse(raw.toString('utf8'));
-      } catch {
-        send({ type: 'error', error: 'messages must be JSON' });
-        return;
-      }
-      if (msg.type === 'ping') {
-        send({ type: 'pong' });
-        return;
-      }
-      if (msg.type !== 'chat' || typeof msg.content !== 'string' || msg.content.length === 0) {
-        send({ type: 'error', error: "expected {type:'chat', content:string}" });
-        return;
-      }
-      if (!options.model.baseUrl) {
-        send({ type: 'error', error: modelMissing().error.message, code: 'MODEL_NOT_CONFIGURED' });
-        return;
-      }
-      if (pending.length >= limits.wsQueuePerSocket) {
-        send({ type: 'error', error: 'Too many chat messages waiting on this connection; wait for the replies', code: 'QUEUE_FULL' });
-        return;
-      }
-      const model = typeof msg.model === 'string' && msg.model ? msg.model : options.model.defaultModel;
-      pending.push({ content: msg.content, model });
-      void drain();
-    });
-  });
+  registerWebSocketChat(app, { options, limits, modelSlots, complete, record, modelMissing });
 
   return { app, stats, flushStats };
 }
