@@ -55,7 +55,7 @@ async function startFakeAgent(): Promise<FakeAgent> {
       res.writeHead(200, { 'content-type': 'image/svg+xml' }).end('<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>');
     } else if (path === '/v1/untyped') {
       res.writeHead(200).end(HOSTILE_PAGE);
-    } else if (path === '/v1/models') {
+    } else if (path === '/v1/json') {
       res.writeHead(200, { ...hostile, 'content-type': 'application/json' }).end('{"data":[]}');
     } else if (path === '/v1/stream') {
       // an answer that never ends on its own
@@ -161,7 +161,7 @@ describe('N6: agent answers never run on the platform origin', () => {
     }
     const json = await t.web.inject({
       method: 'GET',
-      url: `/api/agents/${o.agentId}/v1/models`,
+      url: `/api/agents/${o.agentId}/v1/json`,
       headers: { authorization: `Bearer ${o.key}` },
     });
     expect(json.headers['content-type']).toBe('application/json');
@@ -195,11 +195,11 @@ describe('N6: agent answers never run on the platform origin', () => {
     const o = await owner();
     const res = await t.web.inject({
       method: 'GET',
-      url: `/api/agents/${o.agentId}/v1/models`,
+      url: `/api/agents/${o.agentId}/v1/json`,
       headers: { cookie: `${o.cookie}; other=1`, 'proxy-authorization': 'Basic eDp5' },
     });
     expect(res.statusCode).toBe(200);
-    const seen = fake.seen.get('/v1/models')!;
+    const seen = fake.seen.get('/v1/json')!;
     expect(seen.cookie).toBeUndefined();
     expect(seen['proxy-authorization']).toBeUndefined();
     expect(seen.authorization).toBe(`Bearer ${GATEWAY_TOKEN}`);
