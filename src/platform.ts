@@ -52,6 +52,8 @@ import { createLedgerService } from './domains/payments/ledger/ledger.service.ts
 import { createMppMethod } from './domains/payments/mpp/mpp.ts';
 import { createReceiptSigner, deriveReceiptKey } from './domains/payments/sessions/receipts.ts';
 import { createPaymentSessionsService } from './domains/payments/sessions/sessions.service.ts';
+import { createSecurityEventsService } from './domains/security-events/risc.service.ts';
+import { createRiscVerifier, riscConfigUrl } from './domains/security-events/risc-verifier.ts';
 import { createSessionWalletService } from './domains/session-wallet/session-wallet.service.ts';
 import { createTradingService } from './domains/trading/trading.service.ts';
 import { createHttpTradingClient, type TradingClient } from './domains/trading/trading-client.ts';
@@ -67,6 +69,7 @@ import { buildWebApp } from './http/web/app.ts';
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
 import { createDeploymentWorker } from './workers/deployments.ts';
 import { createHeartbeatWorker } from './workers/heartbeats.ts';
+import { createSecurityEventsWorker } from './workers/security-events.ts';
 import { createWatchdogWorker } from './workers/watchdog.ts';
 
 export type PlatformDeps = {
@@ -101,6 +104,8 @@ export type PlatformDeps = {
   watchdogSettings?: Partial<WatchdogSettings>;
   /** false: startWorkers() does not start the watchdog (tests that drive it themselves) */
   watchdogEnabled?: boolean;
+  /** security events (tests): the JWKS refetch cooldown on an unknown kid, the worker's poll and retry delay, in ms */
+  securityEvents?: { refetchCooldownMs?: number; pollMs?: number; retryBaseMs?: number };
 };
 
 export function createPlatform(deps: PlatformDeps) {
@@ -141,6 +146,21 @@ export function createPlatform(deps: PlatformDeps) {
     sessionCache,
     nonceSecret: deps.secrets.secretsEncryptionKey,
     ...(deps.now ? { now: deps.now } : {}),
+  });
+  // §4.1 / §6 security events: the receivers verify and record, the worker (startWebJobs) acts
+  let securityEventsWorker: ReturnType<typeof createSecurityEventsWorker> | undefined;
+  const securityEvents = createSecurityEventsService({
+    db,
+    accounts,
+    verifier: createRiscVerifier({
+      issuer: config.IDP_ISSUER,
+      audiences: config.IDP_CLIENT_ID,
+      configUrl: riscConfigUrl(config.IDP_ISSUER, config.IDP_RISC_CONFIG_URL),
+      ...(deps.securityEvents?.refetchCooldownMs !== undefined ? { refetchCooldownMs: deps.securityEvents.refetchCooldownMs } : {}),
+    }),
+    logger: log,
+    onRecorded: () => securityEventsWorker?.wake(),
+    ...(deps.securityEvents?.retryBaseMs !== undefined ? { retryBaseMs: deps.securityEvents.retryBaseMs } : {}),
   });
   // the ledger is every wallet balance's one writer (docs/payments.md); an admin credits through it
   const ledger = createLedgerService({ db });
@@ -325,6 +345,7 @@ export function createPlatform(deps: PlatformDeps) {
       ledger,
       paymentSessions,
       gateway,
+      securityEvents,
     },
     buildWebApp: () =>
       buildWebApp(
@@ -353,6 +374,7 @@ export function createPlatform(deps: PlatformDeps) {
           bridge,
           watchdog,
           payments: { sessions: paymentSessions, gateway },
+          securityEvents,
         },
         appOptions,
       ),
@@ -385,9 +407,16 @@ export function createPlatform(deps: PlatformDeps) {
     },
     /**
      * Jobs of the web app (every web replica may run them; each is idempotent): purge spent SIWE
-     * nonces and sessions past their expiry (docs/security.md).
+     * nonces and sessions past their expiry (docs/security.md), and act on recorded security events
+     * (§6; each taken FOR UPDATE SKIP LOCKED).
      */
     startWebJobs() {
+      securityEventsWorker ??= createSecurityEventsWorker({
+        events: securityEvents,
+        logger: log,
+        ...(deps.securityEvents?.pollMs ? { pollMs: deps.securityEvents.pollMs } : {}),
+      });
+      securityEventsWorker.start();
       if (noncePurge) return;
       const purge = () => {
         void accounts.purgeExpiredNonces().catch((err) => log.warn({ err }, 'nonce purge failed'));
@@ -406,6 +435,7 @@ export function createPlatform(deps: PlatformDeps) {
     async close() {
       if (noncePurge) clearInterval(noncePurge);
       if (sessionExpiry) clearInterval(sessionExpiry);
+      await securityEventsWorker?.stop();
       await watchdogWorker?.stop();
       await heartbeatWorker?.stop();
       await worker?.stop();

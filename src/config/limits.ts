@@ -131,4 +131,15 @@ export const LIMITS = {
   /** §8 top-up amounts in cents (§4.4: 5, 10, 25, 50 agent calls); the default is 1000 */
   topUpAmountsCents: [500, 1000, 2500, 5000],
   topUpDefaultCents: 1000,
+  /** §4.6 / §8 calendar OAuth state: HMAC-signed, valid 10 minutes */
+  calendarStateTtlMs: 10 * 60 * 1000,
+  /** §4.6 / §8 availability: one-hour slots from 09:00 to 23:00 in the calendar's timezone */
+  calendarSlotFirstHour: 9,
+  calendarSlotEndHour: 23,
+  /** §4.6 list: the default window is now to now plus 30 days */
+  calendarListDefaultDays: 30,
+  /** refresh an access token this long before it expires (not shown), so a call never races its expiry */
+  calendarTokenRefreshMarginMs: 60 * 1000,
+  /** one calendar provider call (not shown): a hung provider answers 502, not a hung request */
+  calendarApiTimeoutMs: 10 * 1000,
 } as const;

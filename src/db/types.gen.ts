@@ -179,6 +179,17 @@ export interface BridgeReads {
   reader: string;
 }
 
+export interface CalendarConnections {
+  access_expires_at: Timestamp;
+  access_token_enc: string;
+  calendar_id: string;
+  created_at: Generated<Timestamp>;
+  refresh_token_enc: string | null;
+  timezone: string;
+  updated_at: Generated<Timestamp>;
+  user_id: string;
+}
+
 export interface CdpWallets {
   address: string;
   created_at: Generated<Timestamp>;
@@ -404,6 +415,7 @@ export interface DB {
   billing_events: BillingEvents;
   bridge_messages: BridgeMessages;
   bridge_reads: BridgeReads;
+  calendar_connections: CalendarConnections;
   cdp_wallets: CdpWallets;
   config_backups: ConfigBackups;
   deployments: Deployments;

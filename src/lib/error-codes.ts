@@ -108,6 +108,11 @@ export const ERROR_CODES = {
   TRADING_ERROR: { status: 500, summary: 'The trading service answered with an error' },
   TRADING_INVALID_RESPONSE: { status: 500, summary: 'The trading service answered something unreadable' },
 
+  // calendar (§4.6): 401 covers "not connected" as the specification says
+  CALENDAR_NOT_CONFIGURED: { status: 503, summary: 'Calendar connections are not configured (CALENDAR_CLIENT_ID, CALENDAR_CLIENT_SECRET)' },
+  CALENDAR_NOT_CONNECTED: { status: 401, summary: 'The user has no calendar connection (or the provider revoked it)' },
+  CALENDAR_UPSTREAM_FAILED: { status: 502, summary: 'The calendar provider failed, timed out or answered something unreadable' },
+
   // card processor (§2, §4.4)
   PROCESSOR_NOT_CONFIGURED: {
     status: 500,

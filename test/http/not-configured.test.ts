@@ -66,8 +66,8 @@ describe('GET /api/features', () => {
       },
       async (p) => {
         const res = await p.web.inject({ method: 'GET', url: '/api/features' });
-        // the calendar connection (§4.6) is not built on this version, whatever its settings
-        expect(res.json()).toEqual({ cardPayments: true, chainBalances: true, custodialWallets: true, calendar: false });
+        // CALENDAR_CLIENT_ID and CALENDAR_CLIENT_SECRET turn calendar connections on (§4.6)
+        expect(res.json()).toEqual({ cardPayments: true, chainBalances: true, custodialWallets: true, calendar: true });
       },
     );
   });

@@ -22,6 +22,7 @@ import type { SubscriptionsService } from '../../domains/payments/card/subscript
 import type { TopUpService } from '../../domains/payments/card/top-up.service.ts';
 import type { GatewayService } from '../../domains/payments/gateway/gateway.service.ts';
 import type { PaymentSessionsService } from '../../domains/payments/sessions/sessions.service.ts';
+import type { SecurityEventsService } from '../../domains/security-events/risc.service.ts';
 import type { SessionWalletService } from '../../domains/session-wallet/session-wallet.service.ts';
 import type { TradingService } from '../../domains/trading/trading.service.ts';
 import type { CdpWalletsService } from '../../domains/wallet/cdp-wallets.service.ts';
@@ -56,6 +57,7 @@ import { instanceRoutes } from './routes/instance.routes.ts';
 import { keysRoutes } from './routes/keys.routes.ts';
 import { logsRoutes } from './routes/logs.routes.ts';
 import { paymentsRoutes } from './routes/payments.routes.ts';
+import { securityEventsRoutes } from './routes/security-events.routes.ts';
 import { sessionWalletRoutes } from './routes/session-wallet.routes.ts';
 import { topUpRoutes } from './routes/top-up.routes.ts';
 import { tradingRoutes } from './routes/trading.routes.ts';
@@ -98,6 +100,8 @@ export type WebServices = {
   payments?: { sessions: PaymentSessionsService; gateway: GatewayService };
   /** §3 watchdog state in agent responses and GET /api/agents/:id/watchdog */
   watchdog?: WatchdogService;
+  /** §4.1 / §6 security event receivers (RISC) */
+  securityEvents?: SecurityEventsService;
 };
 
 export async function buildWebApp(config: Config, services: WebServices, options: { logger?: FastifyBaseLogger } = {}): Promise<App> {
@@ -219,6 +223,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
         runtimeModel: (model) => runtimeModel(services.ai.catalog, model),
       }),
     hostingWebhookRoutes({ hostingStatus: services.hostingStatus }),
+    services.securityEvents && securityEventsRoutes({ events: services.securityEvents }),
     services.usageReport && usageRoutes({ report: services.usageReport }),
     services.usageReport && agentUsageRoutes({ report: services.usageReport, budgets: services.ai.budgets }),
     services.files && browseWebRoutes({ files: services.files }),

@@ -2,7 +2,7 @@
  * What this server offers (not in the specification; docs/dashboard.md "What the server offers"):
  * the integrations whose settings are set. The dashboard reads it once and does not offer what
  * cannot work (a card top-up without a card processor, balances without a chain RPC, a calendar
- * connection that is not built). The routes of an integration that is not configured still answer,
+ * connection without its OAuth client). The routes of an integration that is not configured still answer,
  * with their documented "not configured" error (§7), logged as one warning line.
  */
 import { z } from 'zod';
@@ -17,7 +17,7 @@ const features = z.object({
   custodialWallets: z.boolean().describe('CDP_API_KEY_ID and CDP_API_KEY_SECRET are set: custodial wallets (POST /api/wallet/create)'),
   calendar: z
     .boolean()
-    .describe('Calendar connections (§4.6): false on this version, whose calendar endpoints are not built, whatever CALENDAR_* say'),
+    .describe('CALENDAR_CLIENT_ID and CALENDAR_CLIENT_SECRET are set: calendar connections (§4.6, /api/calendar)'),
 });
 
 export type Features = z.infer<typeof features>;
@@ -27,7 +27,7 @@ export function featuresOf(config: Pick<Config, 'configured' | 'TEMPO_RPC_URL'>)
     cardPayments: config.configured.stripe,
     chainBalances: config.TEMPO_RPC_URL !== undefined,
     custodialWallets: config.configured.cdp,
-    calendar: false,
+    calendar: config.configured.calendar,
   };
 }
 
