@@ -10,6 +10,7 @@ import type { Config } from './config/env.ts';
 import type { Secrets } from './config/secrets.ts';
 import type { Db } from './db/client.ts';
 import { createAccountsService } from './domains/accounts/accounts.service.ts';
+import { createExternalSignIn } from './domains/accounts/external-signin.service.ts';
 import { allowAllBotVerifier, type BotVerifier, createSiteverifyBotVerifier } from './domains/accounts/bot-verifier.ts';
 import { createSessionCache, type SessionCache } from './domains/accounts/session-cache.ts';
 import { createChainSignatureVerifier, type SignatureVerifier } from './domains/accounts/siwe-verifier.ts';
@@ -145,6 +146,14 @@ export function createPlatform(deps: PlatformDeps) {
     signatureVerifier,
     sessionCache,
     nonceSecret: deps.secrets.secretsEncryptionKey,
+    ...(deps.now ? { now: deps.now } : {}),
+  });
+  // §4.1 identity-provider and code-host sign-in; its sessions are the accounts service's
+  const externalSignIn = createExternalSignIn({
+    db,
+    config,
+    accounts,
+    secretsKey: deps.secrets.secretsEncryptionKey,
     ...(deps.now ? { now: deps.now } : {}),
   });
   // §4.1 / §6 security events: the receivers verify and record, the worker (startWebJobs) acts
@@ -363,6 +372,7 @@ export function createPlatform(deps: PlatformDeps) {
           agentsWeb,
           ai,
           accounts,
+          externalSignIn,
           health,
           trading,
           sessionWallet,

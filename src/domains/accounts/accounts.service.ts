@@ -36,7 +36,7 @@ export type RequestMeta = { ip: string; userAgent: string | null };
 export type NewSession = { token: string; expiresAt: Date; user: { id: string; name: string } };
 
 const REFERRAL_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
-function newReferralCode(): string {
+export function newReferralCode(): string {
   const bytes = randomBytes(8);
   let out = '';
   for (const b of bytes) out += REFERRAL_ALPHABET[b % REFERRAL_ALPHABET.length];
@@ -163,6 +163,11 @@ export function createAccountsService(deps: AccountsDeps) {
       if (!user?.password_hash || !ok) throw unauthorized('Invalid credentials');
       await attempt.succeeded();
       return createSession(user.id, user.name, meta);
+    },
+
+    /** A session for a user another sign-in method has authenticated (identity provider, code host: ./external-signin.service.ts). */
+    issueSession(userId: string, name: string, meta: RequestMeta): Promise<NewSession> {
+      return createSession(userId, name, meta);
     },
 
     /** The user behind a cookie token, or null (unknown, expired or signed-out session). */

@@ -3,6 +3,7 @@ import fastifyCookie from '@fastify/cookie';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config/env.ts';
 import type { AccountsService } from '../../domains/accounts/accounts.service.ts';
+import type { ExternalSignIn } from '../../domains/accounts/external-signin.service.ts';
 import type { AdminService } from '../../domains/admin/admin.service.ts';
 import type { AgentsWebService } from '../../domains/agents/agents.web.service.ts';
 import type { AgentGateway } from '../../domains/agents/gateway/client.ts';
@@ -52,6 +53,7 @@ import { demoRoutes } from './routes/demo.routes.ts';
 import { featuresOf, featuresRoutes } from './routes/features.routes.ts';
 import { webHealthRoutes } from './routes/health.routes.ts';
 import { heartbeatRoutes } from './routes/heartbeat.routes.ts';
+import { identityRoutes } from './routes/identity.routes.ts';
 import { hostingWebhookRoutes } from './routes/hosting-webhook.routes.ts';
 import { instanceRoutes } from './routes/instance.routes.ts';
 import { keysRoutes } from './routes/keys.routes.ts';
@@ -81,6 +83,8 @@ export type WebServices = {
   agentsWeb: AgentsWebService;
   ai: AiService;
   accounts: AccountsService;
+  /** §4.1 sign-in with the identity provider and the code host */
+  externalSignIn?: ExternalSignIn;
   health: HealthService;
   workflows: WorkflowsService;
   heartbeat: HeartbeatService;
@@ -186,6 +190,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
   };
   await mountRoutes(app, scopes, [
     accountsRoutes({ accounts, session }),
+    services.externalSignIn && identityRoutes({ signIn: services.externalSignIn, session, secure: config.secureCookies }),
     webHealthRoutes({ health: services.health }),
     featuresRoutes({ features: featuresOf(config) }),
     services.admin && adminRoutes({ admin: services.admin }),

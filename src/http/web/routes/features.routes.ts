@@ -15,6 +15,10 @@ const features = z.object({
     .describe('STRIPE_SECRET_KEY is set: card top-ups (GET /api/wallet/top-up) and plan checkout (POST /api/billing/checkout)'),
   chainBalances: z.boolean().describe('TEMPO_RPC_URL is set: stablecoin balances by address (GET /api/wallet?address=)'),
   custodialWallets: z.boolean().describe('CDP_API_KEY_ID and CDP_API_KEY_SECRET are set: custodial wallets (POST /api/wallet/create)'),
+  idp: z.boolean().describe('IDP_CLIENT_ID and IDP_CLIENT_SECRET are set: sign-in with the identity provider (GET /api/auth/idp)'),
+  codehost: z
+    .boolean()
+    .describe('CODEHOST_CLIENT_ID and CODEHOST_CLIENT_SECRET are set: sign-in with the code host (GET /api/auth/codehost)'),
   calendar: z
     .boolean()
     .describe('CALENDAR_CLIENT_ID and CALENDAR_CLIENT_SECRET are set: calendar connections (§4.6, /api/calendar)'),
@@ -27,6 +31,8 @@ export function featuresOf(config: Pick<Config, 'configured' | 'TEMPO_RPC_URL'>)
     cardPayments: config.configured.stripe,
     chainBalances: config.TEMPO_RPC_URL !== undefined,
     custodialWallets: config.configured.cdp,
+    idp: config.configured.idp,
+    codehost: config.configured.codehost,
     calendar: config.configured.calendar,
   };
 }
