@@ -9,6 +9,18 @@ export type Generated<T> = T extends ColumnType<infer S, infer I, infer U>
   ? ColumnType<S, I | undefined, U>
   : ColumnType<T, T | undefined, T>;
 
+export type Json = JsonValue;
+
+export type JsonArray = JsonValue[];
+
+export type JsonObject = {
+  [x: string]: JsonValue | undefined;
+};
+
+export type JsonPrimitive = boolean | number | string | null;
+
+export type JsonValue = JsonArray | JsonObject | JsonPrimitive;
+
 export type Numeric = ColumnType<string, number | string, number | string>;
 
 export type Timestamp = ColumnType<Date, Date | string, Date | string>;
@@ -290,6 +302,15 @@ export interface MppPayments {
   tx_hash: string;
 }
 
+export interface PasswordResetTokens {
+  created_at: Generated<Timestamp>;
+  expires_at: Timestamp;
+  id: Generated<string>;
+  token_hash: Buffer;
+  used_at: Timestamp | null;
+  user_id: string;
+}
+
 export interface PaymentSessions {
   address: string;
   created_at: Generated<Timestamp>;
@@ -303,6 +324,21 @@ export interface PaymentSessions {
   status: Generated<"active" | "closed" | "expired">;
   token_hash: Buffer;
   user_id: string | null;
+}
+
+export interface RiscEvents {
+  attempts: Generated<number>;
+  events: Json;
+  issuer: string;
+  jti: string;
+  last_error: string | null;
+  legacy_email: string | null;
+  next_attempt_at: Generated<Timestamp>;
+  outcome: Json | null;
+  processed_at: Timestamp | null;
+  received_at: Generated<Timestamp>;
+  receiver: string;
+  state: Generated<string>;
 }
 
 export interface Sessions {
@@ -424,7 +460,9 @@ export interface DB {
   ledger_entries: LedgerEntries;
   linked_accounts: LinkedAccounts;
   mpp_payments: MppPayments;
+  password_reset_tokens: PasswordResetTokens;
   payment_sessions: PaymentSessions;
+  risc_events: RiscEvents;
   session_wallets: SessionWallets;
   sessions: Sessions;
   siwe_nonces: SiweNonces;

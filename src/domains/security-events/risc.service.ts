@@ -1,0 +1,213 @@
+/**
+ * Security events from the identity provider (§4.1 "Security event receivers", §6).
+ *
+ * Receiving and acting are split so the work after the 202 is durable: `receive` verifies the
+ * token (risc-verifier.ts), records the event under its `jti` in risc_events in one statement and
+ * returns; the worker (src/workers/security-events.ts) calls `processNext`, which takes a pending
+ * event with FOR UPDATE SKIP LOCKED, acts on it and marks it done in the same transaction. An
+ * event recorded just before a crash stays pending and is acted on by whichever process polls next.
+ *
+ * Every action is idempotent (sessions deleted, a flag set or cleared, stored tokens dropped): a
+ * process that dies after acting and before committing `done` leaves the event pending, and acting
+ * on it again changes nothing more.
+ */
+import { createHash } from 'node:crypto';
+import { LIMITS } from '../../config/limits.ts';
+import type { Db } from '../../db/client.ts';
+import { badRequest } from '../../lib/errors.ts';
+import type { AccountsService } from '../accounts/accounts.service.ts';
+import { type RiscEventRow, riscRepo } from './risc.repo.ts';
+import type { RiscVerifier } from './risc-verifier.ts';
+
+/** §6: `<schema_base>/risc/event-type/<name>` and `<schema_base>/oauth/event-type/tokens-revoked`. */
+export const SCHEMA_BASE = 'https://schemas.openid.net/secevent';
+const RISC = `${SCHEMA_BASE}/risc/event-type`;
+export const RISC_EVENTS = {
+  accountDisabled: `${RISC}/account-disabled`,
+  accountEnabled: `${RISC}/account-enabled`,
+  sessionsRevoked: `${RISC}/sessions-revoked`,
+  tokensRevoked: `${SCHEMA_BASE}/oauth/event-type/tokens-revoked`,
+  credentialChangeRequired: `${RISC}/account-credential-change-required`,
+  verification: `${RISC}/verification`,
+} as const;
+
+/** §4.1 GET /api/security/risc `events_supported`, in the specification's order and words. */
+export const EVENTS_SUPPORTED = [
+  'account-disabled',
+  'account-enabled',
+  'sessions-revoked',
+  'tokens-revoked',
+  'account-credential-change-required',
+  'verification',
+] as const;
+
+/** §6 legacy receiver: these revoke every session; account-enabled does nothing; others are ignored. */
+export const LEGACY_REVOKING_EVENTS = ['account-compromised', 'account-disabled', 'sessions-revoked', 'identifier-changed'] as const;
+
+export type SecurityEventsLogger = {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+};
+
+export type SecurityEventsDeps = {
+  db: Db;
+  verifier: RiscVerifier;
+  /** ends every session of a user in every app instance (the session cache's eviction bus) */
+  accounts: Pick<AccountsService, 'revokeAllSessions'>;
+  logger?: SecurityEventsLogger;
+  /** an event was recorded: the worker of this process may look at once */
+  onRecorded?: () => void;
+  /** a failed event is tried again after this, doubling (default LIMITS.riscRetryBaseMs) */
+  retryBaseMs?: number;
+  maxAttempts?: number;
+};
+
+type Outcome = { event: string; userIds: string[]; action: string };
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
+/** `https://…/event-type/account-disabled` or a bare `account-disabled` → `account-disabled` */
+const eventName = (type: string) => type.slice(type.lastIndexOf('/') + 1);
+
+export function createSecurityEventsService(deps: SecurityEventsDeps) {
+  const { db, verifier } = deps;
+  const log: SecurityEventsLogger = deps.logger ?? { info() {}, warn() {} };
+  const retryBaseMs = deps.retryBaseMs ?? LIMITS.riscRetryBaseMs;
+  const maxAttempts = deps.maxAttempts ?? LIMITS.riscMaxAttempts;
+
+  async function record(e: Parameters<typeof riscRepo.record>[1]): Promise<{ duplicate: boolean }> {
+    const inserted = await riscRepo.record(db.kysely, e);
+    // event types and the jti only: never the token, never the subject's email
+    log.info({ jti: e.jti, receiver: e.receiver, events: Object.keys(e.events), duplicate: !inserted }, 'security event received');
+    if (inserted) deps.onRecorded?.();
+    return { duplicate: !inserted };
+  }
+
+  /** §6 users: by subject id (the linked identity-provider account), else by email. */
+  async function usersOf(data: unknown): Promise<string[]> {
+    const subject = isObject(data) && isObject(data.subject) ? data.subject : {};
+    const sub = str(subject.sub);
+    const email = str(subject.email);
+    const bySub = sub ? await riscRepo.usersBySubject(db.kysely, sub) : [];
+    if (bySub.length > 0 || !email) return bySub;
+    return riscRepo.usersByEmail(db.kysely, email);
+  }
+
+  const revokeSessions = async (userIds: string[]) => {
+    for (const id of userIds) await deps.accounts.revokeAllSessions(id);
+  };
+
+  /** §6's event table, one event type. */
+  async function actOnPrimary(type: string, data: unknown): Promise<Outcome> {
+    const event = eventName(type);
+    const done = (userIds: string[], action: string) => ({ event, userIds, action });
+    switch (type) {
+      case RISC_EVENTS.verification:
+        // the provider testing the stream: its `state` is what an operator compares
+        log.info({ state: isObject(data) ? str(data.state) : undefined }, 'security event stream verified');
+        return done([], 'acknowledged');
+      case RISC_EVENTS.accountDisabled: {
+        const userIds = await usersOf(data);
+        const hijacking = isObject(data) && data.reason === 'hijacking';
+        // the flag first: no identity-provider sign-in may slip in between the revocation and it
+        if (hijacking) for (const id of userIds) await riscRepo.disableIdpSignIn(db.kysely, id);
+        await revokeSessions(userIds);
+        return done(userIds, hijacking ? 'idp sign-in disabled, sessions revoked' : 'sessions revoked');
+      }
+      case RISC_EVENTS.accountEnabled: {
+        const userIds = await usersOf(data);
+        for (const id of userIds) await riscRepo.enableIdpSignIn(db.kysely, id);
+        return done(userIds, 'idp sign-in enabled');
+      }
+      case RISC_EVENTS.sessionsRevoked: {
+        const userIds = await usersOf(data);
+        await revokeSessions(userIds);
+        return done(userIds, 'sessions revoked');
+      }
+      case RISC_EVENTS.tokensRevoked: {
+        const userIds = await usersOf(data);
+        for (const id of userIds) await riscRepo.dropIdpRefreshTokens(db.kysely, id);
+        await revokeSessions(userIds);
+        return done(userIds, 'refresh tokens dropped, sessions revoked');
+      }
+      case RISC_EVENTS.credentialChangeRequired: {
+        const userIds = await usersOf(data);
+        log.warn({ userIds }, 'identity provider requires a credential change');
+        return done(userIds, 'logged');
+      }
+      default:
+        log.info({ event: type }, 'security event type not acted on');
+        return done([], 'ignored');
+    }
+  }
+
+  /** §6 legacy receiver: users by the token's `sub` (an email). */
+  async function actOnLegacy(type: string, email: string | null): Promise<Outcome> {
+    const event = eventName(type);
+    if (!(LEGACY_REVOKING_EVENTS as readonly string[]).includes(event)) {
+      return { event, userIds: [], action: event === 'account-enabled' ? 'nothing' : 'ignored' };
+    }
+    const userIds = email ? await riscRepo.usersByEmail(db.kysely, email) : [];
+    await revokeSessions(userIds);
+    return { event, userIds, action: 'sessions revoked' };
+  }
+
+  async function act(row: RiscEventRow): Promise<Outcome[]> {
+    const outcomes: Outcome[] = [];
+    for (const [type, data] of Object.entries(row.events)) {
+      outcomes.push(row.receiver === 'legacy' ? await actOnLegacy(type, row.legacy_email) : await actOnPrimary(type, data));
+    }
+    return outcomes;
+  }
+
+  return {
+    /** POST /api/security/risc: verify (§6 order), record under `jti`; nothing is acted on here. */
+    async receive(token: string): Promise<{ duplicate: boolean }> {
+      if (token === '') throw badRequest('Empty body: expected a security event token');
+      const { payload } = await verifier.verify(token);
+      const jti = str(payload.jti);
+      if (!jti || jti.length > 256) throw badRequest('Invalid token: no jti');
+      if (!isObject(payload.events) || Object.keys(payload.events).length === 0) throw badRequest('Invalid token: no events');
+      return record({ jti, receiver: 'primary', issuer: payload.iss!, events: payload.events, legacyEmail: null });
+    },
+
+    /**
+     * POST /api/auth/idp/risc (legacy): the three-part check first (400), then the same issuer
+     * and RS256 signature checks as the primary receiver (an audience is checked when present):
+     * an unsigned token must never end anyone's sessions. Users by `sub`, which is an email.
+     */
+    async receiveLegacy(token: string): Promise<{ duplicate: boolean }> {
+      if (token.split('.').length !== 3) throw badRequest('Invalid token: expected three dot-separated parts');
+      const { payload } = await verifier.verify(token, { requireAudience: false });
+      if (!isObject(payload.events) || Object.keys(payload.events).length === 0) throw badRequest('Invalid token: no events');
+      const jti = str(payload.jti) ?? `sha256:${createHash('sha256').update(token).digest('base64url')}`;
+      if (jti.length > 256) throw badRequest('Invalid token: jti too long');
+      return record({ jti, receiver: 'legacy', issuer: payload.iss!, events: payload.events, legacyEmail: str(payload.sub) ?? null });
+    },
+
+    /**
+     * Takes one due event and acts on it (the worker's step); false when none was due. A failure
+     * puts it back for a later attempt (doubling delays), and after the last attempt marks it failed.
+     */
+    async processNext(): Promise<boolean> {
+      return db.kysely.transaction().execute(async (trx) => {
+        const row = await riscRepo.takeDue(trx);
+        if (!row) return false;
+        try {
+          const outcome = await act(row);
+          await riscRepo.markDone(trx, row.jti, outcome);
+          log.info({ jti: row.jti, outcome }, 'security event processed');
+        } catch (err) {
+          const attempt = row.attempts + 1;
+          const retryInMs = attempt >= maxAttempts ? null : retryBaseMs * 2 ** (attempt - 1);
+          const message = err instanceof Error ? err.message : String(err);
+          await riscRepo.markFailed(trx, row.jti, message, retryInMs);
+          log.warn({ jti: row.jti, attempt, retryInMs, error: message }, 'security event processing failed');
+        }
+        return true;
+      });
+    },
+  };
+}
+
+export type SecurityEventsService = ReturnType<typeof createSecurityEventsService>;
