@@ -31,6 +31,7 @@ import { createStoredPlans } from './domains/ai/stored-plans.ts';
 import type { UsageStore } from './domains/ai/usage.ts';
 import { createUsageReport } from './domains/ai/usage-report.ts';
 import { createBridgeService } from './domains/bridge/bridge.service.ts';
+import { createCalendarService } from './domains/calendar/calendar.service.ts';
 import { createChatService } from './domains/chat/chat.service.ts';
 import { createConfigService } from './domains/config/config.service.ts';
 import { createFilesService } from './domains/files/files.service.ts';
@@ -328,6 +329,16 @@ export function createPlatform(deps: PlatformDeps) {
   let heartbeatWorker: ReturnType<typeof createHeartbeatWorker> | undefined;
   // §4.17 file explorer: one service behind the backend's key routes and the web app's session routes
   const files = createFilesService({ db, driver });
+  // §4.6 calendar connections, when the OAuth client is configured
+  const calendar = config.configured.calendar
+    ? createCalendarService({
+        db,
+        config,
+        secretsKey: deps.secrets.secretsEncryptionKey,
+        log,
+        ...(deps.now ? { now: () => deps.now!().getTime() } : {}),
+      })
+    : undefined;
 
   return {
     services: {
@@ -362,6 +373,7 @@ export function createPlatform(deps: PlatformDeps) {
         {
           usageReport: createUsageReport({ db, ...(deps.now ? { now: deps.now } : {}) }),
           files,
+          ...(calendar ? { calendar } : {}),
           cdpWallets,
           chat,
           agentGateway,

@@ -11,6 +11,7 @@ import { runtimeModel } from '../../domains/ai/agent-gateway.ts';
 import type { AiService } from '../../domains/ai/ai.service.ts';
 import type { UsageReportFn } from '../../domains/ai/usage-report.ts';
 import type { BridgeService } from '../../domains/bridge/bridge.service.ts';
+import type { CalendarService } from '../../domains/calendar/calendar.service.ts';
 import type { ChatService } from '../../domains/chat/chat.service.ts';
 import type { ConfigService } from '../../domains/config/config.service.ts';
 import type { FilesService } from '../../domains/files/files.service.ts';
@@ -45,6 +46,7 @@ import { agentsRoutes } from './routes/agents.routes.ts';
 import { billingRoutes } from './routes/billing.routes.ts';
 import { bridgeRoutes } from './routes/bridge.routes.ts';
 import { browseWebRoutes } from './routes/browse.web.routes.ts';
+import { calendarRoutes } from './routes/calendar.routes.ts';
 import { cdpWalletRoutes } from './routes/cdp-wallet.routes.ts';
 import { chatRoutes } from './routes/chat.routes.ts';
 import { configRoutes } from './routes/config.routes.ts';
@@ -104,6 +106,8 @@ export type WebServices = {
   payments?: { sessions: PaymentSessionsService; gateway: GatewayService };
   /** §3 watchdog state in agent responses and GET /api/agents/:id/watchdog */
   watchdog?: WatchdogService;
+  /** §4.6 calendar connections (unset without CALENDAR_CLIENT_ID/SECRET: the routes answer 503) */
+  calendar?: CalendarService;
   /** §4.1 / §6 security event receivers (RISC) */
   securityEvents?: SecurityEventsService;
 };
@@ -232,6 +236,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.usageReport && usageRoutes({ report: services.usageReport }),
     services.usageReport && agentUsageRoutes({ report: services.usageReport, budgets: services.ai.budgets }),
     services.files && browseWebRoutes({ files: services.files }),
+    calendarRoutes({ calendar: services.calendar, session }),
     // the dashboard (dashboard/, docs/dashboard.md): static pages, hidden from the OpenAPI description
     dashboardRoutes({ distDir: config.DASHBOARD_DIR }),
   ]);
