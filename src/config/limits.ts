@@ -142,7 +142,6 @@ export const LIMITS = {
   calendarTokenRefreshMarginMs: 60 * 1000,
   /** one calendar provider call (not shown): a hung provider answers 502, not a hung request */
   calendarApiTimeoutMs: 10 * 1000,
-} as const;
   /** §8 signing-key cache (security events, §6): the RISC configuration and its JWKS, 24 hours */
   riscKeyCacheMs: 24 * 60 * 60 * 1000,
   /** not shown: an unknown `kid` refetches the JWKS at most this often, so forged kids cannot flood the provider */
@@ -150,3 +149,4 @@ export const LIMITS = {
   /** not shown: a failed security event is tried again after this, doubling, up to riscMaxAttempts */
   riscRetryBaseMs: 5 * 1000,
   riscMaxAttempts: 8,
+} as const;
