@@ -1779,6 +1779,227 @@ export interface paths {
     patch: never;
     trace: never;
   };
+  "/api/auth/codehost": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        302: {
+          headers: { [name: string]: unknown };
+          content: never;
+        };
+      };
+    };
+    put: never;
+    post: never;
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/auth/codehost/callback": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: {
+          code?: string;
+          state?: string;
+          error?: string;
+        };
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        302: {
+          headers: { [name: string]: unknown };
+          content: never;
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    put: never;
+    post: never;
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/auth/idp": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        302: {
+          headers: { [name: string]: unknown };
+          content: never;
+        };
+      };
+    };
+    put: never;
+    post: never;
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/auth/idp/callback": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: {
+          code?: string;
+          state?: string;
+          error?: string;
+        };
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        302: {
+          headers: { [name: string]: unknown };
+          content: never;
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    put: never;
+    post: never;
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/auth/idp/risc": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: never;
+    post: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              ok: true;
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        503: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/auth/linked-accounts": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              accounts: {
+                id: string;
+                provider: "idp" | "codehost";
+                email: string | null;
+                linkedAt: string;
+              }[];
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    put: never;
+    post: never;
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
   "/api/auth/login": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
     get: never;
@@ -1899,6 +2120,118 @@ export interface paths {
           };
         };
         429: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/auth/password-reset/confirm": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: never;
+    post: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          "application/json": {
+            token: string;
+            password: string;
+          };
+        };
+      };
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              ok: true;
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/auth/password-reset/request": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: never;
+    post: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          "application/json": {
+            email: string;
+          };
+        };
+      };
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              ok: true;
+              message: string;
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        429: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        503: {
           headers: { [name: string]: unknown };
           content: {
             "application/json": {
@@ -3022,6 +3355,268 @@ export interface paths {
     patch: never;
     trace: never;
   };
+  "/api/calendar": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: {
+          action?: string;
+          start?: string;
+          end?: string;
+          date?: string;
+        };
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": ({
+              connected: boolean;
+            } | {
+              events: {
+                id: string;
+                summary?: string;
+                description?: string;
+                start: {
+                  dateTime?: string;
+                  date?: string;
+                };
+                end: {
+                  dateTime?: string;
+                  date?: string;
+                };
+                location?: string;
+                attendees?: string[];
+              }[];
+              timezone: string;
+            } | {
+              availableSlots: {
+                start: string;
+                end: string;
+              }[];
+              busySlots: {
+                start: string;
+                end: string;
+              }[];
+              date: string;
+              timezone: string;
+            });
+          };
+        };
+        302: {
+          headers: { [name: string]: unknown };
+          content: never;
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        502: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        503: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    put: never;
+    post: {
+      parameters: {
+        query?: {
+          action?: string;
+        };
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          "application/json": {
+            action?: string;
+            [key: string]: unknown;
+          };
+        };
+      };
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": ({
+              success: true;
+              eventId: string;
+              event: {
+                id: string;
+                summary?: string;
+                description?: string;
+                start: {
+                  dateTime?: string;
+                  date?: string;
+                };
+                end: {
+                  dateTime?: string;
+                  date?: string;
+                };
+                location?: string;
+                attendees?: string[];
+              };
+            } | {
+              success: true;
+              event: {
+                id: string;
+                summary?: string;
+                description?: string;
+                start: {
+                  dateTime?: string;
+                  date?: string;
+                };
+                end: {
+                  dateTime?: string;
+                  date?: string;
+                };
+                location?: string;
+                attendees?: string[];
+              };
+            } | {
+              success: true;
+              eventId: string;
+            } | {
+              authUrl: string;
+            } | {
+              success: true;
+            });
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        502: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        503: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/calendar/callback": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: {
+          code?: string;
+          state?: string;
+          error?: string;
+        };
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        302: {
+          headers: { [name: string]: unknown };
+          content: never;
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    put: never;
+    post: never;
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
   "/api/chat": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
     get: never;
@@ -3417,7 +4012,10 @@ export interface paths {
               cardPayments: boolean;
               chainBalances: boolean;
               custodialWallets: boolean;
+              idp: boolean;
+              codehost: boolean;
               calendar: boolean;
+              passwordReset: boolean;
             };
           };
         };
@@ -4590,6 +5188,72 @@ export interface paths {
           };
         };
         429: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/security/risc": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              status: "ok";
+              endpoint: "/api/security/risc";
+              description: string;
+              events_supported: ("account-disabled" | "account-enabled" | "sessions-revoked" | "tokens-revoked" | "account-credential-change-required" | "verification")[];
+            };
+          };
+        };
+      };
+    };
+    put: never;
+    post: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        202: {
+          headers: { [name: string]: unknown };
+          content: never;
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        503: {
           headers: { [name: string]: unknown };
           content: {
             "application/json": {
