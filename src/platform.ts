@@ -12,6 +12,8 @@ import type { Db } from './db/client.ts';
 import { createAccountsService } from './domains/accounts/accounts.service.ts';
 import { createExternalSignIn } from './domains/accounts/external-signin.service.ts';
 import { allowAllBotVerifier, type BotVerifier, createSiteverifyBotVerifier } from './domains/accounts/bot-verifier.ts';
+import { createSmtpMailer, defaultMailFrom } from './domains/accounts/mailer.ts';
+import { createPasswordResetService } from './domains/accounts/password-reset.ts';
 import { createSessionCache, type SessionCache } from './domains/accounts/session-cache.ts';
 import { createChainSignatureVerifier, type SignatureVerifier } from './domains/accounts/siwe-verifier.ts';
 import { createAdminService } from './domains/admin/admin.service.ts';
@@ -155,6 +157,18 @@ export function createPlatform(deps: PlatformDeps) {
     config,
     accounts,
     secretsKey: deps.secrets.secretsEncryptionKey,
+    ...(deps.now ? { now: deps.now } : {}),
+  });
+  // password reset by email (docs/security.md "Password reset"): a 503 without SMTP_URL
+  const passwordReset = createPasswordResetService({
+    db,
+    config,
+    rateLimiter,
+    logger: log,
+    mailer: config.SMTP_URL
+      ? createSmtpMailer({ url: config.SMTP_URL, from: config.MAIL_FROM ?? defaultMailFrom(config.PUBLIC_URL) })
+      : undefined,
+    revokeAllSessions: (userId) => accounts.revokeAllSessions(userId),
     ...(deps.now ? { now: deps.now } : {}),
   });
   // §4.1 / §6 security events: the receivers verify and record, the worker (startWebJobs) acts
@@ -352,6 +366,7 @@ export function createPlatform(deps: PlatformDeps) {
       watchdog,
       ai,
       accounts,
+      passwordReset,
       health,
       trading,
       sessionWallet,
@@ -391,6 +406,7 @@ export function createPlatform(deps: PlatformDeps) {
           hostingStatus,
           agentConfig,
           keys,
+          passwordReset,
           workflows,
           heartbeat,
           bridge,
@@ -443,6 +459,7 @@ export function createPlatform(deps: PlatformDeps) {
       const purge = () => {
         void accounts.purgeExpiredNonces().catch((err) => log.warn({ err }, 'nonce purge failed'));
         void accounts.purgeExpiredSessions().catch((err) => log.warn({ err }, 'expired session purge failed'));
+        void passwordReset.purgeExpired().catch((err) => log.warn({ err }, 'password reset link purge failed'));
       };
       purge();
       noncePurge = setInterval(purge, config.NONCE_PURGE_INTERVAL_MS);
@@ -467,6 +484,7 @@ export function createPlatform(deps: PlatformDeps) {
         if (worker) await agents.settleAfterShutdown().catch((err: Error) => log.warn({ error: err.message }, 'agent status not recorded'));
       }
       await ai.close();
+      await passwordReset.close();
       await rateLimiter.close();
       await sessionCache.close();
       await keyCache.close();

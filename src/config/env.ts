@@ -101,6 +101,14 @@ const envSchema = z.object({
   SIWE_CHAIN_ID: positiveInt(8453),
   SIWE_RPC_URL: url('https://mainnet.base.org'),
   WALLET_EMAIL_DOMAIN: z.string().min(1).default('wallet.local'),
+  /** added (docs/configuration.md "Email"): the SMTP server password reset mails go through, `smtp://user:pass@host:587` or `smtps://…:465`; unset: no reset by email */
+  SMTP_URL: optionalString.refine((v) => v === undefined || /^smtps?:\/\/\S+$/.test(v), { error: 'must be an smtp:// or smtps:// URL' }),
+  /** added: the From of those mails, `Name <address>` or an address; default `Agent platform <no-reply@<PUBLIC_URL host>>` */
+  MAIL_FROM: optionalString,
+  /** added: password reset requests per IP per hour */
+  PASSWORD_RESET_RATE_LIMIT: positiveInt(10),
+  /** added: password reset requests per email address per hour (whether or not it has an account) */
+  PASSWORD_RESET_EMAIL_RATE_LIMIT: positiveInt(3),
 
   // Agents and hosting
   HOSTING_DRIVER: z.enum(['local', 'render', 'docker', 'kubernetes']).default('local'),
@@ -332,6 +340,7 @@ export function integrationsOff(config: Config): string[] {
     [!config.configured.turnstile, 'bot detection on register (TURNSTILE_SECRET_KEY)'],
     [!config.configured.idp, 'identity provider sign-in (IDP_CLIENT_ID, IDP_CLIENT_SECRET)'],
     [!config.configured.codehost, 'code host sign-in (CODEHOST_CLIENT_ID, CODEHOST_CLIENT_SECRET)'],
+    [config.SMTP_URL === undefined, 'password reset by email (SMTP_URL)'],
     [!config.configured.router, 'AI model router (ROUTER_API_KEY)'],
     [!config.configured.stripe, 'card payments (STRIPE_SECRET_KEY)'],
     [!config.configured.trading, 'trading service (TRADING_API_URL)'],

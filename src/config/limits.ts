@@ -11,6 +11,10 @@ export const LIMITS = {
   referralCodeMaxLength: 20,
   /** §8 session cookie lifetime: 30 days */
   sessionTtlMs: 30 * 24 * 60 * 60 * 1000,
+  /** password reset (§4.18 "not shown"; docs/security.md "Password reset"): a mailed link works once, for 30 minutes */
+  passwordResetTokenTtlMs: 30 * 60 * 1000,
+  /** window of PASSWORD_RESET_RATE_LIMIT and PASSWORD_RESET_EMAIL_RATE_LIMIT: requests per hour */
+  passwordResetWindowMs: 60 * 60 * 1000,
   /** §8 agent name, after trim */
   agentNameMin: 1,
   agentNameMax: 64,

@@ -51,7 +51,15 @@ describe('GET /api/features', () => {
   it('without integration settings: nothing to offer, no session needed', async () => {
     const res = await t.web.inject({ method: 'GET', url: '/api/features' });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ cardPayments: false, chainBalances: false, custodialWallets: false, idp: false, codehost: false, calendar: false });
+    expect(res.json()).toEqual({
+      cardPayments: false,
+      chainBalances: false,
+      custodialWallets: false,
+      idp: false,
+      codehost: false,
+      calendar: false,
+      passwordReset: false,
+    });
   });
 
   it('says what is configured', async () => {
@@ -67,7 +75,15 @@ describe('GET /api/features', () => {
       async (p) => {
         const res = await p.web.inject({ method: 'GET', url: '/api/features' });
         // CALENDAR_CLIENT_ID and CALENDAR_CLIENT_SECRET turn calendar connections on (§4.6)
-        expect(res.json()).toEqual({ cardPayments: true, chainBalances: true, custodialWallets: true, idp: false, codehost: false, calendar: true });
+        expect(res.json()).toEqual({
+          cardPayments: true,
+          chainBalances: true,
+          custodialWallets: true,
+          idp: false,
+          codehost: false,
+          calendar: true,
+          passwordReset: false,
+        });
       },
     );
   });

@@ -4,6 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config/env.ts';
 import type { AccountsService } from '../../domains/accounts/accounts.service.ts';
 import type { ExternalSignIn } from '../../domains/accounts/external-signin.service.ts';
+import type { PasswordResetService } from '../../domains/accounts/password-reset.ts';
 import type { AdminService } from '../../domains/admin/admin.service.ts';
 import type { AgentsWebService } from '../../domains/agents/agents.web.service.ts';
 import type { AgentGateway } from '../../domains/agents/gateway/client.ts';
@@ -60,6 +61,7 @@ import { hostingWebhookRoutes } from './routes/hosting-webhook.routes.ts';
 import { instanceRoutes } from './routes/instance.routes.ts';
 import { keysRoutes } from './routes/keys.routes.ts';
 import { logsRoutes } from './routes/logs.routes.ts';
+import { passwordResetRoutes } from './routes/password-reset.routes.ts';
 import { paymentsRoutes } from './routes/payments.routes.ts';
 import { securityEventsRoutes } from './routes/security-events.routes.ts';
 import { sessionWalletRoutes } from './routes/session-wallet.routes.ts';
@@ -85,6 +87,8 @@ export type WebServices = {
   agentsWeb: AgentsWebService;
   ai: AiService;
   accounts: AccountsService;
+  /** password reset by email (docs/security.md "Password reset") */
+  passwordReset?: PasswordResetService;
   /** §4.1 sign-in with the identity provider and the code host */
   externalSignIn?: ExternalSignIn;
   health: HealthService;
@@ -167,6 +171,15 @@ export async function buildWebApp(config: Config, services: WebServices, options
       revoker.userEvicted(userId);
     },
   };
+  // a reset ends every session of the user: the open streams of this process too
+  const passwordReset: PasswordResetService | undefined = services.passwordReset && {
+    ...services.passwordReset,
+    async confirm(token, password) {
+      const done = await services.passwordReset!.confirm(token, password);
+      revoker.userEvicted(done.userId);
+      return done;
+    },
+  };
   const keys: KeysService = {
     ...services.keys,
     async remove(userId, id) {
@@ -194,6 +207,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
   };
   await mountRoutes(app, scopes, [
     accountsRoutes({ accounts, session }),
+    passwordReset && passwordResetRoutes({ passwordReset }),
     services.externalSignIn && identityRoutes({ signIn: services.externalSignIn, session, secure: config.secureCookies }),
     webHealthRoutes({ health: services.health }),
     featuresRoutes({ features: featuresOf(config) }),

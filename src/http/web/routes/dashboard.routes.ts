@@ -1,6 +1,7 @@
 /**
  * Serves the built dashboard (dashboard/, docs/dashboard.md) from the web app: the single page at
- * `/`, `/login` and `/dashboard/*` (the addresses the specification redirects to), its hashed
+ * `/`, `/login` and `/dashboard/*` (the addresses the specification redirects to) and
+ * `/reset-password` (the mailed password reset link), its hashed
  * assets under `/assets/`. The build is a few hundred KB, so it is read into memory once at start
  * with a gzip copy of each text file: a request is a map lookup, never a disk read, and no path
  * from the request ever reaches the file system (no traversal to guard against).
@@ -71,7 +72,9 @@ export const dashboardRoutes = (deps: { distDir: string }): RouteModule<'public'
     const send = (request: FastifyRequest, reply: FastifyReply, file: File, cache: string) => {
       reply.header('cache-control', cache).header('etag', file.etag).header('x-content-type-options', 'nosniff').type(file.type);
       if (file.type.startsWith('text/html')) {
-        reply.header('content-security-policy', DASHBOARD_CSP).header('x-frame-options', 'DENY').header('referrer-policy', 'same-origin');
+        // the password reset page's address holds its token: no Referer at all from it (docs/security.md "Password reset")
+        const referrer = request.routeOptions.url === '/reset-password' ? 'no-referrer' : 'same-origin';
+        reply.header('content-security-policy', DASHBOARD_CSP).header('x-frame-options', 'DENY').header('referrer-policy', referrer);
       }
       if (request.headers['if-none-match'] === file.etag) return reply.code(304).send();
       reply.header('vary', 'accept-encoding');
@@ -87,7 +90,7 @@ export const dashboardRoutes = (deps: { distDir: string }): RouteModule<'public'
       return send(request, reply, index, 'no-cache');
     };
     const hidden = { schema: { hide: true } };
-    for (const path of ['/', '/login', '/dashboard', '/dashboard/*']) app.get(path, hidden, page);
+    for (const path of ['/', '/login', '/reset-password', '/dashboard', '/dashboard/*']) app.get(path, hidden, page);
 
     app.get('/assets/*', hidden, async (request, reply) => {
       const file = files?.get(request.url.split('?')[0]!);

@@ -19,14 +19,17 @@ const features = z.object({
   codehost: z
     .boolean()
     .describe('CODEHOST_CLIENT_ID and CODEHOST_CLIENT_SECRET are set: sign-in with the code host (GET /api/auth/codehost)'),
-  calendar: z
+  calendar: z.boolean().describe('CALENDAR_CLIENT_ID and CALENDAR_CLIENT_SECRET are set: calendar connections (§4.6, /api/calendar)'),
+  passwordReset: z
     .boolean()
-    .describe('CALENDAR_CLIENT_ID and CALENDAR_CLIENT_SECRET are set: calendar connections (§4.6, /api/calendar)'),
+    .describe(
+      'SMTP_URL is set: a forgotten password can be reset by email (POST /api/auth/password-reset/request); otherwise the operator resets it',
+    ),
 });
 
 export type Features = z.infer<typeof features>;
 
-export function featuresOf(config: Pick<Config, 'configured' | 'TEMPO_RPC_URL'>): Features {
+export function featuresOf(config: Pick<Config, 'configured' | 'TEMPO_RPC_URL' | 'SMTP_URL'>): Features {
   return {
     cardPayments: config.configured.stripe,
     chainBalances: config.TEMPO_RPC_URL !== undefined,
@@ -34,6 +37,7 @@ export function featuresOf(config: Pick<Config, 'configured' | 'TEMPO_RPC_URL'>)
     idp: config.configured.idp,
     codehost: config.configured.codehost,
     calendar: config.configured.calendar,
+    passwordReset: config.SMTP_URL !== undefined,
   };
 }
 

@@ -1,0 +1,72 @@
+/**
+ * SQL of password reset (password-reset.ts, migration 160). Everything runs on the owner
+ * connection: the request and the confirm come before anyone is signed in, and the table has no
+ * row-level policy for the request role at all.
+ */
+import { type Kysely, sql } from 'kysely';
+import type { Tx } from '../../db/client.ts';
+import type { DB } from '../../db/schema.ts';
+
+type Conn = Kysely<DB> | Tx;
+
+export const passwordResetRepo = {
+  /** The account an email names (case-insensitive, like sign-in), with whether it has a password. */
+  findUserByEmail(db: Conn, email: string) {
+    return db
+      .selectFrom('users')
+      .select(['id', 'email', sql<boolean>`password_hash is not null`.as('has_password')])
+      .where(sql<string>`lower(email)`, '=', email.toLowerCase())
+      .executeTakeFirst();
+  },
+
+  insertToken(db: Conn, row: { userId: string; tokenHash: Buffer; expiresAt: Date }) {
+    return db
+      .insertInto('password_reset_tokens')
+      .values({ user_id: row.userId, token_hash: row.tokenHash, expires_at: row.expiresAt })
+      .execute();
+  },
+
+  /**
+   * Spends a live token: one UPDATE that only matches an unused, unexpired row, so of any number
+   * of concurrent confirms with one token exactly one gets the row back (the row lock makes the
+   * others re-check `used_at` and match nothing).
+   */
+  spendToken(db: Conn, tokenHash: Buffer, now: Date) {
+    return db
+      .updateTable('password_reset_tokens')
+      .set({ used_at: now })
+      .where('token_hash', '=', tokenHash)
+      .where('used_at', 'is', null)
+      .where('expires_at', '>', now)
+      .returning(['user_id'])
+      .executeTakeFirst();
+  },
+
+  /** Why a token could not be spent (for the 400's wording): unknown, used or expired. */
+  findToken(db: Conn, tokenHash: Buffer) {
+    return db.selectFrom('password_reset_tokens').select(['used_at', 'expires_at']).where('token_hash', '=', tokenHash).executeTakeFirst();
+  },
+
+  /** Spends every other outstanding link of a user (after a reset, or a password change). */
+  spendAllOf(db: Conn, userId: string, now: Date) {
+    return db
+      .updateTable('password_reset_tokens')
+      .set({ used_at: now })
+      .where('user_id', '=', userId)
+      .where('used_at', 'is', null)
+      .execute();
+  },
+
+  setPasswordHash(db: Conn, userId: string, passwordHash: string) {
+    return db.updateTable('users').set({ password_hash: passwordHash, updated_at: sql`now()` }).where('id', '=', userId).execute();
+  },
+
+  deleteSessionsOfUser(db: Conn, userId: string) {
+    return db.deleteFrom('sessions').where('user_id', '=', userId).execute();
+  },
+
+  /** Purge job: links past their expiry are of no use to anyone (kept a day for the 400's wording). */
+  deleteExpired(db: Conn, before: Date) {
+    return db.deleteFrom('password_reset_tokens').where('expires_at', '<', before).executeTakeFirst();
+  },
+};
