@@ -318,7 +318,7 @@ describe.skipIf(!available)('the dashboard in Chromium', () => {
   it('readable messages for /login?error= and /dashboard/calendar?error=, and a 360 px layout without horizontal scroll', async () => {
     const { page, errors } = await newPage(360);
     await page.goto('/login?error=IdpNotConfigured');
-    await page.getByText('Sign-in with an identity provider is not set up on this server').waitFor();
+    await page.getByText('That sign-in method is not set up on this server').waitFor();
     await noHorizontalScroll(page, 360, 'login');
     await shot(page, 'login-360');
     const email = 'narrow-user@example.com';

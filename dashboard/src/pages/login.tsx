@@ -1,22 +1,24 @@
 /**
- * Sign in and sign up with email and password (§4.1). `/login?error=<code>` (the identity-provider
- * callback's redirects) is shown as a sentence; `?next=` returns to the page that asked for a session.
+ * Sign in and sign up with email and password (§4.1), or with the identity provider or the code
+ * host when the server offers them (GET /api/features). `/login?error=<code>` (the identity-provider
+ * and code-host callbacks' redirects) is shown as a sentence; `?next=` returns to the page that asked for a session.
  */
 import { type FormEvent, useState } from 'react';
 import { LIMITS } from '../../../src/config/limits.ts';
 import { ApiError, api, call } from '../api/client.ts';
+import { useFeatures } from '../features.ts';
 import { navigate, useLocation } from '../router.ts';
 import { useSession } from '../session.tsx';
 import { Button, ErrorText, Field, Notice, useAction } from '../ui.tsx';
 import { browserWallet, signInWithWallet } from '../wallet-sign-in.ts';
 
 export const LOGIN_ERRORS: Record<string, string> = {
-  AccessDenied: 'Sign-in was cancelled at the identity provider.',
-  IdpAuthFailed: 'The identity provider could not sign you in. Please try again.',
-  IdpNotConfigured: 'Sign-in with an identity provider is not set up on this server. Use your email and password.',
-  IdpTokenFailed: 'The identity provider did not confirm your sign-in. Please try again.',
-  IdpNoEmail: 'The identity provider did not share an email address, which this platform needs.',
-  IdpAuthError: 'Something went wrong while signing in with the identity provider. Please try again.',
+  AccessDenied: 'Sign-in was cancelled at the provider, or this account may not sign in with it right now.',
+  IdpAuthFailed: 'The provider could not sign you in. Please try again from this page.',
+  IdpNotConfigured: 'That sign-in method is not set up on this server. Use your email and password.',
+  IdpTokenFailed: 'The provider did not confirm your sign-in. Please try again.',
+  IdpNoEmail: 'The provider did not share a verified email address, which this platform needs.',
+  IdpAuthError: 'Something went wrong while signing in with the provider. Please try again.',
 };
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -43,6 +45,7 @@ export function LoginPage() {
   const action = useAction();
   const wallet = useAction();
   const hasWallet = browserWallet() !== undefined;
+  const features = useFeatures();
   const queryError = query.get('error');
   const next = query.get('next');
 
@@ -122,6 +125,21 @@ export function LoginPage() {
             {mode === 'signin' ? 'Sign in' : 'Create account'}
           </Button>
         </form>
+        {mode === 'signin' && (features?.idp || features?.codehost) && (
+          // full-page navigations: the server redirects to the provider and back to /dashboard
+          <nav className="alt-sign-in" aria-label="Other ways to sign in">
+            {features.idp && (
+              <a className="btn btn-secondary" href="/api/auth/idp">
+                Sign in with the identity provider
+              </a>
+            )}
+            {features.codehost && (
+              <a className="btn btn-secondary" href="/api/auth/codehost">
+                Sign in with the code host
+              </a>
+            )}
+          </nav>
+        )}
         {hasWallet && mode === 'signin' && (
           <div className="alt-sign-in">
             <Button

@@ -1,10 +1,13 @@
-/** Your profile (§4.1 current user) and plan (§2): rename yourself, start a subscription checkout. */
+/**
+ * Your profile (§4.1 current user), the accounts you sign in with (§2 "Linked external account")
+ * and plan (§2): rename yourself, see your linked sign-ins, start a subscription checkout.
+ */
 import { type FormEvent, useState } from 'react';
 import { LIMITS } from '../../../src/config/limits.ts';
 import { api, call } from '../api/client.ts';
 import { useFeatures } from '../features.ts';
 import { useSession } from '../session.tsx';
-import { Button, ErrorText, Field, Notice, Section, Spinner, useAction, useData } from '../ui.tsx';
+import { Button, DataTable, Empty, ErrorText, Field, formatDate, Notice, Section, Spinner, useAction, useData } from '../ui.tsx';
 
 export const PLANS = [
   { value: 'solo', label: 'Solo', agents: '1 agent' },
@@ -12,6 +15,35 @@ export const PLANS = [
   { value: 'label', label: 'Label', agents: '10 agents' },
   { value: 'network', label: 'Network', agents: 'unlimited agents' },
 ] as const;
+
+const PROVIDER_LABELS: Record<string, string> = { idp: 'Identity provider', codehost: 'Code host' };
+
+/** The identity-provider and code-host accounts that sign in as you (GET /api/auth/linked-accounts). */
+function LinkedAccounts() {
+  const linked = useData(() => call(api.GET('/api/auth/linked-accounts')));
+  return (
+    <Section title="Linked accounts">
+      {linked.loading && !linked.data ? (
+        <Spinner />
+      ) : !linked.data ? (
+        <ErrorText error={linked.error} />
+      ) : linked.data.accounts.length === 0 ? (
+        <Empty>No linked accounts. Signing in with the identity provider or the code host links it to this account by email.</Empty>
+      ) : (
+        <DataTable
+          caption="Linked accounts"
+          rows={linked.data.accounts}
+          rowKey={(a) => a.id}
+          columns={[
+            { header: 'Provider', cell: (a) => PROVIDER_LABELS[a.provider] ?? a.provider },
+            { header: 'Email', cell: (a) => a.email ?? '—' },
+            { header: 'Linked', cell: (a) => formatDate(a.linkedAt) },
+          ]}
+        />
+      )}
+    </Section>
+  );
+}
 
 export function SettingsPage() {
   const me = useData(() => call(api.GET('/api/user')));
@@ -70,6 +102,7 @@ export function SettingsPage() {
         <ErrorText error={save.error} />
         {saved && <Notice kind="success">Saved.</Notice>}
       </Section>
+      <LinkedAccounts />
       <Section title="Plan">
         <p>
           Your plan: <strong>{u.plan}</strong>
