@@ -8,6 +8,7 @@ import { CalendarPage } from './pages/calendar.tsx';
 import { ConfigPage } from './pages/config.tsx';
 import { KeysPage } from './pages/keys.tsx';
 import { LoginPage } from './pages/login.tsx';
+import { ResetPasswordPage } from './pages/reset-password.tsx';
 import { SettingsPage } from './pages/settings.tsx';
 import { SetupPage } from './pages/setup.tsx';
 import { UsagePage } from './pages/usage.tsx';
@@ -87,10 +88,11 @@ export function App() {
     setMenuOpen(false);
   }, [path]);
   const current = user && isDashboard ? page(path) : null;
-  useTitle(path === '/login' ? 'Sign in' : (current?.title ?? 'Loading'));
+  useTitle(path === '/login' ? 'Sign in' : path === '/reset-password' ? 'Reset your password' : (current?.title ?? 'Loading'));
 
   if (loading) return <Spinner />;
   if (path === '/login') return <LoginPage />;
+  if (path === '/reset-password') return <ResetPasswordPage />;
   if (!user || !current) return <Spinner />;
 
   return (

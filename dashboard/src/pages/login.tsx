@@ -9,7 +9,7 @@ import { ApiError, api, call } from '../api/client.ts';
 import { useFeatures } from '../features.ts';
 import { navigate, useLocation } from '../router.ts';
 import { useSession } from '../session.tsx';
-import { Button, ErrorText, Field, Notice, useAction } from '../ui.tsx';
+import { Button, ErrorText, Field, Link, Notice, useAction } from '../ui.tsx';
 import { browserWallet, signInWithWallet } from '../wallet-sign-in.ts';
 
 export const LOGIN_ERRORS: Record<string, string> = {
@@ -172,9 +172,15 @@ export function LoginPage() {
             {mode === 'signin' ? 'Create an account' : 'Sign in'}
           </button>
         </p>
-        <p className="hint">
-          Forgot your password? Ask the operator of this platform to reset it (there is no email reset on this server).
-        </p>
+        {features?.passwordReset ? (
+          <p className="hint">
+            <Link href="/reset-password">Forgot your password?</Link>
+          </p>
+        ) : (
+          <p className="hint">
+            Forgot your password? Ask the operator of this platform to reset it (there is no email reset on this server).
+          </p>
+        )}
       </div>
     </main>
   );
