@@ -54,7 +54,8 @@ export function CalendarPage() {
         ) : !status.data ? (
           <ErrorText error={status.error} />
         ) : connected ? (
-          <p>Your calendar is connected. Its events and free time are below.</p>
+          // right after the callback the notice above already says so
+          query.get('connected') !== 'true' && <p>Your calendar is connected. Its events and free time are below.</p>
         ) : (
           <>
             <p>Connect your calendar to see your events and free time here and add events.</p>
@@ -218,7 +219,7 @@ function CreateEvent({ timezone, onCreated }: { timezone: string | undefined; on
   const hint = `In the calendar's timezone${timezone ? ` (${timezone})` : ''}.`;
   return (
     <Section title="Create an event">
-      <form className="inline-form" onSubmit={submit} noValidate>
+      <form onSubmit={submit} noValidate>
         <Field label="Title" error={errors.title}>
           {({ id, describedBy, invalid }) => (
             <input id={id} value={form.title} onChange={set('title')} aria-describedby={describedBy} aria-invalid={invalid} />
