@@ -72,6 +72,14 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
   }
 }
 
+const countEvents = async () =>
+  (
+    await database.db.kysely
+      .selectFrom('risc_events')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow()
+  ).n;
+const jtiOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).jti as string;
 const eventRow = (jti: string) => database.db.kysely.selectFrom('risc_events').selectAll().where('jti', '=', jti).executeTakeFirst();
 const processed = (jti: string) => until(`event ${jti} done`, async () => (await eventRow(jti))?.state === 'done' && eventRow(jti));
 const signedIn = async (web: App, cookie: string) =>
@@ -123,18 +131,12 @@ describe('POST /api/security/risc refuses every invalid token with 400 (§6 vali
     ['no events', () => issuer.sign({ events: {} }), /events/],
   ];
   it.each(bad)('%s → 400 {error}, nothing recorded', async (_name, make, message) => {
-    const before = await database.db.kysely
-      .selectFrom('risc_events')
-      .select((eb) => eb.fn.countAll<string>().as('n'))
-      .executeTakeFirstOrThrow();
+    const before = await countEvents();
     const res = await post(main.web, await make());
     expect(res.statusCode).toBe(400);
     expect(res.json().error).toMatch(message);
-    const after = await database.db.kysely
-      .selectFrom('risc_events')
-      .select((eb) => eb.fn.countAll<string>().as('n'))
-      .executeTakeFirstOrThrow();
-    expect(after.n).toBe(before.n);
+    const after = await countEvents();
+    expect(after).toBe(before);
   });
 
   it('an unknown kid makes the receiver fetch the key set again before refusing', async () => {
@@ -175,7 +177,7 @@ describe('a valid event', () => {
   it('a repeated jti is acknowledged (202) and not acted on again', async () => {
     const u = await signUp(main.web);
     const token = await issuer.sign({ events: { [EVENT.sessionsRevoked]: { subject: { email: u.email } } } });
-    const jti = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).jti as string;
+    const jti = jtiOf(token);
     expect((await post(main.web, token)).statusCode).toBe(202);
     await processed(jti);
     expect(await signedIn(main.web, u.cookie)).toBe(false);
@@ -299,7 +301,7 @@ describe('the work after the 202 is durable', () => {
     try {
       const token = await issuer.sign({ events: { [EVENT.sessionsRevoked]: { subject: { email: u.email } } } });
       await events.receive(token);
-      const jti = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).jti as string;
+      const jti = jtiOf(token);
       expect(await events.processNext()).toBe(true);
       const failed = (await eventRow(jti))!;
       expect([failed.state, failed.attempts, failed.last_error]).toEqual(['pending', 1, 'database went away']);
@@ -333,51 +335,6 @@ describe('signing keys: fetched once, kept, fetched again for a new kid', () => 
     } finally {
       await fresh.close();
     }
-  });
-});
-
-describe('legacy receiver POST /api/auth/idp/risc (§6: users by email in sub)', () => {
-  it('400 unless three dot-separated parts; an unsigned or foreign token is refused too', async () => {
-    for (const body of ['', 'a.b', 'a.b.c.d']) {
-      const res = await post(main.web, body, '/api/auth/idp/risc');
-      expect(res.statusCode).toBe(400);
-      expect(res.json().error).toMatch(/three dot-separated parts/);
-    }
-    expect((await post(main.web, await issuer.sign({ alg: 'none', aud: null }), '/api/auth/idp/risc')).statusCode).toBe(400);
-    expect((await post(main.web, await issuer.sign({ iss: 'https://evil.example', aud: null }), '/api/auth/idp/risc')).statusCode).toBe(
-      400,
-    );
-  });
-
-  it.each(['account-compromised', 'account-disabled', 'sessions-revoked', 'identifier-changed'])(
-    '%s revokes every session',
-    async (name) => {
-      const u = await signUp(main.web);
-      const jti = crypto.randomUUID();
-      const token = await issuer.sign({
-        jti,
-        aud: null,
-        claims: { sub: u.email },
-        events: { [`${EVENT.verification.replace('verification', name)}`]: {} },
-      });
-      const res = await post(main.web, token, '/api/auth/idp/risc');
-      expect(res.statusCode).toBe(200);
-      expect(res.json()).toEqual({ ok: true });
-      await processed(jti);
-      expect(await signedIn(main.web, u.cookie)).toBe(false);
-    },
-  );
-
-  it('account-enabled does nothing; a token without jti is deduplicated by its hash', async () => {
-    const u = await signUp(main.web);
-    const token = await issuer.sign({ jti: null, aud: null, claims: { sub: u.email }, events: { 'account-enabled': {} } });
-    expect((await post(main.web, token, '/api/auth/idp/risc')).statusCode).toBe(200);
-    expect((await post(main.web, token, '/api/auth/idp/risc')).statusCode).toBe(200);
-    const rows = await database.db.kysely.selectFrom('risc_events').selectAll().where('legacy_email', '=', u.email).execute();
-    expect(rows).toHaveLength(1);
-    expect(rows[0]!.jti).toMatch(/^sha256:/);
-    await processed(rows[0]!.jti);
-    expect(await signedIn(main.web, u.cookie)).toBe(true);
   });
 });
 
