@@ -147,6 +147,16 @@ describe('§4.1 GET /api/auth/idp/callback: the success sequence', () => {
     expect(await usersWithEmail(idp.user.email!)).toHaveLength(1);
   });
 
+  it('parallel first sign-ins of one identity make one user and one link (the unique email and link decide the race)', async () => {
+    const flows = await Promise.all(Array.from({ length: 6 }, () => startFlow()));
+    const answers = await Promise.all(flows.map((f) => callback(f.back, f.cookie)));
+    for (const a of answers) expect(a.headers.location).toBe('/dashboard');
+    const ids = new Set(await Promise.all(answers.map(async (a) => (await sessionUser(sessionCookieFrom(a))).id)));
+    expect(ids.size).toBe(1);
+    expect(await usersWithEmail(idp.user.email!)).toHaveLength(1);
+    expect(await linksOf(idp.user.sub)).toHaveLength(1);
+  });
+
   it('links an existing password user with that (verified) email: one user, not two; password sign-in still works', async () => {
     const existing = await signUp(t.web, { email: `Mixed.Case${n}@Example.com`.toLowerCase() });
     idp.user = { sub: `link-${n}`, email: existing.email.toUpperCase(), email_verified: true, name: 'Ignored' };
