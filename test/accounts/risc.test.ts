@@ -319,6 +319,18 @@ describe('the work after the 202 is durable', () => {
 });
 
 describe('signing keys: fetched once, kept, fetched again for a new kid', () => {
+  it('an unreachable provider is 503 (the transmitter delivers again later), not a verdict on the token', async () => {
+    const verifier = createRiscVerifier({
+      issuer: issuer.issuer,
+      audiences: AUDIENCES,
+      configUrl: 'http://127.0.0.1:9/risc-configuration',
+    });
+    await expect(verifier.verify(await issuer.sign())).rejects.toMatchObject({
+      status: 503,
+      message: 'Security event signing keys unavailable',
+    });
+  });
+
   it('many events share one fetch of the configuration and JWKS; a rotated key is fetched on its first token', async () => {
     const fresh = await startInstance();
     try {
