@@ -44,5 +44,3 @@ export function createCalendarState(secretsKey: Buffer, now: () => number = Date
     },
   };
 }
-
-export type CalendarState = ReturnType<typeof createCalendarState>;
