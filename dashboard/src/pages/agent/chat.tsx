@@ -67,12 +67,13 @@ export function Chat({ agent }: { agent: Agent }) {
   useEffect(() => {
     if (history.data) {
       // newest first from the API (in the order said, question before answer); the chat reads oldest first
-      setLines(
-        history.data
-          .slice()
-          .reverse()
-          .map((m) => ({ id: m.id, sender: m.sender === 'user' ? 'user' : 'agent', content: m.content, at: m.timestamp })),
-      );
+      const stored: ChatLine[] = history.data
+        .slice()
+        .reverse()
+        .map((m) => ({ id: m.id, sender: m.sender === 'user' ? 'user' : 'agent', content: m.content, at: m.timestamp }));
+      const ids = new Set(stored.map((l) => l.id));
+      // a message sent before the history arrived (a slow connection) stays, after the history
+      setLines((current) => [...stored, ...current.filter((l) => !ids.has(l.id))]);
     }
   }, [history.data]);
   useFillHeight(box, form);
