@@ -50,6 +50,8 @@ export type FakeCalendar = {
     failRefresh?: 'error' | 'invalid_grant' | undefined;
     /** every Calendar API call answers this status */
     failApi?: number | undefined;
+    /** every Calendar API call is read and never answered */
+    hangApi?: boolean;
     /** lifetime of issued access tokens in seconds */
     accessTtlSec: number;
     /** no refresh_token in the code exchange answer */
@@ -206,6 +208,7 @@ export async function startFakeCalendar(): Promise<FakeCalendar> {
     }
 
     if (!url.pathname.startsWith('/calendar/v3/')) return send(404, { error: 'not found' });
+    if (fake.knobs.hangApi) return; // the connection stays open until close()
     if (fake.knobs.failApi) return apiError(fake.knobs.failApi, 'Backend Error');
     const grant = access.get((req.headers.authorization ?? '').replace(/^Bearer /, ''));
     if (!grant || grant.expiresAt <= Date.now()) return apiError(401, 'Invalid Credentials');
