@@ -48,6 +48,9 @@ export async function buildDashboard(outDir: string): Promise<{ imported: string
     configFile: join(DASHBOARD_ROOT, 'vite.config.ts'),
     logLevel: 'warn',
     build: { outDir, emptyOutDir: true },
+    // always React's production build: Vite keeps an existing NODE_ENV (vitest sets "test", a shell may
+    // have "development"), which would ship React's development build, larger and slower, to every browser
+    define: { 'process.env.NODE_ENV': JSON.stringify('production') },
     plugins: [
       {
         name: 'record-imported-files',

@@ -119,8 +119,12 @@ it('the real build: first load is under 200 KB of gzipped JavaScript, and index.
     const scripts = [...index.matchAll(/src="\/(assets\/[^"]+\.js)"/g)].map((m) => m[1]!);
     expect(scripts.length).toBeGreaterThan(0);
     const js = readdirSync(join(out, 'assets')).filter((f) => f.endsWith('.js'));
-    const gz = js.reduce((n, f) => n + gzipSync(readFileSync(join(out, 'assets', f)), { level: 9 }).length, 0);
-    expect(gz).toBeLessThan(200 * 1024);
+    const gz = (f: string) => gzipSync(readFileSync(join(out, 'assets', f)), { level: 9 }).length;
+    // what the first page load fetches: the scripts and module preloads index.html names
+    const first = [...index.matchAll(/(?:src|href)="\/assets\/([^"]+\.js)"/g)].map((m) => m[1]!);
+    expect(first.reduce((n, f) => n + gz(f), 0)).toBeLessThan(200 * 1024);
+    // chunks loaded later (the markdown renderer of the chat) have their own budget
+    for (const f of js.filter((f) => !first.includes(f))) expect(gz(f), f).toBeLessThan(80 * 1024);
     for (const s of scripts) expect(js).toContain(s.slice('assets/'.length));
   } finally {
     rmSync(out, { recursive: true, force: true });
