@@ -44,22 +44,29 @@ export function dashboardIsStale(): boolean {
 export async function buildDashboard(outDir: string): Promise<{ imported: string[] }> {
   const { build } = await import('vite');
   let ids: string[] = [];
-  await build({
-    configFile: join(DASHBOARD_ROOT, 'vite.config.ts'),
-    logLevel: 'warn',
-    build: { outDir, emptyOutDir: true },
-    // always React's production build: Vite keeps an existing NODE_ENV (vitest sets "test", a shell may
-    // have "development"), which would ship React's development build, larger and slower, to every browser
-    define: { 'process.env.NODE_ENV': JSON.stringify('production') },
-    plugins: [
-      {
-        name: 'record-imported-files',
-        buildEnd() {
-          ids = [...this.getModuleIds()];
+  // always React's production build: Vite and its React plugin keep an existing NODE_ENV (vitest sets
+  // "test", a shell may have "development"), which ships React's development build and JSX runtime,
+  // larger and slower, to every browser. Set for the build only, then put back.
+  const nodeEnv = process.env.NODE_ENV;
+  process.env.NODE_ENV = 'production';
+  try {
+    await build({
+      configFile: join(DASHBOARD_ROOT, 'vite.config.ts'),
+      logLevel: 'warn',
+      build: { outDir, emptyOutDir: true },
+      plugins: [
+        {
+          name: 'record-imported-files',
+          buildEnd() {
+            ids = [...this.getModuleIds()];
+          },
         },
-      },
-    ],
-  });
+      ],
+    });
+  } finally {
+    if (nodeEnv === undefined) delete process.env.NODE_ENV;
+    else process.env.NODE_ENV = nodeEnv;
+  }
   const imported = ids
     .map((id) => id.split('?')[0]!)
     .filter((id) => isAbsolute(id) && existsSync(id))

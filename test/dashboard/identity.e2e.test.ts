@@ -1,0 +1,146 @@
+/**
+ * Identity in a real browser (docs/identity.md, §4.1, §4.18 password reset): Debian's Chromium
+ * driven by playwright-core against the whole platform on real sockets, with a local OpenID
+ * provider (test/fakes/oidc-provider.ts: discovery, authorize, RS256 ID tokens from its own JWKS)
+ * and a local SMTP server (test/fakes/smtp.ts) that the test reads.
+ *
+ * - "Sign in with the identity provider" on the sign-in page runs the whole code flow and lands on
+ *   the dashboard; Settings lists the linked account.
+ * - "Forgot your password?" mails a link; the link's page sets a new password; the old one is
+ *   refused and the new one signs in. Both pages pass axe and fit 390 px.
+ * Skips without Chromium.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildDashboard } from '../../scripts/build-dashboard.ts';
+import { type FakeOidcProvider, startFakeOidcProvider } from '../fakes/oidc-provider.ts';
+import { type FakeSmtp, startFakeSmtp } from '../fakes/smtp.ts';
+import { type LivePlatform, startLivePlatform } from '../helpers/live-platform.ts';
+
+declare const window: unknown;
+declare const document: { documentElement: { scrollWidth: number } };
+declare const location: { href: string };
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const available = existsSync(CHROMIUM);
+if (!available) console.warn(`identity browser test skipped: no Chromium at ${CHROMIUM}`);
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+let live: LivePlatform;
+let idp: FakeOidcProvider;
+let smtp: FakeSmtp;
+let browser: Browser;
+let dist: string;
+
+async function newPage(width: number): Promise<{ page: Page; errors: string[] }> {
+  const context = await browser.newContext({ viewport: { width, height: 800 }, baseURL: live.webUrl, bypassCSP: true });
+  const page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  return { page, errors };
+}
+
+async function axe(page: Page, name: string): Promise<void> {
+  await page.addScriptTag({ content: AXE });
+  const violations = await page.evaluate(async () => {
+    const w = window as unknown as { axe: { run(o: unknown): Promise<{ violations: { id: string; impact: string }[] }> } };
+    const r = await w.axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact }));
+  });
+  expect(
+    violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),
+    `axe on ${name}`,
+  ).toEqual([]);
+}
+
+describe.skipIf(!available)('identity in Chromium', () => {
+  beforeAll(async () => {
+    dist = mkdtempSync(join(tmpdir(), 'dashboard-identity-'));
+    await buildDashboard(dist);
+    idp = await startFakeOidcProvider();
+    smtp = await startFakeSmtp();
+    live = await startLivePlatform({
+      DASHBOARD_DIR: dist,
+      REGISTER_RATE_LIMIT: '100',
+      IDP_CLIENT_ID: idp.clientId,
+      IDP_CLIENT_SECRET: idp.clientSecret,
+      IDP_ISSUER: idp.issuer,
+      SMTP_URL: smtp.url,
+      MAIL_FROM: 'Agent platform <no-reply@platform.example>',
+    });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await live?.close();
+    await idp?.close();
+    await smtp?.close();
+    if (dist) rmSync(dist, { recursive: true, force: true });
+  });
+
+  it('signs in with the identity provider and lists the linked account in Settings', async () => {
+    idp.user = { sub: 'idp-browser-1', email: 'idp-browser@example.com', email_verified: true, name: 'Idp Browser' };
+    const { page, errors } = await newPage(1440);
+    await page.goto('/login');
+    await page
+      .getByRole('navigation', { name: 'Other ways to sign in' })
+      .getByRole('link', { name: 'Sign in with the identity provider' })
+      .click();
+    await page.waitForURL(/\/dashboard$/);
+    // signed in: the header names the account by the name the provider gave
+    await page.getByText('Idp Browser').first().waitFor();
+    await page.getByRole('link', { name: 'Settings', exact: true }).click();
+    await page.getByRole('heading', { name: 'Linked accounts' }).waitFor();
+    await page.getByRole('cell', { name: 'Identity provider', exact: true }).waitFor();
+    await axe(page, 'settings (linked accounts)');
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+
+  it('resets a forgotten password through the mailed link; the old password stops working', async () => {
+    const email = 'forgetful@example.com';
+    const reg = await fetch(`${live.webUrl}/api/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: 'the old passphrase' }),
+    });
+    expect(reg.status).toBe(201);
+    const { page, errors } = await newPage(390);
+    await page.goto('/login');
+    await page.getByRole('link', { name: 'Forgot your password?' }).click();
+    await page.getByRole('heading', { name: 'Reset your password' }).waitFor();
+    await page.getByLabel('Email').fill(email);
+    await page.getByRole('button', { name: 'Send reset link' }).click();
+    await page.getByText('a link to set a new password is on its way', { exact: false }).waitFor();
+    await axe(page, 'reset request');
+
+    const mail = await smtp.waitFor((m) => m.to.includes(email));
+    const link = /https?:\/\/\S+reset-password\?token=[A-Za-z0-9_-]+/.exec(mail.text)?.[0];
+    expect(link, mail.text).toBeDefined();
+    await page.goto(link!);
+    await page.getByRole('heading', { name: 'Set a new password' }).waitFor();
+    // the token leaves the address bar (and so every Referer) once the page has it
+    expect(await page.evaluate(() => location.href)).not.toContain('token=');
+    await page.getByLabel('New password').fill('a brand new passphrase');
+    await page.getByRole('button', { name: 'Set new password' }).click();
+    await page.getByRole('heading', { name: 'Password changed' }).waitFor();
+    await axe(page, 'reset confirm');
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+
+    const login = (password: string) =>
+      fetch(`${live.webUrl}/api/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password }),
+      });
+    expect((await login('the old passphrase')).status).toBe(401);
+    expect((await login('a brand new passphrase')).status).toBe(200);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+});
