@@ -50,5 +50,3 @@ export function createOAuthStateSealer(secret: Buffer, now: () => Date = () => n
     },
   };
 }
-
-export type OAuthStateSealer = ReturnType<typeof createOAuthStateSealer>;
