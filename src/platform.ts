@@ -1,21 +1,17 @@
 /**
  * Wires the domains over explicit dependencies (docs/architecture.md rule 2). main.ts and the tests build the
  * platform through this one function; tests pass fakes for external services only.
- * Length (~400 lines): the wiring of every service in one place, on purpose (docs/architecture.md rule 2: explicit dependencies,
- * read top to bottom).
+ * Read top to bottom: every service with its dependencies; the identity and payment services, the
+ * largest groups, are built in src/platform/identity.ts and src/platform/payments.ts.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { pino } from 'pino';
 import type { Config } from './config/env.ts';
 import type { Secrets } from './config/secrets.ts';
 import type { Db } from './db/client.ts';
-import { createAccountsService } from './domains/accounts/accounts.service.ts';
-import { allowAllBotVerifier, type BotVerifier, createSiteverifyBotVerifier } from './domains/accounts/bot-verifier.ts';
-import { createExternalSignIn } from './domains/accounts/external-signin.service.ts';
-import { createSmtpMailer, defaultMailFrom } from './domains/accounts/mailer.ts';
-import { createPasswordResetService } from './domains/accounts/password-reset.ts';
+import type { BotVerifier } from './domains/accounts/bot-verifier.ts';
 import { createSessionCache, type SessionCache } from './domains/accounts/session-cache.ts';
-import { createChainSignatureVerifier, type SignatureVerifier } from './domains/accounts/siwe-verifier.ts';
+import type { SignatureVerifier } from './domains/accounts/siwe-verifier.ts';
 import { createAdminService } from './domains/admin/admin.service.ts';
 import { createAgentMessages } from './domains/agents/agent-messages.ts';
 import { createAgentDirectory } from './domains/agents/agent-records.ts';
@@ -45,19 +41,8 @@ import { createUpstashStatusStore, type StatusStore } from './domains/hosting-st
 import { createKeyCache } from './domains/keys/key-cache.ts';
 import { createKeysService, type KeyProfile } from './domains/keys/keys.service.ts';
 import type { CardProcessor } from './domains/payments/card/card-processor.ts';
-import { createStripeProcessor } from './domains/payments/card/stripe-processor.ts';
-import { createSubscriptionsService } from './domains/payments/card/subscriptions.service.ts';
-import { createTopUpService, gatewayCheckout } from './domains/payments/card/top-up.service.ts';
-import { createAgentChat } from './domains/payments/gateway/agent-chat.ts';
-import { createAudioClient } from './domains/payments/gateway/audio-client.ts';
-import { createGatewayService, type GatewayCheckout } from './domains/payments/gateway/gateway.service.ts';
-import { createPlugins } from './domains/payments/gateway/plugins.ts';
+import type { GatewayCheckout } from './domains/payments/gateway/gateway.service.ts';
 import { createLedgerService } from './domains/payments/ledger/ledger.service.ts';
-import { createMppMethod } from './domains/payments/mpp/mpp.ts';
-import { createReceiptSigner, deriveReceiptKey } from './domains/payments/sessions/receipts.ts';
-import { createPaymentSessionsService } from './domains/payments/sessions/sessions.service.ts';
-import { createSecurityEventsService } from './domains/security-events/risc.service.ts';
-import { createRiscVerifier, riscConfigUrl } from './domains/security-events/risc-verifier.ts';
 import { createSessionWalletService } from './domains/session-wallet/session-wallet.service.ts';
 import { createTradingService } from './domains/trading/trading.service.ts';
 import { createHttpTradingClient, type TradingClient } from './domains/trading/trading-client.ts';
@@ -71,6 +56,8 @@ import { buildBackendApp } from './http/backend/app.ts';
 import { loggerOptions } from './http/shared/logging.ts';
 import { buildWebApp } from './http/web/app.ts';
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
+import { createIdentityServices } from './platform/identity.ts';
+import { createPaymentServices } from './platform/payments.ts';
 import { createDeploymentWorker } from './workers/deployments.ts';
 import { createHeartbeatWorker } from './workers/heartbeats.ts';
 import { createSecurityEventsWorker } from './workers/security-events.ts';
@@ -121,13 +108,6 @@ export function createPlatform(deps: PlatformDeps) {
       timeoutMs: config.REDIS_TIMEOUT_MS,
       onError: (err) => log.warn({ err: err.message }, 'Redis unavailable: rate limits fall back to per-process counters'),
     });
-  const botVerifier =
-    deps.botVerifier ??
-    (config.TURNSTILE_SECRET_KEY
-      ? createSiteverifyBotVerifier({ secret: config.TURNSTILE_SECRET_KEY, url: config.TURNSTILE_VERIFY_URL })
-      : allowAllBotVerifier);
-  const signatureVerifier =
-    deps.signatureVerifier ?? createChainSignatureVerifier({ rpcUrl: config.SIWE_RPC_URL, chainId: config.SIWE_CHAIN_ID });
 
   const redisCache = config.REDIS_URL ? { redisUrl: config.REDIS_URL, redisTimeoutMs: config.REDIS_TIMEOUT_MS } : {};
   const keyCache = createKeyCache<KeyProfile>({ ttlMs: config.API_KEY_CACHE_TTL_MS, ...redisCache });
@@ -141,50 +121,13 @@ export function createPlatform(deps: PlatformDeps) {
       keyCache.evictUser(userId);
     },
   };
-  const accounts = createAccountsService({
-    db,
-    config,
-    botVerifier,
-    rateLimiter,
-    signatureVerifier,
-    sessionCache,
-    nonceSecret: deps.secrets.secretsEncryptionKey,
-    ...(deps.now ? { now: deps.now } : {}),
-  });
-  // §4.1 identity-provider and code-host sign-in; its sessions are the accounts service's
-  const externalSignIn = createExternalSignIn({
-    db,
-    config,
-    accounts,
-    secretsKey: deps.secrets.secretsEncryptionKey,
-    ...(deps.now ? { now: deps.now } : {}),
-  });
-  // password reset by email (docs/security.md "Password reset"): a 503 without SMTP_URL
-  const passwordReset = createPasswordResetService({
-    db,
-    config,
-    rateLimiter,
-    logger: log,
-    mailer: config.SMTP_URL
-      ? createSmtpMailer({ url: config.SMTP_URL, from: config.MAIL_FROM ?? defaultMailFrom(config.PUBLIC_URL) })
-      : undefined,
-    revokeAllSessions: (userId) => accounts.revokeAllSessions(userId),
-    ...(deps.now ? { now: deps.now } : {}),
-  });
-  // §4.1 / §6 security events: the receivers verify and record, the worker (startWebJobs) acts
   let securityEventsWorker: ReturnType<typeof createSecurityEventsWorker> | undefined;
-  const securityEvents = createSecurityEventsService({
-    db,
-    accounts,
-    verifier: createRiscVerifier({
-      issuer: config.IDP_ISSUER,
-      audiences: config.IDP_CLIENT_ID,
-      configUrl: riscConfigUrl(config.IDP_ISSUER, config.IDP_RISC_CONFIG_URL),
-      ...(deps.securityEvents?.refetchCooldownMs !== undefined ? { refetchCooldownMs: deps.securityEvents.refetchCooldownMs } : {}),
-    }),
-    logger: log,
-    onRecorded: () => securityEventsWorker?.wake(),
-    ...(deps.securityEvents?.retryBaseMs !== undefined ? { retryBaseMs: deps.securityEvents.retryBaseMs } : {}),
+  const { accounts, externalSignIn, passwordReset, securityEvents } = createIdentityServices({
+    deps,
+    log,
+    rateLimiter,
+    sessionCache,
+    onSecurityEventRecorded: () => securityEventsWorker?.wake(),
   });
   // the ledger is every wallet balance's one writer (docs/payments.md); an admin credits through it
   const ledger = createLedgerService({ db });
@@ -276,53 +219,14 @@ export function createPlatform(deps: PlatformDeps) {
     log,
   });
   // payments (docs/payments.md)
-  const cardProcessor =
-    deps.cardProcessor ??
-    (config.STRIPE_SECRET_KEY
-      ? createStripeProcessor({
-          secretKey: config.STRIPE_SECRET_KEY,
-          webhookSecret: config.STRIPE_WEBHOOK_SECRET,
-          apiUrl: config.STRIPE_API_URL,
-          timeoutMs: config.STRIPE_TIMEOUT_MS,
-        })
-      : undefined);
-  const topUp = createTopUpService({ processor: cardProcessor, ledger, publicUrl: config.PUBLIC_URL, logger: log });
-  const subscriptions = createSubscriptionsService({ db, processor: cardProcessor, publicUrl: config.PUBLIC_URL, sessionCache });
-  const paymentChainId = config.TEMPO_TESTNET ? 42431 : 4217;
-  const paymentSessions = createPaymentSessionsService({
-    db,
-    signer: createReceiptSigner(
-      (config.PAYMENT_RECEIPT_KEY as `0x${string}` | undefined) ?? deriveReceiptKey(deps.secrets.secretsEncryptionKey),
-      paymentChainId,
-    ),
-    chainId: paymentChainId,
-    ttlMs: config.PAYMENT_SESSION_TTL_MS,
-    ...(deps.now ? { now: deps.now } : {}),
+  const { topUp, subscriptions, paymentSessions, gateway } = createPaymentServices({
+    deps,
+    log,
     ledger,
-  });
-  const gateway = createGatewayService({
-    db,
-    ledger,
-    sessions: paymentSessions,
-    plugins: createPlugins({
-      ai,
-      audio: createAudioClient({ baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, timeoutMs: config.AI_TIMEOUT_MS }),
-      agentChat: createAgentChat({ gateway: agentGateway, timeoutMs: config.AI_TIMEOUT_MS }),
-    }),
-    mpp: createMppMethod({
-      db: db.kysely,
-      secret: deps.secrets.secretsEncryptionKey,
-      recipient: config.MPP_RECIPIENT,
-      currency: config.MPP_CURRENCY,
-      rpcUrl: config.TEMPO_RPC_URL,
-      challengeTtlMs: config.MPP_CHALLENGE_TTL_MS,
-      confirmations: config.MPP_CONFIRMATIONS,
-      ...(deps.now ? { now: () => deps.now!().getTime() } : {}),
-    }),
-    // the 402's `stripe.checkoutUrl`: a checkout for the plugin's price (credited to the wallet
-    // when one is named, like a top-up; otherwise a plain card payment)
-    checkout: deps.gatewayCheckout ?? (cardProcessor ? gatewayCheckout(cardProcessor, config.PUBLIC_URL, rateLimiter) : undefined),
-    logger: deps.logger,
+    ai,
+    agentGateway,
+    rateLimiter,
+    sessionCache,
   });
   let sessionExpiry: NodeJS.Timeout | undefined;
   const appOptions = deps.logger ? { logger: deps.logger } : {};

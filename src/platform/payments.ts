@@ -1,0 +1,84 @@
+/**
+ * The payment services (docs/payments.md, §4.4, §4.8): the card processor with top-ups and
+ * subscriptions, pre-funded payment sessions, and the v1 gateway with its plugins and MPP. Every
+ * balance moves through the ledger it is given. platform.ts builds them through this one call.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { SessionCache } from '../domains/accounts/session-cache.ts';
+import type { AgentGateway } from '../domains/agents/gateway/client.ts';
+import type { AiService } from '../domains/ai/ai.service.ts';
+import { createStripeProcessor } from '../domains/payments/card/stripe-processor.ts';
+import { createSubscriptionsService } from '../domains/payments/card/subscriptions.service.ts';
+import { createTopUpService, gatewayCheckout } from '../domains/payments/card/top-up.service.ts';
+import { createAgentChat } from '../domains/payments/gateway/agent-chat.ts';
+import { createAudioClient } from '../domains/payments/gateway/audio-client.ts';
+import { createGatewayService } from '../domains/payments/gateway/gateway.service.ts';
+import { createPlugins } from '../domains/payments/gateway/plugins.ts';
+import type { LedgerService } from '../domains/payments/ledger/ledger.service.ts';
+import { createMppMethod } from '../domains/payments/mpp/mpp.ts';
+import { createReceiptSigner, deriveReceiptKey } from '../domains/payments/sessions/receipts.ts';
+import { createPaymentSessionsService } from '../domains/payments/sessions/sessions.service.ts';
+import type { RateLimiter } from '../lib/rate-limiter.ts';
+import type { PlatformDeps } from '../platform.ts';
+
+export function createPaymentServices(o: {
+  deps: PlatformDeps;
+  log: FastifyBaseLogger;
+  ledger: LedgerService;
+  ai: AiService;
+  agentGateway: AgentGateway;
+  rateLimiter: RateLimiter;
+  sessionCache: SessionCache;
+}) {
+  const { deps, log, ledger, ai, agentGateway, rateLimiter, sessionCache } = o;
+  const { config, db } = deps;
+  const cardProcessor =
+    deps.cardProcessor ??
+    (config.STRIPE_SECRET_KEY
+      ? createStripeProcessor({
+          secretKey: config.STRIPE_SECRET_KEY,
+          webhookSecret: config.STRIPE_WEBHOOK_SECRET,
+          apiUrl: config.STRIPE_API_URL,
+          timeoutMs: config.STRIPE_TIMEOUT_MS,
+        })
+      : undefined);
+  const topUp = createTopUpService({ processor: cardProcessor, ledger, publicUrl: config.PUBLIC_URL, logger: log });
+  const subscriptions = createSubscriptionsService({ db, processor: cardProcessor, publicUrl: config.PUBLIC_URL, sessionCache });
+  const paymentChainId = config.TEMPO_TESTNET ? 42431 : 4217;
+  const paymentSessions = createPaymentSessionsService({
+    db,
+    signer: createReceiptSigner(
+      (config.PAYMENT_RECEIPT_KEY as `0x${string}` | undefined) ?? deriveReceiptKey(deps.secrets.secretsEncryptionKey),
+      paymentChainId,
+    ),
+    chainId: paymentChainId,
+    ttlMs: config.PAYMENT_SESSION_TTL_MS,
+    ...(deps.now ? { now: deps.now } : {}),
+    ledger,
+  });
+  const gateway = createGatewayService({
+    db,
+    ledger,
+    sessions: paymentSessions,
+    plugins: createPlugins({
+      ai,
+      audio: createAudioClient({ baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, timeoutMs: config.AI_TIMEOUT_MS }),
+      agentChat: createAgentChat({ gateway: agentGateway, timeoutMs: config.AI_TIMEOUT_MS }),
+    }),
+    mpp: createMppMethod({
+      db: db.kysely,
+      secret: deps.secrets.secretsEncryptionKey,
+      recipient: config.MPP_RECIPIENT,
+      currency: config.MPP_CURRENCY,
+      rpcUrl: config.TEMPO_RPC_URL,
+      challengeTtlMs: config.MPP_CHALLENGE_TTL_MS,
+      confirmations: config.MPP_CONFIRMATIONS,
+      ...(deps.now ? { now: () => deps.now!().getTime() } : {}),
+    }),
+    // the 402's `stripe.checkoutUrl`: a checkout for the plugin's price (credited to the wallet
+    // when one is named, like a top-up; otherwise a plain card payment)
+    checkout: deps.gatewayCheckout ?? (cardProcessor ? gatewayCheckout(cardProcessor, config.PUBLIC_URL, rateLimiter) : undefined),
+    logger: deps.logger,
+  });
+  return { topUp, subscriptions, paymentSessions, gateway };
+}
