@@ -6,6 +6,8 @@
  *
  * - "Sign in with the identity provider" on the sign-in page runs the whole code flow and lands on
  *   the dashboard; Settings lists the linked account.
+ * - The Calendar page connects a calendar (a local fake of the provider's OAuth and Calendar v3
+ *   API), creates an event and shows the free one-hour slots of its day (§4.6).
  * - "Forgot your password?" mails a link; the link's page sets a new password; the old one is
  *   refused and the new one signs in. Both pages pass axe and fit 390 px.
  * Skips without Chromium.
@@ -17,6 +19,7 @@ import { join } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDashboard } from '../../scripts/build-dashboard.ts';
+import { type FakeCalendar, startFakeCalendar } from '../fakes/calendar-api.ts';
 import { type FakeOidcProvider, startFakeOidcProvider } from '../fakes/oidc-provider.ts';
 import { type FakeSmtp, startFakeSmtp } from '../fakes/smtp.ts';
 import { type LivePlatform, startLivePlatform } from '../helpers/live-platform.ts';
@@ -33,6 +36,7 @@ const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.mi
 let live: LivePlatform;
 let idp: FakeOidcProvider;
 let smtp: FakeSmtp;
+let calendar: FakeCalendar;
 let browser: Browser;
 let dist: string;
 
@@ -64,6 +68,7 @@ describe.skipIf(!available)('identity in Chromium', () => {
     await buildDashboard(dist);
     idp = await startFakeOidcProvider();
     smtp = await startFakeSmtp();
+    calendar = await startFakeCalendar();
     live = await startLivePlatform({
       DASHBOARD_DIR: dist,
       REGISTER_RATE_LIMIT: '100',
@@ -72,6 +77,11 @@ describe.skipIf(!available)('identity in Chromium', () => {
       IDP_ISSUER: idp.issuer,
       SMTP_URL: smtp.url,
       MAIL_FROM: 'Agent platform <no-reply@platform.example>',
+      CALENDAR_CLIENT_ID: calendar.clientId,
+      CALENDAR_CLIENT_SECRET: calendar.clientSecret,
+      CALENDAR_AUTH_URL: calendar.authUrl,
+      CALENDAR_TOKEN_URL: calendar.tokenUrl,
+      CALENDAR_API_URL: calendar.apiUrl,
     });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
   }, 120_000);
@@ -80,10 +90,11 @@ describe.skipIf(!available)('identity in Chromium', () => {
     await live?.close();
     await idp?.close();
     await smtp?.close();
+    await calendar?.close();
     if (dist) rmSync(dist, { recursive: true, force: true });
   });
 
-  it('signs in with the identity provider and lists the linked account in Settings', async () => {
+  it('signs in with the identity provider, lists the linked account in Settings, and connects a calendar', async () => {
     idp.user = { sub: 'idp-browser-1', email: 'idp-browser@example.com', email_verified: true, name: 'Idp Browser' };
     const { page, errors } = await newPage(1440);
     await page.goto('/login');
@@ -98,6 +109,24 @@ describe.skipIf(!available)('identity in Chromium', () => {
     await page.getByRole('heading', { name: 'Linked accounts' }).waitFor();
     await page.getByRole('cell', { name: 'Identity provider', exact: true }).waitFor();
     await axe(page, 'settings (linked accounts)');
+
+    // §4.6 the calendar: connect (the provider's consent comes straight back), create an event, see it and the free hours
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Calendar' }).click();
+    await page.getByRole('button', { name: 'Connect calendar' }).click();
+    await page.getByText('Your calendar is connected.').waitFor();
+    await page.getByLabel('Title').fill('Standup from the browser');
+    await page.getByLabel('Start').fill('2030-01-10T10:00');
+    await page.getByLabel('End', { exact: true }).fill('2030-01-10T11:00');
+    await page.getByRole('button', { name: 'Create event' }).click();
+    await page.getByText('Event “Standup from the browser” created.').waitFor();
+    await page.getByLabel('Day').fill('2030-01-10');
+    await page.getByRole('button', { name: 'Show availability' }).click();
+    const slots = page.getByRole('list', { name: 'Free slots on 2030-01-10' });
+    await slots.waitFor();
+    // 09:00-23:00 in one-hour slots, the 10:00 hour busy
+    expect(await slots.getByRole('listitem').allTextContents()).not.toContain('10:00–11:00');
+    expect(await slots.getByRole('listitem').count()).toBe(13);
+    await axe(page, 'calendar');
     expect(errors).toEqual([]);
     await page.context().close();
   }, 60_000);
