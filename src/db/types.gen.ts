@@ -372,6 +372,14 @@ export interface TradingKeys {
   user_id: string;
 }
 
+export interface UndergroundAgentWallets {
+  address: string;
+  agent_id: string;
+  created_at: Generated<Timestamp>;
+  private_key_enc: string;
+  user_id: string;
+}
+
 export interface Users {
   created_at: Generated<Timestamp>;
   credits: Generated<number>;
@@ -467,6 +475,7 @@ export interface DB {
   sessions: Sessions;
   siwe_nonces: SiweNonces;
   trading_keys: TradingKeys;
+  underground_agent_wallets: UndergroundAgentWallets;
   users: Users;
   wallet_balances: WalletBalances;
   watchdog_notifications: WatchdogNotifications;
