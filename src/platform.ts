@@ -58,6 +58,7 @@ import { buildWebApp } from './http/web/app.ts';
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
 import { createIdentityServices } from './platform/identity.ts';
 import { createPaymentServices } from './platform/payments.ts';
+import { createUnderground } from './platform/underground.ts';
 import { createDeploymentWorker } from './workers/deployments.ts';
 import { createHeartbeatWorker } from './workers/heartbeats.ts';
 import { createSecurityEventsWorker } from './workers/security-events.ts';
@@ -247,6 +248,7 @@ export function createPlatform(deps: PlatformDeps) {
   let heartbeatWorker: ReturnType<typeof createHeartbeatWorker> | undefined;
   // §4.17 file explorer: one service behind the backend's key routes and the web app's session routes
   const files = createFilesService({ db, driver });
+  const underground = createUnderground({ config, db, secrets: deps.secrets }); // §4.15 events, agent wallets, royalty splits
   // §4.6 calendar connections, when the OAuth client is configured
   const calendar = config.configured.calendar
     ? createCalendarService({
@@ -321,7 +323,11 @@ export function createPlatform(deps: PlatformDeps) {
         appOptions,
       ),
     buildBackendApp: () =>
-      buildBackendApp(config, { agents, ai, keys, hostingMcp, watchdog, files, storedPlans: createStoredPlans({ db }) }, appOptions),
+      buildBackendApp(
+        config,
+        { agents, ai, keys, hostingMcp, watchdog, files, underground, storedPlans: createStoredPlans({ db }) },
+        appOptions,
+      ),
     /** Starts the deployment worker (backend processes): re-deploys agents that should run, then takes jobs. */
     async startWorkers() {
       worker ??= createDeploymentWorker({ db, agents, logger: log, ...(deps.workerPollMs ? { pollMs: deps.workerPollMs } : {}) });

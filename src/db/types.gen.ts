@@ -380,6 +380,40 @@ export interface UndergroundAgentWallets {
   user_id: string;
 }
 
+export interface UndergroundEvents {
+  agent_id: string;
+  created_at: Generated<Timestamp>;
+  description: string;
+  event_date: Timestamp;
+  id: Generated<number>;
+  name: string;
+  ticket_price_usdc: string;
+  total_tickets: number;
+  user_id: string;
+  venue: string;
+}
+
+export interface UndergroundSplitRecipients {
+  address: string;
+  amount_micros: number;
+  position: number;
+  share_bps: number;
+  split_id: number;
+  user_id: string;
+}
+
+export interface UndergroundSplits {
+  agent_id: string;
+  created_at: Generated<Timestamp>;
+  id: Generated<number>;
+  idempotency_key: string | null;
+  name: string;
+  request_hash: string | null;
+  status: Generated<string>;
+  total_micros: number;
+  user_id: string;
+}
+
 export interface Users {
   created_at: Generated<Timestamp>;
   credits: Generated<number>;
@@ -476,6 +510,9 @@ export interface DB {
   siwe_nonces: SiweNonces;
   trading_keys: TradingKeys;
   underground_agent_wallets: UndergroundAgentWallets;
+  underground_events: UndergroundEvents;
+  underground_split_recipients: UndergroundSplitRecipients;
+  underground_splits: UndergroundSplits;
   users: Users;
   wallet_balances: WalletBalances;
   watchdog_notifications: WatchdogNotifications;

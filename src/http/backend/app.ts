@@ -8,6 +8,7 @@ import type { FilesService } from '../../domains/files/files.service.ts';
 import type { HostingMcpService } from '../../domains/hosting-mcp/hosting-mcp.service.ts';
 import type { KeysService } from '../../domains/keys/keys.service.ts';
 import type { WatchdogService } from '../../domains/watchdog/watchdog.service.ts';
+import type { Underground } from '../../platform/underground.ts';
 import { registerAgentKeyAuth } from '../shared/agent-key-auth.ts';
 import { type App, createBaseApp } from '../shared/base-app.ts';
 import { createBearerAuth } from '../shared/bearer-auth.ts';
@@ -19,6 +20,7 @@ import { aiRoutes } from './routes/ai.routes.ts';
 import { browseRoutes } from './routes/browse.routes.ts';
 import { backendHealthRoutes } from './routes/health.backend.routes.ts';
 import { hostingMcpRoutes } from './routes/hosting-mcp.routes.ts';
+import { undergroundRoutes } from './routes/underground.routes.ts';
 import { backendKeysRoutes } from './routes/validate-key.routes.ts';
 import { backendWatchdogRoutes } from './routes/watchdog.backend.routes.ts';
 
@@ -33,6 +35,8 @@ export type BackendServices = {
   watchdog?: WatchdogService;
   /** §4.17 file explorer over agents' workspaces */
   files?: FilesService;
+  /** §4.15 Underground events, agent wallets and royalty splits */
+  underground?: Underground;
 };
 
 export async function buildBackendApp(
@@ -96,6 +100,8 @@ export async function buildBackendApp(
       backendKeysRoutes({ keys: services.keys }),
       hostingMcpRoutes({ hostingMcp: services.hostingMcp }),
       services.files && browseRoutes({ files: services.files }),
+      // §4.15 Underground (bearer key plus x-user-id)
+      services.underground && undergroundRoutes(services.underground),
     ],
   );
   return app;

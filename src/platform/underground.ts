@@ -1,0 +1,15 @@
+/** The Underground services (§4.15): events and royalty splits, agent wallets. */
+import type { Config } from '../config/env.ts';
+import type { Secrets } from '../config/secrets.ts';
+import type { Db } from '../db/client.ts';
+import { createUndergroundService } from '../domains/underground/underground.service.ts';
+import { createUndergroundWallets } from '../domains/underground/wallets.ts';
+
+export function createUnderground(deps: { config: Config; db: Db; secrets: Secrets }) {
+  return {
+    underground: createUndergroundService({ db: deps.db }),
+    wallets: createUndergroundWallets({ db: deps.db, walletKey: deps.secrets.walletEncryptionKey, rpcUrl: deps.config.BASE_RPC_URL }),
+  };
+}
+
+export type Underground = ReturnType<typeof createUnderground>;
