@@ -1,7 +1,9 @@
 /** Request and response shapes of the Underground routes (§4.15, §2 "Underground event", "Royalty split"). */
 import { z } from 'zod';
 
-const required = (field: string) => ({ error: (i: { input: unknown }) => (i.input === undefined ? `${field} is required` : undefined) });
+const required = (field: string) => ({
+  error: (i: { input: unknown }) => (i.input === undefined ? `${field} is required` : `${field} must be a string`),
+});
 const text = (field: string, max: number) =>
   z.string(required(field)).trim().min(1, `${field} is required`).max(max, `${field} must be at most ${max} characters`);
 
