@@ -48,7 +48,11 @@ describe('§4.15 POST/GET /api/underground/events', () => {
       total_tickets: 300,
       created_at: expect.any(String),
     });
-    const late = await as(t, alice, { method: 'POST', url: '/api/underground/events', payload: event(alice.agentId, { name: 'NYE' }) });
+    const late = await as(t, alice, {
+      method: 'POST',
+      url: '/api/underground/events',
+      payload: event(alice.agentId, { name: 'NYE', eventDate: '2026-12-31T22:00:00+01:00' }),
+    });
     expect(late.statusCode).toBe(201);
     const bobs = await as(t, bob, { method: 'POST', url: '/api/underground/events', payload: event(bob.agentId, { name: 'Bob only' }) });
     expect(bobs.statusCode).toBe(201);
@@ -56,6 +60,8 @@ describe('§4.15 POST/GET /api/underground/events', () => {
     const list = await as(t, alice, { method: 'GET', url: '/api/underground/events' });
     expect(list.statusCode).toBe(200);
     expect(list.json().map((e: { name: string }) => e.name)).toEqual(['NYE', 'Warehouse night']);
+    // the offset is kept: 22:00 at +01:00 is 21:00 UTC
+    expect(list.json()[0].event_date).toBe('2026-12-31T21:00:00.000Z');
     const bobList = await as(t, bob, { method: 'GET', url: '/api/underground/events' });
     expect(bobList.json().map((e: { name: string }) => e.name)).toEqual(['Bob only']);
   });
@@ -96,6 +102,9 @@ describe('§4.15 POST/GET /api/underground/events', () => {
     ['eventDate missing', { eventDate: undefined }, /eventDate is required/],
     ['eventDate not a date', { eventDate: 'next friday' }, /eventDate must be an ISO 8601/],
     ['eventDate impossible', { eventDate: '2026-13-45' }, /eventDate must be an ISO 8601/],
+    ['eventDate 30 February', { eventDate: '2026-02-30' }, /eventDate must be an ISO 8601/],
+    ['eventDate time without timezone', { eventDate: '2026-06-01T20:00:00' }, /with a timezone/],
+    ['eventDate hour 24', { eventDate: '2026-06-01T24:00:00Z' }, /eventDate must be an ISO 8601/],
     ['ticketPriceUsdc missing', { ticketPriceUsdc: undefined }, /ticketPriceUsdc is required/],
     ['ticketPriceUsdc a number', { ticketPriceUsdc: 12.5 }, /ticketPriceUsdc must be a decimal string/],
     ['ticketPriceUsdc negative', { ticketPriceUsdc: '-1' }, /ticketPriceUsdc must be a decimal string/],

@@ -21,20 +21,37 @@ export const usdcStringSchema = (field: string) =>
     .trim()
     .regex(/^\d{1,7}(\.\d{1,6})?$/, `${field} must be a decimal string with at most 6 decimals, e.g. "12.50"`);
 
+/**
+ * An ISO 8601 date (`2026-12-31`, midnight UTC) or date-time with `Z` or an offset; a real calendar
+ * day (Date.parse alone takes 2026-02-30 as 2 March) and no time without a timezone (it would be
+ * read in the server's local time).
+ */
+export function isIsoDate(value: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-](\d{2}):(\d{2})))?$/.exec(value);
+  if (!m) return false;
+  const [y, mo, d, h = 0, mi = 0, sec = 0, oh = 0, om = 0] = m.slice(1).map((x) => (x === undefined ? undefined : Number(x)));
+  const day = new Date(Date.UTC(y!, mo! - 1, d!));
+  return (
+    day.getUTCFullYear() === y &&
+    day.getUTCMonth() === mo! - 1 &&
+    day.getUTCDate() === d &&
+    h < 24 &&
+    mi < 60 &&
+    sec < 60 &&
+    oh < 24 &&
+    om < 60
+  );
+}
+
 export const createEventBody = z.object(
   {
     agentId: agentIdSchema,
     name: text('name', 200),
     description: text('description', 5000),
     venue: text('venue', 200),
-    eventDate: z
-      .string(required('eventDate'))
-      .refine(
-        (s) => /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(s) && !Number.isNaN(Date.parse(s)),
-        {
-          error: 'eventDate must be an ISO 8601 date or date-time, e.g. 2026-12-31T21:00:00Z',
-        },
-      ),
+    eventDate: z.string(required('eventDate')).refine(isIsoDate, {
+      error: 'eventDate must be an ISO 8601 date or date-time with a timezone, e.g. 2026-12-31T21:00:00Z',
+    }),
     ticketPriceUsdc: usdcStringSchema('ticketPriceUsdc'),
     totalTickets: z
       .number({ error: (i) => (i.input === undefined ? 'totalTickets is required' : 'totalTickets must be a number') })
