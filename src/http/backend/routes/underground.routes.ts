@@ -55,7 +55,7 @@ export const undergroundRoutes = (deps: { underground: UndergroundService; walle
         summary: 'Create an Underground event (§4.15, §2 "Underground event")',
         description:
           `${CONTEXT}Every field is required: \`agentId\` (an agent the caller owns: 403 another user's, 404 none), \`name\`, \`description\`, ` +
-          '`venue`, `eventDate` (ISO 8601), `ticketPriceUsdc` (decimal string, at most 6 decimals), `totalTickets` (whole number 1–1000000).',
+          '`venue`, `eventDate` (ISO 8601 date, or date-time with `Z` or an offset), `ticketPriceUsdc` (decimal string, at most 6 decimals), `totalTickets` (whole number 1–1000000).',
         headers: documentedHeaders(userHeaders),
         body: createEventBody,
         response: { 201: eventSchema, ...errors },
