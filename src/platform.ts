@@ -59,6 +59,7 @@ import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
 import { createIdentityServices } from './platform/identity.ts';
 import { createPaymentServices } from './platform/payments.ts';
 import { createUnderground } from './platform/underground.ts';
+import { createX402 } from './platform/x402.ts';
 import { createDeploymentWorker } from './workers/deployments.ts';
 import { createHeartbeatWorker } from './workers/heartbeats.ts';
 import { createSecurityEventsWorker } from './workers/security-events.ts';
@@ -319,6 +320,7 @@ export function createPlatform(deps: PlatformDeps) {
           watchdog,
           payments: { sessions: paymentSessions, gateway },
           securityEvents,
+          x402: createX402({ config, db }),
         },
         appOptions,
       ),

@@ -193,6 +193,13 @@ const envSchema = z.object({
   CDP_IMPORT_PUBLIC_KEY: optionalString,
   BASE_RPC_URL: url('https://mainnet.base.org'),
   X402_GATEWAY_URL: optionalUrl,
+  /** added: hex private key (0x + 64 hex) of the platform's payer when the x402 gateway answers HTTP 402 to `pay` (docs/payments.md "x402"); unset: such a payment is refused with 502 */
+  X402_PAYER_PRIVATE_KEY: optionalString.pipe(
+    z
+      .string()
+      .regex(/^0x[0-9a-fA-F]{64}$/, { error: 'must be 0x followed by 64 hex digits' })
+      .optional(),
+  ),
   TRADING_API_URL: optionalUrl,
   TRADING_API_KEY: optionalString,
   /** added: per-call timeout of the trading service (balances, prompt, job status); unreachable or slower answers 503 */

@@ -27,6 +27,8 @@ export function listMigrations(dir = MIGRATIONS_DIR): { id: string; sql: string 
 
 /** Tables only the ledger (owner connection) touches. */
 const MONEY_TABLES = ['ledger_entries', 'wallet_balances', 'payment_sessions', 'mpp_payments', 'billing_events'];
+/** Audit tables the request role may add its own rows to and read, never change (migration 180). */
+const APPEND_ONLY_TABLES = ['x402_payments_audit'];
 
 export async function migrate(connectionString: string, dir = MIGRATIONS_DIR): Promise<MigrationResult> {
   const client = new pg.Client({ connectionString, application_name: 'agent-platform-migrate' });
@@ -61,6 +63,7 @@ export async function migrate(connectionString: string, dir = MIGRATIONS_DIR): P
       GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${APP_ROLE};
       REVOKE ALL ON schema_migrations FROM ${APP_ROLE};
       REVOKE ALL ON ${MONEY_TABLES.join(', ')} FROM ${APP_ROLE};
+      REVOKE UPDATE, DELETE, TRUNCATE ON ${APPEND_ONLY_TABLES.join(', ')} FROM ${APP_ROLE};
       REVOKE UPDATE ON users FROM ${APP_ROLE};
       GRANT UPDATE (${USERS_APP_UPDATABLE.join(', ')}) ON users TO ${APP_ROLE};`);
   } finally {

@@ -380,6 +380,44 @@ export interface UndergroundAgentWallets {
   user_id: string;
 }
 
+export interface UndergroundBusDeliveries {
+  attempts: Generated<number>;
+  created_at: Generated<Timestamp>;
+  delivered_at: Timestamp | null;
+  id: Generated<number>;
+  last_error: string | null;
+  message_id: string;
+  next_attempt_at: Generated<Timestamp>;
+  payload: Json;
+  recipient_agent_id: string;
+  state: Generated<string>;
+  target: string;
+}
+
+export interface UndergroundBusMessages {
+  action: string;
+  from_agent_id: string;
+  hash: string;
+  message_id: string;
+  received_at: Generated<Timestamp>;
+  step: Json | null;
+  to_agent_id: string;
+}
+
+export interface UndergroundBusNegotiations {
+  booking_id: string;
+  counterparty_agent_id: string;
+  created_at: Generated<Timestamp>;
+  initiator_agent_id: string;
+  last_message_id: string;
+  price_micro_usdc: number;
+  proposed_by: string;
+  rounds: Generated<number>;
+  slot: Timestamp;
+  state: string;
+  updated_at: Generated<Timestamp>;
+}
+
 export interface UndergroundEvents {
   agent_id: string;
   created_at: Generated<Timestamp>;
@@ -477,6 +515,24 @@ export interface Workflows {
   user_id: string;
 }
 
+export interface X402PaymentsAudit {
+  agent_id: string | null;
+  amount: Numeric | null;
+  attempt_id: string;
+  created_at: Generated<Timestamp>;
+  currency: string | null;
+  endpoint: string | null;
+  error: string | null;
+  id: Generated<number>;
+  method: string | null;
+  outcome: string;
+  recipient: string | null;
+  upstream_status: number | null;
+  user_email: string;
+  user_id: string;
+  x402_paid: Generated<boolean>;
+}
+
 export interface DB {
   admin_setup_tokens: AdminSetupTokens;
   agent_budgets: AgentBudgets;
@@ -510,6 +566,9 @@ export interface DB {
   siwe_nonces: SiweNonces;
   trading_keys: TradingKeys;
   underground_agent_wallets: UndergroundAgentWallets;
+  underground_bus_deliveries: UndergroundBusDeliveries;
+  underground_bus_messages: UndergroundBusMessages;
+  underground_bus_negotiations: UndergroundBusNegotiations;
   underground_events: UndergroundEvents;
   underground_split_recipients: UndergroundSplitRecipients;
   underground_splits: UndergroundSplits;
@@ -518,4 +577,5 @@ export interface DB {
   watchdog_notifications: WatchdogNotifications;
   workflow_nodes: WorkflowNodes;
   workflows: Workflows;
+  x402_payments_audit: X402PaymentsAudit;
 }

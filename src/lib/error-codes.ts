@@ -113,6 +113,13 @@ export const ERROR_CODES = {
   CALENDAR_NOT_CONNECTED: { status: 401, summary: 'The user has no calendar connection (or the provider revoked it)' },
   CALENDAR_UPSTREAM_FAILED: { status: 502, summary: 'The calendar provider failed, timed out or answered something unreadable' },
 
+  // x402 gateway (§4.11)
+  X402_NOT_CONFIGURED: { status: 503, summary: 'X402_GATEWAY_URL is not set' },
+  X402_GATEWAY_ERROR: { status: 500, summary: 'The x402 gateway failed, timed out or answered an error or something unreadable' },
+  X402_COLONY_JOIN_FAILED: { status: 502, summary: 'The x402 gateway refused the colony join (its 402 is passed on as 402)' },
+  X402_COLONY_UNREACHABLE: { status: 503, summary: 'The x402 gateway did not answer the colony join within 10 s' },
+  X402_PAYMENT_FAILED: { status: 502, summary: 'The x402 gateway asked for an x402 payment the platform could not make' },
+
   // card processor (§2, §4.4)
   PROCESSOR_NOT_CONFIGURED: {
     status: 500,

@@ -32,6 +32,7 @@ import type { CdpWalletsService } from '../../domains/wallet/cdp-wallets.service
 import type { StablecoinBalanceReader } from '../../domains/wallet/stablecoin-balances.ts';
 import type { WatchdogService } from '../../domains/watchdog/watchdog.service.ts';
 import type { WorkflowsService } from '../../domains/workflows/workflows.service.ts';
+import type { X402Service } from '../../domains/x402/x402.service.ts';
 import { sha256Base64url } from '../../lib/crypto.ts';
 import { createStreamRevoker } from '../../lib/eviction-bus.ts';
 import { type App, createBaseApp } from '../shared/base-app.ts';
@@ -70,6 +71,7 @@ import { tradingRoutes } from './routes/trading.routes.ts';
 import { usageRoutes } from './routes/usage.routes.ts';
 import { webWatchdogRoutes } from './routes/watchdog.routes.ts';
 import { workflowsRoutes } from './routes/workflows.routes.ts';
+import { x402Routes } from './routes/x402.routes.ts';
 
 export type WebServices = {
   /** the signed-in user's AI usage and cost (GET /api/usage) */
@@ -114,6 +116,8 @@ export type WebServices = {
   calendar?: CalendarService;
   /** §4.1 / §6 security event receivers (RISC) */
   securityEvents?: SecurityEventsService;
+  /** §4.11 x402 gateway proxy (without X402_GATEWAY_URL its routes answer 503) */
+  x402?: X402Service;
 };
 
 export async function buildWebApp(config: Config, services: WebServices, options: { logger?: FastifyBaseLogger } = {}): Promise<App> {
@@ -251,6 +255,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.usageReport && agentUsageRoutes({ report: services.usageReport, budgets: services.ai.budgets }),
     services.files && browseWebRoutes({ files: services.files }),
     calendarRoutes({ calendar: services.calendar, session }),
+    services.x402 && x402Routes({ x402: services.x402, session }),
     // the dashboard (dashboard/, docs/dashboard.md): static pages, hidden from the OpenAPI description
     dashboardRoutes({ distDir: config.DASHBOARD_DIR }),
   ]);
