@@ -122,6 +122,37 @@ describe('§4.11 pay: field rules, each refusal audited', () => {
   });
 });
 
+describe('§4.11 pay: bad bodies and concurrency', () => {
+  it('a body that is not a JSON object is 400 with a JSON error, never 5xx', async () => {
+    const u = await signUp(t.web);
+    for (const payload of ['[]', '"pay"', '{"action":', 'null']) {
+      const res = await t.web.inject({
+        method: 'POST',
+        url: '/api/x402',
+        headers: { cookie: u.cookie, 'content-type': 'application/json' },
+        payload,
+      });
+      expect(res.statusCode, payload).toBe(400);
+      expect(typeof res.json().error, payload).toBe('string');
+    }
+  });
+
+  it('20 parallel payments: 20 gateway calls, each with its attempted and accepted rows', async () => {
+    fake.payMode = 'plain';
+    const u = await signUp(t.web);
+    const before = fake.requests.filter((r) => r.path === '/pay').length;
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => pay(t, { amount: i + 1, recipient: EVM }, u.cookie)));
+    expect(results.map((r) => r.statusCode)).toEqual(Array(20).fill(200));
+    expect(fake.requests.filter((r) => r.path === '/pay').length - before).toBe(20);
+    const rows = await auditOf(t, u.id);
+    expect(rows).toHaveLength(40);
+    const byAttempt = new Map<string, string[]>();
+    for (const r of rows) byAttempt.set(r.attempt_id, [...(byAttempt.get(r.attempt_id) ?? []), r.outcome]);
+    expect([...byAttempt.values()].every((o) => o.join() === 'attempted,accepted')).toBe(true);
+    expect(new Set(rows.map((r) => r.amount)).size).toBe(20);
+  });
+});
+
 describe('§4.11 audit is append-only for the request role (migration 180)', () => {
   it('the user cannot update, delete or truncate their rows, insert rows for someone else, or read another user’s', async () => {
     fake.payMode = 'plain';
