@@ -98,7 +98,7 @@ describe('PUT /api/agents/:id/budget', () => {
     const a = await deploy(owner.id);
     const res = await setBudget(owner.cookie, a.agentId, payload);
     expect(res.statusCode, res.body).toBe(400);
-    expect(res.json().error).toContain('monthlyBudgetUsd must be a number greater than 0 and at most 100000 (USD), or null');
+    expect(res.json().error).toContain('monthlyBudgetUsd: must be a number greater than 0 and at most 100000 (USD), or null');
   });
 
   it('400 for a body that is not a JSON object; 401 without a session; 404 for another user’s agent (unchanged)', async () => {

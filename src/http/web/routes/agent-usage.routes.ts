@@ -13,7 +13,7 @@ import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
 import { usageDaysQuery, usageReportFields } from './usage.routes.ts';
 
-const BUDGET_RULE = `monthlyBudgetUsd must be a number greater than 0 and at most ${AGENT_BUDGET_MAX_USD} (USD), or null to clear the budget`;
+const BUDGET_RULE = `must be a number greater than 0 and at most ${AGENT_BUDGET_MAX_USD} (USD), or null to clear the budget`;
 
 const budget = z
   .object({
