@@ -59,6 +59,7 @@ import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
 import { createIdentityServices } from './platform/identity.ts';
 import { createPaymentServices } from './platform/payments.ts';
 import { createUnderground } from './platform/underground.ts';
+import { createUndergroundBus, type UndergroundBusTimings } from './platform/underground-bus.ts';
 import { createX402 } from './platform/x402.ts';
 import { createDeploymentWorker } from './workers/deployments.ts';
 import { createHeartbeatWorker } from './workers/heartbeats.ts';
@@ -99,6 +100,8 @@ export type PlatformDeps = {
   watchdogEnabled?: boolean;
   /** security events (tests): the JWKS refetch cooldown on an unknown kid, the worker's poll and retry delay, in ms */
   securityEvents?: { refetchCooldownMs?: number; pollMs?: number; retryBaseMs?: number };
+  /** Underground bus delivery worker (tests): poll and first retry delay in ms */
+  undergroundBus?: UndergroundBusTimings;
 };
 
 export function createPlatform(deps: PlatformDeps) {
@@ -250,6 +253,7 @@ export function createPlatform(deps: PlatformDeps) {
   // §4.17 file explorer: one service behind the backend's key routes and the web app's session routes
   const files = createFilesService({ db, driver });
   const underground = createUnderground({ config, db, secrets: deps.secrets }); // §4.15 events, agent wallets, royalty splits
+  const { bus: undergroundBus, jobs: undergroundBusJobs } = createUndergroundBus({ config, db, log, timings: deps.undergroundBus }); // §4.15 bus
   // §4.6 calendar connections, when the OAuth client is configured
   const calendar = config.configured.calendar
     ? createCalendarService({
@@ -327,7 +331,7 @@ export function createPlatform(deps: PlatformDeps) {
     buildBackendApp: () =>
       buildBackendApp(
         config,
-        { agents, ai, keys, hostingMcp, watchdog, files, underground, storedPlans: createStoredPlans({ db }) },
+        { agents, ai, keys, hostingMcp, watchdog, files, underground, undergroundBus, storedPlans: createStoredPlans({ db }) },
         appOptions,
       ),
     /** Starts the deployment worker (backend processes): re-deploys agents that should run, then takes jobs. */
@@ -346,6 +350,7 @@ export function createPlatform(deps: PlatformDeps) {
         timeoutMs: config.HEARTBEAT_TIMEOUT_MS,
       });
       await heartbeatWorker.start();
+      undergroundBusJobs.startWorker();
     },
     /** the watchdog loop of this process, once startWorkers() ran (tests inspect its holder id) */
     get watchdogWorker() {
@@ -389,6 +394,7 @@ export function createPlatform(deps: PlatformDeps) {
       await securityEventsWorker?.stop();
       await watchdogWorker?.stop();
       await heartbeatWorker?.stop();
+      await undergroundBusJobs.close();
       await worker?.stop();
       if (ownsDriver) {
         await driver.shutdown().catch((err) => log.warn({ err }, 'hosting driver shutdown failed'));

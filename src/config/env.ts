@@ -150,6 +150,8 @@ const envSchema = z.object({
   // added (heartbeats, §4.12): how often a backend looks for due heartbeats, and how long one agent may take to run one
   HEARTBEAT_POLL_MS: positiveInt(5_000),
   HEARTBEAT_TIMEOUT_MS: positiveInt(120_000),
+  // added (§4.15 Underground bus): deliver to agents' webhooks on private, loopback or link-local addresses (SSRF guard off)
+  UNDERGROUND_ALLOW_PRIVATE_WEBHOOKS: bool(false),
   // added (§3 container health): /healthz probes before a running unit counts as `starting`, and the wait between them (§4.12: 2 s)
   CONTAINER_HEALTH_RETRIES: positiveInt(3),
   CONTAINER_HEALTH_INTERVAL_MS: positiveInt(2_000),

@@ -7,6 +7,7 @@ import type { StoredPlans } from '../../domains/ai/stored-plans.ts';
 import type { FilesService } from '../../domains/files/files.service.ts';
 import type { HostingMcpService } from '../../domains/hosting-mcp/hosting-mcp.service.ts';
 import type { KeysService } from '../../domains/keys/keys.service.ts';
+import type { BusService } from '../../domains/underground/bus.service.ts';
 import type { WatchdogService } from '../../domains/watchdog/watchdog.service.ts';
 import type { Underground } from '../../platform/underground.ts';
 import { registerAgentKeyAuth } from '../shared/agent-key-auth.ts';
@@ -21,6 +22,7 @@ import { browseRoutes } from './routes/browse.routes.ts';
 import { backendHealthRoutes } from './routes/health.backend.routes.ts';
 import { hostingMcpRoutes } from './routes/hosting-mcp.routes.ts';
 import { undergroundRoutes } from './routes/underground.routes.ts';
+import { undergroundBusRoutes } from './routes/underground-bus.routes.ts';
 import { backendKeysRoutes } from './routes/validate-key.routes.ts';
 import { backendWatchdogRoutes } from './routes/watchdog.backend.routes.ts';
 
@@ -37,6 +39,8 @@ export type BackendServices = {
   files?: FilesService;
   /** §4.15 Underground events, agent wallets and royalty splits */
   underground?: Underground;
+  /** §4.15 Underground message bus (signed messages, no key) */
+  undergroundBus?: BusService;
 };
 
 export async function buildBackendApp(
@@ -102,6 +106,8 @@ export async function buildBackendApp(
       services.files && browseRoutes({ files: services.files }),
       // §4.15 Underground (bearer key plus x-user-id)
       services.underground && undergroundRoutes(services.underground),
+      // §4.15 bus send: public scope, the message's signature authenticates it
+      services.undergroundBus && undergroundBusRoutes({ bus: services.undergroundBus }),
     ],
   );
   return app;

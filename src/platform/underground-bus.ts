@@ -1,0 +1,47 @@
+/**
+ * Wiring of the Underground message bus (§4.15): the service behind POST /api/underground/bus/send
+ * and the delivery worker every backend process runs beside its other workers (each job taken
+ * FOR UPDATE SKIP LOCKED, so replicas share the work).
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config/env.ts';
+import type { Db } from '../db/client.ts';
+import { createBusService } from '../domains/underground/bus.service.ts';
+import { createUndergroundBusWorker } from '../workers/underground-bus.ts';
+
+export type UndergroundBusTimings = { pollMs?: number; retryBaseMs?: number };
+
+export function createUndergroundBus(deps: {
+  config: Config;
+  db: Db;
+  log: FastifyBaseLogger;
+  timings?: UndergroundBusTimings | undefined;
+}) {
+  let worker: ReturnType<typeof createUndergroundBusWorker> | undefined;
+  const bus = createBusService({
+    db: deps.db,
+    allowPrivateWebhooks: deps.config.UNDERGROUND_ALLOW_PRIVATE_WEBHOOKS,
+    logger: deps.log,
+    onEnqueued: () => worker?.wake(),
+    ...(deps.timings?.retryBaseMs ? { retryBaseMs: deps.timings.retryBaseMs } : {}),
+  });
+  const jobs = {
+    /** Starts this process's delivery worker (backend processes). */
+    startWorker() {
+      worker ??= createUndergroundBusWorker({
+        bus,
+        logger: deps.log,
+        ...(deps.timings?.pollMs ? { pollMs: deps.timings.pollMs } : {}),
+      });
+      worker.start();
+    },
+    get worker() {
+      return worker;
+    },
+    async close() {
+      await worker?.stop();
+      await bus.close();
+    },
+  };
+  return { bus, jobs };
+}
