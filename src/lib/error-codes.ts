@@ -115,6 +115,7 @@ export const ERROR_CODES = {
 
   // x402 gateway (§4.11)
   X402_NOT_CONFIGURED: { status: 503, summary: 'X402_GATEWAY_URL is not set' },
+  X402_GATEWAY_UNREACHABLE: { status: 503, summary: 'GET /api/x402: the x402 gateway failed its health check or did not answer' },
   X402_GATEWAY_ERROR: { status: 500, summary: 'The x402 gateway failed, timed out or answered an error or something unreadable' },
   X402_COLONY_JOIN_FAILED: { status: 502, summary: 'The x402 gateway refused the colony join (its 402 is passed on as 402)' },
   X402_COLONY_UNREACHABLE: { status: 503, summary: 'The x402 gateway did not answer the colony join within 10 s' },

@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/client.ts';
-import { AppError, badRequest, serviceUnavailable, unauthorized } from '../../lib/errors.ts';
+import { AppError, badRequest, unauthorized } from '../../lib/errors.ts';
 import type { X402Gateway, X402Result } from './x402.client.ts';
 import { type X402AuditRow, x402Repo } from './x402.repo.ts';
 
@@ -149,7 +149,7 @@ export function createX402Service(deps: { db: Db; gateway: X402Gateway | undefin
 
     /** GET /api/x402: the gateway's health fields plus `gateway` and `status`; 503 when it does not answer. */
     async health(): Promise<Record<string, unknown> & { gateway: string; status: string }> {
-      if (!deps.gateway) throw serviceUnavailable(X402_ERRORS.notConfigured, { gateway: null, status: 'unconfigured' });
+      if (!deps.gateway) throw new AppError('X402_NOT_CONFIGURED', X402_ERRORS.notConfigured, { gateway: null, status: 'unconfigured' });
       const r = await deps.gateway.health();
       const gateway = deps.gateway.url;
       if (r.ok && r.body !== null && typeof r.body === 'object' && !Array.isArray(r.body)) {
@@ -165,7 +165,7 @@ export function createX402Service(deps: { db: Db; gateway: X402Gateway | undefin
             : 'status' in r
               ? `Gateway answered ${r.status}`
               : 'Gateway error';
-      throw serviceUnavailable(error, { gateway, status: 'unreachable' });
+      throw new AppError('X402_GATEWAY_UNREACHABLE', error, { gateway, status: 'unreachable' });
     },
 
     /** POST /api/x402. `user` is null without a session: only `endpoints` answers then. */
