@@ -7278,4 +7278,135 @@ export interface paths {
     patch: never;
     trace: never;
   };
+  "/api/x402": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              gateway: string;
+              status: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        503: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    put: never;
+    post: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          "application/json": {
+            action?: unknown;
+            agentId?: unknown;
+            walletAddress?: unknown;
+            amount?: unknown;
+            currency?: unknown;
+            recipient?: unknown;
+            endpoint?: unknown;
+            method?: unknown;
+            [key: string]: unknown;
+          };
+        };
+      };
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": unknown;
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        402: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        500: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        502: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        503: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
 }
