@@ -40,6 +40,7 @@ export const ERROR_CODES = {
   SERVER_MISCONFIGURED: { status: 500, summary: 'A required server setting is missing' },
   BRIDGE_NOT_CONFIGURED: { status: 503, summary: 'BRIDGE_SECRET is not set: the bridge is closed' },
   HOSTING_WEBHOOK_NOT_CONFIGURED: { status: 503, summary: 'HOSTING_WEBHOOK_SECRET is not set: the webhook is closed' },
+  PASSWORD_RESET_NOT_CONFIGURED: { status: 503, summary: 'SMTP_URL is not set: password reset by email is off' },
   DEMO_UNAVAILABLE: { status: 503, summary: 'The demo chat has no model provider configured' },
   DEMO_FAILED: { status: 500, summary: 'The demo chat provider failed' },
   BALANCE_LOOKUP_NOT_CONFIGURED: { status: 500, summary: 'Stablecoin balance lookup is not wired in this process' },

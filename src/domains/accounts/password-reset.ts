@@ -19,7 +19,7 @@ import type { Config } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { randomToken, sha256, sha256Hex } from '../../lib/crypto.ts';
-import { badRequest, serviceUnavailable, tooManyRequests } from '../../lib/errors.ts';
+import { AppError, badRequest, tooManyRequests } from '../../lib/errors.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
 import type { Mailer } from './mailer.ts';
 import { COMMON_PASSWORD_MESSAGE, isCommonPassword } from './password-policy.ts';
@@ -100,7 +100,8 @@ export function createPasswordResetService(deps: PasswordResetDeps) {
     /** POST /api/auth/password-reset/request. Resolves once the request is accepted, before any mail work. */
     async request(rawEmail: string, meta: { ip: string }): Promise<void> {
       const mailer = deps.mailer;
-      if (!mailer) throw serviceUnavailable(RESET_NOT_SET_UP);
+      // not configured is the operator's choice: one calm log line, no stack (error-handler.ts)
+      if (!mailer) throw new AppError('PASSWORD_RESET_NOT_CONFIGURED', RESET_NOT_SET_UP);
       const email = rawEmail.trim().toLowerCase();
       await limited(`pwreset:ip:${meta.ip}`, config.PASSWORD_RESET_RATE_LIMIT);
       // keyed by the email's hash: the limiter's store (Redis) holds no address
