@@ -3,11 +3,13 @@
  * the backend app (no key), real PostgreSQL, deliveries to local webhook receivers (test/fakes/webhook.ts)
  * by the delivery worker. Signatures made with viem accounts whose addresses are the agents' wallets.
  */
+
+import { fetch as undiciFetch } from 'undici';
 import { type Hex, keccak256, toBytes } from 'viem';
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBusService } from '../../src/domains/underground/bus.service.ts';
-import { checkWebhookUrl, isPublicAddress } from '../../src/domains/underground/bus-address-guard.ts';
+import { checkWebhookUrl, createGuardedDispatcher, isPublicAddress } from '../../src/domains/underground/bus-address-guard.ts';
 import { BUS_MESSAGE_MAX_AGE_MS } from '../../src/domains/underground/bus-message.ts';
 import { AMPLIFY_MAX_RECIPIENTS } from '../../src/domains/underground/bus-steps.ts';
 import { encryptSecret } from '../../src/lib/crypto.ts';
@@ -261,6 +263,28 @@ describe('SSRF: webhooks on private addresses (§4.15 delivery)', () => {
       .set({ config: JSON.stringify({ underground: { webhookUrl: hookC.url } }) })
       .where('id', '=', agents.f)
       .execute();
+  });
+
+  it('the delivery connection checks the name again when it connects (DNS rebinding): localhost refused, allowed only with the setting', async () => {
+    const url = hookB.url.replace('127.0.0.1', 'localhost');
+    const strict = createGuardedDispatcher(false, 2000);
+    const open = createGuardedDispatcher(true, 2000);
+    try {
+      const refused = await undiciFetch(url, { method: 'POST', body: '{}', dispatcher: strict }).then(
+        () => null,
+        (err: Error) => err,
+      );
+      expect(String((refused?.cause as Error | undefined)?.message ?? refused)).toMatch(/private or loopback/);
+      const ok = await undiciFetch(url, {
+        method: 'POST',
+        body: '{"probe":true}',
+        headers: { 'content-type': 'application/json' },
+        dispatcher: open,
+      });
+      expect(ok.status).toBe(200);
+    } finally {
+      await Promise.all([strict.close(), open.close()]);
+    }
   });
 
   it('through the route of a platform with the default settings: a webhook on 127.0.0.1, 10.x or a name resolving to loopback is a 400', async () => {

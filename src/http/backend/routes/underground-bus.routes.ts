@@ -66,7 +66,8 @@ const description = [
   'loopback or link-local address and UNDERGROUND_ALLOW_PRIVATE_WEBHOOKS is off. Delivery is a durable job run after the answer:',
   '`POST <webhook>` with JSON `{message, negotiation?, amplification?}` and headers `x-underground-message-id`,',
   `\`x-underground-attempt\`; any 2xx is delivered; otherwise retried with exponential backoff (5 s doubling, at most 30 min) up to`,
-  `${BUS_MAX_ATTEMPTS} attempts. \`deliveries\` counts the jobs written.`,
+  `${BUS_MAX_ATTEMPTS} attempts. \`deliveries\` counts the jobs written. 500 \`Delivery failed\` only when the message could not be`,
+  'recorded (no details); a webhook that fails does not fail the send, its job is retried.',
 ].join('\n');
 
 export const undergroundBusRoutes = (deps: { bus: BusService }): RouteModule<'public'> => ({
