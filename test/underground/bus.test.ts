@@ -404,6 +404,34 @@ describe('BOOKING_ negotiation and AMPLIFY_ fan-out (§4.15, designed)', () => {
     expect(dup.statusCode).toBe(409);
   });
 
+  it('concurrent moves on one booking apply one at a time: of two parallel requests one opens it, of two parallel declines one closes it; a non-party is refused', async () => {
+    const bookingId = `bk-race-${Date.now()}`;
+    const terms = { bookingId, slot: slot(), priceUsdc: '10' };
+    const opens = await Promise.all(
+      [1, 2].map(async () => send(await sign(message({ action: 'BOOKING_REQUEST', to: agents.c, payload: terms })))),
+    );
+    expect(opens.map((r) => r.statusCode).sort()).toEqual([200, 409]);
+    const [accept, decline] = await Promise.all([
+      sign(message({ action: 'BOOKING_ACCEPT', from: agents.b, to: agents.a, payload: { bookingId } }), keyB),
+      sign(message({ action: 'BOOKING_DECLINE', from: agents.b, to: agents.a, payload: { bookingId } }), keyB),
+    ]);
+    // B is not a party to A's booking with C
+    expect((await send(accept)).statusCode).toBe(409);
+    const own = await Promise.all([
+      sign(message({ action: 'BOOKING_DECLINE', to: agents.c, payload: { bookingId } })),
+      sign(message({ action: 'BOOKING_DECLINE', to: agents.c, payload: { bookingId } })),
+    ]);
+    const closes = await Promise.all(own.map((m) => send(m)));
+    expect(closes.map((r) => r.statusCode).sort()).toEqual([200, 409]);
+    expect((await send(decline)).statusCode).toBe(409);
+    const row = await t.database.db.kysely
+      .selectFrom('underground_bus_negotiations')
+      .select(['state', 'rounds'])
+      .where('booking_id', '=', bookingId)
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({ state: 'declined', rounds: 1 });
+  });
+
   it('bad booking payloads are 400 and open nothing', async () => {
     for (const [payload, error] of [
       [{ slot: slot(), priceUsdc: '1' }, /bookingId/],
