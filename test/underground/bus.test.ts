@@ -477,3 +477,13 @@ describe('BOOKING_ negotiation and AMPLIFY_ fan-out (§4.15, designed)', () => {
     expect(unknown.json().error).toMatch(/unknown recipient/);
   });
 });
+
+describe('wiring', () => {
+  it("the backend's startWorkers runs the bus worker, which a send wakes at once", async () => {
+    await t.platform.startWorkers();
+    const m = await sign(message());
+    expect((await send(m)).statusCode).toBe(200);
+    await expect.poll(async () => (await deliveries(m.messageId))[0]?.state, { timeout: 3000, interval: 50 }).toBe('delivered');
+    expect(hookB.received.filter((b) => b.message?.messageId === m.messageId)).toHaveLength(1);
+  });
+});
