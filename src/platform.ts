@@ -1,8 +1,8 @@
 /**
  * Wires the domains over explicit dependencies (docs/architecture.md rule 2). main.ts and the tests build the
  * platform through this one function; tests pass fakes for external services only.
- * Read top to bottom: every service with its dependencies; the identity and payment services, the
- * largest groups, are built in src/platform/identity.ts and src/platform/payments.ts.
+ * Read top to bottom: every service with its dependencies; groups of services that belong together
+ * (identity, payments, outside integrations, x402, Underground) are built in src/platform/.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { pino } from 'pino';
@@ -36,18 +36,14 @@ import { createFilesService } from './domains/files/files.service.ts';
 import { createHealthService, createOsMetrics, type SystemMetrics } from './domains/health/health.service.ts';
 import { createHeartbeatService } from './domains/heartbeat/heartbeat.service.ts';
 import { createHostingMcpService } from './domains/hosting-mcp/hosting-mcp.service.ts';
-import { createHostingStatusService } from './domains/hosting-status/hosting-status.service.ts';
-import { createUpstashStatusStore, type StatusStore } from './domains/hosting-status/status-store.ts';
+import type { StatusStore } from './domains/hosting-status/status-store.ts';
 import { createKeyCache } from './domains/keys/key-cache.ts';
 import { createKeysService, type KeyProfile } from './domains/keys/keys.service.ts';
 import type { CardProcessor } from './domains/payments/card/card-processor.ts';
 import type { GatewayCheckout } from './domains/payments/gateway/gateway.service.ts';
 import { createLedgerService } from './domains/payments/ledger/ledger.service.ts';
 import { createSessionWalletService } from './domains/session-wallet/session-wallet.service.ts';
-import { createTradingService } from './domains/trading/trading.service.ts';
-import { createHttpTradingClient, type TradingClient } from './domains/trading/trading-client.ts';
-import { createCdpClient } from './domains/wallet/cdp-client.ts';
-import { createCdpWalletsService } from './domains/wallet/cdp-wallets.service.ts';
+import type { TradingClient } from './domains/trading/trading-client.ts';
 import { createStablecoinBalanceReader } from './domains/wallet/stablecoin-balances.ts';
 import { channelsFromConfig } from './domains/watchdog/notifier.ts';
 import { createWatchdogService, type WatchdogSettings, watchdogSettingsFromConfig } from './domains/watchdog/watchdog.service.ts';
@@ -57,6 +53,7 @@ import { loggerOptions } from './http/shared/logging.ts';
 import { buildWebApp } from './http/web/app.ts';
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
 import { createIdentityServices } from './platform/identity.ts';
+import { createIntegrationServices } from './platform/integrations.ts';
 import { createPaymentServices } from './platform/payments.ts';
 import { createUnderground } from './platform/underground.ts';
 import { createUndergroundBus, type UndergroundBusTimings } from './platform/underground-bus.ts';
@@ -149,27 +146,8 @@ export function createPlatform(deps: PlatformDeps) {
   const workflows = createWorkflowsService({ db });
   const heartbeat = createHeartbeatService({ db, ...(deps.now ? { now: deps.now } : {}) });
   const bridge = createBridgeService({ db, ...(deps.now ? { now: deps.now } : {}) });
-  const trading = createTradingService({
-    db,
-    config,
-    encryptionKey: deps.secrets.secretsEncryptionKey,
-    client:
-      deps.tradingClient ??
-      (config.TRADING_API_URL
-        ? createHttpTradingClient({ baseUrl: config.TRADING_API_URL, timeoutMs: config.TRADING_TIMEOUT_MS })
-        : undefined),
-  });
-  const hostingStatus = createHostingStatusService({
-    db,
-    config,
-    store:
-      deps.statusStore ??
-      (config.KV_REST_API_URL && config.KV_REST_API_TOKEN
-        ? createUpstashStatusStore({ url: config.KV_REST_API_URL, token: config.KV_REST_API_TOKEN, timeoutMs: config.KV_TIMEOUT_MS })
-        : undefined),
-    logger: deps.logger,
-    ...(deps.now ? { now: deps.now } : {}),
-  });
+  // the outside services a user reaches through the platform (trading, hosting status, custodial wallets)
+  const { trading, hostingStatus, cdpWallets } = createIntegrationServices(deps);
   const agentConfig = createConfigService({ db, secretsKey: deps.secrets.secretsEncryptionKey, ...(deps.now ? { now: deps.now } : {}) });
   const keys = createKeysService({ db, config, cache: keyCache });
   const hostingMcp = createHostingMcpService(deps.now ? { now: deps.now } : {});
@@ -198,20 +176,6 @@ export function createPlatform(deps: PlatformDeps) {
     runtimeEnv: (agent, { platformApiKey }) => agentModelEnv(ai, config.AGENT_GATEWAY_URL, agent, platformApiKey),
     platformKeyCache: agentKeyCache,
     onEnqueue: () => worker?.wake(),
-  });
-  const cdpWallets = createCdpWalletsService({
-    db,
-    walletKey: deps.secrets.walletEncryptionKey,
-    provider:
-      config.configured.cdp && config.CDP_API_KEY_ID && config.CDP_API_KEY_SECRET
-        ? createCdpClient({
-            apiUrl: config.CDP_API_URL,
-            apiKeyId: config.CDP_API_KEY_ID,
-            apiKeySecret: config.CDP_API_KEY_SECRET,
-            walletSecret: config.CDP_WALLET_SECRET,
-            ...(config.CDP_IMPORT_PUBLIC_KEY ? { importPublicKey: config.CDP_IMPORT_PUBLIC_KEY.replace(/\\n/g, '\n') } : {}),
-          })
-        : undefined,
   });
   // every call to an agent's gateway (docs/architecture.md "Reaching an agent")
   const agentGateway = createAgentGateway({ targets: createAgentTargets({ db, secretsKey: deps.secrets.secretsEncryptionKey }) });
