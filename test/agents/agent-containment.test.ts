@@ -5,7 +5,7 @@
  *   headers never reach the browser, the caller's cookies never reach it;
  * - N10: the proxied WebSocket is bounded (message size, bytes waiting for the agent, sockets per user);
  * - N12: sign-out and API key deletion end the live-log streams, proxied WebSockets and proxied
- *   streaming answers opened with that session or key (audit security-2026-11-25).
+ *   streaming answers opened with that session or key (docs/security.md findings N6, N10, N12).
  */
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

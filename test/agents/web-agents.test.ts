@@ -230,7 +230,7 @@ describe('one agent', () => {
     });
   });
 
-  it('config PUT: deep nesting and unstorable strings are 400 {error} on the web and the backend (audit item 13), not 500', async () => {
+  it('config PUT: deep nesting and unstorable strings are 400 {error} on the web and the backend not 500', async () => {
     const nested = (depth: number) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`;
     const bodies = [nested(5000), nested(10_000), nested(65), '{"x":"\\ud800"}', '{"x":"a\\udc00"}', '{"x":{"y":"\\u0000"}}'];
     for (const payload of bodies) {

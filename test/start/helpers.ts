@@ -174,5 +174,5 @@ export function webClient(base: string) {
   };
 }
 
-/** A line of output that is a stack trace or the crash the audit saw (pino JSON keeps a stack in "stack"). */
+/** A line of output that is a stack trace or a crash (pino JSON keeps a stack in "stack"). */
 export const TROUBLE = /"stack"|\n\s+at \S+ \(|Unhandled 'error'|57P01|terminating connection|uncaught/i;
