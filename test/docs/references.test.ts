@@ -42,7 +42,9 @@ function hits(pattern: RegExp, within = ALL): string[] {
 describe('references resolve in the repository', () => {
   it('no file names a document outside the repository or an issue number', () => {
     expect(
-      hits(/\b(CONFIG|DESIGN|LIBRARIES)\.md\b|\.\.\/shared\/(seeds|audits|tools|issues)\b|\baudits?\/|\bissues? #?\d+\b|\baudit (N\d|item|security|20\d\d)/i),
+      hits(
+        /\b(CONFIG|DESIGN|LIBRARIES)\.md\b|\.\.\/shared\/(seeds|audits|tools|issues)\b|\baudits?\/|\bissues? #?\d+\b|\baudit (N\d|item|security|20\d\d)/i,
+      ),
     ).toEqual([]);
   });
 
