@@ -7,6 +7,7 @@
  */
 import type { SecurityEventsService } from '../domains/security-events/risc.service.ts';
 import type { WorkerLogger } from './deployments.ts';
+import { createQueueWorker } from './queue-worker.ts';
 
 export type SecurityEventsWorkerOptions = {
   events: Pick<SecurityEventsService, 'processNext'>;
@@ -16,56 +17,10 @@ export type SecurityEventsWorkerOptions = {
 };
 
 export function createSecurityEventsWorker(options: SecurityEventsWorkerOptions) {
-  const pollMs = options.pollMs ?? 5_000;
-  let running = false;
-  let timer: NodeJS.Timeout | undefined;
-  let current: Promise<void> | undefined;
-  let again = false;
-
-  /** Processes due events until none is left. */
-  async function drain() {
-    while (running && (await options.events.processNext())) {}
-  }
-
-  function run() {
-    if (!running) return;
-    if (current) {
-      again = true; // woken mid-drain: look once more when this drain ends
-      return;
-    }
-    clearTimeout(timer);
-    current = drain()
-      .catch((err) => options.logger?.error({ err }, 'security event worker poll failed'))
-      .finally(() => {
-        current = undefined;
-        if (again) {
-          again = false;
-          run();
-        } else schedule();
-      });
-  }
-
-  function schedule() {
-    if (!running) return;
-    timer = setTimeout(run, pollMs);
-    timer.unref();
-  }
-
-  return {
-    start() {
-      if (running) return;
-      running = true;
-      run();
-    },
-    /** An event was just recorded in this process. */
-    wake() {
-      run();
-    },
-    /** Stops polling and waits for the event being acted on. */
-    async stop() {
-      running = false;
-      clearTimeout(timer);
-      await current;
-    },
-  };
+  return createQueueWorker({
+    name: 'security event',
+    processNext: () => options.events.processNext(),
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+  });
 }

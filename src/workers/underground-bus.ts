@@ -8,6 +8,7 @@
  */
 import type { BusService } from '../domains/underground/bus.service.ts';
 import type { WorkerLogger } from './deployments.ts';
+import { createQueueWorker } from './queue-worker.ts';
 
 export type UndergroundBusWorkerOptions = {
   bus: Pick<BusService, 'processNext'>;
@@ -17,56 +18,10 @@ export type UndergroundBusWorkerOptions = {
 };
 
 export function createUndergroundBusWorker(options: UndergroundBusWorkerOptions) {
-  const pollMs = options.pollMs ?? 5_000;
-  let running = false;
-  let timer: NodeJS.Timeout | undefined;
-  let current: Promise<void> | undefined;
-  let again = false;
-
-  /** Delivers due jobs until none is left. */
-  async function drain() {
-    while (running && (await options.bus.processNext())) {}
-  }
-
-  function run() {
-    if (!running) return;
-    if (current) {
-      again = true; // woken mid-drain: look once more when this drain ends
-      return;
-    }
-    clearTimeout(timer);
-    current = drain()
-      .catch((err) => options.logger?.error({ err }, 'underground bus worker poll failed'))
-      .finally(() => {
-        current = undefined;
-        if (again) {
-          again = false;
-          run();
-        } else schedule();
-      });
-  }
-
-  function schedule() {
-    if (!running) return;
-    timer = setTimeout(run, pollMs);
-    timer.unref();
-  }
-
-  return {
-    start() {
-      if (running) return;
-      running = true;
-      run();
-    },
-    /** A delivery job was just written in this process. */
-    wake() {
-      run();
-    },
-    /** Stops polling and waits for the delivery in flight. */
-    async stop() {
-      running = false;
-      clearTimeout(timer);
-      await current;
-    },
-  };
+  return createQueueWorker({
+    name: 'underground bus',
+    processNext: () => options.bus.processNext(),
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.pollMs !== undefined ? { pollMs: options.pollMs } : {}),
+  });
 }
