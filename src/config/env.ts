@@ -33,6 +33,8 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** added: `auto` (readable lines when stdout is a terminal, JSON otherwise), `json` or `pretty` */
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
+  /** added: GET /metrics on both apps (Prometheus text) answers only `Authorization: Bearer <this>`; unset: /metrics is 404 */
+  METRICS_TOKEN: optionalString,
   TRUST_PROXY: trustProxy,
   /** added: which app(s) this process serves; `npm start -- web|backend` sets it too. */
   APP: z.enum(['all', 'web', 'backend']).default('all'),
@@ -117,6 +119,12 @@ const envSchema = z.object({
   HOSTING_OWNER_ID: optionalString,
   AGENTS_DOMAIN: z.string().min(1).default('agents.localhost'),
   AGENT_IMAGE: z.string().min(1).default('ghcr.io/openclaw/openclaw:latest'),
+  /** added: kubernetes driver: the cluster's kubeconfig file (unset: the in-cluster service account, then ~/.kube/config) */
+  KUBECONFIG: optionalString,
+  /** added: kubernetes driver: the namespace every agent's objects live in */
+  KUBERNETES_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, { error: 'must be a Kubernetes namespace name (DNS label)' }).default('agents'),
+  /** added: docker driver: the Engine API (unix:///var/run/docker.sock, tcp://host:2375, http://host:2375) */
+  DOCKER_HOST: z.string().min(1).default('unix:///var/run/docker.sock'),
   AGENT_RUNTIME: z.enum(['builtin', 'openclaw']).default('builtin'),
   // agents-ops: the local driver's sandbox (docs/agents.md "Sandbox")
   AGENT_SANDBOX: z.enum(['auto', 'bwrap', 'off']).default('auto'),
@@ -306,7 +314,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { cwd?
       redis: raw.REDIS_URL !== undefined,
       idp: raw.IDP_CLIENT_ID.length > 0 && raw.IDP_CLIENT_SECRET !== undefined,
       codehost: raw.CODEHOST_CLIENT_ID !== undefined && raw.CODEHOST_CLIENT_SECRET !== undefined,
-      hosting: raw.HOSTING_DRIVER === 'local' || raw.HOSTING_API_KEY !== undefined,
+      // local, docker and kubernetes need no API key (a socket, a kubeconfig or the in-cluster account); render does
+      hosting: raw.HOSTING_DRIVER !== 'render' || raw.HOSTING_API_KEY !== undefined,
       router: raw.ROUTER_API_KEY !== undefined,
       stripe: raw.STRIPE_SECRET_KEY !== undefined,
       cdp: raw.CDP_API_KEY_ID !== undefined && raw.CDP_API_KEY_SECRET !== undefined,

@@ -108,7 +108,7 @@ export interface HostingDriver {
   shutdown(): Promise<void>;
 }
 
-export type DriverKind = 'local' | 'render';
+export type DriverKind = 'local' | 'render' | 'docker' | 'kubernetes';
 
 export class HostingUnavailableError extends Error {
   override name = 'HostingUnavailableError';

@@ -6,6 +6,8 @@
  */
 import type { Config } from '../../../config/env.ts';
 import type { AgentDeploySpec, DriverKind, HostingDriver } from './driver.ts';
+import { createDockerDriver } from './docker.driver.ts';
+import { createKubernetesDriver } from './kubernetes.driver.ts';
 import { createLocalDriver } from './local.driver.ts';
 import { createRenderDriver } from './render.driver.ts';
 
@@ -16,7 +18,7 @@ export type DriverConfig = Pick<
   Config,
   'HOSTING_DRIVER' | 'HOSTING_API_URL' | 'HOSTING_API_KEY' | 'HOSTING_OWNER_ID' | 'AGENT_IMAGE' | 'AGENT_RUNTIME' | 'DATA_DIR'
 > &
-  Partial<Pick<Config, 'AGENT_SANDBOX' | 'AGENT_NETWORK'>>;
+  Partial<Pick<Config, 'AGENT_SANDBOX' | 'AGENT_NETWORK' | 'KUBECONFIG' | 'KUBERNETES_NAMESPACE' | 'DOCKER_HOST'>>;
 
 export type DriverDeps = {
   /** local driver: where restart/resume find a deploy spec after a platform restart (the agents domain's stored agent) */
@@ -53,6 +55,9 @@ export const DRIVER_FACTORIES: Record<DriverKind, Factory> = {
       ownerId: config.HOSTING_OWNER_ID,
       image: config.AGENT_IMAGE,
     }),
+  kubernetes: (config) =>
+    createKubernetesDriver({ kubeconfig: config.KUBECONFIG, namespace: config.KUBERNETES_NAMESPACE ?? 'agents', image: config.AGENT_IMAGE }),
+  docker: (config) => createDockerDriver({ dockerHost: config.DOCKER_HOST ?? 'unix:///var/run/docker.sock', image: config.AGENT_IMAGE }),
 };
 
 export function createHostingDriver(config: DriverConfig, deps: DriverDeps = {}): HostingDriver {
