@@ -122,7 +122,10 @@ const envSchema = z.object({
   /** added: kubernetes driver: the cluster's kubeconfig file (unset: the in-cluster service account, then ~/.kube/config) */
   KUBECONFIG: optionalString,
   /** added: kubernetes driver: the namespace every agent's objects live in */
-  KUBERNETES_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, { error: 'must be a Kubernetes namespace name (DNS label)' }).default('agents'),
+  KUBERNETES_NAMESPACE: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, { error: 'must be a Kubernetes namespace name (DNS label)' })
+    .default('agents'),
   /** added: docker driver: the Engine API (unix:///var/run/docker.sock, tcp://host:2375, http://host:2375) */
   DOCKER_HOST: z.string().min(1).default('unix:///var/run/docker.sock'),
   AGENT_RUNTIME: z.enum(['builtin', 'openclaw']).default('builtin'),

@@ -5,8 +5,8 @@
  * a startup error, not a stub.
  */
 import type { Config } from '../../../config/env.ts';
-import type { AgentDeploySpec, DriverKind, HostingDriver } from './driver.ts';
 import { createDockerDriver } from './docker.driver.ts';
+import type { AgentDeploySpec, DriverKind, HostingDriver } from './driver.ts';
 import { createKubernetesDriver } from './kubernetes.driver.ts';
 import { createLocalDriver } from './local.driver.ts';
 import { createRenderDriver } from './render.driver.ts';
@@ -56,7 +56,11 @@ export const DRIVER_FACTORIES: Record<DriverKind, Factory> = {
       image: config.AGENT_IMAGE,
     }),
   kubernetes: (config) =>
-    createKubernetesDriver({ kubeconfig: config.KUBECONFIG, namespace: config.KUBERNETES_NAMESPACE ?? 'agents', image: config.AGENT_IMAGE }),
+    createKubernetesDriver({
+      kubeconfig: config.KUBECONFIG,
+      namespace: config.KUBERNETES_NAMESPACE ?? 'agents',
+      image: config.AGENT_IMAGE,
+    }),
   docker: (config) => createDockerDriver({ dockerHost: config.DOCKER_HOST ?? 'unix:///var/run/docker.sock', image: config.AGENT_IMAGE }),
 };
 
