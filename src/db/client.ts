@@ -21,6 +21,8 @@ export type Tx = Transaction<DB>;
 export type Db = {
   kysely: Kysely<DB>;
   pool: pg.Pool;
+  /** the request transactions' own pool, when `requestConnectionString` gave one (its usage is a metric, docs/metrics.md) */
+  requestPool?: pg.Pool;
   /** Runs `fn` in a transaction as the RLS-bound role with `app.user_id` = userId. */
   withUser<T>(userId: string, fn: (trx: Tx) => Promise<T>): Promise<T>;
   /** Runs `fn` as the RLS-bound role with no user: per-user tables show no rows. */
@@ -56,13 +58,10 @@ export function createDb(
   };
   const pool = newPool(connectionString, options.applicationName ?? 'agent-platform');
   const kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-  const requestKysely = options.requestConnectionString
-    ? new Kysely<DB>({
-        dialect: new PostgresDialect({
-          pool: newPool(options.requestConnectionString, `${options.applicationName ?? 'agent-platform'}-request`),
-        }),
-      })
-    : kysely;
+  const requestPool = options.requestConnectionString
+    ? newPool(options.requestConnectionString, `${options.applicationName ?? 'agent-platform'}-request`)
+    : undefined;
+  const requestKysely = requestPool ? new Kysely<DB>({ dialect: new PostgresDialect({ pool: requestPool }) }) : kysely;
 
   const asApp = <T>(userId: string, fn: (trx: Tx) => Promise<T>) =>
     requestKysely.transaction().execute(async (trx) => {
@@ -74,6 +73,7 @@ export function createDb(
   return {
     kysely,
     pool,
+    ...(requestPool ? { requestPool } : {}),
     withUser: (userId, fn) => asApp(userId, fn),
     withoutUser: (fn) => asApp('', fn),
     close: async () => {
