@@ -17,7 +17,7 @@ import { createAgentGateway } from './agent-gateway.ts';
 import { createAiLimits } from './ai-limits.ts';
 import { type CatalogModel, createCatalog, toPublicModel } from './catalog.ts';
 import { createDemoChat } from './demo-chat.ts';
-import { createModelRouting } from './model-routing.ts';
+import { createModelRouting, type ProviderObserver } from './model-routing.ts';
 import { type AiActor, applyAlgorithmMode, type TaskType } from './plan-rules.ts';
 import { createProviders } from './providers/index.ts';
 import {
@@ -69,6 +69,8 @@ export type AiServiceDeps = {
   usage?: UsageStore | undefined;
   logger?: FastifyBaseLogger | undefined;
   now?: (() => Date) | undefined;
+  /** told about every provider attempt and fallback (docs/metrics.md); none: no cost */
+  providerObserver?: ProviderObserver | undefined;
 };
 
 const round = (n: number) => Number(n.toFixed(10));
@@ -80,7 +82,7 @@ export function createAiService(deps: AiServiceDeps) {
   const catalog = createCatalog(config, providers);
   const usage = deps.usage ?? createUsageStore({ db: deps.db, logger });
   let refreshing: Promise<unknown> | undefined;
-  const routing = createModelRouting({ catalog, config, logger });
+  const routing = createModelRouting({ catalog, config, logger, observer: deps.providerObserver });
   const { attemptsFor, resolveModel, selectFor, withFallback } = routing;
   const { limit, enforceQuota } = createAiLimits({ config, rateLimiter: deps.rateLimiter, usage, now, logger });
 

@@ -13,12 +13,27 @@ import { ProviderError } from './providers/provider.ts';
 export const clientGone = () => new AppError('CLIENT_CLOSED', 'Client closed request');
 const upstreamFailed = () => new AppError('AI_PROVIDER_ERROR', 'AI provider request failed');
 
+/** How a provider attempt ended: `timeout` is AI_TIMEOUT_MS, `client_closed` the caller going away. */
+export type ProviderOutcome = 'ok' | 'error' | 'timeout' | 'client_closed';
+
+/**
+ * Told about every provider attempt (the metrics of docs/metrics.md). Optional: without one the
+ * attempt loop reads no clock and allocates nothing for it.
+ */
+export type ProviderObserver = {
+  /** `seconds` until the provider answered (a stream: until it opened) or failed */
+  onProviderCall(provider: string, model: string, seconds: number, outcome: ProviderOutcome): void;
+  /** an attempt failed and the next model of the fallback chain is tried */
+  onFallback(): void;
+};
+
 export function createModelRouting(deps: {
   catalog: Catalog;
   config: Pick<Config, 'AI_TIMEOUT_MS'>;
   logger?: FastifyBaseLogger | undefined;
+  observer?: ProviderObserver | undefined;
 }) {
-  const { catalog, config, logger } = deps;
+  const { catalog, config, logger, observer } = deps;
 
   /** §4.9 Fallbacks: the requested model, then its provider's fallback (or primary, when the fallback was asked for). */
   function attemptsFor(m: CatalogModel): CatalogModel[] {
@@ -67,20 +82,29 @@ export function createModelRouting(deps: {
   ): Promise<{ model: CatalogModel; result: T; release: () => void; signal: AbortSignal }> {
     if (attempts.length === 0) throw new AppError('PROVIDER_UNAVAILABLE', 'No configured provider can serve this model');
     let last: unknown;
+    let failed = false;
     for (const m of attempts) {
       if (clientSignal?.aborted) throw clientGone();
+      if (failed) observer?.onFallback();
       const attempt = new AbortController();
       const onClientAbort = () => attempt.abort(clientSignal?.reason);
       clientSignal?.addEventListener('abort', onClientAbort, { once: true });
       const release = () => clientSignal?.removeEventListener('abort', onClientAbort);
       const timer = setTimeout(() => attempt.abort(new Error('AI_TIMEOUT_MS elapsed')), config.AI_TIMEOUT_MS);
+      const started = observer ? performance.now() : 0;
       try {
         const result = await run(m, attempt.signal);
+        observer?.onProviderCall(m.provider, m.id, (performance.now() - started) / 1000, 'ok');
         return { model: m, result, release, signal: attempt.signal };
       } catch (err) {
         release();
+        if (observer) {
+          const outcome = clientSignal?.aborted ? 'client_closed' : attempt.signal.aborted ? 'timeout' : 'error';
+          observer.onProviderCall(m.provider, m.id, (performance.now() - started) / 1000, outcome);
+        }
         if (clientSignal?.aborted) throw clientGone();
         last = err;
+        failed = true;
         logger?.warn({ model: m.id, provider: m.provider, err: err instanceof Error ? err.message : String(err) }, 'ai attempt failed');
       } finally {
         clearTimeout(timer);
