@@ -1,6 +1,7 @@
 /**
  * Prints one plain closing line, `Tests: N passed, N failed, N skipped`, that CI tooling reads
- * in any language (vitest's own summary has a different shape).
+ * in any language (vitest's own summary has a different shape), after the ten slowest files (what
+ * to look at first when the run nears its time bound).
  */
 import type { Reporter, TestModule } from 'vitest/node';
 
@@ -18,6 +19,11 @@ export default class SummaryReporter implements Reporter {
         else skipped += 1;
       }
     }
+    const slowest = [...testModules]
+      .map((m) => ({ file: m.moduleId.replace(`${process.cwd()}/`, ''), ms: m.diagnostic().duration }))
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, 10);
+    process.stdout.write(`\nSlowest files:\n${slowest.map((s) => `  ${(s.ms / 1000).toFixed(1).padStart(6)} s  ${s.file}`).join('\n')}\n`);
     process.stdout.write(`\nTests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
   }
 }
