@@ -1,13 +1,18 @@
-/** The Underground services (§4.15): events and royalty splits, agent wallets. */
+/** The Underground services (§4.15): events and royalty splits (paid through the ledger), agent wallets. */
 import type { Config } from '../config/env.ts';
 import type { Secrets } from '../config/secrets.ts';
 import type { Db } from '../db/client.ts';
+import { createLedgerService } from '../domains/payments/ledger/ledger.service.ts';
 import { createUndergroundService } from '../domains/underground/underground.service.ts';
 import { createUndergroundWallets } from '../domains/underground/wallets.ts';
 
+/**
+ * Splits pay through the ledger service. It holds no state of its own (every rule is in the
+ * database), so this instance writes through the same journal and constraints as platform.ts's.
+ */
 export function createUnderground(deps: { config: Config; db: Db; secrets: Secrets }) {
   return {
-    underground: createUndergroundService({ db: deps.db }),
+    underground: createUndergroundService({ db: deps.db, ledger: createLedgerService({ db: deps.db }) }),
     wallets: createUndergroundWallets({ db: deps.db, walletKey: deps.secrets.walletEncryptionKey, rpcUrl: deps.config.BASE_RPC_URL }),
   };
 }

@@ -46,3 +46,17 @@ export async function counts(t: TestPlatform) {
     wallets: await count('underground_agent_wallets'),
   };
 }
+
+/**
+ * Gives `who` a session wallet (their split payer, docs/underground.md "Royalty splits") holding
+ * `micros` more, credited through the ledger; returns its address.
+ */
+export async function fund(t: TestPlatform, who: Owner, micros: number): Promise<string> {
+  const { sessionWallet, ledger } = t.platform.services;
+  const address = (await sessionWallet.address(who.id)) ?? (await sessionWallet.create(who.id)).address;
+  await ledger.credit({ address, amountMicros: micros, eventId: `test-fund:${who.id}:${n++}:${Date.now()}`, source: 'test' });
+  return address.toLowerCase();
+}
+
+/** The ledger balance of an address in micro-USD. */
+export const balanceOf = (t: TestPlatform, address: string) => t.platform.services.ledger.balance(address);

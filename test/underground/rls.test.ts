@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
-import { as, type Owner, ownerWithAgent } from './fixtures.ts';
+import { as, fund, type Owner, ownerWithAgent } from './fixtures.ts';
 
 let t: TestPlatform;
 let alice: Owner;
@@ -18,6 +18,7 @@ beforeAll(async () => {
   alice = await ownerWithAgent(t);
   bob = await ownerWithAgent(t);
   for (const who of [alice, bob]) {
+    await fund(t, who, 1_000_000); // the split below is paid from the owner's wallet
     const ok = [
       await as(t, who, { method: 'POST', url: '/api/underground/wallets', payload: { agentId: who.agentId } }),
       await as(t, who, {

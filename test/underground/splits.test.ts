@@ -1,22 +1,26 @@
 /**
  * §4.15 royalty splits (§2 "Royalty split"): shares are percentages summing to exactly 100; each
- * recipient's amount recorded in integer micro-USDC, summing exactly to the total; one transaction;
- * Idempotency-Key makes 50 parallel identical requests one split; another user's agent 403; bad
- * input 400 with nothing written.
+ * recipient's amount in integer micro-USDC, summing exactly to the total, paid from the owner's
+ * wallet to each recipient through the ledger in one transaction; Idempotency-Key makes 50
+ * parallel identical requests one split and one payment; another user's agent 403; bad input 400
+ * and a short balance 402, with nothing written.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { splitAmounts } from '../../src/domains/underground/split-math.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
-import { as, counts, type Owner, ownerWithAgent } from './fixtures.ts';
+import { as, balanceOf, counts, fund, type Owner, ownerWithAgent } from './fixtures.ts';
 
 let t: TestPlatform;
 let alice: Owner;
 let bob: Owner;
+let aliceWallet: string;
 
 beforeAll(async () => {
   t = await startTestPlatform();
   alice = await ownerWithAgent(t);
   bob = await ownerWithAgent(t);
+  aliceWallet = await fund(t, alice, 10_000_000_000); // $10 000: every split below
+  await fund(t, bob, 1_000_000_000);
 });
 afterAll(() => t?.close());
 
@@ -38,7 +42,8 @@ const post = (who: Owner, body: unknown, headers: Record<string, string> = {}) =
   as(t, who, { method: 'POST', url: '/api/underground/splits', payload: body as object, headers });
 
 describe('§4.15 POST /api/underground/splits', () => {
-  it('records each recipient’s micro-USDC amount, summing exactly to the total', async () => {
+  it('records each recipient’s micro-USDC amount, summing exactly to the total, and pays it from the owner’s wallet', async () => {
+    const [paying, a, b, c] = await Promise.all([aliceWallet, A, B, C].map((x) => balanceOf(t, x)));
     const res = await post(alice, { ...split(alice.agentId), userId: bob.id, fromAddress: B });
     expect(res.statusCode).toBe(201);
     const body = res.json();
@@ -68,6 +73,18 @@ describe('§4.15 POST /api/underground/splits', () => {
       .orderBy('position')
       .execute();
     expect(rows.reduce((s, r) => s + r.amount_micros, 0)).toBe(100_000_001);
+    // the money moved: the owner paid the total (not the body's fromAddress), each recipient got its amount
+    expect(await balanceOf(t, aliceWallet)).toBe(paying! - 100_000_001);
+    expect(await balanceOf(t, A)).toBe(a! + 33_340_001);
+    expect(await balanceOf(t, B)).toBe(b! + 33_330_000);
+    expect(await balanceOf(t, C)).toBe(c! + 33_330_000);
+    const journal = await t.platform.services.ledger.journal(aliceWallet, { limit: 1 });
+    expect(journal[0]).toMatchObject({ amountMicros: -100_000_001, description: 'Royalty split paid' });
+    expect(await t.platform.services.ledger.entry(`underground_split:${body.splitId}:1`)).toMatchObject({
+      address: B,
+      amountMicros: 33_330_000,
+    });
+    expect(await t.platform.services.ledger.audit()).toEqual([]);
   });
 
   it('split arithmetic never creates or loses a micro', () => {
@@ -80,8 +97,9 @@ describe('§4.15 POST /api/underground/splits', () => {
     }
   });
 
-  it('50 parallel identical requests with one Idempotency-Key create ONE split', async () => {
+  it('50 parallel identical requests with one Idempotency-Key create ONE split and pay it once', async () => {
     const before = await counts(t);
+    const [paying, a, b, c] = await Promise.all([aliceWallet, A, B, C].map((x) => balanceOf(t, x)));
     const key = `k-${Date.now()}`;
     const results = await Promise.all(Array.from({ length: 50 }, () => post(alice, split(alice.agentId), { 'idempotency-key': key })));
     const ids = new Set(results.map((r) => r.json().splitId));
@@ -91,6 +109,10 @@ describe('§4.15 POST /api/underground/splits', () => {
     const after = await counts(t);
     expect(after.splits - before.splits).toBe(1);
     expect(after.recipients - before.recipients).toBe(3);
+    const paid = async () => Promise.all([aliceWallet, A, B, C].map((x) => balanceOf(t, x)));
+    const expected = [paying! - 100_000_001, a! + 33_340_001, b! + 33_330_000, c! + 33_330_000];
+    expect(await paid()).toEqual(expected);
+    expect(await t.platform.services.ledger.audit()).toEqual([]);
     // a later repeat answers the same split with its recorded amounts
     const again = await post(alice, split(alice.agentId), { 'idempotency-key': key });
     expect(again.statusCode).toBe(200);
@@ -100,6 +122,7 @@ describe('§4.15 POST /api/underground/splits', () => {
     const other = await post(alice, split(alice.agentId, { totalAmount: '5' }), { 'idempotency-key': key });
     expect(other.statusCode).toBe(409);
     expect(await counts(t)).toEqual(after);
+    expect(await paid()).toEqual(expected); // neither the repeat nor the refused request moved money
     // keys are per user: bob's same key is his own split
     const bobs = await post(bob, split(bob.agentId), { 'idempotency-key': key });
     expect(bobs.statusCode).toBe(201);

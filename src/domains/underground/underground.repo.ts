@@ -1,8 +1,12 @@
 /**
  * SQL of the Underground (§4.15). Everything done for a user runs in the RLS-bound transaction from
- * `db.withUser` (pass the `Tx`). Two lookups run on the owner connection (`Kysely<DB>`) by design:
- * who owns an agent and who owns a wallet address, so a call naming another user's agent or
- * wallet is told 403 (§4.15) rather than a 404 that row-level security alone would give.
+ * `db.withUser` (pass the `Tx`), except where noted. Two lookups run on the owner connection
+ * (`Kysely<DB>`) by design: who owns an agent and who owns a wallet address, so a call naming
+ * another user's agent or wallet is told 403 (§4.15) rather than a 404 that row-level security
+ * alone would give. A split is written on the owner connection too: it commits in one transaction
+ * with the ledger rows that pay it, and the money tables refuse the request role
+ * (docs/payments.md "Who may touch the money tables"); its rows name their user explicitly and
+ * the (agent, user) foreign key still refuses a row for another user's agent.
  */
 import type { Kysely } from 'kysely';
 import type { Tx } from '../../db/client.ts';
@@ -103,11 +107,19 @@ export const undergroundRepo = {
     return { ...existing, created: false };
   },
 
+  /** Owner connection: the user's session wallet (whose ledger balance pays their splits), if any. */
+  async sessionWalletAddress(db: Kysely<DB>, userId: string): Promise<string | undefined> {
+    const row = await db.selectFrom('session_wallets').select('address').where('user_id', '=', userId).executeTakeFirst();
+    return row?.address.toLowerCase();
+  },
+
   /**
-   * Records a split and its recipients; with an idempotency key already used by this user, inserts
-   * nothing and returns the earlier split (`created: false`) with the hash of its request.
+   * Owner transaction (see the header). Records a split and its recipients; with an idempotency key
+   * already used by this user, inserts nothing and returns the earlier split (`created: false`)
+   * with the hash of its request. A concurrent insert with the same key waits on the unique index
+   * until the first commits (then reads its split) or rolls back (then inserts its own).
    */
-  async insertSplitOnce(trx: Tx, s: NewSplit) {
+  async insertSplitOnce(trx: Kysely<DB>, s: NewSplit) {
     const inserted = await trx
       .insertInto('underground_splits')
       .values({
@@ -140,6 +152,7 @@ export const undergroundRepo = {
     const existing = await trx
       .selectFrom('underground_splits')
       .select(['id', 'status', 'request_hash'])
+      .where('user_id', '=', s.userId)
       .where('idempotency_key', '=', s.idempotencyKey)
       .executeTakeFirstOrThrow();
     return { id: existing.id, status: existing.status, requestHash: existing.request_hash, created: false };

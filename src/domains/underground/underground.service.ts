@@ -8,7 +8,8 @@
 import type { Db } from '../../db/client.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { AppError, conflict, forbidden, notFound } from '../../lib/errors.ts';
-import { usdToMicros } from '../payments/ledger/money.ts';
+import type { LedgerService } from '../payments/ledger/ledger.service.ts';
+import { microsToUsd, usdToMicros } from '../payments/ledger/money.ts';
 import { shareToBps, splitAmounts } from './split-math.ts';
 import { undergroundRepo as repo } from './underground.repo.ts';
 import type { CreateEventInput, CreateSplitInput } from './underground.schemas.ts';
@@ -25,8 +26,23 @@ export async function assertOwnsAgent(db: Db, userId: string, agentId: string): 
 
 const iso = (d: Date | string) => (d instanceof Date ? d : new Date(d)).toISOString();
 
-export function createUndergroundService(deps: { db: Db }) {
-  const { db } = deps;
+/** The ledger's `source` of a split's rows; the debit's id is `underground_split:<id>`, each credit's `…:<position>`. */
+export const SPLIT_SOURCE = 'underground_split';
+
+/** Thrown inside the split's transaction to roll it back when the payer's balance is short. */
+const SHORT = Symbol('short balance');
+
+/** 402 `insufficient_balance` (the gateway's body for a short wallet): nothing was written. */
+const balanceText = (micros: number) => (micros === 0 ? '0' : microsToUsd(micros));
+const insufficient = (balanceMicros: number, totalMicros: number) =>
+  new AppError('INSUFFICIENT_BALANCE', undefined, {
+    message: `The split needs ${microsToUsd(totalMicros)} USDC; your wallet balance is ${balanceText(balanceMicros)}`,
+    balance: balanceText(balanceMicros),
+    cost: microsToUsd(totalMicros),
+  });
+
+export function createUndergroundService(deps: { db: Db; ledger: Pick<LedgerService, 'transfer' | 'balance'> }) {
+  const { db, ledger } = deps;
   const toEvent = (r: Awaited<ReturnType<typeof repo.insertEvent>>) => ({
     ...r,
     event_date: iso(r.event_date),
@@ -58,9 +74,11 @@ export function createUndergroundService(deps: { db: Db }) {
     },
 
     /**
-     * Records a split in one transaction: the split and every recipient's amount, or nothing.
-     * With an idempotency key, a repeat (or 50 parallel copies) returns the first split; the same
-     * key with a different request is 409.
+     * Records a split and pays it in one transaction (docs/underground.md "Royalty splits"): the
+     * split, its recipients, the debit of the owner's wallet and a credit per recipient, or
+     * nothing. With an idempotency key, a repeat (or 50 parallel copies) returns the first split
+     * and moves no money again; the same key with a different request is 409. A short balance is
+     * 402 and writes nothing.
      */
     async createSplit(userId: string, input: CreateSplitInput, idempotencyKey: string | undefined) {
       const totalMicros = usdToMicros(input.totalAmount);
@@ -73,17 +91,34 @@ export function createUndergroundService(deps: { db: Db }) {
       // what the request asks for, normalised: a retry with the same key must ask for the same
       const requestHash = sha256Hex(JSON.stringify([input.agentId, input.name, totalMicros, addresses.map((a, i) => [a, bps[i]])]));
       const recipients = addresses.map((address, i) => ({ address, shareBps: bps[i]!, amountMicros: amounts[i]! }));
-      const split = await db.withUser(userId, (trx) =>
-        repo.insertSplitOnce(trx, {
-          agentId: input.agentId,
-          userId,
-          name: input.name,
-          totalMicros,
-          idempotencyKey: idempotencyKey ?? null,
-          requestHash,
-          recipients,
-        }),
-      );
+      // the payer is the split's owner: the balance of their session wallet (GET /api/wallet)
+      const payer = await repo.sessionWalletAddress(db.kysely, userId);
+      let split: Awaited<ReturnType<typeof repo.insertSplitOnce>>;
+      try {
+        split = await db.kysely.transaction().execute(async (trx) => {
+          const s = await repo.insertSplitOnce(trx, {
+            agentId: input.agentId,
+            userId,
+            name: input.name,
+            totalMicros,
+            idempotencyKey: idempotencyKey ?? null,
+            requestHash,
+            recipients,
+          });
+          if (!s.created) return s; // a repeat: paid (or refused as a different request) below
+          if (!payer) throw SHORT;
+          const paid = await ledger.transfer(trx, {
+            from: { address: payer, reference: `${SPLIT_SOURCE}:${s.id}` },
+            to: recipients.map((r, i) => ({ address: r.address, amountMicros: r.amountMicros, eventId: `${SPLIT_SOURCE}:${s.id}:${i}` })),
+            source: SPLIT_SOURCE,
+          });
+          if (!paid.ok) throw SHORT;
+          return s;
+        });
+      } catch (err) {
+        if (err === SHORT) throw insufficient(payer ? await ledger.balance(payer) : 0, totalMicros);
+        throw err;
+      }
       if (split.requestHash !== requestHash) throw conflict('Idempotency key already used with a different split');
       const stored = split.created
         ? recipients

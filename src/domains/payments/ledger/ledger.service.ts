@@ -6,8 +6,10 @@
  * ledger.repo.ts. Payment sessions move money between a wallet and a session with their own
  * journal rows (../sessions/sessions.repo.ts), under the same constraints.
  */
+import type { Kysely } from 'kysely';
 import type { Db } from '../../../db/client.ts';
 import { isCheckViolation } from '../../../db/errors.ts';
+import type { DB } from '../../../db/schema.ts';
 import { AppError, badRequest } from '../../../lib/errors.ts';
 import { ledgerRepo } from './ledger.repo.ts';
 import { isMicros, normalizeAddress } from './money.ts';
@@ -48,6 +50,9 @@ function describe(row: { kind: string; source: string | null; plugin: string | n
   if (source === 'card_top_up') return 'Card top-up';
   if (source === 'plugin_failed') return 'Refund: the plugin call failed';
   if (source.startsWith('gateway:')) return `Gateway call: ${source.slice('gateway:'.length)}`;
+  if (source === 'underground_split') return row.kind === 'credit' ? 'Royalty split received' : 'Royalty split paid';
+  if (source === 'x402_pay') return 'x402 payment';
+  if (source === 'x402_refund') return 'Refund: the x402 payment did not go through';
   if (row.kind === 'session_open') return 'Payment session opened';
   if (row.kind === 'session_close') return 'Payment session closed: remainder returned';
   if (row.kind === 'session_expire') return 'Payment session expired: remainder returned';
@@ -63,6 +68,16 @@ export type DebitInput = { address: string; amountMicros: number; reference: str
  * means the reference was used already: nothing moved this time.
  */
 export type DebitResult = { ok: true; debited: boolean } | { ok: false; code: 'INSUFFICIENT_BALANCE' };
+
+/**
+ * One payer, several payees, moved together (a royalty split): the debit is the payees' sum. A
+ * payee's zero amount writes no row (the journal holds movements only).
+ */
+export type TransferInput = {
+  from: { address: string; reference: string };
+  to: { address: string; amountMicros: number; eventId: string }[];
+  source: string;
+};
 
 function validate(address: string, amountMicros: number, id: string) {
   const a = normalizeAddress(address);
@@ -90,6 +105,42 @@ export function createLedgerService(deps: { db: Db }) {
     }
   }
 
+  /**
+   * Debits the payer and credits every payee inside the caller's transaction `trx` on the owner
+   * connection, so the caller's own record of why the money moved commits or rolls back with it.
+   * Rows are written in address order (the debit before a credit to the same address): the
+   * journal's trigger locks each balance row it changes, and one order for every transfer means
+   * two transfers between the same wallets in opposite directions cannot deadlock.
+   * A short balance answers `{ ok: false }` and leaves `trx` aborted by PostgreSQL: the caller must
+   * roll back (throw). The ids' UNIQUE makes a repeated transfer move nothing (`debited: false`).
+   */
+  async function transfer(trx: Kysely<DB>, input: TransferInput): Promise<DebitResult> {
+    const total = input.to.reduce((s, t) => s + t.amountMicros, 0);
+    const from = validate(input.from.address, total, input.from.reference);
+    const moves = [
+      { address: from, amountMicros: -total, id: input.from.reference },
+      ...input.to
+        .filter((t) => t.amountMicros !== 0)
+        .map((t) => ({ address: validate(t.address, t.amountMicros, t.eventId), amountMicros: t.amountMicros, id: t.eventId })),
+    ].sort((a, b) => (a.address === b.address ? a.amountMicros - b.amountMicros : a.address < b.address ? -1 : 1));
+    let debited = false;
+    try {
+      for (const m of moves) {
+        if (m.amountMicros < 0) {
+          debited =
+            (await ledgerRepo.debit(trx, { address: m.address, amountMicros: total, reference: m.id, source: input.source })) !== undefined;
+          if (!debited) return { ok: true, debited: false }; // the transfer was made already: its credits too
+        } else {
+          await ledgerRepo.credit(trx, { address: m.address, amountMicros: m.amountMicros, eventId: m.id, source: input.source });
+        }
+      }
+    } catch (err) {
+      if (isCheckViolation(err)) return { ok: false, code: 'INSUFFICIENT_BALANCE' };
+      throw err;
+    }
+    return { ok: true, debited };
+  }
+
   return {
     /**
      * Credits `amountMicros` to the wallet once per `eventId`. A replay (same event id, even
@@ -102,6 +153,7 @@ export function createLedgerService(deps: { db: Db }) {
     },
 
     tryDebit,
+    transfer,
 
     /**
      * `tryDebit` for a caller that answers a short balance as is: 402 `insufficient_balance` with

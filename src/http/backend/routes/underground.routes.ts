@@ -101,17 +101,20 @@ export const undergroundRoutes = (deps: { underground: UndergroundService; walle
     app.post('/splits', {
       schema: {
         tags: ['underground'],
-        summary: 'Record a royalty split (§4.15, §2 "Royalty split")',
+        summary: 'Record and pay a royalty split (§4.15, §2 "Royalty split")',
         description:
           `${CONTEXT}\`agentId\` (owned by the caller), \`name\`, \`totalAmount\` (USDC decimal string, above 0, at most 6 decimals) and ` +
           '`recipients` (1–100, each `address` once and `share` a percentage above 0 with at most 2 decimals; the shares must sum to exactly 100). ' +
-          "Processed synchronously in one transaction: each recipient's amount is recorded in integer micro-USDC (floor of its share; the " +
-          'micros left over go one each to the first recipients, so the amounts sum exactly to the total). The split is a record: no funds move. ' +
-          'Header `Idempotency-Key` (1–200 characters): a repeat with the same key returns the first split (200; 201 when created), the same key ' +
+          "Processed synchronously in one transaction: each recipient's amount is computed in integer micro-USDC (floor of its share; the " +
+          'micros left over go one each to the first recipients, so the amounts sum exactly to the total), the total is debited from the ' +
+          "caller's wallet balance (GET /api/wallet on the web app, 1 USDC = 1 USD) and each recipient's address is credited its amount in " +
+          'the payments ledger, where any address can hold a balance (a recipient with no account spends it once signed in with that address). ' +
+          'A balance that does not cover the total: 402 `{error:"insufficient_balance", message, balance, cost}` and nothing is written. ' +
+          'Header `Idempotency-Key` (1–200 characters): a repeat with the same key returns the first split (200; 201 when created) and pays nothing again, the same key ' +
           'with a different request is 409. `userId` and `fromAddress` in the body are ignored.',
         headers: documentedHeaders({ ...userHeaders, 'idempotency-key': 'Optional: retries with the same key create one split' }),
         body: createSplitBody,
-        response: { 200: splitResultSchema, 201: splitResultSchema, 409: errorSchema, ...errors },
+        response: { 200: splitResultSchema, 201: splitResultSchema, 402: errorSchema, 409: errorSchema, ...errors },
       },
       handler: async (request, reply) => {
         const userId = contextUser(request);
