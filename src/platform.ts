@@ -17,6 +17,7 @@ import { createAgentMessages } from './domains/agents/agent-messages.ts';
 import { createAgentDirectory } from './domains/agents/agent-records.ts';
 import { createAgentsService } from './domains/agents/agents.service.ts';
 import { createAgentsWebService } from './domains/agents/agents.web.service.ts';
+import { createPlatformCounts } from './domains/agents/agents-metrics.ts';
 import { createBackendClient } from './domains/agents/backend-client.ts';
 import type { HostingDriver } from './domains/agents/drivers/driver.ts';
 import { createHostingDriver } from './domains/agents/drivers/index.ts';
@@ -51,6 +52,7 @@ import { createWorkflowsService } from './domains/workflows/workflows.service.ts
 import { buildBackendApp } from './http/backend/app.ts';
 import { loggerOptions } from './http/shared/logging.ts';
 import { buildWebApp } from './http/web/app.ts';
+import { createProviderMetrics } from './lib/metrics.ts';
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
 import { createIdentityServices } from './platform/identity.ts';
 import { createIntegrationServices } from './platform/integrations.ts';
@@ -151,6 +153,8 @@ export function createPlatform(deps: PlatformDeps) {
   const agentConfig = createConfigService({ db, secretsKey: deps.secrets.secretsEncryptionKey, ...(deps.now ? { now: deps.now } : {}) });
   const keys = createKeysService({ db, config, cache: keyCache });
   const hostingMcp = createHostingMcpService(deps.now ? { now: deps.now } : {});
+  // GET /metrics (docs/metrics.md), only with METRICS_TOKEN: the AI layer reports provider attempts to it
+  const providerMetrics = config.METRICS_TOKEN ? createProviderMetrics() : undefined;
   const ai = createAiService({
     config,
     db,
@@ -159,6 +163,7 @@ export function createPlatform(deps: PlatformDeps) {
     usage: deps.aiUsageStore,
     logger: deps.logger,
     now: deps.now,
+    providerObserver: providerMetrics?.observer,
   });
   const ownsDriver = !deps.driver;
   const driver = deps.driver ?? createHostingDriver(config, { log: (level, message) => log[level]({ source: 'hosting' }, message) });
@@ -198,6 +203,8 @@ export function createPlatform(deps: PlatformDeps) {
     sessionCache,
   });
   let sessionExpiry: NodeJS.Timeout | undefined;
+  const pools = { owner: db.pool, ...(db.requestPool && { request: db.requestPool }) };
+  const metrics = providerMetrics && { counts: createPlatformCounts(db), pools, provider: providerMetrics };
   const appOptions = deps.logger ? { logger: deps.logger } : {};
   // §3 watchdog: decisions in the service, the loop in a worker started with the other workers
   const watchdogChannels = channelsFromConfig(config);
@@ -295,7 +302,7 @@ export function createPlatform(deps: PlatformDeps) {
     buildBackendApp: () =>
       buildBackendApp(
         config,
-        { agents, ai, keys, hostingMcp, watchdog, files, underground, undergroundBus, storedPlans: createStoredPlans({ db }) },
+        { agents, ai, keys, hostingMcp, watchdog, files, underground, undergroundBus, storedPlans: createStoredPlans({ db }), metrics },
         appOptions,
       ),
     /** Starts the deployment worker (backend processes): re-deploys agents that should run, then takes jobs. */

@@ -336,4 +336,24 @@ export const agentsRepo = {
         FROM agent_messages WHERE agent_id = ${agentId} AND sender = 'agent'`.execute(trx);
     return r.rows[0]!;
   },
+
+  /**
+   * Owner connection, read-only (the metrics, docs/metrics.md): agents of every user by status,
+   * and the deployment queue (queued jobs, age of the oldest in seconds). One transaction whose
+   * statement_timeout bounds both queries, so a slow database cannot hold a scrape's connection.
+   */
+  platformCounts(db: Kysely<DB>, timeoutMs: number) {
+    return db.transaction().execute(async (trx) => {
+      await sql`select set_config('statement_timeout', ${String(Math.ceil(timeoutMs))}, true)`.execute(trx);
+      const agents = await trx
+        .selectFrom('agents')
+        .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+        .groupBy('status')
+        .execute();
+      const queue = await sql<{ queued: number; oldest_seconds: number | null }>`
+        SELECT count(*)::int AS queued, extract(epoch FROM now() - min(created_at))::float8 AS oldest_seconds
+          FROM deployments WHERE status = 'queued'`.execute(trx);
+      return { agents, queued: queue.rows[0]!.queued, oldestQueuedSeconds: queue.rows[0]!.oldest_seconds };
+    });
+  },
 };

@@ -9,10 +9,12 @@ import type { HostingMcpService } from '../../domains/hosting-mcp/hosting-mcp.se
 import type { KeysService } from '../../domains/keys/keys.service.ts';
 import type { BusService } from '../../domains/underground/bus.service.ts';
 import type { WatchdogService } from '../../domains/watchdog/watchdog.service.ts';
+import { type BackendMetricSources, registerBackendMetrics } from '../../lib/metrics.ts';
 import type { Underground } from '../../platform/underground.ts';
 import { registerAgentKeyAuth } from '../shared/agent-key-auth.ts';
 import { type App, createBaseApp } from '../shared/base-app.ts';
 import { createBearerAuth } from '../shared/bearer-auth.ts';
+import { createAppMetrics, metricsRoutes } from '../shared/metrics.ts';
 import { mountRoutes } from '../shared/routes.ts';
 import { agentCallbackRoutes } from './routes/agent-callbacks.routes.ts';
 import { agentGatewayRoutes } from './routes/agent-gateway.routes.ts';
@@ -41,6 +43,8 @@ export type BackendServices = {
   underground?: Underground;
   /** §4.15 Underground message bus (signed messages, no key) */
   undergroundBus?: BusService;
+  /** the backend's own metrics at GET /metrics (docs/metrics.md), when METRICS_TOKEN is set */
+  metrics?: BackendMetricSources | undefined;
 };
 
 export async function buildBackendApp(
@@ -48,6 +52,8 @@ export async function buildBackendApp(
   services: BackendServices,
   options: { logger?: FastifyBaseLogger } = {},
 ): Promise<App> {
+  const metrics = config.METRICS_TOKEN ? createAppMetrics('backend', config.METRICS_TOKEN) : undefined;
+  if (metrics && services.metrics) registerBackendMetrics(metrics.registry, services.metrics);
   const app = await createBaseApp({
     title: 'Agent platform — backend API',
     description:
@@ -69,6 +75,7 @@ export async function buildBackendApp(
       agentKey: { type: 'http', scheme: 'bearer', description: "an agent's own platform key (apk_…), issued at deploy time" },
     },
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(metrics ? { metrics } : {}),
   });
   // Route modules (../shared/routes.ts): each scope authenticates every route in it, once. Agents
   // call back with their own scoped key, never INTERNAL_API_KEY; everything else is core (§5).
@@ -78,6 +85,7 @@ export async function buildBackendApp(
       public: null,
       agentKey: registerAgentKeyAuth(app, (key) => services.agents.verifyPlatformKey(key)),
       bearer: createBearerAuth(config.INTERNAL_API_KEY),
+      metrics: metrics?.auth ?? null,
     },
     [
       backendHealthRoutes({ config }),
@@ -108,6 +116,7 @@ export async function buildBackendApp(
       services.underground && undergroundRoutes(services.underground),
       // §4.15 bus send: public scope, the message's signature authenticates it
       services.undergroundBus && undergroundBusRoutes({ bus: services.undergroundBus }),
+      metrics && metricsRoutes(metrics),
     ],
   );
   return app;

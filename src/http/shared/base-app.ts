@@ -12,6 +12,7 @@ import { badRequest } from '../../lib/errors.ts';
 import { registerErrorHandler, sendError } from './error-handler.ts';
 import { type LogFormat, loggerOptions, requestIdOptions } from './logging.ts';
 import { createMethodRegistry } from './method-not-allowed.ts';
+import { type AppMetrics, METRICS_SECURITY_SCHEME } from './metrics.ts';
 import { openapiTransform, openapiTransformObject } from './openapi.ts';
 
 export type App = FastifyInstance<any, any, any, FastifyBaseLogger, ZodTypeProvider>;
@@ -34,6 +35,8 @@ export type BaseAppOptions = {
   logger?: FastifyBaseLogger;
   /** slow-client timeouts (docs/security.md "Slow clients"); Node's defaults when absent */
   timeouts?: HttpTimeouts;
+  /** GET /metrics (./metrics.ts): only when METRICS_TOKEN is set, so no metric hook runs otherwise */
+  metrics?: AppMetrics;
 };
 
 /**
@@ -76,6 +79,8 @@ export async function createBaseApp(options: BaseAppOptions): Promise<App> {
     },
   }).withTypeProvider<ZodTypeProvider>();
 
+  // first, so every route and the not-found handler run the hook
+  options.metrics?.instrument(app);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandler(app, createMethodRegistry(app).notFound);
@@ -97,7 +102,9 @@ export async function createBaseApp(options: BaseAppOptions): Promise<App> {
         license: { name: 'MIT', identifier: 'MIT' },
         contact: { name: 'Agent platform maintainers' },
       },
-      components: { securitySchemes: (options.securitySchemes ?? {}) as never },
+      components: {
+        securitySchemes: { ...options.securitySchemes, ...(options.metrics ? METRICS_SECURITY_SCHEME : {}) } as never,
+      },
     },
     transform: openapiTransform,
     transformObject: openapiTransformObject(options.serverUrl ? [{ url: options.serverUrl }] : [{ url: '/' }]) as never,

@@ -37,6 +37,7 @@ import { sha256Base64url } from '../../lib/crypto.ts';
 import { createStreamRevoker } from '../../lib/eviction-bus.ts';
 import { type App, createBaseApp } from '../shared/base-app.ts';
 import { createBridgeAuth } from '../shared/bridge-auth.ts';
+import { createAppMetrics, metricsRoutes } from '../shared/metrics.ts';
 import { createOriginCheck } from '../shared/origin-check.ts';
 import { mountRoutes } from '../shared/routes.ts';
 import { createAccountGuard, registerSession, SESSION_COOKIE, type SessionAuth } from '../shared/session.ts';
@@ -121,6 +122,7 @@ export type WebServices = {
 };
 
 export async function buildWebApp(config: Config, services: WebServices, options: { logger?: FastifyBaseLogger } = {}): Promise<App> {
+  const metrics = config.METRICS_TOKEN ? createAppMetrics('web', config.METRICS_TOKEN) : undefined;
   const app = await createBaseApp({
     title: 'Agent platform — web API',
     description:
@@ -143,6 +145,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
       apiKey: { type: 'http', scheme: 'bearer', description: 'One of your `sk_` API keys (POST /api/keys)' },
     },
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(metrics ? { metrics } : {}),
   });
   await app.register(fastifyCookie);
   // docs/security.md: state-changing cookie requests and sign-ins only from our own origin
@@ -208,6 +211,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     admin: session.adminGuard,
     account: createAccountGuard(session, keys),
     bridge: createBridgeAuth(config.BRIDGE_SECRET),
+    metrics: metrics?.auth ?? null,
   };
   await mountRoutes(app, scopes, [
     accountsRoutes({ accounts, session }),
@@ -258,6 +262,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.x402 && x402Routes({ x402: services.x402, session }),
     // the dashboard (dashboard/, docs/dashboard.md): static pages, hidden from the OpenAPI description
     dashboardRoutes({ distDir: config.DASHBOARD_DIR }),
+    metrics && metricsRoutes(metrics),
   ]);
   return app;
 }
