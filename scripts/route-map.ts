@@ -30,8 +30,12 @@ type Row = {
 /** Both apps' mounted routes, one row per route (Fastify's automatic HEAD twin of each GET left out). */
 export async function routeRows(): Promise<Row[]> {
   // no dashboard build: the map must not depend on whether one was built (its top-level files,
-  // favicon.svg and the like, are each served as a route of dashboard.routes.ts)
-  const { config, platform, close } = offlinePlatform('route-map', { DASHBOARD_DIR: '/nonexistent-route-map/dashboard' });
+  // favicon.svg and the like, are each served as a route of dashboard.routes.ts); a metrics token,
+  // because GET /metrics exists only with one (docs/metrics.md)
+  const { config, platform, close } = offlinePlatform('route-map', {
+    DASHBOARD_DIR: '/nonexistent-route-map/dashboard',
+    METRICS_TOKEN: 'route-map',
+  });
   const apps: [Row['app'], App][] = [];
   try {
     apps.push(['web', await platform.buildWebApp()]);
