@@ -1,0 +1,345 @@
+/**
+ * The deployment artefacts (docs/production.md): the Helm chart rendered by a real helm and every
+ * object validated against the Kubernetes OpenAPI schemas (kubernetes-models), compose.yaml's
+ * structure, and the Dockerfiles' shape. Settings they name must be settings of src/config/env.ts.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
+import { Ingress } from 'kubernetes-models/networking.k8s.io/v1/Ingress';
+import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
+import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
+import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import { Secret } from 'kubernetes-models/v1/Secret';
+import { Service } from 'kubernetes-models/v1/Service';
+import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
+import { describe, expect, it } from 'vitest';
+import { parse, parseAllDocuments } from 'yaml';
+import { LIMITS } from '../../src/config/limits.ts';
+import { argsOf, copiesFrom, execForm, readDockerfile } from './dockerfile.ts';
+import { helm } from './helm.ts';
+import { parseSettings, readEnvFile, unknownSettings } from './settings.ts';
+
+const ROOT = join(import.meta.dirname, '../..');
+const CHART = join(ROOT, 'deploy/helm/agent-platform');
+const CI_VALUES = join(CHART, 'ci/production-values.yaml');
+const NAMESPACE = 'platform';
+
+type K8sObject = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+} & Record<string, any>;
+
+/** The model class validating each kind the chart may render (ServiceMonitor is a CRD: checked by hand below). */
+const MODELS: Record<string, new (data: never) => { validate(): void }> = {
+  'v1/ServiceAccount': ServiceAccount,
+  'v1/Secret': Secret,
+  'v1/ConfigMap': ConfigMap,
+  'v1/Service': Service,
+  'apps/v1/Deployment': Deployment,
+  'networking.k8s.io/v1/Ingress': Ingress,
+  'rbac.authorization.k8s.io/v1/Role': Role,
+  'rbac.authorization.k8s.io/v1/RoleBinding': RoleBinding,
+};
+
+function render(args: string[] = []): K8sObject[] {
+  const r = helm(['template', 'rel', CHART, '--namespace', NAMESPACE, '-f', CI_VALUES, ...args]);
+  expect(r.stderr).toBe('');
+  expect(r.status).toBe(0);
+  return parseAllDocuments(r.stdout)
+    .map((d) => d.toJS() as K8sObject | null)
+    .filter((o): o is K8sObject => o !== null);
+}
+
+const one = (objects: K8sObject[], kind: string, name: string) => {
+  const found = objects.filter((o) => o.kind === kind && o.metadata.name === name);
+  expect(found, `${kind} ${name}`).toHaveLength(1);
+  return found[0]!;
+};
+
+describe('Helm chart deploy/helm/agent-platform (rendered by helm)', () => {
+  const objects = render();
+
+  it('passes helm lint --strict with the CI values', () => {
+    const r = helm(['lint', CHART, '--strict', '-f', CI_VALUES]);
+    expect(r.stdout + r.stderr).toContain('1 chart(s) linted, 0 chart(s) failed');
+    expect(r.status).toBe(0);
+  });
+
+  it('renders exactly the expected objects, each valid against the Kubernetes schemas', () => {
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`).sort()).toEqual(
+      [
+        'ConfigMap/rel-agent-platform',
+        'Deployment/rel-agent-platform-backend',
+        'Deployment/rel-agent-platform-web',
+        'Ingress/rel-agent-platform',
+        'Role/rel-agent-platform-agents',
+        'RoleBinding/rel-agent-platform-agents',
+        'Secret/rel-agent-platform',
+        'Service/rel-agent-platform-backend',
+        'Service/rel-agent-platform-web',
+        'ServiceAccount/rel-agent-platform',
+        'ServiceMonitor/rel-agent-platform',
+      ].sort(),
+    );
+    for (const o of objects) {
+      if (o.kind === 'ServiceMonitor') continue;
+      const Model = MODELS[`${o.apiVersion}/${o.kind}`];
+      expect(Model, `${o.apiVersion} ${o.kind} has a schema`).toBeDefined();
+      expect(() => new Model!(o as never).validate(), `${o.kind} ${o.metadata.name}`).not.toThrow();
+    }
+  });
+
+  it('the schemas do refuse a broken object (the validation above can fail)', () => {
+    const web = structuredClone(one(objects, 'Deployment', 'rel-agent-platform-web'));
+    web.spec.template.spec.containers[0].ports[0].containerPort = 'http';
+    expect(() => new Deployment(web as never).validate()).toThrow(/containerPort/);
+  });
+
+  for (const [app, port, health] of [
+    ['web', 3000, '/api/health'],
+    ['backend', 3001, '/health'],
+  ] as const) {
+    it(`the ${app} Deployment: APP=${app}, non-root, read-only root filesystem, probes on ${health}, its Service`, () => {
+      const d = one(objects, 'Deployment', `rel-agent-platform-${app}`);
+      const pod = d.spec.template.spec;
+      const [c] = pod.containers;
+      expect(c.env).toContainEqual({ name: 'APP', value: app });
+      expect(c.image).toBe(`ghcr.io/agent-platform/agent-platform:${parse(readFileSync(join(CHART, 'Chart.yaml'), 'utf8')).appVersion}`);
+      expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 1000 });
+      expect(pod.securityContext.runAsUser).not.toBe(0);
+      expect(c.securityContext).toMatchObject({
+        readOnlyRootFilesystem: true,
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] },
+      });
+      for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe'])
+        expect(c[probe].httpGet, `${app} ${probe}`).toEqual({ path: health, port: 'http' });
+      expect(c.ports).toEqual([{ name: 'http', containerPort: port, protocol: 'TCP' }]);
+      // the read-only root leaves DATA_DIR and /tmp writable through emptyDir volumes
+      const mounts = Object.fromEntries(c.volumeMounts.map((m: { name: string; mountPath: string }) => [m.mountPath, m.name]));
+      expect(mounts).toEqual({ '/data': 'data', '/tmp': 'tmp' });
+      expect(pod.volumes.every((v: { emptyDir?: unknown }) => v.emptyDir)).toBe(true);
+      expect(c.envFrom).toEqual([{ configMapRef: { name: 'rel-agent-platform' } }, { secretRef: { name: 'rel-agent-platform' } }]);
+      expect(pod.serviceAccountName).toBe('rel-agent-platform');
+
+      const svc = one(objects, 'Service', `rel-agent-platform-${app}`);
+      expect(svc.spec.ports).toEqual([{ name: 'http', port, targetPort: 'http', protocol: 'TCP' }]);
+      expect(d.spec.template.metadata.labels).toMatchObject(svc.spec.selector);
+      expect(d.spec.selector.matchLabels).toEqual(svc.spec.selector);
+      // the other app's pods are not behind this Service
+      const other = one(objects, 'Deployment', `rel-agent-platform-${app === 'web' ? 'backend' : 'web'}`);
+      expect(other.spec.template.metadata.labels).not.toMatchObject(svc.spec.selector);
+    });
+  }
+
+  it('ConfigMap and Secret hold settings of src/config/env.ts that parse as the platform parses them', () => {
+    const cm = one(objects, 'ConfigMap', 'rel-agent-platform');
+    const secret = one(objects, 'Secret', 'rel-agent-platform');
+    const env = { ...cm.data, ...secret.stringData };
+    expect(unknownSettings(env)).toEqual([]);
+    const config = parseSettings({ ...env, APP: 'backend' });
+    expect(config).toMatchObject({ HOSTING_DRIVER: 'kubernetes', KUBERNETES_NAMESPACE: 'agents', HOST: '0.0.0.0', DATA_DIR: '/data' });
+    // agents in their own namespace reach the backend's AI gateway at its cluster address
+    expect(config.AGENT_GATEWAY_URL).toBe(`http://rel-agent-platform-backend.${NAMESPACE}.svc.cluster.local:3001/api/agent-gateway/v1`);
+    expect(Object.keys(secret.stringData).sort()).toEqual(
+      [
+        'DATABASE_REQUEST_URL',
+        'DATABASE_URL',
+        'INTERNAL_API_KEY',
+        'METRICS_TOKEN',
+        'REDIS_URL',
+        'SECRETS_ENCRYPTION_KEY',
+        'WALLET_ENCRYPTION_KEY',
+      ].sort(),
+    );
+    // secrets never sit in the ConfigMap
+    expect(Object.keys(cm.data)).not.toContain('DATABASE_URL');
+    // and a name the code does not know is reported
+    expect(unknownSettings({ KUBERNETES_NAMESPACES: 'agents' })).toEqual(['KUBERNETES_NAMESPACES']);
+  });
+
+  it('RBAC: a Role in the agents namespace with exactly what the kubernetes driver uses, bound to the apps', () => {
+    const custom = render(['--set', 'agents.namespace=agents-prod']);
+    expect(custom.some((o) => o.kind.startsWith('Cluster'))).toBe(false);
+    const role = one(custom, 'Role', 'rel-agent-platform-agents');
+    expect(role.metadata.namespace).toBe('agents-prod');
+    expect(one(custom, 'ConfigMap', 'rel-agent-platform').data.KUBERNETES_NAMESPACE).toBe('agents-prod');
+    const granted = role.rules.flatMap((r: { apiGroups: string[]; resources: string[]; verbs: string[] }) =>
+      r.apiGroups.flatMap((g) => r.resources.map((res) => `${g || 'core'}/${res}: ${[...r.verbs].sort().join(',')}`)),
+    );
+    const crud = 'create,delete,get,list,patch,update';
+    expect(granted.sort()).toEqual(
+      [
+        `apps/deployments: ${crud}`,
+        'apps/deployments/scale: get,patch,update',
+        `core/services: ${crud}`,
+        `core/secrets: ${crud}`,
+        'core/pods: get,list',
+        'core/pods/log: get',
+        'metrics.k8s.io/pods: get,list',
+      ].sort(),
+    );
+    const binding = one(custom, 'RoleBinding', 'rel-agent-platform-agents');
+    expect(binding.metadata.namespace).toBe('agents-prod');
+    expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'rel-agent-platform-agents' });
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'rel-agent-platform', namespace: NAMESPACE }]);
+  });
+
+  it('ServiceMonitor: /metrics of both Services with the bearer METRICS_TOKEN from the Secret; off by default', () => {
+    const sm = one(objects, 'ServiceMonitor', 'rel-agent-platform');
+    expect(sm.apiVersion).toBe('monitoring.coreos.com/v1');
+    expect(sm.spec.endpoints).toHaveLength(1);
+    const [endpoint] = sm.spec.endpoints;
+    expect(endpoint).toMatchObject({ port: 'http', path: '/metrics' });
+    expect(endpoint.authorization).toEqual({ type: 'Bearer', credentials: { name: 'rel-agent-platform', key: 'METRICS_TOKEN' } });
+    expect(one(objects, 'Secret', 'rel-agent-platform').stringData.METRICS_TOKEN).toBeTruthy();
+    for (const app of ['web', 'backend']) {
+      const svc = one(objects, 'Service', `rel-agent-platform-${app}`);
+      expect(svc.metadata.labels).toMatchObject(sm.spec.selector.matchLabels);
+      expect(svc.spec.ports.map((p: { name: string }) => p.name)).toContain(endpoint.port);
+    }
+    expect(render(['--set', 'metrics.serviceMonitor.enabled=false']).some((o) => o.kind === 'ServiceMonitor')).toBe(false);
+  });
+
+  it('existingSecret: no Secret rendered; the apps and the ServiceMonitor read the named one', () => {
+    const objs = render(['--set', 'secret.existingSecret=platform-keys']);
+    expect(objs.some((o) => o.kind === 'Secret')).toBe(false);
+    for (const app of ['web', 'backend'])
+      expect(one(objs, 'Deployment', `rel-agent-platform-${app}`).spec.template.spec.containers[0].envFrom).toContainEqual({
+        secretRef: { name: 'platform-keys' },
+      });
+    expect(one(objs, 'ServiceMonitor', 'rel-agent-platform').spec.endpoints[0].authorization.credentials.name).toBe('platform-keys');
+  });
+
+  it('Ingress: the web Service only, with TLS when enabled', () => {
+    const ing = one(objects, 'Ingress', 'rel-agent-platform');
+    expect(ing.spec.tls).toEqual([{ hosts: ['platform.example.com'], secretName: 'platform-tls' }]);
+    expect(ing.spec.rules[0].http.paths[0].backend.service).toEqual({ name: 'rel-agent-platform-web', port: { name: 'http' } });
+    expect(render(['--set', 'ingress.enabled=false']).some((o) => o.kind === 'Ingress')).toBe(false);
+  });
+
+  it('refuses to render without the required secrets (unless existingSecret names them)', () => {
+    const r = helm(['template', 'rel', CHART, '--namespace', NAMESPACE]);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain('secret.values.DATABASE_URL is required');
+    expect(helm(['template', 'rel', CHART, '--namespace', NAMESPACE, '--set', 'secret.existingSecret=keys']).status).toBe(0);
+  });
+});
+
+describe('compose.yaml', () => {
+  const compose = parse(readFileSync(join(ROOT, 'compose.yaml'), 'utf8'));
+  const services = compose.services;
+
+  it('web and backend are two services of the one image; PostgreSQL 16 and Redis 7 beside them', () => {
+    expect(Object.keys(services).sort()).toEqual(['agent-image', 'backend', 'postgres', 'redis', 'web']);
+    expect(services.web.build).toBe('.');
+    expect(services.backend.image).toBe(services.web.image);
+    expect(services.web.environment.APP).toBe('web');
+    expect(services.backend.environment.APP).toBe('backend');
+    expect(services.postgres.image).toMatch(/^postgres:16(\b|-)/);
+    expect(services.redis.image).toMatch(/^redis:7(\b|-)/);
+    expect(services['agent-image']).toMatchObject({ build: { dockerfile: 'Dockerfile.agent' }, profiles: ['images'] });
+    expect(services.web.ports).toEqual(['3000:3000']);
+    expect(services.backend.ports).toBeUndefined();
+  });
+
+  it('every service has a health check, and the apps start once what they need is healthy', () => {
+    for (const name of ['web', 'backend', 'postgres', 'redis']) expect(services[name].healthcheck?.test, name).toBeDefined();
+    expect(services.web.healthcheck.test.join(' ')).toContain('/api/health');
+    expect(services.backend.healthcheck.test.join(' ')).toContain('/health');
+    for (const app of ['web', 'backend']) {
+      expect(services[app].depends_on.postgres).toEqual({ condition: 'service_healthy' });
+      expect(services[app].depends_on.redis).toEqual({ condition: 'service_healthy' });
+    }
+    expect(services.web.depends_on.backend).toEqual({ condition: 'service_healthy' });
+  });
+
+  it('the apps read settings of src/config/env.ts from platform.env, and they parse', () => {
+    for (const app of ['web', 'backend']) {
+      expect(services[app].env_file).toEqual([{ path: 'platform.env', required: true }]);
+      expect(unknownSettings(services[app].environment)).toEqual([]);
+    }
+    const example = readEnvFile(join(ROOT, 'deploy/compose/platform.env.example'));
+    expect(unknownSettings(example)).toEqual([]);
+    for (const name of [
+      'DATABASE_URL',
+      'REDIS_URL',
+      'INTERNAL_API_KEY',
+      'WALLET_ENCRYPTION_KEY',
+      'SECRETS_ENCRYPTION_KEY',
+      'METRICS_TOKEN',
+    ])
+      expect(example[name], name).toBeTruthy();
+    expect(() => parseSettings({ ...example, ...services.web.environment })).not.toThrow();
+  });
+
+  it('the database roles: initdb.sh is mounted and the passwords of postgres.env are those in the URLs', () => {
+    const mount = services.postgres.volumes.find((v: string) => v.includes('docker-entrypoint-initdb.d'));
+    expect(existsSync(join(ROOT, mount.split(':')[0]))).toBe(true);
+    expect(services.postgres.env_file).toEqual([{ path: 'postgres.env', required: true }]);
+    const pg = readEnvFile(join(ROOT, 'deploy/compose/postgres.env.example'));
+    const app = readEnvFile(join(ROOT, 'deploy/compose/platform.env.example'));
+    const owner = new URL(app.DATABASE_URL!);
+    const request = new URL(app.DATABASE_REQUEST_URL!);
+    expect([owner.username, owner.password, owner.host]).toEqual(['platform_owner', pg.PLATFORM_OWNER_PASSWORD, 'postgres:5432']);
+    expect([request.username, request.password]).toEqual(['platform_request', pg.PLATFORM_REQUEST_PASSWORD]);
+    expect(owner.pathname).toBe(`/${services.postgres.environment.POSTGRES_DB}`);
+    const sql = readFileSync(join(ROOT, 'deploy/compose/initdb.sh'), 'utf8');
+    for (const role of ['platform_app NOLOGIN', 'platform_owner LOGIN', 'platform_request LOGIN'])
+      expect(sql).toContain(`CREATE ROLE ${role}`);
+    expect(sql).not.toMatch(/SUPERUSER(?<!NOSUPERUSER)|\bBYPASSRLS(?<!NOBYPASSRLS)/);
+    expect(new URL(app.REDIS_URL!).host).toBe('redis:6379');
+  });
+});
+
+describe('Dockerfiles', () => {
+  const defaults = parseSettings({});
+
+  it('Dockerfile: node:24-bookworm-slim stages, npm ci, build, prune; runs dist/main.js as a non-root user on both ports', () => {
+    const stages = readDockerfile(join(ROOT, 'Dockerfile'));
+    expect(stages.map((s) => s.from)).toEqual(['node:24-bookworm-slim', 'node:24-bookworm-slim']);
+    const [build, run] = stages as [(typeof stages)[0], (typeof stages)[0]];
+    const buildRuns = argsOf(build, 'RUN').join('\n');
+    expect(buildRuns).toMatch(/^npm ci\b/m);
+    expect(buildRuns).toContain('scripts/build-server.ts build/dist');
+    expect(buildRuns).toContain('scripts/build-dashboard.ts');
+    expect(buildRuns).toContain('npm prune --omit=dev');
+    for (const script of ['scripts/build-server.ts', 'scripts/build-dashboard.ts']) expect(existsSync(join(ROOT, script))).toBe(true);
+    const user = argsOf(run, 'USER').at(-1);
+    expect(user).toMatch(/^[1-9]\d*(:\d+)?$/);
+    expect(execForm(argsOf(run, 'CMD').at(-1)!)).toEqual(['node', 'dist/main.js']);
+    expect(argsOf(run, 'EXPOSE').join(' ').split(/\s+/).map(Number)).toEqual([defaults.WEB_PORT, defaults.BACKEND_PORT]);
+    const health = argsOf(run, 'HEALTHCHECK').join(' ');
+    expect(health).toContain('/api/health');
+    expect(health).toContain('/health');
+    expect(copiesFrom(run, 'build')).toEqual([
+      ['/app/package.json', './package.json'],
+      ['/app/node_modules', './node_modules'],
+      ['/app/build/dist', './dist'],
+      ['/app/build/dashboard', './dashboard/dist'],
+    ]);
+  });
+
+  it('Dockerfile.agent: the built-in runtime as a non-root user on the gateway port', () => {
+    const stages = readDockerfile(join(ROOT, 'Dockerfile.agent'));
+    expect(stages.map((s) => s.from)).toEqual(['node:24-bookworm-slim', 'node:24-bookworm-slim']);
+    const run = stages[1]!;
+    expect(argsOf(stages[0]!, 'RUN').join('\n')).toMatch(/^npm ci\b/m);
+    expect(argsOf(run, 'USER').at(-1)).toMatch(/^[1-9]\d*(:\d+)?$/);
+    expect(argsOf(run, 'EXPOSE')).toEqual([String(LIMITS.agentGatewayPort)]);
+    expect(execForm(argsOf(run, 'CMD').at(-1)!).at(-1)).toBe('/app/dist/runtime/main.js');
+    expect(argsOf(run, 'HEALTHCHECK').join(' ')).toContain('/healthz');
+    expect(argsOf(run, 'ENV').join(' ')).toContain(`AGENT_PORT=${LIMITS.agentGatewayPort}`);
+  });
+
+  it('.dockerignore keeps the build inputs and drops local state and secrets', () => {
+    const ignored = readFileSync(join(ROOT, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'));
+    for (const needed of ['src', 'scripts', 'dashboard', 'package.json', 'package-lock.json']) expect(ignored).not.toContain(needed);
+    for (const dropped of ['node_modules', 'data', '.env', '.git']) expect(ignored).toContain(dropped);
+  });
+});
