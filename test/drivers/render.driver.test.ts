@@ -144,6 +144,6 @@ describe('render driver', () => {
   });
 
   it('refuses driver kinds that are not built', () => {
-    expect(() => createHostingDriver(config({ HOSTING_DRIVER: 'docker' }))).toThrow(/not available/);
+    expect(() => createHostingDriver(config({ HOSTING_DRIVER: 'nomad' as DriverConfig['HOSTING_DRIVER'] }))).toThrow(/not available/);
   });
 });
