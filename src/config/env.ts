@@ -213,6 +213,8 @@ const envSchema = z.object({
       .regex(/^0x[0-9a-fA-F]{64}$/, { error: 'must be 0x followed by 64 hex digits' })
       .optional(),
   ),
+  /** added: most US dollars one user's x402 `pay` calls may take from their wallet balance per UTC day, net of refunds (docs/payments.md "x402") */
+  X402_USER_DAILY_CAP_USD: positiveInt(100),
   TRADING_API_URL: optionalUrl,
   TRADING_API_KEY: optionalString,
   /** added: per-call timeout of the trading service (balances, prompt, job status); unreachable or slower answers 503 */

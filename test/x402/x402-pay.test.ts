@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BASE_USDC, FAKE_PAY_TO, type FakeX402Gateway, startFakeX402Gateway } from '../fakes/x402-gateway.ts';
 import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
-const MANY_SIGNUPS = { REGISTER_RATE_LIMIT: '100000' };
+// many sign-ups, and a daily cap above what the tests below spend (test/x402/x402-charges.test.ts tests the cap)
+const MANY_SIGNUPS = { REGISTER_RATE_LIMIT: '100000', X402_USER_DAILY_CAP_USD: '100000' };
 const PAYER_KEY = `0x${'42'.repeat(32)}` as const;
 const EVM = '0x52908400098527886E0F7030069857D2E4169EE7';
 const SOLANA = '7EcDhSYGxXyscszYEp35KHN8vvw3svAuLKTzXwCFLtV';
@@ -30,6 +31,16 @@ afterAll(async () => {
   await Promise.all([t?.close(), noPayer?.close()]);
   await fake?.close();
 });
+
+/** A signed-in user whose wallet holds $1 000: `pay` is charged to it (docs/payments.md "x402"). */
+async function funded(p: TestPlatform) {
+  const u = await signUp(p.web);
+  const { address } = await p.platform.services.sessionWallet.create(u.id);
+  await p.platform.services.ledger.credit({ address, amountMicros: 1_000 * 1_000_000, eventId: `fund:${u.id}`, source: 'test' });
+  return { ...u, wallet: address };
+}
+
+const balance = (p: TestPlatform, address: string) => p.platform.services.ledger.balance(address);
 
 const pay = (p: TestPlatform, fields: Record<string, unknown>, cookie: string) =>
   p.web.inject({ method: 'POST', url: '/api/x402', headers: { cookie }, payload: { action: 'pay', agentId: 'a1', ...fields } });
@@ -51,7 +62,7 @@ const auditOf = async (p: TestPlatform, userId: string) =>
 describe('§4.11 pay: field rules, each refusal audited', () => {
   it('every refusal is 400 with its exact text and one `refused` audit row', async () => {
     fake.payMode = 'plain';
-    const u = await signUp(t.web);
+    const u = await funded(t);
     const cases: [Record<string, unknown>, string][] = [
       [{ agentId: undefined, amount: 1, recipient: EVM }, 'agentId required'],
       [{ recipient: EVM }, 'Invalid amount'],
@@ -87,7 +98,7 @@ describe('§4.11 pay: field rules, each refusal audited', () => {
 
   it('accepted: the gateway result; audit rows `attempted` then `accepted` (email, amount, currency, recipient, method)', async () => {
     fake.payMode = 'plain';
-    const u = await signUp(t.web);
+    const u = await funded(t);
     for (const [amount, recipient] of [
       [100, EVM],
       [0.01, SOLANA],
@@ -109,22 +120,25 @@ describe('§4.11 pay: field rules, each refusal audited', () => {
     ]);
     expect(rows[0]!.attempt_id).toBe(rows[1]!.attempt_id);
     expect(rows[1]!.attempt_id).not.toBe(rows[2]!.attempt_id);
+    // the user paid both amounts from their wallet
+    expect(await balance(t, u.wallet)).toBe((1_000 - 100 - 0.01) * 1_000_000);
   });
 
   it('a gateway failure is 500 x402 gateway error and audited as `failed`', async () => {
-    const u = await signUp(t.web);
+    const u = await funded(t);
     fake.modes = { pay: 'fail' };
     const res = await pay(t, { amount: 2, recipient: EVM }, u.cookie);
     fake.modes = {};
     expect(res.statusCode).toBe(500);
     expect(res.json()).toEqual({ error: 'x402 gateway error' });
     expect((await auditOf(t, u.id)).map((r) => r.outcome)).toEqual(['attempted', 'failed']);
+    expect(await balance(t, u.wallet)).toBe(1_000 * 1_000_000); // charged, then given back
   });
 });
 
 describe('§4.11 pay: bad bodies and concurrency', () => {
   it('a body that is not a JSON object is 400 with a JSON error, never 5xx', async () => {
-    const u = await signUp(t.web);
+    const u = await funded(t);
     for (const payload of ['[]', '"pay"', '{"action":', 'null']) {
       const res = await t.web.inject({
         method: 'POST',
@@ -139,7 +153,7 @@ describe('§4.11 pay: bad bodies and concurrency', () => {
 
   it('20 parallel payments: 20 gateway calls, each with its attempted and accepted rows', async () => {
     fake.payMode = 'plain';
-    const u = await signUp(t.web);
+    const u = await funded(t);
     const before = fake.requests.filter((r) => r.path === '/pay').length;
     const results = await Promise.all(Array.from({ length: 20 }, (_, i) => pay(t, { amount: i + 1, recipient: EVM }, u.cookie)));
     expect(results.map((r) => r.statusCode)).toEqual(Array(20).fill(200));
@@ -150,14 +164,16 @@ describe('§4.11 pay: bad bodies and concurrency', () => {
     for (const r of rows) byAttempt.set(r.attempt_id, [...(byAttempt.get(r.attempt_id) ?? []), r.outcome]);
     expect([...byAttempt.values()].every((o) => o.join() === 'attempted,accepted')).toBe(true);
     expect(new Set(rows.map((r) => r.amount)).size).toBe(20);
+    expect(await balance(t, u.wallet)).toBe((1_000 - 210) * 1_000_000); // 1 + 2 + … + 20
+    expect(await t.platform.services.ledger.audit()).toEqual([]);
   });
 });
 
 describe('§4.11 audit is append-only for the request role (migration 180)', () => {
   it('the user cannot update, delete or truncate their rows, insert rows for someone else, or read another user’s', async () => {
     fake.payMode = 'plain';
-    const u = await signUp(t.web);
-    const other = await signUp(t.web);
+    const u = await funded(t);
+    const other = await funded(t);
     expect((await pay(t, { amount: 3, recipient: EVM }, u.cookie)).statusCode).toBe(200);
     const db = t.database.db;
     for (const statement of [
@@ -188,7 +204,7 @@ describe('§4.11 pay: an HTTP 402 x402 challenge', () => {
     fake.payMode = 'x402';
     fake.priceAtomic = '1500000'; // 1.5 USDC
     fake.payments.length = 0;
-    const u = await signUp(t.web);
+    const u = await funded(t);
     const res = await pay(t, { amount: 2, recipient: EVM }, u.cookie);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ success: true, txId: 'tx_fake_1' });
@@ -238,12 +254,14 @@ describe('§4.11 pay: an HTTP 402 x402 challenge', () => {
     expect(capped.json().error).toMatch(/^x402 payment failed: /);
     expect(fake.payments).toHaveLength(1);
     expect((await auditOf(t, u.id)).slice(2).map((r) => r.outcome)).toEqual(['attempted', 'failed']);
+    // the paid call stays charged ($2), the one nothing was signed for is given back
+    expect(await balance(t, u.wallet)).toBe(998 * 1_000_000);
     fake.payMode = 'plain';
   });
 
   it('without X402_PAYER_PRIVATE_KEY the challenge is refused with 502 and audited', async () => {
     fake.payMode = 'x402';
-    const u = await signUp(noPayer.web);
+    const u = await funded(noPayer);
     const res = await pay(noPayer, { amount: 5, recipient: EVM }, u.cookie);
     fake.payMode = 'plain';
     expect(res.statusCode).toBe(502);
@@ -252,5 +270,6 @@ describe('§4.11 pay: an HTTP 402 x402 challenge', () => {
       ['attempted', null],
       ['failed', 'The x402 gateway asked for a payment and no payer is configured'],
     ]);
+    expect(await balance(noPayer, u.wallet)).toBe(1_000 * 1_000_000);
   });
 });

@@ -1,8 +1,12 @@
 /**
- * SQL of the x402 domain: the payment audit (migration 180). Every function runs inside
- * `db.withUser`: row-level security lets the user add and read their own rows, never change them.
+ * SQL of the x402 domain: the payment audit (migration 180), whose functions run inside
+ * `db.withUser` (row-level security lets the user add and read their own rows, never change
+ * them), and the two lookups a `pay` charge needs on the owner connection, where the ledger's
+ * money tables are (docs/payments.md "Who may touch the money tables").
  */
+import { type Kysely, sql } from 'kysely';
 import type { Tx } from '../../db/client.ts';
+import type { DB } from '../../db/schema.ts';
 
 export type X402AuditOutcome = 'attempted' | 'accepted' | 'refused' | 'failed';
 
@@ -27,6 +31,20 @@ export type X402AuditRow = {
 const cut = (v: string | null, max: number) => (v === null ? null : v.slice(0, max));
 
 export const x402Repo = {
+  /** Owner connection: the user's session wallet, whose ledger balance pays their x402 calls. */
+  async sessionWalletAddress(db: Kysely<DB>, userId: string): Promise<string | undefined> {
+    const row = await db.selectFrom('session_wallets').select('address').where('user_id', '=', userId).executeTakeFirst();
+    return row?.address.toLowerCase();
+  },
+
+  /**
+   * Takes the user's x402 charge lock until the transaction ends: a charge reads what the user
+   * spent today and then debits, so two parallel charges must not both read the same total.
+   */
+  async lockUserCharges(trx: Kysely<DB>, userId: string): Promise<void> {
+    await sql`SELECT pg_advisory_xact_lock(hashtextextended(${`x402_pay:${userId}`}, 0))`.execute(trx);
+  },
+
   insertAudit(trx: Tx, row: X402AuditRow) {
     return trx
       .insertInto('x402_payments_audit')

@@ -2,7 +2,9 @@
  * The x402 gateway proxy (§4.11): health, colony join, fitness, pricing, the paid endpoints and
  * payments, passed through to the gateway at X402_GATEWAY_URL (./x402.client.ts). Every `pay`
  * attempt of a signed-in user, accepted or refused, is written to the append-only audit
- * (migration 180) before the answer is sent.
+ * (migration 180) before the answer is sent. A `pay` is charged to the user: its amount is
+ * debited from their wallet balance through the ledger before the gateway is called (within a
+ * daily cap per user) and given back when the call fails (./x402.charge.ts).
  *
  * Validation lives here rather than in the route schema because a refused payment must still be
  * audited, and because §4.11 fixes the texts and their order.
@@ -10,6 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/client.ts';
 import { AppError, badRequest, unauthorized } from '../../lib/errors.ts';
+import type { X402Charges } from './x402.charge.ts';
 import type { X402Gateway, X402Result } from './x402.client.ts';
 import { type X402AuditRow, x402Repo } from './x402.repo.ts';
 
@@ -49,8 +52,8 @@ const TOKEN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/;
 export type X402User = { id: string; email: string };
 export type X402Body = Record<string, unknown>;
 
-export function createX402Service(deps: { db: Db; gateway: X402Gateway | undefined }) {
-  const { db } = deps;
+export function createX402Service(deps: { db: Db; gateway: X402Gateway | undefined; charges: X402Charges }) {
+  const { db, charges } = deps;
   const gatewayOrThrow = () => {
     if (!deps.gateway) throw new AppError('X402_NOT_CONFIGURED', X402_ERRORS.notConfigured);
     return deps.gateway;
@@ -128,19 +131,35 @@ export function createX402Service(deps: { db: Db; gateway: X402Gateway | undefin
       await audit(user, { ...row, outcome: 'failed', error: X402_ERRORS.notConfigured });
       throw new AppError('X402_NOT_CONFIGURED', X402_ERRORS.notConfigured);
     }
-    // written before the call: whatever happens next, the attempt is on record
-    await audit(user, { ...row, outcome: 'attempted' });
+    // the user pays: debited before the call (so parallel calls cannot spend more than the balance
+    // or the daily cap), refused with the audit row saying why, given back below when the call fails
+    const charge = await charges.charge(user.id, { attemptId, amount });
+    if (!charge.ok) {
+      await audit(user, { ...row, outcome: 'refused', error: charge.reason });
+      throw charge.error;
+    }
+    try {
+      // written before the call: whatever happens next, the attempt is on record
+      await audit(user, { ...row, outcome: 'attempted' });
+    } catch (err) {
+      await charges.refund(charge);
+      throw err;
+    }
     const r = await deps.gateway.pay(input);
     if (r.ok) {
       await audit(user, { ...row, outcome: 'accepted', upstreamStatus: r.status, x402Paid: r.paid });
       return r.body;
     }
     const upstreamStatus = 'status' in r ? r.status : null;
+    const signed = 'paid' in r && r.paid;
+    // a failed call is given back, unless the platform signed an x402 payment for it: that USDC
+    // may have left the payer's account, so the charge stands and the audit row shows x402_paid
+    if (!signed) await charges.refund(charge);
     if (r.reason === 'payment_failed') {
       await audit(user, { ...row, outcome: 'failed', error: r.message });
       throw new AppError('X402_PAYMENT_FAILED', `x402 payment failed: ${r.message}`);
     }
-    await audit(user, { ...row, outcome: 'failed', error: `gateway ${r.reason}`, upstreamStatus, x402Paid: 'paid' in r && r.paid });
+    await audit(user, { ...row, outcome: 'failed', error: `gateway ${r.reason}`, upstreamStatus, x402Paid: signed });
     throw gatewayError();
   }
 

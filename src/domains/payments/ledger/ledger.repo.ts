@@ -50,6 +50,18 @@ export const ledgerRepo = {
     return r.rows[0];
   },
 
+  /**
+   * What the wallet's rows of these sources took from it since midnight UTC (debits minus
+   * refunds), by the database's clock: a daily spending cap's measure.
+   */
+  async spentToday(db: Q, address: string, sources: string[]): Promise<number> {
+    const r = await sql<{ spent: string }>`
+      SELECT coalesce(-sum(wallet_delta), 0)::text AS spent FROM ledger_entries
+       WHERE address = ${address} AND source = ANY(${sources}::text[])
+         AND created_at >= date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`.execute(db);
+    return Number(r.rows[0]!.spent);
+  },
+
   async balance(db: Q, address: string): Promise<number> {
     const row = await db.selectFrom('wallet_balances').select('balance_micros').where('address', '=', address).executeTakeFirst();
     return row?.balance_micros ?? 0;

@@ -92,12 +92,13 @@ export function createLedgerService(deps: { db: Db }) {
 
   /**
    * Debits the wallet once per `reference`; a balance that does not cover it is refused by the
-   * CHECK on wallet_balances (nothing changes) and answered as `{ ok: false }`.
+   * CHECK on wallet_balances (nothing changes) and answered as `{ ok: false }`. Inside a caller's
+   * transaction `trx` (owner connection) a refusal leaves it aborted: the caller rolls back.
    */
-  async function tryDebit(input: DebitInput): Promise<DebitResult> {
+  async function tryDebit(input: DebitInput, trx: Kysely<DB> = db): Promise<DebitResult> {
     const address = validate(input.address, input.amountMicros, input.reference);
     try {
-      const row = await ledgerRepo.debit(db, { ...input, address });
+      const row = await ledgerRepo.debit(trx, { ...input, address });
       return { ok: true, debited: row !== undefined };
     } catch (err) {
       if (isCheckViolation(err)) return { ok: false, code: 'INSUFFICIENT_BALANCE' };
@@ -199,6 +200,16 @@ export function createLedgerService(deps: { db: Db }) {
         note: r.note,
         createdAt: r.created_at,
       }));
+    },
+
+    /**
+     * Micro-USD the wallet's rows of `sources` took since midnight UTC, net of their refunds (an
+     * x402 user's daily cap). Read inside the caller's transaction, under its lock, to decide a debit.
+     */
+    async spentToday(trx: Kysely<DB>, address: string, sources: string[]): Promise<number> {
+      const a = normalizeAddress(address);
+      if (!a) throw badRequest('Invalid address');
+      return ledgerRepo.spentToday(trx, a, sources);
     },
 
     /** Spendable off-chain balance of a wallet in micro-USD (0 for an unknown address). */

@@ -44,7 +44,11 @@ const ACTIONS_DESCRIPTION = [
   "- `pay` (`agentId`, `amount`, `recipient`, optional `currency`, `endpoint`, `method`): the gateway's result. " +
     'When the gateway answers HTTP 402 with x402 payment requirements, the platform pays them with its own account ' +
     '(X402_PAYER_PRIVATE_KEY, signed with the official `@x402/fetch` client, never more than `amount` US dollars) and retries once; ' +
-    'without a payer, or when no requirement fits the amount, or the gateway refuses the signed payment: 502 `x402 payment failed: …`.',
+    'without a payer, or when no requirement fits the amount, or the gateway refuses the signed payment: 502 `x402 payment failed: …`. ' +
+    "The user pays: `amount` is debited from the caller's wallet balance (GET /api/wallet) before the gateway is called and given back " +
+    'when the call fails (unless an x402 payment was signed for it). A balance that does not cover it: 402 ' +
+    '`{error:"insufficient_balance", message, balance, cost}`; past the per-user daily cap X402_USER_DAILY_CAP_USD (UTC day, net of ' +
+    'refunds): 429 `{error:"Daily x402 limit reached: …", dailyCap, spentToday}`; both audited as `refused`, the gateway not called.',
   'Every `pay` attempt of a signed-in user, accepted or refused, is recorded in an audit the user cannot change ' +
     '(user email, agent, amount, currency, recipient, endpoint, method, outcome); a call that reaches the gateway is recorded before it is made.',
   `Order of checks: \`action\` (400 \`${X402_ERRORS.invalidAction}\`), the session (401 \`${X402_ERRORS.authRequired}\`), the fields, ` +
@@ -84,7 +88,10 @@ export const x402Routes = (deps: { x402: X402Service; session: SessionAuth }): R
           200: z.unknown().describe("The gateway's JSON answer, unchanged"),
           400: errorSchema,
           401: errorSchema,
-          402: errorSchema.describe('join-colony: the gateway answered 402'),
+          402: errorSchema.describe(
+            'join-colony: the gateway answered 402; pay: the wallet balance does not cover `amount` (`insufficient_balance`)',
+          ),
+          429: errorSchema.describe('pay: the daily cap X402_USER_DAILY_CAP_USD is reached'),
           500: errorSchema.describe(`\`${X402_ERRORS.gatewayError}\``),
           502: errorSchema.describe('join-colony refused by the gateway, or an x402 payment that could not be made'),
           503: errorSchema.describe('X402_GATEWAY_URL unset, or (join-colony) the gateway did not answer in time'),

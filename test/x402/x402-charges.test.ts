@@ -1,0 +1,124 @@
+/**
+ * §4.11 `pay` is charged to the user (docs/payments.md "x402"): the amount is debited from their
+ * wallet balance through the ledger before the gateway is called, refused with 402 when short
+ * (the audit row says `refused` and why, the gateway is never called), given back when the call
+ * fails, and kept within X402_USER_DAILY_CAP_USD per UTC day even by parallel calls (429 past it).
+ */
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeX402Gateway, startFakeX402Gateway } from '../fakes/x402-gateway.ts';
+import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+
+const EVM = '0x52908400098527886E0F7030069857D2E4169EE7';
+let fake: FakeX402Gateway;
+let t: TestPlatform;
+
+beforeAll(async () => {
+  fake = await startFakeX402Gateway();
+  t = await startTestPlatform({ REGISTER_RATE_LIMIT: '1000', X402_GATEWAY_URL: fake.url, X402_USER_DAILY_CAP_USD: '10' });
+});
+afterAll(async () => {
+  await t?.close();
+  await fake?.close();
+});
+
+async function user(fundUsd: number | null) {
+  const u = await signUp(t.web);
+  if (fundUsd === null) return { ...u, wallet: '' };
+  const { address } = await t.platform.services.sessionWallet.create(u.id);
+  await t.platform.services.ledger.credit({ address, amountMicros: fundUsd * 1_000_000, eventId: `fund:${u.id}`, source: 'test' });
+  return { ...u, wallet: address };
+}
+const pay = (cookie: string, amount: number) =>
+  t.web.inject({
+    method: 'POST',
+    url: '/api/x402',
+    headers: { cookie },
+    payload: { action: 'pay', agentId: 'a1', amount, recipient: EVM },
+  });
+const payCalls = () => fake.requests.filter((r) => r.path === '/pay').length;
+const audit = async (userId: string) =>
+  (
+    await t.database.db.withUser(userId, (trx) =>
+      sql<{ outcome: string; error: string | null }>`select outcome, error from x402_payments_audit order by id`.execute(trx),
+    )
+  ).rows.map((r) => [r.outcome, r.error]);
+const balance = (address: string) => t.platform.services.ledger.balance(address);
+
+describe('§4.11 pay is charged to the user', () => {
+  it('debits the amount from the wallet; the journal says x402 payment', async () => {
+    const u = await user(5);
+    expect((await pay(u.cookie, 1.25)).statusCode).toBe(200);
+    expect(await balance(u.wallet)).toBe(3_750_000);
+    const [row] = await t.platform.services.ledger.journal(u.wallet, { limit: 1 });
+    expect(row).toMatchObject({ amountMicros: -1_250_000, description: 'x402 payment' });
+  });
+
+  it('402 insufficient_balance when the balance is short: audited as refused, the gateway not called', async () => {
+    const u = await user(1);
+    const calls = payCalls();
+    const res = await pay(u.cookie, 1.5);
+    expect(res.statusCode).toBe(402);
+    expect(res.json()).toEqual({
+      error: 'insufficient_balance',
+      message: 'This payment needs 1.50 USD; your wallet balance is 1.00',
+      balance: '1.00',
+      cost: '1.50',
+    });
+    expect(payCalls()).toBe(calls);
+    expect(await balance(u.wallet)).toBe(1_000_000);
+    expect(await audit(u.id)).toEqual([['refused', 'insufficient_balance: balance 1.00, cost 1.50']]);
+    // a user without a wallet has nothing to pay with
+    const none = await user(null);
+    const r2 = await pay(none.cookie, 1);
+    expect(r2.statusCode).toBe(402);
+    expect(r2.json()).toMatchObject({ balance: '0', cost: '1.00' });
+  });
+
+  it('a failed gateway call is given back once; the refund shows in the journal', async () => {
+    const u = await user(5);
+    fake.modes = { pay: 'fail' };
+    const res = await pay(u.cookie, 2);
+    fake.modes = {};
+    expect(res.statusCode).toBe(500);
+    expect(await balance(u.wallet)).toBe(5_000_000);
+    const rows = await t.platform.services.ledger.journal(u.wallet, { limit: 2 });
+    expect(rows.map((r) => [r.amountMicros, r.description])).toEqual([
+      [2_000_000, 'Refund: the x402 payment did not go through'],
+      [-2_000_000, 'x402 payment'],
+    ]);
+    expect((await audit(u.id)).map(([o]) => o)).toEqual(['attempted', 'failed']);
+  });
+
+  it('20 parallel $1 payments with a $10 daily cap: exactly 10 go through, the rest 429 and audited as refused', async () => {
+    fake.payMode = 'plain';
+    const u = await user(100);
+    const calls = payCalls();
+    const results = await Promise.all(Array.from({ length: 20 }, () => pay(u.cookie, 1)));
+    const codes = results.map((r) => r.statusCode);
+    expect(codes.filter((c) => c === 200)).toHaveLength(10);
+    expect(codes.filter((c) => c === 429)).toHaveLength(10);
+    expect(results.find((r) => r.statusCode === 429)!.json()).toMatchObject({
+      error: expect.stringMatching(/^Daily x402 limit reached: 10\.00 of 10\.00 USD spent today \(UTC\)/),
+      dailyCap: '10.00',
+      spentToday: '10.00',
+    });
+    expect(payCalls() - calls).toBe(10);
+    expect(await balance(u.wallet)).toBe(90_000_000);
+    const outcomes = (await audit(u.id)).map(([o]) => o);
+    expect(outcomes.filter((o) => o === 'accepted')).toHaveLength(10);
+    expect(outcomes.filter((o) => o === 'refused')).toHaveLength(10);
+    expect(await t.platform.services.ledger.audit()).toEqual([]);
+  });
+
+  it('refunds count against the cap no more: a failed call leaves room for another', async () => {
+    const u = await user(100);
+    expect((await pay(u.cookie, 9)).statusCode).toBe(200);
+    fake.modes = { pay: 'fail' };
+    expect((await pay(u.cookie, 1)).statusCode).toBe(500);
+    fake.modes = {};
+    expect((await pay(u.cookie, 1)).statusCode).toBe(200);
+    expect((await pay(u.cookie, 0.01)).statusCode).toBe(429);
+    expect(await balance(u.wallet)).toBe(90_000_000);
+  });
+});
