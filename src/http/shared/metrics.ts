@@ -14,7 +14,6 @@ import { secretMatcher } from '../../lib/crypto.ts';
 import { unauthorized } from '../../lib/errors.ts';
 import type { App } from './base-app.ts';
 import { documented } from './openapi.ts';
-import type { RouteModule } from './routes.ts';
 
 /** the label of requests no route matched (404s, and 405s of a known path): never the raw path, which is unbounded */
 export const UNMATCHED_ROUTE = 'unmatched';
@@ -80,24 +79,24 @@ export function createAppMetrics(name: 'web' | 'backend', token: string): AppMet
   };
 }
 
-/** GET /metrics in the `metrics` scope (its hook is `AppMetrics.auth`). */
-export const metricsRoutes = (metrics: AppMetrics): RouteModule<'metrics'> => ({
-  prefix: '',
-  metrics: async (app) => {
-    app.get('/metrics', {
-      schema: {
-        tags: ['operations'],
-        summary: 'Prometheus metrics',
-        description:
-          'The Prometheus text exposition format (added; docs/metrics.md): request durations by route pattern, process metrics and, ' +
-          'on the backend, agents by status, the deployment queue, AI provider latency and fallbacks, and database pool usage. ' +
-          'Exists only when METRICS_TOKEN is set; answers only `Authorization: Bearer <METRICS_TOKEN>`.',
-        response: { 200: z.string().describe('text/plain; version=0.0.4 (Prometheus exposition format)') },
-      },
-      handler: async (_request, reply) => {
-        const body = await metrics.registry.metrics();
-        return reply.type(metrics.registry.contentType).send(body);
-      },
-    });
-  },
-});
+/**
+ * Declares GET /metrics on `app`, a plugin of the `metrics` scope (whose hook is `AppMetrics.auth`).
+ * Each app's route module (routes/metrics.routes.ts) calls it, so the route map names that module.
+ */
+export function declareMetricsRoute(app: App, metrics: AppMetrics): void {
+  app.get('/metrics', {
+    schema: {
+      tags: ['operations'],
+      summary: 'Prometheus metrics',
+      description:
+        'The Prometheus text exposition format (added; docs/metrics.md): request durations by route pattern, process metrics and, ' +
+        'on the backend, agents by status, the deployment queue, AI provider latency and fallbacks, and database pool usage. ' +
+        'Exists only when METRICS_TOKEN is set; answers only `Authorization: Bearer <METRICS_TOKEN>`.',
+      response: { 200: z.string().describe('text/plain; version=0.0.4 (Prometheus exposition format)') },
+    },
+    handler: async (_request, reply) => {
+      const body = await metrics.registry.metrics();
+      return reply.type(metrics.registry.contentType).send(body);
+    },
+  });
+}
