@@ -126,6 +126,9 @@ const envSchema = z.object({
     .string()
     .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, { error: 'must be a Kubernetes namespace name (DNS label)' })
     .default('agents'),
+  /** added: kubernetes driver: the API server as a pod sees it (Kubernetes sets both in every container); with no KUBECONFIG, the pod's service account is used */
+  KUBERNETES_SERVICE_HOST: optionalString,
+  KUBERNETES_SERVICE_PORT: optionalString,
   /** added: docker driver: the Engine API (unix:///var/run/docker.sock, tcp://host:2375, http://host:2375) */
   DOCKER_HOST: z.string().min(1).default('unix:///var/run/docker.sock'),
   AGENT_RUNTIME: z.enum(['builtin', 'openclaw']).default('builtin'),

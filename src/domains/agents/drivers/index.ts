@@ -1,8 +1,8 @@
 /**
  * The hosting driver registry (docs/architecture.md rule 4): HOSTING_DRIVER picks a factory from a
  * Record<DriverKind, Factory>, so adding a kind to DriverKind without wiring it fails to compile.
- * `docker` and `kubernetes` are accepted by the configuration but not built yet: choosing them is
- * a startup error, not a stub.
+ * `docker` is accepted by the configuration but not built yet: choosing it is a startup error, not
+ * a stub.
  */
 import type { Config } from '../../../config/env.ts';
 import { createDockerDriver } from './docker.driver.ts';
@@ -18,7 +18,18 @@ export type DriverConfig = Pick<
   Config,
   'HOSTING_DRIVER' | 'HOSTING_API_URL' | 'HOSTING_API_KEY' | 'HOSTING_OWNER_ID' | 'AGENT_IMAGE' | 'AGENT_RUNTIME' | 'DATA_DIR'
 > &
-  Partial<Pick<Config, 'AGENT_SANDBOX' | 'AGENT_NETWORK' | 'KUBECONFIG' | 'KUBERNETES_NAMESPACE' | 'DOCKER_HOST'>>;
+  Partial<
+    Pick<
+      Config,
+      | 'AGENT_SANDBOX'
+      | 'AGENT_NETWORK'
+      | 'KUBECONFIG'
+      | 'KUBERNETES_NAMESPACE'
+      | 'KUBERNETES_SERVICE_HOST'
+      | 'KUBERNETES_SERVICE_PORT'
+      | 'DOCKER_HOST'
+    >
+  >;
 
 export type DriverDeps = {
   /** local driver: where restart/resume find a deploy spec after a platform restart (the agents domain's stored agent) */
@@ -58,6 +69,9 @@ export const DRIVER_FACTORIES: Record<DriverKind, Factory> = {
   kubernetes: (config) =>
     createKubernetesDriver({
       kubeconfig: config.KUBECONFIG,
+      inCluster: config.KUBERNETES_SERVICE_HOST
+        ? { host: config.KUBERNETES_SERVICE_HOST, port: config.KUBERNETES_SERVICE_PORT ?? '443' }
+        : undefined,
       namespace: config.KUBERNETES_NAMESPACE ?? 'agents',
       image: config.AGENT_IMAGE,
     }),
