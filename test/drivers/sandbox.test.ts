@@ -11,9 +11,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForHealthy } from '../../src/domains/agents/container-health.ts';
+import { detectCgroups } from '../../src/domains/agents/drivers/agent-cgroup.ts';
+import { planResources } from '../../src/domains/agents/drivers/agent-env.ts';
 import { detectNetwork } from '../../src/domains/agents/drivers/agent-network.ts';
 import type { AgentDeploySpec, HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
 import { createHostingDriver } from '../../src/domains/agents/drivers/index.ts';
+import { processesOfUid } from '../../src/domains/agents/drivers/proc.ts';
 import { detectSandbox, FIRST_AGENT_UID } from '../../src/domains/agents/drivers/sandbox.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 
@@ -21,6 +24,8 @@ const report = detectSandbox('auto');
 if (!report.active) console.warn(`test/drivers/sandbox.test.ts skipped: ${report.lines.join('; ')}`);
 const net = detectNetwork('internet', report.active);
 if (report.active && !net.isolated) console.warn(`test/drivers/sandbox.test.ts: network isolation not tested: ${net.lines.join('; ')}`);
+const limits = report.separateUser ? detectCgroups().cgroups : undefined;
+if (report.active && !limits) console.warn('test/drivers/sandbox.test.ts: memory/CPU limits per plan not tested (no usable cgroups)');
 /** uids as the database allocates them (migration 090) */
 const UIDS: Record<string, number> = { 'agent-a': FIRST_AGENT_UID + 901, 'agent-other': FIRST_AGENT_UID + 902 };
 /** a service on the host's loopback that no agent may reach (stands for PostgreSQL, Redis, the web app) */
@@ -154,6 +159,17 @@ describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
     expect(await waitForHealthy(urlA, { timeoutMs: 20_000, intervalMs: 100 })).toBe(true);
     // the process's own output is in the platform's folder, outside what the agent sees
     expect(existsSync(join(dataDir, 'agents', 'agent-a', 'logs', 'process.log'))).toBe(true);
+  });
+
+  it.skipIf(!limits)("runs in a cgroup of its own with its plan's memory (§4.7): every process of the agent", () => {
+    const pids = processesOfUid(UIDS['agent-a']!);
+    expect(pids.length).toBeGreaterThan(0);
+    for (const pid of pids) expect(readFileSync(`/proc/${pid}/cgroup`, 'utf8')).toMatch(/agent-platform\/agent-a\n/);
+    const memory =
+      limits!.version === 1
+        ? '/sys/fs/cgroup/memory/agent-platform/agent-a/memory.limit_in_bytes'
+        : '/sys/fs/cgroup/agent-platform/agent-a/memory.max';
+    expect(Number(readFileSync(memory, 'utf8'))).toBe(planResources('solo').memoryMb * 1024 * 1024);
   });
 
   it('still serves its gateway and reaches its model provider over loopback', async () => {

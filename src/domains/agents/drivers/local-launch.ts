@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sha256Hex } from '../../../lib/crypto.ts';
 import { probeHealthz } from '../container-health.ts';
+import { type AgentCgroups, enter } from './agent-cgroup.ts';
 import { agentEnvironment, PLATFORM_SECRET_ENV, planResources } from './agent-env.ts';
 import {
   type AgentNetwork,
@@ -49,10 +50,12 @@ export type LauncherContext = {
   store: StateStore;
   /** the processes this driver instance started or adopted: launch() records its child here */
   owned: Map<string, Owned>;
+  /** §4.7 memory and CPU per plan (agent-cgroup.ts); undefined where the machine has no usable controllers */
+  cgroups?: AgentCgroups | undefined;
 };
 
 export function createLauncher(ctx: LauncherContext) {
-  const { options, runtime, root, sandbox, network, store, owned } = ctx;
+  const { options, runtime, root, sandbox, network, store, owned, cgroups } = ctx;
   const { dirs, platformDirs, openProcessLog, writeState } = store;
 
   // PWD is left out: bwrap sets it (--chdir) in the sandboxed process's environment
@@ -155,7 +158,9 @@ export function createLauncher(ctx: LauncherContext) {
       if (sandbox.active) {
         const argv = sandboxArgv(sandbox, { ro, rw: [d.workspace, d.home], chdir: d.workspace, uid, file, args, env });
         const bwrapArgs = ['--args', '3', ...argv.command];
-        const cmd = net ? inNetwork(network, net.nsFile, sandbox.bwrap!, bwrapArgs) : { file: sandbox.bwrap!, args: bwrapArgs };
+        const inNet = net ? inNetwork(network, net.nsFile, sandbox.bwrap!, bwrapArgs) : { file: sandbox.bwrap!, args: bwrapArgs };
+        // into the agent's own cgroup before bwrap runs, so everything the agent starts is limited
+        const cmd = cgroups ? enter(cgroups.prepare(agentId, planResources(env.AGENT_PLAN)), inNet.file, inNet.args) : inNet;
         child = spawn(cmd.file, cmd.args, {
           cwd: '/',
           env: { PATH: '/usr/bin:/bin' },

@@ -36,6 +36,8 @@ export type LocalDriverOptions = {
   runtimeEntry?: string;
   /** AGENT_NETWORK: internet (default), platform, host (agent-network.ts) */
   network?: AgentNetworkMode;
+  /** tests: the cgroup mount the per-plan limits are written under (agent-cgroup.ts; default /sys/fs/cgroup) */
+  cgroupRoot?: string;
 };
 
 export type AgentState = {

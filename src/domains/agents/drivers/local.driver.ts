@@ -39,6 +39,7 @@ import { freePort } from '../../../db/embedded.ts';
 import type { Confinement } from '../../../lib/confined-fs.ts';
 import { sha256Hex } from '../../../lib/crypto.ts';
 import { probeHealthz } from '../container-health.ts';
+import { detectCgroups } from './agent-cgroup.ts';
 import { closeAgentNetworks, detectNetwork } from './agent-network.ts';
 import {
   type AgentDeploySpec,
@@ -77,12 +78,25 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   for (const line of sandbox.lines) options.log?.(sandbox.active ? 'info' : 'warn', line);
   const network = detectNetwork(options.network ?? 'internet', sandbox.active);
   for (const line of network.lines) options.log?.(network.isolated ? 'info' : 'warn', line);
+  // limits per plan need the platform's rights over the cgroup tree: as root, with the sandbox
+  const limits = sandbox.active && sandbox.separateUser ? detectCgroups(options.cgroupRoot) : undefined;
+  for (const line of limits?.lines ?? []) options.log?.(limits?.cgroups ? 'info' : 'warn', line);
+  const cgroups = limits?.cgroups;
   const statsReader = createStatsReader();
 
   const serial = createSerialQueue();
   const store = createStateStore(root);
   const { dirs, readState, writeState } = store;
-  const { launch, envFor, launchHash, waitUntilListening } = createLauncher({ options, runtime, root, sandbox, network, store, owned });
+  const { launch, envFor, launchHash, waitUntilListening } = createLauncher({
+    options,
+    runtime,
+    root,
+    sandbox,
+    network,
+    store,
+    owned,
+    cgroups,
+  });
 
   /** The previous port when it is free again (a stable URL across restarts), else a new free one. */
   const pickPort = async (previous: AgentState | undefined) => (previous && (await portIsFree(previous.port)) ? previous.port : freePort());
@@ -117,6 +131,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     const strays = uid !== undefined ? processesOfUid(uid) : agentProcesses(agentId, dirs(agentId).workspace);
     await Promise.all(strays.map((p) => stopProcess(p, graceMs)));
     await closeAgentNetworks(network, dirs(agentId).base);
+    cgroups?.remove(agentId);
   }
 
   async function relaunch(agentId: string): Promise<void> {
