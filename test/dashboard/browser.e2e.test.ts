@@ -12,70 +12,36 @@
  * (docs/screenshots with UPDATE_SCREENSHOTS=1, which the README shows). Skips with a message when
  * Chromium is not installed.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildDashboard } from '../../scripts/build-dashboard.ts';
+import {
+  expectAccessible as axe,
+  buildDashboardForTest,
+  chromiumAvailable,
+  launchChromium,
+  expectNoHorizontalScroll as noHorizontalScroll,
+  openPage,
+  screenshot as shot,
+} from '../helpers/browser.ts';
 import { type LivePlatform, startLivePlatform } from '../helpers/live-platform.ts';
 
 // page.evaluate callbacks run in the browser; this project's types are Node's (no DOM lib)
 declare const window: unknown;
-declare const document: { documentElement: { scrollWidth: number }; cookie: string };
+declare const document: { cookie: string };
 declare const location: { href: string };
 declare const localStorage: object;
 declare const sessionStorage: object;
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
-if (!available)
-  console.warn(`dashboard browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`);
-
-const ROOT = resolve(import.meta.dirname, '../..');
-const SHOTS = process.env.UPDATE_SCREENSHOTS ? join(ROOT, 'docs/screenshots') : join(ROOT, '.test-results/screenshots');
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const available = chromiumAvailable('dashboard browser tests');
 const PASSWORD = 'correct horse battery staple';
 const EMAIL = 'browser-user@example.com';
 
 let live: LivePlatform;
 let browser: Browser;
-let dist: string;
+let dashboard: { dir: string; remove: () => void } | undefined;
 
-async function newPage(width: number): Promise<{ page: Page; errors: string[] }> {
-  // bypassCSP only so the test can inject axe-core: the page's own policy forbids inline scripts
-  const context = await browser.newContext({ viewport: { width, height: width < 600 ? 740 : 900 }, baseURL: live.webUrl, bypassCSP: true });
-  const page = await context.newPage();
-  page.setDefaultTimeout(20_000);
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  return { page, errors };
-}
-
-async function axe(page: Page, name: string): Promise<void> {
-  await page.addScriptTag({ content: AXE });
-  const violations = await page.evaluate(async () => {
-    const w = window as unknown as {
-      axe: { run(o: unknown): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> };
-    };
-    const r = await w.axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] });
-    return r.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')).slice(0, 3) }));
-  });
-  const serious = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  expect(serious, `axe on ${name}`).toEqual([]);
-}
-
-async function shot(page: Page, name: string): Promise<void> {
-  mkdirSync(SHOTS, { recursive: true });
-  await page.screenshot({ path: join(SHOTS, `${name}.png`) });
-}
-
-async function noHorizontalScroll(page: Page, width: number, name: string) {
-  const scrollWidth = await page.evaluate(() => document.documentElement.scrollWidth);
-  expect(scrollWidth, `${name} at ${width} px`).toBeLessThanOrEqual(width);
-}
+const newPage = (width: number) => openPage(browser, live.webUrl, { width, height: width < 600 ? 740 : 900 });
 
 async function signIn(page: Page, password = PASSWORD, email = EMAIL) {
   await page.goto('/login');
@@ -86,26 +52,14 @@ async function signIn(page: Page, password = PASSWORD, email = EMAIL) {
 
 describe.skipIf(!available)('the dashboard in Chromium', () => {
   beforeAll(async () => {
-    dist = mkdtempSync(join(tmpdir(), 'dashboard-e2e-'));
-    await buildDashboard(dist);
-    live = await startLivePlatform({ DASHBOARD_DIR: dist, REGISTER_RATE_LIMIT: '100' });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    dashboard = await buildDashboardForTest();
+    live = await startLivePlatform({ DASHBOARD_DIR: dashboard.dir, REGISTER_RATE_LIMIT: '100' });
+    browser = await launchChromium();
   }, 120_000);
   afterAll(async () => {
     await browser?.close();
     await live?.close();
-    if (dist) rmSync(dist, { recursive: true, force: true });
+    dashboard?.remove();
   });
 
   it('sign up → sign in → provision → running → chat → rename → API key → delete → sign out, with the error paths', async () => {

@@ -12,65 +12,42 @@
  *   refused and the new one signs in. Both pages pass axe and fit 390 px.
  * Skips without Chromium.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildDashboard } from '../../scripts/build-dashboard.ts';
 import { type FakeCalendar, startFakeCalendar } from '../fakes/calendar-api.ts';
 import { type FakeOidcProvider, startFakeOidcProvider } from '../fakes/oidc-provider.ts';
 import { type FakeSmtp, startFakeSmtp } from '../fakes/smtp.ts';
+import {
+  expectAccessible as axe,
+  buildDashboardForTest,
+  chromiumAvailable,
+  expectNoHorizontalScroll,
+  launchChromium,
+  openPage,
+} from '../helpers/browser.ts';
 import { type LivePlatform, startLivePlatform } from '../helpers/live-platform.ts';
 
-declare const window: unknown;
-declare const document: { documentElement: { scrollWidth: number } };
 declare const location: { href: string };
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
-if (!available) console.warn(`identity browser test skipped: no Chromium at ${CHROMIUM}`);
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const available = chromiumAvailable('identity browser test');
 
 let live: LivePlatform;
 let idp: FakeOidcProvider;
 let smtp: FakeSmtp;
 let calendar: FakeCalendar;
 let browser: Browser;
-let dist: string;
+let dashboard: { dir: string; remove: () => void } | undefined;
 
-async function newPage(width: number): Promise<{ page: Page; errors: string[] }> {
-  const context = await browser.newContext({ viewport: { width, height: 800 }, baseURL: live.webUrl, bypassCSP: true });
-  const page = await context.newPage();
-  page.setDefaultTimeout(20_000);
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  return { page, errors };
-}
-
-async function axe(page: Page, name: string): Promise<void> {
-  await page.addScriptTag({ content: AXE });
-  const violations = await page.evaluate(async () => {
-    const w = window as unknown as { axe: { run(o: unknown): Promise<{ violations: { id: string; impact: string }[] }> } };
-    const r = await w.axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] });
-    return r.violations.map((v) => ({ id: v.id, impact: v.impact }));
-  });
-  expect(
-    violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),
-    `axe on ${name}`,
-  ).toEqual([]);
-}
+const newPage = (width: number) => openPage(browser, live.webUrl, { width, height: 800 });
 
 describe.skipIf(!available)('identity in Chromium', () => {
   beforeAll(async () => {
-    dist = mkdtempSync(join(tmpdir(), 'dashboard-identity-'));
-    await buildDashboard(dist);
+    dashboard = await buildDashboardForTest();
     idp = await startFakeOidcProvider();
     smtp = await startFakeSmtp();
     calendar = await startFakeCalendar();
     live = await startLivePlatform({
-      DASHBOARD_DIR: dist,
+      DASHBOARD_DIR: dashboard.dir,
       REGISTER_RATE_LIMIT: '100',
       IDP_CLIENT_ID: idp.clientId,
       IDP_CLIENT_SECRET: idp.clientSecret,
@@ -83,7 +60,7 @@ describe.skipIf(!available)('identity in Chromium', () => {
       CALENDAR_TOKEN_URL: calendar.tokenUrl,
       CALENDAR_API_URL: calendar.apiUrl,
     });
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
+    browser = await launchChromium();
   }, 120_000);
   afterAll(async () => {
     await browser?.close();
@@ -91,7 +68,7 @@ describe.skipIf(!available)('identity in Chromium', () => {
     await idp?.close();
     await smtp?.close();
     await calendar?.close();
-    if (dist) rmSync(dist, { recursive: true, force: true });
+    dashboard?.remove();
   });
 
   it('signs in with the identity provider, lists the linked account in Settings, and connects a calendar', async () => {
@@ -159,7 +136,7 @@ describe.skipIf(!available)('identity in Chromium', () => {
     await page.getByRole('button', { name: 'Set new password' }).click();
     await page.getByRole('heading', { name: 'Password changed' }).waitFor();
     await axe(page, 'reset confirm');
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await expectNoHorizontalScroll(page, 390, 'reset confirm');
 
     const login = (password: string) =>
       fetch(`${live.webUrl}/api/auth/login`, {

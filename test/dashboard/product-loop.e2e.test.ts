@@ -14,72 +14,35 @@
  * passes axe (no serious or critical violation); at 390 px none scrolls sideways. Screenshots go to
  * .test-results/screenshots (docs/screenshots with UPDATE_SCREENSHOTS=1). Skips without Chromium.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
 import OpenAI from 'openai';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildDashboard } from '../../scripts/build-dashboard.ts';
+import {
+  expectAccessible as axe,
+  buildDashboardForTest,
+  chromiumAvailable,
+  launchChromium,
+  expectNoHorizontalScroll as noHorizontalScroll,
+  openPage,
+  screenshot as shot,
+} from '../helpers/browser.ts';
 import { type LivePlatform, startLivePlatform } from '../helpers/live-platform.ts';
 
 // page.evaluate callbacks run in the browser; this project's types are Node's (no DOM lib)
-declare const window: unknown;
-declare const document: { documentElement: { scrollWidth: number }; title: string };
+declare const document: { title: string };
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
-if (!available) console.warn(`product loop browser test skipped: no Chromium at ${CHROMIUM}`);
-
-const ROOT = resolve(import.meta.dirname, '../..');
-const SHOTS = process.env.UPDATE_SCREENSHOTS ? join(ROOT, 'docs/screenshots') : join(ROOT, '.test-results/screenshots');
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const available = chromiumAvailable('product loop browser test');
 const PASSWORD = 'correct horse battery staple';
 const EMAIL = 'loop-user@example.com';
 const AGENT = 'loop-agent';
 
 let live: LivePlatform;
 let browser: Browser;
-let dist: string;
+let dashboard: { dir: string; remove: () => void } | undefined;
 /** carried from one step to the next (the steps run in order) */
 const state: { agentUrl?: string; agentId?: string; key?: string } = {};
 
-async function newPage(width: number): Promise<{ page: Page; errors: string[] }> {
-  // bypassCSP only so the test can inject axe-core: the page's own policy forbids inline scripts
-  const context = await browser.newContext({ viewport: { width, height: width < 600 ? 800 : 900 }, baseURL: live.webUrl, bypassCSP: true });
-  await context.grantPermissions(['clipboard-read', 'clipboard-write']);
-  const page = await context.newPage();
-  page.setDefaultTimeout(20_000);
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(e.message));
-  return { page, errors };
-}
-
-async function axe(page: Page, name: string): Promise<void> {
-  await page.addScriptTag({ content: AXE });
-  const violations = await page.evaluate(async () => {
-    const w = window as unknown as {
-      axe: { run(o: unknown): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> };
-    };
-    const r = await w.axe.run({ runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] });
-    return r.violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => n.target.join(' ')).slice(0, 3) }));
-  });
-  expect(
-    violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),
-    `axe on ${name}`,
-  ).toEqual([]);
-}
-
-async function shot(page: Page, name: string): Promise<void> {
-  mkdirSync(SHOTS, { recursive: true });
-  await page.screenshot({ path: join(SHOTS, `${name}.png`) });
-}
-
-async function noHorizontalScroll(page: Page, width: number, name: string) {
-  const scrollWidth = await page.evaluate(() => document.documentElement.scrollWidth);
-  expect(scrollWidth, `${name} at ${width} px`).toBeLessThanOrEqual(width);
-}
+const newPage = (width: number) => openPage(browser, live.webUrl, { width, clipboard: true });
 
 async function signIn(page: Page) {
   await page.goto('/login');
@@ -104,18 +67,14 @@ async function waitRunning(page: Page) {
 
 describe.skipIf(!available)('the product loop in Chromium', () => {
   beforeAll(async () => {
-    dist = mkdtempSync(join(tmpdir(), 'dashboard-loop-'));
-    await buildDashboard(dist);
-    live = await startLivePlatform({ DASHBOARD_DIR: dist, REGISTER_RATE_LIMIT: '100' });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-sync'],
-    });
+    dashboard = await buildDashboardForTest();
+    live = await startLivePlatform({ DASHBOARD_DIR: dashboard.dir, REGISTER_RATE_LIMIT: '100' });
+    browser = await launchChromium();
   }, 120_000);
   afterAll(async () => {
     await browser?.close();
     await live?.close();
-    if (dist) rmSync(dist, { recursive: true, force: true });
+    dashboard?.remove();
   });
 
   it('sign up, become the admin, provision, and chat: a markdown reply renders safely', async () => {

@@ -6,6 +6,7 @@
 import { type FormEvent, useState } from 'react';
 import { LIMITS } from '../../../src/config/limits.ts';
 import { ApiError, api, call } from '../api/client.ts';
+import { EmailField, emailError, NEW_PASSWORD_HINT, PasswordField, passwordError } from '../credential-fields.tsx';
 import { useFeatures } from '../features.ts';
 import { navigate, useLocation } from '../router.ts';
 import { useSession } from '../session.tsx';
@@ -21,16 +22,12 @@ export const LOGIN_ERRORS: Record<string, string> = {
   IdpAuthError: 'Something went wrong while signing in with the provider. Please try again.',
 };
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-
 export function validateCredentials(mode: 'signin' | 'signup', email: string, password: string): { email?: string; password?: string } {
   const errors: { email?: string; password?: string } = {};
-  if (!email.trim()) errors.email = 'Enter your email address.';
-  else if (!EMAIL.test(email.trim())) errors.email = 'Enter a valid email address, like you@example.com.';
-  if (!password) errors.password = 'Enter your password.';
-  else if (mode === 'signup' && password.length < LIMITS.passwordMinLength)
-    errors.password = `Use at least ${LIMITS.passwordMinLength} characters.`;
-  else if (password.length > LIMITS.passwordMaxLength) errors.password = `Use at most ${LIMITS.passwordMaxLength} characters.`;
+  const emailProblem = emailError(email);
+  const passwordProblem = passwordError(password, mode === 'signup');
+  if (emailProblem) errors.email = emailProblem;
+  if (passwordProblem) errors.password = passwordProblem;
   return errors;
 }
 
@@ -88,38 +85,15 @@ export function LoginPage() {
               )}
             </Field>
           )}
-          <Field label="Email" error={fieldErrors.email}>
-            {({ id, describedBy, invalid }) => (
-              <input
-                id={id}
-                type="email"
-                value={email}
-                onChange={(e) => setEmail(e.target.value)}
-                autoComplete="email"
-                aria-describedby={describedBy}
-                aria-invalid={invalid}
-                required
-              />
-            )}
-          </Field>
-          <Field
+          <EmailField value={email} onChange={setEmail} error={fieldErrors.email} />
+          <PasswordField
             label="Password"
+            value={password}
+            onChange={setPassword}
             error={fieldErrors.password}
-            hint={mode === 'signup' ? `At least ${LIMITS.passwordMinLength} characters; common passwords are refused.` : undefined}
-          >
-            {({ id, describedBy, invalid }) => (
-              <input
-                id={id}
-                type="password"
-                value={password}
-                onChange={(e) => setPassword(e.target.value)}
-                autoComplete={mode === 'signin' ? 'current-password' : 'new-password'}
-                aria-describedby={describedBy}
-                aria-invalid={invalid}
-                required
-              />
-            )}
-          </Field>
+            hint={mode === 'signup' ? NEW_PASSWORD_HINT : undefined}
+            autoComplete={mode === 'signin' ? 'current-password' : 'new-password'}
+          />
           <ErrorText error={action.error} />
           <Button type="submit" kind="primary" busy={action.busy}>
             {mode === 'signin' ? 'Sign in' : 'Create account'}

@@ -5,13 +5,11 @@
  * the page with `Referrer-Policy: no-referrer`), so it is neither in the history nor sent anywhere.
  */
 import { type FormEvent, useEffect, useState } from 'react';
-import { LIMITS } from '../../../src/config/limits.ts';
 import { api, call } from '../api/client.ts';
+import { EmailField, emailError, NEW_PASSWORD_HINT, PasswordField, passwordError } from '../credential-fields.tsx';
 import { useFeatures } from '../features.ts';
 import { useSession } from '../session.tsx';
-import { Button, ErrorText, Field, Link, Notice, useAction } from '../ui.tsx';
-
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+import { Button, ErrorText, Link, Notice, useAction } from '../ui.tsx';
 
 export function ResetPasswordPage() {
   // read once from the address the mail opened; the effect below takes it out of the address bar
@@ -36,11 +34,7 @@ function RequestLink() {
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     const value = email.trim();
-    const error = !value
-      ? 'Enter your email address.'
-      : EMAIL.test(value)
-        ? undefined
-        : 'Enter a valid email address, like you@example.com.';
+    const error = emailError(value);
     setFieldError(error);
     if (error) return;
     await action.run(async () => {
@@ -59,20 +53,7 @@ function RequestLink() {
       ) : (
         <form onSubmit={submit} noValidate>
           <p>Enter the email you sign in with. We will mail you a link to set a new password.</p>
-          <Field label="Email" error={fieldError}>
-            {({ id, describedBy, invalid }) => (
-              <input
-                id={id}
-                type="email"
-                value={email}
-                onChange={(e) => setEmail(e.target.value)}
-                autoComplete="email"
-                aria-describedby={describedBy}
-                aria-invalid={invalid}
-                required
-              />
-            )}
-          </Field>
+          <EmailField value={email} onChange={setEmail} error={fieldError} />
           <ErrorText error={action.error} />
           <Button type="submit" kind="primary" busy={action.busy}>
             Send reset link
@@ -95,13 +76,7 @@ function NewPassword({ token, onNewLink }: { token: string; onNewLink: () => voi
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const error = !password
-      ? 'Enter a new password.'
-      : password.length < LIMITS.passwordMinLength
-        ? `Use at least ${LIMITS.passwordMinLength} characters.`
-        : password.length > LIMITS.passwordMaxLength
-          ? `Use at most ${LIMITS.passwordMaxLength} characters.`
-          : undefined;
+    const error = passwordError(password, true);
     setFieldError(error);
     if (error) return;
     const ok = await action.run(() => call(api.POST('/api/auth/password-reset/confirm', { body: { token, password } })));
@@ -126,24 +101,14 @@ function NewPassword({ token, onNewLink }: { token: string; onNewLink: () => voi
     <>
       <h1>Set a new password</h1>
       <form onSubmit={submit} noValidate>
-        <Field
+        <PasswordField
           label="New password"
+          value={password}
+          onChange={setPassword}
           error={fieldError}
-          hint={`At least ${LIMITS.passwordMinLength} characters; common passwords are refused.`}
-        >
-          {({ id, describedBy, invalid }) => (
-            <input
-              id={id}
-              type="password"
-              value={password}
-              onChange={(e) => setPassword(e.target.value)}
-              autoComplete="new-password"
-              aria-describedby={describedBy}
-              aria-invalid={invalid}
-              required
-            />
-          )}
-        </Field>
+          hint={NEW_PASSWORD_HINT}
+          autoComplete="new-password"
+        />
         <ErrorText error={action.error} />
         <Button type="submit" kind="primary" busy={action.busy}>
           Set new password

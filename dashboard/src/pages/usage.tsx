@@ -6,6 +6,41 @@ import { useState } from 'react';
 import { api, call } from '../api/client.ts';
 import { DataTable, Empty, ErrorText, Field, formatUsd, Link, Section, Spinner, useData } from '../ui.tsx';
 
+/** The period of a usage view (the days query parameter), shared with an agent's Usage tab. */
+export function PeriodSelect({ days, onChange }: { days: number; onChange: (days: number) => void }) {
+  return (
+    <Field label="Period">
+      {({ id }) => (
+        <select id={id} value={days} onChange={(e) => onChange(Number(e.target.value))}>
+          <option value={7}>7 days</option>
+          <option value={30}>30 days</option>
+          <option value={90}>90 days</option>
+        </select>
+      )}
+    </Field>
+  );
+}
+
+/** Cost, calls and tokens of a period. */
+export function Totals({ totals }: { totals: { cost: number; requests: number; totalTokens: number } }) {
+  return (
+    <dl className="stats">
+      <div>
+        <dt>Cost</dt>
+        <dd>{formatUsd(totals.cost)}</dd>
+      </div>
+      <div>
+        <dt>Calls</dt>
+        <dd>{totals.requests.toLocaleString()}</dd>
+      </div>
+      <div>
+        <dt>Tokens</dt>
+        <dd>{totals.totalTokens.toLocaleString()}</dd>
+      </div>
+    </dl>
+  );
+}
+
 export function UsagePage() {
   const [days, setDays] = useState(30);
   const [metric, setMetric] = useState<'cost' | 'requests' | 'totalTokens'>('cost');
@@ -17,15 +52,7 @@ export function UsagePage() {
         title="AI usage"
         actions={
           <div className="row">
-            <Field label="Period">
-              {({ id }) => (
-                <select id={id} value={days} onChange={(e) => setDays(Number(e.target.value))}>
-                  <option value={7}>7 days</option>
-                  <option value={30}>30 days</option>
-                  <option value={90}>90 days</option>
-                </select>
-              )}
-            </Field>
+            <PeriodSelect days={days} onChange={setDays} />
             <Field label="Show">
               {({ id }) => (
                 <select id={id} value={metric} onChange={(e) => setMetric(e.target.value as typeof metric)}>
@@ -42,20 +69,7 @@ export function UsagePage() {
         <ErrorText error={!u ? usage.error : null} />
         {u && (
           <>
-            <dl className="stats">
-              <div>
-                <dt>Cost</dt>
-                <dd>{formatUsd(u.totals.cost)}</dd>
-              </div>
-              <div>
-                <dt>Calls</dt>
-                <dd>{u.totals.requests.toLocaleString()}</dd>
-              </div>
-              <div>
-                <dt>Tokens</dt>
-                <dd>{u.totals.totalTokens.toLocaleString()}</dd>
-              </div>
-            </dl>
+            <Totals totals={u.totals} />
             {u.totals.requests === 0 ? <Empty>No AI calls in this period.</Empty> : <Chart daily={u.daily} metric={metric} />}
           </>
         )}

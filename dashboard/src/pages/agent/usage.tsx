@@ -7,7 +7,7 @@
 import { type FormEvent, useEffect, useState } from 'react';
 import { api, call } from '../../api/client.ts';
 import { Button, DataTable, Empty, ErrorText, Field, formatUsd, Notice, Section, Spinner, useAction, useData } from '../../ui.tsx';
-import { Chart } from '../usage.tsx';
+import { Chart, PeriodSelect, Totals } from '../usage.tsx';
 
 const BUDGET_MAX = 100_000;
 
@@ -21,38 +21,12 @@ export function Usage({ agentId }: { agentId: string }) {
   return (
     <>
       {u && <Budget agentId={agentId} budget={u.budget} onSaved={usage.reload} />}
-      <Section
-        title="Usage"
-        actions={
-          <Field label="Period">
-            {({ id }) => (
-              <select id={id} value={days} onChange={(e) => setDays(Number(e.target.value))}>
-                <option value={7}>7 days</option>
-                <option value={30}>30 days</option>
-                <option value={90}>90 days</option>
-              </select>
-            )}
-          </Field>
-        }
-      >
+      <Section title="Usage" actions={<PeriodSelect days={days} onChange={setDays} />}>
         {usage.loading && !u ? <Spinner /> : null}
         <ErrorText error={!u ? usage.error : null} />
         {u && (
           <>
-            <dl className="stats">
-              <div>
-                <dt>Cost</dt>
-                <dd>{formatUsd(u.totals.cost)}</dd>
-              </div>
-              <div>
-                <dt>Calls</dt>
-                <dd>{u.totals.requests.toLocaleString()}</dd>
-              </div>
-              <div>
-                <dt>Tokens</dt>
-                <dd>{u.totals.totalTokens.toLocaleString()}</dd>
-              </div>
-            </dl>
+            <Totals totals={u.totals} />
             {u.totals.requests === 0 ? (
               <Empty>This agent made no model calls in this period.</Empty>
             ) : (
