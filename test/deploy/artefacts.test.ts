@@ -3,7 +3,7 @@
  * object validated against the Kubernetes OpenAPI schemas (kubernetes-models), compose.yaml's
  * structure, and the Dockerfiles' shape. Settings they name must be settings of src/config/env.ts.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { Ingress } from 'kubernetes-models/networking.k8s.io/v1/Ingress';
@@ -24,6 +24,46 @@ const ROOT = join(import.meta.dirname, '../..');
 const CHART = join(ROOT, 'deploy/helm/agent-platform');
 const CI_VALUES = join(CHART, 'ci/production-values.yaml');
 const NAMESPACE = 'platform';
+
+/** Verbs of the client methods (`readNamespacedPod`: get) and resources of their kinds. */
+const VERBS: Record<string, string> = {
+  read: 'get',
+  get: 'get',
+  list: 'list',
+  create: 'create',
+  replace: 'update',
+  patch: 'patch',
+  delete: 'delete',
+};
+const RESOURCES: Record<string, string> = {
+  Deployment: 'apps/deployments',
+  DeploymentScale: 'apps/deployments/scale',
+  Service: 'core/services',
+  Secret: 'core/secrets',
+  Pod: 'core/pods',
+  PodLog: 'core/pods/log',
+};
+
+/**
+ * The API calls of the kubernetes driver, read from its source (@kubernetes/client-node method
+ * names such as `patchNamespacedDeploymentScale`), as `resource: verbs` lines like the Role's.
+ * Custom objects are the metrics API's PodMetrics, the one the driver reads.
+ */
+function kubernetesDriverCalls(): string[] {
+  const dir = join(ROOT, 'src/domains/agents/drivers');
+  const source = readdirSync(dir)
+    .filter((f) => /^kubernetes.*\.ts$/.test(f) && !f.endsWith('.test.ts'))
+    .map((f) => readFileSync(join(dir, f), 'utf8'))
+    .join('\n');
+  const verbs = new Map<string, Set<string>>();
+  for (const [, verb, kind] of source.matchAll(/\b(read|get|list|create|replace|patch|delete)Namespaced([A-Za-z]+)\(/g)) {
+    const resource =
+      kind === 'CustomObject' && /group: 'metrics\.k8s\.io'[^}]*plural: 'pods'/.test(source) ? 'metrics.k8s.io/pods' : RESOURCES[kind!];
+    expect(resource, `the driver calls ${verb}Namespaced${kind}: add its resource to the chart's Role`).toBeDefined();
+    verbs.set(resource!, (verbs.get(resource!) ?? new Set()).add(VERBS[verb!]!));
+  }
+  return [...verbs].map(([resource, v]) => `${resource}: ${[...v].sort().join(',')}`).sort();
+}
 
 type K8sObject = {
   apiVersion: string;
@@ -169,18 +209,19 @@ describe('Helm chart deploy/helm/agent-platform (rendered by helm)', () => {
     const granted = role.rules.flatMap((r: { apiGroups: string[]; resources: string[]; verbs: string[] }) =>
       r.apiGroups.flatMap((g) => r.resources.map((res) => `${g || 'core'}/${res}: ${[...r.verbs].sort().join(',')}`)),
     );
-    const crud = 'create,delete,get,list,patch,update';
     expect(granted.sort()).toEqual(
       [
-        `apps/deployments: ${crud}`,
-        'apps/deployments/scale: get,patch,update',
-        `core/services: ${crud}`,
-        `core/secrets: ${crud}`,
-        'core/pods: get,list',
+        'apps/deployments: create,delete,get,patch,update',
+        'apps/deployments/scale: patch',
+        'core/services: create,delete,get,update',
+        'core/secrets: create,delete,get,update',
+        'core/pods: list',
         'core/pods/log: get',
-        'metrics.k8s.io/pods: get,list',
+        'metrics.k8s.io/pods: get',
       ].sort(),
     );
+    // and that is what the driver calls: a call added to it without a grant fails here
+    expect(granted.sort()).toEqual(kubernetesDriverCalls());
     const binding = one(custom, 'RoleBinding', 'rel-agent-platform-agents');
     expect(binding.metadata.namespace).toBe('agents-prod');
     expect(binding.roleRef).toEqual({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'rel-agent-platform-agents' });
