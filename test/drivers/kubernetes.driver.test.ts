@@ -22,6 +22,7 @@ import { createHostingDriver, type DriverConfig } from '../../src/domains/agents
 import { createKubernetesDriver, type KubernetesDriverOptions } from '../../src/domains/agents/drivers/kubernetes.driver.ts';
 import { loadKubeConfig } from '../../src/domains/agents/drivers/kubernetes-client.ts';
 import { objectName } from '../../src/domains/agents/drivers/kubernetes-objects.ts';
+import { deploymentStatus, parsePodLog, parseQuantity } from '../../src/domains/agents/drivers/kubernetes-observe.ts';
 import { type FakeKubernetesApi, startFakeKubernetesApi } from '../fakes/kubernetes-api.ts';
 
 const NS = 'agents';
@@ -352,5 +353,50 @@ describe('kubernetes driver: configuration', () => {
     const names = [objectName(long), objectName(`${long.slice(0, -1)}c`), objectName('Weird_ID')];
     for (const n of names) expect(n).toMatch(/^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/);
     expect(new Set(names).size).toBe(3);
+  });
+});
+
+describe('kubernetes driver: reading the cluster', () => {
+  const d = (status: object, over: { replicas?: number; generation?: number; annotations?: Record<string, string> } = {}) => ({
+    metadata: { generation: over.generation ?? 2, annotations: over.annotations ?? {} },
+    spec: { replicas: over.replicas ?? 1 },
+    status,
+  });
+
+  it('running only once the current spec is rolled out and ready', () => {
+    expect(deploymentStatus(d({ observedGeneration: 2, replicas: 1, updatedReplicas: 1, readyReplicas: 1 }))).toBe('running');
+    // the controller has not seen the new spec yet, or an old pod is still the ready one
+    expect(deploymentStatus(d({ observedGeneration: 1, replicas: 1, updatedReplicas: 1, readyReplicas: 1 }))).toBe('starting');
+    expect(deploymentStatus(d({ observedGeneration: 2, replicas: 2, updatedReplicas: 1, readyReplicas: 1 }))).toBe('starting');
+    expect(deploymentStatus(d({ observedGeneration: 2, replicas: 1, updatedReplicas: 1 }))).toBe('starting');
+    const gaveUp = {
+      observedGeneration: 2,
+      replicas: 1,
+      updatedReplicas: 1,
+      conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }],
+    };
+    expect(deploymentStatus(d(gaveUp))).toBe('error');
+    expect(deploymentStatus(d({}, { replicas: 0 }))).toBe('stopped');
+    expect(deploymentStatus(d({}, { replicas: 0, annotations: { 'agent-platform/suspended': 'true' } }))).toBe('suspended');
+  });
+
+  it('parses pods/log lines and Kubernetes quantities', () => {
+    const lines = parsePodLog(
+      '2026-01-02T03:04:05.000000001Z {"level":"warning","message":"slow"}\nno timestamp here ERROR x\n\n',
+      'container',
+    );
+    expect(lines).toEqual([
+      { timestamp: '2026-01-02T03:04:05.000Z', level: 'warn', message: 'slow', source: 'container' },
+      { timestamp: new Date(0).toISOString(), level: 'error', message: 'no timestamp here ERROR x', source: 'container' },
+    ]);
+    expect([
+      parseQuantity('250m'),
+      parseQuantity('1500000000n'),
+      parseQuantity('2'),
+      parseQuantity('512Mi'),
+      parseQuantity('1Gi'),
+      parseQuantity('1k'),
+    ]).toEqual([0.25, 1.5, 2, 512 * 1024 ** 2, 1024 ** 3, 1000]);
+    expect(parseQuantity('lots')).toBe(0);
   });
 });

@@ -168,7 +168,12 @@ export async function startFakeKubernetesApi(options: { readyMs?: number } = {})
         live = [...live, pod];
       }
       const ready = live.filter((p) => Date.now() >= p.readyAt).length;
-      d.status = { observedGeneration: d.metadata.generation, replicas: live.length, readyReplicas: ready || undefined };
+      d.status = {
+        observedGeneration: d.metadata.generation,
+        replicas: live.length,
+        updatedReplicas: live.length,
+        readyReplicas: ready || undefined,
+      };
     }
   }
 

@@ -125,7 +125,9 @@ export async function call<T>(what: string, fn: () => Promise<T>, notFound?: 'un
     return await fn();
   } catch (err) {
     if (!(err instanceof ApiException)) {
-      throw new HostingUnavailableError(`Kubernetes API unreachable (${what}): ${(err as Error).name}`);
+      // the connection error's code (ECONNREFUSED, a TimeoutError), never its message with the server's address
+      const reason = (err as { cause?: { code?: unknown } }).cause?.code ?? (err as Error).name;
+      throw new HostingUnavailableError(`Kubernetes API unreachable (${what}): ${String(reason)}`);
     }
     const code = Number(err.code);
     if (code === 404 && notFound === 'undefined') return undefined;

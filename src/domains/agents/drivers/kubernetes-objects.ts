@@ -11,8 +11,8 @@ import { agentEnvironment, planResources } from './agent-env.ts';
 import type { AgentDeploySpec } from './driver.ts';
 
 export const AGENT_ID_LABEL = 'agent-platform/agent-id';
-export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
-export const MANAGED_BY = 'agent-platform';
+const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+const MANAGED_BY = 'agent-platform';
 /** sha256 of everything the driver sent for the agent; equal means adopt, different means replace */
 export const SPEC_HASH_ANNOTATION = 'agent-platform/spec-hash';
 /** set by suspend(): replicas 0 reads `suspended` rather than `stopped` (§3 values) */

@@ -8,16 +8,21 @@ import type { ContainerStatus, LogLine } from './driver.ts';
 import { SUSPENDED_ANNOTATION } from './kubernetes-objects.ts';
 
 /**
- * §3 values from Kubernetes itself: `running` once a replica passes its readiness probe (/readyz),
- * `starting` until then, `stopped` scaled to 0 (`suspended` when suspend() did it), `error` when
- * the rollout gave up (progressDeadlineSeconds passed without a ready pod).
+ * §3 values from Kubernetes itself: `running` once the rollout of the current spec is done and its
+ * replica passes the readiness probe (/readyz), `starting` until then (a pod of the previous spec
+ * still answering does not count: the same test `kubectl rollout status` makes), `stopped` scaled
+ * to 0 (`suspended` when suspend() did it), `error` when the rollout gave up
+ * (progressDeadlineSeconds passed without a ready pod).
  */
 export function deploymentStatus(d: V1Deployment): ContainerStatus {
   if ((d.spec?.replicas ?? 1) === 0) return d.metadata?.annotations?.[SUSPENDED_ANNOTATION] === 'true' ? 'suspended' : 'stopped';
-  if ((d.status?.readyReplicas ?? 0) >= 1) return 'running';
   const progressing = d.status?.conditions?.find((c) => c.type === 'Progressing');
   if (progressing?.status === 'False' && progressing.reason === 'ProgressDeadlineExceeded') return 'error';
-  return 'starting';
+  const s = d.status ?? {};
+  const observed = (s.observedGeneration ?? 0) >= (d.metadata?.generation ?? 0);
+  const updated = s.updatedReplicas ?? 0;
+  const rolledOut = observed && updated >= 1 && (s.replicas ?? 0) <= updated;
+  return rolledOut && (s.readyReplicas ?? 0) >= 1 ? 'running' : 'starting';
 }
 
 const created = (p: V1Pod) => (p.metadata?.creationTimestamp ? new Date(p.metadata.creationTimestamp).getTime() : 0);
