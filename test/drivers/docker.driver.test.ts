@@ -105,6 +105,7 @@ describe('docker driver', () => {
       NanoCpus: 2e9,
       PidsLimit: 512,
       ReadonlyRootfs: true,
+      Init: true,
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],
       RestartPolicy: { Name: 'unless-stopped' },

@@ -89,6 +89,9 @@ export function containerCreateBody(spec: AgentDeploySpec, options: { image: str
         '/tmp': tmpfs('256m'),
         '/var/tmp': tmpfs('256m'),
       },
+      // an init as PID 1 reaps the zombies of the agent's tools and passes SIGTERM on, so a stop
+      // ends the runtime at once instead of after the kill timeout
+      Init: true,
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],
       RestartPolicy: { Name: 'unless-stopped', MaximumRetryCount: 0 },
