@@ -63,3 +63,18 @@ export function createAuthGuard(options: AuthGuardOptions = {}) {
     },
   };
 }
+
+/**
+ * The gateway token check in constant time: both sides hashed first, so neither the token's
+ * content nor its length leaks through timing (as src/lib/crypto.ts safeEqual does). node:crypto
+ * is loaded by the first request that needs it, not at start (~3 MB an agent that is only probed
+ * would hold for nothing), and the token's own digest is computed once.
+ */
+export function tokenMatcher(token: string): (presented: string) => boolean {
+  let expected: Buffer | undefined;
+  return (presented) => {
+    const { hash, timingSafeEqual } = process.getBuiltinModule('node:crypto');
+    expected ??= hash('sha256', token, 'buffer');
+    return timingSafeEqual(expected, hash('sha256', presented, 'buffer'));
+  };
+}

@@ -3,21 +3,19 @@
  * of §4.12, token auth with the §8 gateway auth rate limit, an OpenAI-compatible chat completions
  * endpoint answered by the model provider the agent is configured with, a WebSocket chat, and the
  * heartbeat the platform triggers. Counters: runtime-stats.ts; flood and slow-client limits:
- * gateway-limits.ts. The WebSocket chat is ws-chat.ts; errors in OpenAI's shape
- * are openai-errors.ts.
+ * gateway-limits.ts; the HTTP layer (node:http, no framework, for an agent's memory):
+ * gateway-http.ts. The WebSocket chat is ws-chat.ts; errors in OpenAI's shape are openai-errors.ts.
  */
-import { createServer } from 'node:http';
-import { Readable } from 'node:stream';
-import fastifyWebsocket from '@fastify/websocket';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify';
-import type { Logger } from 'pino';
-import { safeEqual } from '../lib/crypto.ts';
-import { createAuthGuard } from './auth-guard.ts';
+import type { ServerResponse } from 'node:http';
+import type { ReadableStream } from 'node:stream/web';
+import { createAuthGuard, tokenMatcher } from './auth-guard.ts';
+import { createGatewayServer, type GatewayApp, type GatewayRequest, type Rejection, sendJson } from './gateway-http.ts';
 import { createLimiter, DEFAULT_GATEWAY_LIMITS, type GatewayLimits } from './gateway-limits.ts';
 import { openAiError } from './openai-errors.ts';
 import { withSystemPrompt } from './persona.ts';
+import type { RuntimeLogger } from './runtime-log.ts';
 import { createRuntimeStats, type RuntimeStats } from './runtime-stats.ts';
-import { registerWebSocketChat } from './ws-chat.ts';
+import { createWebSocketChat } from './ws-chat.ts';
 
 export type { GatewayLimits } from './gateway-limits.ts';
 
@@ -34,7 +32,7 @@ export type GatewayOptions = {
   gatewayToken: string;
   agentId: string;
   model: ModelSettings;
-  logger: Logger;
+  logger: RuntimeLogger;
   /** file the counters are written to (JSON), read by the local driver's stats() */
   statsFile?: string;
   loopbackExempt?: boolean;
@@ -86,104 +84,44 @@ const lastUserText = (messages: unknown): string | undefined => {
 
 export async function createGateway(
   options: GatewayOptions,
-): Promise<{ app: FastifyInstance<any, any, any, any>; stats: () => RuntimeStats; flushStats: () => void }> {
+): Promise<{ app: GatewayApp; stats: () => RuntimeStats; flushStats: () => void }> {
   const startedAt = options.startedAt ?? Date.now();
+  const log = options.logger;
   const limits: GatewayLimits = { ...DEFAULT_GATEWAY_LIMITS, ...options.limits };
   const modelSlots = createLimiter(limits.maxConcurrentModelCalls, limits.modelQueue);
   const guard = createAuthGuard({ loopbackExempt: options.loopbackExempt ?? true });
+  const tokenMatches = tokenMatcher(options.gatewayToken);
   const runtimeStats = createRuntimeStats({
     agentId: options.agentId,
     startedAt,
     statsFile: options.statsFile,
-    logger: options.logger,
+    logger: log,
     onTick: () => guard.sweep(),
   });
   const { stats, flushStats, record } = runtimeStats;
 
-  const trustedProxy = options.trustedProxy;
-  const app = Fastify({
-    loggerInstance: options.logger,
-    // our own onResponse line per request instead (probes every 2 s would drown the log)
-    logController: new LogController({ disableRequestLogging: true }),
-    // §8 names 127.0.0.1 as the trusted proxy; it is trusted only when the platform says it runs one
-    // there (AGENT_TRUSTED_PROXY), and then only as the last hop: the client is the entry that proxy
-    // appended, never an entry the client wrote itself
-    trustProxy: trustedProxy ? (address: string, hop: number) => hop === 0 && address === trustedProxy : false,
-    bodyLimit: 4 * 1024 * 1024,
-    return503OnClosing: true,
-    // slow clients (one byte at a time) are cut off: headers, whole request and idle keep-alive are all bounded
-    requestTimeout: limits.requestTimeoutMs,
-    keepAliveTimeout: limits.keepAliveTimeoutMs,
-    serverFactory: (handler) => {
-      const server = createServer(
-        {
-          headersTimeout: limits.headersTimeoutMs,
-          requestTimeout: limits.requestTimeoutMs,
-          keepAliveTimeout: limits.keepAliveTimeoutMs,
-          // how often Node checks the two timeouts above (its default, 30 s, would let a slow client stay that long)
-          connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 2))),
-        },
-        handler,
-      );
-      server.keepAliveTimeout = limits.keepAliveTimeoutMs;
-      server.headersTimeout = limits.headersTimeoutMs;
-      server.requestTimeout = limits.requestTimeoutMs;
-      return server;
-    },
-  });
-  app.server.on('connection', runtimeStats.track);
-  app.addHook('onClose', async () => runtimeStats.close());
-  await app.register(fastifyWebsocket, { options: { maxPayload: limits.wsMaxMessageBytes } });
-
   // §4.12: both probes unauthenticated
   const PUBLIC = new Set(['/healthz', '/readyz']);
-  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-    const path = request.url.split('?')[0]!;
-    if (PUBLIC.has(path)) return;
-    const ip = request.ip;
-    const locked = guard.lockedFor(ip);
-    if (locked > 0) {
-      reply.header('retry-after', Math.ceil(locked / 1000));
-      return reply.code(429).send({ error: 'Too many failed authentication attempts', retryAfterMs: locked });
-    }
-    const header = request.headers.authorization;
+  /** Every other request and upgrade presents the gateway token, unless its address is locked out (§8). */
+  const authenticate = (req: GatewayRequest): Rejection | undefined => {
+    if (PUBLIC.has(req.path)) return undefined;
+    const locked = guard.lockedFor(req.ip);
+    if (locked > 0)
+      return {
+        status: 429,
+        body: { error: 'Too many failed authentication attempts', retryAfterMs: locked },
+        headers: { 'retry-after': Math.ceil(locked / 1000) },
+      };
+    const header = req.headers.authorization;
     let presented = header?.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
     // browsers cannot set headers on a WebSocket: the chat socket also takes ?token=
-    if (presented === undefined && path === '/ws') presented = (request.query as Record<string, string> | undefined)?.token;
-    if (!presented || !safeEqual(presented, options.gatewayToken)) {
-      if (guard.fail(ip)) request.log.warn({ ip }, 'gateway auth lockout started');
-      return reply.code(401).send({ error: 'Unauthorized' });
+    if (presented === undefined && req.path === '/ws') presented = req.query.get('token') ?? undefined;
+    if (!presented || !tokenMatches(presented)) {
+      if (guard.fail(req.ip)) log.warn({ ip: req.ip }, 'gateway auth lockout started');
+      return { status: 401, body: { error: 'Unauthorized' } };
     }
-  });
-  app.addHook('onResponse', async (request, reply) => {
-    const path = request.url.split('?')[0]!;
-    if (PUBLIC.has(path)) return;
-    request.log.info(
-      { source: 'gateway', statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) },
-      `${request.method} ${path} ${reply.statusCode}`,
-    );
-  });
-
-  app.get('/healthz', async () => ({ ok: true, status: 'live' }));
-  app.get('/readyz', async (_request, reply) => {
-    const checks: Record<string, () => boolean> = {
-      model: () => Boolean(options.model.baseUrl),
-      ...options.readinessChecks,
-    };
-    const failing = Object.entries(checks)
-      .filter(([, check]) => {
-        try {
-          return !check();
-        } catch {
-          return true;
-        }
-      })
-      .map(([name]) => name);
-    const ready = failing.length === 0;
-    return reply.code(ready ? 200 : 503).send({ ready, failing, uptimeMs: Date.now() - startedAt });
-  });
-
-  app.get('/v1/stats', async () => stats());
+    return undefined;
+  };
 
   /** One non-streaming completion from the configured provider; throws with a status on failure. */
   async function complete(body: Record<string, unknown>, signal: AbortSignal): Promise<Response> {
@@ -206,23 +144,43 @@ export async function createGateway(
       'MODEL_NOT_CONFIGURED',
     );
 
-  app.post('/v1/chat/completions', async (request, reply) => {
-    if (!options.model.baseUrl) return reply.code(503).send(modelMissing());
-    const body = request.body as Record<string, unknown> | undefined;
+  function readyz(_req: GatewayRequest, res: ServerResponse) {
+    const checks: Record<string, () => boolean> = {
+      model: () => Boolean(options.model.baseUrl),
+      ...options.readinessChecks,
+    };
+    const failing = Object.entries(checks)
+      .filter(([, check]) => {
+        try {
+          return !check();
+        } catch {
+          return true;
+        }
+      })
+      .map(([name]) => name);
+    const ready = failing.length === 0;
+    sendJson(res, ready ? 200 : 503, { ready, failing, uptimeMs: Date.now() - startedAt });
+  }
+
+  async function chatCompletions(req: GatewayRequest, res: ServerResponse) {
+    if (!options.model.baseUrl) return sendJson(res, 503, modelMissing());
+    const body = req.body as Record<string, unknown> | undefined;
     if (!body || typeof body !== 'object' || !Array.isArray(body.messages) || body.messages.length === 0) {
-      return reply.code(400).send(openAiError('`messages` must be a non-empty array', 'invalid_request_error'));
+      return sendJson(res, 400, openAiError('`messages` must be a non-empty array', 'invalid_request_error'));
     }
     const model = typeof body.model === 'string' && body.model ? body.model : options.model.defaultModel;
-    if (!model) return reply.code(400).send(openAiError('`model` is required (no default model configured)', 'invalid_request_error'));
+    if (!model) return sendJson(res, 400, openAiError('`model` is required (no default model configured)', 'invalid_request_error'));
     const release = await modelSlots.acquire();
     if (!release) {
-      reply.header('retry-after', 1);
-      return reply
-        .code(429)
-        .send(openAiError('This agent is busy: too many chat requests at once; retry shortly', 'rate_limit_error', 'AGENT_BUSY'));
+      return sendJson(
+        res,
+        429,
+        openAiError('This agent is busy: too many chat requests at once; retry shortly', 'rate_limit_error', 'AGENT_BUSY'),
+        { 'retry-after': 1 },
+      );
     }
     // the slot is held until the answer (or the stream) is finished
-    reply.raw.once('close', release);
+    res.once('close', release);
     const started = Date.now();
     const signal = AbortSignal.timeout(options.model.timeoutMs);
     let upstream: Response;
@@ -233,18 +191,18 @@ export async function createGateway(
       );
     } catch (err) {
       record(false, 0);
-      request.log.error({ source: 'model', err: (err as Error).message }, 'model provider unreachable');
+      log.error({ source: 'model', err: (err as Error).message }, 'model provider unreachable');
       const timeout = (err as Error).name === 'TimeoutError';
-      return reply
-        .code(timeout ? 504 : 502)
-        .send(
-          openAiError(timeout ? 'The model provider did not answer in time' : 'The model provider could not be reached', 'upstream_error'),
-        );
+      return sendJson(
+        res,
+        timeout ? 504 : 502,
+        openAiError(timeout ? 'The model provider did not answer in time' : 'The model provider could not be reached', 'upstream_error'),
+      );
     }
     if (!upstream.ok) {
       record(false, 0);
       const text = await upstream.text().catch(() => '');
-      request.log.warn({ source: 'model', status: upstream.status }, 'model provider returned an error');
+      log.warn({ source: 'model', status: upstream.status }, 'model provider returned an error');
       let parsed: unknown;
       try {
         parsed = JSON.parse(text);
@@ -252,31 +210,35 @@ export async function createGateway(
         parsed = openAiError(text.slice(0, 500) || `model provider answered ${upstream.status}`, 'upstream_error');
       }
       // 4xx from the provider is the caller's problem and passes through; 5xx becomes 502
-      return reply.code(upstream.status >= 500 ? 502 : upstream.status).send(parsed);
+      return sendJson(res, upstream.status >= 500 ? 502 : upstream.status, parsed);
     }
     runtimeStats.received(Number(upstream.headers.get('content-length') ?? 0));
     if (body.stream === true && upstream.body) {
-      const stream = Readable.fromWeb(upstream.body as import('node:stream/web').ReadableStream);
+      // loaded by the first streamed answer, not at start
+      const { Readable } = process.getBuiltinModule('node:stream');
+      const stream = Readable.fromWeb(upstream.body as ReadableStream);
       stream.on('end', () => record(true, Date.now() - started));
       stream.on('error', () => record(false, 0));
-      reply.header('content-type', upstream.headers.get('content-type') ?? 'text/event-stream');
-      reply.header('cache-control', 'no-cache');
-      return reply.send(stream);
+      res.writeHead(200, { 'content-type': upstream.headers.get('content-type') ?? 'text/event-stream', 'cache-control': 'no-cache' });
+      stream.pipe(res);
+      // a caller that went away stops the provider's stream too
+      res.once('close', () => stream.destroy());
+      return;
     }
     const json = await upstream.json().catch(() => undefined);
     if (json === undefined) {
       record(false, 0);
-      return reply.code(502).send(openAiError('The model provider returned invalid JSON', 'upstream_error'));
+      return sendJson(res, 502, openAiError('The model provider returned invalid JSON', 'upstream_error'));
     }
     const ms = Date.now() - started;
     record(true, ms);
-    request.log.info({ source: 'chat', model, ms }, 'chat completion answered');
+    log.info({ source: 'chat', model, ms }, 'chat completion answered');
     const userText = lastUserText(body.messages);
     const replyText = (json as { choices?: { message?: { content?: unknown } }[] }).choices?.[0]?.message?.content;
     if (options.reportTurn && userText && typeof replyText === 'string')
       options.reportTurn({ user: userText, reply: replyText, responseMs: ms, channel: 'api' });
-    return reply.send(json);
-  });
+    sendJson(res, 200, json);
+  }
 
   /**
    * POST /v1/heartbeat `{runId?}` (gateway token): runs the heartbeat prompt through the model and
@@ -285,20 +247,20 @@ export async function createGateway(
    * `duplicate:true` and does not run the prompt again; the last 100 run ids are remembered.
    */
   const heartbeatRuns = new Map<string, Promise<HeartbeatOutcome>>();
-  app.post('/v1/heartbeat', async (request, reply) => {
-    if (!options.model.baseUrl) return reply.code(503).send(modelMissing());
-    const body = (request.body ?? {}) as { runId?: unknown };
+  async function heartbeat(req: GatewayRequest, res: ServerResponse) {
+    if (!options.model.baseUrl) return sendJson(res, 503, modelMissing());
+    const body = (req.body ?? {}) as { runId?: unknown };
     if (body.runId !== undefined && (typeof body.runId !== 'string' || body.runId.length === 0 || body.runId.length > 200)) {
-      return reply.code(400).send(openAiError('`runId` must be a string of 1 to 200 characters', 'invalid_request_error'));
+      return sendJson(res, 400, openAiError('`runId` must be a string of 1 to 200 characters', 'invalid_request_error'));
     }
     const runId = body.runId as string | undefined;
     const seen = runId ? heartbeatRuns.get(runId) : undefined;
     if (seen) {
       const first = await seen;
-      return reply.code(first.status).send({ ...first.body, duplicate: true });
+      return sendJson(res, first.status, { ...first.body, duplicate: true });
     }
     const model = options.model.defaultModel;
-    if (!model) return reply.code(400).send(openAiError('no default model configured for the heartbeat', 'invalid_request_error'));
+    if (!model) return sendJson(res, 400, openAiError('no default model configured for the heartbeat', 'invalid_request_error'));
     const run = (async (): Promise<HeartbeatOutcome> => {
       const started = Date.now();
       const context = options.heartbeat?.context?.();
@@ -318,11 +280,11 @@ export async function createGateway(
         const json = (await res.json()) as { choices?: { message?: { content?: unknown } }[] };
         const content = json.choices?.[0]?.message?.content;
         const ms = Date.now() - started;
-        request.log.info({ source: 'heartbeat', model, ms, runId }, 'heartbeat ran');
+        log.info({ source: 'heartbeat', model, ms, runId }, 'heartbeat ran');
         return { status: 200, body: { ok: true, runId: runId ?? null, reply: typeof content === 'string' ? content : '', model, ms } };
       } catch (err) {
         const timeout = (err as Error).name === 'TimeoutError';
-        request.log.error({ source: 'heartbeat', err: (err as Error).message }, 'heartbeat failed');
+        log.error({ source: 'heartbeat', err: (err as Error).message }, 'heartbeat failed');
         return {
           status: timeout ? 504 : 502,
           body: openAiError(
@@ -339,10 +301,40 @@ export async function createGateway(
     const outcome = await run;
     // only a run that happened is remembered: a failed one may be tried again under the same id
     if (runId && outcome.status !== 200) heartbeatRuns.delete(runId);
-    return reply.code(outcome.status).send(outcome.body);
-  });
+    sendJson(res, outcome.status, outcome.body);
+  }
 
-  registerWebSocketChat(app, { options, limits, modelSlots, complete, record, modelMissing });
+  const wsChat = createWebSocketChat({ options, limits, modelSlots, complete, record, modelMissing, log });
+
+  const app = createGatewayServer({
+    limits,
+    // §8 names 127.0.0.1 as the trusted proxy; it is trusted only when the platform says it runs one
+    // there (AGENT_TRUSTED_PROXY), and then only as the last hop: the client is the entry that proxy
+    // appended, never an entry the client wrote itself
+    trustedProxy: options.trustedProxy,
+    guard: authenticate,
+    routes: {
+      'GET /healthz': (_req, res) => sendJson(res, 200, { ok: true, status: 'live' }),
+      'GET /readyz': readyz,
+      'GET /v1/stats': (_req, res) => sendJson(res, 200, stats()),
+      'POST /v1/chat/completions': chatCompletions,
+      'POST /v1/heartbeat': heartbeat,
+      // the chat socket's path answers only upgrades
+      'GET /ws': (_req, res) => {
+        res.writeHead(404).end();
+      },
+    },
+    upgrade: { path: '/ws', handle: wsChat.upgrade },
+    // one line per request except the probes (every 2 s, they would drown the log)
+    onResponse: (req, status, ms) => {
+      if (!PUBLIC.has(req.path))
+        log.info({ source: 'gateway', statusCode: status, ms: Math.round(ms) }, `${req.method} ${req.path} ${status}`);
+    },
+    onConnection: runtimeStats.track,
+    onClosing: wsChat.close,
+    onClosed: runtimeStats.close,
+    onError: (err, req) => log.error({ source: 'gateway', err: err.message }, `${req.method} ${req.path} failed`),
+  });
 
   return { app, stats, flushStats };
 }

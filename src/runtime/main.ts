@@ -1,7 +1,10 @@
 /**
  * Entry of the built-in agent runtime: one agent, one process (the local driver starts it with
- * Node 24, which runs this .ts file directly). It is a separate program from the platform, so it
- * reads its own environment here; it never sees the platform's configuration.
+ * Node 24: this .ts file when the platform runs its sources, its compiled copy under `npm start`).
+ * It is a separate program from the platform, so it reads its own environment here; it never sees
+ * the platform's configuration. It loads as little as it can at start (no framework, no logger
+ * library; the WebSocket library, node:crypto and fetch come with the first request that needs
+ * them): an idle agent holds what it loaded for good (docs/benchmarks.md).
  *
  * Environment (set by the hosting driver):
  *   AGENT_PORT               port of the gateway (falls back to PORT, then 18789 per §1 item 3)
@@ -33,13 +36,17 @@
  * are never given to an agent; if they are present anyway they are removed from this process's
  * environment before anything else runs, so no tool the agent starts can inherit them.
  */
-import { accessSync, chmodSync, constants, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import pino from 'pino';
 import { LIMITS } from '../config/limits.ts';
 import { buildAgentConfig, configValue } from '../lib/agent-config.ts';
 import { type ChatTurn, createGateway, DEFAULT_HEARTBEAT_PROMPT, type GatewayLimits } from './gateway.ts';
 import { systemPromptOf } from './persona.ts';
+import { createFileLogger, isLogLevel } from './runtime-log.ts';
+
+// Builtins that an `import` would cost memory for (their namespace loads more modules) are taken
+// with getBuiltinModule; docs/benchmarks.md "Memory of one built-in-runtime agent" has the figures.
+const { accessSync, chmodSync, constants, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } =
+  process.getBuiltinModule('node:fs');
 
 const PLATFORM_SECRETS = ['DATABASE_URL', 'INTERNAL_API_KEY', 'WALLET_ENCRYPTION_KEY', 'SECRETS_ENCRYPTION_KEY'];
 const leaked = PLATFORM_SECRETS.filter((name) => process.env[name] !== undefined);
@@ -90,10 +97,7 @@ writeFileSync(configFile, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 
 chmodSync(configFile, 0o600);
 
 const level = str('AGENT_LOG_LEVEL') ?? (configValue(config, 'logging.level') as string | undefined) ?? 'info';
-const logger = pino(
-  { level: ['debug', 'info', 'warn', 'error'].includes(level) ? level : 'info', base: { agentId }, redact: ['req.headers.authorization'] },
-  pino.destination({ dest: logFile, sync: true, mkdir: true }),
-);
+const logger = createFileLogger({ file: logFile, level: isLogLevel(level) ? level : 'info', base: { agentId } });
 if (leaked.length) logger.warn({ source: 'runtime', removed: leaked }, 'platform secrets were present in the environment and were removed');
 
 const model = {

@@ -3,9 +3,11 @@
  * JSON to a stats file the local driver's stats() reads (atomically: write, then rename). Flushed
  * every second while anything changed or a socket is open, and on close.
  */
-import { renameSync, writeFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
-import type { Logger } from 'pino';
+import type { RuntimeLogger } from './runtime-log.ts';
+
+// not `import … from 'node:fs'`: building that module's namespace loads fs/promises and more (~3 MB an idle agent keeps)
+const { renameSync, writeFileSync } = process.getBuiltinModule('node:fs');
 
 export type RuntimeStats = {
   agentId: string;
@@ -21,7 +23,7 @@ export function createRuntimeStats(options: {
   agentId: string;
   startedAt: number;
   statsFile?: string | undefined;
-  logger: Logger;
+  logger: RuntimeLogger;
   onTick?: () => void;
 }) {
   const { startedAt } = options;
