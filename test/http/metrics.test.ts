@@ -96,6 +96,8 @@ describe('request durations', () => {
     await t.backend.inject({ method: 'GET', url: `/api/agents/${id}`, headers: bearer });
     await t.backend.inject({ method: 'GET', url: `/api/agents/${id}`, headers: bearer });
     await t.backend.inject({ method: 'GET', url: `/nothing/here/${stranger}` });
+    const wrongMethod = await t.backend.inject({ method: 'PATCH', url: '/health' });
+    expect(wrongMethod.statusCode).toBe(405);
     const res = await scrape(t.backend);
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
@@ -105,6 +107,7 @@ describe('request durations', () => {
     expect(counted).toBe((before ?? 0) + 2);
     expect(sample(text, 'http_request_duration_seconds_bucket', { ...labels, le: '+Inf' })).toBe(counted);
     expect(sample(text, 'http_request_duration_seconds_count', { route: 'unmatched', status_code: '404' })).toBeGreaterThanOrEqual(1);
+    expect(sample(text, 'http_request_duration_seconds_count', { route: 'unmatched', status_code: '405', method: 'PATCH' })).toBe(1);
     expect(text).not.toContain(id);
     expect(text).not.toContain(stranger);
   });
