@@ -14,17 +14,17 @@ import type { AgentDeploySpec } from './driver.ts';
 
 export const AGENT_ID_LABEL = 'agent-platform/agent-id';
 export const SPEC_HASH_LABEL = 'agent-platform/spec-hash';
-export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
-export const MANAGED_BY = 'agent-platform';
+const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+const MANAGED_BY = 'agent-platform';
 
 /**
  * The uid/gid agents run as: `node` in the official Node images OpenClaw's image is built on, so
  * files the image ships under /home/node stay readable. Never 0, whatever the image declares.
  */
-export const AGENT_UID = 1000;
+const AGENT_UID = 1000;
 
 /** Tasks per container: a fork bomb in a user's tool stops here, not at the machine's limit. */
-export const AGENT_PIDS_LIMIT = 512;
+const AGENT_PIDS_LIMIT = 512;
 
 export const GATEWAY_PORT_KEY = `${LIMITS.agentGatewayPort}/tcp`;
 
@@ -37,7 +37,7 @@ const SECOND_NS = 1_000_000_000;
 const HEALTHCHECK_SCRIPT = `fetch('http://127.0.0.1:${LIMITS.agentGatewayPort}/healthz',{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))`;
 
 /** Docker names allow [a-zA-Z0-9][a-zA-Z0-9_.-]*; agent ids are UUIDs, anything else is folded. */
-export const containerName = (agentId: string) => `agent-${agentId.replace(/[^a-zA-Z0-9_.-]/g, '-')}`;
+const containerName = (agentId: string) => `agent-${agentId.replace(/[^a-zA-Z0-9_.-]/g, '-')}`;
 
 export type CreateBody = ContainerCreateOptions & { name: string };
 

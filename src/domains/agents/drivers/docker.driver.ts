@@ -129,16 +129,29 @@ export function createDockerDriver(options: DockerDriverOptions): HostingDriver 
     return { externalId: info.Id, url, status: statusOf(info) };
   }
 
-  /** Pulls the image (its progress stream ends with an `error` line when the pull failed). */
+  /**
+   * Pulls the image. The engine answers 200 at once and streams progress as JSON lines; a failed
+   * pull is a last line with `error` (read here rather than with dockerode's followProgress, which
+   * throws out of its stream handler on a line that is not JSON).
+   */
   async function pull(image: string) {
     const stream = (await engine('pull', () => docker.pull(image))) as NodeJS.ReadableStream;
-    const events = await new Promise<{ error?: string; errorDetail?: { message?: string } }[]>((resolve, reject) =>
-      docker.modem.followProgress(stream, (err: Error | null, out: unknown[]) =>
-        err ? reject(new HostingUnavailableError(`docker engine pull ${image}: ${err.message}`)) : resolve(out as never),
-      ),
-    );
-    const failed = events.find((e) => e.error || e.errorDetail);
-    if (failed) throw new Error(`docker engine could not pull ${image}: ${failed.errorDetail?.message ?? failed.error}`);
+    const text = await new Promise<string>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(Buffer.from(c)));
+      stream.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      stream.on('error', (err: Error) => reject(new HostingUnavailableError(`docker engine pull ${image}: ${err.message}`)));
+    });
+    for (const line of text.split('\n')) {
+      let event: { error?: string; errorDetail?: { message?: string } } | undefined;
+      try {
+        event = JSON.parse(line) as typeof event;
+      } catch {
+        continue; // a blank or torn line
+      }
+      if (event?.error || event?.errorDetail)
+        throw new Error(`docker engine could not pull ${image}: ${event.errorDetail?.message ?? event.error}`);
+    }
   }
 
   async function create(body: CreateBody): Promise<string> {
