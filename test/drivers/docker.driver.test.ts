@@ -286,7 +286,10 @@ describe('docker driver', () => {
 
     engine.pullError = 'manifest for registry.example/agents/missing:1 not found';
     const missing = createHostingDriver(config({ AGENT_IMAGE: 'registry.example/agents/missing:1' }));
-    await expect(missing.deploy(spec({ agentId: 'd7' }))).rejects.toThrow(/could not pull .*manifest .* not found/);
+    const failed = (await missing.deploy(spec({ agentId: 'd7' })).catch((e: unknown) => e)) as Error;
+    // the message reaches the agent's owner (the job's error); the engine's text is kept for the logs
+    expect(failed.message).toBe('docker engine could not pull the agent image');
+    expect(String(failed.cause)).toMatch(/registry\.example\/agents\/missing:1: manifest .* not found/);
     expect(engine.byName('agent-d7')).toBeUndefined();
   });
 
@@ -300,14 +303,17 @@ describe('docker driver', () => {
       engine.down = false;
     }
     const absent = createHostingDriver(config({ DOCKER_HOST: 'unix:///nonexistent/docker.sock' }));
-    await expect(absent.status('d8')).rejects.toBeInstanceOf(HostingUnavailableError);
+    const error = (await absent.status('d8').catch((e: unknown) => e)) as Error;
+    expect(error).toBeInstanceOf(HostingUnavailableError);
+    expect(error.message).toBe('docker engine list containers: unreachable');
+    expect(String(error.cause)).toContain('/nonexistent/docker.sock');
     const refused = createHostingDriver(config({ DOCKER_HOST: 'tcp://127.0.0.1:9' }));
     await expect(refused.logs('d8', { limit: 5 })).rejects.toBeInstanceOf(HostingUnavailableError);
 
     engine.fail('POST', /^\/containers\/create$/, 500);
     await expect(driver.deploy(spec({ agentId: 'd8' }))).rejects.toBeInstanceOf(HostingUnavailableError);
     expect(engine.byName('agent-d8')).toBeUndefined();
-    // a 4xx is a refusal of this request, not an outage: not retried as one
+    // a 4xx is a refusal of this request, not an outage
     engine.fail('POST', /^\/containers\/create$/, 400);
     const refusal = await driver.deploy(spec({ agentId: 'd8' })).catch((e: unknown) => e);
     expect(refusal).toBeInstanceOf(Error);

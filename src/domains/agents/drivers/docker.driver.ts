@@ -74,7 +74,11 @@ export function createDockerDriver(options: DockerDriverOptions): HostingDriver 
   const publicHost = options.publicHost ?? connection.hostname;
   const urlHost = publicHost.includes(':') ? `[${publicHost}]` : publicHost;
 
-  /** Runs one engine call; `ok` statuses count as success (already started, already gone, …). */
+  /**
+   * Runs one engine call; `ok` statuses count as success (already started, already gone, …).
+   * Messages name the call and the status only: a deploy job's error is shown to the agent's owner,
+   * and the engine's own text (socket paths, registry answers) stays in `cause` for the logs.
+   */
   async function engine<T>(what: string, call: () => Promise<T>, ok: number[] = []): Promise<T | undefined> {
     try {
       return await call();
@@ -82,8 +86,10 @@ export function createDockerDriver(options: DockerDriverOptions): HostingDriver 
       const code = statusCode(err);
       if (code !== undefined && ok.includes(code)) return undefined;
       if (code === undefined || code >= 500)
-        throw new HostingUnavailableError(`docker engine ${what}: ${(err as Error).message ?? String(err)}`);
-      throw new Error(`docker engine ${what} answered ${code}: ${(err as Error).message}`);
+        throw new HostingUnavailableError(`docker engine ${what}: ${code === undefined ? 'unreachable' : `answered ${code}`}`, {
+          cause: err,
+        });
+      throw new Error(`docker engine ${what} answered ${code}`, { cause: err });
     }
   }
 
@@ -140,7 +146,9 @@ export function createDockerDriver(options: DockerDriverOptions): HostingDriver 
       const chunks: Buffer[] = [];
       stream.on('data', (c: Buffer) => chunks.push(Buffer.from(c)));
       stream.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-      stream.on('error', (err: Error) => reject(new HostingUnavailableError(`docker engine pull ${image}: ${err.message}`)));
+      stream.on('error', (err: Error) =>
+        reject(new HostingUnavailableError('docker engine pull: the progress stream broke', { cause: err })),
+      );
     });
     for (const line of text.split('\n')) {
       let event: { error?: string; errorDetail?: { message?: string } } | undefined;
@@ -150,7 +158,9 @@ export function createDockerDriver(options: DockerDriverOptions): HostingDriver 
         continue; // a blank or torn line
       }
       if (event?.error || event?.errorDetail)
-        throw new Error(`docker engine could not pull ${image}: ${event.errorDetail?.message ?? event.error}`);
+        throw new Error('docker engine could not pull the agent image', {
+          cause: new Error(`${image}: ${event.errorDetail?.message ?? event.error}`),
+        });
     }
   }
 
@@ -161,7 +171,7 @@ export function createDockerDriver(options: DockerDriverOptions): HostingDriver 
       // 404 from create means the image is not on the engine yet ("No such image")
       await pull(body.Image!);
       created = await attempt();
-      if (!created) throw new Error(`docker engine has no image ${body.Image} after pulling it`);
+      if (!created) throw new Error('docker engine has no agent image after pulling it');
     }
     return created.id;
   }
