@@ -1,8 +1,9 @@
-/** The Underground services (§4.15): events and royalty splits (paid through the ledger), agent wallets. */
+/** The Underground services (§4.15): events and royalty splits (paid through the ledger), agent wallets, signing bus messages for an agent. */
 import type { Config } from '../config/env.ts';
 import type { Secrets } from '../config/secrets.ts';
 import type { Db } from '../db/client.ts';
 import { createLedgerService } from '../domains/payments/ledger/ledger.service.ts';
+import { createBusSigner } from '../domains/underground/bus-signer.ts';
 import { createUndergroundService } from '../domains/underground/underground.service.ts';
 import { createUndergroundWallets } from '../domains/underground/wallets.ts';
 
@@ -14,6 +15,7 @@ export function createUnderground(deps: { config: Config; db: Db; secrets: Secre
   return {
     underground: createUndergroundService({ db: deps.db, ledger: createLedgerService({ db: deps.db }) }),
     wallets: createUndergroundWallets({ db: deps.db, walletKey: deps.secrets.walletEncryptionKey, rpcUrl: deps.config.BASE_RPC_URL }),
+    signer: createBusSigner({ db: deps.db, walletKey: deps.secrets.walletEncryptionKey }),
   };
 }
 

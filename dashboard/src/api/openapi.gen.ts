@@ -7371,6 +7371,16 @@ export interface paths {
             };
           };
         };
+        429: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
         500: {
           headers: { [name: string]: unknown };
           content: {

@@ -58,6 +58,16 @@ export const undergroundRepo = {
     return row?.user_id;
   },
 
+  /** The sealed private key of the agent's wallet (RLS: only its owner's context sees it), if it has one. */
+  async walletKey(trx: Tx, agentId: string): Promise<string | undefined> {
+    const row = await trx
+      .selectFrom('underground_agent_wallets')
+      .select('private_key_enc')
+      .where('agent_id', '=', agentId)
+      .executeTakeFirst();
+    return row?.private_key_enc;
+  },
+
   insertEvent(trx: Tx, e: NewEvent) {
     return trx
       .insertInto('underground_events')

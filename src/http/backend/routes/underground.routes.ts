@@ -5,6 +5,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import type { BusSigner } from '../../../domains/underground/bus-signer.ts';
 import {
   balanceSchema,
   createEventBody,
@@ -17,8 +18,9 @@ import {
 import type { UndergroundService } from '../../../domains/underground/underground.service.ts';
 import type { UndergroundWallets } from '../../../domains/underground/wallets.ts';
 import { badRequest, unauthorized } from '../../../lib/errors.ts';
+import { callingAgent } from '../../shared/agent-key-auth.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { documentedHeaders, errorSchema } from '../../shared/schemas.ts';
+import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { actingUser, namesUser } from '../acting-user.ts';
 
 const userHeaders = {
@@ -35,8 +37,60 @@ function contextUser(request: FastifyRequest): string {
   return actingUser(request);
 }
 
-export const undergroundRoutes = (deps: { underground: UndergroundService; wallets: UndergroundWallets }): RouteModule<'bearer'> => ({
+const signBody = jsonBody({
+  messageId: z
+    .string()
+    .min(1, { error: 'messageId must be 1 to 200 characters' })
+    .max(200, { error: 'messageId must be 1 to 200 characters' })
+    .optional()
+    .describe('optional: your id for the message (a retry of the send must reuse it); a random UUID when absent'),
+  action: z
+    .string({ error: 'action required' })
+    .regex(/^[A-Z][A-Z0-9_]{0,63}$/, { error: 'action must be upper-case letters, digits and underscores (e.g. BOOKING_REQUEST)' }),
+  to: z
+    .string({ error: 'to required' })
+    .min(1, { error: 'to required' })
+    .max(64, { error: 'to must be an agent id' })
+    .describe("the recipient agent's id"),
+  payload: z.record(z.string(), z.unknown(), { error: 'payload must be a JSON object' }),
+});
+const signedMessage = z.object({
+  messageId: z.string(),
+  action: z.string(),
+  from: z.string().describe('the calling agent (always: the key decides it)'),
+  to: z.string(),
+  payload: z.record(z.string(), z.unknown()),
+  timestamp: z.number().describe("the server's clock, ms since the epoch: send within 5 minutes"),
+  signature: z.string().describe("EIP-191 signature by the calling agent's Underground wallet"),
+});
+const SIGN_DESCRIPTION =
+  "Signs an `AgentMessage` with the calling agent's Underground wallet and returns it, for `POST /api/underground/bus/send`. " +
+  'The caller is the agent its own platform key (`Authorization: Bearer apk_…`, issued at deploy time) names: 401 without a valid one. ' +
+  "`from` is always that agent and `timestamp` the server's clock; the agent chooses `action`, `to`, `payload` and optionally " +
+  '`messageId`. The wallet key is unsealed for the one signature and never returned. Only the canonical message JSON the platform builds ' +
+  'is ever signed (EIP-191 over its keccak256), never bytes the caller supplies, so the route cannot sign a transfer of the wallet. ' +
+  '404 when the agent has no Underground wallet (its owner creates one with POST /api/underground/wallets). ' +
+  'Send the answer as is: re-serialising `payload` with its keys in another order changes what was signed.';
+
+export const undergroundRoutes = (deps: {
+  underground: UndergroundService;
+  wallets: UndergroundWallets;
+  signer: BusSigner;
+}): RouteModule<'bearer' | 'agentKey'> => ({
   prefix: '/api/underground',
+  // an agent signs bus messages with its own key (docs/underground.md "Signing for an agent")
+  agentKey: async (app) => {
+    app.post('/bus/sign', {
+      schema: {
+        tags: ['underground'],
+        summary: 'Sign a bus message as the calling agent',
+        description: SIGN_DESCRIPTION,
+        body: signBody,
+        response: { 200: signedMessage, 400: errorSchema, 401: errorSchema, 404: errorSchema },
+      },
+      handler: async (request) => deps.signer.sign(callingAgent(request), request.body),
+    });
+  },
   bearer: async (app) => {
     app.get('/events', {
       schema: {
@@ -109,7 +163,7 @@ export const undergroundRoutes = (deps: { underground: UndergroundService; walle
           'micros left over go one each to the first recipients, so the amounts sum exactly to the total), the total is debited from the ' +
           "caller's wallet balance (GET /api/wallet on the web app, 1 USDC = 1 USD) and each recipient's address is credited its amount in " +
           'the payments ledger, where any address can hold a balance (a recipient with no account spends it once signed in with that address). ' +
-          'A balance that does not cover the total: 402 `{error:"insufficient_balance", message, balance, cost}` and nothing is written. ' +
+          'A balance that does not cover the total: 402 (`error` `insufficient_balance`, with `message`, `balance`, `cost`) and nothing is written. ' +
           'Header `Idempotency-Key` (1–200 characters): a repeat with the same key returns the first split (200; 201 when created) and pays nothing again, the same key ' +
           'with a different request is 409. `userId` and `fromAddress` in the body are ignored.',
         headers: documentedHeaders({ ...userHeaders, 'idempotency-key': 'Optional: retries with the same key create one split' }),

@@ -47,7 +47,7 @@ const ACTIONS_DESCRIPTION = [
     'without a payer, or when no requirement fits the amount, or the gateway refuses the signed payment: 502 `x402 payment failed: …`. ' +
     "The user pays: `amount` is debited from the caller's wallet balance (GET /api/wallet) before the gateway is called and given back " +
     'when the call fails (unless an x402 payment was signed for it). A balance that does not cover it: 402 ' +
-    '`{error:"insufficient_balance", message, balance, cost}`; past the per-user daily cap X402_USER_DAILY_CAP_USD (UTC day, net of ' +
+    '(`error` `insufficient_balance`, with `message`, `balance`, `cost`); past the per-user daily cap X402_USER_DAILY_CAP_USD (UTC day, net of ' +
     'refunds): 429 `{error:"Daily x402 limit reached: …", dailyCap, spentToday}`; both audited as `refused`, the gateway not called.',
   'Every `pay` attempt of a signed-in user, accepted or refused, is recorded in an audit the user cannot change ' +
     '(user email, agent, amount, currency, recipient, endpoint, method, outcome); a call that reaches the gateway is recorded before it is made.',
