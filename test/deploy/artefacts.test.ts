@@ -275,8 +275,7 @@ describe('compose.yaml', () => {
 
   it('web and backend are two services of the one image; PostgreSQL 16 and Redis 7 beside them', () => {
     expect(Object.keys(services).sort()).toEqual(['agent-image', 'backend', 'postgres', 'redis', 'web']);
-    expect(services.web.build).toBe('.');
-    expect(services.backend.image).toBe(services.web.image);
+    for (const app of ['web', 'backend']) expect(services[app]).toMatchObject({ build: '.', image: 'agent-platform:latest', init: true });
     expect(services.web.environment.APP).toBe('web');
     expect(services.backend.environment.APP).toBe('backend');
     expect(services.postgres.image).toMatch(/^postgres:16(\b|-)/);
