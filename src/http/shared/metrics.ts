@@ -43,8 +43,8 @@ export function createAppMetrics(name: 'web' | 'backend', token: string): AppMet
     labelNames: ['method', 'route', 'status_code'] as const,
     registers: [registry],
   });
-  // prom-client hashes the labels object on every observe; a child per label set, found by one
-  // string key, keeps the per-request work to a Map lookup and an array update (docs/metrics.md "Cost")
+  // a child per label set, found by one string key, saves building a labels object per request
+  // (prom-client still validates and hashes the child's labels on observe: docs/metrics.md "Cost")
   const children = new Map<string, Child>();
   const matches = secretMatcher(token);
 
