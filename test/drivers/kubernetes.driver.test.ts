@@ -7,6 +7,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { V1Deployment, V1DeploymentStatus } from '@kubernetes/client-node';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { Secret } from 'kubernetes-models/v1/Secret';
 import { Service } from 'kubernetes-models/v1/Service';
@@ -357,11 +358,12 @@ describe('kubernetes driver: configuration', () => {
 });
 
 describe('kubernetes driver: reading the cluster', () => {
-  const d = (status: object, over: { replicas?: number; generation?: number; annotations?: Record<string, string> } = {}) => ({
-    metadata: { generation: over.generation ?? 2, annotations: over.annotations ?? {} },
-    spec: { replicas: over.replicas ?? 1 },
-    status,
-  });
+  const d = (status: V1DeploymentStatus, over: { replicas?: number; annotations?: Record<string, string> } = {}) =>
+    ({
+      metadata: { generation: 2, annotations: over.annotations ?? {} },
+      spec: { replicas: over.replicas ?? 1 },
+      status,
+    }) as V1Deployment;
 
   it('running only once the current spec is rolled out and ready', () => {
     expect(deploymentStatus(d({ observedGeneration: 2, replicas: 1, updatedReplicas: 1, readyReplicas: 1 }))).toBe('running');
