@@ -7,6 +7,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { Ingress } from 'kubernetes-models/networking.k8s.io/v1/Ingress';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
 import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
@@ -79,6 +80,7 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   'v1/Service': Service,
   'apps/v1/Deployment': Deployment,
   'networking.k8s.io/v1/Ingress': Ingress,
+  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'rbac.authorization.k8s.io/v1/Role': Role,
   'rbac.authorization.k8s.io/v1/RoleBinding': RoleBinding,
 };
@@ -114,6 +116,8 @@ describe('Helm chart deploy/helm/agent-platform (rendered by helm)', () => {
         'Deployment/rel-agent-platform-backend',
         'Deployment/rel-agent-platform-web',
         'Ingress/rel-agent-platform',
+        'PodDisruptionBudget/rel-agent-platform-backend',
+        'PodDisruptionBudget/rel-agent-platform-web',
         'Role/rel-agent-platform-agents',
         'RoleBinding/rel-agent-platform-agents',
         'Secret/rel-agent-platform',
@@ -173,6 +177,16 @@ describe('Helm chart deploy/helm/agent-platform (rendered by helm)', () => {
       expect(other.spec.template.metadata.labels).not.toMatchObject(svc.spec.selector);
     });
   }
+
+  it('PodDisruptionBudget: one pod of each app stays through a drain; none for an app of one replica', () => {
+    for (const app of ['web', 'backend']) {
+      const pdb = one(objects, 'PodDisruptionBudget', `rel-agent-platform-${app}`);
+      expect(pdb.spec.minAvailable).toBe(1);
+      expect(pdb.spec.selector.matchLabels).toEqual(one(objects, 'Deployment', `rel-agent-platform-${app}`).spec.selector.matchLabels);
+    }
+    const single = render(['--set', 'backend.replicas=1']);
+    expect(single.filter((o) => o.kind === 'PodDisruptionBudget').map((o) => o.metadata.name)).toEqual(['rel-agent-platform-web']);
+  });
 
   it('ConfigMap and Secret hold settings of src/config/env.ts that parse as the platform parses them', () => {
     const cm = one(objects, 'ConfigMap', 'rel-agent-platform');
