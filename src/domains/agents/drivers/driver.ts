@@ -4,7 +4,7 @@
 // start for every agent marked running.
 /**
  * One interface over every place an agent can run (docs/architecture.md rule 4): the local driver (a child
- * process per agent running src/runtime), the Render REST API, later Docker and Kubernetes.
+ * process per agent running src/runtime), the Render REST API, the Docker Engine API and the Kubernetes API.
  * Drivers are chosen by HOSTING_DRIVER from a Record<Kind, Factory> so an unwired kind fails to
  * compile. Drivers hold no platform state of their own beyond what they can rediscover (the
  * local driver re-adopts its processes; remote drivers ask the hosting API).

@@ -1,8 +1,7 @@
 /**
  * The hosting driver registry (docs/architecture.md rule 4): HOSTING_DRIVER picks a factory from a
  * Record<DriverKind, Factory>, so adding a kind to DriverKind without wiring it fails to compile.
- * `docker` is accepted by the configuration but not built yet: choosing it is a startup error, not
- * a stub.
+ * Every kind the configuration accepts (local, render, docker, kubernetes) is built.
  */
 import type { Config } from '../../../config/env.ts';
 import { createDockerDriver } from './docker.driver.ts';
