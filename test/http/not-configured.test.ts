@@ -59,6 +59,7 @@ describe('GET /api/features', () => {
       codehost: false,
       calendar: false,
       passwordReset: false,
+      x402: false,
     });
   });
 
@@ -71,6 +72,7 @@ describe('GET /api/features', () => {
         CDP_API_KEY_SECRET: 'secret',
         CALENDAR_CLIENT_ID: 'calendar-client',
         CALENDAR_CLIENT_SECRET: 'calendar-secret',
+        X402_GATEWAY_URL: 'http://127.0.0.1:9/x402',
       },
       async (p) => {
         const res = await p.web.inject({ method: 'GET', url: '/api/features' });
@@ -83,6 +85,7 @@ describe('GET /api/features', () => {
           codehost: false,
           calendar: true,
           passwordReset: false,
+          x402: true,
         });
       },
     );

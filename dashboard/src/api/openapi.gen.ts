@@ -4016,6 +4016,7 @@ export interface paths {
               codehost: boolean;
               calendar: boolean;
               passwordReset: boolean;
+              x402: boolean;
             };
           };
         };

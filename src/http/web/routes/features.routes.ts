@@ -25,11 +25,12 @@ const features = z.object({
     .describe(
       'SMTP_URL is set: a forgotten password can be reset by email (POST /api/auth/password-reset/request); otherwise the operator resets it',
     ),
+  x402: z.boolean().describe('X402_GATEWAY_URL is set: the x402 gateway proxy (§4.11, GET and POST /api/x402)'),
 });
 
 export type Features = z.infer<typeof features>;
 
-export function featuresOf(config: Pick<Config, 'configured' | 'TEMPO_RPC_URL' | 'SMTP_URL'>): Features {
+export function featuresOf(config: Pick<Config, 'configured' | 'TEMPO_RPC_URL' | 'SMTP_URL' | 'X402_GATEWAY_URL'>): Features {
   return {
     cardPayments: config.configured.stripe,
     chainBalances: config.TEMPO_RPC_URL !== undefined,
@@ -38,6 +39,7 @@ export function featuresOf(config: Pick<Config, 'configured' | 'TEMPO_RPC_URL' |
     codehost: config.configured.codehost,
     calendar: config.configured.calendar,
     passwordReset: config.SMTP_URL !== undefined,
+    x402: config.X402_GATEWAY_URL !== undefined,
   };
 }
 
@@ -51,7 +53,8 @@ export const featuresRoutes = (deps: { features: Features }): RouteModule<'publi
         description:
           'No authentication. Which integrations are configured on this server, so a client offers only what can work. The routes of an ' +
           'integration that is off still answer with their "not configured" error: 500 `PROCESSOR_NOT_CONFIGURED` (card payments), ' +
-          '500 `RPC_NOT_CONFIGURED` (balances), 500 `CDP_NOT_CONFIGURED` with `setup` (custodial wallets), each logged as one warning ' +
+          '500 `RPC_NOT_CONFIGURED` (balances), 500 `CDP_NOT_CONFIGURED` with `setup` (custodial wallets), 503 `x402 gateway not configured` ' +
+          '(x402), each logged as one warning ' +
           'line without a stack trace.',
         response: { 200: features },
       },
