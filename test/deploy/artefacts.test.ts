@@ -1,9 +1,10 @@
 /**
- * The deployment artefacts (docs/production.md): the Helm chart rendered by a real helm and every
- * object validated against the Kubernetes OpenAPI schemas (kubernetes-models), compose.yaml's
- * structure, and the Dockerfiles' shape. Settings they name must be settings of src/config/env.ts.
+ * The Helm chart (docs/production.md "Helm chart") rendered and linted by a real helm, and every
+ * object validated against the Kubernetes OpenAPI schemas (kubernetes-models). Settings it gives
+ * the apps must be settings of src/config/env.ts. compose.yaml and the Dockerfiles:
+ * compose-and-images.test.ts; the images' layout run: image-layout.e2e.test.ts.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { Ingress } from 'kubernetes-models/networking.k8s.io/v1/Ingress';
@@ -16,10 +17,8 @@ import { Service } from 'kubernetes-models/v1/Service';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { LIMITS } from '../../src/config/limits.ts';
-import { argsOf, copiesFrom, execForm, readDockerfile } from './dockerfile.ts';
 import { helm } from './helm.ts';
-import { parseSettings, readEnvFile, unknownSettings } from './settings.ts';
+import { parseSettings, unknownSettings } from './settings.ts';
 
 const ROOT = join(import.meta.dirname, '../..');
 const CHART = join(ROOT, 'deploy/helm/agent-platform');
@@ -280,120 +279,5 @@ describe('Helm chart deploy/helm/agent-platform (rendered by helm)', () => {
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain('secret.values.DATABASE_URL is required');
     expect(helm(['template', 'rel', CHART, '--namespace', NAMESPACE, '--set', 'secret.existingSecret=keys']).status).toBe(0);
-  });
-});
-
-describe('compose.yaml', () => {
-  const compose = parse(readFileSync(join(ROOT, 'compose.yaml'), 'utf8'));
-  const services = compose.services;
-
-  it('web and backend are two services of the one image; PostgreSQL 16 and Redis 7 beside them', () => {
-    expect(Object.keys(services).sort()).toEqual(['agent-image', 'backend', 'postgres', 'redis', 'web']);
-    for (const app of ['web', 'backend']) expect(services[app]).toMatchObject({ build: '.', image: 'agent-platform:latest', init: true });
-    expect(services.web.environment.APP).toBe('web');
-    expect(services.backend.environment.APP).toBe('backend');
-    expect(services.postgres.image).toMatch(/^postgres:16(\b|-)/);
-    expect(services.redis.image).toMatch(/^redis:7(\b|-)/);
-    expect(services['agent-image']).toMatchObject({ build: { dockerfile: 'Dockerfile.agent' }, profiles: ['images'] });
-    expect(services.web.ports).toEqual(['3000:3000']);
-    expect(services.backend.ports).toBeUndefined();
-  });
-
-  it('every service has a health check, and the apps start once what they need is healthy', () => {
-    for (const name of ['web', 'backend', 'postgres', 'redis']) expect(services[name].healthcheck?.test, name).toBeDefined();
-    expect(services.web.healthcheck.test.join(' ')).toContain('/api/health');
-    expect(services.backend.healthcheck.test.join(' ')).toContain('/health');
-    for (const app of ['web', 'backend']) {
-      expect(services[app].depends_on.postgres).toEqual({ condition: 'service_healthy' });
-      expect(services[app].depends_on.redis).toEqual({ condition: 'service_healthy' });
-    }
-    expect(services.web.depends_on.backend).toEqual({ condition: 'service_healthy' });
-  });
-
-  it('the apps read settings of src/config/env.ts from platform.env, and they parse', () => {
-    for (const app of ['web', 'backend']) {
-      expect(services[app].env_file).toEqual([{ path: 'platform.env', required: true }]);
-      expect(unknownSettings(services[app].environment)).toEqual([]);
-    }
-    const example = readEnvFile(join(ROOT, 'deploy/compose/platform.env.example'));
-    expect(unknownSettings(example)).toEqual([]);
-    for (const name of [
-      'DATABASE_URL',
-      'REDIS_URL',
-      'INTERNAL_API_KEY',
-      'WALLET_ENCRYPTION_KEY',
-      'SECRETS_ENCRYPTION_KEY',
-      'METRICS_TOKEN',
-    ])
-      expect(example[name], name).toBeTruthy();
-    expect(() => parseSettings({ ...example, ...services.web.environment })).not.toThrow();
-  });
-
-  it('the database roles: initdb.sh is mounted and the passwords of postgres.env are those in the URLs', () => {
-    const mount = services.postgres.volumes.find((v: string) => v.includes('docker-entrypoint-initdb.d'));
-    expect(existsSync(join(ROOT, mount.split(':')[0]))).toBe(true);
-    expect(services.postgres.env_file).toEqual([{ path: 'postgres.env', required: true }]);
-    const pg = readEnvFile(join(ROOT, 'deploy/compose/postgres.env.example'));
-    const app = readEnvFile(join(ROOT, 'deploy/compose/platform.env.example'));
-    const owner = new URL(app.DATABASE_URL!);
-    const request = new URL(app.DATABASE_REQUEST_URL!);
-    expect([owner.username, owner.password, owner.host]).toEqual(['platform_owner', pg.PLATFORM_OWNER_PASSWORD, 'postgres:5432']);
-    expect([request.username, request.password]).toEqual(['platform_request', pg.PLATFORM_REQUEST_PASSWORD]);
-    expect(owner.pathname).toBe(`/${services.postgres.environment.POSTGRES_DB}`);
-    const sql = readFileSync(join(ROOT, 'deploy/compose/initdb.sh'), 'utf8');
-    for (const role of ['platform_app NOLOGIN', 'platform_owner LOGIN', 'platform_request LOGIN'])
-      expect(sql).toContain(`CREATE ROLE ${role}`);
-    expect(sql).not.toMatch(/SUPERUSER(?<!NOSUPERUSER)|\bBYPASSRLS(?<!NOBYPASSRLS)/);
-    expect(new URL(app.REDIS_URL!).host).toBe('redis:6379');
-  });
-});
-
-describe('Dockerfiles', () => {
-  const defaults = parseSettings({});
-
-  it('Dockerfile: node:24-bookworm-slim stages, npm ci, build, prune; runs dist/main.js as a non-root user on both ports', () => {
-    const stages = readDockerfile(join(ROOT, 'Dockerfile'));
-    expect(stages.map((s) => s.from)).toEqual(['node:24-bookworm-slim', 'node:24-bookworm-slim']);
-    const [build, run] = stages as [(typeof stages)[0], (typeof stages)[0]];
-    const buildRuns = argsOf(build, 'RUN').join('\n');
-    expect(buildRuns).toMatch(/^npm ci\b/m);
-    expect(buildRuns).toContain('scripts/build-server.ts build/dist');
-    expect(buildRuns).toContain('scripts/build-dashboard.ts');
-    expect(buildRuns).toContain('npm prune --omit=dev');
-    for (const script of ['scripts/build-server.ts', 'scripts/build-dashboard.ts']) expect(existsSync(join(ROOT, script))).toBe(true);
-    const user = argsOf(run, 'USER').at(-1);
-    expect(user).toMatch(/^[1-9]\d*(:\d+)?$/);
-    expect(execForm(argsOf(run, 'CMD').at(-1)!)).toEqual(['node', 'dist/main.js']);
-    expect(argsOf(run, 'EXPOSE').join(' ').split(/\s+/).map(Number)).toEqual([defaults.WEB_PORT, defaults.BACKEND_PORT]);
-    const health = argsOf(run, 'HEALTHCHECK').join(' ');
-    expect(health).toContain('/api/health');
-    expect(health).toContain('/health');
-    expect(copiesFrom(run, 'build')).toEqual([
-      ['/app/package.json', './package.json'],
-      ['/app/node_modules', './node_modules'],
-      ['/app/build/dist', './dist'],
-      ['/app/build/dashboard', './dashboard/dist'],
-    ]);
-  });
-
-  it('Dockerfile.agent: the built-in runtime as a non-root user on the gateway port', () => {
-    const stages = readDockerfile(join(ROOT, 'Dockerfile.agent'));
-    expect(stages.map((s) => s.from)).toEqual(['node:24-bookworm-slim', 'node:24-bookworm-slim']);
-    const run = stages[1]!;
-    expect(argsOf(stages[0]!, 'RUN').join('\n')).toMatch(/^npm ci\b/m);
-    expect(argsOf(run, 'USER').at(-1)).toMatch(/^[1-9]\d*(:\d+)?$/);
-    expect(argsOf(run, 'EXPOSE')).toEqual([String(LIMITS.agentGatewayPort)]);
-    expect(execForm(argsOf(run, 'CMD').at(-1)!).at(-1)).toBe('/app/dist/runtime/main.js');
-    expect(argsOf(run, 'HEALTHCHECK').join(' ')).toContain('/healthz');
-    expect(argsOf(run, 'ENV').join(' ')).toContain(`AGENT_PORT=${LIMITS.agentGatewayPort}`);
-  });
-
-  it('.dockerignore keeps the build inputs and drops local state and secrets', () => {
-    const ignored = readFileSync(join(ROOT, '.dockerignore'), 'utf8')
-      .split('\n')
-      .map((l) => l.trim())
-      .filter((l) => l && !l.startsWith('#'));
-    for (const needed of ['src', 'scripts', 'dashboard', 'package.json', 'package-lock.json']) expect(ignored).not.toContain(needed);
-    for (const dropped of ['node_modules', 'data', '.env', '.git']) expect(ignored).toContain(dropped);
   });
 });
