@@ -7,10 +7,10 @@
  * gateway-http.ts. The WebSocket chat is ws-chat.ts; errors in OpenAI's shape are openai-errors.ts.
  */
 import type { ServerResponse } from 'node:http';
-import type { ReadableStream } from 'node:stream/web';
 import { createAuthGuard, tokenMatcher } from './auth-guard.ts';
 import { createGatewayServer, type GatewayApp, type GatewayRequest, type Rejection, sendJson } from './gateway-http.ts';
 import { createLimiter, DEFAULT_GATEWAY_LIMITS, type GatewayLimits } from './gateway-limits.ts';
+import { postJson, type UpstreamResponse } from './model-client.ts';
 import { openAiError } from './openai-errors.ts';
 import { withSystemPrompt } from './persona.ts';
 import type { RuntimeLogger } from './runtime-log.ts';
@@ -123,18 +123,15 @@ export async function createGateway(
     return undefined;
   };
 
-  /** One non-streaming completion from the configured provider; throws with a status on failure. */
-  async function complete(body: Record<string, unknown>, signal: AbortSignal): Promise<Response> {
+  /** One completion from the configured provider; rejects when it cannot be reached or the signal ends it. */
+  function complete(body: Record<string, unknown>, signal: AbortSignal): Promise<UpstreamResponse> {
     const base = options.model.baseUrl!.replace(/\/+$/, '');
-    return fetch(`${base}/chat/completions`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        ...(options.model.apiKey ? { authorization: `Bearer ${options.model.apiKey}` } : {}),
-      },
-      body: JSON.stringify(body),
+    return postJson(
+      `${base}/chat/completions`,
+      body,
+      options.model.apiKey ? { authorization: `Bearer ${options.model.apiKey}` } : {},
       signal,
-    });
+    );
   }
 
   const modelMissing = () =>
@@ -183,7 +180,7 @@ export async function createGateway(
     res.once('close', release);
     const started = Date.now();
     const signal = AbortSignal.timeout(options.model.timeoutMs);
-    let upstream: Response;
+    let upstream: UpstreamResponse;
     try {
       upstream = await complete(
         { ...body, model, messages: withSystemPrompt(body.messages as ChatMessage[], options.systemPrompt) },
@@ -212,14 +209,12 @@ export async function createGateway(
       // 4xx from the provider is the caller's problem and passes through; 5xx becomes 502
       return sendJson(res, upstream.status >= 500 ? 502 : upstream.status, parsed);
     }
-    runtimeStats.received(Number(upstream.headers.get('content-length') ?? 0));
-    if (body.stream === true && upstream.body) {
-      // loaded by the first streamed answer, not at start
-      const { Readable } = process.getBuiltinModule('node:stream');
-      const stream = Readable.fromWeb(upstream.body as ReadableStream);
+    runtimeStats.received(Number(upstream.header('content-length') ?? 0));
+    if (body.stream === true) {
+      const stream = upstream.body;
       stream.on('end', () => record(true, Date.now() - started));
       stream.on('error', () => record(false, 0));
-      res.writeHead(200, { 'content-type': upstream.headers.get('content-type') ?? 'text/event-stream', 'cache-control': 'no-cache' });
+      res.writeHead(200, { 'content-type': upstream.header('content-type') ?? 'text/event-stream', 'cache-control': 'no-cache' });
       stream.pipe(res);
       // a caller that went away stops the provider's stream too
       res.once('close', () => stream.destroy());
@@ -274,7 +269,7 @@ export async function createGateway(
       try {
         const res = await complete({ model, messages }, AbortSignal.timeout(options.model.timeoutMs));
         if (!res.ok) {
-          await res.body?.cancel();
+          res.discard();
           return { status: 502, body: openAiError(`model provider answered ${res.status}`, 'upstream_error') };
         }
         const json = (await res.json()) as { choices?: { message?: { content?: unknown } }[] };

@@ -3,8 +3,8 @@
  * Node 24: this .ts file when the platform runs its sources, its compiled copy under `npm start`).
  * It is a separate program from the platform, so it reads its own environment here; it never sees
  * the platform's configuration. It loads as little as it can at start (no framework, no logger
- * library; the WebSocket library, node:crypto and fetch come with the first request that needs
- * them): an idle agent holds what it loaded for good (docs/benchmarks.md).
+ * library, no fetch; the WebSocket library and node:crypto come with the first request that
+ * needs them): an idle agent holds what it loaded for good (docs/benchmarks.md).
  *
  * Environment (set by the hosting driver):
  *   AGENT_PORT               port of the gateway (falls back to PORT, then 18789 per §1 item 3)
@@ -40,6 +40,7 @@ import { join, resolve } from 'node:path';
 import { LIMITS } from '../config/limits.ts';
 import { buildAgentConfig, configValue } from '../lib/agent-config.ts';
 import { type ChatTurn, createGateway, DEFAULT_HEARTBEAT_PROMPT, type GatewayLimits } from './gateway.ts';
+import { postJson } from './model-client.ts';
 import { systemPromptOf } from './persona.ts';
 import { createFileLogger, isLogLevel } from './runtime-log.ts';
 
@@ -123,18 +124,19 @@ const reportTurn =
   backendUrl && platformKey
     ? (turn: ChatTurn) => {
         const platform = turn.channel === 'websocket' ? 'webchat' : 'api';
-        fetch(`${backendUrl.replace(/\/+$/, '')}/api/agent-callbacks/messages`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${platformKey}`, 'content-type': 'application/json' },
-          body: JSON.stringify({
+        postJson(
+          `${backendUrl.replace(/\/+$/, '')}/api/agent-callbacks/messages`,
+          {
             messages: [
               { sender: 'user', content: turn.user.slice(0, 32_000), platform },
               { sender: 'agent', content: turn.reply.slice(0, 32_000), platform, responseMs: turn.responseMs },
             ],
-          }),
-          signal: AbortSignal.timeout(5_000),
-        })
+          },
+          { authorization: `Bearer ${platformKey}` },
+          AbortSignal.timeout(5_000),
+        )
           .then((res) => {
+            res.discard();
             if (!res.ok) logger.warn({ source: 'runtime', status: res.status }, 'platform did not store the chat turn');
           })
           .catch((err: Error) => logger.warn({ source: 'runtime', err: err.message }, 'platform unreachable: chat turn not stored'));

@@ -11,6 +11,7 @@ import type { WebSocket, WebSocketServer } from 'ws';
 import { LIMITS } from '../config/limits.ts';
 import type { GatewayOptions } from './gateway.ts';
 import type { createLimiter, GatewayLimits } from './gateway-limits.ts';
+import type { UpstreamResponse } from './model-client.ts';
 import { ModelRefusal } from './openai-errors.ts';
 import { withSystemPrompt } from './persona.ts';
 import type { RuntimeLogger } from './runtime-log.ts';
@@ -22,7 +23,7 @@ export type WebSocketChatContext = {
   limits: GatewayLimits;
   modelSlots: ReturnType<typeof createLimiter>;
   /** one non-streaming completion from the configured provider */
-  complete: (body: Record<string, unknown>, signal: AbortSignal) => Promise<Response>;
+  complete: (body: Record<string, unknown>, signal: AbortSignal) => Promise<UpstreamResponse>;
   /** the runtime's counters: a turn answered (and how fast) or failed */
   record: (ok: boolean, ms: number) => void;
   modelMissing: () => { error: { message: string } };

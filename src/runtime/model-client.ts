@@ -1,0 +1,73 @@
+/**
+ * The runtime's outgoing calls (its model provider, and chat turns back to the platform) as JSON
+ * POSTs over node:http or node:https, not fetch: fetch is Node's bundled undici, which brings
+ * http2, tls, zlib, worker_threads and more with it, ~12 MB an agent would keep for the rest of its
+ * life after its first chat (docs/benchmarks.md "Memory of one built-in-runtime agent"). Node's
+ * global agents keep connections alive, as fetch did.
+ */
+import type { IncomingMessage } from 'node:http';
+
+/** What the gateway reads of an answer (the subset of fetch's Response it used). */
+export type UpstreamResponse = {
+  status: number;
+  ok: boolean;
+  header(name: string): string | undefined;
+  /** the body as it arrives (a streamed completion is piped on as it is) */
+  body: IncomingMessage;
+  text(): Promise<string>;
+  json(): Promise<unknown>;
+  /** reads and drops the body, so the connection can serve the next call */
+  discard(): void;
+};
+
+/**
+ * POSTs `body` as JSON to `url`. Rejects when the provider cannot be reached, and with the
+ * signal's reason (a TimeoutError for AbortSignal.timeout) when the signal ends the call, also
+ * while the body is still being read.
+ */
+export function postJson(url: string, body: unknown, headers: Record<string, string>, signal: AbortSignal): Promise<UpstreamResponse> {
+  const target = new URL(url);
+  const client = target.protocol === 'https:' ? process.getBuiltinModule('node:https') : process.getBuiltinModule('node:http');
+  const payload = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const fail = (err: Error) => reject(signal.aborted ? signal.reason : err);
+    const req = client.request(
+      target,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+        signal,
+      },
+      (res) => {
+        let read: Promise<string> | undefined;
+        const text = () =>
+          (read ??= new Promise<string>((done, failed) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.once('end', () => done(Buffer.concat(chunks).toString('utf8')));
+            res.once('error', (err) => failed(signal.aborted ? signal.reason : err));
+            res.once('close', () => {
+              if (!res.complete) failed(signal.aborted ? signal.reason : new Error('the answer was cut off'));
+            });
+          }));
+        // an answer cut off (the signal, the provider gone) errors the stream: never an uncaught error
+        res.on('error', () => {});
+        const status = res.statusCode ?? 0;
+        resolve({
+          status,
+          ok: status >= 200 && status < 300,
+          header: (name) => {
+            const v = res.headers[name.toLowerCase()];
+            return Array.isArray(v) ? v.join(', ') : v;
+          },
+          body: res,
+          text,
+          json: async () => JSON.parse(await text()),
+          discard: () => void res.resume(),
+        });
+      },
+    );
+    req.once('error', fail);
+    req.end(payload);
+  });
+}
