@@ -4,6 +4,7 @@
  * demultiplexing, stats, pulling a missing image, and the engine being down.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { containerHealth } from '../../src/domains/agents/container-health.ts';
 import { dockerConnection } from '../../src/domains/agents/drivers/docker.driver.ts';
 import { demultiplex, logLines } from '../../src/domains/agents/drivers/docker-observe.ts';
 import {
@@ -166,6 +167,11 @@ describe('docker driver', () => {
     expect(await driver.status('d3')).toEqual({ status: 'starting', url });
     c.State.Health!.Status = 'healthy';
     expect(await driver.status('d3')).toEqual({ status: 'running', url });
+    // the URL reaches the container's gateway: the platform's own probe says healthy, or starting while it is silent
+    expect(await containerHealth(driver, 'd3', { retries: 1 })).toEqual({ status: 'healthy', url });
+    c.silent = true;
+    expect(await containerHealth(driver, 'd3', { retries: 1 })).toEqual({ status: 'starting', url });
+    c.silent = false;
 
     await driver.restart('d3');
     expect(c.RestartCount).toBe(1);

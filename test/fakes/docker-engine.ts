@@ -6,13 +6,17 @@
  * POST /images/create streaming pull progress as JSON lines. Status codes and bodies follow the
  * Engine API (and were compared with `podman system service`).
  *
+ * Each running container's published gateway port is a real listener on 127.0.0.1 whose
+ * GET /healthz answers `{ok:true,status:'live'}` while the container runs unpaused (503 when the
+ * test marks it `silent`), so the platform's own probes reach "the agent" end to end.
+ *
  * Fault injection: `down = true` drops every connection (an engine that is not there); `fail()`
  * answers the next matching call with a status; `pullError` makes a pull stream end in an error.
  * Health is whatever the test sets (`Health.Status` starts as `starting` like a real engine's).
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,6 +55,8 @@ export type FakeContainer = {
   RestartCount: number;
   /** what the container "printed": stream 1 stdout, 2 stderr */
   output: { stream: 1 | 2; at: string; text: string }[];
+  /** its gateway's /healthz answers 503 (a running container whose gateway is silent) */
+  silent?: boolean;
   /** the numbers its stats endpoint reports (cpu in ns, memory in bytes) */
   usage: {
     cpuNs: number;
@@ -110,7 +116,7 @@ export function frame(stream: 1 | 2, payload: string): Buffer {
 export async function startFakeDockerEngine(options: { images?: string[] } = {}): Promise<FakeDockerEngine> {
   const dir = mkdtempSync(join(tmpdir(), 'fake-docker-'));
   const socketPath = join(dir, 'docker.sock');
-  let nextPort = 32768;
+  const gateways = new Map<string, Server>();
   const faults: { method: string; path: RegExp; status: number; times: number }[] = [];
   const engine: FakeDockerEngine = {
     unixHost: `unix://${socketPath}`,
@@ -140,7 +146,26 @@ export async function startFakeDockerEngine(options: { images?: string[] } = {})
     engine.containers.get(ref) ?? engine.byName(ref) ?? [...engine.containers.values()].find((c) => c.Id.startsWith(ref));
   const now = () => new Date().toISOString();
 
-  function run(c: FakeContainer) {
+  /** The container's gateway: a listener on a port the OS picks, as an engine picks a host port. */
+  async function openGateway(c: FakeContainer): Promise<string> {
+    const server = createServer((req, res) => {
+      const live = engine.containers.get(c.Id) === c && c.State.Running && !c.State.Paused && !c.silent;
+      if (req.url === '/healthz' && live) return send(res, 200, { ok: true, status: 'live' });
+      return send(res, 503, { ok: false });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    gateways.set(c.Id, server);
+    return String((server.address() as AddressInfo).port);
+  }
+  async function closeGateway(c: FakeContainer) {
+    const server = gateways.get(c.Id);
+    gateways.delete(c.Id);
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+  }
+
+  async function run(c: FakeContainer) {
     c.State = {
       ...c.State,
       Status: 'running',
@@ -153,13 +178,17 @@ export async function startFakeDockerEngine(options: { images?: string[] } = {})
     };
     if (c.Config.Healthcheck) c.State.Health = { Status: 'starting', FailingStreak: 0, Log: [] };
     // dynamically published ports get a host port each time the container starts
-    for (const [key, bindings] of Object.entries(c.HostConfig.PortBindings ?? {}))
-      c.NetworkSettings.Ports[key] = bindings.map((b) => ({ HostIp: b.HostIp || '0.0.0.0', HostPort: b.HostPort || String(nextPort++) }));
+    for (const [key, bindings] of Object.entries(c.HostConfig.PortBindings ?? {})) {
+      const ports: PortBinding[] = [];
+      for (const b of bindings) ports.push({ HostIp: b.HostIp || '0.0.0.0', HostPort: b.HostPort || (await openGateway(c)) });
+      c.NetworkSettings.Ports[key] = ports;
+    }
     c.output.push({ stream: 1, at: now(), text: 'gateway listening on 18789' });
   }
-  function halt(c: FakeContainer) {
+  async function halt(c: FakeContainer) {
     c.State = { ...c.State, Status: 'exited', Running: false, Paused: false, Pid: 0, FinishedAt: now() };
     c.NetworkSettings.Ports = {};
+    await closeGateway(c);
   }
 
   function logs(res: ServerResponse, c: FakeContainer, q: URLSearchParams) {
@@ -312,6 +341,7 @@ export async function startFakeDockerEngine(options: { images?: string[] } = {})
             `You cannot remove a running container ${c.Id}. Stop the container before attempting removal or force remove`,
           );
         engine.containers.delete(c.Id);
+        await closeGateway(c);
         return send(res, 204);
       }
       if (action === 'json' && method === 'GET') {
@@ -324,16 +354,16 @@ export async function startFakeDockerEngine(options: { images?: string[] } = {})
       switch (action) {
         case 'start':
           if (c.State.Running) return send(res, 304);
-          run(c);
+          await run(c);
           return send(res, 204);
         case 'stop':
           if (!c.State.Running) return send(res, 304);
-          halt(c);
+          await halt(c);
           return send(res, 204);
         case 'restart':
           if (c.State.Paused) return message(res, 409, `Cannot restart container ${c.Id}: container is paused`);
-          halt(c);
-          run(c);
+          await halt(c);
+          await run(c);
           c.RestartCount += 1;
           return send(res, 204);
         case 'pause':
@@ -361,6 +391,7 @@ export async function startFakeDockerEngine(options: { images?: string[] } = {})
   await new Promise<void>((r) => servers[1]!.listen(0, '127.0.0.1', r));
   engine.tcpHost = `tcp://127.0.0.1:${(servers[1]!.address() as AddressInfo).port}`;
   engine.close = async () => {
+    for (const c of engine.containers.values()) await closeGateway(c);
     for (const sock of sockets) sock.destroy();
     await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
     rmSync(dir, { recursive: true, force: true });
