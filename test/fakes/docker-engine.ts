@@ -58,18 +58,7 @@ export type FakeContainer = {
   /** its gateway's /healthz answers 503 (a running container whose gateway is silent) */
   silent?: boolean;
   /** the numbers its stats endpoint reports (cpu in ns, memory in bytes) */
-  usage: {
-    cpuNs: number;
-    preCpuNs: number;
-    systemNs: number;
-    preSystemNs: number;
-    cpus: number;
-    memory: number;
-    inactiveFile: number;
-    rx: number;
-    tx: number;
-    pids: number;
-  };
+  usage: Record<'cpuNs' | 'preCpuNs' | 'systemNs' | 'preSystemNs' | 'cpus' | 'memory' | 'inactiveFile' | 'rx' | 'tx' | 'pids', number>;
 };
 
 export type FakeDockerEngine = {
