@@ -91,7 +91,8 @@ const notFound = (method: string, path: string): Rejection => ({
 const unavailable: Rejection = { status: 503, body: { error: 'Service Unavailable' }, headers: { connection: 'close' } };
 
 // a key that would reach an object's prototype when the body is merged or copied (Fastify refused them too)
-const PROTO_HINT = /proto|\\u/;
+// (a cheap scan first: the reviver runs only on a body that could hold one, plainly or \u-escaped)
+const mayHoldProtoKey = (text: string) => text.includes('proto') || text.includes('\\u');
 const refuseProtoKeys = (key: string, value: unknown) => {
   if (key === '__proto__' || (key === 'constructor' && value !== null && typeof value === 'object' && Object.hasOwn(value, 'prototype')))
     throw new SyntaxError('prototype key in the body');
@@ -128,7 +129,7 @@ function readBody(raw: IncomingMessage): Promise<{ body: unknown } | Rejection> 
       if (type === 'application/json' || type.endsWith('+json')) {
         if (text.trim() === '') return resolve({ status: 400, body: openAiError('The JSON body is empty', 'invalid_request_error') });
         try {
-          return resolve({ body: PROTO_HINT.test(text) ? JSON.parse(text, refuseProtoKeys) : JSON.parse(text) });
+          return resolve({ body: mayHoldProtoKey(text) ? JSON.parse(text, refuseProtoKeys) : JSON.parse(text) });
         } catch {
           return resolve({ status: 400, body: openAiError('The body is not valid JSON', 'invalid_request_error') });
         }
