@@ -39,3 +39,17 @@ export const isUnstorableJson = (err: unknown): boolean => {
   const code = sqlState(err);
   return code === SQLSTATE.invalidTextRepresentation || code === SQLSTATE.untranslatableCharacter || code === SQLSTATE.statementTooComplex;
 };
+
+/**
+ * The database cannot be reached right now: the connection was refused or cut (the server is down
+ * or restarting), or the server is starting up or shutting down (SQLSTATE class 08 and 57P01-57P03).
+ * Nothing the client sent is wrong and a retry may succeed: a 503, not a 500.
+ */
+export const isDatabaseUnavailable = (err: unknown): boolean => {
+  const code = sqlState(err);
+  if (code !== undefined && (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03')) return true;
+  if (code === 'ECONNREFUSED' || code === 'ECONNRESET') return true;
+  // node-postgres's own messages for a connection that ended under a query (no code)
+  const message = (err as { message?: unknown } | null | undefined)?.message;
+  return typeof message === 'string' && /^(Connection terminated|Client has encountered a connection error)/.test(message);
+};

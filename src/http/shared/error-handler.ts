@@ -6,8 +6,8 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { isUnstorableText } from '../../db/errors.ts';
-import { AppError, badRequest, isAppError, notFound as notFoundError } from '../../lib/errors.ts';
+import { isDatabaseUnavailable, isUnstorableText } from '../../db/errors.ts';
+import { AppError, badRequest, isAppError, notFound as notFoundError, serviceUnavailable } from '../../lib/errors.ts';
 
 /** Fastify's own 4xx codes we rewrite: the specification wants 400 for body problems. */
 const AS_BAD_REQUEST = new Set([
@@ -67,6 +67,12 @@ export function registerErrorHandler(
     }
     const known = frameworkError(err);
     if (known) return sendError(reply, known);
+    // PostgreSQL down or restarting: a 503 the client may retry, logged as one line per request
+    // without a stack (an outage would otherwise flood the log with identical traces)
+    if (isDatabaseUnavailable(err)) {
+      request.log.warn({ code: (err as { code?: string }).code, message: err.message }, 'database unavailable');
+      return sendError(reply, serviceUnavailable('Database unavailable, try again shortly'));
+    }
     request.log.error({ err }, 'unhandled error');
     return sendError(reply, new AppError('UNEXPECTED', 'Internal server error'));
   });
