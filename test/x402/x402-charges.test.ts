@@ -4,10 +4,12 @@
  * (the audit row says `refused` and why, the gateway is never called), given back when the call
  * fails, and kept within X402_USER_DAILY_CAP_USD per UTC day even by parallel calls (429 past it).
  */
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeX402Gateway, startFakeX402Gateway } from '../fakes/x402-gateway.ts';
-import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { signUp, startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
 const EVM = '0x52908400098527886E0F7030069857D2E4169EE7';
 let fake: FakeX402Gateway;
@@ -120,5 +122,56 @@ describe('§4.11 pay is charged to the user', () => {
     expect((await pay(u.cookie, 1)).statusCode).toBe(200);
     expect((await pay(u.cookie, 0.01)).statusCode).toBe(429);
     expect(await balance(u.wallet)).toBe(90_000_000);
+  });
+
+  it('a call the platform signed an x402 payment for stays charged when the gateway then fails', async () => {
+    // in front of the fake gateway: the signed retry (header payment-signature) is answered 500
+    // after the fake has seen it, as a gateway that took the payment and then broke would
+    const proxy = createServer((req, res) => {
+      const target = new URL(req.url ?? '/', fake.url);
+      const up = httpRequest(target, { method: req.method, headers: req.headers }, (r) => {
+        if (req.headers['payment-signature']) {
+          r.resume();
+          res.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"broke after payment"}');
+        } else {
+          res.writeHead(r.statusCode ?? 502, r.headers);
+          r.pipe(res);
+        }
+      });
+      req.pipe(up);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    fake.payMode = 'x402';
+    fake.priceAtomic = '1500000';
+    try {
+      const env = {
+        REGISTER_RATE_LIMIT: '1000',
+        X402_GATEWAY_URL: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+        X402_PAYER_PRIVATE_KEY: `0x${'42'.repeat(32)}`,
+      };
+      await withTestPlatform(env, async (p) => {
+        const u = await signUp(p.web);
+        const { address } = await p.platform.services.sessionWallet.create(u.id);
+        await p.platform.services.ledger.credit({ address, amountMicros: 5_000_000, eventId: `fund:${u.id}`, source: 'test' });
+        const res = await p.web.inject({
+          method: 'POST',
+          url: '/api/x402',
+          headers: { cookie: u.cookie },
+          payload: { action: 'pay', agentId: 'a1', amount: 2, recipient: EVM },
+        });
+        expect(res.statusCode).toBe(500);
+        expect(await p.platform.services.ledger.balance(address)).toBe(3_000_000); // not given back
+        const rows = await p.database.db.withUser(u.id, (trx) =>
+          sql<{ outcome: string; x402_paid: boolean }>`select outcome, x402_paid from x402_payments_audit order by id`.execute(trx),
+        );
+        expect(rows.rows.map((r) => [r.outcome, r.x402_paid])).toEqual([
+          ['attempted', false],
+          ['failed', true],
+        ]);
+      });
+    } finally {
+      fake.payMode = 'plain';
+      await new Promise<void>((r) => proxy.close(() => r()));
+    }
   });
 });

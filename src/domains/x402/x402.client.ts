@@ -23,14 +23,18 @@ export const X402_CALL_TIMEOUT_MS = 15_000;
 /** Upstream bodies larger than this are unreadable (a runaway upstream must not exhaust memory). */
 const MAX_BODY_BYTES = 1024 * 1024;
 
-/** What one upstream call produced. Failures are values; the service maps them to the §4.11 errors. */
+/**
+ * What one upstream call produced. Failures are values; the service maps them to the §4.11 errors.
+ * `paid`: the platform's payer signed an x402 payment during the call (a signed authorization
+ * may be settled whatever the gateway answers next) or the gateway confirmed one.
+ */
 export type X402Result =
   | { ok: true; status: number; body: unknown; paid: boolean }
-  | { ok: false; reason: 'unreachable' | 'timeout' }
+  | { ok: false; reason: 'unreachable' | 'timeout'; paid?: boolean }
   | { ok: false; reason: 'bad_status'; status: number; text: string; paid: boolean }
-  | { ok: false; reason: 'invalid_json'; status: number }
+  | { ok: false; reason: 'invalid_json'; status: number; paid?: boolean }
   /** the upstream asked for an x402 payment (HTTP 402) the platform could not or would not make */
-  | { ok: false; reason: 'payment_failed'; message: string };
+  | { ok: false; reason: 'payment_failed'; message: string; paid?: boolean };
 
 export type X402PayInput = {
   agentId: string;
@@ -124,12 +128,19 @@ export function createHttpX402Gateway(options: {
         }
         return res;
       }
-      const res = await call('POST', '/pay', callMs, body, options.payer.payingFetch(input.amount, plainFetch));
+      // the paying fetch retries through this one with the signature in a header: seeing it is
+      // knowing a payment was signed, whatever the gateway answers (or fails to) afterwards
+      let signed = false;
+      const observing: typeof fetch = (request, init) => {
+        if (request instanceof Request && (request.headers.has('payment-signature') || request.headers.has('x-payment'))) signed = true;
+        return plainFetch(request, init);
+      };
+      const res = await call('POST', '/pay', callMs, body, options.payer.payingFetch(input.amount, observing));
       // still 402 after paying: the gateway refused the signed payment
       if (!res.ok && res.reason === 'bad_status' && res.status === 402) {
-        return { ok: false, reason: 'payment_failed', message: 'The x402 gateway refused the signed payment' };
+        return { ok: false, reason: 'payment_failed', message: 'The x402 gateway refused the signed payment', paid: signed };
       }
-      return res;
+      return signed ? { ...res, paid: true } : res;
     },
   };
 }

@@ -151,12 +151,12 @@ export function createX402Service(deps: { db: Db; gateway: X402Gateway | undefin
       return r.body;
     }
     const upstreamStatus = 'status' in r ? r.status : null;
-    const signed = 'paid' in r && r.paid;
+    const signed = r.paid === true;
     // a failed call is given back, unless the platform signed an x402 payment for it: that USDC
     // may have left the payer's account, so the charge stands and the audit row shows x402_paid
     if (!signed) await charges.refund(charge);
     if (r.reason === 'payment_failed') {
-      await audit(user, { ...row, outcome: 'failed', error: r.message });
+      await audit(user, { ...row, outcome: 'failed', error: r.message, x402Paid: signed });
       throw new AppError('X402_PAYMENT_FAILED', `x402 payment failed: ${r.message}`);
     }
     await audit(user, { ...row, outcome: 'failed', error: `gateway ${r.reason}`, upstreamStatus, x402Paid: signed });
