@@ -84,12 +84,15 @@ export async function startOwnPostgres(dir: string): Promise<OwnPostgres> {
 
 export type OwnRedis = { url: string; stop(): Promise<void>; start(): Promise<void> };
 
+/** the redis-server binary (BENCH_REDIS_SERVER: another path or build) */
+const REDIS_SERVER = process.env.BENCH_REDIS_SERVER ?? 'redis-server';
+
 export async function startOwnRedis(dir: string): Promise<OwnRedis> {
   const port = await freePort();
   let proc: ChildProcess | undefined;
   const start = async () => {
     const log = openSync(join(dir, 'redis.log'), 'a');
-    proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    proc = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
       stdio: ['ignore', log, log],
     });
     for (let i = 0; i < 200; i++) {
