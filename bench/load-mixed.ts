@@ -8,7 +8,7 @@
  *
  * Passes when no request got a 5xx, a refused connection or no answer within 10 s; every
  * acknowledged config save is in the database afterwards; and resident memory over the second
- * half grows by less than BENCH_RSS_SLOPE_MAX MB per minute (default 1). Prints the figures as
+ * half grows by less than BENCH_RSS_SLOPE_MAX MB per minute (default 3: 15 MB over the last 5 minutes of the 10-minute run, about 4 % of the resident size; the 10 s samples vary by ±10 MB, so a tighter bound would fail on noise). Prints the figures as
  * markdown and writes them to bench/results/load-mixed.json; exits 1 on a failed check.
  */
 import { join } from 'node:path';
@@ -25,7 +25,7 @@ const { values } = parseArgs({
 const durationS = Number(values.duration);
 const scale = Number(values.scale);
 if (!(durationS > 0) || !(scale > 0)) throw new Error('--duration and --scale must be positive numbers');
-const slopeMax = Number(process.env.BENCH_RSS_SLOPE_MAX ?? 1);
+const slopeMax = Number(process.env.BENCH_RSS_SLOPE_MAX ?? 3);
 const SAMPLE_MS = 10_000;
 
 const machine = describeMachine();
