@@ -2,18 +2,15 @@
 import type { Config } from '../config/env.ts';
 import type { Secrets } from '../config/secrets.ts';
 import type { Db } from '../db/client.ts';
-import { createLedgerService } from '../domains/payments/ledger/ledger.service.ts';
+import type { LedgerService } from '../domains/payments/ledger/ledger.service.ts';
 import { createBusSigner } from '../domains/underground/bus-signer.ts';
 import { createUndergroundService } from '../domains/underground/underground.service.ts';
 import { createUndergroundWallets } from '../domains/underground/wallets.ts';
 
-/**
- * Splits pay through the ledger service. It holds no state of its own (every rule is in the
- * database), so this instance writes through the same journal and constraints as platform.ts's.
- */
-export function createUnderground(deps: { config: Config; db: Db; secrets: Secrets }) {
+/** Splits pay through the platform's one ledger service (platform.ts builds it). */
+export function createUnderground(deps: { config: Config; db: Db; secrets: Secrets; ledger: LedgerService }) {
   return {
-    underground: createUndergroundService({ db: deps.db, ledger: createLedgerService({ db: deps.db }) }),
+    underground: createUndergroundService({ db: deps.db, ledger: deps.ledger }),
     wallets: createUndergroundWallets({ db: deps.db, walletKey: deps.secrets.walletEncryptionKey, rpcUrl: deps.config.BASE_RPC_URL }),
     signer: createBusSigner({ db: deps.db, walletKey: deps.secrets.walletEncryptionKey }),
   };

@@ -1,13 +1,12 @@
 /**
  * Wiring of the x402 gateway proxy (§4.11): the HTTP client on X402_GATEWAY_URL (none when unset:
  * the routes answer 503) with the platform's x402 payer when X402_PAYER_PRIVATE_KEY is set, and
- * the charges that make each user pay for their own `pay` calls through the ledger. The ledger
- * service holds no state of its own (every rule is in the database), so this instance writes
- * through the same journal and constraints as platform.ts's.
+ * the charges that make each user pay for their own `pay` calls through the platform's one ledger
+ * service (platform.ts builds it).
  */
 import type { Config } from '../config/env.ts';
 import type { Db } from '../db/client.ts';
-import { createLedgerService } from '../domains/payments/ledger/ledger.service.ts';
+import type { LedgerService } from '../domains/payments/ledger/ledger.service.ts';
 import { createX402Charges } from '../domains/x402/x402.charge.ts';
 import { createHttpX402Gateway, type X402Gateway } from '../domains/x402/x402.client.ts';
 import { createX402Payer } from '../domains/x402/x402.payer.ts';
@@ -16,6 +15,7 @@ import { createX402Service } from '../domains/x402/x402.service.ts';
 export function createX402(deps: {
   config: Pick<Config, 'X402_GATEWAY_URL' | 'X402_PAYER_PRIVATE_KEY' | 'X402_USER_DAILY_CAP_USD'>;
   db: Db;
+  ledger: LedgerService;
   gateway?: X402Gateway;
 }) {
   const { config } = deps;
@@ -24,7 +24,7 @@ export function createX402(deps: {
     deps.gateway ?? (config.X402_GATEWAY_URL ? createHttpX402Gateway({ baseUrl: config.X402_GATEWAY_URL, payer }) : undefined);
   const charges = createX402Charges({
     db: deps.db,
-    ledger: createLedgerService({ db: deps.db }),
+    ledger: deps.ledger,
     dailyCapUsd: config.X402_USER_DAILY_CAP_USD,
   });
   return createX402Service({ db: deps.db, gateway, charges });
