@@ -1,0 +1,47 @@
+/**
+ * Child-process entry: the platform's backend app alone in its process, as `npm start -- backend`
+ * runs it, on a database the parent migrated. argv[2]: JSON of settings (CONFIG.md names), argv[3]:
+ * the database URL (not a setting, so secrets are generated into DATA_DIR as in the in-process benches); stdout: the port, then nothing.
+ * CPU profile of a chosen window (start-up excluded): the line `profile` on stdin starts V8's
+ * sampling profiler (answered `profiling`), `save <file>` writes what it took as a .cpuprofile and answers `saved`.
+ * Ends on SIGTERM, closing the platform (queued usage rows are written).
+ */
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import type { AddressInfo } from 'node:net';
+import { createInterface } from 'node:readline';
+import { loadConfig } from '../../src/config/env.ts';
+import { resolveSecrets } from '../../src/config/secrets.ts';
+import { createDb } from '../../src/db/client.ts';
+import { createPlatform } from '../../src/platform.ts';
+
+const env = JSON.parse(process.argv[2] ?? '{}') as Record<string, string>;
+const config = loadConfig(env, { cwd: env.DATA_DIR ?? process.cwd(), readDotEnv: false });
+const db = createDb(process.argv[3]!, { poolSize: config.DATABASE_POOL_SIZE });
+const platform = createPlatform({ config, db, secrets: resolveSecrets(config) });
+const app = await platform.buildBackendApp();
+await app.listen({ host: '127.0.0.1', port: 0 });
+process.stdout.write(`${(app.server.address() as AddressInfo).port}\n`);
+
+process.once('SIGTERM', async () => {
+  await app.close().catch(() => {});
+  await platform.close().catch(() => {});
+  await db.close().catch(() => {});
+  process.exit(0);
+});
+
+let inspector: Session | undefined;
+for await (const line of createInterface({ input: process.stdin })) {
+  if (line === 'profile') {
+    inspector = new Session();
+    inspector.connect();
+    await inspector.post('Profiler.enable');
+    await inspector.post('Profiler.start');
+    process.stdout.write('profiling\n');
+  } else if (line.startsWith('save ')) {
+    const { profile } = await inspector!.post('Profiler.stop');
+    inspector!.disconnect();
+    writeFileSync(line.slice(5), JSON.stringify(profile));
+    process.stdout.write('saved\n');
+  }
+}
