@@ -1,5 +1,5 @@
 /** Shared pieces of every page: links, buttons, fields, states (loading, empty, error), data hooks. */
-import { type ReactNode, useCallback, useEffect, useId, useRef, useState } from 'react';
+import { type InputHTMLAttributes, type ReactNode, type Ref, useCallback, useEffect, useId, useRef, useState } from 'react';
 import { messageOf } from './api/client.ts';
 import { onLinkClick } from './router.ts';
 
@@ -38,6 +38,43 @@ export function Notice({ kind = 'info', children }: { kind?: 'info' | 'success' 
 
 export function Empty({ children }: { children: ReactNode }) {
   return <div className="empty">{children}</div>;
+}
+
+/**
+ * A labelled one-line input with its hint and error wired for screen readers (the Field around an
+ * <input> that most forms repeat). Other input attributes pass through (inputMode, type, autoComplete…).
+ */
+export function TextField({
+  label,
+  hint,
+  error,
+  value,
+  onChange,
+  inputRef,
+  ...input
+}: {
+  label: string;
+  hint?: string;
+  error?: string | undefined;
+  value: string;
+  onChange: (value: string) => void;
+  inputRef?: Ref<HTMLInputElement>;
+} & Omit<InputHTMLAttributes<HTMLInputElement>, 'value' | 'onChange' | 'id'>) {
+  return (
+    <Field label={label} hint={hint} error={error}>
+      {({ id, describedBy, invalid }) => (
+        <input
+          {...input}
+          id={id}
+          ref={inputRef}
+          value={value}
+          onChange={(e) => onChange(e.target.value)}
+          aria-describedby={describedBy}
+          aria-invalid={invalid}
+        />
+      )}
+    </Field>
+  );
 }
 
 export function Field(props: {

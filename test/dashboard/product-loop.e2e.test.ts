@@ -17,6 +17,7 @@
 import OpenAI from 'openai';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeX402Gateway, startFakeX402Gateway } from '../fakes/x402-gateway.ts';
 import {
   expectAccessible as axe,
   buildDashboardForTest,
@@ -38,6 +39,7 @@ const AGENT = 'loop-agent';
 
 let live: LivePlatform;
 let browser: Browser;
+let x402: FakeX402Gateway;
 let dashboard: { dir: string; remove: () => void } | undefined;
 /** carried from one step to the next (the steps run in order) */
 const state: { agentUrl?: string; agentId?: string; key?: string } = {};
@@ -68,12 +70,14 @@ async function waitRunning(page: Page) {
 describe.skipIf(!available)('the product loop in Chromium', () => {
   beforeAll(async () => {
     dashboard = await buildDashboardForTest();
-    live = await startLivePlatform({ DASHBOARD_DIR: dashboard.dir, REGISTER_RATE_LIMIT: '100' });
+    x402 = await startFakeX402Gateway();
+    live = await startLivePlatform({ DASHBOARD_DIR: dashboard.dir, REGISTER_RATE_LIMIT: '100', X402_GATEWAY_URL: x402.url });
     browser = await launchChromium();
   }, 120_000);
   afterAll(async () => {
     await browser?.close();
     await live?.close();
+    await x402?.close();
     dashboard?.remove();
   });
 
@@ -279,6 +283,32 @@ describe.skipIf(!available)('the product loop in Chromium', () => {
     await page.getByText('$4.95', { exact: true }).first().waitFor();
     await axe(page, 'wallet');
     await shot(page, 'wallet-1440');
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 120_000);
+
+  it('Commerce (x402): the agent’s standing and the paid endpoints, a refused amount, and a payment from the balance', async () => {
+    const { page, errors } = await newPage(1440);
+    await signIn(page);
+    await page.goto(state.agentUrl!);
+    await openTab(page, 'Commerce');
+    await page.getByText('silver', { exact: true }).waitFor(); // the fake gateway's tier for the agent
+    await page.getByText('Weather now', { exact: true }).waitFor();
+    // over §8's $100 the form says so before anything is sent
+    await page.getByLabel('Amount (USD)').fill('250');
+    await page.getByLabel('Recipient').fill(`0x${'2'.repeat(40)}`);
+    await page.getByRole('button', { name: 'Pay', exact: true }).click();
+    await page.getByText('Amount exceeds $100 limit. Contact support for higher limits.').waitFor();
+    expect(x402.requests.filter((r) => r.path === '/pay')).toHaveLength(0);
+    await page.getByLabel('Amount (USD)').fill('1');
+    await page.getByRole('button', { name: 'Pay', exact: true }).click();
+    await page.getByText('Paid 1.00 USDC from your balance.').waitFor();
+    expect(x402.requests.filter((r) => r.path === '/pay')).toHaveLength(1);
+    await axe(page, 'agent commerce');
+    await shot(page, 'agent-commerce-1440');
+    // the $4.95 the last step left, less the dollar paid
+    await page.goto('/dashboard/wallet');
+    await page.getByText('$3.95', { exact: true }).first().waitFor();
     expect(errors).toEqual([]);
     await page.context().close();
   }, 120_000);

@@ -16,6 +16,7 @@ import {
   Notice,
   Section,
   Spinner,
+  TextField,
   useAction,
   useData,
 } from '../ui.tsx';
@@ -203,19 +204,14 @@ function CreditForm({ user, onClose }: { user: AdminUser; onClose: () => void })
         </Notice>
       )}
       <form className="inline-form" onSubmit={submit} noValidate>
-        <Field label="Amount (USD)" error={errors.amount}>
-          {({ id, describedBy, invalid }) => (
-            <input
-              id={id}
-              ref={amountRef}
-              inputMode="decimal"
-              value={amount}
-              onChange={(e) => setAmount(e.target.value)}
-              aria-describedby={describedBy}
-              aria-invalid={invalid}
-            />
-          )}
-        </Field>
+        <TextField
+          label="Amount (USD)"
+          inputRef={amountRef}
+          inputMode="decimal"
+          value={amount}
+          onChange={setAmount}
+          error={errors.amount}
+        />
         <Field label="Note" error={errors.note}>
           {({ id, describedBy, invalid }) => (
             <input

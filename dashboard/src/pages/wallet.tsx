@@ -23,6 +23,7 @@ import {
   Notice,
   Section,
   Spinner,
+  TextField,
   useAction,
   useData,
 } from '../ui.tsx';
@@ -272,18 +273,7 @@ function PaymentSessions({ address }: { address: string }) {
         A session holds a deposit from your balance; the gateway debits it per call and the remainder returns when you close it.
       </p>
       <form className="inline-form" onSubmit={submit} noValidate>
-        <Field label="Deposit (USD)" error={depositError}>
-          {({ id, describedBy, invalid }) => (
-            <input
-              id={id}
-              inputMode="decimal"
-              value={deposit}
-              onChange={(e) => setDeposit(e.target.value)}
-              aria-describedby={describedBy}
-              aria-invalid={invalid}
-            />
-          )}
-        </Field>
+        <TextField label="Deposit (USD)" inputMode="decimal" value={deposit} onChange={setDeposit} error={depositError} />
         <Button type="submit" kind="primary" busy={open.busy}>
           Open session
         </Button>

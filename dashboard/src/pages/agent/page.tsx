@@ -1,11 +1,13 @@
 /**
- * One agent: chat (streamed), live logs, stats and health, its configuration (persona, model and heartbeat),
+ * One agent: chat (streamed), live logs, stats and health, its x402 commerce, its configuration (persona, model and heartbeat),
  * and rename / start / stop / restart / delete (§4.7, §4.12, docs/agents.md).
  */
 import { type KeyboardEvent, useRef, useState } from 'react';
 import { api, call } from '../../api/client.ts';
+import { useFeatures } from '../../features.ts';
 import { Badge, ErrorText, Spinner, useData } from '../../ui.tsx';
 import { Chat } from './chat.tsx';
+import { Commerce } from './commerce.tsx';
 import { AgentConfig } from './config.tsx';
 import { Connect } from './connect.tsx';
 import { Files } from './files.tsx';
@@ -14,13 +16,16 @@ import { Logs } from './logs.tsx';
 import { Manage } from './manage.tsx';
 import { Usage } from './usage.tsx';
 
-const TABS = ['Chat', 'Connect', 'Logs', 'Files', 'Usage', 'Health', 'Configuration', 'Manage'] as const;
-type Tab = (typeof TABS)[number];
+const ALL_TABS = ['Chat', 'Connect', 'Logs', 'Files', 'Usage', 'Commerce', 'Health', 'Configuration', 'Manage'] as const;
+type Tab = (typeof ALL_TABS)[number];
 
 export function AgentPage({ id }: { id: string }) {
   const agent = useData(async () => (await call(api.GET('/api/agents/{id}', { params: { path: { id } } }))).agent, [id], { pollMs: 5000 });
   const [tab, setTab] = useState<Tab>('Chat');
   const tabRefs = useRef<(HTMLButtonElement | null)[]>([]);
+  // Commerce (the x402 gateway) only where the server has one
+  const features = useFeatures();
+  const TABS = ALL_TABS.filter((t) => t !== 'Commerce' || features?.x402);
 
   if (agent.loading && !agent.data) return <Spinner label="Loading the agent…" />;
   if (!agent.data)
@@ -78,6 +83,7 @@ export function AgentPage({ id }: { id: string }) {
         {tab === 'Logs' && <Logs agentId={a.id} />}
         {tab === 'Files' && <Files agentId={a.id} />}
         {tab === 'Usage' && <Usage agentId={a.id} />}
+        {tab === 'Commerce' && <Commerce agentId={a.id} />}
         {tab === 'Health' && <Health agentId={a.id} />}
         {tab === 'Configuration' && <AgentConfig agentId={a.id} />}
         {tab === 'Manage' && <Manage agent={a} onChanged={agent.reload} />}
