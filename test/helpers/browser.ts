@@ -1,5 +1,5 @@
 /**
- * What every dashboard browser test needs (docs/dashboard.md "Tests"): Debian's Chromium driven by
+ * What every dashboard browser test needs (docs/dashboard.md "Quality checks"): Debian's Chromium driven by
  * playwright-core, a fresh build of dashboard/ for the live platform to serve, a page per viewport,
  * axe-core (no serious or critical violation), screenshots and the no-sideways-scroll check.
  * A test file skips with a message when Chromium is not installed (`chromium.available`).
