@@ -11,18 +11,30 @@ import { UUID_PATTERN } from '../../lib/ids.ts';
 import { aiRepo } from './ai.repo.ts';
 import type { StoredPlan } from './plan-rules.ts';
 
-export type StoredPlans = { lookup(userId: string | undefined): Promise<StoredPlan | null> };
+export type StoredPlans = {
+  lookup(userId: string | undefined): Promise<StoredPlan | null>;
+  /**
+   * What `lookup` would answer, when that needs no query (not a user id, or cached): lets the plan
+   * middleware decide without a promise on the common path; undefined when only `lookup` can tell.
+   */
+  peek(userId: string | undefined): StoredPlan | null | undefined;
+};
 
 export function createStoredPlans(deps: { db: Db; ttlMs?: number; now?: () => number }): StoredPlans {
   const ttlMs = deps.ttlMs ?? 5_000;
   const now = deps.now ?? Date.now;
   const cache = new Map<string, { value: StoredPlan | null; until: number }>();
+  const peek = (userId: string | undefined): StoredPlan | null | undefined => {
+    // `anonymous`, `demo` and other non-user ids never reach the database
+    if (!userId || !UUID_PATTERN.test(userId)) return null;
+    const hit = cache.get(userId);
+    return hit && hit.until > now() ? hit.value : undefined;
+  };
   return {
+    peek,
     async lookup(userId) {
-      // `anonymous`, `demo` and other non-user ids never reach the database
-      if (!userId || !UUID_PATTERN.test(userId)) return null;
-      const hit = cache.get(userId);
-      if (hit && hit.until > now()) return hit.value;
+      const known = peek(userId);
+      if (known !== undefined || !userId) return known ?? null;
       const value = await aiRepo.storedPlan(deps.db.kysely, userId.toLowerCase());
       if (cache.size > 10_000) cache.clear(); // bounded: ids come from callers holding the internal key
       cache.set(userId, { value, until: now() + ttlMs });

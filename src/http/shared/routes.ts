@@ -29,8 +29,11 @@ export type RouteModule<Scope extends string> = {
   prefix: string;
 } & { [S in Scope]?: RoutePlugin };
 
-/** A scope's authentication: a `documented` onRequest hook (./openapi.ts), or null for public routes. */
-export type ScopeHook = ((request: any, reply: any) => Promise<void>) | null;
+/** A scope's authentication: a `documented` onRequest hook (./openapi.ts), async or callback style, or null for public routes. */
+export type ScopeHook =
+  | ((request: any, reply: any) => Promise<void>)
+  | ((request: any, reply: any, done: (err?: Error) => void) => void)
+  | null;
 
 /**
  * Registers every module's plugins in their scopes: one child context per scope carrying its

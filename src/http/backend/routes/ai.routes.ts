@@ -6,12 +6,19 @@
  * of the streamed chat; the logic is in src/domains/ai/.
  */
 
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { z } from 'zod';
 import { type Config, isAdminEmail } from '../../../config/env.ts';
 import { LIMITS } from '../../../config/limits.ts';
 import type { AiService } from '../../../domains/ai/ai.service.ts';
-import { type AiActor, checkPlan, checkStoredPlan, SUBSCRIPTION_HEADER, TASK_TYPES } from '../../../domains/ai/plan-rules.ts';
+import {
+  type AiActor,
+  checkPlan,
+  checkStoredPlan,
+  type StoredPlan,
+  SUBSCRIPTION_HEADER,
+  TASK_TYPES,
+} from '../../../domains/ai/plan-rules.ts';
 import { PROVIDER_NAMES } from '../../../domains/ai/providers/provider.ts';
 import type { StoredPlans } from '../../../domains/ai/stored-plans.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
@@ -180,11 +187,8 @@ export const aiRoutes = (deps: {
       },
     );
 
-    /** §4.9/§5 plan middleware, before body validation (as the original middleware ran). */
-    const requirePlan = async (request: FastifyRequest) => {
-      const adminEmail = (email: string | undefined) => isAdminEmail(config, email);
-      const userId = namedUser(request);
-      const stored = deps.storedPlans && userId ? await deps.storedPlans.lookup(userId) : null;
+    const adminEmail = (email: string | undefined) => isAdminEmail(config, email);
+    const decide = (request: FastifyRequest, userId: string | undefined, stored: StoredPlan | null): AppError | undefined => {
       const verdict = stored
         ? checkStoredPlan(stored, request.headers, {
             subscriptionsRequired: deps.subscriptionsRequired ?? false,
@@ -192,8 +196,20 @@ export const aiRoutes = (deps: {
             userId: userId!,
           })
         : checkPlan(request.headers, adminEmail);
-      if (!verdict.ok) throw new AppError(verdict.code, verdict.error, { success: false });
+      if (!verdict.ok) return new AppError(verdict.code, verdict.error, { success: false });
       actors.set(request, verdict.actor);
+      return undefined;
+    };
+    /**
+     * §4.9/§5 plan middleware, before body validation (as the original middleware ran). A callback
+     * hook: plan headers, and a stored plan already cached, are decided without a promise (the
+     * outside client's path); only a stored plan not yet cached waits for its query.
+     */
+    const requirePlan = (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
+      const userId = namedUser(request);
+      const known = deps.storedPlans && userId ? deps.storedPlans.peek(userId) : null;
+      if (known !== undefined) return done(decide(request, userId, known));
+      deps.storedPlans!.lookup(userId).then((stored) => done(decide(request, userId, stored)), done);
     };
     const actorOf = (request: FastifyRequest) => actors.get(request)!;
 

@@ -1,0 +1,170 @@
+/**
+ * The AI proxy measured as from outside, against the floor in the same run: every server in its
+ * own process (bench/lib/proxy-processes.ts), load from autocannon in another (bench/lib/load.ts) at
+ * concurrency 64 and from the caller's hrtime client at concurrency 1.
+ *   upstream — node:http answering a fixed 100-token completion at once (no delay: at
+ *              concurrency 64 the proxies are CPU-bound, which is what a throughput ratio measures);
+ *   floor    — bare Fastify + undici Pool(128) forwarding POST /v1/chat/completions;
+ *   platform — the backend's POST /api/ai/chat with the bearer key and §4.9 plan headers
+ *              (x-user-plan, x-stripe-subscription-id; no x-user-id), a ~2.5 KB body, the per-IP
+ *              limiter on with AI_RATE_LIMIT lifted, LOG_LEVEL=warn, usage recorded to PostgreSQL.
+ * Targets: at concurrency 64 the platform carries ≥ 0.9x the floor's req/s; at concurrency 1 its
+ * mean latency exceeds the floor's by ≤ 0.2 ms. Then one more run at 64 with both proxies under
+ * V8's sampling profiler: where each spends its CPU per request, by part.
+ */
+import { join } from 'node:path';
+import { stopProcess } from './bench-db.ts';
+import { perRequestByGroup, summariseProfile } from './cpu-profile.ts';
+import { type LoadResult, measure } from './load.ts';
+import { type Proc, realisticChatBody, spawnWithPort, startFloorProcess, startUpstream100 } from './proxy-processes.ts';
+import { round } from './report.ts';
+
+const BACKEND_CHILD = join(import.meta.dirname, 'backend-child.ts');
+
+type Case = { key: string; url: string; headers: Record<string, string>; body: string; proc?: Proc };
+
+export type OutsideResult = {
+  levels: Record<string, { rps: Record<string, number[]>; meanMs: Record<string, number[]>; failures: number }>;
+  /** per round: platform req/s over floor req/s at concurrency 64 */
+  ratio64: number[];
+  /** per round: platform mean − floor mean at concurrency 1, ms */
+  ownShare1Ms: number[];
+  profile?: { requests: Record<string, number>; perRequestUs: Record<string, { group: string; us: number }[]> };
+};
+
+const med = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+export async function measureOutside(opts: {
+  dataDir: string;
+  databaseUrl: string;
+  rounds: number;
+  durationS: number;
+  warmupS: number;
+  profileDir?: string;
+  /**
+   * The load client at concurrency 1: autocannon's latencies are whole milliseconds, too coarse
+   * for a 0.2 ms target, so the caller passes its hrtime client (bench/ai-proxy.bench.ts `load`).
+   */
+  latencyClient?: (
+    target: { url: string; headers: Record<string, string>; body: string },
+    concurrency: number,
+    durationS: number,
+    warmupS: number,
+  ) => Promise<{ rps: number; meanMs: number; failures: number }>;
+  onStep?: (label: string) => void;
+}): Promise<OutsideResult> {
+  const upstream = await startUpstream100(0);
+  const procs: Proc[] = [upstream];
+  try {
+    const floor = await startFloorProcess(`http://127.0.0.1:${upstream.port}`);
+    procs.push(floor);
+    const env = {
+      DATA_DIR: opts.dataDir,
+      LOG_LEVEL: 'warn',
+      INTERNAL_API_KEY: 'bench-internal-key',
+      ROUTER_API_KEY: 'bench-router-key',
+      ROUTER_BASE_URL: upstream.base,
+      AI_RATE_LIMIT: '1000000000',
+    };
+    const backend = await spawnWithPort([BACKEND_CHILD, JSON.stringify(env), opts.databaseUrl]);
+    procs.push(backend);
+    const body = realisticChatBody('openai/gpt-4o-mini');
+    const json = { 'content-type': 'application/json' };
+    const cases: Case[] = [
+      { key: 'direct', url: `${upstream.base}/chat/completions`, headers: json, body },
+      { key: 'floor', url: floor.url, headers: json, body, proc: floor },
+      {
+        key: 'platform',
+        url: `http://127.0.0.1:${backend.port}/api/ai/chat`,
+        headers: { ...json, authorization: 'Bearer bench-internal-key', 'x-user-plan': 'network', 'x-stripe-subscription-id': 'sub_bench' },
+        body,
+        proc: backend,
+      },
+    ];
+    const check = await fetch(cases[2]!.url, { method: 'POST', headers: cases[2]!.headers, body });
+    if (check.status !== 200) throw new Error(`platform answered ${check.status}: ${(await check.text()).slice(0, 300)}`);
+    await check.text();
+
+    const run = (c: Case, connections: number, durationS: number, warmupS: number): Promise<LoadResult> =>
+      measure({ url: c.url, method: 'POST', headers: c.headers, body: c.body, connections, durationS, warmupS });
+    const out: OutsideResult = { levels: {}, ratio64: [], ownShare1Ms: [] };
+    for (const level of [1, 64]) {
+      const l: OutsideResult['levels'][string] = { rps: {}, meanMs: {}, failures: 0 };
+      out.levels[`concurrency${level}`] = l;
+      for (let r = 0; r < opts.rounds; r++) {
+        for (const c of cases) {
+          opts.onStep?.(`outside c=${level} round ${r + 1}/${opts.rounds} ${c.key}`);
+          const warmupS = r === 0 ? opts.warmupS : Math.min(1, opts.warmupS);
+          const res =
+            level === 1 && opts.latencyClient
+              ? await opts.latencyClient(c, 1, opts.durationS, warmupS)
+              : await run(c, level, opts.durationS, warmupS).then((x) => ({ ...x, failures: x.non2xx + x.errors + x.timeouts }));
+          (l.rps[c.key] ??= []).push(Math.round(res.rps));
+          (l.meanMs[c.key] ??= []).push(round(res.meanMs, 3));
+          l.failures += res.failures;
+        }
+        if (level === 64) out.ratio64.push(round(l.rps.platform!.at(-1)! / l.rps.floor!.at(-1)!, 3));
+        else out.ownShare1Ms.push(round(l.meanMs.platform!.at(-1)! - l.meanMs.floor!.at(-1)!, 3));
+      }
+    }
+    if (opts.profileDir) {
+      const requests: Record<string, number> = {};
+      const perRequestUs: Record<string, { group: string; us: number }[]> = {};
+      for (const c of cases.filter((x) => x.proc)) {
+        opts.onStep?.(`outside profile ${c.key}`);
+        await run(c, 64, 1, 0); // warm, unprofiled
+        await c.proc!.ask('profile');
+        const res = await run(c, 64, opts.durationS, 0);
+        const file = join(opts.profileDir, `${c.key}-c64.cpuprofile`);
+        await c.proc!.ask(`save ${file}`);
+        requests[c.key] = res.totalRequests;
+        perRequestUs[c.key] = perRequestByGroup(summariseProfile(file), res.totalRequests);
+      }
+      out.profile = { requests, perRequestUs };
+    }
+    return out;
+  } finally {
+    for (const p of procs.reverse()) await stopProcess(p.proc);
+  }
+}
+
+/** The markdown of one outside run: the table of rounds, the targets, and the profile by part. */
+export function outsideMarkdown(o: OutsideResult): string {
+  const lines: string[] = [];
+  lines.push('| concurrency | case | req/s (median; rounds) | mean ms (median; rounds) |', '|---:|---|---|---|');
+  for (const [level, l] of Object.entries(o.levels)) {
+    for (const key of Object.keys(l.rps)) {
+      lines.push(
+        `| ${level.replace('concurrency', '')} | ${key} | ${med(l.rps[key]!)} (${l.rps[key]!.join(', ')}) | ${round(med(l.meanMs[key]!), 3)} (${l.meanMs[key]!.join(', ')}) |`,
+      );
+    }
+  }
+  const r64 = med(o.ratio64);
+  const own1 = med(o.ownShare1Ms);
+  lines.push(
+    '',
+    `- concurrency 64: platform / floor throughput **${r64}** (rounds: ${o.ratio64.join(', ')}; target ≥ 0.9) — ${r64 >= 0.9 ? 'met' : 'not met'}`,
+    `- concurrency 1: platform mean − floor mean **${own1} ms** (rounds: ${o.ownShare1Ms.join(', ')}; target ≤ 0.2 ms) — ${own1 <= 0.2 ? 'met' : 'not met'}`,
+  );
+  if (o.profile) {
+    const groups = [...new Set(Object.values(o.profile.perRequestUs).flatMap((g) => g.map((x) => x.group)))];
+    const keys = Object.keys(o.profile.perRequestUs);
+    const us = (k: string, g: string) => o.profile!.perRequestUs[k]!.find((x) => x.group === g)?.us ?? 0;
+    const total = (k: string) => o.profile!.perRequestUs[k]!.reduce((s, x) => s + x.us, 0);
+    groups.sort((a, b) => us(keys.at(-1)!, b) - us(keys.at(-1)!, a));
+    lines.push(
+      '',
+      `CPU per request at concurrency 64 (V8 sampling profiler, self time by part, µs per request; ${keys.map((k) => `${k} ${o.profile!.requests[k]} requests`).join(', ')}):`,
+      '',
+      `| part | ${keys.join(' | ')} |`,
+      `|---|${keys.map(() => '---:').join('|')}|`,
+      ...groups.map((g) => `| ${g} | ${keys.map((k) => us(k, g)).join(' | ')} |`),
+      `| **total** | ${keys.map((k) => `**${total(k)}**`).join(' | ')} |`,
+    );
+  }
+  return lines.join('\n');
+}
