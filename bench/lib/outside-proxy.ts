@@ -50,7 +50,7 @@ export async function measureOutside(opts: {
    * for a 0.2 ms target, so the caller passes its hrtime client (bench/ai-proxy.bench.ts `load`).
    */
   latencyClient?: (
-    target: { url: string; headers: Record<string, string>; body: string },
+    target: { key: string; url: string; headers: Record<string, string>; body: string },
     concurrency: number,
     durationS: number,
     warmupS: number,
