@@ -7,6 +7,7 @@
  */
 
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import { serializerCompiler as zodSerializer } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { type Config, isAdminEmail } from '../../../config/env.ts';
 import { LIMITS } from '../../../config/limits.ts';
@@ -172,13 +173,15 @@ export const aiRoutes = (deps: {
     addDocumentedHook(
       app,
       'onRequest',
-      async (request: FastifyRequest, reply: FastifyReply) => {
-        try {
-          await ai.rateLimit(request.ip);
-        } catch (err) {
-          if (isAppError(err) && err.status === 429) reply.header('retry-after', String(err.extra?.retryAfter ?? 60));
-          throw err;
-        }
+      // a callback hook: one promise (the limiter's), not an async wrapper around it
+      (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
+        ai.rateLimit(request.ip).then(
+          () => done(),
+          (err: unknown) => {
+            if (isAppError(err) && err.status === 429) reply.header('retry-after', String(err.extra?.retryAfter ?? 60));
+            done(err as Error);
+          },
+        );
       },
       {
         responses: {
@@ -332,6 +335,10 @@ export const aiRoutes = (deps: {
           503: errorSchema,
         },
       },
+      // the 200 answer is built by ai.chat in exactly chatResponse's shape: written by picking
+      // those fields (unlisted ones still never leave), without a second zod pass over it
+      serializerCompiler: (route: { httpStatus?: string; schema: unknown; method: string; url: string }) =>
+        route.httpStatus === '200' ? serializeChat : zodSerializer(route as never),
       handler: async (request, reply) => {
         const { stream, ...input } = request.body;
         const signal = disconnectSignal(reply);
@@ -343,6 +350,18 @@ export const aiRoutes = (deps: {
     });
   },
 });
+
+/** chatResponse's fields, picked: the same JSON its zod serializer writes for what ai.chat returns. */
+function serializeChat(r: z.infer<typeof chatResponse>): string {
+  return JSON.stringify({
+    id: r.id,
+    model: r.model,
+    provider: r.provider,
+    message: { role: r.message.role, content: r.message.content },
+    usage: { prompt_tokens: r.usage.prompt_tokens, completion_tokens: r.usage.completion_tokens, total_tokens: r.usage.total_tokens },
+    timestamp: r.timestamp,
+  });
+}
 
 async function writeSse(request: FastifyRequest, reply: FastifyReply, opened: Awaited<ReturnType<AiService['chatStream']>>) {
   const res = startEventStream(request, reply);
