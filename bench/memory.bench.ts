@@ -1,26 +1,49 @@
 /**
- * Idle resident memory of the platform (both apps, the workers and the drivers in one Node
- * process), PostgreSQL excluded: started with a fresh DATA_DIR (embedded PostgreSQL, which runs
- * as its own processes and is not counted), left idle after both apps answer, and its VmRSS read
- * from /proc. Measured twice: as `npm start` runs it (the sources compiled by
- * scripts/build-server.ts, `node dist/main.js`; here a scratch copy beside dist/) and straight
- * from the sources (`node src/main.ts`, Node stripping types). Goal: ≤ 150 MB for the first.
- * Settings: BENCH_IDLE_S (seconds idle before the reading, default 10).
+ * Idle resident memory (VmRSS from /proc) of the platform and of one built-in-runtime agent.
+ *
+ * Platform: both apps, the workers and the drivers in one Node process, PostgreSQL excluded:
+ * started with a fresh DATA_DIR (embedded PostgreSQL, which runs as its own processes and is not
+ * counted), left idle after both apps answer. Measured as `npm start` runs it (the sources
+ * compiled by scripts/build-server.ts, `node dist/main.js`; here a scratch copy beside dist/) and
+ * straight from the sources (`node src/main.ts`, Node stripping types). Goal: ≤ 150 MB for the first.
+ *
+ * Agent: one agent started through the platform's local driver (sandbox, own uid and network
+ * namespace where this machine allows them, as the platform runs it), from the compiled tree (what
+ * `npm start` launches) and from the sources, its model a local OpenAI-compatible server. The
+ * whole process tree is counted: the runtime's process group (bwrap, bwrap as the namespace's
+ * init, node) and the pasta serving its network. Read idle after /healthz answers, idle after one
+ * HTTP and one WebSocket chat, and idle after a burst of chats. Goal: ≤ 45 MB idle.
+ * Settings: BENCH_IDLE_S (seconds idle before each reading, default 10), BENCH_AGENT_CHATS (the
+ * burst, default 2000 requests at concurrency 4).
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import WebSocket from 'ws';
 import { buildServer } from '../scripts/build-server.ts';
 import { freePort } from '../src/db/embedded.ts';
+import type { createLocalDriver as CreateLocalDriver } from '../src/domains/agents/drivers/local.driver.ts';
+import { readComm, readProcStat } from '../src/domains/agents/drivers/proc.ts';
+import { FIRST_AGENT_UID } from '../src/domains/agents/drivers/sandbox.ts';
 import { describeMachine, machineLine } from './lib/machine.ts';
 import { type BenchOutput, round } from './lib/report.ts';
 
 const ROOT = join(import.meta.dirname, '..');
-const rssMb = (pid: number) => {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A field of /proc/<pid>/status in MB (VmRSS: what `ps` shows; RssAnon: the part no other process shares). */
+const statusMb = (pid: number, field: 'VmRSS' | 'RssAnon') => {
+  try {
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
 };
+const rssMb = (pid: number) => statusMb(pid, 'VmRSS');
 
 async function measure(entry: string, idleS: number): Promise<{ atStart: number; idle: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'memory-bench-'));
@@ -50,10 +73,10 @@ async function measure(entry: string, idleS: number): Promise<{ atStart: number;
       );
       if (ok) break;
       if (Date.now() > deadline || child.exitCode !== null) throw new Error(`platform did not start: ${stderr.slice(-500)}`);
-      await new Promise((r) => setTimeout(r, 250));
+      await sleep(250);
     }
     const atStart = rssMb(child.pid!);
-    await new Promise((r) => setTimeout(r, idleS * 1000));
+    await sleep(idleS * 1000);
     const idle = rssMb(child.pid!);
     return { atStart, idle };
   } finally {
@@ -66,18 +89,159 @@ async function measure(entry: string, idleS: number): Promise<{ atStart: number;
   }
 }
 
+type TreeReading = { totalMb: number; anonMb: number; processes: { name: string; rssMb: number; anonMb: number }[] };
+
+/**
+ * Every process of the agent: the runtime's process group (the driver starts it as a group
+ * leader: bwrap, or the runtime itself without a sandbox) and the pasta whose command line names
+ * the agent's network namespace.
+ */
+function agentTree(state: { pid: number; network?: { nsFile: string } }): TreeReading {
+  const group = readProcStat(state.pid)?.pgrp;
+  const processes: TreeReading['processes'] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    let argv: string[] = [];
+    try {
+      argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue; // gone
+    }
+    const mine =
+      (group !== undefined && readProcStat(pid)?.pgrp === group) ||
+      (state.network !== undefined && /^(pasta|passt)/.test(readComm(pid) ?? '') && argv.includes(state.network.nsFile));
+    if (mine)
+      processes.push({
+        name: (argv[0] ?? '').split('/').at(-1)!,
+        rssMb: round(rssMb(pid), 1),
+        anonMb: round(statusMb(pid, 'RssAnon'), 1),
+      });
+  }
+  const sum = (k: 'rssMb' | 'anonMb') =>
+    round(
+      processes.reduce((s, p) => s + p[k], 0),
+      1,
+    );
+  return { totalMb: sum('rssMb'), anonMb: sum('anonMb'), processes };
+}
+
+/** An OpenAI-compatible model answering every chat at once, in this process. */
+async function fakeModel(): Promise<{ url: string; close: () => void }> {
+  const answer = JSON.stringify({ object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' } }] });
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end(answer));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, close: () => server.close() };
+}
+
+type AgentMemory = { idle: TreeReading; afterFirstChats: TreeReading; afterBurst: TreeReading; burstRps: number };
+
+/** One agent through the local driver of the tree at `codeDir` (src/, or a compiled copy). */
+async function measureAgent(codeDir: string, idleS: number, chats: number): Promise<AgentMemory> {
+  const ext = codeDir.endsWith('src') ? 'ts' : 'js';
+  const { createLocalDriver } = (await import(
+    pathToFileURL(join(codeDir, 'domains', 'agents', 'drivers', `local.driver.${ext}`)).href
+  )) as {
+    createLocalDriver: typeof CreateLocalDriver;
+  };
+  const dataDir = mkdtempSync(join(tmpdir(), 'memory-agent-'));
+  chmodSync(dataDir, 0o755); // a sandboxed agent's user must reach its folders
+  const model = await fakeModel();
+  const driver = createLocalDriver({ dataDir, runtime: 'builtin' });
+  const token = 'm'.repeat(48);
+  const agentId = 'memory-agent';
+  try {
+    const d = await driver.deploy({
+      agentId,
+      userId: 'memory-bench',
+      plan: 'label',
+      gatewayToken: token,
+      platformApiKey: 'apk_memory_bench',
+      backendUrl: 'http://127.0.0.1:9',
+      config: {},
+      env: { AGENT_MODEL_BASE_URL: model.url, AGENT_MODEL: 'bench-model' },
+      // as root the agent gets a user of its own, as the platform gives it (far above the ids the database hands out)
+      ...(process.getuid?.() === 0 ? { sandboxUid: FIRST_AGENT_UID + 999_000_000 } : {}),
+    });
+    const deadline = Date.now() + 30_000;
+    while (
+      !(await fetch(`${d.url}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      ))
+    ) {
+      if (Date.now() > deadline) throw new Error('the agent did not answer /healthz');
+      await sleep(20);
+    }
+    const state = JSON.parse(readFileSync(join(dataDir, 'agents', agentId, 'driver-state.json'), 'utf8'));
+    await sleep(idleS * 1000);
+    const idle = agentTree(state);
+
+    const chat = () =>
+      fetch(`${d.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ messages: [{ role: 'user', content: 'hello' }] }),
+      }).then(async (r) => {
+        if (!r.ok) throw new Error(`chat answered ${r.status}: ${await r.text()}`);
+        await r.arrayBuffer();
+      });
+    await chat();
+    const ws = new WebSocket(`${d.url.replace('http', 'ws')}/ws`, { headers: { authorization: `Bearer ${token}` } });
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    const frame = new Promise<string>((r) => ws.once('message', (m) => r(String(m))));
+    ws.send(JSON.stringify({ type: 'chat', content: 'hello' }));
+    if (!(await frame).includes('"reply"')) throw new Error('the WebSocket chat did not reply');
+    ws.close();
+    await sleep(idleS * 1000);
+    const afterFirstChats = agentTree(state);
+
+    const started = performance.now();
+    let sent = 0;
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (sent < chats) {
+          sent++;
+          await chat();
+        }
+      }),
+    );
+    const burstRps = chats / ((performance.now() - started) / 1000);
+    await sleep(idleS * 1000);
+    return { idle, afterFirstChats, afterBurst: agentTree(state), burstRps: round(burstRps, 0) };
+  } finally {
+    await driver.shutdown();
+    model.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+const describeTree = (t: TreeReading) => t.processes.map((p) => `${p.name} ${p.rssMb}`).join(' + ');
+
 export async function run(): Promise<BenchOutput> {
   const machine = describeMachine();
   const idleS = Number(process.env.BENCH_IDLE_S ?? 10);
+  const chats = Number(process.env.BENCH_AGENT_CHATS ?? 2000);
   const out = join(ROOT, `.dist-bench-${process.pid}`);
   let compiled: { atStart: number; idle: number };
+  let agentCompiled: AgentMemory;
   try {
     buildServer(out);
     compiled = await measure(relative(ROOT, join(out, 'main.js')), idleS);
+    agentCompiled = await measureAgent(out, idleS, chats);
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
   const source = await measure('src/main.ts', idleS);
+  const agentSource = await measureAgent(join(ROOT, 'src'), idleS, chats);
+  const bare = spawn(process.execPath, ['-e', 'setInterval(()=>{},1000)'], { stdio: 'ignore' });
+  await sleep(2_000);
+  const bareNodeMb = round(rssMb(bare.pid!), 1);
+  bare.kill('SIGKILL');
+
   const results = {
     machine,
     idleS,
@@ -85,7 +249,10 @@ export async function run(): Promise<BenchOutput> {
     rssIdleMb: round(compiled.idle, 1),
     fromSourceRssIdleMb: round(source.idle, 1),
     goalMb: 150,
+    agent: { compiled: agentCompiled, fromSource: agentSource, burstChats: chats, bareNodeMb, goalMb: 45 },
   };
+  const row = (label: string, a: AgentMemory) =>
+    `| ${label} | **${a.idle.totalMb}** (${describeTree(a.idle)}) | ${a.idle.anonMb} | ${a.afterFirstChats.totalMb} | ${a.afterBurst.totalMb} (${a.burstRps} req/s) |`;
   const markdown = [
     `Machine: ${machineLine(machine)}`,
     '',
@@ -99,6 +266,16 @@ export async function run(): Promise<BenchOutput> {
       '(a WebAssembly swc, ~18 MB resident for the life of the process) is never loaded; viem (~27 MB on top of the other ' +
       'dependencies: SIWE, receipts, MPP, wallets) is imported on first use (src/lib/viem.ts); so are the `stripe` SDK, `ioredis` ' +
       '(REDIS_URL) and the common-password dictionaries (first registration).',
+    '',
+    `One built-in-runtime agent started by the local driver, its whole process tree (VmRSS, MB, each reading after ${idleS} s idle): ` +
+      `when it first answers /healthz; after one HTTP and one WebSocket chat; after a burst of ${chats} chat requests (concurrency 4). ` +
+      `A bare Node process (\`setInterval\` only), same Node: ${bareNodeMb} MB. Goal ≤ 45 MB idle. "Anonymous" (RssAnon) is the ` +
+      "part no other process shares; the rest is mostly the pages of Node's own executable, shared with every other agent and the platform.",
+    '',
+    '| runtime | idle (processes) | of it anonymous | after first chats | after the burst |',
+    '|---|---|---:|---:|---:|',
+    row('compiled (as `npm start` launches it)', agentCompiled),
+    row('from the sources (tests, `npm run start:src`)', agentSource),
   ].join('\n');
   return { name: 'memory', results, markdown };
 }
