@@ -12,6 +12,7 @@
  * mean latency exceeds the floor's by ≤ 0.2 ms. Then one more run at 64 with both proxies under
  * V8's sampling profiler: where each spends its CPU per request, by part.
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stopProcess } from './bench-db.ts';
 import { perRequestByGroup, summariseProfile } from './cpu-profile.ts';
@@ -27,10 +28,28 @@ export type OutsideResult = {
   levels: Record<string, { rps: Record<string, number[]>; meanMs: Record<string, number[]>; failures: number }>;
   /** per round: platform req/s over floor req/s at concurrency 64 */
   ratio64: number[];
+  /** per round at concurrency 64: CPU µs per request of each proxy process (Linux only) */
+  cpuPerRequestUs: Record<string, number[]>;
+  /** per round: floor CPU per request over platform CPU per request (the throughput ratio CPU-bound proxies would have) */
+  cpuRatio64: number[];
   /** per round: platform mean − floor mean at concurrency 1, ms */
   ownShare1Ms: number[];
   profile?: { requests: Record<string, number>; perRequestUs: Record<string, { group: string; us: number }[]> };
 };
+
+/**
+ * CPU time (user + system, µs) a process has used, from /proc (Linux); undefined elsewhere. CPU per
+ * request is what a throughput ratio measures when the proxy is the bottleneck, and unlike req/s it
+ * barely moves when other work on a shared machine takes the cores for a while.
+ */
+function cpuMicros(pid: number | undefined): number | undefined {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / 100; // utime + stime in clock ticks (USER_HZ 100)
+  } catch {
+    return undefined;
+  }
+}
 
 const med = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -91,7 +110,7 @@ export async function measureOutside(opts: {
 
     const run = (c: Case, connections: number, durationS: number, warmupS: number): Promise<LoadResult> =>
       measure({ url: c.url, method: 'POST', headers: c.headers, body: c.body, connections, durationS, warmupS });
-    const out: OutsideResult = { levels: {}, ratio64: [], ownShare1Ms: [] };
+    const out: OutsideResult = { levels: {}, ratio64: [], ownShare1Ms: [], cpuPerRequestUs: {}, cpuRatio64: [] };
     for (const level of [1, 64]) {
       const l: OutsideResult['levels'][string] = { rps: {}, meanMs: {}, failures: 0 };
       out.levels[`concurrency${level}`] = l;
@@ -99,16 +118,27 @@ export async function measureOutside(opts: {
         for (const c of cases) {
           opts.onStep?.(`outside c=${level} round ${r + 1}/${opts.rounds} ${c.key}`);
           const warmupS = r === 0 ? opts.warmupS : Math.min(1, opts.warmupS);
-          const res =
-            level === 1 && opts.latencyClient
-              ? await opts.latencyClient(c, 1, opts.durationS, warmupS)
-              : await run(c, level, opts.durationS, warmupS).then((x) => ({ ...x, failures: x.non2xx + x.errors + x.timeouts }));
+          let res: { rps: number; meanMs: number; failures: number };
+          if (level === 1 && opts.latencyClient) res = await opts.latencyClient(c, 1, opts.durationS, warmupS);
+          else {
+            if (warmupS > 0) await run(c, level, warmupS, 0);
+            const before = cpuMicros(c.proc?.proc.pid);
+            const x = await run(c, level, opts.durationS, 0);
+            const after = cpuMicros(c.proc?.proc.pid);
+            if (before !== undefined && after !== undefined && x.totalRequests > 0)
+              (out.cpuPerRequestUs[c.key] ??= []).push(Math.round((after - before) / x.totalRequests));
+            res = { ...x, failures: x.non2xx + x.errors + x.timeouts };
+          }
           (l.rps[c.key] ??= []).push(Math.round(res.rps));
           (l.meanMs[c.key] ??= []).push(round(res.meanMs, 3));
           l.failures += res.failures;
         }
-        if (level === 64) out.ratio64.push(round(l.rps.platform!.at(-1)! / l.rps.floor!.at(-1)!, 3));
-        else out.ownShare1Ms.push(round(l.meanMs.platform!.at(-1)! - l.meanMs.floor!.at(-1)!, 3));
+        if (level === 64) {
+          out.ratio64.push(round(l.rps.platform!.at(-1)! / l.rps.floor!.at(-1)!, 3));
+          const cpu = out.cpuPerRequestUs;
+          if (cpu.platform?.length === r + 1 && cpu.floor?.length === r + 1)
+            out.cpuRatio64.push(round(cpu.floor.at(-1)! / cpu.platform.at(-1)!, 3));
+        } else out.ownShare1Ms.push(round(l.meanMs.platform!.at(-1)! - l.meanMs.floor!.at(-1)!, 3));
       }
     }
     if (opts.profileDir) {
@@ -148,6 +178,13 @@ export function outsideMarkdown(o: OutsideResult): string {
   lines.push(
     '',
     `- concurrency 64: platform / floor throughput **${r64}** (rounds: ${o.ratio64.join(', ')}; target ≥ 0.9) — ${r64 >= 0.9 ? 'met' : 'not met'}`,
+    ...(o.cpuRatio64.length
+      ? [
+          `- concurrency 64, CPU per request of each proxy process (/proc, whole measured phase): floor ${med(o.cpuPerRequestUs.floor!)} µs ` +
+            `(${o.cpuPerRequestUs.floor!.join(', ')}), platform ${med(o.cpuPerRequestUs.platform!)} µs (${o.cpuPerRequestUs.platform!.join(', ')}): ` +
+            `floor / platform **${med(o.cpuRatio64)}** (rounds: ${o.cpuRatio64.join(', ')}), the throughput ratio when each proxy is the bottleneck`,
+        ]
+      : []),
     `- concurrency 1: platform mean − floor mean **${own1} ms** (rounds: ${o.ownShare1Ms.join(', ')}; target ≤ 0.2 ms) — ${own1 <= 0.2 ? 'met' : 'not met'}`,
   );
   if (o.profile) {
