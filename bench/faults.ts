@@ -256,6 +256,11 @@ try {
   const writes = await checkConfigWrites(stack.pg.superuserUrl, creds.userIds, done.acks['POST /api/config'] ?? []);
   const overall = { noFailuresOutsideWindows: outside.length === 0, noLostWrites: writes.lost.length === 0 };
   failed = !Object.values(overall).every(Boolean) || results.some((r) => !Object.values(r.checks).every(Boolean));
+  const failedChecks = results.flatMap((r) =>
+    Object.entries(r.checks)
+      .filter(([, v]) => !v)
+      .map(([k]) => `${r.name}.${k}`),
+  );
   const fmtChecks = (c: Record<string, boolean>) =>
     Object.entries(c)
       .map(([k, v]) => `${k} ${v ? 'yes' : '**NO**'}`)
@@ -279,7 +284,9 @@ try {
     `Whole run: ${summarise(load.ticks).reduce((s, r) => s + r.count, 0)} requests; server failures outside the fault windows: ` +
       `${outside.reduce((s, f) => s + f.n, 0)}${outside.length ? ` (first: ${JSON.stringify(outside[0])})` : ''}; ` +
       `acknowledged config saves found in the database: ${writes.checked - writes.lost.length}/${writes.checked} users` +
-      `${writes.lost.length ? ` — **lost: ${JSON.stringify(writes.lost)}**` : ''}. Result: **${failed ? 'FAIL' : 'pass'}** (${fmtChecks(overall)}).`,
+      `${writes.lost.length ? ` — **lost: ${JSON.stringify(writes.lost)}**` : ''}. Result: **${failed ? 'FAIL' : 'pass'}** (${fmtChecks(overall)}${
+        failedChecks.length ? `; failed phase checks: ${failedChecks.join(', ')}` : ''
+      }).`,
   ].join('\n');
   console.log(`\n${markdown}`);
 } catch (err) {
