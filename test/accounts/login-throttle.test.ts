@@ -3,7 +3,8 @@
  * §4.1 login, §7 429). Clients are told apart by their socket address (`remoteAddress`).
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createMemoryRateLimiter, createRedisRateLimiter } from '../../src/lib/rate-limiter.ts';
 import { signUp, startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 
@@ -129,5 +130,31 @@ describe('common passwords are refused at registration (list from @zxcvbn-ts/lan
       payload: { email: `ok-${randomBytes(4).toString('hex')}@example.com`, password: 'q7#Lm2!z' },
     });
     expect(res.statusCode).toBe(201);
+  });
+});
+
+describe('a database outage is not a wrong password (the fault bench, docs/benchmarks.md "Load and faults")', () => {
+  it('sign-ins that failed because the database was down do not count: the right password works once it is back', async () => {
+    const t = await startTestPlatform({ LOGIN_FAILURE_LIMIT: '5', REGISTER_RATE_LIMIT: '1000' });
+    const admin = new pg.Client({ connectionString: inject('dbAdminUrl') });
+    await admin.connect();
+    const name = new URL(t.database.url).pathname.slice(1);
+    try {
+      const u = await signUp(t.web);
+      // the platform's database stops taking connections and its open ones are ended (a restart, as the bench does)
+      await admin.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS false`);
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name]);
+      for (let i = 0; i < 8; i++) {
+        const res = await login(t, u.email, u.password, '198.51.100.77');
+        expect(res.statusCode).toBeGreaterThanOrEqual(500);
+        expect(typeof res.json().error).toBe('string');
+      }
+      await admin.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`);
+      expect((await login(t, u.email, u.password, '198.51.100.77')).statusCode).toBe(200);
+    } finally {
+      await admin.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`).catch(() => {});
+      await admin.end();
+      await t.close();
+    }
   });
 });

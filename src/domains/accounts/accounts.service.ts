@@ -155,10 +155,17 @@ export function createAccountsService(deps: AccountsDeps) {
       // failed-attempt limits (login-throttle.ts): 429 with Retry-After before any password check
       const attempt = await loginThrottle.attempt(email, meta.ip);
       if (attempt.refusedForMs !== undefined) throw tooManyLogins(attempt.refusedForMs);
-      const user = await accountsRepo.findUserForLogin(db.kysely, email.trim());
-      if (attempt.accountLimited && !(user && (await accountsRepo.hasLiveSessionFromIp(db.kysely, user.id, meta.ip)))) {
-        throw tooManyLogins(attempt.accountRetryAfterMs);
+      let user: Awaited<ReturnType<typeof accountsRepo.findUserForLogin>>;
+      let sessionHere = false;
+      try {
+        user = await accountsRepo.findUserForLogin(db.kysely, email.trim());
+        if (attempt.accountLimited && user) sessionHere = await accountsRepo.hasLiveSessionFromIp(db.kysely, user.id, meta.ip);
+      } catch (err) {
+        // no password was checked: a database outage must not count as a guess (docs/security.md "Password sign-in")
+        await attempt.abandoned().catch(() => {});
+        throw err;
       }
+      if (attempt.accountLimited && !sessionHere) throw tooManyLogins(attempt.accountRetryAfterMs);
       const ok = await argonVerify(user?.password_hash ?? (await DUMMY_HASH), password).catch(() => false);
       if (!user?.password_hash || !ok) throw unauthorized('Invalid credentials');
       await attempt.succeeded();

@@ -31,6 +31,11 @@ export type LoginAttempt = {
   refusedForMs: number | undefined;
   accountRetryAfterMs: number;
   succeeded(): Promise<void>;
+  /**
+   * The attempt never reached the password check because the platform failed (database down):
+   * its counts are taken back, so an outage does not lock people out as if they had guessed.
+   */
+  abandoned(): Promise<void>;
 };
 
 export function createLoginThrottle(limiter: RateLimiter, config: LoginThrottleConfig) {
@@ -55,6 +60,9 @@ export function createLoginThrottle(limiter: RateLimiter, config: LoginThrottleC
         accountRetryAfterMs: perAcct.retryAfterMs,
         async succeeded() {
           await Promise.all([limiter.reset(keys.pair), limiter.release(keys.ip), limiter.release(keys.acct)]);
+        },
+        async abandoned() {
+          await Promise.all([limiter.release(keys.pair), limiter.release(keys.ip), limiter.release(keys.acct)]);
         },
       };
     },
