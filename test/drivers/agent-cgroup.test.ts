@@ -4,7 +4,7 @@
  * the kernel enforcing them: a process started through enter() is in the agent's group from its
  * first instruction, and one that allocates past the plan's memory is killed there.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -103,5 +103,17 @@ describe.skipIf(!real.cgroups)("the machine's cgroups", () => {
     );
     expect(hog.stdout).not.toContain('survived');
     expect(hog.signal).toBe('SIGKILL');
+  });
+
+  it("lists the group's processes (what stopping an agent ends: never another platform's agent with the same uid)", async () => {
+    const procs = real.cgroups!.prepare(id, { memoryMb: 64, cpus: 0.5 });
+    const cmd = enter(procs, process.execPath, ['-e', 'setTimeout(() => {}, 30_000)']);
+    const child = spawn(cmd.file, cmd.args, { stdio: 'ignore' });
+    const deadline = Date.now() + 5_000;
+    while (!real.cgroups!.processes(id).includes(child.pid!) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(real.cgroups!.processes(id)).toEqual([child.pid]);
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    expect(real.cgroups!.processes(id)).toEqual([]);
   });
 });

@@ -31,6 +31,12 @@ export type AgentCgroups = {
    * process writes its pid to (enter()).
    */
   prepare(agentId: string, resources: Pick<PlanResources, 'memoryMb' | 'cpus'>): string[];
+  /**
+   * Every process in the agent's group (empty when it has none). The agent cannot leave its group
+   * (cgroup.procs elsewhere is root's), and the group is named by the agent's id, unique across
+   * platforms sharing this machine, unlike its uid (each database numbers its agents' users alike).
+   */
+  processes(agentId: string): number[];
   /** The agent's group is removed once no process is left in it (a no-op while one still is). */
   remove(agentId: string): void;
 };
@@ -85,6 +91,7 @@ function detectV1(dirs: { memory: string; cpu: string; pids: string }): CgroupsR
         write(join(g.pids, 'pids.max'), AGENT_PIDS_MAX);
         return Object.values(g).map((d) => join(d, 'cgroup.procs'));
       },
+      processes: (agentId) => readProcs(join(group(agentId).pids, 'cgroup.procs')),
       remove(agentId) {
         for (const d of Object.values(group(agentId))) removeGroup(d);
       },
@@ -124,6 +131,7 @@ function detectV2(root: string, selfCgroup: string): CgroupsReport {
         write(join(g, 'pids.max'), AGENT_PIDS_MAX);
         return [join(g, 'cgroup.procs')];
       },
+      processes: (agentId) => readProcs(join(parent, agentId, 'cgroup.procs')),
       remove(agentId) {
         removeGroup(join(parent, agentId));
       },
@@ -140,6 +148,13 @@ export function enter(procsFiles: string[], file: string, args: string[]): { fil
   if (procsFiles.length === 0) return { file, args };
   const script = 'n=$1; shift; while [ "$n" -gt 0 ]; do echo $$ > "$1" || exit 125; shift; n=$((n-1)); done; exec "$@"';
   return { file: '/bin/sh', args: ['-c', script, 'agent-cgroup', String(procsFiles.length), ...procsFiles, file, ...args] };
+}
+
+function readProcs(file: string): number[] {
+  return safeRead(file)
+    .split('\n')
+    .map(Number)
+    .filter((pid) => Number.isInteger(pid) && pid > 0);
 }
 
 function removeGroup(dir: string) {

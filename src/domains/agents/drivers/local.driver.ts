@@ -125,10 +125,16 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     statsReader.forget(state?.pid ?? -1);
     // any other process of this agent (one started by another platform process on the same DATA_DIR,
     // or left by a crash between spawn and the state file): at most one process per agent lives.
-    // With a user of its own, that user's processes are the agent's (the kernel says so); without
-    // one the agent runs as the platform's user anyway, and its environment names it
+    // In its cgroup, the group's processes are the agent's (the kernel says so, and the group is
+    // named by the agent's id, so another platform on this machine whose agents got the same uids
+    // from their own database is never touched). Else, with a user of its own, that user's
+    // processes; without one the agent runs as the platform's user anyway, and its environment names it
     const uid = state?.uid ?? entry?.uid;
-    const strays = uid !== undefined ? processesOfUid(uid) : agentProcesses(agentId, dirs(agentId).workspace);
+    const strays = cgroups
+      ? cgroups.processes(agentId)
+      : uid !== undefined
+        ? processesOfUid(uid)
+        : agentProcesses(agentId, dirs(agentId).workspace);
     await Promise.all(strays.map((p) => stopProcess(p, graceMs)));
     await closeAgentNetworks(network, dirs(agentId).base);
     cgroups?.remove(agentId);
