@@ -5,7 +5,10 @@
  *             wallet balance in the ledger);
  *   session — `X-Payment-Method: session` (bearer session id; the EIP-712 receipt is signed and
  *             the debit is one conditional INSERT … SELECT … FOR UPDATE).
- * Goal: session p50 at most 1.1x key p50. Settings as the AI proxy bench (BENCH_DURATION,
+ * Goal: session p50 at most 1.1x key p50. Beside them the floor (bench/lib/proxy-processes.ts: a
+ * bare Node proxy in its own process, Fastify + undici forwarding the chat call to the same
+ * upstream): each case's throughput over the floor's and its mean latency over the floor's, per
+ * round. Settings as the AI proxy bench (BENCH_DURATION,
  * BENCH_WARMUP, BENCH_ROUNDS, BENCH_AI_DELAY_MS).
  */
 import { randomBytes } from 'node:crypto';
@@ -22,6 +25,7 @@ import { type ClientResult, load, median, startUpstream, type Target } from './a
 import { type BenchDatabase, startBenchDatabase, stopProcess } from './lib/bench-db.ts';
 import { loadSettings } from './lib/load.ts';
 import { describeMachine, machineLine } from './lib/machine.ts';
+import { startFloorProcess } from './lib/proxy-processes.ts';
 import { type BenchOutput, round } from './lib/report.ts';
 
 export async function run(): Promise<BenchOutput> {
@@ -34,6 +38,7 @@ export async function run(): Promise<BenchOutput> {
   let db: Db | undefined;
   let platform: Platform | undefined;
   let web: App | undefined;
+  let floor: Awaited<ReturnType<typeof startFloorProcess>> | undefined;
   try {
     database = await startBenchDatabase('gateway-bench');
     const dir = database.dir;
@@ -105,7 +110,14 @@ export async function run(): Promise<BenchOutput> {
 
     const body = JSON.stringify({ plugin: 'generate-text', messages: [{ role: 'user', content: 'Say hello in one short sentence.' }] });
     const url = `${base}/api/v1/gateway`;
+    floor = await startFloorProcess(new URL(upstream.base).origin);
     const targets: Target[] = [
+      {
+        key: 'floor',
+        url: floor.url,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello in one short sentence.' }] }),
+      },
       { key: 'key', url, headers: { 'content-type': 'application/json', authorization: `Bearer ${key.key}` }, body },
       {
         key: 'session',
@@ -136,10 +148,26 @@ export async function run(): Promise<BenchOutput> {
       }
       const k = perRound.key!;
       const s = perRound.session!;
+      const f = perRound.floor!;
+      const overFloor = (runs: ClientResult[]) => ({
+        throughput: round(median(runs.map((x, i) => x.rps / f[i]!.rps)), 3),
+        meanMs: round(median(runs.map((x, i) => x.meanMs - f[i]!.meanMs)), 3),
+      });
+      const kf = overFloor(k);
+      const sf = overFloor(s);
       const ratio50 = median(s.map((x, i) => x.p50Ms / k[i]!.p50Ms));
       const ratio99 = median(s.map((x, i) => x.p99Ms / k[i]!.p99Ms));
-      results[`concurrency${c}`] = { key: k, session: s, sessionToKeyP50: round(ratio50, 3), sessionToKeyP99: round(ratio99, 3) };
+      results[`concurrency${c}`] = {
+        floor: f,
+        key: k,
+        session: s,
+        sessionToKeyP50: round(ratio50, 3),
+        sessionToKeyP99: round(ratio99, 3),
+        keyOverFloor: kf,
+        sessionOverFloor: sf,
+      };
       for (const [name, runs] of [
+        ['floor', f],
         ['key', k],
         ['session', s],
       ] as const) {
@@ -147,7 +175,10 @@ export async function run(): Promise<BenchOutput> {
           `| ${c} | ${name} | ${round(median(runs.map((x) => x.rps)), 0)} | ${round(median(runs.map((x) => x.p50Ms)), 2)} | ${round(median(runs.map((x) => x.p99Ms)), 2)} | ${runs.reduce((a, x) => a + x.failures, 0)} |`,
         );
       }
-      lines.push(`- concurrency ${c}: session / key latency p50 ${round(ratio50, 3)}x, p99 ${round(ratio99, 3)}x (goal ≤ 1.1x)`);
+      lines.push(
+        `- concurrency ${c}: session / key latency p50 ${round(ratio50, 3)}x, p99 ${round(ratio99, 3)}x (goal ≤ 1.1x); ` +
+          `over the floor: key ${kf.throughput}x its req/s and +${kf.meanMs} ms mean, session ${sf.throughput}x and +${sf.meanMs} ms`,
+      );
     }
     results.machine = machine;
     results.settings = { ...settings, delayMs, levels };
@@ -157,7 +188,8 @@ export async function run(): Promise<BenchOutput> {
       `Upstream: local OpenAI-compatible server answering after a fixed ${delayMs} ms (its own process). Both cases call ` +
         '`POST /api/v1/gateway` with plugin `generate-text` on a real listening web app with the embedded PostgreSQL: **key** ' +
         "(`Authorization: Bearer sk_…`; the card method debits the caller's wallet balance in the ledger) and **session** " +
-        '(`X-Payment-Method: session`; EIP-712 receipt signed, one-statement conditional debit). ' +
+        '(`X-Payment-Method: session`; EIP-712 receipt signed, one-statement conditional debit); **floor**: a bare Node proxy ' +
+        '(Fastify + undici, its own process) forwarding the same chat call to the same upstream, what any Node proxy pays here. ' +
         `${settings.rounds} alternating rounds of ${settings.durationS} s per case and level; medians over rounds; the ratio is per round, then the median.`,
       '',
       '| concurrency | case | req/s | p50 ms | p99 ms | failures |',
@@ -172,6 +204,7 @@ export async function run(): Promise<BenchOutput> {
     await platform?.close().catch(() => {});
     await db?.close().catch(() => {});
     await database?.stop();
+    if (floor) await stopProcess(floor.proc);
     await stopProcess(upstream.proc);
   }
 }

@@ -80,14 +80,15 @@ for await (const line of createInterface({ input: process.stdin })) {
 }
 `;
 
-/** The floor: run in ROOT so it resolves fastify and undici. argv: upstream origin. */
+/** The floor: run in ROOT so it resolves fastify and undici. argv: upstream origin, JSON of extra upstream headers. */
 const FLOOR = `
 import Fastify from 'fastify';
 import { Pool } from 'undici';
 const pool = new Pool(process.argv[1], { connections: 128 });
+const headers = { 'content-type': 'application/json', ...JSON.parse(process.argv[2] ?? '{}') };
 const app = Fastify({ logger: false });
 app.post('/v1/chat/completions', async (request, reply) => {
-  const r = await pool.request({ method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request.body) });
+  const r = await pool.request({ method: 'POST', path: '/v1/chat/completions', headers, body: JSON.stringify(request.body) });
   reply.code(r.statusCode).header('content-type', r.headers['content-type']);
   return reply.send(r.body);
 });
@@ -141,8 +142,9 @@ export async function startUpstream100(delayMs: number): Promise<Proc & { base: 
   return { ...p, base: `http://127.0.0.1:${p.port}/v1` };
 }
 
-export async function startFloorProcess(upstreamOrigin: string): Promise<Proc & { url: string }> {
-  const p = await spawnWithPort(['--input-type=module', '-e', FLOOR, upstreamOrigin]);
+/** `headers`: sent upstream on every request (an agent gateway's token); the floor itself checks nothing. */
+export async function startFloorProcess(upstreamOrigin: string, headers: Record<string, string> = {}): Promise<Proc & { url: string }> {
+  const p = await spawnWithPort(['--input-type=module', '-e', FLOOR, upstreamOrigin, JSON.stringify(headers)]);
   return { ...p, url: `http://127.0.0.1:${p.port}/v1/chat/completions` };
 }
 
