@@ -307,6 +307,7 @@ export function createPlatform(deps: PlatformDeps) {
       ),
     /** Starts the deployment worker (backend processes): re-deploys agents that should run, then takes jobs. */
     async startWorkers() {
+      await driver.ready?.(); // a container driver's settings (KUBECONFIG, DOCKER_HOST) are checked before any job runs
       worker ??= createDeploymentWorker({ db, agents, logger: log, ...(deps.workerPollMs ? { pollMs: deps.workerPollMs } : {}) });
       await worker.start();
       if (deps.watchdogEnabled !== false) {

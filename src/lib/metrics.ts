@@ -3,8 +3,14 @@
  * agents by status and the deployment queue (read from PostgreSQL when scraped), database pool
  * usage, and AI provider latency and fallbacks (observed as they happen).
  */
+
+import { createRequire } from 'node:module';
 import type pg from 'pg';
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type * as PromClient from 'prom-client';
+import type { Registry } from 'prom-client';
+
+/** prom-client is required when metrics are first made (METRICS_TOKEN set), not at start (src/http/shared/metrics.ts) */
+const prom = (): typeof PromClient => createRequire(import.meta.url)('prom-client');
 
 /** What the database says at scrape time (src/domains/agents/agents-metrics.ts reads it). */
 export type PlatformCounts = {
@@ -29,14 +35,14 @@ export type ProviderMetrics = {
 };
 
 export function createProviderMetrics(): ProviderMetrics {
-  const latency = new Histogram({
+  const latency = new (prom().Histogram)({
     name: 'platform_ai_provider_request_duration_seconds',
     help: 'AI provider attempts: time until the provider answered (a stream: until it opened) or failed',
     labelNames: ['provider', 'outcome'] as const,
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
     registers: [],
   });
-  const fallbacks = new Counter({
+  const fallbacks = new (prom().Counter)({
     name: 'platform_ai_fallbacks_total',
     help: 'AI attempts that failed and were retried on the next model of the fallback chain',
     registers: [],
@@ -66,7 +72,7 @@ export type BackendMetricSources = {
 export function registerBackendMetrics(registry: Registry, sources: BackendMetricSources): void {
   // the database gauges and this counter are collected concurrently within one scrape: they share
   // one read, and each waits for it before reporting
-  const failures = new Counter({
+  const failures = new (prom().Counter)({
     name: 'platform_metrics_collect_failures_total',
     help: 'Scrapes whose database counts failed or took too long (their gauges are left out)',
     registers: [registry],
@@ -86,7 +92,7 @@ export function registerBackendMetrics(registry: Registry, sources: BackendMetri
         pending = undefined;
       }));
 
-  new Gauge({
+  new (prom().Gauge)({
     name: 'platform_agents',
     help: 'Agents of every user by status',
     labelNames: ['status'] as const,
@@ -97,7 +103,7 @@ export function registerBackendMetrics(registry: Registry, sources: BackendMetri
       if (c) for (const [status, n] of Object.entries(c.agents)) this.set({ status }, n);
     },
   });
-  new Gauge({
+  new (prom().Gauge)({
     name: 'platform_deployment_jobs_queued',
     help: 'Deployment jobs waiting in the queue (status queued, due or retrying later)',
     registers: [registry],
@@ -107,7 +113,7 @@ export function registerBackendMetrics(registry: Registry, sources: BackendMetri
       if (c) this.set(c.queuedJobs);
     },
   });
-  new Gauge({
+  new (prom().Gauge)({
     name: 'platform_deployment_jobs_oldest_queued_age_seconds',
     help: 'Age of the oldest queued deployment job, 0 when none is queued',
     registers: [registry],
@@ -120,7 +126,7 @@ export function registerBackendMetrics(registry: Registry, sources: BackendMetri
 
   const pools = Object.entries(sources.pools);
   const poolGauge = (name: string, help: string, read: (p: pg.Pool) => number) =>
-    new Gauge({
+    new (prom().Gauge)({
       name,
       help,
       labelNames: ['pool'] as const,

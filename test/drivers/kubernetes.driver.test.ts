@@ -338,7 +338,8 @@ describe('kubernetes driver: configuration', () => {
     expect(made).toMatchObject({ externalId: 'tenant-agents/agent-k4', url: 'http://agent-k4.tenant-agents.svc.cluster.local:18789' });
     expect(k8s.store.deployments.get('tenant-agents/agent-k4')!.spec.template.spec.containers[0].image).toBe('ghcr.io/example/agent:2');
     await d.delete('k4');
-    expect(() => createHostingDriver({ ...config, KUBECONFIG: join(dir, 'missing') })).toThrow();
+    // a missing kubeconfig stops the backend's start (ready(), awaited before its workers start)
+    await expect(createHostingDriver({ ...config, KUBECONFIG: join(dir, 'missing') }).ready!()).rejects.toThrow();
   });
 
   it('in a pod, uses the service account with the API address it is given', () => {

@@ -7,8 +7,15 @@
  * apps in one process and tests build many apps, and a metric name may be registered once per
  * registry. Every sample carries `app="web"` or `app="backend"`.
  */
+
+import { createRequire } from 'node:module';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import type * as PromClient from 'prom-client';
+import type { Registry } from 'prom-client';
+
+/** prom-client is required when metrics are first made (METRICS_TOKEN set), not at start: ~20 MB resident otherwise held for nothing */
+const prom = (): typeof PromClient => createRequire(import.meta.url)('prom-client');
+
 import { z } from 'zod';
 import { secretMatcher } from '../../lib/crypto.ts';
 import { unauthorized } from '../../lib/errors.ts';
@@ -34,10 +41,10 @@ export type AppMetrics = {
 type Child = { observe(value: number): void };
 
 export function createAppMetrics(name: 'web' | 'backend', token: string): AppMetrics {
-  const registry = new Registry();
+  const registry = new (prom().Registry)();
   registry.setDefaultLabels({ app: name });
-  collectDefaultMetrics({ register: registry });
-  const duration = new Histogram({
+  prom().collectDefaultMetrics({ register: registry });
+  const duration = new (prom().Histogram)({
     name: 'http_request_duration_seconds',
     help: 'Time from the start of routing to the end of the response, by route pattern',
     labelNames: ['method', 'route', 'status_code'] as const,

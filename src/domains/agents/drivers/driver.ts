@@ -104,6 +104,12 @@ export interface HostingDriver {
    * "File explorer"). Drivers whose agents live elsewhere (Render) leave it out.
    */
   workspace?(agentId: string): AgentWorkspace;
+  /**
+   * Optional: resolves once the driver can serve, rejecting with what is wrong in its settings (the
+   * container drivers load their SDK and the cluster or engine settings here). The backend awaits it
+   * before it starts its workers, so a wrong KUBECONFIG stops the start rather than every deploy.
+   */
+  ready?(): Promise<void>;
   /** Stops what this process owns on platform shutdown (local: child processes); remote drivers do nothing. */
   shutdown(): Promise<void>;
 }

@@ -4,9 +4,7 @@
  * Every kind the configuration accepts (local, render, docker, kubernetes) is built.
  */
 import type { Config } from '../../../config/env.ts';
-import { createDockerDriver } from './docker.driver.ts';
-import type { AgentDeploySpec, DriverKind, HostingDriver } from './driver.ts';
-import { createKubernetesDriver } from './kubernetes.driver.ts';
+import { type AgentDeploySpec, AgentNotDeployedError, type DriverKind, type HostingDriver } from './driver.ts';
 import { createLocalDriver } from './local.driver.ts';
 import { createRenderDriver } from './render.driver.ts';
 
@@ -65,16 +63,26 @@ export const DRIVER_FACTORIES: Record<DriverKind, Factory> = {
       ownerId: config.HOSTING_OWNER_ID,
       image: config.AGENT_IMAGE,
     }),
+  // the container drivers' modules load only when chosen: their SDKs are heavy to hold for nothing
+  // (@kubernetes/client-node adds ~90 MB resident, dockerode ~30 MB; docs/benchmarks.md)
   kubernetes: (config) =>
-    createKubernetesDriver({
-      kubeconfig: config.KUBECONFIG,
-      inCluster: config.KUBERNETES_SERVICE_HOST
-        ? { host: config.KUBERNETES_SERVICE_HOST, port: config.KUBERNETES_SERVICE_PORT ?? '443' }
-        : undefined,
-      namespace: config.KUBERNETES_NAMESPACE ?? 'agents',
-      image: config.AGENT_IMAGE,
-    }),
-  docker: (config) => createDockerDriver({ dockerHost: config.DOCKER_HOST ?? 'unix:///var/run/docker.sock', image: config.AGENT_IMAGE }),
+    lazyDriver('kubernetes', async () =>
+      (await import('./kubernetes.driver.ts')).createKubernetesDriver({
+        kubeconfig: config.KUBECONFIG,
+        inCluster: config.KUBERNETES_SERVICE_HOST
+          ? { host: config.KUBERNETES_SERVICE_HOST, port: config.KUBERNETES_SERVICE_PORT ?? '443' }
+          : undefined,
+        namespace: config.KUBERNETES_NAMESPACE ?? 'agents',
+        image: config.AGENT_IMAGE,
+      }),
+    ),
+  docker: (config) =>
+    lazyDriver('docker', async () =>
+      (await import('./docker.driver.ts')).createDockerDriver({
+        dockerHost: config.DOCKER_HOST ?? 'unix:///var/run/docker.sock',
+        image: config.AGENT_IMAGE,
+      }),
+    ),
 };
 
 export function createHostingDriver(config: DriverConfig, deps: DriverDeps = {}): HostingDriver {
@@ -84,4 +92,36 @@ export function createHostingDriver(config: DriverConfig, deps: DriverDeps = {})
       `HOSTING_DRIVER=${config.HOSTING_DRIVER} is not available yet (available: ${Object.keys(DRIVER_FACTORIES).join(', ')})`,
     );
   return factory(config, deps);
+}
+
+/**
+ * A driver whose module is imported when it is created (at start, only for the kind chosen) and
+ * whose calls wait for it. A module or settings error rejects ready() (the backend awaits it before
+ * its workers start) and every call.
+ */
+function lazyDriver(kind: DriverKind, load: () => Promise<HostingDriver>): HostingDriver {
+  const loaded = load();
+  loaded.catch(() => {}); // reported by ready() and by each call, not as an unhandled rejection
+  return {
+    kind,
+    ready: async () => {
+      await (await loaded).ready?.();
+    },
+    deploy: async (spec) => (await loaded).deploy(spec),
+    status: async (agentId) => (await loaded).status(agentId),
+    restart: async (agentId) => (await loaded).restart(agentId),
+    suspend: async (agentId) => (await loaded).suspend(agentId),
+    stop: async (agentId) => {
+      const driver = await loaded;
+      if (!driver.stop) throw new AgentNotDeployedError(`the ${kind} driver cannot stop an agent without replacing it`);
+      await driver.stop(agentId);
+    },
+    resume: async (agentId) => (await loaded).resume(agentId),
+    delete: async (agentId) => (await loaded).delete(agentId),
+    logs: async (agentId, options) => (await loaded).logs(agentId, options),
+    stats: async (agentId) => (await loaded).stats(agentId),
+    shutdown: async () => {
+      await (await loaded.catch(() => undefined))?.shutdown();
+    },
+  };
 }
