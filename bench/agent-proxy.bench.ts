@@ -6,6 +6,9 @@
  *            decryption, streaming pass-through).
  * One real local agent (built-in runtime, its model a local upstream in its own process answering
  * after BENCH_AI_DELAY_MS). Goal: the proxy adds under 1 ms mean at concurrency 1.
+ *   floor  — a bare Node proxy in its own process (bench/lib/proxy-processes.ts: Fastify + undici)
+ *            in front of the same agent gateway, adding its token: what any Node proxy pays here.
+ *            The proxy's own share is proxy − floor per round, at concurrency 1 and 64 (req/s ratio).
  * Then 1,000 idle WebSockets through the proxy (clients in their own process): the web app's
  * resident memory before, with them open, and 10 s later (flat).
  */
@@ -23,6 +26,7 @@ import { type ClientResult, load, median, startUpstream, type Target } from './a
 import { type BenchDatabase, startBenchDatabase, stopProcess } from './lib/bench-db.ts';
 import { loadSettings } from './lib/load.ts';
 import { describeMachine, machineLine } from './lib/machine.ts';
+import { startFloorProcess } from './lib/proxy-processes.ts';
 import { type BenchOutput, round } from './lib/report.ts';
 
 /** Opens N WebSockets to `url` with `authorization`, prints "open" when all are, holds them until stdin closes. */
@@ -58,6 +62,7 @@ export async function run(): Promise<BenchOutput> {
   let platform: Platform | undefined;
   let web: App | undefined;
   let backend: App | undefined;
+  let floor: Awaited<ReturnType<typeof startFloorProcess>> | undefined;
   try {
     database = await startBenchDatabase('agent-proxy-bench');
     const dir = database.dir;
@@ -74,6 +79,9 @@ export async function run(): Promise<BenchOutput> {
         AGENT_RUNTIME: 'builtin',
         ROUTER_API_KEY: 'bench-router-key',
         ROUTER_BASE_URL: upstream.base,
+        // the agent's model calls go through the platform's AI gateway: its per-agent limit (60 a
+        // minute) lifted, as the AI proxy bench lifts AI_RATE_LIMIT
+        AGENT_GATEWAY_RATE_LIMIT: '1000000000',
       },
       { cwd: dir, readDotEnv: false },
     );
@@ -116,8 +124,10 @@ export async function run(): Promise<BenchOutput> {
       .executeTakeFirstOrThrow();
     const token = decryptSecret(secrets.secretsEncryptionKey, creds.gateway_token_enc);
 
-    const body = JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'Say hello in one short sentence.' }] });
+    const body = JSON.stringify({ model: 'auto', messages: [{ role: 'user', content: 'Say hello in one short sentence.' }] });
+    floor = await startFloorProcess(new URL(row.gateway_url!).origin, { authorization: `Bearer ${token}` });
     const targets: Target[] = [
+      { key: 'floor', url: floor.url, headers: { 'content-type': 'application/json' }, body },
       {
         key: 'direct',
         url: `${row.gateway_url}/v1/chat/completions`,
@@ -144,8 +154,17 @@ export async function run(): Promise<BenchOutput> {
     }
     const d = perRound.direct!;
     const p = perRound.proxy!;
+    const f = perRound.floor!;
     const addedMean = median(p.map((x, i) => x.meanMs - d[i]!.meanMs));
     const addedP50 = median(p.map((x, i) => x.p50Ms - d[i]!.p50Ms));
+    const overFloorMean = median(p.map((x, i) => x.meanMs - f[i]!.meanMs));
+    // concurrency 64: the proxy's throughput over the floor's, per round
+    const at64: Record<string, ClientResult[]> = {};
+    for (let r = 0; r < settings.rounds; r++) {
+      for (const target of targets.filter((t) => t.key !== 'direct'))
+        (at64[target.key] ??= []).push(await load(target, 64, settings.durationS, r === 0 ? settings.warmupS : 0.5));
+    }
+    const ratio64 = at64.proxy!.map((x, i) => round(x.rps / at64.floor![i]!.rps, 3));
 
     // idle WebSockets through the proxy
     await settle();
@@ -184,6 +203,9 @@ export async function run(): Promise<BenchOutput> {
       proxy: p,
       addedMeanMs: round(addedMean, 3),
       addedP50Ms: round(addedP50, 3),
+      floor: f,
+      overFloorMeanMs: round(overFloorMean, 3),
+      concurrency64: { floor: at64.floor, proxy: at64.proxy, proxyOverFloorThroughput: ratio64 },
       webRssMb: { before: round(before, 1), withSockets: round(withSockets, 1), tenSecondsLater: round(later, 1) },
     };
     const row2 = (name: string, runs: ClientResult[]) =>
@@ -193,15 +215,20 @@ export async function run(): Promise<BenchOutput> {
       '',
       'One real local agent (built-in runtime) whose model is a local upstream in its own process answering after a fixed ' +
         `${delayMs} ms. **direct**: the agent's gateway \`POST /v1/chat/completions\` with its gateway token; **proxy**: the same call ` +
-        "through the web app at `POST /api/agents/:id/v1/chat/completions` with the owner's `sk_` key. Concurrency 1, " +
+        "through the web app at `POST /api/agents/:id/v1/chat/completions` with the owner's `sk_` key; **floor**: a bare Node proxy " +
+        '(Fastify + undici, its own process) in front of the same gateway. Concurrency 1 (and 64 for floor and proxy), ' +
         `${settings.rounds} alternating rounds of ${settings.durationS} s; the added time is per round (proxy − direct), then the median.`,
       '',
       '| case | req/s | mean ms | p50 ms | p99 ms | failures |',
       '|---|---:|---:|---:|---:|---:|',
       row2('direct', d),
+      row2('floor', f),
       row2('proxy', p),
       '',
-      `- the proxy adds **${round(addedMean, 3)} ms** mean (p50 ${round(addedP50, 3)} ms) at concurrency 1 (goal < 1 ms)`,
+      `- the proxy adds **${round(addedMean, 3)} ms** mean (p50 ${round(addedP50, 3)} ms) at concurrency 1 (goal < 1 ms); over the floor ` +
+        `(a bare Node proxy, its own process, in front of the same gateway) **${round(overFloorMean, 3)} ms** (goal ≤ 0.2 ms)`,
+      `- concurrency 64: proxy / floor req/s **${median(ratio64)}** (rounds: ${ratio64.join(', ')}; goal ≥ 0.9); floor ` +
+        `${round(median(at64.floor!.map((x) => x.rps)), 0)} req/s, proxy ${round(median(at64.proxy!.map((x) => x.rps)), 0)} req/s`,
       `- ${sockets} idle WebSockets through the proxy (clients in another process): web app resident memory ${round(before, 1)} MB before, ` +
         `${round(withSockets, 1)} MB with them open (${round(((withSockets - before) * 1024) / sockets, 1)} KB each, both legs), ${round(later, 1)} MB ten seconds later`,
     ].join('\n');
@@ -212,6 +239,7 @@ export async function run(): Promise<BenchOutput> {
     await platform?.close().catch(() => {});
     await db?.close().catch(() => {});
     await database?.stop();
+    if (floor) await stopProcess(floor.proc);
     await stopProcess(upstream.proc);
   }
 }
