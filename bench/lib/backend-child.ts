@@ -1,6 +1,6 @@
 /**
  * Child-process entry: the platform's backend app alone in its process, as `npm start -- backend`
- * runs it, on a database the parent migrated. argv[2]: JSON of settings (CONFIG.md names), argv[3]:
+ * runs it, on a database the parent migrated. argv[2]: JSON of settings (the names of docs/configuration.md), argv[3]:
  * the database URL (not a setting, so secrets are generated into DATA_DIR as in the in-process benches); stdout: the port, then nothing.
  * CPU profile of a chosen window (start-up excluded): the line `profile` on stdin starts V8's
  * sampling profiler (answered `profiling`), `save <file>` writes what it took as a .cpuprofile and answers `saved`.
