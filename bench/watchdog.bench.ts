@@ -20,6 +20,7 @@ import { createAgentDirectory } from '../src/domains/agents/agent-records.ts';
 import { probeHealthz } from '../src/domains/agents/container-health.ts';
 import { createLocalDriver } from '../src/domains/agents/drivers/local.driver.ts';
 import { treeUsage } from '../src/domains/agents/drivers/proc.ts';
+import { FIRST_AGENT_UID } from '../src/domains/agents/drivers/sandbox.ts';
 import { createWatchdogService, watchdogSettingsFromConfig } from '../src/domains/watchdog/watchdog.service.ts';
 import { createWatchdogWorker } from '../src/workers/watchdog.ts';
 import { type BenchOutput, round } from './lib/report.ts';
@@ -130,6 +131,8 @@ export async function run(): Promise<BenchOutput> {
         platformApiKey: 'apk_bench',
         backendUrl: 'http://127.0.0.1:9',
         config: {},
+        // sandboxed as root, an agent needs a user of its own (the database allocates it; any free uid here)
+        ...(process.getuid?.() === 0 ? { sandboxUid: FIRST_AGENT_UID + 999_000_001 } : {}),
       });
       while (!(await probeHealthz(d.url, 1000))) await sleep(20);
       await sleep(5_000);
