@@ -9,8 +9,9 @@
  *   floor  — a bare Node proxy in its own process (bench/lib/proxy-processes.ts: Fastify + undici)
  *            in front of the same agent gateway, adding its token: what any Node proxy pays here.
  *            The proxy's own share is proxy − floor per round, at concurrency 1 and 64 (req/s ratio).
- * Then 1,000 idle WebSockets through the proxy (clients in their own process): the web app's
- * resident memory before, with them open, and 10 s later (flat).
+ * Then idle WebSockets through the proxy (clients in their own process; as many as one user may
+ * hold, 32: docs/security.md N10): the web app's resident memory before, with them open, and 10 s
+ * later (flat).
  */
 import { spawn } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
@@ -55,7 +56,8 @@ export async function run(): Promise<BenchOutput> {
   const machine = describeMachine();
   const settings = loadSettings({ durationS: 5, warmupS: 1, connections: 1, rounds: 3 });
   const delayMs = Number(process.env.BENCH_AI_DELAY_MS ?? 10);
-  const sockets = Number(process.env.BENCH_PROXY_SOCKETS ?? 1000);
+  // one user may hold 32 proxied sockets at once (429 beyond, docs/security.md N10); more needs more users and agents
+  const sockets = Number(process.env.BENCH_PROXY_SOCKETS ?? 32);
   const upstream = await startUpstream(delayMs);
   let database: BenchDatabase | undefined;
   let db: Db | undefined;
