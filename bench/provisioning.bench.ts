@@ -17,6 +17,7 @@ import { type EmbeddedServer, freePort, startEmbeddedPostgres } from '../src/db/
 import { migrate } from '../src/db/migrate.ts';
 import { probeHealthz } from '../src/domains/agents/container-health.ts';
 import { createHostingDriver } from '../src/domains/agents/drivers/index.ts';
+import { FIRST_AGENT_UID } from '../src/domains/agents/drivers/sandbox.ts';
 import type { App } from '../src/http/shared/base-app.ts';
 import { createPlatform, type Platform } from '../src/platform.ts';
 import { type BenchOutput, round } from './lib/report.ts';
@@ -113,6 +114,8 @@ export async function run(): Promise<BenchOutput> {
           platformApiKey: 'apk_bench',
           backendUrl: config.BACKEND_URL,
           config: {},
+          // sandboxed as root, an agent needs a user of its own (the database allocates it for the platform's agents)
+          ...(process.getuid?.() === 0 ? { sandboxUid: FIRST_AGENT_UID + 999_000_100 + i } : {}),
         });
         while (!(await probeHealthz(d.url, 1000))) await new Promise((r) => setTimeout(r, 10));
         runtime.push(performance.now() - t0);
