@@ -5,7 +5,8 @@
  * when the server offers it, or `smtps://…:465`, TLS from the start); the tests run a real local
  * SMTP server (test/fakes/smtp.ts) and read what it received.
  */
-import { createTransport } from 'nodemailer';
+import { createRequire } from 'node:module';
+import type * as Nodemailer from 'nodemailer';
 
 export type MailMessage = { to: string; subject: string; text: string };
 
@@ -18,6 +19,8 @@ export interface Mailer {
 const SMTP_TIMEOUT_MS = 15_000;
 
 export function createSmtpMailer(options: { url: string; from: string }): Mailer {
+  // required when SMTP_URL is set, not at start (~20 MB resident otherwise held for nothing)
+  const { createTransport } = createRequire(import.meta.url)('nodemailer') as typeof Nodemailer;
   const transport = createTransport({
     url: options.url,
     connectionTimeout: SMTP_TIMEOUT_MS,

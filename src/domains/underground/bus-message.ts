@@ -11,7 +11,8 @@
  * (its keys in the order they were sent, JavaScript's rule: integer-like keys first). The hash is
  * signed as 32 raw bytes: `account.signMessage({ message: { raw: keccak256(toBytes(json)) } })`.
  */
-import { type Hex, keccak256, recoverMessageAddress, toBytes } from 'viem';
+import type { Hex } from 'viem';
+import { viem } from '../../lib/viem.ts';
 
 /** How far a message's `timestamp` may be from the server's clock, either way (replays of older messages are refused). */
 export const BUS_MESSAGE_MAX_AGE_MS = 5 * 60_000;
@@ -42,12 +43,17 @@ export function canonicalMessageJson(m: Omit<AgentMessage, 'signature'>): string
   });
 }
 
-export const messageHash = (m: Omit<AgentMessage, 'signature'>): Hex => keccak256(toBytes(canonicalMessageJson(m)));
+/** keccak256 of canonicalMessageJson (viem loads on first use: src/lib/viem.ts). */
+export async function messageHash(m: Omit<AgentMessage, 'signature'>): Promise<Hex> {
+  const { keccak256, toBytes } = await viem();
+  return keccak256(toBytes(canonicalMessageJson(m)));
+}
 
 /** The address that signed the message, or null when the signature is not a valid EIP-191 signature. */
 export async function recoverSigner(m: AgentMessage): Promise<Hex | null> {
   try {
-    return await recoverMessageAddress({ message: { raw: messageHash(m) }, signature: m.signature });
+    const { recoverMessageAddress } = await viem();
+    return await recoverMessageAddress({ message: { raw: await messageHash(m) }, signature: m.signature });
   } catch {
     return null;
   }

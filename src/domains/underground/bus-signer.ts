@@ -39,7 +39,7 @@ export function createBusSigner(deps: { db: Db; walletKey: Buffer; now?: () => D
         payload: input.payload,
         timestamp: now().getTime(),
       };
-      const signature = await account.signMessage({ message: { raw: messageHash(unsigned) } });
+      const signature = await account.signMessage({ message: { raw: await messageHash(unsigned) } });
       return { ...unsigned, signature };
     },
   };

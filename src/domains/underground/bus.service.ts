@@ -75,7 +75,7 @@ export function createBusService(options: BusServiceOptions) {
   return {
     async send(m: AgentMessage): Promise<SendResult> {
       await authenticate(m);
-      const hash = messageHash(m);
+      const hash = await messageHash(m);
       const replay = (seen: string | undefined): SendResult | undefined => {
         if (seen === undefined) return undefined;
         if (seen !== hash) throw conflict('messageId already used by another message');

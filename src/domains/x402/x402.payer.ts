@@ -8,9 +8,13 @@
  * One interface (docs/architecture.md rule 4): the gateway client asks for a paying fetch; with no
  * payer configured (X402_PAYER_PRIVATE_KEY unset) the client refuses the 402 with a clear 502.
  */
-import { registerExactEvmScheme } from '@x402/evm/exact/client';
-import { wrapFetchWithPayment, x402Client } from '@x402/fetch';
-import { privateKeyToAccount } from 'viem/accounts';
+import { createRequire } from 'node:module';
+import type * as EvmClient from '@x402/evm/exact/client';
+import type * as X402Fetch from '@x402/fetch';
+import type * as ViemAccounts from 'viem/accounts';
+
+// required when a payer is made (X402_PAYER_PRIVATE_KEY set), not at start: ~35 MB resident otherwise held for nothing
+const requireCjs = createRequire(import.meta.url);
 
 export interface X402Payer {
   /** the payer's address (the `from` of every authorization it signs) */
@@ -24,6 +28,9 @@ export interface X402Payer {
 }
 
 export function createX402Payer(privateKey: `0x${string}`): X402Payer {
+  const { registerExactEvmScheme } = requireCjs('@x402/evm/exact/client') as typeof EvmClient;
+  const { wrapFetchWithPayment, x402Client } = requireCjs('@x402/fetch') as typeof X402Fetch;
+  const { privateKeyToAccount } = requireCjs('viem/accounts') as typeof ViemAccounts;
   const account = privateKeyToAccount(privateKey);
   return {
     address: account.address,
