@@ -15,12 +15,11 @@
  * groups, no capabilities and an empty bounding set before the runtime is executed. Without root,
  * bwrap builds the same view inside an unprivileged user namespace, as the platform's own user.
  *
- * Memory and CPU of §4.7 would need cgroup v2 with the memory and cpu controllers delegated to the
- * platform; without them (the case on these machines) the plan's memory is applied to the V8 heap
- * only, and the start-up report says so.
+ * Memory, CPU and processes of §4.7 are the kernel's: a cgroup per agent (agent-cgroup.ts), which
+ * the launch joins before bwrap runs; the start-up report says whether the machine allows it.
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync, lstatSync, readFileSync, readlinkSync } from 'node:fs';
+import { accessSync, constants, existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 
 export type SandboxMode = 'auto' | 'bwrap' | 'off';
@@ -206,15 +205,6 @@ export function baseArgs(): string[] {
 
 const readlinkIfLink = (p: string): string | undefined => (lstatSync(p).isSymbolicLink() ? readlinkSync(p) : undefined);
 
-function cgroupV2Available(): boolean {
-  try {
-    const controllers = readFileSync('/sys/fs/cgroup/cgroup.controllers', 'utf8').split(/\s+/);
-    return controllers.includes('memory') && controllers.includes('cpu');
-  } catch {
-    return false;
-  }
-}
-
 let cached: { mode: SandboxMode; report: SandboxReport } | undefined;
 
 /** What sandbox this host gives agents; probed once per process (a bwrap run of `true`). */
@@ -271,9 +261,7 @@ function probe(mode: SandboxMode): SandboxReport {
       : root
         ? 'agent sandbox: setpriv (util-linux) not found, so agents run as root inside the sandbox: install util-linux for a uid per agent'
         : "agent sandbox: not root, so agents share the platform's uid (inside a user namespace); run as root for a uid per agent",
-    cgroupV2Available()
-      ? 'agent sandbox: cgroup v2 is present but the platform does not set per-agent cgroups yet; plan memory applies to the V8 heap only'
-      : 'agent sandbox: no cgroup v2 memory/cpu controllers: plan memory applies to the V8 heap only, CPU is not limited',
+    // memory, CPU and processes per plan: agent-cgroup.ts says what it could set up
   ];
   return { ...trial, lines };
 }
