@@ -27,6 +27,7 @@ import {
   type Deployment,
   type HostingDriver,
   HostingUnavailableError,
+  idleStats,
   type LogLine,
 } from './driver.ts';
 
@@ -256,20 +257,11 @@ export function createDockerDriver(options: DockerDriverOptions): HostingDriver 
 
     async stats(agentId: string): Promise<AgentStats> {
       const info = await find(agentId);
-      const empty: AgentStats = {
-        cpu: 0,
-        memory: 0,
-        memoryPercent: 0,
-        network: { rxBytes: 0, txBytes: 0 },
-        uptime: 0,
-        pids: 0,
-        status: 'not_found',
-      };
-      if (!info) return empty;
+      if (!info) return idleStats('not_found');
       const status = statusOf(info);
-      if (!info.State.Running) return { ...empty, status };
+      if (!info.State.Running) return idleStats(status);
       const sample = await engine('stats', () => docker.getContainer(info.Id).stats({ stream: false }), [404, 409]);
-      return sample ? statsOf(sample, status, info.State.StartedAt) : { ...empty, status };
+      return sample ? statsOf(sample, status, info.State.StartedAt) : idleStats(status);
     },
 
     async shutdown() {

@@ -73,6 +73,17 @@ export type AgentStats = {
   averageResponseTimeMs?: number;
 };
 
+/** What stats() answers for a unit that is not running (or not there): zeros with its status. */
+export const idleStats = (status: ContainerStatus): AgentStats => ({
+  cpu: 0,
+  memory: 0,
+  memoryPercent: 0,
+  network: { rxBytes: 0, txBytes: 0 },
+  uptime: 0,
+  pids: 0,
+  status,
+});
+
 export type LogLine = { timestamp: string; level: 'debug' | 'info' | 'warn' | 'error'; message: string; source: string };
 
 export interface HostingDriver {

@@ -24,6 +24,7 @@ import {
   type Deployment,
   type HostingDriver,
   HostingUnavailableError,
+  idleStats,
   type LogLine,
 } from './driver.ts';
 import { type ClusterOptions, call, createKubernetesApis, KubernetesConflict, loadKubeConfig } from './kubernetes-client.ts';
@@ -220,25 +221,16 @@ export function createKubernetesDriver(options: KubernetesDriverOptions): Hostin
     },
 
     async stats(agentId: string): Promise<AgentStats> {
-      const empty: AgentStats = {
-        cpu: 0,
-        memory: 0,
-        memoryPercent: 0,
-        network: { rxBytes: 0, txBytes: 0 },
-        uptime: 0,
-        pids: 0,
-        status: 'not_found',
-      };
       const d = await readDeployment(agentId);
-      if (!d) return empty;
+      if (!d) return idleStats('not_found');
       const status = deploymentStatus(d);
-      if (status !== 'running' && status !== 'starting') return { ...empty, status };
+      if (status !== 'running' && status !== 'starting') return idleStats(status);
       const pods = await call('list Pods', () =>
         core.listNamespacedPod({ namespace, labelSelector: agentSelector(agentId) }, apis.options),
       );
       const pod = currentPod(pods.items);
       const podName = pod?.metadata?.name;
-      if (!podName) return { ...empty, status };
+      if (!podName) return idleStats(status);
       // metrics.k8s.io exists only where metrics-server (or a replacement) is installed: absent, down or refused means no numbers
       const metrics = await call(
         'read PodMetrics',
@@ -256,8 +248,7 @@ export function createKubernetesDriver(options: KubernetesDriverOptions): Hostin
         pod.status?.containerStatuses?.find((c) => c.name === CONTAINER_NAME)?.state?.running?.startedAt ?? pod.status?.startTime;
       const startedMs = started ? new Date(started).getTime() : Number.NaN;
       return {
-        ...empty,
-        status,
+        ...idleStats(status),
         cpu: Math.round(cores * 1000) / 10, // % of one core, like the local driver
         memory: Math.round(bytes),
         memoryPercent: memoryLimit > 0 ? Math.round((bytes / memoryLimit) * 10_000) / 100 : 0,

@@ -8,7 +8,7 @@
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { type Confinement, readConfinedText, tailConfinedLines } from '../../../lib/confined-fs.ts';
-import type { AgentStats, ContainerStatus, LogLine } from './driver.ts';
+import { type AgentStats, type ContainerStatus, idleStats, type LogLine } from './driver.ts';
 import { cpuPercent, memoryPercentOfTotal, type TreeUsage, treeUsage } from './proc.ts';
 
 const LEVELS: Record<number, LogLine['level']> = { 10: 'debug', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'error' };
@@ -83,15 +83,7 @@ export function createStatsReader() {
   return {
     forget: (pid: number) => cpuSamples.delete(pid),
     async read(workspace: Confinement, pid: number | undefined, current: ContainerStatus, known: boolean): Promise<AgentStats> {
-      const base: AgentStats = {
-        cpu: 0,
-        memory: 0,
-        memoryPercent: 0,
-        network: { rxBytes: 0, txBytes: 0 },
-        uptime: 0,
-        pids: 0,
-        status: current,
-      };
+      const base = idleStats(current);
       if (!known) return base;
       // missing until the runtime writes it (OpenClaw has none); refused when it is not a plain file of the agent's
       const text = await readConfinedText(workspace, ['logs', 'stats.json'], 64 * 1024).catch(() => undefined);

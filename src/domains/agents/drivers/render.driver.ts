@@ -25,6 +25,7 @@ import {
   type Deployment,
   type HostingDriver,
   HostingUnavailableError,
+  idleStats,
   type LogLine,
 } from './driver.ts';
 
@@ -241,16 +242,7 @@ export function createRenderDriver(options: RenderDriverOptions): HostingDriver 
 
     async stats(agentId: string): Promise<AgentStats> {
       const service = await findService(agentId);
-      const empty: AgentStats = {
-        cpu: 0,
-        memory: 0,
-        memoryPercent: 0,
-        network: { rxBytes: 0, txBytes: 0 },
-        uptime: 0,
-        pids: 0,
-        status: 'not_found',
-      };
-      if (!service) return empty;
+      if (!service) return idleStats('not_found');
       const deploy = service.suspended === 'suspended' ? undefined : await latestDeploy(service.id);
       const status = statusOf(service, deploy);
       const latest = async (metric: string): Promise<number> => {
@@ -268,8 +260,7 @@ export function createRenderDriver(options: RenderDriverOptions): HostingDriver 
       const resources = planResources(service.serviceDetails?.plan ?? 'standard');
       const since = deploy?.status === 'live' && deploy.finishedAt ? Date.parse(deploy.finishedAt) : NaN;
       return {
-        ...empty,
-        status,
+        ...idleStats(status),
         // Render reports CPU as a fraction of one core
         cpu: Math.round(cpu * 1000) / 10,
         memory,
