@@ -40,8 +40,8 @@ export const message = (over: Partial<Unsigned> = {}): Unsigned => ({
   timestamp: Date.now(),
   ...over,
 });
-/** The documented canonical form, written out here rather than imported, so a change to it fails this test. */
-export async function sign(m: Unsigned, by: PrivateKeyAccount = keyA) {
+/** The documented canonical form's keccak256, written out here rather than imported, so a change to it fails the bus tests. */
+export function canonicalHash(m: Unsigned): Hex {
   const json = JSON.stringify({
     messageId: m.messageId,
     action: m.action,
@@ -50,7 +50,11 @@ export async function sign(m: Unsigned, by: PrivateKeyAccount = keyA) {
     payload: m.payload,
     timestamp: m.timestamp,
   });
-  const signature: Hex = await by.signMessage({ message: { raw: keccak256(toBytes(json)) } });
+  return keccak256(toBytes(json));
+}
+
+export async function sign(m: Unsigned, by: PrivateKeyAccount = keyA) {
+  const signature: Hex = await by.signMessage({ message: { raw: canonicalHash(m) } });
   return { ...m, signature };
 }
 export const send = (body: unknown) => t.backend.inject({ method: 'POST', url: '/api/underground/bus/send', payload: body as object });

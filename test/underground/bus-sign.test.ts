@@ -4,13 +4,14 @@
  * AgentMessage whose `from` is that agent, signed by its Underground wallet, which the bus accepts
  * and delivers. The key is never in the answer; another agent's key, the internal key or none is 401.
  */
-import { type Hex, keccak256, recoverMessageAddress, toBytes } from 'viem';
+import { type Hex, recoverMessageAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newPlatformKey } from '../../src/domains/agents/credentials.ts';
 import { createBusService } from '../../src/domains/underground/bus.service.ts';
 import { decryptSecret } from '../../src/lib/crypto.ts';
 import { type FakeWebhook, startFakeWebhook } from '../fakes/webhook.ts';
 import { startTestPlatform, TEST_SECRETS, type TestPlatform } from '../helpers/platform.ts';
+import { canonicalHash } from './bus-fixtures.ts';
 import { as, type Owner, ownerWithAgent } from './fixtures.ts';
 
 let t: TestPlatform;
@@ -78,16 +79,8 @@ describe('POST /api/underground/bus/sign', () => {
     expect(m.messageId).toMatch(/^[0-9a-f-]{36}$/);
     expect(m.timestamp).toBeGreaterThanOrEqual(before);
     expect(m.timestamp).toBeLessThanOrEqual(Date.now());
-    // the documented canonical form, written out here, recovers to the agent's wallet
-    const json = JSON.stringify({
-      messageId: m.messageId,
-      action: m.action,
-      from: m.from,
-      to: m.to,
-      payload: m.payload,
-      timestamp: m.timestamp,
-    });
-    const signer = await recoverMessageAddress({ message: { raw: keccak256(toBytes(json)) }, signature: m.signature as Hex });
+    // the documented canonical form (bus-fixtures.ts) recovers to the agent's wallet
+    const signer = await recoverMessageAddress({ message: { raw: canonicalHash(m) }, signature: m.signature as Hex });
     expect(signer.toLowerCase()).toBe(sender.wallet);
     // the sealed key, unsealed here, appears nowhere in the answer
     const sealed = await t.database.db.kysely
