@@ -51,3 +51,28 @@ export async function eventually<T>(check: () => Promise<T | undefined | null | 
 }
 
 export const bearer = (t: TestPlatform) => ({ authorization: `Bearer ${t.config.INTERNAL_API_KEY}` });
+
+type DeploymentJob = { status: string; attempts: number; lastError?: string | null };
+
+/**
+ * §4.18 POST /api/deployments for `userId` whose first attempt the test made fail: waits until the
+ * job records that failure, then until a retry succeeds. Returns the agent, the failed attempt's
+ * message and the attempts the job took.
+ */
+export async function deployThroughOneFailure(t: TestPlatform, userId: string, name: string) {
+  const headers = { ...bearer(t), 'x-user-id': userId };
+  const res = await t.backend.inject({ method: 'POST', url: '/api/deployments', headers: bearer(t), payload: { userId, name } });
+  if (res.statusCode !== 202) throw new Error(`POST /api/deployments answered ${res.statusCode}: ${res.body}`);
+  const { deployment, agent } = res.json() as { deployment: { id: string }; agent: { id: string } };
+  const job = async () =>
+    (await t.backend.inject({ method: 'GET', url: `/api/deployments/${deployment.id}`, headers })).json() as DeploymentJob;
+  const failed = await eventually(async () => {
+    const j = await job();
+    return j.lastError ? j : undefined;
+  }, 15_000);
+  const done = await eventually(async () => {
+    const j = await job();
+    return j.status === 'succeeded' ? j : undefined;
+  }, 15_000);
+  return { agent, headers, firstError: failed.lastError, attempts: done.attempts };
+}

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDockerDriver } from '../../src/domains/agents/drivers/docker.driver.ts';
 import type { HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
-import { type AgentsTestPlatform, bearer, eventually, startAgentsPlatform } from '../agents/helpers.ts';
+import { type AgentsTestPlatform, deployThroughOneFailure, startAgentsPlatform } from '../agents/helpers.ts';
 import { type FakeDockerEngine, startFakeDockerEngine } from '../fakes/docker-engine.ts';
 import { signUp } from '../helpers/platform.ts';
 
@@ -29,28 +29,11 @@ afterAll(async () => {
 describe('docker driver in the platform', () => {
   it('a failed create is retried by the deploy job into one running container; a down engine answers Hosting unavailable', async () => {
     const user = await signUp(t.web);
-    const headers = { ...bearer(t), 'x-user-id': user.id };
     engine.fail('POST', /^\/containers\/create$/, 500);
-    const res = await t.backend.inject({
-      method: 'POST',
-      url: '/api/deployments',
-      headers: bearer(t),
-      payload: { userId: user.id, name: 'D' },
-    });
-    expect(res.statusCode).toBe(202);
-    const { deployment, agent } = res.json() as { deployment: { id: string }; agent: { id: string } };
-
     // the first attempt failed on create and was queued again with a message naming only the call
-    const retried = await eventually(async () => {
-      const job = (await t.backend.inject({ method: 'GET', url: `/api/deployments/${deployment.id}`, headers })).json();
-      return job.lastError ? job : undefined;
-    }, 15_000);
-    expect(retried.lastError).toBe('docker engine create: answered 500');
-    const done = await eventually(async () => {
-      const job = (await t.backend.inject({ method: 'GET', url: `/api/deployments/${deployment.id}`, headers })).json();
-      return job.status === 'succeeded' ? job : undefined;
-    }, 15_000);
-    expect(done.attempts).toBe(2);
+    const { agent, headers, firstError, attempts } = await deployThroughOneFailure(t, user.id, 'D');
+    expect(firstError).toBe('docker engine create: answered 500');
+    expect(attempts).toBe(2);
 
     // the image was not on the engine: pulled once, then one container with the platform's own secrets kept out
     expect(engine.requests.filter((r) => r.path === '/images/create')).toHaveLength(1);

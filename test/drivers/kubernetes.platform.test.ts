@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
 import { createKubernetesDriver } from '../../src/domains/agents/drivers/kubernetes.driver.ts';
-import { type AgentsTestPlatform, bearer, eventually, startAgentsPlatform } from '../agents/helpers.ts';
+import { type AgentsTestPlatform, deployThroughOneFailure, startAgentsPlatform } from '../agents/helpers.ts';
 import { type FakeKubernetesApi, startFakeKubernetesApi } from '../fakes/kubernetes-api.ts';
 import { signUp } from '../helpers/platform.ts';
 
@@ -41,28 +41,11 @@ afterAll(async () => {
 describe('kubernetes driver in the platform', () => {
   it('a half-way refusal is retried by the deploy job into one set of objects; a down API answers Hosting unavailable', async () => {
     const user = await signUp(t.web);
-    const headers = { ...bearer(t), 'x-user-id': user.id };
     k8s.fail({ method: 'POST', resource: 'services', status: 500 });
-    const res = await t.backend.inject({
-      method: 'POST',
-      url: '/api/deployments',
-      headers: bearer(t),
-      payload: { userId: user.id, name: 'K' },
-    });
-    expect(res.statusCode).toBe(202);
-    const { deployment, agent } = res.json() as { deployment: { id: string }; agent: { id: string } };
-
     // the first attempt failed on the Service and was queued again with a message naming only the call
-    const retried = await eventually(async () => {
-      const job = (await t.backend.inject({ method: 'GET', url: `/api/deployments/${deployment.id}`, headers })).json();
-      return job.lastError ? job : undefined;
-    }, 15_000);
-    expect(retried.lastError).toBe('Kubernetes API create Service answered 500');
-    const done = await eventually(async () => {
-      const job = (await t.backend.inject({ method: 'GET', url: `/api/deployments/${deployment.id}`, headers })).json();
-      return job.status === 'succeeded' ? job : undefined;
-    }, 15_000);
-    expect(done.attempts).toBe(2);
+    const { agent, headers, firstError, attempts } = await deployThroughOneFailure(t, user.id, 'K');
+    expect(firstError).toBe('Kubernetes API create Service answered 500');
+    expect(attempts).toBe(2);
     const a = (await t.backend.inject({ method: 'GET', url: `/api/agents/${agent.id}`, headers })).json();
     expect(a).toMatchObject({ status: 'running', gatewayUrl: `${k8s.origin}/svc/agents/agent-${agent.id}` });
     // the backend's default plan, label, runs at §4.7 scale size
