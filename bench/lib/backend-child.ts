@@ -6,14 +6,12 @@
  * sampling profiler (answered `profiling`), `save <file>` writes what it took as a .cpuprofile and answers `saved`.
  * Ends on SIGTERM, closing the platform (queued usage rows are written).
  */
-import { writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
 import type { AddressInfo } from 'node:net';
-import { createInterface } from 'node:readline';
 import { loadConfig } from '../../src/config/env.ts';
 import { resolveSecrets } from '../../src/config/secrets.ts';
 import { createDb } from '../../src/db/client.ts';
 import { createPlatform } from '../../src/platform.ts';
+import { answerProfileRequests } from './profile-on-stdin.ts';
 
 const env = JSON.parse(process.argv[2] ?? '{}') as Record<string, string>;
 const config = loadConfig(env, { cwd: env.DATA_DIR ?? process.cwd(), readDotEnv: false });
@@ -30,18 +28,4 @@ process.once('SIGTERM', async () => {
   process.exit(0);
 });
 
-let inspector: Session | undefined;
-for await (const line of createInterface({ input: process.stdin })) {
-  if (line === 'profile') {
-    inspector = new Session();
-    inspector.connect();
-    await inspector.post('Profiler.enable');
-    await inspector.post('Profiler.start');
-    process.stdout.write('profiling\n');
-  } else if (line.startsWith('save ')) {
-    const { profile } = await inspector!.post('Profiler.stop');
-    inspector!.disconnect();
-    writeFileSync(line.slice(5), JSON.stringify(profile));
-    process.stdout.write('saved\n');
-  }
-}
+await answerProfileRequests();

@@ -58,26 +58,10 @@ server.keepAliveTimeout = 65000;
 server.listen(0, '127.0.0.1', () => process.stdout.write(String(server.address().port) + '\\n'));
 `;
 
-/** The stdin protocol of backend-child.ts (`profile`, `save <file>`), so the floor is profiled the same way. */
+/** The stdin protocol of profile-on-stdin.ts (`profile`, `save <file>`), so the floor is profiled as the backend child is. */
 const PROFILE_ON_STDIN = `
-import { writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector/promises';
-import { createInterface } from 'node:readline';
-let inspector;
-for await (const line of createInterface({ input: process.stdin })) {
-  if (line === 'profile') {
-    inspector = new Session();
-    inspector.connect();
-    await inspector.post('Profiler.enable');
-    await inspector.post('Profiler.start');
-    process.stdout.write('profiling\\n');
-  } else if (line.startsWith('save ')) {
-    const { profile } = await inspector.post('Profiler.stop');
-    inspector.disconnect();
-    writeFileSync(line.slice(5), JSON.stringify(profile));
-    process.stdout.write('saved\\n');
-  }
-}
+const { answerProfileRequests } = await import(${JSON.stringify(new URL('./profile-on-stdin.ts', import.meta.url).href)});
+await answerProfileRequests();
 `;
 
 /** The floor: run in ROOT so it resolves fastify and undici. argv: upstream origin, JSON of extra upstream headers. */
