@@ -61,7 +61,8 @@ export type GatewayServerOptions = {
 
 export type GatewayApp = {
   server: Server;
-  listen(options: { port: number; host?: string }): Promise<void>;
+  /** on `port` (and `host`), or on the listening socket the platform handed over as descriptor `fd` */
+  listen(options: { port: number; host?: string } | { fd: number }): Promise<void>;
   close(): Promise<void>;
 };
 
@@ -231,13 +232,15 @@ export function createGatewayServer(o: GatewayServerOptions): GatewayApp {
 
   return {
     server,
-    listen: ({ port, host }) =>
+    listen: (at) =>
       new Promise<void>((resolve, reject) => {
         server.once('error', reject);
-        server.listen(port, host, () => {
+        const listening = () => {
           server.off('error', reject);
           resolve();
-        });
+        };
+        if ('fd' in at) server.listen({ fd: at.fd }, listening);
+        else server.listen(at.port, at.host, listening);
       }),
     close() {
       closed ??= new Promise<void>((resolve) => {

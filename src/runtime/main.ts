@@ -9,6 +9,10 @@
  * Environment (set by the hosting driver):
  *   AGENT_PORT               port of the gateway (falls back to PORT, then 18789 per §1 item 3)
  *   AGENT_HOST               address to bind (default 0.0.0.0, §8 `bind lan`; the local driver uses 127.0.0.1)
+ *   AGENT_LISTEN_FD          a listening socket the platform bound and handed over (the local driver's sandbox, whose
+ *                            network has loopback only): the gateway serves it instead of binding AGENT_PORT itself
+ *   AGENT_LOOPBACK_SOCKETS   a folder of `<port>.sock` Unix sockets: calls to a loopback URL (the platform's backend,
+ *                            its AI gateway) go through the one for their port (the local driver's sandbox)
  *   AGENT_GATEWAY_TOKEN      required: the per-agent gateway token every non-probe request must present as a Bearer token
  *                            (OPENCLAW_GATEWAY_TOKEN is read when unset, so a container sets one name for both runtimes)
  *   AGENT_WORKSPACE          the agent's workspace directory (default: the working directory); the config file
@@ -40,7 +44,7 @@ import { join, resolve } from 'node:path';
 import { LIMITS } from '../config/limits.ts';
 import { buildAgentConfig, configValue } from '../lib/agent-config.ts';
 import { type ChatTurn, createGateway, DEFAULT_HEARTBEAT_PROMPT, type GatewayLimits } from './gateway.ts';
-import { postJson } from './model-client.ts';
+import { postJson, routeLoopbackThrough } from './model-client.ts';
 import { systemPromptOf } from './persona.ts';
 import { createFileLogger, isLogLevel } from './runtime-log.ts';
 
@@ -70,6 +74,12 @@ if (!Number.isInteger(port) || port < 0 || port > 65535) {
   process.exit(1);
 }
 const host = str('AGENT_HOST') ?? '0.0.0.0';
+const listenFd = str('AGENT_LISTEN_FD') === undefined ? undefined : Number(str('AGENT_LISTEN_FD'));
+if (listenFd !== undefined && !(Number.isInteger(listenFd) && listenFd > 2)) {
+  process.stderr.write(`agent runtime: invalid AGENT_LISTEN_FD ${JSON.stringify(str('AGENT_LISTEN_FD'))}\n`);
+  process.exit(1);
+}
+routeLoopbackThrough(str('AGENT_LOOPBACK_SOCKETS'));
 const workspace = resolve(str('AGENT_WORKSPACE') ?? process.cwd());
 const agentId = str('AGENT_ID') ?? 'agent';
 const plan = str('AGENT_PLAN') ?? 'solo';
@@ -214,7 +224,7 @@ process.on('SIGTERM', () => void stop('SIGTERM'));
 process.on('SIGINT', () => void stop('SIGINT'));
 
 try {
-  await app.listen({ port, host });
+  await app.listen(listenFd !== undefined ? { fd: listenFd } : { port, host });
 } catch (err) {
   logger.error({ source: 'runtime', err: (err as Error).message }, 'agent runtime could not listen');
   process.stderr.write(`agent runtime: cannot listen on ${host}:${port}: ${(err as Error).message}\n`);

@@ -7,6 +7,20 @@
  */
 import type { IncomingMessage } from 'node:http';
 
+/** AGENT_LOOPBACK_SOCKETS: the folder of `<port>.sock` through which the platform's loopback ports are reached. */
+let loopbackSockets: string | undefined;
+
+/**
+ * In the local driver's sandbox the agent's network holds nothing but its own loopback: a call to a
+ * loopback URL goes through the Unix socket the platform forwards to that port instead
+ * (src/domains/agents/drivers/agent-loopback.ts).
+ */
+export function routeLoopbackThrough(dir: string | undefined): void {
+  loopbackSockets = dir;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
 /** What the gateway reads of an answer (the subset of fetch's Response it used). */
 export type UpstreamResponse = {
   status: number;
@@ -37,6 +51,9 @@ export function postJson(url: string, body: unknown, headers: Record<string, str
         method: 'POST',
         headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
         signal,
+        ...(loopbackSockets && LOOPBACK.has(target.hostname)
+          ? { socketPath: `${loopbackSockets}/${target.port || (target.protocol === 'https:' ? 443 : 80)}.sock` }
+          : {}),
       },
       (res) => {
         let read: Promise<string> | undefined;

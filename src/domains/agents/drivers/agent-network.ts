@@ -23,6 +23,11 @@
  *
  * Needs root (setns into a namespace of the initial user namespace) and pasta, nsenter, unshare and
  * umount on PATH. Without them agents keep the host's network and the start-up report says so.
+ *
+ * The built-in runtime needs none of this: it only ever calls the platform, so in the sandbox it gets
+ * a namespace with loopback alone and its two sockets from the platform (agent-loopback.ts), without
+ * pasta (~30 MB per agent) and without root. It falls back to pasta only when one of its platform
+ * URLs is not on this machine.
  */
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -40,8 +45,11 @@ const execFileAsync = promisify(execFile);
 export type AgentNetworkMode = 'internet' | 'platform' | 'host';
 
 export type NetworkReport = {
+  /** agents get a network namespace of their own (pasta's, or the built-in runtime's loopback-only one) */
   isolated: boolean;
   mode: AgentNetworkMode;
+  /** built-in runtime: loopback-only namespace, gateway socket and platform ports from the platform (agent-loopback.ts) */
+  bridge?: boolean;
   pasta?: string;
   nsenter?: string;
   unshare?: string;
@@ -55,7 +63,25 @@ export type NetworkReport = {
  */
 export type AgentNetwork = { nsFile: string };
 
-export function detectNetwork(mode: AgentNetworkMode, sandboxActive: boolean): NetworkReport {
+export function detectNetwork(mode: AgentNetworkMode, sandboxActive: boolean, runtime: 'builtin' | 'openclaw' = 'builtin'): NetworkReport {
+  const report = detectPasta(mode, sandboxActive);
+  if (runtime !== 'builtin' || mode === 'host' || !sandboxActive) return report;
+  // bwrap's own --unshare-net makes the namespace (as root or in a user namespace); pasta, when
+  // present, stays for an agent whose platform URLs are elsewhere
+  return {
+    ...report,
+    isolated: true,
+    bridge: true,
+    lines: [
+      "agent network: each built-in agent has a network namespace with loopback only; the platform hands it its gateway socket and forwards the platform's backend port(s) to it (no internet, not this machine's loopback services, not other agents)",
+      ...(report.isolated
+        ? []
+        : [`agent network: an agent whose platform URLs are not on this machine shares the host's network (${report.lines.join('; ')})`]),
+    ],
+  };
+}
+
+function detectPasta(mode: AgentNetworkMode, sandboxActive: boolean): NetworkReport {
   const shared = (why: string): NetworkReport => ({
     isolated: false,
     mode,

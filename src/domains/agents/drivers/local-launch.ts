@@ -11,6 +11,7 @@ import { sha256Hex } from '../../../lib/crypto.ts';
 import { probeHealthz } from '../container-health.ts';
 import { type AgentCgroups, enter } from './agent-cgroup.ts';
 import { agentEnvironment, PLATFORM_SECRET_ENV, planResources } from './agent-env.ts';
+import { bindGatewayPort, LOOPBACK_DIR, type LoopbackBridges, loopbackOnly } from './agent-loopback.ts';
 import {
   type AgentNetwork,
   closeAgentNetworks,
@@ -52,10 +53,15 @@ export type LauncherContext = {
   owned: Map<string, Owned>;
   /** §4.7 memory and CPU per plan (agent-cgroup.ts); undefined where the machine has no usable controllers */
   cgroups?: AgentCgroups | undefined;
+  /** the built-in runtime's forwarded platform ports (agent-loopback.ts) */
+  bridges: LoopbackBridges;
 };
 
+/** The descriptor the built-in runtime's gateway socket has in the agent (0–2 stdio, 3 bwrap's arguments). */
+const GATEWAY_FD = 4;
+
 export function createLauncher(ctx: LauncherContext) {
-  const { options, runtime, root, sandbox, network, store, owned, cgroups } = ctx;
+  const { options, runtime, root, sandbox, network, store, owned, cgroups, bridges } = ctx;
   const { dirs, platformDirs, openProcessLog, writeState } = store;
 
   // PWD is left out: bwrap sets it (--chdir) in the sandboxed process's environment
@@ -145,12 +151,24 @@ export function createLauncher(ctx: LauncherContext) {
     }
     // the agent's own user owns its workspace and home, and nobody else may enter them
     if (uid !== undefined) for (const dir of [d.workspace, d.home]) await handOver(dir, uid);
+    // the built-in runtime in the sandbox: loopback only, its sockets from the platform (agent-loopback.ts);
+    // else pasta's namespace where it exists; else the host's network
+    const bridged = sandbox.active && network.bridge ? loopbackOnly([env.AGENT_BACKEND_URL, env.AGENT_MODEL_BASE_URL]) : undefined;
+    const loopbackDir = join(d.base, LOOPBACK_DIR);
+    if (bridged) await bridges.serve(loopbackDir, bridged);
+    const gateway = bridged ? await bindGatewayPort(Number(env.AGENT_PORT)) : undefined;
+    if (gateway && gateway.port !== Number(env.AGENT_PORT)) {
+      // the port was taken since it was picked: the kernel's pick instead (the state file records it)
+      env.AGENT_PORT = String(gateway.port);
+      env.OPENCLAW_GATEWAY_PORT = String(gateway.port);
+      env.AGENT_GATEWAY_URL = `http://127.0.0.1:${gateway.port}`;
+    }
     const out = openProcessLog(agentId);
     const port = Number(env.AGENT_PORT);
     let net: AgentNetwork | undefined;
     let child: ChildProcess;
     try {
-      if (sandbox.active && network.isolated) {
+      if (sandbox.active && !bridged && network.pasta) {
         net = await openAgentNetwork(network, {
           base: d.base,
           agentPort: port,
@@ -159,7 +177,17 @@ export function createLauncher(ctx: LauncherContext) {
         });
       }
       if (sandbox.active) {
-        const argv = sandboxArgv(sandbox, { ro, rw: [d.workspace, d.home], chdir: d.workspace, uid, file, args, env });
+        // nothing may await from here to the spawn: the gateway socket is in this process until then
+        const argv = sandboxArgv(sandbox, {
+          ro: bridged ? [...ro, loopbackDir] : ro,
+          rw: [d.workspace, d.home],
+          chdir: d.workspace,
+          uid,
+          file,
+          args,
+          env: bridged ? { ...env, AGENT_LISTEN_FD: String(GATEWAY_FD), AGENT_LOOPBACK_SOCKETS: loopbackDir } : env,
+          unshareNet: Boolean(bridged),
+        });
         const bwrapArgs = ['--args', '3', ...argv.command];
         const inNet = net ? inNetwork(network, net.nsFile, sandbox.bwrap!, bwrapArgs) : { file: sandbox.bwrap!, args: bwrapArgs };
         // into the agent's own cgroup before bwrap runs, so everything the agent starts is limited
@@ -168,7 +196,7 @@ export function createLauncher(ctx: LauncherContext) {
           cwd: '/',
           env: { PATH: '/usr/bin:/bin' },
           detached: true,
-          stdio: ['ignore', out, out, 'pipe'],
+          stdio: ['ignore', out, out, 'pipe', ...(gateway ? [gateway.fd] : [])],
         });
         const pipe = child.stdio[3] as NodeJS.WritableStream | null;
         pipe?.on('error', () => {});
@@ -176,12 +204,16 @@ export function createLauncher(ctx: LauncherContext) {
       } else child = spawn(file, args, { cwd: d.workspace, env, detached: true, stdio: ['ignore', out, out] });
     } catch (err) {
       if (net) await closeAgentNetworks(network, d.base);
+      if (bridged) await bridges.close(loopbackDir);
       throw err;
     } finally {
       closeSync(out);
+      // the agent holds its own copy of the socket now (or nothing was started: the port is free again)
+      gateway?.close();
     }
     if (!child.pid) {
       if (net) await closeAgentNetworks(network, d.base);
+      if (bridged) await bridges.close(loopbackDir);
       throw new HostingUnavailableError(`could not start the agent runtime for ${agentId}`);
     }
     child.unref();
@@ -201,6 +233,7 @@ export function createLauncher(ctx: LauncherContext) {
       startTicks: readProcStat(pid)?.startTicks ?? 0,
       ...(uid !== undefined ? { uid } : {}),
       ...(net ? { network: net } : {}),
+      ...(bridged ? { loopbackPorts: bridged } : {}),
       port,
       url: `http://127.0.0.1:${env.AGENT_PORT}`,
       runtime,
@@ -231,8 +264,8 @@ export function createLauncher(ctx: LauncherContext) {
    * instead of waiting out a whole interval (bench/provisioning.bench.ts).
    */
   async function waitUntilListening(state: AgentState): Promise<void> {
-    // through pasta the host port accepts before the agent listens: ask the agent itself
-    if (state.runtime === 'openclaw' || state.network) return waitUntilLive(state);
+    // through pasta, or the socket the platform bound for it, the port accepts before the agent listens: ask the agent itself
+    if (state.runtime === 'openclaw' || state.network || state.loopbackPorts) return waitUntilLive(state);
     const deadline = Date.now() + LISTEN_WAIT_MS;
     while (Date.now() < deadline && isAlive(state.pid)) {
       if (await portAccepts(state.port)) return;

@@ -6,7 +6,18 @@
 
 import type { ChildProcess } from 'node:child_process';
 import { execFile } from 'node:child_process';
-import { chmodSync, lchownSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  lchownSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -49,6 +60,8 @@ export type AgentState = {
   uid?: number;
   /** its network namespace and pasta, when it has its own */
   network?: AgentNetwork;
+  /** built-in runtime in the sandbox: the platform ports forwarded to it over Unix sockets (agent-loopback.ts) */
+  loopbackPorts?: number[];
   port: number;
   url: string;
   runtime: LocalRuntimeKind;
@@ -121,7 +134,16 @@ export function createStateStore(root: string) {
     return openSync(file, 'a', 0o600);
   }
 
-  return { dirs, readState, writeState, platformDirs, openProcessLog };
+  /** The agents that have a folder here (ids that could not name one are skipped). */
+  function agentIds(): string[] {
+    try {
+      return readdirSync(root).filter((name) => AGENT_ID.test(name));
+    } catch {
+      return [];
+    }
+  }
+
+  return { dirs, readState, writeState, platformDirs, openProcessLog, agentIds };
 }
 export type StateStore = ReturnType<typeof createStateStore>;
 

@@ -40,6 +40,7 @@ import type { Confinement } from '../../../lib/confined-fs.ts';
 import { sha256Hex } from '../../../lib/crypto.ts';
 import { probeHealthz } from '../container-health.ts';
 import { detectCgroups } from './agent-cgroup.ts';
+import { createLoopbackBridges, LOOPBACK_DIR } from './agent-loopback.ts';
 import { closeAgentNetworks, detectNetwork } from './agent-network.ts';
 import {
   type AgentDeploySpec,
@@ -76,13 +77,14 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   const owned = new Map<string, Owned>();
   const sandbox: SandboxReport = detectSandbox(options.sandbox ?? 'auto');
   for (const line of sandbox.lines) options.log?.(sandbox.active ? 'info' : 'warn', line);
-  const network = detectNetwork(options.network ?? 'internet', sandbox.active);
+  const network = detectNetwork(options.network ?? 'internet', sandbox.active, runtime);
   for (const line of network.lines) options.log?.(network.isolated ? 'info' : 'warn', line);
   // limits per plan need the platform's rights over the cgroup tree: as root, with the sandbox
   const limits = sandbox.active && sandbox.separateUser ? detectCgroups(options.cgroupRoot) : undefined;
   for (const line of limits?.lines ?? []) options.log?.(limits?.cgroups ? 'info' : 'warn', line);
   const cgroups = limits?.cgroups;
   const statsReader = createStatsReader();
+  const bridges = createLoopbackBridges(options.log);
 
   const serial = createSerialQueue();
   const store = createStateStore(root);
@@ -96,7 +98,19 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     store,
     owned,
     cgroups,
+    bridges,
   });
+
+  // agents that outlived the previous platform process still call the platform through their sockets
+  for (const agentId of network.bridge ? store.agentIds() : []) {
+    const state = readState(agentId);
+    if (state?.loopbackPorts && liveAgentPid(state))
+      void bridges
+        .serve(join(dirs(agentId).base, LOOPBACK_DIR), state.loopbackPorts)
+        .catch((err) =>
+          options.log?.('warn', `agent ${agentId}: its platform sockets could not be served again: ${(err as Error).message}`),
+        );
+  }
 
   /** The previous port when it is free again (a stable URL across restarts), else a new free one. */
   const pickPort = async (previous: AgentState | undefined) => (previous && (await portIsFree(previous.port)) ? previous.port : freePort());
@@ -137,6 +151,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
         : agentProcesses(agentId, dirs(agentId).workspace);
     await Promise.all(strays.map((p) => stopProcess(p, graceMs)));
     await closeAgentNetworks(network, dirs(agentId).base);
+    await bridges.close(join(dirs(agentId).base, LOOPBACK_DIR));
     cgroups?.remove(agentId);
   }
 
@@ -323,6 +338,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
         ),
       );
       owned.clear();
+      await bridges.closeAll();
     },
   };
 }
