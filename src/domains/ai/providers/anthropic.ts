@@ -3,7 +3,7 @@
  * `anthropic-version`). System messages become the top-level `system` field; `max_tokens` is
  * required by the API, so a default applies when the caller gives none.
  */
-import { createUpstreamClient, failFromStatus, parseSse, readJsonBody } from './http.ts';
+import { createUpstreamClient, failFromBuffered, failFromStatus, parseJsonBody, parseSse } from './http.ts';
 import { type ChatParams, type ChatProvider, ProviderError, type StreamEvent, type Usage, zeroUsage } from './provider.ts';
 
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -55,9 +55,9 @@ export function createAnthropicProvider(options: AnthropicOptions): ChatProvider
 
     async chat(p) {
       ensureConfigured();
-      const res = await client.send('POST', '/v1/messages', headers, requestBody(p, false), p.signal);
-      if (res.statusCode < 200 || res.statusCode >= 300) await failFromStatus(res, 'anthropic');
-      const json = await readJsonBody(res, 'anthropic', p.signal);
+      const res = await client.sendBuffered('POST', '/v1/messages', headers, requestBody(p, false), p.signal);
+      if (res.statusCode < 200 || res.statusCode >= 300) failFromBuffered(res, 'anthropic');
+      const json = parseJsonBody(res.body, 'anthropic');
       if (!Array.isArray(json?.content)) throw new ProviderError('anthropic sent no content');
       const content = (json.content as { type?: string; text?: unknown }[])
         .filter((b) => b?.type === 'text' && typeof b.text === 'string')

@@ -6,6 +6,9 @@
 import { Pool } from 'undici';
 import { ProviderError } from './provider.ts';
 
+/** A whole upstream answer in memory: what a non-streamed call needs (the body is parsed once, whole). */
+export type BufferedResponse = { statusCode: number; body: Buffer };
+
 export type UpstreamResponse = {
   statusCode: number;
   body: AsyncIterable<Buffer> & { text(): Promise<string>; json(): Promise<unknown>; dump?(): Promise<void> };
@@ -19,6 +22,18 @@ export type UpstreamClient = {
     body: string | undefined,
     signal?: AbortSignal,
   ): Promise<UpstreamResponse>;
+  /**
+   * `send` for an answer read whole (non-streamed calls): the body is collected as it arrives
+   * instead of through a response stream. Rejects with a ProviderError as `send` does, also when
+   * the connection fails while the body is read.
+   */
+  sendBuffered(
+    method: 'GET' | 'POST',
+    path: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+    signal?: AbortSignal,
+  ): Promise<BufferedResponse>;
   close(): Promise<void>;
 };
 
@@ -48,8 +63,73 @@ export function createUpstreamClient(baseUrl: string, options: UpstreamOptions):
         throw asProviderError(err, signal);
       }
     },
+    sendBuffered(method, path, headers, body, signal) {
+      return new Promise<BufferedResponse>((resolve, reject) => {
+        if (signal?.aborted) return reject(asProviderError(signal.reason, signal));
+        pool.dispatch({ method, path: basePath + path, headers, body }, new BufferingHandler(resolve, reject, signal));
+      });
+    },
     close: () => pool.close(),
   };
+}
+
+/**
+ * An undici dispatch handler (its callback interface) that collects the answer's bytes. On the AI
+ * proxy's hot path it replaces `pool.request` + `body.json()`, which built a response stream, a
+ * headers object, an async resource and a promise chain per call only to read the whole body
+ * (docs/benchmarks.md "AI proxy"). Backpressure is not needed: the whole body is wanted in memory,
+ * as `body.json()` kept it.
+ */
+class BufferingHandler {
+  private chunks: Buffer[] = [];
+  private length = 0;
+  private statusCode = 0;
+  private abort: ((err: Error) => void) | undefined;
+  private readonly onSignal: (() => void) | undefined;
+  private readonly resolve: (r: BufferedResponse) => void;
+  private readonly reject: (err: ProviderError) => void;
+  private readonly signal: AbortSignal | undefined;
+
+  constructor(resolve: (r: BufferedResponse) => void, reject: (err: ProviderError) => void, signal: AbortSignal | undefined) {
+    this.resolve = resolve;
+    this.reject = reject;
+    this.signal = signal;
+    if (signal) {
+      this.onSignal = () => this.abort?.(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+      signal.addEventListener('abort', this.onSignal, { once: true });
+    }
+  }
+
+  onConnect(abort: (err: Error) => void): void {
+    this.abort = abort;
+    if (this.signal?.aborted) abort(this.signal.reason instanceof Error ? this.signal.reason : new Error('aborted'));
+  }
+
+  onHeaders(statusCode: number): boolean {
+    if (statusCode >= 200) this.statusCode = statusCode; // 1xx: informational, the real answer follows
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.chunks.push(chunk);
+    this.length += chunk.length;
+    return true;
+  }
+
+  onComplete(): void {
+    this.unlink();
+    const { chunks } = this;
+    this.resolve({ statusCode: this.statusCode, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.length) });
+  }
+
+  onError(err: Error): void {
+    this.unlink();
+    this.reject(asProviderError(err, this.signal));
+  }
+
+  private unlink(): void {
+    if (this.onSignal) this.signal!.removeEventListener('abort', this.onSignal);
+  }
 }
 
 /** Any thrown value as a ProviderError, marking aborts (client gone or attempt timeout). */
@@ -67,12 +147,12 @@ export function asProviderError(err: unknown, signal?: AbortSignal): ProviderErr
   );
 }
 
-/** A 2xx body as JSON; a body that is not JSON is a ProviderError (an abort stays an abort). */
-export async function readJsonBody(res: UpstreamResponse, provider: string, signal?: AbortSignal): Promise<Record<string, any>> {
+/** A buffered 2xx body as JSON; a body that is not JSON is a ProviderError. */
+export function parseJsonBody(body: Buffer, provider: string): Record<string, any> {
   try {
-    return (await res.body.json()) as Record<string, any>;
+    return JSON.parse(body.toString('utf8')) as Record<string, any>;
   } catch (err) {
-    throw signal?.aborted ? asProviderError(err, signal) : new ProviderError(`${provider} sent a body that is not JSON`, { cause: err });
+    throw new ProviderError(`${provider} sent a body that is not JSON`, { cause: err });
   }
 }
 
@@ -88,9 +168,18 @@ export async function failFromStatus(res: UpstreamResponse, provider: string): P
   } catch {
     // the status alone is enough
   }
+  return failWith(res.statusCode, text, provider);
+}
+
+/** failFromStatus for an answer already read whole (BufferedResponse). */
+export function failFromBuffered(res: BufferedResponse, provider: string): never {
+  return failWith(res.statusCode, res.body.toString('utf8', 0, Math.min(res.body.length, 16_000)).slice(0, 4000), provider);
+}
+
+function failWith(statusCode: number, text: string, provider: string): never {
   const detail = text.slice(0, 300);
   let upstreamMessage: string | undefined;
-  if (REQUEST_FAULTS.has(res.statusCode)) {
+  if (REQUEST_FAULTS.has(statusCode)) {
     try {
       const m = (JSON.parse(text) as { error?: { message?: unknown } | string })?.error;
       const msg = typeof m === 'string' ? m : m?.message;
@@ -99,8 +188,8 @@ export async function failFromStatus(res: UpstreamResponse, provider: string): P
       // not JSON: no message to pass on
     }
   }
-  throw new ProviderError(`${provider} answered ${res.statusCode}${detail ? `: ${detail}` : ''}`, {
-    status: res.statusCode,
+  throw new ProviderError(`${provider} answered ${statusCode}${detail ? `: ${detail}` : ''}`, {
+    status: statusCode,
     ...(upstreamMessage ? { upstreamMessage } : {}),
   });
 }

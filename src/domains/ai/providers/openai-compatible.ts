@@ -3,7 +3,7 @@
  * gemini- and custom-type providers, which all accept `POST {base}/chat/completions` with a
  * bearer key.
  */
-import { createUpstreamClient, failFromStatus, parseSse, readJsonBody } from './http.ts';
+import { createUpstreamClient, failFromBuffered, failFromStatus, parseJsonBody, parseSse } from './http.ts';
 import {
   type ChatParams,
   type ChatProvider,
@@ -80,9 +80,9 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
 
     async chat(p) {
       ensureConfigured();
-      const res = await client.send('POST', '/chat/completions', headers, requestBody(p, false), p.signal);
-      if (res.statusCode < 200 || res.statusCode >= 300) await failFromStatus(res, name);
-      const json = await readJsonBody(res, name, p.signal);
+      const res = await client.sendBuffered('POST', '/chat/completions', headers, requestBody(p, false), p.signal);
+      if (res.statusCode < 200 || res.statusCode >= 300) failFromBuffered(res, name);
+      const json = parseJsonBody(res.body, name);
       const content = json?.choices?.[0]?.message?.content;
       if (typeof content !== 'string') throw new ProviderError(`${name} sent no message content`);
       return {
@@ -122,9 +122,9 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
 
     async passthrough(p) {
       ensureConfigured();
-      const res = await client.send('POST', '/chat/completions', headers, passthroughBody(p, false), p.signal);
-      if (res.statusCode < 200 || res.statusCode >= 300) await failFromStatus(res, name);
-      const json = await readJsonBody(res, name, p.signal);
+      const res = await client.sendBuffered('POST', '/chat/completions', headers, passthroughBody(p, false), p.signal);
+      if (res.statusCode < 200 || res.statusCode >= 300) failFromBuffered(res, name);
+      const json = parseJsonBody(res.body, name);
       if (!Array.isArray(json?.choices)) throw new ProviderError(`${name} sent no choices`);
       return {
         id: typeof json.id === 'string' ? json.id : '',
