@@ -28,6 +28,7 @@ import type { RouteModule } from '../../shared/routes.ts';
 import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { disconnectSignal, sseWriter, startEventStream } from '../../shared/sse.ts';
 import { namedUser } from '../acting-user.ts';
+import { chatValidatorCompiler } from './ai-chat-validation.ts';
 
 const TASK_TYPE_ERROR = `Invalid taskType: use one of ${TASK_TYPES.join(', ')}`;
 const taskType = z.enum(TASK_TYPES, { error: TASK_TYPE_ERROR });
@@ -140,13 +141,14 @@ const restricted = z
   .describe('403 `{success:false,error,code:"MODEL_RESTRICTED",allowedModels}`; or `{error:"Forbidden"}` for a wrong bearer key');
 
 /** §5 header context and plan middleware, read by the plan-required routes */
-const planHeaders = documentedHeaders({
+const PLAN_HEADERS = {
   'x-user-plan': 'solo, collective, label or network; required (402 PLAN_REQUIRED) unless x-user-email is an admin',
   [SUBSCRIPTION_HEADER]: 'subscription id; required (402 SUBSCRIPTION_REQUIRED) unless x-user-email is an admin',
   'x-user-email': 'the acting user; an email in ADMIN_EMAILS gets network-level access',
   'x-user-id': 'the acting user (default `anonymous`)',
   'x-user-role': "the acting user's role",
-});
+};
+const planHeaders = documentedHeaders(PLAN_HEADERS);
 const PLAN_HEADERS_DOC =
   'Plan middleware (§4.9/§5). When `x-user-id` is a platform user, their stored plan and subscription decide (the plan headers are ' +
   "ignored: a caller cannot raise a user's plan); an active subscription is needed only where a card processor is configured, else 402 " +
@@ -335,6 +337,9 @@ export const aiRoutes = (deps: {
           503: errorSchema,
         },
       },
+      // the hot path (docs/benchmarks.md "AI proxy"): a body and headers zod would pass unchanged
+      // are not copied by zod; everything else is validated by zod as before
+      validatorCompiler: chatValidatorCompiler(Object.keys(PLAN_HEADERS)),
       // the 200 answer is built by ai.chat in exactly chatResponse's shape: written by picking
       // those fields (unlisted ones still never leave), without a second zod pass over it
       serializerCompiler: (route: { httpStatus?: string; schema: unknown; method: string; url: string }) =>

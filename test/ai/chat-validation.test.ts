@@ -1,0 +1,119 @@
+/**
+ * The hand-written check in front of POST /api/ai/chat's zod schema (src/http/backend/routes/ai-chat-validation.ts):
+ * whatever it accepts, zod accepts with the same output, so every rejection stays zod's. Checked on
+ * a valid body and on many mutations of it (each field made wrong, missing, odd, at its bounds).
+ */
+
+import { describe, expect, it } from 'vitest';
+import { safeParse } from 'zod/v4/core';
+import { LIMITS } from '../../src/config/limits.ts';
+import { chatBody } from '../../src/http/backend/routes/ai.routes.ts';
+import { fastChatBody } from '../../src/http/backend/routes/ai-chat-validation.ts';
+
+const valid = () => ({
+  model: 'openai/gpt-4o-mini',
+  messages: [
+    { role: 'system', content: 'be brief' },
+    { role: 'user', content: 'hello' },
+  ],
+  temperature: 0.2,
+  max_tokens: 256,
+});
+
+const odd: unknown[] = [
+  undefined,
+  null,
+  '',
+  ' ',
+  '  x  ',
+  'x'.repeat(200),
+  ` ${'x'.repeat(200)} `,
+  'x'.repeat(201),
+  0,
+  -1,
+  0.5,
+  1,
+  2,
+  2.0001,
+  1_000_000,
+  1_000_001,
+  Number.NaN,
+  Number.POSITIVE_INFINITY,
+  true,
+  false,
+  [],
+  {},
+  ['user'],
+  'coding',
+  'general',
+  'nope',
+];
+
+const FIELDS = ['model', 'taskType', 'temperature', 'top_p', 'max_tokens', 'algorithmMode', 'stream', 'agentId', 'extra'];
+
+function* bodies(): Generator<unknown> {
+  yield valid();
+  yield {};
+  yield null;
+  yield [];
+  yield 'text';
+  yield { messages: [] };
+  yield { messages: [{ role: 'user', content: 'x' }] };
+  for (const field of FIELDS) for (const v of odd) yield { ...valid(), [field]: v };
+  // messages: wrong shapes, extra keys, key order, bounds
+  const msgs: unknown[] = [
+    'x',
+    null,
+    [],
+    {},
+    { role: 'user' },
+    { content: 'x' },
+    { role: 'robot', content: 'x' },
+    { role: 'user', content: 5 },
+    { role: 'user', content: null },
+    { content: 'x', role: 'user' },
+    { role: 'user', content: 'x', name: 'bob' },
+    { role: 'assistant', content: '' },
+    { role: 'user', content: 'x'.repeat(LIMITS.aiMaxMessageChars) },
+    { role: 'user', content: 'x'.repeat(LIMITS.aiMaxMessageChars + 1) },
+  ];
+  for (const m of msgs) {
+    yield { ...valid(), messages: [m] };
+    yield { ...valid(), messages: [{ role: 'user', content: 'a' }, m] };
+  }
+  yield { ...valid(), messages: Array.from({ length: LIMITS.aiMaxMessages }, () => ({ role: 'user', content: 'a' })) };
+  yield { ...valid(), messages: Array.from({ length: LIMITS.aiMaxMessages + 1 }, () => ({ role: 'user', content: 'a' })) };
+  yield { ...valid(), messages: 'hello' };
+  yield { ...valid(), messages: { role: 'user', content: 'x' } };
+  yield { ...valid(), agentId: '  agent-1 ', taskType: 'coding', top_p: 1, stream: true, algorithmMode: false };
+}
+
+describe('the fast check of the chat body', () => {
+  it('accepts only what zod accepts, with the output zod gives', () => {
+    let accepted = 0;
+    let total = 0;
+    for (const body of bodies()) {
+      total++;
+      const fast = fastChatBody(body);
+      const zod = safeParse(chatBody, body);
+      if (fast === undefined) continue; // zod decides, as the route does
+      accepted++;
+      expect(zod.success, JSON.stringify(body)?.slice(0, 200)).toBe(true);
+      expect(fast).toEqual(zod.data);
+      // same keys in the same order, so the upstream body is the same bytes
+      expect(JSON.stringify(fast)).toBe(JSON.stringify(zod.data));
+    }
+    // the check really takes the common bodies (not a pass-through to zod for everything)
+    expect(accepted).toBeGreaterThan(total / 4);
+  });
+
+  it('takes a realistic body without zod', () => {
+    const body = { ...valid(), model: '  openai/gpt-4o-mini ', unknown: 1 };
+    expect(fastChatBody(body)).toEqual({ model: 'openai/gpt-4o-mini', messages: body.messages, temperature: 0.2, max_tokens: 256 });
+  });
+
+  it('leaves a message with another field, or with its fields in another order, to zod', () => {
+    expect(fastChatBody({ messages: [{ role: 'user', content: 'x', name: 'bob' }] })).toBeUndefined();
+    expect(fastChatBody({ messages: [{ content: 'x', role: 'user' }] })).toBeUndefined();
+  });
+});
