@@ -14,7 +14,8 @@
  * init, node) and the pasta serving its network. Read idle after /healthz answers, idle after one
  * HTTP and one WebSocket chat, and idle after a burst of chats. Goal: ≤ 45 MB idle.
  * Settings: BENCH_IDLE_S (seconds idle before each reading, default 10), BENCH_AGENT_CHATS (the
- * burst, default 2000 requests at concurrency 4).
+ * burst, default 2000 requests at concurrency 4), BENCH_DENSITY_AGENTS (agents idle at once for the per-agent
+ * PSS and cgroup charge, default 10).
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -44,6 +45,33 @@ const statusMb = (pid: number, field: 'VmRSS' | 'RssAnon') => {
   }
 };
 const rssMb = (pid: number) => statusMb(pid, 'VmRSS');
+/** Proportional set size in MB (smaps_rollup): resident pages, each shared page divided among the processes mapping it. */
+const pssMb = (pid: number) => {
+  try {
+    const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+};
+/**
+ * What the kernel charges to the agent's own control group (agent-cgroup.ts), MB: its anonymous
+ * memory, the page cache it brought in and the kernel's memory for it (sockets, page tables),
+ * not the pages of Node already resident for the platform. Undefined without per-agent groups.
+ */
+const cgroupMb = (agentId: string): number | undefined => {
+  for (const file of [
+    `/sys/fs/cgroup/agent-platform/${agentId}/memory.current`,
+    `/sys/fs/cgroup/memory/agent-platform/${agentId}/memory.usage_in_bytes`,
+  ]) {
+    try {
+      return Number(readFileSync(file, 'utf8')) / 1024 / 1024;
+    } catch {
+      /* the other version */
+    }
+  }
+  return undefined;
+};
 
 async function measure(entry: string, idleS: number): Promise<{ atStart: number; idle: number }> {
   const dir = mkdtempSync(join(tmpdir(), 'memory-bench-'));
@@ -89,14 +117,21 @@ async function measure(entry: string, idleS: number): Promise<{ atStart: number;
   }
 }
 
-type TreeReading = { totalMb: number; anonMb: number; processes: { name: string; rssMb: number; anonMb: number }[] };
+type TreeReading = {
+  totalMb: number;
+  anonMb: number;
+  pssMb: number;
+  /** charged to the agent's cgroup, when it has one */
+  cgroupMb?: number;
+  processes: { name: string; rssMb: number; anonMb: number; pssMb: number }[];
+};
 
 /**
  * Every process of the agent: the runtime's process group (the driver starts it as a group
  * leader: bwrap, or the runtime itself without a sandbox) and the pasta whose command line names
  * the agent's network namespace.
  */
-function agentTree(state: { pid: number; network?: { nsFile: string } }): TreeReading {
+function agentTree(state: { agentId: string; pid: number; network?: { nsFile: string } }): TreeReading {
   const group = readProcStat(state.pid)?.pgrp;
   const processes: TreeReading['processes'] = [];
   for (const entry of readdirSync('/proc')) {
@@ -116,14 +151,22 @@ function agentTree(state: { pid: number; network?: { nsFile: string } }): TreeRe
         name: (argv[0] ?? '').split('/').at(-1)!,
         rssMb: round(rssMb(pid), 1),
         anonMb: round(statusMb(pid, 'RssAnon'), 1),
+        pssMb: round(pssMb(pid), 1),
       });
   }
-  const sum = (k: 'rssMb' | 'anonMb') =>
+  const sum = (k: 'rssMb' | 'anonMb' | 'pssMb') =>
     round(
       processes.reduce((s, p) => s + p[k], 0),
       1,
     );
-  return { totalMb: sum('rssMb'), anonMb: sum('anonMb'), processes };
+  const charged = cgroupMb(state.agentId);
+  return {
+    totalMb: sum('rssMb'),
+    anonMb: sum('anonMb'),
+    pssMb: sum('pssMb'),
+    ...(charged !== undefined ? { cgroupMb: round(charged, 1) } : {}),
+    processes,
+  };
 }
 
 /** An OpenAI-compatible model answering every chat at once, in this process. */
@@ -160,7 +203,8 @@ async function measureAgent(codeDir: string, idleS: number, chats: number): Prom
       plan: 'label',
       gatewayToken: token,
       platformApiKey: 'apk_memory_bench',
-      backendUrl: 'http://127.0.0.1:9',
+      // the model's server also takes the agent's chat-turn callbacks (any POST answers 200), as the backend would
+      backendUrl: new URL(model.url).origin,
       config: {},
       env: { AGENT_MODEL_BASE_URL: model.url, AGENT_MODEL: 'bench-model' },
       // as root the agent gets a user of its own, as the platform gives it (far above the ids the database hands out)
@@ -219,6 +263,65 @@ async function measureAgent(codeDir: string, idleS: number, chats: number): Prom
   }
 }
 
+type Density = { agents: number; rssMb: number; pssMb: number; anonMb: number; cgroupMb?: number };
+
+/**
+ * `n` idle agents at once through one driver of the compiled tree: per agent, the mean of each
+ * measure. (The machine's MemAvailable before and after moved by more than the agents' cost while
+ * other work ran on this shared machine, so it is not reported.)
+ */
+async function measureDensity(codeDir: string, n: number, idleS: number): Promise<Density> {
+  const { createLocalDriver } = (await import(pathToFileURL(join(codeDir, 'domains', 'agents', 'drivers', 'local.driver.js')).href)) as {
+    createLocalDriver: typeof CreateLocalDriver;
+  };
+  const dataDir = mkdtempSync(join(tmpdir(), 'memory-density-'));
+  chmodSync(dataDir, 0o755);
+  const model = await fakeModel();
+  const driver = createLocalDriver({ dataDir, runtime: 'builtin' });
+  try {
+    await sleep(2_000);
+    const ids = Array.from({ length: n }, (_, i) => `density-${i}`);
+    for (const [i, agentId] of ids.entries()) {
+      const d = await driver.deploy({
+        agentId,
+        userId: 'memory-bench',
+        plan: 'label',
+        gatewayToken: 'd'.repeat(48),
+        platformApiKey: 'apk_memory_bench',
+        // the model's server also takes the agent's chat-turn callbacks (any POST answers 200), as the backend would
+        backendUrl: new URL(model.url).origin,
+        config: {},
+        env: { AGENT_MODEL_BASE_URL: model.url, AGENT_MODEL: 'bench-model' },
+        ...(process.getuid?.() === 0 ? { sandboxUid: FIRST_AGENT_UID + 999_000_100 + i } : {}),
+      });
+      const deadline = Date.now() + 30_000;
+      while (
+        !(await fetch(`${d.url}/healthz`).then(
+          (r) => r.ok,
+          () => false,
+        ))
+      ) {
+        if (Date.now() > deadline) throw new Error(`agent ${agentId} did not answer /healthz`);
+        await sleep(20);
+      }
+    }
+    await sleep(idleS * 1000);
+    const trees = ids.map((agentId) => agentTree(JSON.parse(readFileSync(join(dataDir, 'agents', agentId, 'driver-state.json'), 'utf8'))));
+    const mean = (k: 'totalMb' | 'pssMb' | 'anonMb' | 'cgroupMb') => round(trees.reduce((s, t) => s + (t[k] ?? 0), 0) / n, 1);
+    return {
+      agents: n,
+      rssMb: mean('totalMb'),
+      pssMb: mean('pssMb'),
+      anonMb: mean('anonMb'),
+      ...(trees.every((t) => t.cgroupMb !== undefined) ? { cgroupMb: mean('cgroupMb') } : {}),
+    };
+  } finally {
+    await driver.shutdown();
+    model.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
 const describeTree = (t: TreeReading) => t.processes.map((p) => `${p.name} ${p.rssMb}`).join(' + ');
 
 export async function run(): Promise<BenchOutput> {
@@ -228,10 +331,13 @@ export async function run(): Promise<BenchOutput> {
   const out = join(ROOT, `.dist-bench-${process.pid}`);
   let compiled: { atStart: number; idle: number };
   let agentCompiled: AgentMemory;
+  let density: Density;
+  const densityN = Number(process.env.BENCH_DENSITY_AGENTS ?? 10);
   try {
     buildServer(out);
     compiled = await measure(relative(ROOT, join(out, 'main.js')), idleS);
     agentCompiled = await measureAgent(out, idleS, chats);
+    density = await measureDensity(out, densityN, idleS);
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
@@ -249,10 +355,10 @@ export async function run(): Promise<BenchOutput> {
     rssIdleMb: round(compiled.idle, 1),
     fromSourceRssIdleMb: round(source.idle, 1),
     goalMb: 150,
-    agent: { compiled: agentCompiled, fromSource: agentSource, burstChats: chats, bareNodeMb, goalMb: 45 },
+    agent: { compiled: agentCompiled, fromSource: agentSource, density, burstChats: chats, bareNodeMb, goalMb: 45 },
   };
   const row = (label: string, a: AgentMemory) =>
-    `| ${label} | **${a.idle.totalMb}** (${describeTree(a.idle)}) | ${a.idle.anonMb} | ${a.afterFirstChats.totalMb} | ${a.afterBurst.totalMb} (${a.burstRps} req/s) |`;
+    `| ${label} | **${a.idle.totalMb}** (${describeTree(a.idle)}) | ${a.idle.anonMb} | ${a.idle.pssMb} | ${a.idle.cgroupMb ?? '–'} | ${a.afterFirstChats.totalMb} | ${a.afterBurst.totalMb} (${a.burstRps} req/s) |`;
   const markdown = [
     `Machine: ${machineLine(machine)}`,
     '',
@@ -274,10 +380,13 @@ export async function run(): Promise<BenchOutput> {
       `A bare Node process (\`setInterval\` only), same Node: ${bareNodeMb} MB. Goal ≤ 45 MB idle. "Anonymous" (RssAnon) is the ` +
       "part no other process shares; the rest is mostly the pages of Node's own executable, shared with every other agent and the platform.",
     '',
-    '| runtime | idle (processes) | of it anonymous | after first chats | after the burst |',
-    '|---|---|---:|---:|---:|',
+    '| runtime | idle (processes) | of it anonymous | PSS | charged to its cgroup | after first chats | after the burst |',
+    '|---|---|---:|---:|---:|---:|---:|',
     row('compiled (as `npm start` launches it)', agentCompiled),
     row('from the sources (tests, `npm run start:src`)', agentSource),
+    '',
+    `${density.agents} idle agents at once (compiled), per agent (MB): VmRSS ${density.rssMb}, PSS ${density.pssMb} (shared pages divided among the processes mapping them), ` +
+      `anonymous ${density.anonMb}${density.cgroupMb !== undefined ? `, charged to its cgroup ${density.cgroupMb}` : ''}.`,
   ].join('\n');
   return { name: 'memory', results, markdown };
 }

@@ -8,7 +8,9 @@
  *   driver-state.json   pid and its start time, uid, port, network, sha256 of the gateway token and of the launch
  *                       environment (no secret)
  *   logs/process.log    the process's own stdout/stderr (and pasta's), written by the platform
- *   netns-<random>      the agent's network namespace (a bind mount, agent-network.ts)
+ *   netns-<random>      the agent's network namespace, when pasta serves it (a bind mount, agent-network.ts)
+ *   loopback/           built-in runtime in the sandbox: `<port>.sock` per platform port it calls, served by
+ *                       the platform, read-only for the agent (agent-loopback.ts)
  *   openclaw.json       OpenClaw only: its configuration (OPENCLAW_CONFIG_PATH; read-only for the agent)
  *   workspace/          the agent's workspace: openclaw.json (the built-in runtime's configuration), logs/runtime.log
  *                       (JSON lines, read by logs()), logs/stats.json (counters, read by stats()), all written by the

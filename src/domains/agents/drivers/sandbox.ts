@@ -8,8 +8,9 @@
  *     binaries and libraries) and a few /etc files for name resolution and TLS, read-only; the
  *     runtime's code read-only; its own workspace and home writable; a private /tmp, /proc and /dev.
  *     Nothing else exists in it: not DATA_DIR (secrets.json, the PostgreSQL data), not other agents;
- *   - in a network namespace of its own when agent-network.ts can make one (root + pasta), else
- *     on the host's network (the start-up report says which).
+ *   - in a network namespace of its own: the built-in runtime's with loopback only and its sockets
+ *     from the platform (agent-loopback.ts), OpenClaw's served by pasta where agent-network.ts can
+ *     make one (root + pasta), else on the host's network (the start-up report says which).
  * As root, bwrap itself runs privileged (it builds the mounts, so the agent's user needs no right on
  * DATA_DIR or the checkout's parents) and starts `setpriv`, which drops to the agent's uid with no
  * groups, no capabilities and an empty bounding set before the runtime is executed. Without root,
