@@ -84,7 +84,7 @@ export function createAiService(deps: AiServiceDeps) {
   let refreshing: Promise<unknown> | undefined;
   const routing = createModelRouting({ catalog, config, logger, observer: deps.providerObserver });
   const { attemptsFor, resolveModel, selectFor, withFallback } = routing;
-  const { limit, enforceQuota } = createAiLimits({ config, rateLimiter: deps.rateLimiter, usage, now, logger });
+  const { limit, quotaApplies, enforceQuota } = createAiLimits({ config, rateLimiter: deps.rateLimiter, usage, now, logger });
 
   const costOf = (m: Pick<CatalogModel, 'inputCost' | 'outputCost'>, u: Usage) =>
     round(u.prompt_tokens * m.inputCost + u.completion_tokens * m.outputCost);
@@ -102,11 +102,12 @@ export function createAiService(deps: AiServiceDeps) {
       createdAt: now(),
     });
 
-  async function prepare(actor: AiActor, input: ChatInput) {
+  /** The model (plan rules), then the quota: a promise only where there is a quota to read (not network, admins, AI_QUOTA_ENFORCE off). */
+  function prepare(actor: AiActor, input: ChatInput) {
     const model = resolveModel(actor, input.model, input.taskType);
-    await enforceQuota(actor);
+    const quota = quotaApplies(actor) ? enforceQuota(actor) : undefined;
     const messages = input.algorithmMode ? applyAlgorithmMode(input.messages) : input.messages;
-    return { attempts: attemptsFor(model), messages };
+    return { attempts: attemptsFor(model), messages, quota };
   }
 
   const params = (
@@ -192,7 +193,8 @@ export function createAiService(deps: AiServiceDeps) {
 
     /** POST /api/ai/chat (non-streamed). `model` in the answer is the model that served. */
     async chat(actor: AiActor, input: ChatInput, signal?: AbortSignal): Promise<ChatResponse> {
-      const { attempts, messages } = await prepare(actor, input);
+      const { attempts, messages, quota } = prepare(actor, input);
+      if (quota) await quota;
       const { model, result, release } = await withFallback(attempts, signal, (m, s) =>
         providers[m.provider].chat(params(input, m, messages, s)),
       );
@@ -213,7 +215,8 @@ export function createAiService(deps: AiServiceDeps) {
      * byte reaches the client); aborting `signal` mid-stream aborts the upstream request.
      */
     async chatStream(actor: AiActor, input: ChatInput, signal: AbortSignal): Promise<ChatStream> {
-      const { attempts, messages } = await prepare(actor, input);
+      const { attempts, messages, quota } = prepare(actor, input);
+      if (quota) await quota;
       const opened = await withFallback(attempts, signal, (m, s) => providers[m.provider].stream(params(input, m, messages, s)));
       const { model, result: upstream, release } = opened;
       const events = (async function* () {

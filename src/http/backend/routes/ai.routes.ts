@@ -345,9 +345,10 @@ export const aiRoutes = (deps: {
       serializerCompiler: (route: { httpStatus?: string; schema: unknown; method: string; url: string }) =>
         route.httpStatus === '200' ? serializeChat : zodSerializer(route as never),
       handler: async (request, reply) => {
-        const { stream, ...input } = request.body;
+        // the body as validated (ai.chat reads its fields; `stream` is not one of them): no copy
+        const input = request.body;
         const signal = disconnectSignal(reply);
-        if (!stream) return ai.chat(actorOf(request), input, signal);
+        if (!input.stream) return ai.chat(actorOf(request), input, signal);
         const opened = await ai.chatStream(actorOf(request), input, signal);
         await writeSse(request, reply, opened);
         return reply;
