@@ -20,6 +20,7 @@ import { createHostingDriver } from '../../src/domains/agents/drivers/index.ts';
 import { isAlive, processTree, readComm } from '../../src/domains/agents/drivers/proc.ts';
 import { detectSandbox, FIRST_AGENT_UID } from '../../src/domains/agents/drivers/sandbox.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
+import { localDriverConfig } from './local-config.ts';
 
 const listening = (srv: Server, ...args: unknown[]) =>
   new Promise<void>((resolve) => (srv.listen as (...a: unknown[]) => void)(...args, () => resolve()));
@@ -229,15 +230,7 @@ describe.skipIf(!bridged)('a sandboxed built-in agent on the platform sockets', 
     const orphaned = await chat(url, 'orphaned');
     expect(orphaned.status).toBeGreaterThanOrEqual(500);
 
-    driver = createHostingDriver({
-      HOSTING_DRIVER: 'local',
-      DATA_DIR: dataDir,
-      AGENT_RUNTIME: 'builtin',
-      HOSTING_API_URL: 'http://127.0.0.1:9',
-      HOSTING_API_KEY: undefined,
-      HOSTING_OWNER_ID: undefined,
-      AGENT_IMAGE: 'x',
-    });
+    driver = createHostingDriver(localDriverConfig(dataDir));
     const deadline = Date.now() + 5_000;
     let res = await chat(url, 'second');
     while (res.status !== 200 && Date.now() < deadline) {

@@ -11,18 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDeploySpec, HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
 import { createHostingDriver, type DriverConfig } from '../../src/domains/agents/drivers/index.ts';
 import { FIRST_AGENT_UID } from '../../src/domains/agents/drivers/sandbox.ts';
+import { localDriverConfig } from './local-config.ts';
 
 let dataDir: string;
 let driver: HostingDriver;
-const config = (): DriverConfig => ({
-  HOSTING_DRIVER: 'local',
-  DATA_DIR: dataDir,
-  AGENT_RUNTIME: 'builtin',
-  HOSTING_API_URL: 'http://127.0.0.1:9',
-  HOSTING_API_KEY: undefined,
-  HOSTING_OWNER_ID: undefined,
-  AGENT_IMAGE: 'x',
-});
+const config = (): DriverConfig => localDriverConfig(dataDir);
 
 const spec = (agentId: string, token: string, config: Record<string, unknown> = {}): AgentDeploySpec => ({
   agentId,

@@ -15,6 +15,7 @@ import { createHostingDriver } from '../../src/domains/agents/drivers/index.ts';
 import { isAlive, readEnviron } from '../../src/domains/agents/drivers/proc.ts';
 import { FIRST_AGENT_UID } from '../../src/domains/agents/drivers/sandbox.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
+import { localDriverConfig } from './local-config.ts';
 
 const TOKEN_A = 'a'.repeat(24) + 'B'.repeat(24); // 48 chars, §8
 const TOKEN_B = 'c'.repeat(48);
@@ -96,18 +97,7 @@ function wsRoundTrip(url: string, opts: { token?: string; header?: string }, mes
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'local-driver-'));
   upstream = await startFakeOpenAi({ apiKey: 'model-key' });
-  driver = createHostingDriver(
-    {
-      HOSTING_DRIVER: 'local',
-      DATA_DIR: dataDir,
-      AGENT_RUNTIME: 'builtin',
-      HOSTING_API_URL: 'http://127.0.0.1:9',
-      HOSTING_API_KEY: undefined,
-      HOSTING_OWNER_ID: undefined,
-      AGENT_IMAGE: 'x',
-    },
-    { stopGraceMs: 3_000 },
-  );
+  driver = createHostingDriver(localDriverConfig(dataDir), { stopGraceMs: 3_000 });
   const [a, b] = await Promise.all([driver.deploy(specA()), driver.deploy(specB())]);
   urlA = a.url;
   expect(a.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
@@ -286,15 +276,7 @@ describe('local driver with the built-in runtime', () => {
   it('a second platform instance re-adopts a running agent instead of restarting it', async () => {
     const pid = pidOf('agent-a');
     // the first instance is simply dropped (a crashed platform): a new one starts on the same DATA_DIR
-    const second = createHostingDriver({
-      HOSTING_DRIVER: 'local',
-      DATA_DIR: dataDir,
-      AGENT_RUNTIME: 'builtin',
-      HOSTING_API_URL: 'http://127.0.0.1:9',
-      HOSTING_API_KEY: undefined,
-      HOSTING_OWNER_ID: undefined,
-      AGENT_IMAGE: 'x',
-    });
+    const second = createHostingDriver(localDriverConfig(dataDir));
     expect((await second.status('agent-a')).status).toBe('healthy');
     const adopted = await second.deploy(specA());
     expect(adopted).toEqual({ externalId: `local-${pid}`, url: urlA, status: 'healthy' });
@@ -306,28 +288,11 @@ describe('local driver with the built-in runtime', () => {
     expect(await waitForHealthy(changed.url, { timeoutMs: 15_000, intervalMs: 100 })).toBe(true);
     // a third instance that has not deployed it cannot restart it from what the process holds: its
     // /proc/<pid>/environ is the agent's to rewrite (docs/security.md N4), so it asks for a fresh spec instead
-    const dropped = createHostingDriver({
-      HOSTING_DRIVER: 'local',
-      DATA_DIR: dataDir,
-      AGENT_RUNTIME: 'builtin',
-      HOSTING_API_URL: 'http://127.0.0.1:9',
-      HOSTING_API_KEY: undefined,
-      HOSTING_OWNER_ID: undefined,
-      AGENT_IMAGE: 'x',
-    });
+    const dropped = createHostingDriver(localDriverConfig(dataDir));
     await expect(dropped.restart('agent-a')).rejects.toBeInstanceOf(AgentNotDeployedError);
-    const third = createHostingDriver(
-      {
-        HOSTING_DRIVER: 'local',
-        DATA_DIR: dataDir,
-        AGENT_RUNTIME: 'builtin',
-        HOSTING_API_URL: 'http://127.0.0.1:9',
-        HOSTING_API_KEY: undefined,
-        HOSTING_OWNER_ID: undefined,
-        AGENT_IMAGE: 'x',
-      },
-      { loadSpec: async () => ({ ...specA(), config: { logging: { level: 'warn' } } }) },
-    );
+    const third = createHostingDriver(localDriverConfig(dataDir), {
+      loadSpec: async () => ({ ...specA(), config: { logging: { level: 'warn' } } }),
+    });
     await third.restart('agent-a');
     expect(await waitForHealthy(changed.url, { timeoutMs: 15_000, intervalMs: 100 })).toBe(true);
     await third.shutdown(); // stops what it started
@@ -347,15 +312,7 @@ describe('local driver with the built-in runtime', () => {
         )
       ).status,
     ).toBe('error');
-    const fresh = createHostingDriver({
-      HOSTING_DRIVER: 'local',
-      DATA_DIR: dataDir,
-      AGENT_RUNTIME: 'builtin',
-      HOSTING_API_URL: 'http://127.0.0.1:9',
-      HOSTING_API_KEY: undefined,
-      HOSTING_OWNER_ID: undefined,
-      AGENT_IMAGE: 'x',
-    });
+    const fresh = createHostingDriver(localDriverConfig(dataDir));
     expect((await fresh.status('agent-b')).status).toBe('stopped');
     await expect(fresh.restart('agent-b')).rejects.toBeInstanceOf(AgentNotDeployedError);
   });

@@ -19,6 +19,7 @@ import { createHostingDriver } from '../../src/domains/agents/drivers/index.ts';
 import { processesOfUid } from '../../src/domains/agents/drivers/proc.ts';
 import { detectSandbox, FIRST_AGENT_UID } from '../../src/domains/agents/drivers/sandbox.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
+import { localDriverConfig } from './local-config.ts';
 
 const report = detectSandbox('auto');
 if (!report.active) console.warn(`test/drivers/sandbox.test.ts skipped: ${report.lines.join('; ')}`);
@@ -62,36 +63,24 @@ describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
     await new Promise<void>((r) => hostService.listen(0, '127.0.0.1', r));
     hostServicePort = (hostService.address() as { port: number }).port;
     const other = join(dataDir, 'agents', 'agent-other', 'workspace');
-    driver = createHostingDriver(
-      {
-        HOSTING_DRIVER: 'local',
-        DATA_DIR: dataDir,
-        AGENT_RUNTIME: 'builtin',
-        AGENT_SANDBOX: 'auto',
-        HOSTING_API_URL: 'http://127.0.0.1:9',
-        HOSTING_API_KEY: undefined,
-        HOSTING_OWNER_ID: undefined,
-        AGENT_IMAGE: 'x',
+    driver = createHostingDriver(localDriverConfig(dataDir, { AGENT_SANDBOX: 'auto' }), {
+      stopGraceMs: 2_000,
+      runtimeEntry: fileURLToPath(new URL('../fixtures/sandbox-probe.ts', import.meta.url)),
+      extraEnv: {
+        PROBE_MAIN: fileURLToPath(new URL('../../src/runtime/main.ts', import.meta.url)),
+        PROBE_PLATFORM_PID: String(process.pid),
+        PROBE_TCP: JSON.stringify([hostServicePort]),
+        PROBE_PATHS: JSON.stringify([
+          join(dataDir, 'secrets.json'),
+          join(dataDir, 'pg'),
+          join(dataDir, 'pg', 'PG_VERSION'),
+          join(other, 'notes.txt'),
+          other,
+          '/etc/shadow',
+          '/etc/passwd',
+        ]),
       },
-      {
-        stopGraceMs: 2_000,
-        runtimeEntry: fileURLToPath(new URL('../fixtures/sandbox-probe.ts', import.meta.url)),
-        extraEnv: {
-          PROBE_MAIN: fileURLToPath(new URL('../../src/runtime/main.ts', import.meta.url)),
-          PROBE_PLATFORM_PID: String(process.pid),
-          PROBE_TCP: JSON.stringify([hostServicePort]),
-          PROBE_PATHS: JSON.stringify([
-            join(dataDir, 'secrets.json'),
-            join(dataDir, 'pg'),
-            join(dataDir, 'pg', 'PG_VERSION'),
-            join(other, 'notes.txt'),
-            other,
-            '/etc/shadow',
-            '/etc/passwd',
-          ]),
-        },
-      },
-    );
+    });
     await driver.deploy(spec('agent-other', 'o'.repeat(48)));
     writeFileSync(join(other, 'notes.txt'), 'the other tenant’s data');
     const a = await driver.deploy(
