@@ -7,13 +7,19 @@
  *   floor    — bare Fastify + undici Pool(128) forwarding POST /v1/chat/completions;
  *   platform — the backend's POST /api/ai/chat with the bearer key and §4.9 plan headers
  *              (x-user-plan, x-stripe-subscription-id; no x-user-id), a ~2.5 KB body, the per-IP
- *              limiter on with AI_RATE_LIMIT lifted, LOG_LEVEL=warn, usage recorded to PostgreSQL.
- * Targets: at concurrency 64 the platform carries ≥ 0.9x the floor's req/s; at concurrency 1 its
- * mean latency exceeds the floor's by ≤ 0.2 ms. Then one more run at 64 with both proxies under
- * V8's sampling profiler: where each spends its CPU per request, by part.
+ *              limiter on with AI_RATE_LIMIT lifted, LOG_LEVEL=warn, usage recorded to PostgreSQL;
+ *   gateway  — the same backend's AI gateway for agents (POST /api/agent-gateway/v1/chat/completions)
+ *              with an agent's `apk_` key: key lookup, the owner's stored plan (network), the
+ *              per-agent limit (AGENT_GATEWAY_RATE_LIMIT lifted), the agent's budget, the same body.
+ * Targets, for the platform and the gateway each: at concurrency 64 ≥ 0.9x the floor's req/s; at
+ * concurrency 1 a mean latency over the floor's of ≤ 0.2 ms. Then one more run at 64 with each
+ * process under V8's sampling profiler: where each spends its CPU per request, by part.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
+import { AGENT_GATEWAY_PATH } from '../../src/config/env.ts';
+import { sha256 } from '../../src/lib/crypto.ts';
 import { stopProcess } from './bench-db.ts';
 import { perRequestByGroup, summariseProfile } from './cpu-profile.ts';
 import { type LoadResult, measure } from './load.ts';
@@ -22,18 +28,51 @@ import { round } from './report.ts';
 
 const BACKEND_CHILD = join(import.meta.dirname, 'backend-child.ts');
 
+/** The proxies measured against the floor (each a case below). */
+const PROXIES = ['platform', 'gateway'] as const;
+
+const GATEWAY_KEY = 'apk_outside_bench_gateway_key';
+
+/**
+ * An owner on the network plan with an active subscription and one running agent whose platform
+ * key is GATEWAY_KEY, written straight to the bench database (as a deploy would leave them: the
+ * key's SHA-256 in agent_credentials).
+ */
+async function seedGatewayAgent(databaseUrl: string): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ id: string }>(
+      `INSERT INTO users (email, name, referral_code, plan, subscription_status)
+       VALUES ('gateway-bench@example.com', 'Gateway bench', 'GATEWAYBENCH', 'network', 'active') RETURNING id`,
+    );
+    const userId = rows[0]!.id;
+    await client.query(
+      `INSERT INTO agents (id, user_id, name, subdomain, url, status) VALUES ('gateway-bench', $1, 'Gateway bench', 'gateway-bench', 'http://127.0.0.1:9', 'running')`,
+      [userId],
+    );
+    await client.query(
+      `INSERT INTO agent_credentials (agent_id, user_id, gateway_token_enc, platform_key_hash, platform_key_prefix)
+       VALUES ('gateway-bench', $1, 'unused', $2, $3)`,
+      [userId, sha256(GATEWAY_KEY), GATEWAY_KEY.slice(0, 12)],
+    );
+  } finally {
+    await client.end();
+  }
+}
+
 type Case = { key: string; url: string; headers: Record<string, string>; body: string; proc?: Proc };
 
 export type OutsideResult = {
   levels: Record<string, { rps: Record<string, number[]>; meanMs: Record<string, number[]>; failures: number }>;
-  /** per round: platform req/s over floor req/s at concurrency 64 */
-  ratio64: number[];
+  /** per proxy (platform, gateway), per round: its req/s over the floor's at concurrency 64 */
+  ratio64: Record<string, number[]>;
   /** per round at concurrency 64: CPU µs per request of each proxy process (Linux only) */
   cpuPerRequestUs: Record<string, number[]>;
-  /** per round: floor CPU per request over platform CPU per request (the throughput ratio CPU-bound proxies would have) */
-  cpuRatio64: number[];
-  /** per round: platform mean − floor mean at concurrency 1, ms */
-  ownShare1Ms: number[];
+  /** per proxy, per round: floor CPU per request over the proxy's (the throughput ratio CPU-bound proxies would have) */
+  cpuRatio64: Record<string, number[]>;
+  /** per proxy, per round: its mean − the floor's mean at concurrency 1, ms */
+  ownShare1Ms: Record<string, number[]>;
   profile?: { requests: Record<string, number>; perRequestUs: Record<string, { group: string; us: number }[]> };
 };
 
@@ -88,7 +127,9 @@ export async function measureOutside(opts: {
       ROUTER_API_KEY: 'bench-router-key',
       ROUTER_BASE_URL: upstream.base,
       AI_RATE_LIMIT: '1000000000',
+      AGENT_GATEWAY_RATE_LIMIT: '1000000000',
     };
+    await seedGatewayAgent(opts.databaseUrl);
     const backend = await spawnWithPort([BACKEND_CHILD, JSON.stringify(env), opts.databaseUrl]);
     procs.push(backend);
     const body = realisticChatBody('openai/gpt-4o-mini');
@@ -103,14 +144,23 @@ export async function measureOutside(opts: {
         body,
         proc: backend,
       },
+      {
+        key: 'gateway',
+        url: `http://127.0.0.1:${backend.port}${AGENT_GATEWAY_PATH}/chat/completions`,
+        headers: { ...json, authorization: `Bearer ${GATEWAY_KEY}` },
+        body,
+        proc: backend,
+      },
     ];
-    const check = await fetch(cases[2]!.url, { method: 'POST', headers: cases[2]!.headers, body });
-    if (check.status !== 200) throw new Error(`platform answered ${check.status}: ${(await check.text()).slice(0, 300)}`);
-    await check.text();
+    for (const c of cases.slice(2)) {
+      const check = await fetch(c.url, { method: 'POST', headers: c.headers, body });
+      if (check.status !== 200) throw new Error(`${c.key} answered ${check.status}: ${(await check.text()).slice(0, 300)}`);
+      await check.text();
+    }
 
     const run = (c: Case, connections: number, durationS: number, warmupS: number): Promise<LoadResult> =>
       measure({ url: c.url, method: 'POST', headers: c.headers, body: c.body, connections, durationS, warmupS });
-    const out: OutsideResult = { levels: {}, ratio64: [], ownShare1Ms: [], cpuPerRequestUs: {}, cpuRatio64: [] };
+    const out: OutsideResult = { levels: {}, ratio64: {}, ownShare1Ms: {}, cpuPerRequestUs: {}, cpuRatio64: {} };
     for (const level of [1, 64]) {
       const l: OutsideResult['levels'][string] = { rps: {}, meanMs: {}, failures: 0 };
       out.levels[`concurrency${level}`] = l;
@@ -125,7 +175,7 @@ export async function measureOutside(opts: {
             const before = cpuMicros(c.proc?.proc.pid);
             const x = await run(c, level, opts.durationS, 0);
             const after = cpuMicros(c.proc?.proc.pid);
-            if (before !== undefined && after !== undefined && x.totalRequests > 0)
+            if (level === 64 && before !== undefined && after !== undefined && x.totalRequests > 0)
               (out.cpuPerRequestUs[c.key] ??= []).push(Math.round((after - before) / x.totalRequests));
             res = { ...x, failures: x.non2xx + x.errors + x.timeouts };
           }
@@ -133,12 +183,14 @@ export async function measureOutside(opts: {
           (l.meanMs[c.key] ??= []).push(round(res.meanMs, 3));
           l.failures += res.failures;
         }
-        if (level === 64) {
-          out.ratio64.push(round(l.rps.platform!.at(-1)! / l.rps.floor!.at(-1)!, 3));
-          const cpu = out.cpuPerRequestUs;
-          if (cpu.platform?.length === r + 1 && cpu.floor?.length === r + 1)
-            out.cpuRatio64.push(round(cpu.floor.at(-1)! / cpu.platform.at(-1)!, 3));
-        } else out.ownShare1Ms.push(round(l.meanMs.platform!.at(-1)! - l.meanMs.floor!.at(-1)!, 3));
+        for (const p of PROXIES) {
+          if (level === 64) {
+            (out.ratio64[p] ??= []).push(round(l.rps[p]!.at(-1)! / l.rps.floor!.at(-1)!, 3));
+            const cpu = out.cpuPerRequestUs;
+            if (cpu[p]?.length === r + 1 && cpu.floor?.length === r + 1)
+              (out.cpuRatio64[p] ??= []).push(round(cpu.floor.at(-1)! / cpu[p].at(-1)!, 3));
+          } else (out.ownShare1Ms[p] ??= []).push(round(l.meanMs[p]!.at(-1)! - l.meanMs.floor!.at(-1)!, 3));
+        }
       }
     }
     if (opts.profileDir) {
@@ -173,20 +225,23 @@ export function outsideMarkdown(o: OutsideResult): string {
       );
     }
   }
-  const r64 = med(o.ratio64);
-  const own1 = med(o.ownShare1Ms);
-  lines.push(
-    '',
-    `- concurrency 64: platform / floor throughput **${r64}** (rounds: ${o.ratio64.join(', ')}; target ≥ 0.9) — ${r64 >= 0.9 ? 'met' : 'not met'}`,
-    ...(o.cpuRatio64.length
-      ? [
-          `- concurrency 64, CPU per request of each proxy process (/proc, whole measured phase): floor ${med(o.cpuPerRequestUs.floor!)} µs ` +
-            `(${o.cpuPerRequestUs.floor!.join(', ')}), platform ${med(o.cpuPerRequestUs.platform!)} µs (${o.cpuPerRequestUs.platform!.join(', ')}): ` +
-            `floor / platform **${med(o.cpuRatio64)}** (rounds: ${o.cpuRatio64.join(', ')}), the throughput ratio when each proxy is the bottleneck`,
-        ]
-      : []),
-    `- concurrency 1: platform mean − floor mean **${own1} ms** (rounds: ${o.ownShare1Ms.join(', ')}; target ≤ 0.2 ms) — ${own1 <= 0.2 ? 'met' : 'not met'}`,
-  );
+  lines.push('');
+  for (const p of Object.keys(o.ratio64)) {
+    const r64 = med(o.ratio64[p]!);
+    const own1 = med(o.ownShare1Ms[p]!);
+    const cpu = o.cpuRatio64[p];
+    lines.push(
+      `- ${p}, concurrency 64: ${p} / floor throughput **${r64}** (rounds: ${o.ratio64[p]!.join(', ')}; target ≥ 0.9) — ${r64 >= 0.9 ? 'met' : 'not met'}`,
+      ...(cpu?.length
+        ? [
+            `- ${p}, concurrency 64, CPU per request of each process (/proc, whole measured phase): floor ${med(o.cpuPerRequestUs.floor!)} µs ` +
+              `(${o.cpuPerRequestUs.floor!.join(', ')}), ${p} ${med(o.cpuPerRequestUs[p]!)} µs (${o.cpuPerRequestUs[p]!.join(', ')}): ` +
+              `floor / ${p} **${med(cpu)}** (rounds: ${cpu.join(', ')}), the throughput ratio when each proxy is the bottleneck`,
+          ]
+        : []),
+      `- ${p}, concurrency 1: ${p} mean − floor mean **${own1} ms** (rounds: ${o.ownShare1Ms[p]!.join(', ')}; target ≤ 0.2 ms) — ${own1 <= 0.2 ? 'met' : 'not met'}`,
+    );
+  }
   if (o.profile) {
     const groups = [...new Set(Object.values(o.profile.perRequestUs).flatMap((g) => g.map((x) => x.group)))];
     const keys = Object.keys(o.profile.perRequestUs);
