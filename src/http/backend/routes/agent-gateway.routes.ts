@@ -8,14 +8,14 @@
  * Length (~340 lines): OpenAI's request shape as an allow-list with its messages, the error mapping
  * into OpenAI's shape the whole plugin shares, and the SSE writer of the streamed answer.
  */
-import type { FastifyError, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { z } from 'zod';
 import { AGENT_GATEWAY_PATH, type Config } from '../../../config/env.ts';
 import { LIMITS } from '../../../config/limits.ts';
 import { isAdminUser } from '../../../domains/admin/admin-rule.ts';
 import { AUTO_MODEL } from '../../../domains/ai/agent-gateway.ts';
 import type { AiService } from '../../../domains/ai/ai.service.ts';
-import { type AiActor, checkStoredPlan } from '../../../domains/ai/plan-rules.ts';
+import { type AiActor, checkStoredPlan, type StoredPlan } from '../../../domains/ai/plan-rules.ts';
 import type { StoredPlans } from '../../../domains/ai/stored-plans.ts';
 import { AppError, type ErrorCode, isAppError, unauthorized } from '../../../lib/errors.ts';
 import { callingAgent } from '../../shared/agent-key-auth.ts';
@@ -23,6 +23,7 @@ import { addDocumentedHook } from '../../shared/openapi.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { jsonBody } from '../../shared/schemas.ts';
 import { disconnectSignal, sseWriter, startEventStream } from '../../shared/sse.ts';
+import { completionValidatorCompiler } from './agent-gateway-validation.ts';
 
 const MESSAGES_REQUIRED = 'messages must be a non-empty array';
 const tokens = (name: string) =>
@@ -44,7 +45,8 @@ const penalty = (name: string) =>
  * fields a provider would bill or route by outside the plan (a router's `models` fallback list,
  * `provider`, `plugins`) are dropped, like anything else not listed.
  */
-const completionBody = jsonBody({
+/** exported for test/ai/gateway-validation.test.ts, which compares it with the fast check */
+export const completionBody = jsonBody({
   model: z
     .string({ error: 'model must be a string' })
     .trim()
@@ -259,26 +261,35 @@ export const agentGatewayRoutes = (deps: {
     });
 
     // the owner's stored plan (cached per process, as for /api/ai) and the agent's own limit, before the body is read
+    const decide = (request: FastifyRequest, caller: { userId: string }, stored: StoredPlan | null): AppError | undefined => {
+      if (!stored) return unauthorized();
+      const verdict = checkStoredPlan(
+        stored,
+        {},
+        {
+          subscriptionsRequired: deps.subscriptionsRequired,
+          isAdminEmail: (email) => isAdminUser(config, { email: email ?? '', is_admin: false, email_verified: stored.emailVerified }),
+          userId: caller.userId,
+        },
+      );
+      if (!verdict.ok) return new AppError(verdict.code, verdict.error);
+      actors.set(request, verdict.actor);
+      return undefined;
+    };
     addDocumentedHook(
       app,
       'onRequest',
-      async (request: FastifyRequest) => {
+      // A callback hook: a stored plan already cached is decided without a promise, and the
+      // per-agent limit is its one promise and a continuation (docs/benchmarks.md "AI proxy")
+      (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
         const caller = callingAgent(request);
-        const stored = await deps.storedPlans.lookup(caller.userId);
-        if (!stored) throw unauthorized();
-        const verdict = checkStoredPlan(
-          stored,
-          {},
-          {
-            subscriptionsRequired: deps.subscriptionsRequired,
-            // ADMIN_EMAILS counts as for the admin pages: only with a verified email (admin-rule.ts)
-            isAdminEmail: (email) => isAdminUser(config, { email: email ?? '', is_admin: false, email_verified: stored.emailVerified }),
-            userId: caller.userId,
-          },
-        );
-        if (!verdict.ok) throw new AppError(verdict.code, verdict.error);
-        actors.set(request, verdict.actor);
-        await ai.agentRateLimit(caller.agentId);
+        const limit = (refused: AppError | undefined) => {
+          if (refused) return done(refused);
+          ai.agentRateLimit(caller.agentId).then(() => done(), done);
+        };
+        const known = deps.storedPlans.peek(caller.userId);
+        if (known !== undefined) return limit(decide(request, caller, known));
+        deps.storedPlans.lookup(caller.userId).then((stored) => limit(decide(request, caller, stored)), done);
       },
       {
         responses: {
@@ -321,6 +332,8 @@ export const agentGatewayRoutes = (deps: {
         body: completionBody,
         response: { 200: completion, 400: openAiError, 403: openAiError, 404: openAiError, 413: openAiError, 503: openAiError, ...errors },
       },
+      // the common body (text messages) without zod's copy of every message; any other, and every rejection, is zod's
+      validatorCompiler: completionValidatorCompiler(Object.keys(completionBody.shape)),
       handler: async (request, reply) => {
         const { agentId } = callingAgent(request);
         // the owner's monthly budget for this agent, before any provider is contacted

@@ -1,0 +1,83 @@
+/**
+ * The body check of the agents' AI gateway (POST /api/agent-gateway/v1/chat/completions): a
+ * hand-written check in front of the zod schema, for the hot path (docs/benchmarks.md "AI proxy"),
+ * as ai-chat-validation.ts does for POST /api/ai/chat. It vouches only for the common body (text
+ * messages, model, sampling and token fields, stream, user) and returns exactly what zod would
+ * (unknown fields dropped, `model` trimmed, fields in the schema's order, each message as it came);
+ * any other body, and every rejection, is zod's (test/ai/gateway-validation.test.ts compares both).
+ */
+import type { FastifySchemaValidationError } from 'fastify';
+import { validatorCompiler as zodValidatorCompiler } from 'fastify-type-provider-zod';
+import { LIMITS } from '../../../config/limits.ts';
+
+type Validated = { value?: unknown; error?: FastifySchemaValidationError[] | Error };
+
+const ROLES: ReadonlySet<unknown> = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
+
+/** A message zod's loose message object passes on unchanged: `role` first, then `content` (text or null) if any. */
+function plainMessage(m: unknown): boolean {
+  if (typeof m !== 'object' || m === null || Array.isArray(m)) return false;
+  let i = 0;
+  let hasContent = false;
+  for (const k in m) {
+    if (i === 0 && k !== 'role') return false;
+    if (k === 'content') {
+      if (i !== 1) return false;
+      hasContent = true;
+    }
+    i++;
+  }
+  const { role, content } = m as { role: unknown; content: unknown };
+  if (!ROLES.has(role)) return false;
+  return !hasContent || content === null || (typeof content === 'string' && content.length <= LIMITS.aiMaxMessageChars);
+}
+
+const num = (min: number, max: number) => (v: unknown) => v === null || (typeof v === 'number' && v >= min && v <= max);
+const tokens = (v: unknown) => v === null || (Number.isInteger(v) && (v as number) >= 1 && (v as number) <= 1_000_000);
+
+/** The fields this check decides (others of the schema go to zod), each with its test. */
+const CHECKS: Record<string, (v: unknown) => boolean> = {
+  model: (v) => typeof v === 'string' && v.trim().length >= 1 && v.trim().length <= 200,
+  messages: (v) => {
+    if (!Array.isArray(v) || v.length < 1 || v.length > LIMITS.aiMaxMessages) return false;
+    for (let i = 0; i < v.length; i++) if (!plainMessage(v[i])) return false;
+    return true;
+  },
+  stream: (v) => v === null || typeof v === 'boolean',
+  temperature: num(0, 2),
+  top_p: num(0, 1),
+  max_tokens: tokens,
+  max_completion_tokens: tokens,
+  user: (v) => v === null || (typeof v === 'string' && v.length <= 256),
+};
+
+/**
+ * The body as the schema with these `fields` (its keys, in order) outputs it, or undefined when
+ * this check does not vouch for it (then zod decides). Exported for its test.
+ */
+export function fastCompletionBody(fields: readonly string[], data: unknown): Record<string, unknown> | undefined {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return undefined;
+  const b = data as Record<string, unknown>;
+  if (!Array.isArray(b.messages)) return undefined; // required; zod words the error
+  const out: Record<string, unknown> = {};
+  for (const k of fields) {
+    const v = b[k];
+    if (v === undefined) continue;
+    const check = CHECKS[k];
+    if (!check?.(v)) return undefined;
+    out[k] = k === 'model' ? (v as string).trim() : v;
+  }
+  return out;
+}
+
+/** The route's validatorCompiler: the fast check for the body, falling back to zod's validator of the same schema. */
+export function completionValidatorCompiler(fields: readonly string[]) {
+  return (route: { schema: unknown; method: string; url: string; httpPart?: string }) => {
+    const zod = zodValidatorCompiler(route as never) as (data: unknown) => Validated;
+    if (route.httpPart !== 'body') return zod;
+    return (data: unknown): Validated => {
+      const value = fastCompletionBody(fields, data);
+      return value === undefined ? zod(data) : { value };
+    };
+  };
+}

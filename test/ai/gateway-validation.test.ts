@@ -1,0 +1,126 @@
+/**
+ * The hand-written check in front of the AI gateway's zod body schema
+ * (src/http/backend/routes/agent-gateway-validation.ts): whatever it accepts, zod accepts with the
+ * same output (same JSON, same key order), so every rejection and every unusual body stays zod's.
+ * Checked on a valid body and on many mutations of it.
+ */
+
+import { describe, expect, it } from 'vitest';
+import { safeParse } from 'zod/v4/core';
+import { LIMITS } from '../../src/config/limits.ts';
+import { completionBody } from '../../src/http/backend/routes/agent-gateway.routes.ts';
+import { fastCompletionBody } from '../../src/http/backend/routes/agent-gateway-validation.ts';
+
+const FIELDS = Object.keys(completionBody.shape);
+
+const valid = () => ({
+  model: 'openai/gpt-4o-mini',
+  messages: [
+    { role: 'system', content: 'be brief' },
+    { role: 'user', content: 'hello' },
+  ],
+  temperature: 0.2,
+  max_tokens: 256,
+});
+
+const odd: unknown[] = [
+  undefined,
+  null,
+  '',
+  ' ',
+  '  x  ',
+  'x'.repeat(200),
+  ` ${'x'.repeat(200)} `,
+  'x'.repeat(201),
+  'x'.repeat(257),
+  0,
+  -1,
+  0.5,
+  1,
+  2,
+  2.5,
+  1_000_000,
+  1_000_001,
+  Number.NaN,
+  true,
+  false,
+  [],
+  {},
+  ['a'],
+  { include_usage: true },
+  { type: 'json_object' },
+  'auto',
+];
+
+function* bodies(): Generator<unknown> {
+  yield valid();
+  yield {};
+  yield null;
+  yield [];
+  yield { messages: [] };
+  yield { messages: [{ role: 'user', content: 'x' }] };
+  for (const field of [...FIELDS, 'extra', 'models', 'provider']) for (const v of odd) yield { ...valid(), [field]: v };
+  const msgs: unknown[] = [
+    'x',
+    null,
+    [],
+    {},
+    { role: 'user' },
+    { content: 'x' },
+    { role: 'robot', content: 'x' },
+    { role: 'user', content: 5 },
+    { role: 'user', content: null },
+    { role: 'user', content: [{ type: 'text', text: 'x' }] },
+    { content: 'x', role: 'user' },
+    { role: 'user', content: 'x', name: 'bob' },
+    { role: 'assistant', name: 'bob', content: 'x' },
+    { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+    { role: 'tool', tool_call_id: 'c1', content: 'result' },
+    { role: 'developer', content: '' },
+    { role: 'user', content: 'x'.repeat(LIMITS.aiMaxMessageChars) },
+    { role: 'user', content: 'x'.repeat(LIMITS.aiMaxMessageChars + 1) },
+  ];
+  for (const m of msgs) {
+    yield { ...valid(), messages: [m] };
+    yield { ...valid(), messages: [{ role: 'user', content: 'a' }, m] };
+  }
+  yield { ...valid(), messages: Array.from({ length: LIMITS.aiMaxMessages + 1 }, () => ({ role: 'user', content: 'a' })) };
+  yield { ...valid(), messages: 'hello' };
+  yield { max_tokens: 3, user: 'u', messages: [{ role: 'user', content: 'x' }], stream: null, top_p: 1, model: ' auto ' };
+}
+
+describe("the fast check of the AI gateway's body", () => {
+  it('accepts only what zod accepts, with the output zod gives', () => {
+    let accepted = 0;
+    let total = 0;
+    for (const body of bodies()) {
+      total++;
+      const fast = fastCompletionBody(FIELDS, body);
+      if (fast === undefined) continue; // zod decides, as the route does
+      const zod = safeParse(completionBody, body);
+      accepted++;
+      expect(zod.success, JSON.stringify(body)?.slice(0, 200)).toBe(true);
+      expect(JSON.stringify(fast)).toBe(JSON.stringify(zod.data));
+    }
+    // the check really takes the common bodies (most mutations are of fields it leaves to zod)
+    expect(accepted).toBeGreaterThan(total / 6);
+  });
+
+  it('takes a realistic body without zod, dropping what the schema does not list', () => {
+    const body = { ...valid(), model: ' openai/gpt-4o-mini ', models: ['x'], provider: { order: ['y'] } };
+    expect(fastCompletionBody(FIELDS, body)).toEqual({
+      model: 'openai/gpt-4o-mini',
+      messages: body.messages,
+      temperature: 0.2,
+      max_tokens: 256,
+    });
+  });
+
+  it('leaves tools, content parts and other listed fields to zod', () => {
+    expect(fastCompletionBody(FIELDS, { ...valid(), tools: [{ type: 'function' }] })).toBeUndefined();
+    expect(
+      fastCompletionBody(FIELDS, { ...valid(), messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }] }] }),
+    ).toBeUndefined();
+    expect(fastCompletionBody(FIELDS, { ...valid(), stream_options: { include_usage: true } })).toBeUndefined();
+  });
+});
