@@ -6,10 +6,10 @@
  */
 
 import { describe, expect, it } from 'vitest';
-import { safeParse } from 'zod/v4/core';
+import { safeEncode, safeParse } from 'zod/v4/core';
 import { LIMITS } from '../../src/config/limits.ts';
-import { completionBody } from '../../src/http/backend/routes/agent-gateway.routes.ts';
-import { fastCompletionBody } from '../../src/http/backend/routes/agent-gateway-validation.ts';
+import { completion, completionBody } from '../../src/http/backend/routes/agent-gateway.routes.ts';
+import { fastCompletionBody, fastCompletionJson } from '../../src/http/backend/routes/agent-gateway-validation.ts';
 
 const FIELDS = Object.keys(completionBody.shape);
 
@@ -122,5 +122,64 @@ describe("the fast check of the AI gateway's body", () => {
       fastCompletionBody(FIELDS, { ...valid(), messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }] }] }),
     ).toBeUndefined();
     expect(fastCompletionBody(FIELDS, { ...valid(), stream_options: { include_usage: true } })).toBeUndefined();
+  });
+});
+
+describe("the AI gateway's answer written without zod", () => {
+  const answer = (choices: unknown[], extra: Record<string, unknown> = {}) => ({
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    created: 1_700_000_000,
+    model: 'openai/gpt-4o-mini',
+    provider: 'router',
+    choices,
+    usage: { prompt_tokens: 3, completion_tokens: 4, total_tokens: 7 },
+    ...extra,
+  });
+  const choices: unknown[][] = [
+    [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+    // OpenAI's own order: logprobs before finish_reason, refusal after content
+    [{ index: 0, message: { role: 'assistant', content: 'hi', refusal: null }, logprobs: null, finish_reason: 'stop' }],
+    [{ finish_reason: 'tool_calls', message: { tool_calls: [{ id: 'c', type: 'function' }], content: null, role: 'assistant' }, index: 0 }],
+    [{ index: 0, finish_reason: null }],
+    [
+      { index: 0, message: { role: 'assistant', content: 'a' }, finish_reason: 'stop' },
+      { index: 1, message: { content: 'b' } },
+    ],
+    [],
+    // what the schema refuses: zod decides (a 500)
+    [{ index: '0', message: { role: 'assistant', content: 'hi' } }],
+    [{ index: 0, message: { role: 'assistant', content: 5 } }],
+    [{ index: 0, message: 'hi' }],
+    [{ index: 0, finish_reason: 3 }],
+    ['choice'],
+    [null],
+  ];
+  const cases = [
+    ...choices.map((c) => answer(c)),
+    answer(choices[0]!, { system_fingerprint: 'fp_1' }),
+    answer(choices[0]!, { system_fingerprint: 5 }),
+    answer(choices[0]!, { created: Number.NaN }),
+    answer(choices[0]!, { usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3, cost: 9 } }),
+    answer(choices[0]!, { usage: { prompt_tokens: 1 } }),
+    answer(choices[0]!, { object: 'chat.completion.chunk' }),
+    answer(choices[0]!, { unlisted: 'never leaves' }),
+  ];
+
+  it('writes what the zod serializer writes, and leaves to zod what it refuses', () => {
+    let written = 0;
+    for (const r of cases) {
+      const fast = fastCompletionJson(r as never);
+      const zod = safeEncode(completion, r);
+      if (fast === undefined) {
+        // only what zod refuses is left to it here; the valid answers above must all be written
+        if (zod.success) throw new Error(`left to zod though it passes: ${JSON.stringify(r).slice(0, 200)}`);
+        continue;
+      }
+      written++;
+      expect(zod.success, JSON.stringify(r).slice(0, 200)).toBe(true);
+      expect(fast).toBe(JSON.stringify(zod.data));
+    }
+    expect(written).toBe(9);
   });
 });

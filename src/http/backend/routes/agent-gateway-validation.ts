@@ -1,13 +1,15 @@
 /**
- * The body check of the agents' AI gateway (POST /api/agent-gateway/v1/chat/completions): a
- * hand-written check in front of the zod schema, for the hot path (docs/benchmarks.md "AI proxy"),
+ * The body check and the answer's serializer of the agents' AI gateway (POST
+ * /api/agent-gateway/v1/chat/completions). The body: a hand-written check in front of the zod schema, for the hot path (docs/benchmarks.md "AI proxy"),
  * as ai-chat-validation.ts does for POST /api/ai/chat. It vouches only for the common body (text
  * messages, model, sampling and token fields, stream, user) and returns exactly what zod would
  * (unknown fields dropped, `model` trimmed, fields in the schema's order, each message as it came);
- * any other body, and every rejection, is zod's (test/ai/gateway-validation.test.ts compares both).
+ * any other body, and every rejection, is zod's. The 200 answer: written as the zod serializer
+ * writes it, without its validating copy of every choice; anything that does not match goes to zod
+ * (test/ai/gateway-validation.test.ts compares both ways with zod).
  */
 import type { FastifySchemaValidationError } from 'fastify';
-import { validatorCompiler as zodValidatorCompiler } from 'fastify-type-provider-zod';
+import { serializerCompiler as zodSerializerCompiler, validatorCompiler as zodValidatorCompiler } from 'fastify-type-provider-zod';
 import { LIMITS } from '../../../config/limits.ts';
 
 type Validated = { value?: unknown; error?: FastifySchemaValidationError[] | Error };
@@ -80,4 +82,89 @@ export function completionValidatorCompiler(fields: readonly string[]) {
       return value === undefined ? zod(data) : { value };
     };
   };
+}
+
+const CHOICE_KEYS = ['index', 'message', 'finish_reason'] as const;
+const MESSAGE_KEYS = ['role', 'content'] as const;
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const optional = (v: unknown, ok: (x: unknown) => boolean) => v === undefined || ok(v);
+const str = (v: unknown) => typeof v === 'string';
+// zod's z.number() refuses NaN and the infinities
+const isNum = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
+const strOrNull = (v: unknown) => v === null || typeof v === 'string';
+
+/** `o` with `known` keys first (those present, in that order), then the rest as they came: a zod loose object's output. */
+function inZodOrder(o: Record<string, unknown>, known: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of known) if (o[k] !== undefined) out[k] = o[k];
+  for (const k in o) if (!known.includes(k)) out[k] = o[k];
+  return out;
+}
+
+/** A provider's choice the `completion` schema accepts, as it outputs it; undefined when zod must decide. */
+function choiceOf(c: unknown): Record<string, unknown> | undefined {
+  if (!isObject(c) || !optional(c.index, isNum) || !optional(c.finish_reason, strOrNull)) return undefined;
+  const m = c.message;
+  if (m === undefined) return inZodOrder(c, CHOICE_KEYS);
+  if (!isObject(m) || !optional(m.role, str) || !optional(m.content, strOrNull)) return undefined;
+  const out = inZodOrder(c, CHOICE_KEYS);
+  out.message = inZodOrder(m, MESSAGE_KEYS);
+  return out;
+}
+
+type Completion = {
+  id: unknown;
+  object: unknown;
+  created: unknown;
+  model: unknown;
+  provider: unknown;
+  choices: unknown;
+  usage: { prompt_tokens: unknown; completion_tokens: unknown; total_tokens: unknown };
+  system_fingerprint?: unknown;
+};
+
+/**
+ * The JSON the `completion` response schema's zod serializer writes for `r`, or undefined when
+ * that serializer must decide (it refuses what does not match, a 500). Without zod's validating
+ * copy of every choice on the hot path. Exported for its test.
+ */
+export function fastCompletionJson(r: Completion): string | undefined {
+  const u = r.usage;
+  if (
+    !str(r.id) ||
+    r.object !== 'chat.completion' ||
+    !isNum(r.created) ||
+    !str(r.model) ||
+    !str(r.provider) ||
+    !Array.isArray(r.choices) ||
+    !isObject(u) ||
+    !isNum(u.prompt_tokens) ||
+    !isNum(u.completion_tokens) ||
+    !isNum(u.total_tokens) ||
+    !optional(r.system_fingerprint, str)
+  )
+    return undefined;
+  const choices: Record<string, unknown>[] = [];
+  for (const c of r.choices) {
+    const choice = choiceOf(c);
+    if (!choice) return undefined;
+    choices.push(choice);
+  }
+  return JSON.stringify({
+    id: r.id,
+    object: r.object,
+    created: r.created,
+    model: r.model,
+    provider: r.provider,
+    choices,
+    usage: { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.total_tokens },
+    system_fingerprint: r.system_fingerprint,
+  });
+}
+
+/** The route's serializerCompiler: the 200 answer through fastCompletionJson, falling back to zod's serializer. */
+export function completionSerializerCompiler(route: { httpStatus?: string; schema: unknown; method: string; url: string }) {
+  const zod = zodSerializerCompiler(route as never) as (data: unknown) => string;
+  if (route.httpStatus !== '200') return zod;
+  return (data: unknown) => fastCompletionJson(data as Completion) ?? zod(data);
 }

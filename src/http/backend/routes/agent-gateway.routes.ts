@@ -23,7 +23,7 @@ import { addDocumentedHook } from '../../shared/openapi.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { jsonBody } from '../../shared/schemas.ts';
 import { disconnectSignal, sseWriter, startEventStream } from '../../shared/sse.ts';
-import { completionValidatorCompiler } from './agent-gateway-validation.ts';
+import { completionSerializerCompiler, completionValidatorCompiler } from './agent-gateway-validation.ts';
 
 const MESSAGES_REQUIRED = 'messages must be a non-empty array';
 const tokens = (name: string) =>
@@ -122,7 +122,8 @@ export const completionBody = jsonBody({
 });
 
 const usage = z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() });
-const completion = z.object({
+/** exported for test/ai/gateway-validation.test.ts, which compares its serializer with the hand-written one */
+export const completion = z.object({
   id: z.string(),
   object: z.literal('chat.completion'),
   created: z.number(),
@@ -334,6 +335,8 @@ export const agentGatewayRoutes = (deps: {
       },
       // the common body (text messages) without zod's copy of every message; any other, and every rejection, is zod's
       validatorCompiler: completionValidatorCompiler(Object.keys(completionBody.shape)),
+      // the 200 answer as zod's serializer writes it, without its copy of every choice
+      serializerCompiler: completionSerializerCompiler,
       handler: async (request, reply) => {
         const { agentId } = callingAgent(request);
         // the owner's monthly budget for this agent, before any provider is contacted
