@@ -77,8 +77,10 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
  * The connection's address; behind the platform's own proxy (and only when the connection is
  * from it) the entry that proxy appended to X-Forwarded-For, never one the client wrote itself.
  */
-function clientIp(raw: IncomingMessage, trustedProxy: string | undefined): string {
-  const peer = raw.socket.remoteAddress ?? '';
+function clientIp(raw: IncomingMessage, trustedProxy: string | undefined, overUnixSocket: boolean): string {
+  // the Unix socket the local driver hands over (AGENT_LISTEN_FD) is reached only through the
+  // platform's own forwarder on the host's loopback: its connections have no address of their own
+  const peer = overUnixSocket ? '127.0.0.1' : (raw.socket.remoteAddress ?? '');
   if (!trustedProxy || peer !== trustedProxy) return peer;
   const forwarded = raw.headers['x-forwarded-for'];
   if (forwarded === undefined) return peer;
@@ -168,6 +170,8 @@ export function createGatewayServer(o: GatewayServerOptions): GatewayApp {
   });
   let closing = false;
   let closed: Promise<void> | undefined;
+  /** listening on a Unix socket (handed over by the local driver) rather than a TCP port */
+  let overUnixSocket = false;
 
   const describe = (raw: IncomingMessage): GatewayRequest => {
     const url = raw.url ?? '/';
@@ -178,7 +182,7 @@ export function createGatewayServer(o: GatewayServerOptions): GatewayApp {
       path: q < 0 ? url : url.slice(0, q),
       query: new URLSearchParams(q < 0 ? '' : url.slice(q + 1)),
       headers: raw.headers,
-      ip: clientIp(raw, o.trustedProxy),
+      ip: clientIp(raw, o.trustedProxy, overUnixSocket),
     };
   };
 
@@ -237,6 +241,9 @@ export function createGatewayServer(o: GatewayServerOptions): GatewayApp {
         server.once('error', reject);
         const listening = () => {
           server.off('error', reject);
+          // a TCP listener has an address object; a Unix one its path, or none when it was handed over as a descriptor
+          const at = server.address();
+          overUnixSocket = at === null || typeof at === 'string';
           resolve();
         };
         if ('fd' in at) server.listen({ fd: at.fd }, listening);

@@ -9,8 +9,9 @@
  * Environment (set by the hosting driver):
  *   AGENT_PORT               port of the gateway (falls back to PORT, then 18789 per §1 item 3)
  *   AGENT_HOST               address to bind (default 0.0.0.0, §8 `bind lan`; the local driver uses 127.0.0.1)
- *   AGENT_LISTEN_FD          a listening socket the platform bound and handed over (the local driver's sandbox, whose
- *                            network has loopback only): the gateway serves it instead of binding AGENT_PORT itself
+ *   AGENT_LISTEN_FD          a listening Unix socket the platform bound and handed over (the local driver's sandbox, whose
+ *                            network has loopback only; the platform forwards AGENT_PORT to it): the gateway serves it
+ *                            instead of binding AGENT_PORT itself
  *   AGENT_LOOPBACK_SOCKETS   a folder of `<port>.sock` Unix sockets: calls to a loopback URL (the platform's backend,
  *                            its AI gateway) go through the one for their port (the local driver's sandbox)
  *   AGENT_GATEWAY_TOKEN      required: the per-agent gateway token every non-probe request must present as a Bearer token

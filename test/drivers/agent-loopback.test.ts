@@ -5,7 +5,7 @@
  * chats through them, has no pasta, reaches nothing else, and keeps working when the platform
  * process that started it is killed and a new one takes over.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForHealthy } from '../../src/domains/agents/container-health.ts';
-import { bindGatewayPort, createLoopbackBridges, loopbackOnly } from '../../src/domains/agents/drivers/agent-loopback.ts';
+import { bindGatewaySocket, createLoopbackBridges, loopbackOnly } from '../../src/domains/agents/drivers/agent-loopback.ts';
 import { detectNetwork } from '../../src/domains/agents/drivers/agent-network.ts';
 import type { AgentDeploySpec, HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
 import { createHostingDriver } from '../../src/domains/agents/drivers/index.ts';
@@ -51,13 +51,17 @@ describe('loopbackOnly: which agents can do without pasta', () => {
 });
 
 describe('the forwarders of the platform ports', () => {
+  let base: string;
   let dir: string;
   let echo: Server;
   let port: number;
   const bridges = createLoopbackBridges();
+  /** serves `base` with a gateway port of the kernel's choice and the echo server as its one platform port */
+  const serve = (b = base, platform = [port]) => bridges.serve(b, { gateway: 0, platform }, false);
 
   beforeAll(async () => {
-    dir = join(mkdtempSync(join(tmpdir(), 'loopback-')), 'loopback');
+    base = mkdtempSync(join(tmpdir(), 'loopback-'));
+    dir = join(base, 'loopback');
     // stands for the backend: answers each connection with what it got, uppercased
     echo = createServer((s) => s.on('data', (d) => s.end(String(d).toUpperCase())));
     await listening(echo, 0, '127.0.0.1');
@@ -66,14 +70,11 @@ describe('the forwarders of the platform ports', () => {
   afterAll(async () => {
     await bridges.closeAll();
     echo.close();
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(base, { recursive: true, force: true });
   });
 
   it('serves <port>.sock, writable by any uid, in a folder only the platform may change, and forwards byte for byte', async () => {
-    // a socket file left by a platform process that died is replaced
-    const stale = createServer();
-    await listening(stale, join(dir, '..', 'stale.sock'));
-    await bridges.serve(dir, [port]);
+    await serve();
     const sock = join(dir, `${port}.sock`);
     expect(lstatSync(sock).isSocket()).toBe(true);
     expect(statSync(sock).mode & 0o777).toBe(0o666);
@@ -81,15 +82,14 @@ describe('the forwarders of the platform ports', () => {
     expect(statSync(dir).uid).toBe(process.getuid?.());
     expect(readdirSync(dir)).toEqual([`${port}.sock`]);
     expect(await roundTrip(sock, 'hello platform')).toBe('HELLO PLATFORM');
-    stale.close();
   });
 
   it('takes over a socket whose process is gone, and closing removes what it served', async () => {
-    await bridges.close(dir);
+    await bridges.close(base);
     expect(existsSync(join(dir, `${port}.sock`))).toBe(false);
     // a dead socket file (its server closed without removing it: a SIGKILLed platform)
     writeFileSync(join(dir, `${port}.sock`), '');
-    await bridges.serve(dir, [port]);
+    await serve();
     expect(await roundTrip(join(dir, `${port}.sock`), 'again')).toBe('AGAIN');
   });
 
@@ -120,33 +120,96 @@ describe('the forwarders of the platform ports', () => {
     await listening(other, 0, '127.0.0.1');
     const deadPort = (other.address() as { port: number }).port;
     await new Promise<void>((r) => other.close(() => r()));
-    const deadDir = `${dir}-dead`;
-    await bridges.serve(deadDir, [deadPort]);
-    expect(await roundTrip(join(deadDir, `${deadPort}.sock`), 'anyone?')).toBe('');
-    await bridges.close(deadDir);
+    const deadBase = mkdtempSync(join(tmpdir(), 'loopback-dead-'));
+    await serve(deadBase, [deadPort]);
+    expect(await roundTrip(join(deadBase, 'loopback', `${deadPort}.sock`), 'anyone?')).toBe('');
+    await bridges.close(deadBase);
+    rmSync(deadBase, { recursive: true, force: true });
   });
 });
 
-describe('the gateway socket the platform binds', () => {
-  it('binds the port asked for, or one the kernel picks when it is taken, and holds connections for the process that inherits it', async () => {
+describe('the gateway socket the platform binds and forwards to', () => {
+  let base: string;
+  const bridges = createLoopbackBridges();
+  beforeAll(() => {
+    base = mkdtempSync(join(tmpdir(), 'loopback-gateway-'));
+  });
+  afterAll(async () => {
+    await bridges.closeAll();
+    rmSync(base, { recursive: true, force: true });
+  });
+
+  /** A child that serves the inherited descriptor 3 with `script` (it gets the socket as `s`). */
+  const child = (fd: number, script: string) => {
+    const c = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit', fd] });
+    return { c, up: new Promise((r) => c.stdout!.once('data', r)) };
+  };
+
+  it('reaches the process that inherited the socket at 127.0.0.1:<port>; a taken port is replaced only for a new launch', async () => {
     const taken = createServer();
     await listening(taken, 0, '127.0.0.1');
     const takenPort = (taken.address() as { port: number }).port;
-    const g = await bindGatewayPort(takenPort);
-    expect(g.port).not.toBe(takenPort);
+    await expect(bridges.serve(base, { gateway: takenPort, platform: [] }, false)).rejects.toMatchObject({ code: 'EADDRINUSE' });
+    const port = await bridges.serve(base, { gateway: takenPort, platform: [] }, true);
+    expect(port).not.toBe(takenPort);
+    const g = await bindGatewaySocket(base);
     expect(g.fd).toBeGreaterThan(2);
-    // a child serving the inherited descriptor answers on that port
-    const child = spawn(
-      process.execPath,
-      ['-e', "require('node:net').createServer((s) => s.end('from the child')).listen({ fd: 3 }, () => process.stdout.write('up'))"],
-      { stdio: ['ignore', 'pipe', 'inherit', g.fd] },
+    const { c, up } = child(
+      g.fd,
+      "require('node:net').createServer((s) => s.end('from the child')).listen({ fd: 3 }, () => process.stdout.write('up'))",
     );
     g.close();
-    await new Promise((r) => child.stdout!.once('data', r));
-    expect(await roundTrip({ port: g.port }, '')).toBe('from the child');
-    child.kill('SIGKILL');
+    // the socket keeps its name after the platform's copy is closed
+    expect(lstatSync(join(base, 'gateway.sock')).isSocket()).toBe(true);
+    await up;
+    expect(await roundTrip({ port }, '')).toBe('from the child');
+    c.kill('SIGKILL');
     taken.close();
+    await bridges.close(base);
+    expect(existsSync(join(base, 'gateway.sock'))).toBe(false);
   });
+
+  const python = spawnSync('python3', ['-c', 'import socket'], { stdio: 'ignore' }).status === 0;
+  it.skipIf(!python)(
+    'cannot be turned into a client: the agent holding it reaches nothing on the host (a TCP socket handed over could)',
+    async () => {
+      const secret = createServer((s) => s.end('host-only'));
+      await listening(secret, 0, '127.0.0.1');
+      const secretPort = (secret.address() as { port: number }).port;
+      let reached = false;
+      secret.on('connection', () => {
+        reached = true;
+      });
+      const g = await bindGatewaySocket(base);
+      // what a hostile agent can do with the descriptor: shut it down and connect it elsewhere
+      const attempt = `
+import socket
+s = socket.socket(fileno=3)
+for how in (socket.SHUT_RD, socket.SHUT_RDWR):
+    try: s.shutdown(how)
+    except OSError: pass
+out = []
+for target in (('127.0.0.1', ${secretPort}), '${join(base, 'loopback-none.sock')}', '\\0abstract-test'):
+    try:
+        s.connect(target); out.append('connected')
+    except Exception as e: out.append(type(e).__name__ + ':' + str(getattr(e, 'errno', '')))
+print(' '.join(out), flush=True)
+`;
+      const c = spawn('python3', ['-c', attempt], { stdio: ['ignore', 'pipe', 'inherit', g.fd] });
+      g.close();
+      let out = '';
+      c.stdout!.on('data', (d) => {
+        out += d;
+      });
+      await new Promise((r) => c.once('exit', r));
+      expect(out).not.toContain('connected');
+      expect(out.trim().split(' ')).toHaveLength(3);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(reached).toBe(false);
+      secret.close();
+      rmSync(join(base, 'gateway.sock'), { force: true });
+    },
+  );
 });
 
 const sandbox = detectSandbox('auto');
@@ -226,9 +289,8 @@ describe.skipIf(!bridged)('a sandboxed built-in agent on the platform sockets', 
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
     expect(isAlive(state.pid)).toBe(true);
-    // the forwarder died with its process: the agent's model call fails until a platform serves it again
-    const orphaned = await chat(url, 'orphaned');
-    expect(orphaned.status).toBeGreaterThanOrEqual(500);
+    // its forwarders died with that process: the agent lives on, unreachable until a platform serves it again
+    await expect(chat(url, 'orphaned')).rejects.toThrow();
 
     driver = createHostingDriver(localDriverConfig(dataDir));
     const deadline = Date.now() + 5_000;

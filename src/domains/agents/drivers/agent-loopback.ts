@@ -1,12 +1,12 @@
 /**
  * The built-in runtime's network without pasta (docs/security.md "Network", docs/benchmarks.md
  * "Memory of one built-in-runtime agent"): a sandboxed built-in agent runs in a network namespace
- * that holds nothing but its own loopback (bwrap --unshare-net), and the two things it needs from
- * outside come through descriptors the platform makes:
- *   - **its gateway port**: the platform binds 127.0.0.1:<port> on the host and hands the listening
- *     socket to the runtime as a file descriptor (AGENT_LISTEN_FD). A socket keeps the namespace it
- *     was made in, so the platform (and the watchdog) reach the agent at the same URL as before, and
- *     the port is the agent's from the moment it is chosen (no window for another process to take it);
+ * that holds nothing but its own loopback (bwrap --unshare-net), and what it needs from outside
+ * comes through Unix sockets the platform makes and serves:
+ *   - **its gateway**: the platform binds a Unix socket in the agent's platform folder (`gateway.sock`,
+ *     never visible to the agent) and hands the listening socket over as a file descriptor
+ *     (AGENT_LISTEN_FD); the platform listens on 127.0.0.1:<port> itself and forwards each connection
+ *     to it, so the platform, the watchdog and the proxy reach the agent at the same URL as before;
  *   - **the platform's backend port(s)** it calls (its AI gateway, its callbacks): a Unix socket per
  *     port, `<port>.sock` in a platform-owned folder of the agent (`loopback/`, outside its workspace
  *     and home) bound read-only into the sandbox (AGENT_LOOPBACK_SOCKETS); the platform forwards each
@@ -17,19 +17,36 @@
  * nothing: nothing on the host's loopback but those ports, no other agent, no internet. OpenClaw,
  * whose tools use the internet, and an agent whose platform URLs are not on this machine keep pasta.
  *
- * Hostile agents: the folder is the platform's (root, 0755) and read-only in the sandbox, so the agent
- * can neither replace a socket nor plant a link where the platform listens; a connection only ever
- * leads to the fixed host port; each agent's sockets accept at most MAX_CONNECTIONS at once, so an
- * agent that opens connections without end holds its own few descriptors, not the platform's.
+ * Why the gateway is a Unix socket and not the TCP port itself: a TCP socket belongs to the network
+ * namespace it was made in, and a listening one handed to the agent can be turned back into a client
+ * (shutdown(2) takes it to CLOSE, connect(2) then reaches anything on the host's loopback: PostgreSQL,
+ * Redis). A listening Unix socket refuses connect(2) whatever is done to it, and reaches no network.
+ *
+ * Hostile agents: the folders are the platform's (root; `loopback/` 0755 and read-only in the sandbox,
+ * the agent's folder itself 0700), so the agent can neither replace a socket nor plant a link where
+ * the platform binds or connects; a connection only ever leads to the fixed host port; each agent's
+ * platform sockets accept at most PLATFORM_CONNECTIONS at once, so an agent that opens connections
+ * without end holds its own few descriptors, not the platform's.
+ *
+ * These forwarders live in the platform process: while none runs the agent is unreachable (as it has
+ * no one to answer to), and the next platform process serves its agents again (local.driver.ts).
  */
-import { chmodSync, lstatSync, mkdirSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, lstatSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 
-/** Open connections per agent socket: far above what the runtime's model-call limit uses (AGENT_MAX_CONCURRENT_MODEL_CALLS). */
-const MAX_CONNECTIONS = 64;
+/** Open connections per agent platform socket: far above what the runtime's model-call limit uses (AGENT_MAX_CONCURRENT_MODEL_CALLS). */
+const PLATFORM_CONNECTIONS = 64;
+/** Open connections to one agent's gateway (the proxy keeps up to 256 per agent; health probes, WebSockets). */
+const GATEWAY_CONNECTIONS = 1024;
 
+/** The agent's platform-port sockets, in its platform folder. */
 export const LOOPBACK_DIR = 'loopback';
+/** The agent's gateway socket, in its platform folder (not in the sandbox). */
+const GATEWAY_SOCKET = 'gateway.sock';
+/** sun_path holds 108 bytes with its terminating NUL */
+const UNIX_PATH_MAX = 107;
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
@@ -53,98 +70,128 @@ export function loopbackOnly(urls: (string | undefined)[]): number[] | undefined
   return [...ports].sort((a, b) => a - b);
 }
 
+/** Whether the agent folder `base` is short enough for its sockets' paths (else the agent keeps pasta). */
+export const socketPathsFit = (base: string) =>
+  Buffer.byteLength(join(base, LOOPBACK_DIR, '65535.sock')) <= UNIX_PATH_MAX &&
+  Buffer.byteLength(join(base, `${GATEWAY_SOCKET}.${'0'.repeat(12)}`)) <= UNIX_PATH_MAX;
+
 /**
- * A listening socket on 127.0.0.1:`port` for a child to inherit. `port` 0, or a port that is taken,
- * gets one the kernel picks. Call `close()` right after the spawn that inherits `fd`: until then
- * this process would accept the connections itself, so nothing may await in between.
+ * The listening Unix socket of the agent's gateway, at `<base>/gateway.sock`, for the runtime to
+ * inherit as `fd`. Call `close()` right after the spawn that inherits it: until then this process
+ * would accept the connections itself, so nothing may await in between. (Bound under a temporary
+ * name and renamed: closing a Unix server in Node unlinks the name it was bound to, which then no
+ * longer exists, so the socket the agent holds keeps its path.)
  */
-export async function bindGatewayPort(port: number): Promise<{ port: number; fd: number; close(): void }> {
-  const listen = (p: number) =>
-    new Promise<Server>((resolve, reject) => {
-      const srv = createServer();
-      // never serves: a connection accepted here before the hand-over is refused, not left hanging
-      srv.on('connection', (s: Socket) => s.destroy());
-      srv.once('error', reject);
-      srv.listen({ host: '127.0.0.1', port: p }, () => resolve(srv));
+export async function bindGatewaySocket(base: string): Promise<{ fd: number; close(): void }> {
+  const path = join(base, GATEWAY_SOCKET);
+  const tmp = `${path}.${randomBytes(6).toString('hex')}`;
+  const srv = createServer();
+  // never serves: a connection accepted here before the hand-over is refused, not left hanging
+  srv.on('connection', (s: Socket) => s.destroy());
+  await new Promise<void>((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(tmp, () => {
+      srv.off('error', reject);
+      resolve();
     });
-  let srv: Server;
-  try {
-    srv = await listen(port);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || port === 0) throw err;
-    srv = await listen(0);
-  }
+  });
   const fd = (srv as unknown as { _handle?: { fd?: number } })._handle?.fd;
-  const addr = srv.address();
-  if (typeof fd !== 'number' || fd < 0 || typeof addr !== 'object' || !addr) {
+  if (typeof fd !== 'number' || fd < 0) {
     srv.close();
     throw new Error('could not read the descriptor of the gateway socket');
   }
-  return { port: addr.port, fd, close: () => srv.close() };
+  renameSync(tmp, path);
+  return { fd, close: () => srv.close() };
 }
 
-/** The Unix-socket forwarders of the agents this platform process serves. */
+type Served = { gatewayPort: number; servers: Server[] };
+
+/** The forwarders of the agents this platform process serves, by agent folder. */
 export function createLoopbackBridges(log?: (level: 'info' | 'warn', message: string) => void) {
-  const open = new Map<string, Server[]>();
+  const open = new Map<string, Served>();
 
   /**
-   * Serves `<dir>/<port>.sock` for each port (forwarding to 127.0.0.1:<port>), replacing what was
-   * there. Another live platform process on the same DATA_DIR that serves a socket already keeps it.
+   * Serves the agent whose platform folder is `base`: 127.0.0.1:`gateway` forwarded to its gateway
+   * socket, and `<base>/loopback/<port>.sock` forwarded to 127.0.0.1:<port> for each platform port.
+   * A gateway port that is taken is replaced by one the kernel picks when `anyPortIfTaken` (a new
+   * launch), and is an error otherwise (the agent's URL is recorded). Resolves with the gateway port.
+   * A platform socket another live platform process on the same DATA_DIR serves is left to it.
    */
-  async function serve(dir: string, ports: number[]): Promise<void> {
-    if (open.has(dir)) return;
-    mkdirSync(dir, { recursive: true, mode: 0o755 });
-    chmodSync(dir, 0o755); // traversable by the agent's user, writable by the platform only
-    const servers: Server[] = [];
-    open.set(dir, servers);
+  async function serve(base: string, ports: { gateway: number; platform: number[] }, anyPortIfTaken: boolean): Promise<number> {
+    const served = open.get(base);
+    if (served) return served.gatewayPort;
+    const entry: Served = { gatewayPort: ports.gateway, servers: [] };
+    open.set(base, entry);
     try {
-      for (const port of ports) {
+      const gateway = createServer({ allowHalfOpen: true, noDelay: true }, (client) =>
+        forward(client, { path: join(base, GATEWAY_SOCKET) }),
+      );
+      gateway.maxConnections = GATEWAY_CONNECTIONS;
+      try {
+        await listen(gateway, { host: '127.0.0.1', port: ports.gateway });
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || !anyPortIfTaken) throw err;
+        await listen(gateway, { host: '127.0.0.1', port: 0 });
+      }
+      entry.servers.push(gateway);
+      entry.gatewayPort = (gateway.address() as { port: number }).port;
+
+      const dir = join(base, LOOPBACK_DIR);
+      mkdirSync(dir, { recursive: true, mode: 0o755 });
+      chmodSync(dir, 0o755); // traversable by the agent's user, writable by the platform only
+      for (const port of ports.platform) {
         const path = join(dir, `${port}.sock`);
         if (await answers(path)) continue;
         rmSync(path, { force: true });
-        const srv = createServer({ allowHalfOpen: true }, (client) => forward(client, port));
-        srv.maxConnections = MAX_CONNECTIONS;
-        await new Promise<void>((resolve, reject) => {
-          srv.once('error', reject);
-          srv.listen(path, () => {
-            srv.off('error', reject);
-            resolve();
-          });
-        });
-        srv.on('error', (err) => log?.('warn', `agent loopback socket ${path}: ${err.message}`));
+        const srv = createServer({ allowHalfOpen: true }, (client) => forward(client, { host: '127.0.0.1', port }));
+        srv.maxConnections = PLATFORM_CONNECTIONS;
+        await listen(srv, { path });
         // connect(2) on a Unix socket needs write permission on it: the agent's own uid has none otherwise
         chmodSync(path, 0o666);
-        servers.push(srv);
+        entry.servers.push(srv);
       }
+      return entry.gatewayPort;
     } catch (err) {
-      await close(dir);
+      await close(base);
       throw err;
     }
   }
 
-  /** Stops serving `dir` and removes its sockets (the agent is gone or being replaced). */
-  async function close(dir: string): Promise<void> {
-    const servers = open.get(dir);
-    open.delete(dir);
+  function listen(srv: Server, at: { host: string; port: number } | { path: string }): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      srv.once('error', reject);
+      srv.listen(at, () => {
+        srv.off('error', reject);
+        srv.on('error', (err) => log?.('warn', `agent socket ${JSON.stringify(at)}: ${err.message}`));
+        resolve();
+      });
+    });
+  }
+
+  /** Stops serving the agent of `base` and removes its gateway socket (the agent is gone or being replaced). */
+  async function close(base: string): Promise<void> {
+    const served = open.get(base);
+    open.delete(base);
     // closing a listening Unix socket removes its file; connections already forwarded run out on their own
-    await Promise.all((servers ?? []).map((s) => new Promise<void>((r) => s.close(() => r()))));
+    await Promise.all((served?.servers ?? []).map((s) => new Promise<void>((r) => s.close(() => r()))));
+    rmSync(join(base, GATEWAY_SOCKET), { force: true });
   }
 
   async function closeAll(): Promise<void> {
     await Promise.all([...open.keys()].map(close));
   }
 
-  return { serve, close, closeAll, serving: (dir: string) => open.has(dir) };
+  return { serve, close, closeAll, serving: (base: string) => open.has(base) };
 }
 
 export type LoopbackBridges = ReturnType<typeof createLoopbackBridges>;
 
 /**
- * Pipes one agent connection to the platform's port, both ways, half-closes included (as pasta's
- * forward does); an error on either side ends both.
+ * Pipes one connection to `to` (a TCP port on the host's loopback, or a Unix socket), both ways,
+ * half-closes included (as pasta's forward does); an error on either side ends both.
  */
-function forward(client: Socket, port: number) {
-  const upstream = connect({ host: '127.0.0.1', port, allowHalfOpen: true, noDelay: true });
+function forward(client: Socket, to: { host: string; port: number } | { path: string }) {
+  const upstream = 'path' in to ? connect({ path: to.path, allowHalfOpen: true }) : connect({ ...to, allowHalfOpen: true, noDelay: true });
   const fail = () => {
     client.destroy();
     upstream.destroy();

@@ -11,7 +11,7 @@ import { sha256Hex } from '../../../lib/crypto.ts';
 import { probeHealthz } from '../container-health.ts';
 import { type AgentCgroups, enter } from './agent-cgroup.ts';
 import { agentEnvironment, PLATFORM_SECRET_ENV, planResources } from './agent-env.ts';
-import { bindGatewayPort, LOOPBACK_DIR, type LoopbackBridges, loopbackOnly } from './agent-loopback.ts';
+import { bindGatewaySocket, LOOPBACK_DIR, type LoopbackBridges, loopbackOnly, socketPathsFit } from './agent-loopback.ts';
 import {
   type AgentNetwork,
   closeAgentNetworks,
@@ -153,15 +153,26 @@ export function createLauncher(ctx: LauncherContext) {
     if (uid !== undefined) for (const dir of [d.workspace, d.home]) await handOver(dir, uid);
     // the built-in runtime in the sandbox: loopback only, its sockets from the platform (agent-loopback.ts);
     // else pasta's namespace where it exists; else the host's network
-    const bridged = sandbox.active && network.bridge ? loopbackOnly([env.AGENT_BACKEND_URL, env.AGENT_MODEL_BASE_URL]) : undefined;
+    const bridged =
+      sandbox.active && network.bridge && socketPathsFit(d.base)
+        ? loopbackOnly([env.AGENT_BACKEND_URL, env.AGENT_MODEL_BASE_URL])
+        : undefined;
     const loopbackDir = join(d.base, LOOPBACK_DIR);
-    if (bridged) await bridges.serve(loopbackDir, bridged);
-    const gateway = bridged ? await bindGatewayPort(Number(env.AGENT_PORT)) : undefined;
-    if (gateway && gateway.port !== Number(env.AGENT_PORT)) {
-      // the port was taken since it was picked: the kernel's pick instead (the state file records it)
-      env.AGENT_PORT = String(gateway.port);
-      env.OPENCLAW_GATEWAY_PORT = String(gateway.port);
-      env.AGENT_GATEWAY_URL = `http://127.0.0.1:${gateway.port}`;
+    let gateway: { fd: number; close(): void } | undefined;
+    if (bridged) {
+      const port = await bridges.serve(d.base, { gateway: Number(env.AGENT_PORT), platform: bridged }, true);
+      if (port !== Number(env.AGENT_PORT)) {
+        // the port was taken since it was picked: the kernel's pick instead (the state file records it)
+        env.AGENT_PORT = String(port);
+        env.OPENCLAW_GATEWAY_PORT = String(port);
+        env.AGENT_GATEWAY_URL = `http://127.0.0.1:${port}`;
+      }
+      try {
+        gateway = await bindGatewaySocket(d.base);
+      } catch (err) {
+        await bridges.close(d.base);
+        throw err;
+      }
     }
     const out = openProcessLog(agentId);
     const port = Number(env.AGENT_PORT);
@@ -204,7 +215,7 @@ export function createLauncher(ctx: LauncherContext) {
       } else child = spawn(file, args, { cwd: d.workspace, env, detached: true, stdio: ['ignore', out, out] });
     } catch (err) {
       if (net) await closeAgentNetworks(network, d.base);
-      if (bridged) await bridges.close(loopbackDir);
+      if (bridged) await bridges.close(d.base);
       throw err;
     } finally {
       closeSync(out);
@@ -213,7 +224,7 @@ export function createLauncher(ctx: LauncherContext) {
     }
     if (!child.pid) {
       if (net) await closeAgentNetworks(network, d.base);
-      if (bridged) await bridges.close(loopbackDir);
+      if (bridged) await bridges.close(d.base);
       throw new HostingUnavailableError(`could not start the agent runtime for ${agentId}`);
     }
     child.unref();

@@ -11,6 +11,8 @@
  *   netns-<random>      the agent's network namespace, when pasta serves it (a bind mount, agent-network.ts)
  *   loopback/           built-in runtime in the sandbox: `<port>.sock` per platform port it calls, served by
  *                       the platform, read-only for the agent (agent-loopback.ts)
+ *   gateway.sock        built-in runtime in the sandbox: its gateway's listening socket (the agent holds it;
+ *                       the platform forwards 127.0.0.1:<port> to it)
  *   openclaw.json       OpenClaw only: its configuration (OPENCLAW_CONFIG_PATH; read-only for the agent)
  *   workspace/          the agent's workspace: openclaw.json (the built-in runtime's configuration), logs/runtime.log
  *                       (JSON lines, read by logs()), logs/stats.json (counters, read by stats()), all written by the
@@ -42,7 +44,7 @@ import type { Confinement } from '../../../lib/confined-fs.ts';
 import { sha256Hex } from '../../../lib/crypto.ts';
 import { probeHealthz } from '../container-health.ts';
 import { detectCgroups } from './agent-cgroup.ts';
-import { createLoopbackBridges, LOOPBACK_DIR } from './agent-loopback.ts';
+import { createLoopbackBridges } from './agent-loopback.ts';
 import { closeAgentNetworks, detectNetwork } from './agent-network.ts';
 import {
   type AgentDeploySpec,
@@ -103,15 +105,14 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     bridges,
   });
 
-  // agents that outlived the previous platform process still call the platform through their sockets
+  // agents that outlived the previous platform process are reached, and reach the platform, through
+  // this one's forwarders now (their gateway port is the one recorded: the platform's URL for them)
   for (const agentId of network.bridge ? store.agentIds() : []) {
     const state = readState(agentId);
     if (state?.loopbackPorts && liveAgentPid(state))
       void bridges
-        .serve(join(dirs(agentId).base, LOOPBACK_DIR), state.loopbackPorts)
-        .catch((err) =>
-          options.log?.('warn', `agent ${agentId}: its platform sockets could not be served again: ${(err as Error).message}`),
-        );
+        .serve(dirs(agentId).base, { gateway: state.port, platform: state.loopbackPorts }, false)
+        .catch((err) => options.log?.('warn', `agent ${agentId}: its sockets could not be served again: ${(err as Error).message}`));
   }
 
   /** The previous port when it is free again (a stable URL across restarts), else a new free one. */
@@ -153,7 +154,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
         : agentProcesses(agentId, dirs(agentId).workspace);
     await Promise.all(strays.map((p) => stopProcess(p, graceMs)));
     await closeAgentNetworks(network, dirs(agentId).base);
-    await bridges.close(join(dirs(agentId).base, LOOPBACK_DIR));
+    await bridges.close(dirs(agentId).base);
     cgroups?.remove(agentId);
   }
 
