@@ -252,7 +252,7 @@ export type Catalog = {
   /** models served by `provider`, or whose vendor prefix is `provider` */
   byProviderOrVendor(name: string): CatalogModel[];
   /** the router models in plan order (the only candidates of task selection, §4.9) */
-  routerModels(): CatalogModel[];
+  routerModels(): readonly CatalogModel[];
   /** merges the router's `/models` into the catalog; throws when the router cannot be reached */
   refresh(signal?: AbortSignal): Promise<number>;
   lastRefreshAt(): number | undefined;
@@ -282,14 +282,33 @@ export function createCatalog(config: Pick<Config, 'AI_CUSTOM_MODEL'>, providers
     }),
   ];
   const index = new Map<string, CatalogModel>();
+  /**
+   * What callers get: each model with `available` filled in, made once and handed out again while
+   * its provider's availability stays the same, and the router models' list likewise. Every AI
+   * request resolves its model here; a fresh copy of every router model per request was ~3 KB of
+   * garbage each (docs/benchmarks.md "AI proxy"). Callers read these, never change them; a
+   * refresh (which updates models in place) drops them.
+   */
+  const views = new Map<CatalogModel, CatalogModel>();
+  let routerView: CatalogModel[] | undefined;
   const reindex = () => {
     index.clear();
+    views.clear();
+    routerView = undefined;
     for (const m of models) if (!index.has(m.id)) index.set(m.id, m);
   };
   reindex();
   let refreshedAt: number | undefined;
 
-  const withAvailability = (m: CatalogModel): CatalogModel => ({ ...m, available: available(m.provider) });
+  const withAvailability = (m: CatalogModel): CatalogModel => {
+    const a = available(m.provider);
+    let v = views.get(m);
+    if (v?.available !== a) {
+      v = { ...m, available: a };
+      views.set(m, v);
+    }
+    return v;
+  };
 
   return {
     list: () => models.map(withAvailability),
@@ -301,7 +320,11 @@ export function createCatalog(config: Pick<Config, 'AI_CUSTOM_MODEL'>, providers
       const prefix = `${name}/`;
       return models.filter((m) => m.provider === name || m.id.startsWith(prefix)).map(withAvailability);
     },
-    routerModels: () => models.filter((m) => m.provider === 'router').map(withAvailability),
+    routerModels() {
+      if (!routerView || routerView.some((v) => v.available !== available(v.provider)))
+        routerView = models.filter((m) => m.provider === 'router').map(withAvailability);
+      return routerView;
+    },
     async refresh(signal) {
       const router = providers.router;
       if (!router.listModels) return 0;

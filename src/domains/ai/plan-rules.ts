@@ -90,7 +90,7 @@ export function checkStoredPlan(
 }
 
 /** §2: the first N router models in plan order; `null` means every model (network, admins). */
-export function allowedModelIds(actor: Pick<AiActor, 'plan' | 'isAdmin'>, routerModels: CatalogModel[]): string[] | null {
+export function allowedModelIds(actor: Pick<AiActor, 'plan' | 'isAdmin'>, routerModels: readonly CatalogModel[]): string[] | null {
   const n = actor.isAdmin ? Number.POSITIVE_INFINITY : (LIMITS.aiPlanModelCount[actor.plan] ?? 0);
   if (!Number.isFinite(n)) return null;
   return routerModels.slice(0, n).map((m) => m.id);
@@ -100,7 +100,7 @@ export function allowedModelIds(actor: Pick<AiActor, 'plan' | 'isAdmin'>, router
  * §4.9 task selection over the router's models: the first model carrying one of the task's tags
  * wins; otherwise the first available model.
  */
-export function selectModel(candidates: CatalogModel[], taskType: TaskType): CatalogModel | undefined {
+export function selectModel(candidates: readonly CatalogModel[], taskType: TaskType): CatalogModel | undefined {
   const usable = candidates.filter((m) => m.available);
   const tags = TASK_TAGS[taskType];
   return usable.find((m) => m.tags.some((t) => tags.includes(t))) ?? usable[0];
