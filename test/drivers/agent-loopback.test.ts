@@ -293,6 +293,9 @@ describe.skipIf(!bridged)('a sandboxed built-in agent on the platform sockets', 
     await expect(chat(url, 'orphaned')).rejects.toThrow();
 
     driver = createHostingDriver(localDriverConfig(dataDir));
+    // not before the backend's start: a web-only process never serves an agent's ports
+    await expect(chat(url, 'not yet')).rejects.toThrow();
+    await driver.ready?.();
     const deadline = Date.now() + 5_000;
     let res = await chat(url, 'second');
     while (res.status !== 200 && Date.now() < deadline) {

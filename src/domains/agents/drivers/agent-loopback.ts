@@ -29,7 +29,7 @@
  * without end holds its own few descriptors, not the platform's.
  *
  * These forwarders live in the platform process: while none runs the agent is unreachable (as it has
- * no one to answer to), and the next platform process serves its agents again (local.driver.ts).
+ * no one to answer to), and the next backend process serves its agents again as it starts (local.driver.ts ready()).
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, lstatSync, mkdirSync, renameSync, rmSync } from 'node:fs';

@@ -105,16 +105,6 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     bridges,
   });
 
-  // agents that outlived the previous platform process are reached, and reach the platform, through
-  // this one's forwarders now (their gateway port is the one recorded: the platform's URL for them)
-  for (const agentId of network.bridge ? store.agentIds() : []) {
-    const state = readState(agentId);
-    if (state?.loopbackPorts && liveAgentPid(state))
-      void bridges
-        .serve(dirs(agentId).base, { gateway: state.port, platform: state.loopbackPorts }, false)
-        .catch((err) => options.log?.('warn', `agent ${agentId}: its sockets could not be served again: ${(err as Error).message}`));
-  }
-
   /** The previous port when it is free again (a stable URL across restarts), else a new free one. */
   const pickPort = async (previous: AgentState | undefined) => (previous && (await portIsFree(previous.port)) ? previous.port : freePort());
 
@@ -267,6 +257,25 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   return {
     kind: 'local',
     status,
+
+    /**
+     * The backend's start (before its workers): agents that outlived the previous platform process
+     * are reached, and reach the platform, through this process's forwarders from now on, on the
+     * gateway port their state records (the URL the platform has for them). A web-only process
+     * never calls it, so it never competes for those ports.
+     */
+    async ready(): Promise<void> {
+      if (!network.bridge) return;
+      await Promise.all(
+        store.agentIds().map(async (agentId) => {
+          const state = readState(agentId);
+          if (!state?.loopbackPorts || !liveAgentPid(state)) return;
+          await bridges
+            .serve(dirs(agentId).base, { gateway: state.port, platform: state.loopbackPorts }, false)
+            .catch((err) => options.log?.('warn', `agent ${agentId}: its sockets could not be served again: ${(err as Error).message}`));
+        }),
+      );
+    },
 
     deploy(spec: AgentDeploySpec): Promise<Deployment> {
       dirs(spec.agentId); // validates the id before it names a queue
