@@ -183,7 +183,10 @@ export function createPlatform(deps: PlatformDeps) {
     onEnqueue: () => worker?.wake(),
   });
   // every call to an agent's gateway (docs/architecture.md "Reaching an agent")
-  const agentGateway = createAgentGateway({ targets: createAgentTargets({ db, secretsKey: deps.secrets.secretsEncryptionKey }) });
+  const agentGateway = createAgentGateway({
+    targets: createAgentTargets({ db, secretsKey: deps.secrets.secretsEncryptionKey }),
+    localSocket: (origin) => driver.localGatewaySocket?.(origin),
+  });
   const chat = createChatService({ gateway: agentGateway, messages: createAgentMessages({ db }) });
   const agentsWeb = createAgentsWebService({
     db,

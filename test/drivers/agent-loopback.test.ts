@@ -7,6 +7,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +20,8 @@ import type { AgentDeploySpec, HostingDriver } from '../../src/domains/agents/dr
 import { createHostingDriver } from '../../src/domains/agents/drivers/index.ts';
 import { isAlive, processTree, readComm } from '../../src/domains/agents/drivers/proc.ts';
 import { detectSandbox, FIRST_AGENT_UID } from '../../src/domains/agents/drivers/sandbox.ts';
+import { createAgentGateway } from '../../src/domains/agents/gateway/client.ts';
+import type { AgentTarget, AgentTargets } from '../../src/domains/agents/gateway/targets.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { localDriverConfig } from './local-config.ts';
 
@@ -210,6 +213,47 @@ print(' '.join(out), flush=True)
       rmSync(join(base, 'gateway.sock'), { force: true });
     },
   );
+});
+
+describe("the platform's own clients of a local agent", () => {
+  it('connect to the Unix socket that serves its origin, and over TCP to any other', async () => {
+    const base = mkdtempSync(join(tmpdir(), 'loopback-client-'));
+    const unixPath = join(base, 'gateway.sock');
+    const answer = (who: string) => (req: IncomingMessage, res: ServerResponse) =>
+      res.end(`${who} ${req.url} ${req.headers.authorization}`);
+    const viaUnix = createHttpServer(answer('unix'));
+    await listening(viaUnix, unixPath);
+    const viaTcp = createHttpServer(answer('tcp'));
+    await listening(viaTcp, 0, '127.0.0.1');
+    const tcpPort = (viaTcp.address() as { port: number }).port;
+    // an origin nothing listens on over TCP: only the Unix socket can answer for it
+    const closed = createServer();
+    await listening(closed, 0, '127.0.0.1');
+    const unixOnlyPort = (closed.address() as { port: number }).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+
+    const targetAt = (port: number) => ({ agent: {} as AgentTarget['agent'], baseUrl: `http://127.0.0.1:${port}`, token: 'gw-token' });
+    let port = unixOnlyPort;
+    const targets = { byId: async () => targetAt(port), forget: () => {} } as unknown as AgentTargets;
+    const gateway = createAgentGateway({
+      targets,
+      localSocket: (origin) => (origin === `http://127.0.0.1:${unixOnlyPort}` ? unixPath : undefined),
+    });
+    try {
+      const read = async () => {
+        const { response } = await gateway.forward('u', 'a', { method: 'GET', path: '/v1/models', headers: {}, body: null });
+        return response.body.text();
+      };
+      expect(await read()).toBe('unix /v1/models Bearer gw-token');
+      port = tcpPort;
+      expect(await read()).toBe('tcp /v1/models Bearer gw-token');
+    } finally {
+      await gateway.close();
+      viaUnix.close();
+      viaTcp.close();
+      rmSync(base, { recursive: true, force: true });
+    }
+  });
 });
 
 const sandbox = detectSandbox('auto');

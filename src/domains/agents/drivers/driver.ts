@@ -121,6 +121,12 @@ export interface HostingDriver {
    * before it starts its workers, so a wrong KUBECONFIG stops the start rather than every deploy.
    */
   ready?(): Promise<void>;
+  /**
+   * Optional (local driver): the Unix socket that serves the agent gateway at `origin`
+   * (`http://127.0.0.1:<port>`) in this process, for the platform's own clients to connect to
+   * directly; undefined for any other origin.
+   */
+  localGatewaySocket?(origin: string): string | undefined;
   /** Stops what this process owns on platform shutdown (local: child processes); remote drivers do nothing. */
   shutdown(): Promise<void>;
 }

@@ -264,6 +264,11 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
      * gateway port their state records (the URL the platform has for them). A web-only process
      * never calls it, so it never competes for those ports.
      */
+    localGatewaySocket(origin: string): string | undefined {
+      const m = /^http:\/\/127\.0\.0\.1:(\d+)$/.exec(origin);
+      return m ? bridges.gatewaySocketFor(Number(m[1])) : undefined;
+    },
+
     async ready(): Promise<void> {
       if (!network.bridge) return;
       await Promise.all(

@@ -14,7 +14,8 @@
  *
  * Targets (base URL and decrypted token, cached briefly) come from `targets.ts`.
  */
-import { Agent, type Dispatcher, request as undiciRequest } from 'undici';
+import { connect as netConnect } from 'node:net';
+import { Agent, buildConnector, type Dispatcher, request as undiciRequest } from 'undici';
 import WebSocket from 'ws';
 import { LIMITS } from '../../../config/limits.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
@@ -88,7 +89,32 @@ export type AgentGatewayDeps = {
   wsTimeoutMs?: number;
   /** how long a REST chat may wait for the agent's first byte and between chunks */
   restTimeoutMs?: number;
+  /**
+   * The Unix socket serving an agent origin in this process (the local driver's sandboxed agents,
+   * agent-loopback.ts): forwarded requests connect to it directly instead of through the platform's
+   * own TCP forwarder, one relay less per request
+   */
+  localSocket?: (origin: string) => string | undefined;
 };
+
+/**
+ * undici's connector, except for an origin `localSocket` names: a Unix socket connection to it.
+ */
+function connectorFor(localSocket: ((origin: string) => string | undefined) | undefined): buildConnector.connector | undefined {
+  if (!localSocket) return undefined;
+  const tcp = buildConnector({});
+  return (opts, callback) => {
+    const path = opts.protocol === 'http:' ? localSocket(`http://${opts.hostname}:${opts.port}`) : undefined;
+    if (!path) return tcp(opts, callback);
+    const socket = netConnect({ path });
+    const failed = (err: Error) => callback(err, null);
+    socket.once('error', failed);
+    socket.once('connect', () => {
+      socket.off('error', failed);
+      callback(null, socket);
+    });
+  };
+}
 
 export function createAgentGateway(deps: AgentGatewayDeps) {
   const { targets } = deps;
@@ -97,6 +123,7 @@ export function createAgentGateway(deps: AgentGatewayDeps) {
   const restTimeoutMs = deps.restTimeoutMs ?? 120_000;
   // kept-alive connections for forwarded requests, made on first use (close() ends them)
   let dispatcher: Agent | undefined;
+  const connect = connectorFor(deps.localSocket);
 
   return {
     targets,
@@ -111,7 +138,7 @@ export function createAgentGateway(deps: AgentGatewayDeps) {
       agentId: string,
       req: ForwardRequest,
     ): Promise<{ target: AgentTarget; response: Dispatcher.ResponseData }> {
-      dispatcher ??= new Agent({ keepAliveTimeout: 30_000, connections: 256, pipelining: 1 });
+      dispatcher ??= new Agent({ keepAliveTimeout: 30_000, connections: 256, pipelining: 1, ...(connect ? { connect } : {}) });
       const via = dispatcher;
       const send = async (target: AgentTarget) => ({
         target,
