@@ -167,6 +167,9 @@ const modelList = z.object({
   ),
 });
 
+/** Body fields the gateway reads itself; the others are passed on as `fields`. */
+const GATEWAY_OWN_FIELDS: ReadonlySet<string> = new Set(['model', 'messages', 'stream', 'stream_options']);
+
 /** OpenAI's error `type` by status. */
 const TYPE_BY_STATUS: Record<number, string> = {
   400: 'invalid_request_error',
@@ -341,9 +344,14 @@ export const agentGatewayRoutes = (deps: {
         const { agentId } = callingAgent(request);
         // the owner's monthly budget for this agent, before any provider is contacted
         await ai.budgets.check(agentId);
-        const { model, messages, stream, stream_options, ...options } = request.body;
-        // null means "not given" in OpenAI's clients: nothing null is passed on
-        const fields = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined && v !== null));
+        const body = request.body;
+        const { model, messages, stream, stream_options } = body;
+        // the other listed fields; null means "not given" in OpenAI's clients: nothing null is passed on
+        const fields: Record<string, unknown> = {};
+        for (const k in body) {
+          const v = body[k as keyof typeof body];
+          if (v !== undefined && v !== null && !GATEWAY_OWN_FIELDS.has(k)) fields[k] = v;
+        }
         const req = { model, messages, fields, includeUsage: stream_options?.include_usage === true };
         const signal = disconnectSignal(reply);
         if (!stream) return ai.agentCompletion(actorOf(request), agentId, req, signal);

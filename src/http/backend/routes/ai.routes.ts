@@ -344,14 +344,16 @@ export const aiRoutes = (deps: {
       // those fields (unlisted ones still never leave), without a second zod pass over it
       serializerCompiler: (route: { httpStatus?: string; schema: unknown; method: string; url: string }) =>
         route.httpStatus === '200' ? serializeChat : zodSerializer(route as never),
-      handler: async (request, reply) => {
+      // not an async function: the non-streamed answer is ai.chat's own promise, not one wrapped around it
+      handler: (request, reply) => {
         // the body as validated (ai.chat reads its fields; `stream` is not one of them): no copy
         const input = request.body;
         const signal = disconnectSignal(reply);
         if (!input.stream) return ai.chat(actorOf(request), input, signal);
-        const opened = await ai.chatStream(actorOf(request), input, signal);
-        await writeSse(request, reply, opened);
-        return reply;
+        return ai.chatStream(actorOf(request), input, signal).then(async (opened) => {
+          await writeSse(request, reply, opened);
+          return reply;
+        });
       },
     });
   },
