@@ -24,6 +24,7 @@ import {
   type ChatMessage,
   type ChatProvider,
   type PassthroughEvent,
+  type PassthroughResult,
   ProviderError,
   type ProviderName,
   type StreamEvent,
@@ -105,6 +106,9 @@ function asTextMessages(req: AgentChatRequest): ChatMessage[] | undefined {
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
 
+/** textOf when every attempt is passed through as it is (no text messages needed). */
+const passedThrough = (): null => null;
+
 /** A provider's refusal of the request itself (REQUEST_FAULTS), passed on to the agent instead of retried. */
 class Rejected {
   readonly error: ProviderError;
@@ -117,14 +121,11 @@ const rejectedError = (r: Rejected) => {
   return r.error.status === 413 ? new AppError('PAYLOAD_TOO_LARGE', message) : badRequest(message);
 };
 /** Runs an attempt; a request fault resolves (ends the fallback chain) instead of throwing. */
-const orRejected = async <T>(attempt: Promise<T>): Promise<T | Rejected> => {
-  try {
-    return await attempt;
-  } catch (err) {
+const orRejected = <T>(attempt: Promise<T>): Promise<T | Rejected> =>
+  attempt.catch((err: unknown) => {
     if (err instanceof ProviderError && err.status !== undefined && REQUEST_FAULTS.has(err.status)) return new Rejected(err);
     throw err;
-  }
-};
+  });
 
 export function createAgentGateway(deps: {
   config: Pick<Config, 'AGENT_GATEWAY_RATE_LIMIT'>;
@@ -133,10 +134,12 @@ export function createAgentGateway(deps: {
   routing: ReturnType<typeof createModelRouting>;
   limit: (key: string, max: number, windowMs: number) => Promise<void>;
   enforceQuota: (actor: AiActor) => Promise<void>;
+  /** whether enforceQuota has anything to check for the actor */
+  quotaApplies: (actor: AiActor) => boolean;
   record: (userId: string, agentId: string, m: CatalogModel, u: Usage) => void;
   now: () => Date;
 }) {
-  const { config, catalog, providers, limit, enforceQuota, record, now } = deps;
+  const { config, catalog, providers, limit, enforceQuota, quotaApplies, record, now } = deps;
   const { attemptsFor, resolveModel, withFallback } = deps.routing;
 
   /**
@@ -145,8 +148,10 @@ export function createAgentGateway(deps: {
    */
   async function prepare(actor: AiActor, req: AgentChatRequest) {
     const model = resolveModel(actor, req.model === AUTO_MODEL ? undefined : req.model, 'general');
-    await enforceQuota(actor);
+    if (quotaApplies(actor)) await enforceQuota(actor);
     const attempts = attemptsFor(model);
+    // the common case, every attempt passed through: no text to make (and no map of it per request)
+    if (attempts.every((m) => providers[m.provider].passthrough)) return { attempts, textOf: passedThrough };
     const texts = new Map(attempts.map((m) => [m.id, textFor(req, m)]));
     return { attempts, textOf: (m: CatalogModel) => texts.get(m.id) ?? null };
   }
@@ -201,20 +206,20 @@ export function createAgentGateway(deps: {
     /** POST /chat/completions without streaming. */
     async agentCompletion(actor: AiActor, agentId: string, req: AgentChatRequest, signal?: AbortSignal): Promise<AgentCompletion> {
       const { attempts, textOf } = await prepare(actor, req);
-      const { model, result, release } = await withFallback(attempts, signal, async (m, s) => {
+      // each attempt is the provider's own promise (and a continuation), not an async wrapper around it
+      const { model, result, release } = await withFallback(attempts, signal, (m, s): Promise<PassthroughResult | Rejected> => {
         const text = textOf(m);
         if (!text)
           return orRejected(
             providers[m.provider].passthrough!({ model: m.upstreamId, messages: req.messages, fields: req.fields, signal: s }),
           );
-        const r = await providers[m.provider].chat(textParams(req, m, text, s));
-        return {
+        return providers[m.provider].chat(textParams(req, m, text, s)).then((r) => ({
           id: r.id,
           created: undefined,
           choices: [{ index: 0, message: { role: 'assistant', content: r.content }, finish_reason: 'stop' }],
           usage: r.usage,
           systemFingerprint: undefined,
-        };
+        }));
       });
       release();
       if (result instanceof Rejected) throw rejectedError(result);

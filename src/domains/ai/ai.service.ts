@@ -241,7 +241,7 @@ export function createAiService(deps: AiServiceDeps) {
     ...createDemoChat({ config, catalog, providers, routing, limit, record, params, responseId }),
 
     // the AI gateway agents call with their own key (docs/agents.md "Model access")
-    ...createAgentGateway({ config, catalog, providers, routing, limit, enforceQuota, record, now }),
+    ...createAgentGateway({ config, catalog, providers, routing, limit, enforceQuota, quotaApplies, record, now }),
     /** agents' monthly budgets: the gateway's check and the owner's view (docs/agents.md "Usage and budgets") */
     budgets: createAgentBudgets({ db: deps.db, usage, now }),
 
