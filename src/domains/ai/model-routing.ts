@@ -11,6 +11,9 @@ import { type AiActor, allowedModelIds, selectModel, type TaskType } from './pla
 import { ProviderError } from './providers/provider.ts';
 
 export const clientGone = () => new AppError('CLIENT_CLOSED', 'Client closed request');
+// hoisted: made once, not per attempt (every AI request runs an attempt)
+const ONCE = { once: true } as const;
+const timeOut = (attempt: AbortController) => attempt.abort(new Error('AI_TIMEOUT_MS elapsed'));
 const upstreamFailed = () => new AppError('AI_PROVIDER_ERROR', 'AI provider request failed');
 
 /** How a provider attempt ended: `timeout` is AI_TIMEOUT_MS, `client_closed` the caller going away. */
@@ -88,9 +91,9 @@ export function createModelRouting(deps: {
       if (failed) observer?.onFallback();
       const attempt = new AbortController();
       const onClientAbort = () => attempt.abort(clientSignal?.reason);
-      clientSignal?.addEventListener('abort', onClientAbort, { once: true });
+      clientSignal?.addEventListener('abort', onClientAbort, ONCE);
       const release = () => clientSignal?.removeEventListener('abort', onClientAbort);
-      const timer = setTimeout(() => attempt.abort(new Error('AI_TIMEOUT_MS elapsed')), config.AI_TIMEOUT_MS);
+      const timer = setTimeout(timeOut, config.AI_TIMEOUT_MS, attempt);
       const started = observer ? performance.now() : 0;
       try {
         const result = await run(m, attempt.signal);

@@ -25,6 +25,12 @@ import { jsonBody } from '../../shared/schemas.ts';
 import { disconnectSignal, sseWriter, startEventStream } from '../../shared/sse.ts';
 import { completionSerializerCompiler, completionValidatorCompiler } from './agent-gateway-validation.ts';
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** the acting user as the AI gateway's plan check decided; null before it ran */
+    gatewayActor: AiActor | null;
+  }
+}
 const MESSAGES_REQUIRED = 'messages must be a non-empty array';
 const tokens = (name: string) =>
   z
@@ -254,7 +260,8 @@ export const agentGatewayRoutes = (deps: {
   prefix: AGENT_GATEWAY_PATH,
   agentKey: async (app) => {
     const { ai, config } = deps;
-    const actors = new WeakMap<FastifyRequest, AiActor>();
+    // the plan middleware's verdict, on the request itself (a decoration: no WeakMap entry per request)
+    app.decorateRequest('gatewayActor', null);
 
     // every error of these routes, the scope's 401 included, leaves in OpenAI's shape
     app.setErrorHandler((err: FastifyError, request, reply) => {
@@ -277,7 +284,7 @@ export const agentGatewayRoutes = (deps: {
         },
       );
       if (!verdict.ok) return new AppError(verdict.code, verdict.error);
-      actors.set(request, verdict.actor);
+      request.gatewayActor = verdict.actor;
       return undefined;
     };
     addDocumentedHook(
@@ -302,7 +309,7 @@ export const agentGatewayRoutes = (deps: {
         },
       },
     );
-    const actorOf = (request: FastifyRequest) => actors.get(request)!;
+    const actorOf = (request: FastifyRequest) => request.gatewayActor!;
 
     app.get('/models', {
       schema: {

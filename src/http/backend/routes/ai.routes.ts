@@ -30,6 +30,13 @@ import { disconnectSignal, sseWriter, startEventStream } from '../../shared/sse.
 import { namedUser } from '../acting-user.ts';
 import { chatValidatorCompiler } from './ai-chat-validation.ts';
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** the acting user as the AI routes' plan middleware decided; null before it ran */
+    aiActor: AiActor | null;
+  }
+}
+
 const TASK_TYPE_ERROR = `Invalid taskType: use one of ${TASK_TYPES.join(', ')}`;
 const taskType = z.enum(TASK_TYPES, { error: TASK_TYPE_ERROR });
 
@@ -169,7 +176,8 @@ export const aiRoutes = (deps: {
   prefix: '/api/ai',
   bearer: async (app) => {
     const { ai, config } = deps;
-    const actors = new WeakMap<FastifyRequest, AiActor>();
+    // the plan middleware's verdict, on the request itself (a decoration: no WeakMap entry per request)
+    app.decorateRequest('aiActor', null);
 
     // §8: AI_RATE_LIMIT requests per minute per IP across /api/ai/* (shared through Redis when set)
     addDocumentedHook(
@@ -202,7 +210,7 @@ export const aiRoutes = (deps: {
           })
         : checkPlan(request.headers, adminEmail);
       if (!verdict.ok) return new AppError(verdict.code, verdict.error, { success: false });
-      actors.set(request, verdict.actor);
+      request.aiActor = verdict.actor;
       return undefined;
     };
     /**
@@ -216,7 +224,7 @@ export const aiRoutes = (deps: {
       if (known !== undefined) return done(decide(request, userId, known));
       deps.storedPlans!.lookup(userId).then((stored) => done(decide(request, userId, stored)), done);
     };
-    const actorOf = (request: FastifyRequest) => actors.get(request)!;
+    const actorOf = (request: FastifyRequest) => request.aiActor!;
 
     app.get('/health', {
       schema: {
