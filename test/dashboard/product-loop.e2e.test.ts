@@ -109,6 +109,8 @@ describe.skipIf(!available)('the product loop in Chromium', () => {
       await chat(page, 'show me markdown');
       await page.locator('.bubble-agent strong', { hasText: 'bold' }).waitFor({ timeout: 30_000 });
       await page.locator('.bubble-agent', { hasText: '<img src="x"' }).waitFor();
+      // the reply may still be arriving (streamed) when its first part renders: wait for its end
+      await page.locator('.bubble-agent table').waitFor({ timeout: 30_000 });
       expect(await page.locator('.chat img').count()).toBe(0);
       expect(await page.locator('.bubble-agent table').count()).toBe(1);
       expect(await page.evaluate(() => document.title)).not.toBe('owned');
