@@ -528,7 +528,7 @@ export async function run(): Promise<BenchOutput> {
         'once saw 0.97–1.00x where an outside run saw 0.58x. Here every server runs in its own process (upstream answering a ' +
         'fixed 100-token completion at once, the floor — bare Fastify + undici Pool(128) — and the backend with LOG_LEVEL=warn, ' +
         'the per-IP limiter on and AI_RATE_LIMIT lifted), the platform is called with the bearer key and the §4.9 plan headers ' +
-        'and a ~2.5 KB body, the **gateway** (the agents\' AI gateway, `POST /api/agent-gateway/v1/chat/completions` on the same ' +
+        "and a ~2.5 KB body, the **gateway** (the agents' AI gateway, `POST /api/agent-gateway/v1/chat/completions` on the same " +
         "backend) with an agent's `apk_` key (owner on the network plan, AGENT_GATEWAY_RATE_LIMIT lifted) and the same body, " +
         `and autocannon (concurrency 64; at 1 the hrtime client above) loads each case for ${Number(process.env.BENCH_AI_OUTSIDE_DURATION ?? 6)} s per round ` +
         `(${settings.rounds} rounds, round-robin). Ratios are within one round.`,
