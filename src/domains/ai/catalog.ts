@@ -5,7 +5,7 @@
  *
  * Ids are `<vendor>/<model>` (§2). Router models use the router's own ids; the direct providers'
  * models use `<provider>/<provider's model id>`, so an id always names exactly one route.
- * Length (~345 lines): mostly data, the default model table with prices and context windows.
+ * Length (~370 lines): mostly data, the default model table with prices and context windows.
  */
 import type { Config } from '../../config/env.ts';
 import type { ChatProvider, ProviderName, RemoteModel } from './providers/provider.ts';

@@ -5,7 +5,7 @@
  * format in and out, errors included (`{error:{message,type,code,param}}`), so the OpenAI client in
  * an agent passes the gateway's refusals on as it would OpenAI's own. Its plugin is the scope of
  * the owner's plan check and the per-agent limit; the logic is in src/domains/ai/agent-gateway.ts.
- * Length (~340 lines): OpenAI's request shape as an allow-list with its messages, the error mapping
+ * Length (~390 lines): OpenAI's request shape as an allow-list with its messages, the error mapping
  * into OpenAI's shape the whole plugin shares, and the SSE writer of the streamed answer.
  */
 import type { FastifyError, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';

@@ -2,7 +2,7 @@
  * §4.9 AI routes on the backend. Registered inside the bearer-key scope (§5: K on every route)
  * and in their own encapsulated scope so the per-IP limit (§8: AI_RATE_LIMIT per minute) covers
  * exactly /api/ai/*. Plan-required routes run the §4.9/§5 plan middleware before validation.
- * Length (~370 lines): six §4.9 operations with their schemas, the plan middleware they share and the SSE writer
+ * Length (~400 lines): six §4.9 operations with their schemas, the plan middleware they share and the SSE writer
  * of the streamed chat; the logic is in src/domains/ai/.
  */
 
