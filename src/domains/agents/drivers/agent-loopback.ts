@@ -25,7 +25,7 @@
  * Hostile agents: the folders are the platform's (root; `loopback/` 0755 and read-only in the sandbox,
  * the agent's folder itself 0700), so the agent can neither replace a socket nor plant a link where
  * the platform binds or connects; a connection only ever leads to the fixed host port; each agent's
- * platform sockets accept at most PLATFORM_CONNECTIONS at once, so an agent that opens connections
+ * platform sockets accept at most PLATFORM_CONNECTIONS (256) at once, so an agent that opens connections
  * without end holds its own few descriptors, not the platform's.
  *
  * These forwarders live in the platform process: while none runs the agent is unreachable (as it has
@@ -36,8 +36,14 @@ import { chmodSync, lstatSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 
-/** Open connections per agent platform socket: far above what the runtime's model-call limit uses (AGENT_MAX_CONCURRENT_MODEL_CALLS). */
-const PLATFORM_CONNECTIONS = 64;
+/**
+ * Open connections per agent platform socket. The runtime holds one per model call in flight (4 by
+ * default, AGENT_MAX_CONCURRENT_MODEL_CALLS) and one per chat turn it reports; a connection over the
+ * bound is closed at once, which the agent sees as an unreachable model (502), so it sits well above
+ * what a busy agent uses (64 chats at once in bench/agent-proxy.bench.ts needed ~130) and still
+ * bounds what an agent that opens connections without end costs the platform (two descriptors each).
+ */
+const PLATFORM_CONNECTIONS = 256;
 /** Open connections to one agent's gateway (the proxy keeps up to 256 per agent; health probes, WebSockets). */
 const GATEWAY_CONNECTIONS = 1024;
 
