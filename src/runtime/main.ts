@@ -145,6 +145,9 @@ const reportTurn =
           },
           { authorization: `Bearer ${platformKey}` },
           AbortSignal.timeout(5_000),
+          // fire and forget: a burst of chats queues its reports on a few connections rather than
+          // opening one each (the local driver's sandbox allows an agent 256 to the platform)
+          { maxSockets: 8 },
         )
           .then((res) => {
             res.discard();

@@ -21,6 +21,18 @@ export function routeLoopbackThrough(dir: string | undefined): void {
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
+/**
+ * Kept-alive agents that open at most `maxSockets` connections per origin (more calls wait in the
+ * agent's queue): for calls nobody waits on, so a burst of them cannot open connections without end.
+ */
+const bounded = new Map<string, import('node:http').Agent>();
+function boundedAgent(client: typeof import('node:http') | typeof import('node:https'), protocol: string, maxSockets: number) {
+  const key = `${protocol}${maxSockets}`;
+  let agent = bounded.get(key);
+  if (!agent) bounded.set(key, (agent = new client.Agent({ keepAlive: true, maxSockets })));
+  return agent;
+}
+
 /** What the gateway reads of an answer (the subset of fetch's Response it used). */
 export type UpstreamResponse = {
   status: number;
@@ -39,9 +51,16 @@ export type UpstreamResponse = {
  * signal's reason (a TimeoutError for AbortSignal.timeout) when the signal ends the call, also
  * while the body is still being read.
  */
-export function postJson(url: string, body: unknown, headers: Record<string, string>, signal: AbortSignal): Promise<UpstreamResponse> {
+export function postJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+  options: { maxSockets?: number } = {},
+): Promise<UpstreamResponse> {
   const target = new URL(url);
   const client = target.protocol === 'https:' ? process.getBuiltinModule('node:https') : process.getBuiltinModule('node:http');
+  const agent = options.maxSockets ? boundedAgent(client, target.protocol, options.maxSockets) : undefined;
   const payload = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const fail = (err: Error) => reject(signal.aborted ? signal.reason : err);
@@ -51,6 +70,7 @@ export function postJson(url: string, body: unknown, headers: Record<string, str
         method: 'POST',
         headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
         signal,
+        ...(agent ? { agent } : {}),
         ...(loopbackSockets && LOOPBACK.has(target.hostname)
           ? { socketPath: `${loopbackSockets}/${target.port || (target.protocol === 'https:' ? 443 : 80)}.sock` }
           : {}),
