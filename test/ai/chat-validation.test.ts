@@ -6,85 +6,16 @@
 
 import { describe, expect, it } from 'vitest';
 import { safeParse } from 'zod/v4/core';
-import { LIMITS } from '../../src/config/limits.ts';
 import { chatBody } from '../../src/http/backend/routes/ai.routes.ts';
 import { fastChatBody } from '../../src/http/backend/routes/ai-chat-validation.ts';
+import { chatBodyMutations, validChatBody } from './body-mutations.ts';
 
-const valid = () => ({
-  model: 'openai/gpt-4o-mini',
-  messages: [
-    { role: 'system', content: 'be brief' },
-    { role: 'user', content: 'hello' },
-  ],
-  temperature: 0.2,
-  max_tokens: 256,
-});
-
-const odd: unknown[] = [
-  undefined,
-  null,
-  '',
-  ' ',
-  '  x  ',
-  'x'.repeat(200),
-  ` ${'x'.repeat(200)} `,
-  'x'.repeat(201),
-  0,
-  -1,
-  0.5,
-  1,
-  2,
-  2.0001,
-  1_000_000,
-  1_000_001,
-  Number.NaN,
-  Number.POSITIVE_INFINITY,
-  true,
-  false,
-  [],
-  {},
-  ['user'],
-  'coding',
-  'general',
-  'nope',
-];
+const valid = validChatBody;
 
 const FIELDS = ['model', 'taskType', 'temperature', 'top_p', 'max_tokens', 'algorithmMode', 'stream', 'agentId', 'extra'];
 
 function* bodies(): Generator<unknown> {
-  yield valid();
-  yield {};
-  yield null;
-  yield [];
-  yield 'text';
-  yield { messages: [] };
-  yield { messages: [{ role: 'user', content: 'x' }] };
-  for (const field of FIELDS) for (const v of odd) yield { ...valid(), [field]: v };
-  // messages: wrong shapes, extra keys, key order, bounds
-  const msgs: unknown[] = [
-    'x',
-    null,
-    [],
-    {},
-    { role: 'user' },
-    { content: 'x' },
-    { role: 'robot', content: 'x' },
-    { role: 'user', content: 5 },
-    { role: 'user', content: null },
-    { content: 'x', role: 'user' },
-    { role: 'user', content: 'x', name: 'bob' },
-    { role: 'assistant', content: '' },
-    { role: 'user', content: 'x'.repeat(LIMITS.aiMaxMessageChars) },
-    { role: 'user', content: 'x'.repeat(LIMITS.aiMaxMessageChars + 1) },
-  ];
-  for (const m of msgs) {
-    yield { ...valid(), messages: [m] };
-    yield { ...valid(), messages: [{ role: 'user', content: 'a' }, m] };
-  }
-  yield { ...valid(), messages: Array.from({ length: LIMITS.aiMaxMessages }, () => ({ role: 'user', content: 'a' })) };
-  yield { ...valid(), messages: Array.from({ length: LIMITS.aiMaxMessages + 1 }, () => ({ role: 'user', content: 'a' })) };
-  yield { ...valid(), messages: 'hello' };
-  yield { ...valid(), messages: { role: 'user', content: 'x' } };
+  yield* chatBodyMutations(FIELDS);
   yield { ...valid(), agentId: '  agent-1 ', taskType: 'coding', top_p: 1, stream: true, algorithmMode: false };
 }
 
@@ -103,8 +34,9 @@ describe('the fast check of the chat body', () => {
       // same keys in the same order, so the upstream body is the same bytes
       expect(JSON.stringify(fast)).toBe(JSON.stringify(zod.data));
     }
-    // the check really takes the common bodies (not a pass-through to zod for everything)
-    expect(accepted).toBeGreaterThan(total / 4);
+    // the check really takes the common bodies (not a pass-through to zod for everything; most
+    // mutations are values zod refuses)
+    expect(accepted).toBeGreaterThan(total / 5);
   });
 
   it('takes a realistic body without zod', () => {

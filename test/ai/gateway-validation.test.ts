@@ -7,85 +7,25 @@
 
 import { describe, expect, it } from 'vitest';
 import { safeEncode, safeParse } from 'zod/v4/core';
-import { LIMITS } from '../../src/config/limits.ts';
 import { completion, completionBody } from '../../src/http/backend/routes/agent-gateway.routes.ts';
 import { fastCompletionBody, fastCompletionJson } from '../../src/http/backend/routes/agent-gateway-validation.ts';
+import { chatBodyMutations, validChatBody } from './body-mutations.ts';
 
 const FIELDS = Object.keys(completionBody.shape);
 
-const valid = () => ({
-  model: 'openai/gpt-4o-mini',
-  messages: [
-    { role: 'system', content: 'be brief' },
-    { role: 'user', content: 'hello' },
-  ],
-  temperature: 0.2,
-  max_tokens: 256,
-});
-
-const odd: unknown[] = [
-  undefined,
-  null,
-  '',
-  ' ',
-  '  x  ',
-  'x'.repeat(200),
-  ` ${'x'.repeat(200)} `,
-  'x'.repeat(201),
-  'x'.repeat(257),
-  0,
-  -1,
-  0.5,
-  1,
-  2,
-  2.5,
-  1_000_000,
-  1_000_001,
-  Number.NaN,
-  true,
-  false,
-  [],
-  {},
-  ['a'],
-  { include_usage: true },
-  { type: 'json_object' },
-  'auto',
-];
+const valid = validChatBody;
 
 function* bodies(): Generator<unknown> {
-  yield valid();
-  yield {};
-  yield null;
-  yield [];
-  yield { messages: [] };
-  yield { messages: [{ role: 'user', content: 'x' }] };
-  for (const field of [...FIELDS, 'extra', 'models', 'provider']) for (const v of odd) yield { ...valid(), [field]: v };
-  const msgs: unknown[] = [
-    'x',
-    null,
-    [],
-    {},
-    { role: 'user' },
-    { content: 'x' },
-    { role: 'robot', content: 'x' },
-    { role: 'user', content: 5 },
-    { role: 'user', content: null },
-    { role: 'user', content: [{ type: 'text', text: 'x' }] },
-    { content: 'x', role: 'user' },
-    { role: 'user', content: 'x', name: 'bob' },
-    { role: 'assistant', name: 'bob', content: 'x' },
-    { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
-    { role: 'tool', tool_call_id: 'c1', content: 'result' },
-    { role: 'developer', content: '' },
-    { role: 'user', content: 'x'.repeat(LIMITS.aiMaxMessageChars) },
-    { role: 'user', content: 'x'.repeat(LIMITS.aiMaxMessageChars + 1) },
-  ];
-  for (const m of msgs) {
-    yield { ...valid(), messages: [m] };
-    yield { ...valid(), messages: [{ role: 'user', content: 'a' }, m] };
-  }
-  yield { ...valid(), messages: Array.from({ length: LIMITS.aiMaxMessages + 1 }, () => ({ role: 'user', content: 'a' })) };
-  yield { ...valid(), messages: 'hello' };
+  yield* chatBodyMutations(
+    [...FIELDS, 'extra', 'models', 'provider'],
+    [
+      { role: 'user', content: [{ type: 'text', text: 'x' }] },
+      { role: 'assistant', name: 'bob', content: 'x' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: 'result' },
+      { role: 'developer', content: '' },
+    ],
+  );
   yield { max_tokens: 3, user: 'u', messages: [{ role: 'user', content: 'x' }], stream: null, top_p: 1, model: ' auto ' };
 }
 
