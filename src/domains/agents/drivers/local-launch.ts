@@ -158,6 +158,11 @@ export function createLauncher(ctx: LauncherContext) {
         ? loopbackOnly([env.AGENT_BACKEND_URL, env.AGENT_MODEL_BASE_URL])
         : undefined;
     const loopbackDir = join(d.base, LOOPBACK_DIR);
+    if (sandbox.active && network.bridge && !bridged && !network.pasta)
+      options.log?.(
+        'warn',
+        `agent ${agentId} shares the host's network: ${socketPathsFit(d.base) ? 'its platform URLs are not on this machine' : 'DATA_DIR is too long a path for its sockets'} and pasta is not available`,
+      );
     let gateway: { fd: number; close(): void } | undefined;
     if (bridged) {
       const port = await bridges.serve(d.base, { gateway: Number(env.AGENT_PORT), platform: bridged }, true);
