@@ -171,7 +171,7 @@ export async function run(): Promise<BenchOutput> {
       `| backend CPU, same process idle (${idleS} s) | ${results.cpuPercentOneCoreIdle}% |`,
       `| **watchdog cost** (difference) | **${results.watchdogCpuPercentOneCore}% of one core** (goal < 2%) |`,
       `| first round (all ${AGENTS} due at once) | ${results.firstRoundMs} ms wall, ${results.firstRoundCpuMs} ms CPU |`,
-      `| resident memory of one idle built-in-runtime agent (process tree) | ${results.agentRssMb} MB |`,
+      `| resident memory of one idle built-in-runtime agent (process tree, runtime run from the sources; compiled: the memory bench) | ${results.agentRssMb} MB |`,
       `| resident memory of a bare Node process (\`setInterval\` only), same Node | ${results.bareNodeRssMb} MB |`,
       '',
       "Per poll a backend runs the sync of the watched set (three statements), an adoption query and the due query; a healthy agent costs one HTTP GET per interval and one fenced UPDATE. PostgreSQL's own CPU (another process) is not counted above.",
