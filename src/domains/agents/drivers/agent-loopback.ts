@@ -35,6 +35,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, lstatSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { accepts, loopbackTarget } from './agent-network.ts';
 
 /**
  * Open connections per agent platform socket. The runtime holds one per model call in flight (4 by
@@ -54,8 +55,6 @@ const GATEWAY_SOCKET = 'gateway.sock';
 /** sun_path holds 108 bytes with its terminating NUL */
 const UNIX_PATH_MAX = 107;
 
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
-
 /**
  * The loopback ports `urls` name, or undefined when one of them is somewhere else (that agent needs
  * a route out, which only pasta gives it).
@@ -64,14 +63,9 @@ export function loopbackOnly(urls: (string | undefined)[]): number[] | undefined
   const ports = new Set<number>();
   for (const raw of urls) {
     if (!raw) continue;
-    let u: URL;
-    try {
-      u = new URL(raw);
-    } catch {
-      return undefined;
-    }
-    if (!LOOPBACK_HOSTS.has(u.hostname) || (u.protocol !== 'http:' && u.protocol !== 'https:')) return undefined;
-    ports.add(Number(u.port || (u.protocol === 'https:' ? 443 : 80)));
+    const target = loopbackTarget(raw);
+    if (!target || (target.protocol !== 'http:' && target.protocol !== 'https:')) return undefined;
+    ports.add(target.port);
   }
   return [...ports].sort((a, b) => a - b);
 }
@@ -94,13 +88,7 @@ export async function bindGatewaySocket(base: string): Promise<{ fd: number; clo
   const srv = createServer();
   // never serves: a connection accepted here before the hand-over is refused, not left hanging
   srv.on('connection', (s: Socket) => s.destroy());
-  await new Promise<void>((resolve, reject) => {
-    srv.once('error', reject);
-    srv.listen(tmp, () => {
-      srv.off('error', reject);
-      resolve();
-    });
-  });
+  await listenOn(srv, { path: tmp });
   const fd = (srv as unknown as { _handle?: { fd?: number } })._handle?.fd;
   if (typeof fd !== 'number' || fd < 0) {
     srv.close();
@@ -163,15 +151,9 @@ export function createLoopbackBridges(log?: (level: 'info' | 'warn', message: st
     }
   }
 
-  function listen(srv: Server, at: { host: string; port: number } | { path: string }): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      srv.once('error', reject);
-      srv.listen(at, () => {
-        srv.off('error', reject);
-        srv.on('error', (err) => log?.('warn', `agent socket ${JSON.stringify(at)}: ${err.message}`));
-        resolve();
-      });
-    });
+  async function listen(srv: Server, at: { host: string; port: number } | { path: string }): Promise<void> {
+    await listenOn(srv, at);
+    srv.on('error', (err) => log?.('warn', `agent socket ${JSON.stringify(at)}: ${err.message}`));
   }
 
   /** Stops serving the agent of `base` and removes its gateway socket (the agent is gone or being replaced). */
@@ -196,7 +178,7 @@ export function createLoopbackBridges(log?: (level: 'info' | 'warn', message: st
     return undefined;
   }
 
-  return { serve, close, closeAll, gatewaySocketFor, serving: (base: string) => open.has(base) };
+  return { serve, close, closeAll, gatewaySocketFor };
 }
 
 export type LoopbackBridges = ReturnType<typeof createLoopbackBridges>;
@@ -217,19 +199,23 @@ function forward(client: Socket, to: { host: string; port: number } | { path: st
   upstream.pipe(client);
 }
 
-/** Whether a live process listens on the Unix socket `path` (a socket left by a process that died refuses). */
-function answers(path: string): Promise<boolean> {
-  try {
-    if (!lstatSync(path).isSocket()) return Promise.resolve(false);
-  } catch {
-    return Promise.resolve(false);
-  }
-  return new Promise((resolve) => {
-    const s = connect(path);
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
+/** Resolves once `srv` listens at `at`; rejects with the listen error. */
+function listenOn(srv: Server, at: { host: string; port: number } | { path: string }): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(at, () => {
+      srv.off('error', reject);
+      resolve();
     });
-    s.once('error', () => resolve(false));
   });
+}
+
+/** Whether a live process listens on the Unix socket `path` (a socket left by a process that died refuses). */
+async function answers(path: string): Promise<boolean> {
+  try {
+    if (!lstatSync(path).isSocket()) return false;
+  } catch {
+    return false;
+  }
+  return accepts({ path });
 }

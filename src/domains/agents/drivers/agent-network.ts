@@ -128,18 +128,26 @@ function detectPasta(mode: AgentNetworkMode, sandboxActive: boolean): NetworkRep
   };
 }
 
+const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/** The protocol and port of `raw` when it is a URL on this machine's loopback, else undefined. */
+export function loopbackTarget(raw: string): { protocol: string; port: number } | undefined {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return undefined; // not a URL
+  }
+  if (!LOOPBACK_HOSTS.has(u.hostname)) return undefined;
+  return { protocol: u.protocol, port: Number(u.port || (u.protocol === 'https:' ? 443 : 80)) };
+}
+
 /** Loopback ports of the platform an agent calls (its AI gateway, its callbacks), from the URLs in its environment. */
 export function platformPorts(urls: (string | undefined)[]): number[] {
   const ports = new Set<number>();
   for (const raw of urls) {
-    if (!raw) continue;
-    try {
-      const u = new URL(raw);
-      if (!['127.0.0.1', 'localhost', '[::1]'].includes(u.hostname)) continue;
-      ports.add(Number(u.port || (u.protocol === 'https:' ? 443 : 80)));
-    } catch {
-      /* not a URL: nothing to forward */
-    }
+    const target = raw ? loopbackTarget(raw) : undefined;
+    if (target) ports.add(target.port);
   }
   return [...ports].sort((a, b) => a - b);
 }
@@ -256,10 +264,10 @@ export const inNetwork = (report: NetworkReport, nsFile: string, file: string, a
   args: [`--net=${nsFile}`, '--', file, ...args],
 });
 
-/** Whether something accepts TCP connections on 127.0.0.1:`port` now (pasta's forward, an agent's gateway). */
-export function portAccepts(port: number): Promise<boolean> {
+/** Whether something accepts connections at `to` now (a TCP port: pasta's forward, an agent's gateway; a Unix socket). */
+export function accepts(to: { host: string; port: number } | { path: string }): Promise<boolean> {
   return new Promise((resolve) => {
-    const s = connect({ host: '127.0.0.1', port });
+    const s = connect(to);
     s.once('connect', () => {
       s.destroy();
       resolve(true);
@@ -267,6 +275,9 @@ export function portAccepts(port: number): Promise<boolean> {
     s.once('error', () => resolve(false));
   });
 }
+
+/** Whether something accepts TCP connections on 127.0.0.1:`port` now (pasta's forward, an agent's gateway). */
+export const portAccepts = (port: number) => accepts({ host: '127.0.0.1', port });
 
 async function run(file: string, args: string[]): Promise<void> {
   await execFileAsync(file, args, { env: { PATH: '/usr/bin:/bin' } });

@@ -60,6 +60,13 @@ export type LauncherContext = {
 /** The descriptor the built-in runtime's gateway socket has in the agent (0–2 stdio, 3 bwrap's arguments). */
 const GATEWAY_FD = 4;
 
+/** Points a launch environment at another gateway port (the one it had was taken). */
+export function movePort(env: Record<string, string>, port: number): void {
+  env.AGENT_PORT = String(port);
+  env.OPENCLAW_GATEWAY_PORT = String(port);
+  env.AGENT_GATEWAY_URL = `http://127.0.0.1:${port}`;
+}
+
 export function createLauncher(ctx: LauncherContext) {
   const { options, runtime, root, sandbox, network, store, owned, cgroups, bridges } = ctx;
   const { dirs, platformDirs, openProcessLog, writeState } = store;
@@ -153,25 +160,19 @@ export function createLauncher(ctx: LauncherContext) {
     if (uid !== undefined) for (const dir of [d.workspace, d.home]) await handOver(dir, uid);
     // the built-in runtime in the sandbox: loopback only, its sockets from the platform (agent-loopback.ts);
     // else pasta's namespace where it exists; else the host's network
-    const bridged =
-      sandbox.active && network.bridge && socketPathsFit(d.base)
-        ? loopbackOnly([env.AGENT_BACKEND_URL, env.AGENT_MODEL_BASE_URL])
-        : undefined;
+    const fits = socketPathsFit(d.base);
+    const bridged = sandbox.active && network.bridge && fits ? loopbackOnly([env.AGENT_BACKEND_URL, env.AGENT_MODEL_BASE_URL]) : undefined;
     const loopbackDir = join(d.base, LOOPBACK_DIR);
     if (sandbox.active && network.bridge && !bridged && !network.pasta)
       options.log?.(
         'warn',
-        `agent ${agentId} shares the host's network: ${socketPathsFit(d.base) ? 'its platform URLs are not on this machine' : 'DATA_DIR is too long a path for its sockets'} and pasta is not available`,
+        `agent ${agentId} shares the host's network: ${fits ? 'its platform URLs are not on this machine' : 'DATA_DIR is too long a path for its sockets'} and pasta is not available`,
       );
     let gateway: { fd: number; close(): void } | undefined;
     if (bridged) {
       const port = await bridges.serve(d.base, { gateway: Number(env.AGENT_PORT), platform: bridged }, true);
-      if (port !== Number(env.AGENT_PORT)) {
-        // the port was taken since it was picked: the kernel's pick instead (the state file records it)
-        env.AGENT_PORT = String(port);
-        env.OPENCLAW_GATEWAY_PORT = String(port);
-        env.AGENT_GATEWAY_URL = `http://127.0.0.1:${port}`;
-      }
+      // the port was taken since it was picked: the kernel's pick instead (the state file records it)
+      if (port !== Number(env.AGENT_PORT)) movePort(env, port);
       try {
         gateway = await bindGatewaySocket(d.base);
       } catch (err) {

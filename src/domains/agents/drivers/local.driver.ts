@@ -57,7 +57,7 @@ import {
   HostingUnavailableError,
   type LogLine,
 } from './driver.ts';
-import { createLauncher } from './local-launch.ts';
+import { createLauncher, movePort } from './local-launch.ts';
 import { createStatsReader, readAgentLogs } from './local-observe.ts';
 import {
   type AgentState,
@@ -155,12 +155,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     const { env } = launchWith;
     await stopAgent(agentId, state);
     // the old port is normally free again once the process is gone; take another if something grabbed it
-    if (!(await portIsFree(Number(env.AGENT_PORT)))) {
-      const port = await freePort();
-      env.AGENT_PORT = String(port);
-      env.OPENCLAW_GATEWAY_PORT = String(port);
-      env.AGENT_GATEWAY_URL = `http://127.0.0.1:${port}`;
-    }
+    if (!(await portIsFree(Number(env.AGENT_PORT)))) movePort(env, await freePort());
     const started = await launch(agentId, env, launchWith.uid ?? state?.uid);
     // OpenClaw needs ~10 s to answer: a restart through the API must not outlast the web app's 10 s
     // backend call, so it returns once OpenClaw is started and the health probes see it come up
@@ -258,17 +253,17 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     kind: 'local',
     status,
 
+    localGatewaySocket(origin: string): string | undefined {
+      const m = /^http:\/\/127\.0\.0\.1:(\d+)$/.exec(origin);
+      return m ? bridges.gatewaySocketFor(Number(m[1])) : undefined;
+    },
+
     /**
      * The backend's start (before its workers): agents that outlived the previous platform process
      * are reached, and reach the platform, through this process's forwarders from now on, on the
      * gateway port their state records (the URL the platform has for them). A web-only process
      * never calls it, so it never competes for those ports.
      */
-    localGatewaySocket(origin: string): string | undefined {
-      const m = /^http:\/\/127\.0\.0\.1:(\d+)$/.exec(origin);
-      return m ? bridges.gatewaySocketFor(Number(m[1])) : undefined;
-    },
-
     async ready(): Promise<void> {
       if (!network.bridge) return;
       await Promise.all(
