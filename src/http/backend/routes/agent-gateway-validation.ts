@@ -8,11 +8,9 @@
  * writes it, without its validating copy of every choice; anything that does not match goes to zod
  * (test/ai/gateway-validation.test.ts compares both ways with zod).
  */
-import type { FastifySchemaValidationError } from 'fastify';
-import { serializerCompiler as zodSerializerCompiler, validatorCompiler as zodValidatorCompiler } from 'fastify-type-provider-zod';
+import { serializerCompiler as zodSerializerCompiler } from 'fastify-type-provider-zod';
 import { LIMITS } from '../../../config/limits.ts';
-
-type Validated = { value?: unknown; error?: FastifySchemaValidationError[] | Error };
+import { fastThenZod } from './fast-validation.ts';
 
 const ROLES: ReadonlySet<unknown> = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
 
@@ -73,16 +71,7 @@ export function fastCompletionBody(fields: readonly string[], data: unknown): Re
 }
 
 /** The route's validatorCompiler: the fast check for the body, falling back to zod's validator of the same schema. */
-export function completionValidatorCompiler(fields: readonly string[]) {
-  return (route: { schema: unknown; method: string; url: string; httpPart?: string }) => {
-    const zod = zodValidatorCompiler(route as never) as (data: unknown) => Validated;
-    if (route.httpPart !== 'body') return zod;
-    return (data: unknown): Validated => {
-      const value = fastCompletionBody(fields, data);
-      return value === undefined ? zod(data) : { value };
-    };
-  };
-}
+export const completionValidatorCompiler = (fields: readonly string[]) => fastThenZod({ body: (data) => fastCompletionBody(fields, data) });
 
 const CHOICE_KEYS = ['index', 'message', 'finish_reason'] as const;
 const MESSAGE_KEYS = ['role', 'content'] as const;

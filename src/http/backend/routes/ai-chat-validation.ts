@@ -6,13 +6,9 @@
  * goes to the zod schema itself, so every rejection and its 400 text is zod's, unchanged
  * (test/ai/chat-validation.test.ts compares both on generated bodies).
  */
-import type { FastifySchemaValidationError } from 'fastify';
-import { validatorCompiler as zodValidatorCompiler } from 'fastify-type-provider-zod';
 import { LIMITS } from '../../../config/limits.ts';
 import { TASK_TYPES } from '../../../domains/ai/plan-rules.ts';
-
-type Validated = { value?: unknown; error?: FastifySchemaValidationError[] | Error };
-type RouteSchema = { schema: unknown; method: string; url: string; httpPart?: string };
+import { fastThenZod } from './fast-validation.ts';
 
 const ROLES = new Set(['user', 'assistant', 'system']);
 const TASKS: ReadonlySet<unknown> = new Set(TASK_TYPES);
@@ -91,27 +87,13 @@ export function fastChatBody(data: unknown): Record<string, unknown> | undefined
  * headers. Node gives every header but set-cookie as a string, so this is the only case in practice.
  */
 function stringHeaders(names: readonly string[]) {
-  return (data: unknown): boolean => {
+  return (data: unknown): unknown => {
     const h = data as Record<string, unknown>;
-    for (const n of names) if (h[n] !== undefined && typeof h[n] !== 'string') return false;
-    return true;
+    for (const n of names) if (h[n] !== undefined && typeof h[n] !== 'string') return undefined;
+    return data;
   };
 }
 
-/**
- * The route's validatorCompiler: the fast check for the body and the documented headers, each
- * falling back to zod's validator of the same schema.
- */
-export function chatValidatorCompiler(headerNames: readonly string[]) {
-  const headersOk = stringHeaders(headerNames);
-  return (route: RouteSchema) => {
-    const zod = zodValidatorCompiler(route as never) as (data: unknown) => Validated;
-    if (route.httpPart === 'body')
-      return (data: unknown): Validated => {
-        const value = fastChatBody(data);
-        return value === undefined ? zod(data) : { value };
-      };
-    if (route.httpPart === 'headers') return (data: unknown): Validated => (headersOk(data) ? { value: data } : zod(data));
-    return zod;
-  };
-}
+/** The route's validatorCompiler: the fast check for the body and the documented headers, each falling back to zod. */
+export const chatValidatorCompiler = (headerNames: readonly string[]) =>
+  fastThenZod({ body: fastChatBody, headers: stringHeaders(headerNames) });
