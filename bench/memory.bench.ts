@@ -27,6 +27,7 @@ import { pathToFileURL } from 'node:url';
 import WebSocket from 'ws';
 import { buildServer } from '../scripts/build-server.ts';
 import { freePort } from '../src/db/embedded.ts';
+import type { HostingDriver } from '../src/domains/agents/drivers/driver.ts';
 import type { createLocalDriver as CreateLocalDriver } from '../src/domains/agents/drivers/local.driver.ts';
 import { readComm, readProcStat } from '../src/domains/agents/drivers/proc.ts';
 import { FIRST_AGENT_UID } from '../src/domains/agents/drivers/sandbox.ts';
@@ -180,6 +181,38 @@ async function fakeModel(): Promise<{ url: string; close: () => void }> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, close: () => server.close() };
 }
 
+/**
+ * Deploys one bench agent (the model's server also takes its chat-turn callbacks: any POST answers
+ * 200, as the backend would) and waits until it answers /healthz. `uid` is used as root only.
+ */
+async function deployAndWait(
+  driver: HostingDriver,
+  o: { agentId: string; token: string; modelUrl: string; uid: number },
+): Promise<{ url: string }> {
+  const d = await driver.deploy({
+    agentId: o.agentId,
+    userId: 'memory-bench',
+    plan: 'label',
+    gatewayToken: o.token,
+    platformApiKey: 'apk_memory_bench',
+    backendUrl: new URL(o.modelUrl).origin,
+    config: {},
+    env: { AGENT_MODEL_BASE_URL: o.modelUrl, AGENT_MODEL: 'bench-model' },
+    ...(process.getuid?.() === 0 ? { sandboxUid: o.uid } : {}),
+  });
+  const deadline = Date.now() + 30_000;
+  while (
+    !(await fetch(`${d.url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    ))
+  ) {
+    if (Date.now() > deadline) throw new Error(`agent ${o.agentId} did not answer /healthz`);
+    await sleep(20);
+  }
+  return d;
+}
+
 type AgentMemory = { idle: TreeReading; afterFirstChats: TreeReading; afterBurst: TreeReading; burstRps: number };
 
 /** One agent through the local driver of the tree at `codeDir` (src/, or a compiled copy). */
@@ -197,29 +230,8 @@ async function measureAgent(codeDir: string, idleS: number, chats: number): Prom
   const token = 'm'.repeat(48);
   const agentId = 'memory-agent';
   try {
-    const d = await driver.deploy({
-      agentId,
-      userId: 'memory-bench',
-      plan: 'label',
-      gatewayToken: token,
-      platformApiKey: 'apk_memory_bench',
-      // the model's server also takes the agent's chat-turn callbacks (any POST answers 200), as the backend would
-      backendUrl: new URL(model.url).origin,
-      config: {},
-      env: { AGENT_MODEL_BASE_URL: model.url, AGENT_MODEL: 'bench-model' },
-      // as root the agent gets a user of its own, as the platform gives it (far above the ids the database hands out)
-      ...(process.getuid?.() === 0 ? { sandboxUid: FIRST_AGENT_UID + 999_000_000 } : {}),
-    });
-    const deadline = Date.now() + 30_000;
-    while (
-      !(await fetch(`${d.url}/healthz`).then(
-        (r) => r.ok,
-        () => false,
-      ))
-    ) {
-      if (Date.now() > deadline) throw new Error('the agent did not answer /healthz');
-      await sleep(20);
-    }
+    // as root the agent gets a user of its own, as the platform gives it (far above the ids the database hands out)
+    const d = await deployAndWait(driver, { agentId, token, modelUrl: model.url, uid: FIRST_AGENT_UID + 999_000_000 });
     const state = JSON.parse(readFileSync(join(dataDir, 'agents', agentId, 'driver-state.json'), 'utf8'));
     await sleep(idleS * 1000);
     const idle = agentTree(state);
@@ -282,28 +294,7 @@ async function measureDensity(codeDir: string, n: number, idleS: number): Promis
     await sleep(2_000);
     const ids = Array.from({ length: n }, (_, i) => `density-${i}`);
     for (const [i, agentId] of ids.entries()) {
-      const d = await driver.deploy({
-        agentId,
-        userId: 'memory-bench',
-        plan: 'label',
-        gatewayToken: 'd'.repeat(48),
-        platformApiKey: 'apk_memory_bench',
-        // the model's server also takes the agent's chat-turn callbacks (any POST answers 200), as the backend would
-        backendUrl: new URL(model.url).origin,
-        config: {},
-        env: { AGENT_MODEL_BASE_URL: model.url, AGENT_MODEL: 'bench-model' },
-        ...(process.getuid?.() === 0 ? { sandboxUid: FIRST_AGENT_UID + 999_000_100 + i } : {}),
-      });
-      const deadline = Date.now() + 30_000;
-      while (
-        !(await fetch(`${d.url}/healthz`).then(
-          (r) => r.ok,
-          () => false,
-        ))
-      ) {
-        if (Date.now() > deadline) throw new Error(`agent ${agentId} did not answer /healthz`);
-        await sleep(20);
-      }
+      await deployAndWait(driver, { agentId, token: 'd'.repeat(48), modelUrl: model.url, uid: FIRST_AGENT_UID + 999_000_100 + i });
     }
     await sleep(idleS * 1000);
     const trees = ids.map((agentId) => agentTree(JSON.parse(readFileSync(join(dataDir, 'agents', agentId, 'driver-state.json'), 'utf8'))));
