@@ -4,7 +4,7 @@
  * agent's workspace, /etc/shadow or the platform's environment; it runs as its own uid and still
  * reaches its model provider over loopback. Skipped, with the reason, where bwrap cannot sandbox.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -121,6 +121,17 @@ describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
     const { tcp } = probe();
     expect(tcp[String(hostServicePort)]).toMatch(/^(ECONNREFUSED|ENETUNREACH|EHOSTUNREACH|timeout)$/);
   });
+
+  it.skipIf(!net.bridge)(
+    'cannot plant a file or a link, or move a socket, in the folder of its platform sockets (agent-loopback.ts)',
+    () => {
+      const { platformSockets } = probe() as { platformSockets?: string[] };
+      // file, link, and the socket of its model provider's port moved away
+      expect(platformSockets).toHaveLength(3);
+      for (const outcome of platformSockets!) expect(outcome).toMatch(/^(EROFS|EACCES|EPERM)$/);
+      expect(readdirSync(join(dataDir, 'agents', 'agent-a', 'loopback')).sort()).not.toContain('planted');
+    },
+  );
 
   it('never reads or creates a file where the agent planted a link (docs/security.md N2, N3): logs, stats and a relaunch', async () => {
     const ws = join(dataDir, 'agents', 'agent-a', 'workspace');
