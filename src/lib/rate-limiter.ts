@@ -10,6 +10,12 @@ export type RateDecision = { allowed: boolean; count: number; limit: number; ret
 export interface RateLimiter {
   /** Counts one hit for `key` in the current window of `windowMs` and says whether it is allowed. */
   consume(key: string, limit: number, windowMs: number): Promise<RateDecision>;
+  /**
+   * `consume`, decided at once, where the counters are this process's own (the in-memory limiter).
+   * Absent where a decision needs a round trip (Redis). The AI routes ask this first: every proxied
+   * model call passes a limit, and a promise per call showed in their profile (docs/benchmarks.md "AI proxy").
+   */
+  consumeNow?(key: string, limit: number, windowMs: number): RateDecision;
   /** Takes back one hit of `key` in its current window (never below zero); a no-op when none is counted. */
   release(key: string): Promise<void>;
   /** Forgets `key`'s current window (e.g. a successful sign-in clears its failure count). */
@@ -24,16 +30,20 @@ export function createMemoryRateLimiter(now: () => number = Date.now): RateLimit
     for (const [k, w] of windows) if (w.resetAt <= t) windows.delete(k);
   }, 60_000);
   sweep.unref();
+  const consumeNow = (key: string, limit: number, windowMs: number): RateDecision => {
+    const t = now();
+    let w = windows.get(key);
+    if (!w || w.resetAt <= t) {
+      w = { count: 0, resetAt: t + windowMs };
+      windows.set(key, w);
+    }
+    w.count += 1;
+    return { allowed: w.count <= limit, count: w.count, limit, retryAfterMs: Math.max(0, w.resetAt - t) };
+  };
   return {
+    consumeNow,
     async consume(key, limit, windowMs) {
-      const t = now();
-      let w = windows.get(key);
-      if (!w || w.resetAt <= t) {
-        w = { count: 0, resetAt: t + windowMs };
-        windows.set(key, w);
-      }
-      w.count += 1;
-      return { allowed: w.count <= limit, count: w.count, limit, retryAfterMs: Math.max(0, w.resetAt - t) };
+      return consumeNow(key, limit, windowMs);
     },
     async release(key) {
       const w = windows.get(key);

@@ -2,10 +2,13 @@
  * What agents call back with their own platform key (never INTERNAL_API_KEY): storing the chat
  * messages they report, and telling which agent a key belongs to. Part of the agents service.
  */
-import { sha256 } from '../../lib/crypto.ts';
+import { sha256Hex } from '../../lib/crypto.ts';
 import type { AgentsDeps } from './agent-records.ts';
 import { agentsRepo } from './agents.repo.ts';
 import { PLATFORM_KEY_PREFIX } from './credentials.ts';
+
+/** The agent a platform key belongs to, and its owner. */
+export type AgentCaller = { agentId: string; userId: string };
 
 export function createAgentCallbacks(deps: Pick<AgentsDeps, 'db' | 'platformKeyCache'>) {
   const { db } = deps;
@@ -46,17 +49,20 @@ export function createAgentCallbacks(deps: Pick<AgentsDeps, 'db' | 'platformKeyC
      * AI gateway on every model call). A verified key is cached for API_KEY_CACHE_TTL_MS so a call
      * costs no database read; rotating, revoking (stop) or deleting evicts it at once, in every
      * replica with REDIS_URL (the same cache and guarantees as `sk_` keys, keys/key-cache.ts).
+     * The answer is given at once (no promise) when the format is wrong or the key is cached: the
+     * gateway's hook then decides without a promise (docs/benchmarks.md "AI proxy"); a promise only
+     * for the database read.
      */
-    async verifyPlatformKey(key: string): Promise<{ agentId: string; userId: string } | null> {
+    verifyPlatformKey(key: string): AgentCaller | null | Promise<AgentCaller | null> {
       if (!key || key.length > 200 || !key.startsWith(PLATFORM_KEY_PREFIX)) return null;
-      const hash = sha256(key);
-      const hex = hash.toString('hex');
+      const hex = sha256Hex(key);
       const hit = deps.platformKeyCache?.get(hex);
       if (hit) return { agentId: hit.keyId, userId: hit.userId };
-      const r = await agentsRepo.findByPlatformKeyHash(db.kysely, hash);
-      if (!r) return null;
-      deps.platformKeyCache?.set(hex, { keyId: r.agent_id, userId: r.user_id, profile: null });
-      return { agentId: r.agent_id, userId: r.user_id };
+      return agentsRepo.findByPlatformKeyHash(db.kysely, Buffer.from(hex, 'hex')).then((r) => {
+        if (!r) return null;
+        deps.platformKeyCache?.set(hex, { keyId: r.agent_id, userId: r.user_id, profile: null });
+        return { agentId: r.agent_id, userId: r.user_id };
+      });
     },
   };
 }

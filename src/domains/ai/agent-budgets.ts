@@ -73,26 +73,33 @@ export function createAgentBudgets(deps: {
     });
   };
 
+  /** The budget and month-to-date cost read from the database (cached for the next check); the 429 once it is used up. */
+  const readAndCheck = async (agentId: string): Promise<void> => {
+    const month = monthOf(now());
+    const row = await agentBudgetsRepo.budgetAndCost(db.pool, agentId, month);
+    const status = statusOf(row, agentId, month);
+    remember(agentId, status.monthlyBudgetUsd);
+    if (!status.exceeded) return;
+    throw new AppError(
+      'AGENT_BUDGET_EXCEEDED',
+      `This agent's monthly budget of ${formatUsd(status.monthlyBudgetUsd!)} is used up ` +
+        `(${formatUsd(status.monthToDateUsd)} spent since ${status.periodStart}). Raise it on the agent's Usage tab.`,
+      { monthlyBudgetUsd: status.monthlyBudgetUsd, monthToDateUsd: status.monthToDateUsd, periodStart: status.periodStart },
+    );
+  };
+
   return {
     /**
      * The gateway's check before a model call (§4.9 AI layer): throws AGENT_BUDGET_EXCEEDED (429,
      * OpenAI's `insufficient_quota` on the gateway) once the month's cost reached the budget.
+     * Undefined, not a promise, for an agent known to have no budget (the common call: the
+     * gateway then waits for nothing, docs/benchmarks.md "AI proxy").
      */
-    async check(agentId: string): Promise<void> {
+    check(agentId: string): Promise<void> | undefined {
       const hit = cache.get(agentId);
       const fresh = hit !== undefined && Date.now() - hit.at < BUDGET_CACHE_TTL_MS;
-      if (fresh && hit.budget === null) return;
-      const month = monthOf(now());
-      const row = await agentBudgetsRepo.budgetAndCost(db.pool, agentId, month);
-      const status = statusOf(row, agentId, month);
-      remember(agentId, status.monthlyBudgetUsd);
-      if (!status.exceeded) return;
-      throw new AppError(
-        'AGENT_BUDGET_EXCEEDED',
-        `This agent's monthly budget of ${formatUsd(status.monthlyBudgetUsd!)} is used up ` +
-          `(${formatUsd(status.monthToDateUsd)} spent since ${status.periodStart}). Raise it on the agent's Usage tab.`,
-        { monthlyBudgetUsd: status.monthlyBudgetUsd, monthToDateUsd: status.monthToDateUsd, periodStart: status.periodStart },
-      );
+      if (fresh && hit.budget === null) return undefined;
+      return readAndCheck(agentId);
     },
 
     view,

@@ -15,7 +15,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
+import type { CallSignal } from '../../lib/cancellation.ts';
 import { AppError, badRequest } from '../../lib/errors.ts';
+import type { LimitVerdict } from './ai-limits.ts';
 import type { Catalog, CatalogModel } from './catalog.ts';
 import type { createModelRouting } from './model-routing.ts';
 import { type AiActor, allowedModelIds } from './plan-rules.ts';
@@ -132,14 +134,14 @@ export function createAgentGateway(deps: {
   catalog: Catalog;
   providers: Record<ProviderName, ChatProvider>;
   routing: ReturnType<typeof createModelRouting>;
-  limit: (key: string, max: number, windowMs: number) => Promise<void>;
+  limitNow: (key: string, max: number, windowMs: number) => LimitVerdict;
   enforceQuota: (actor: AiActor) => Promise<void>;
   /** whether enforceQuota has anything to check for the actor */
   quotaApplies: (actor: AiActor) => boolean;
   record: (userId: string, agentId: string, m: CatalogModel, u: Usage) => void;
   now: () => Date;
 }) {
-  const { config, catalog, providers, limit, enforceQuota, quotaApplies, record, now } = deps;
+  const { config, catalog, providers, limitNow, enforceQuota, quotaApplies, record, now } = deps;
   const { attemptsFor, resolveModel, withFallback } = deps.routing;
 
   /**
@@ -156,7 +158,7 @@ export function createAgentGateway(deps: {
     return { attempts, textOf: (m: CatalogModel) => texts.get(m.id) ?? null };
   }
 
-  const textParams = (req: AgentChatRequest, m: CatalogModel, messages: ChatMessage[], signal: AbortSignal) => ({
+  const textParams = (req: AgentChatRequest, m: CatalogModel, messages: ChatMessage[], signal: CallSignal) => ({
     model: m.upstreamId,
     messages,
     temperature: num(req.fields.temperature),
@@ -182,7 +184,7 @@ export function createAgentGateway(deps: {
 
   return {
     /** Model calls per minute per agent (AGENT_GATEWAY_RATE_LIMIT), keyed by the agent, not its address. */
-    agentRateLimit: (agentId: string) => limit(`ai-agent:${agentId}`, config.AGENT_GATEWAY_RATE_LIMIT, LIMITS.aiWindowMs),
+    agentRateLimit: (agentId: string) => limitNow(`ai-agent:${agentId}`, config.AGENT_GATEWAY_RATE_LIMIT, LIMITS.aiWindowMs),
 
     /** GET /models: the plan's models that can be served now, in OpenAI's list shape. */
     agentModels(actor: AiActor) {
@@ -204,7 +206,7 @@ export function createAgentGateway(deps: {
     },
 
     /** POST /chat/completions without streaming. */
-    async agentCompletion(actor: AiActor, agentId: string, req: AgentChatRequest, signal?: AbortSignal): Promise<AgentCompletion> {
+    async agentCompletion(actor: AiActor, agentId: string, req: AgentChatRequest, signal?: CallSignal): Promise<AgentCompletion> {
       const { attempts, textOf } = await prepare(actor, req);
       // each attempt is the provider's own promise (and a continuation), not an async wrapper around it
       const { model, result, release } = await withFallback(attempts, signal, (m, s): Promise<PassthroughResult | Rejected> => {
@@ -252,7 +254,7 @@ export function createAgentGateway(deps: {
       actor: AiActor,
       agentId: string,
       req: AgentChatRequest,
-      signal: AbortSignal,
+      signal: CallSignal,
     ): Promise<AgentCompletionStream> {
       const { attempts, textOf } = await prepare(actor, req);
       const opened = await withFallback(attempts, signal, async (m, s) => {

@@ -1,6 +1,6 @@
 /**
  * The AI layer (§4.9, §4.10): catalog, chat, streaming, cost estimation and usage. HTTP-free:
- * routes hand in the actor (header context) and an AbortSignal for client disconnects. Composed of
+ * routes hand in the actor (header context) and a CallSignal (an AbortSignal or a cheaper Cancellation) for client disconnects. Composed of
  * files of one concern each: model routing and fallback (model-routing.ts), rate limits and quotas
  * (ai-limits.ts), the demo chat (demo-chat.ts), the agents' OpenAI-compatible gateway (agent-gateway.ts)
  * and their monthly budgets (agent-budgets.ts).
@@ -10,6 +10,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
+import type { CallSignal } from '../../lib/cancellation.ts';
 import { AppError, badRequest, notFound } from '../../lib/errors.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
 import { createAgentBudgets } from './agent-budgets.ts';
@@ -84,7 +85,7 @@ export function createAiService(deps: AiServiceDeps) {
   let refreshing: Promise<unknown> | undefined;
   const routing = createModelRouting({ catalog, config, logger, observer: deps.providerObserver });
   const { attemptsFor, resolveModel, selectFor, withFallback } = routing;
-  const { limit, quotaApplies, enforceQuota } = createAiLimits({ config, rateLimiter: deps.rateLimiter, usage, now, logger });
+  const { limit, limitNow, quotaApplies, enforceQuota } = createAiLimits({ config, rateLimiter: deps.rateLimiter, usage, now, logger });
 
   const costOf = (m: Pick<CatalogModel, 'inputCost' | 'outputCost'>, u: Usage) =>
     round(u.prompt_tokens * m.inputCost + u.completion_tokens * m.outputCost);
@@ -114,7 +115,7 @@ export function createAiService(deps: AiServiceDeps) {
     input: Pick<ChatInput, 'temperature' | 'top_p' | 'max_tokens'>,
     m: CatalogModel,
     messages: ChatMessage[],
-    signal: AbortSignal,
+    signal: CallSignal,
   ) => ({
     model: m.upstreamId,
     messages,
@@ -132,7 +133,7 @@ export function createAiService(deps: AiServiceDeps) {
     usage,
 
     /** §8 AI rate limit: AI_RATE_LIMIT per minute per IP across /api/ai/*. */
-    rateLimit: (ip: string) => limit(`ai:${ip}`, config.AI_RATE_LIMIT, LIMITS.aiWindowMs),
+    rateLimit: (ip: string) => limitNow(`ai:${ip}`, config.AI_RATE_LIMIT, LIMITS.aiWindowMs),
 
     /** GET /api/ai/health: healthy with the router configured, degraded without; 503 when the usage store is down. */
     async health() {
@@ -192,7 +193,7 @@ export function createAiService(deps: AiServiceDeps) {
     },
 
     /** POST /api/ai/chat (non-streamed). `model` in the answer is the model that served. */
-    async chat(actor: AiActor, input: ChatInput, signal?: AbortSignal): Promise<ChatResponse> {
+    async chat(actor: AiActor, input: ChatInput, signal?: CallSignal): Promise<ChatResponse> {
       const { attempts, messages, quota } = prepare(actor, input);
       if (quota) await quota;
       const { model, result, release } = await withFallback(attempts, signal, (m, s) =>
@@ -214,7 +215,7 @@ export function createAiService(deps: AiServiceDeps) {
      * POST /api/ai/chat with `stream: true`. Fallback happens while opening (before the first
      * byte reaches the client); aborting `signal` mid-stream aborts the upstream request.
      */
-    async chatStream(actor: AiActor, input: ChatInput, signal: AbortSignal): Promise<ChatStream> {
+    async chatStream(actor: AiActor, input: ChatInput, signal: CallSignal): Promise<ChatStream> {
       const { attempts, messages, quota } = prepare(actor, input);
       if (quota) await quota;
       const opened = await withFallback(attempts, signal, (m, s) => providers[m.provider].stream(params(input, m, messages, s)));
@@ -241,7 +242,7 @@ export function createAiService(deps: AiServiceDeps) {
     ...createDemoChat({ config, catalog, providers, routing, limit, record, params, responseId }),
 
     // the AI gateway agents call with their own key (docs/agents.md "Model access")
-    ...createAgentGateway({ config, catalog, providers, routing, limit, enforceQuota, quotaApplies, record, now }),
+    ...createAgentGateway({ config, catalog, providers, routing, limitNow, enforceQuota, quotaApplies, record, now }),
     /** agents' monthly budgets: the gateway's check and the owner's view (docs/agents.md "Usage and budgets") */
     budgets: createAgentBudgets({ db: deps.db, usage, now }),
 

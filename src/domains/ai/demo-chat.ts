@@ -4,6 +4,7 @@
  */
 import type { Config } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
+import type { CallSignal } from '../../lib/cancellation.ts';
 import { AppError, badRequest } from '../../lib/errors.ts';
 import { type Catalog, type CatalogModel, DEMO_MODEL_IDS } from './catalog.ts';
 import type { createModelRouting } from './model-routing.ts';
@@ -32,7 +33,7 @@ export function createDemoChat(deps: {
     input: { max_tokens?: number },
     m: CatalogModel,
     messages: ChatMessage[],
-    signal: AbortSignal,
+    signal: CallSignal,
   ) => Parameters<ChatProvider['chat']>[0];
   responseId: (r: Pick<ChatResult, 'id'>) => string;
 }) {
@@ -55,7 +56,7 @@ export function createDemoChat(deps: {
     demoConfigured: () => providers.router.configured,
 
     /** POST /api/demo/chat (§4.10): router models only, user entries only, max_tokens 1024, no streaming. */
-    async demoChat(input: DemoInput, signal?: AbortSignal) {
+    async demoChat(input: DemoInput, signal?: CallSignal) {
       if (!providers.router.configured) throw new AppError('DEMO_UNAVAILABLE', DEMO_UNAVAILABLE);
       const modelId = input.model ?? DEMO_MODEL_IDS[0]!;
       if (!DEMO_MODEL_IDS.includes(modelId)) throw badRequest('Invalid model', { models: DEMO_MODEL_IDS });

@@ -5,6 +5,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config/env.ts';
+import { type CallSignal, Cancellation } from '../../lib/cancellation.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { type Catalog, type CatalogModel, PROVIDER_CHAIN } from './catalog.ts';
 import { type AiActor, allowedModelIds, selectModel, type TaskType } from './plan-rules.ts';
@@ -13,7 +14,7 @@ import { ProviderError } from './providers/provider.ts';
 export const clientGone = () => new AppError('CLIENT_CLOSED', 'Client closed request');
 // hoisted: made once, not per attempt (every AI request runs an attempt)
 const ONCE = { once: true } as const;
-const timeOut = (attempt: AbortController) => attempt.abort(new Error('AI_TIMEOUT_MS elapsed'));
+const timeOut = (attempt: Cancellation) => attempt.abort(new Error('AI_TIMEOUT_MS elapsed'));
 const upstreamFailed = () => new AppError('AI_PROVIDER_ERROR', 'AI provider request failed');
 
 /** How a provider attempt ended: `timeout` is AI_TIMEOUT_MS, `client_closed` the caller going away. */
@@ -74,35 +75,36 @@ export function createModelRouting(deps: {
   }
 
   /**
-   * Runs `run` on each attempt model until one succeeds. Each attempt gets its own AbortSignal:
+   * Runs `run` on each attempt model until one succeeds. Each attempt gets its own signal (a
+   * Cancellation: every AI request runs an attempt, and an AbortController costs microseconds):
    * aborted by the client's signal, and by AI_TIMEOUT_MS until `run` resolves. `release` ends the
    * link to the client signal (callers that stream call it when the stream ends).
    */
   async function withFallback<T>(
     attempts: CatalogModel[],
-    clientSignal: AbortSignal | undefined,
-    run: (m: CatalogModel, signal: AbortSignal) => Promise<T>,
-  ): Promise<{ model: CatalogModel; result: T; release: () => void; signal: AbortSignal }> {
+    clientSignal: CallSignal | undefined,
+    run: (m: CatalogModel, signal: CallSignal) => Promise<T>,
+  ): Promise<{ model: CatalogModel; result: T; release: () => void; signal: CallSignal }> {
     if (attempts.length === 0) throw new AppError('PROVIDER_UNAVAILABLE', 'No configured provider can serve this model');
     let last: unknown;
     let failed = false;
     for (const m of attempts) {
       if (clientSignal?.aborted) throw clientGone();
       if (failed) observer?.onFallback();
-      const attempt = new AbortController();
+      const attempt = new Cancellation();
       const onClientAbort = () => attempt.abort(clientSignal?.reason);
       clientSignal?.addEventListener('abort', onClientAbort, ONCE);
       const release = () => clientSignal?.removeEventListener('abort', onClientAbort);
       const timer = setTimeout(timeOut, config.AI_TIMEOUT_MS, attempt);
       const started = observer ? performance.now() : 0;
       try {
-        const result = await run(m, attempt.signal);
+        const result = await run(m, attempt);
         observer?.onProviderCall(m.provider, m.id, (performance.now() - started) / 1000, 'ok');
-        return { model: m, result, release, signal: attempt.signal };
+        return { model: m, result, release, signal: attempt };
       } catch (err) {
         release();
         if (observer) {
-          const outcome = clientSignal?.aborted ? 'client_closed' : attempt.signal.aborted ? 'timeout' : 'error';
+          const outcome = clientSignal?.aborted ? 'client_closed' : attempt.aborted ? 'timeout' : 'error';
           observer.onProviderCall(m.provider, m.id, (performance.now() - started) / 1000, outcome);
         }
         if (clientSignal?.aborted) throw clientGone();

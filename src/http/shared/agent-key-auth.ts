@@ -5,13 +5,14 @@
  * the body is read (an unauthenticated caller learns nothing from validation) and sets
  * `request.agentCaller`; a missing, malformed, unknown or revoked key is 401 `Unauthorized`.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import type { AgentCaller } from '../../domains/agents/agent-callbacks.ts';
 import { unauthorized } from '../../lib/errors.ts';
 import { documented } from './openapi.ts';
 import { AGENT_KEY_SECURITY } from './security.ts';
 
 /** The agent a platform key belongs to, and its owner. */
-export type AgentCaller = { agentId: string; userId: string };
+export type { AgentCaller };
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -20,16 +21,31 @@ declare module 'fastify' {
   }
 }
 
-/** Decorates `request.agentCaller` and returns the agentKey scope's hook. */
-export function registerAgentKeyAuth(app: FastifyInstance<any, any, any, any, any>, verify: (key: string) => Promise<AgentCaller | null>) {
+/**
+ * Decorates `request.agentCaller` and returns the agentKey scope's hook. `verify` answers at once
+ * where it can (a cached key) and with a promise where it reads: the hook is a callback hook, so
+ * the AI gateway's calls with a cached key pass it without a promise (docs/benchmarks.md "AI proxy").
+ */
+export function registerAgentKeyAuth(
+  app: FastifyInstance<any, any, any, any, any>,
+  verify: (key: string) => AgentCaller | null | Promise<AgentCaller | null>,
+) {
   app.decorateRequest('agentCaller', null);
+  const accept = (request: FastifyRequest, caller: AgentCaller | null): Error | undefined => {
+    if (!caller) return unauthorized('Unauthorized');
+    request.agentCaller = caller;
+    return undefined;
+  };
   return documented(
-    async function requireAgentKey(request: FastifyRequest): Promise<void> {
+    function requireAgentKey(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
       const header = request.headers.authorization;
-      if (typeof header !== 'string' || !header.startsWith('Bearer ')) throw unauthorized('Unauthorized');
-      const caller = await verify(header.slice('Bearer '.length).trim());
-      if (!caller) throw unauthorized('Unauthorized');
-      request.agentCaller = caller;
+      if (typeof header !== 'string' || !header.startsWith('Bearer ')) {
+        done(unauthorized('Unauthorized'));
+        return;
+      }
+      const caller = verify(header.slice('Bearer '.length).trim());
+      if (caller instanceof Promise) caller.then((c) => done(accept(request, c)), done);
+      else done(accept(request, caller));
     },
     { security: AGENT_KEY_SECURITY },
   );

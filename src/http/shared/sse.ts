@@ -6,6 +6,7 @@
  */
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { type CallSignal, Cancellation } from '../../lib/cancellation.ts';
 
 export function startEventStream(
   request: FastifyRequest,
@@ -25,13 +26,17 @@ export function startEventStream(
   return res;
 }
 
-/** Aborts when the client goes away before the response has been fully written (every streamed answer). */
-export function disconnectSignal(reply: FastifyReply): AbortSignal {
-  const controller = new AbortController();
+/**
+ * Aborts when the client goes away before the response has been fully written (every proxied AI
+ * answer, streamed or not). A Cancellation, not an AbortController: this runs on every AI request
+ * (../../lib/cancellation.ts says what that saves).
+ */
+export function disconnectSignal(reply: FastifyReply): CallSignal {
+  const cancellation = new Cancellation();
   reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) controller.abort(new Error('client disconnected'));
+    if (!reply.raw.writableFinished) cancellation.abort(new Error('client disconnected'));
   });
-  return controller.signal;
+  return cancellation;
 }
 
 /**

@@ -4,6 +4,7 @@
  * from the configured base URL, and SSE parsing for streamed responses.
  */
 import { Pool } from 'undici';
+import type { CallSignal } from '../../../lib/cancellation.ts';
 import { ProviderError } from './provider.ts';
 
 /** A whole upstream answer in memory: what a non-streamed call needs (the body is parsed once, whole). */
@@ -20,7 +21,7 @@ export type UpstreamClient = {
     path: string,
     headers: Record<string, string>,
     body: string | undefined,
-    signal?: AbortSignal,
+    signal?: CallSignal,
   ): Promise<UpstreamResponse>;
   /**
    * `send` for an answer read whole (non-streamed calls): the body is collected as it arrives
@@ -33,7 +34,7 @@ export type UpstreamClient = {
     path: string,
     headers: Record<string, string>,
     body: string | undefined,
-    signal?: AbortSignal,
+    signal?: CallSignal,
   ): Promise<BufferedResponse>;
   close(): Promise<void>;
 };
@@ -58,7 +59,8 @@ export function createUpstreamClient(baseUrl: string, options: UpstreamOptions):
   return {
     async send(method, path, headers, body, signal) {
       try {
-        const res = await pool.request({ method, path: basePath + path, headers, body, signal });
+        // undici takes any object with aborted, reason and add/removeEventListener (a CallSignal); its types name AbortSignal
+        const res = await pool.request({ method, path: basePath + path, headers, body, signal: signal as AbortSignal | undefined });
         return res as unknown as UpstreamResponse;
       } catch (err) {
         throw asProviderError(err, signal);
@@ -89,9 +91,9 @@ class BufferingHandler {
   private done = false;
   private readonly resolve: (r: BufferedResponse) => void;
   private readonly reject: (err: ProviderError) => void;
-  private readonly signal: AbortSignal | undefined;
+  private readonly signal: CallSignal | undefined;
 
-  constructor(resolve: (r: BufferedResponse) => void, reject: (err: ProviderError) => void, signal: AbortSignal | undefined) {
+  constructor(resolve: (r: BufferedResponse) => void, reject: (err: ProviderError) => void, signal: CallSignal | undefined) {
     this.resolve = resolve;
     this.reject = reject;
     this.signal = signal;
@@ -99,13 +101,9 @@ class BufferingHandler {
       // Not removed when the call ends (removing an EventTarget listener cost ~1 µs per call in
       // the proxy's profile): the signal is the call's own (model-routing.ts makes one per
       // attempt) and goes with it; `done` makes a late abort a no-op.
-      signal.addEventListener(
-        'abort',
-        () => {
-          if (!this.done) this.abort?.(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
-        },
-        { once: true },
-      );
+      signal.addEventListener('abort', () => {
+        if (!this.done) this.abort?.(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+      });
     }
   }
 
@@ -138,7 +136,7 @@ class BufferingHandler {
 }
 
 /** Any thrown value as a ProviderError, marking aborts (client gone or attempt timeout). */
-export function asProviderError(err: unknown, signal?: AbortSignal): ProviderError {
+export function asProviderError(err: unknown, signal?: CallSignal): ProviderError {
   if (err instanceof ProviderError) return err;
   const e = err as { name?: string; code?: string; message?: string };
   const aborted = signal?.aborted === true || e?.name === 'AbortError' || e?.code === 'UND_ERR_ABORTED';
@@ -209,7 +207,7 @@ export const REQUEST_FAULTS: ReadonlySet<number> = new Set([400, 413, 422]);
 export type SseMessage = { event: string | undefined; data: string };
 
 /** Parses a `text/event-stream` body into messages (`event:` and joined `data:` lines). */
-export async function* parseSse(body: AsyncIterable<Buffer>, signal?: AbortSignal): AsyncGenerator<SseMessage> {
+export async function* parseSse(body: AsyncIterable<Buffer>, signal?: CallSignal): AsyncGenerator<SseMessage> {
   const decoder = new TextDecoder();
   let buffer = '';
   let event: string | undefined;

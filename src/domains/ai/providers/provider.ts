@@ -5,6 +5,8 @@
  * The domain never sees a vendor SDK: only these types.
  */
 
+import type { CallSignal } from '../../../lib/cancellation.ts';
+
 /** §4.9 Fallbacks: the five chained providers, plus `custom`, the sixth configuration outside the chain. */
 export const PROVIDER_NAMES = ['router', 'gemini', 'groq', 'anthropic', 'openai', 'custom'] as const;
 export type ProviderName = (typeof PROVIDER_NAMES)[number];
@@ -19,8 +21,8 @@ export type ChatParams = {
   temperature?: number | undefined;
   top_p?: number | undefined;
   max_tokens?: number | undefined;
-  /** aborts the upstream request (client disconnect or the per-attempt timeout) */
-  signal?: AbortSignal | undefined;
+  /** aborts the upstream request (client disconnect or the per-attempt timeout); an AbortSignal will do */
+  signal?: CallSignal | undefined;
 };
 
 export type Usage = { prompt_tokens: number; completion_tokens: number; total_tokens: number };
@@ -39,7 +41,7 @@ export type PassthroughParams = {
   model: string;
   messages: Record<string, unknown>[];
   fields: Record<string, unknown>;
-  signal?: AbortSignal | undefined;
+  signal?: CallSignal | undefined;
 };
 
 /** A non-streamed passthrough answer: the upstream's choices untouched (tool calls included). */

@@ -15,8 +15,10 @@ import { LIMITS } from '../../../config/limits.ts';
 import { isAdminUser } from '../../../domains/admin/admin-rule.ts';
 import { AUTO_MODEL } from '../../../domains/ai/agent-gateway.ts';
 import type { AiService } from '../../../domains/ai/ai.service.ts';
+import { settleVerdict } from '../../../domains/ai/ai-limits.ts';
 import { type AiActor, checkStoredPlan, type StoredPlan } from '../../../domains/ai/plan-rules.ts';
 import type { StoredPlans } from '../../../domains/ai/stored-plans.ts';
+import type { CallSignal } from '../../../lib/cancellation.ts';
 import { AppError, type ErrorCode, isAppError, unauthorized } from '../../../lib/errors.ts';
 import { callingAgent } from '../../shared/agent-key-auth.ts';
 import { addDocumentedHook } from '../../shared/openapi.ts';
@@ -291,12 +293,12 @@ export const agentGatewayRoutes = (deps: {
       app,
       'onRequest',
       // A callback hook: a stored plan already cached is decided without a promise, and the
-      // per-agent limit is its one promise and a continuation (docs/benchmarks.md "AI proxy")
+      // per-agent limit too where the limiter counts in this process (docs/benchmarks.md "AI proxy")
       (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction) => {
         const caller = callingAgent(request);
         const limit = (refused: AppError | undefined) => {
           if (refused) return done(refused);
-          ai.agentRateLimit(caller.agentId).then(() => done(), done);
+          settleVerdict(ai.agentRateLimit(caller.agentId), done);
         };
         const known = deps.storedPlans.peek(caller.userId);
         if (known !== undefined) return limit(decide(request, caller, known));
@@ -347,40 +349,56 @@ export const agentGatewayRoutes = (deps: {
       validatorCompiler: completionValidatorCompiler(Object.keys(completionBody.shape)),
       // the 200 answer as zod's serializer writes it, without its copy of every choice
       serializerCompiler: completionSerializerCompiler,
-      handler: async (request, reply) => {
+      // not an async function: with no budget to read (the common call) the non-streamed answer is
+      // ai.agentCompletion's own promise, not one wrapped around it (docs/benchmarks.md "AI proxy")
+      handler: (request, reply) => {
         const { agentId } = callingAgent(request);
         // the owner's monthly budget for this agent, before any provider is contacted
-        await ai.budgets.check(agentId);
-        const body = request.body;
-        const { model, messages, stream, stream_options } = body;
-        // the other listed fields; null means "not given" in OpenAI's clients: nothing null is passed on
-        const fields: Record<string, unknown> = {};
-        for (const k in body) {
-          const v = body[k as keyof typeof body];
-          if (v !== undefined && v !== null && !GATEWAY_OWN_FIELDS.has(k)) fields[k] = v;
-        }
-        const req = { model, messages, fields, includeUsage: stream_options?.include_usage === true };
-        const signal = disconnectSignal(reply);
-        if (!stream) return ai.agentCompletion(actorOf(request), agentId, req, signal);
-        const opened = await ai.agentCompletionStream(actorOf(request), agentId, req, signal);
-        const res = startEventStream(request, reply);
-        const write = sseWriter(res);
-        try {
-          for await (const chunk of opened.chunks) {
-            if (res.destroyed) break;
-            await write(`data: ${JSON.stringify(chunk)}\n\n`);
-          }
-          await write('data: [DONE]\n\n');
-        } catch (err) {
-          if (!res.destroyed) {
-            request.log.warn({ err: (err as Error).message }, 'agent gateway stream failed');
-            await write(`data: ${JSON.stringify(errorBody(500, 'AI provider request failed', 'ai_provider_error'))}\n\n`);
-          }
-        } finally {
-          if (!res.destroyed) res.end();
-        }
-        return reply;
+        const budget = ai.budgets.check(agentId);
+        return budget ? budget.then(() => complete(request, reply, agentId)) : complete(request, reply, agentId);
       },
     });
+
+    function complete(request: FastifyRequest<{ Body: z.infer<typeof completionBody> }>, reply: FastifyReply, agentId: string) {
+      const body = request.body;
+      const { model, messages, stream, stream_options } = body;
+      // the other listed fields; null means "not given" in OpenAI's clients: nothing null is passed on
+      const fields: Record<string, unknown> = {};
+      for (const k in body) {
+        const v = body[k as keyof typeof body];
+        if (v !== undefined && v !== null && !GATEWAY_OWN_FIELDS.has(k)) fields[k] = v;
+      }
+      const req = { model, messages, fields, includeUsage: stream_options?.include_usage === true };
+      const signal = disconnectSignal(reply);
+      if (!stream) return ai.agentCompletion(actorOf(request), agentId, req, signal);
+      return streamCompletion(request, reply, agentId, req, signal);
+    }
+
+    async function streamCompletion(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      agentId: string,
+      req: Parameters<AiService['agentCompletionStream']>[2],
+      signal: CallSignal,
+    ) {
+      const opened = await ai.agentCompletionStream(actorOf(request), agentId, req, signal);
+      const res = startEventStream(request, reply);
+      const write = sseWriter(res);
+      try {
+        for await (const chunk of opened.chunks) {
+          if (res.destroyed) break;
+          await write(`data: ${JSON.stringify(chunk)}\n\n`);
+        }
+        await write('data: [DONE]\n\n');
+      } catch (err) {
+        if (!res.destroyed) {
+          request.log.warn({ err: (err as Error).message }, 'agent gateway stream failed');
+          await write(`data: ${JSON.stringify(errorBody(500, 'AI provider request failed', 'ai_provider_error'))}\n\n`);
+        }
+      } finally {
+        if (!res.destroyed) res.end();
+      }
+      return reply;
+    }
   },
 });

@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { type Config, isAdminEmail } from '../../../config/env.ts';
 import { LIMITS } from '../../../config/limits.ts';
 import type { AiService } from '../../../domains/ai/ai.service.ts';
+import { settleVerdict } from '../../../domains/ai/ai-limits.ts';
 import {
   type AiActor,
   checkPlan,
@@ -183,15 +184,12 @@ export const aiRoutes = (deps: {
     addDocumentedHook(
       app,
       'onRequest',
-      // a callback hook: one promise (the limiter's), not an async wrapper around it
+      // a callback hook: no promise where the limiter decides at once (in-process counters), else the limiter's one
       (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
-        ai.rateLimit(request.ip).then(
-          () => done(),
-          (err: unknown) => {
-            if (isAppError(err) && err.status === 429) reply.header('retry-after', String(err.extra?.retryAfter ?? 60));
-            done(err as Error);
-          },
-        );
+        settleVerdict(ai.rateLimit(request.ip), (err) => {
+          if (isAppError(err) && err.status === 429) reply.header('retry-after', String(err.extra?.retryAfter ?? 60));
+          done(err);
+        });
       },
       {
         responses: {
