@@ -9,12 +9,16 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { tuneV8ForServing } from '../src/lib/v8-tuning.ts';
 import type { BenchOutput } from './lib/report.ts';
 import { writeJson, writeSection } from './lib/report.ts';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const ROOT = join(BENCH_DIR, '..');
 const DOC = join(ROOT, 'docs', 'benchmarks.md');
+
+// the in-process benches run the platform in this process: with the V8 settings src/main.ts serves with
+tuneV8ForServing();
 
 const filters = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const files = readdirSync(BENCH_DIR)

@@ -16,6 +16,7 @@ import type { App } from './http/shared/base-app.ts';
 import { markTreeInUse } from './lib/code-tree.ts';
 import { acquireHostLock } from './lib/host-lock.ts';
 import { checkRedis } from './lib/redis.ts';
+import { tuneV8ForServing } from './lib/v8-tuning.ts';
 import { createPlatform, type Platform } from './platform.ts';
 
 /** The start-up lock of a DATA_DIR (src/lib/host-lock.ts), held while secrets may be generated into it. */
@@ -36,6 +37,7 @@ function which(config: Config): 'all' | 'web' | 'backend' {
 }
 
 async function main() {
+  tuneV8ForServing();
   let config: Config;
   let mode: 'all' | 'web' | 'backend';
   try {

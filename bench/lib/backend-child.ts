@@ -10,9 +10,11 @@ import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../src/config/env.ts';
 import { resolveSecrets } from '../../src/config/secrets.ts';
 import { createDb } from '../../src/db/client.ts';
+import { tuneV8ForServing } from '../../src/lib/v8-tuning.ts';
 import { createPlatform } from '../../src/platform.ts';
 import { answerProfileRequests } from './profile-on-stdin.ts';
 
+tuneV8ForServing(); // as src/main.ts does
 const env = JSON.parse(process.argv[2] ?? '{}') as Record<string, string>;
 const config = loadConfig(env, { cwd: env.DATA_DIR ?? process.cwd(), readDotEnv: false });
 const db = createDb(process.argv[3]!, { poolSize: config.DATABASE_POOL_SIZE });
