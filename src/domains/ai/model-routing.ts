@@ -6,6 +6,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config/env.ts';
 import { type CallSignal, Cancellation } from '../../lib/cancellation.ts';
+import { createDeadlineList } from '../../lib/deadline-list.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { type Catalog, type CatalogModel, PROVIDER_CHAIN } from './catalog.ts';
 import { type AiActor, allowedModelIds, selectModel, type TaskType } from './plan-rules.ts';
@@ -38,6 +39,8 @@ export function createModelRouting(deps: {
   observer?: ProviderObserver | undefined;
 }) {
   const { catalog, config, logger, observer } = deps;
+  // AI_TIMEOUT_MS of every attempt: one shared timer, not one per call (../../lib/deadline-list.ts)
+  const deadlines = createDeadlineList(config.AI_TIMEOUT_MS, timeOut);
 
   /** §4.9 Fallbacks: the requested model, then its provider's fallback (or primary, when the fallback was asked for). */
   function attemptsFor(m: CatalogModel): CatalogModel[] {
@@ -95,7 +98,7 @@ export function createModelRouting(deps: {
       const onClientAbort = () => attempt.abort(clientSignal?.reason);
       clientSignal?.addEventListener('abort', onClientAbort, ONCE);
       const release = () => clientSignal?.removeEventListener('abort', onClientAbort);
-      const timer = setTimeout(timeOut, config.AI_TIMEOUT_MS, attempt);
+      const deadline = deadlines.add(attempt);
       const started = observer ? performance.now() : 0;
       try {
         const result = await run(m, attempt);
@@ -112,7 +115,7 @@ export function createModelRouting(deps: {
         failed = true;
         logger?.warn({ model: m.id, provider: m.provider, err: err instanceof Error ? err.message : String(err) }, 'ai attempt failed');
       } finally {
-        clearTimeout(timer);
+        deadlines.remove(deadline);
       }
     }
     if (!(last instanceof ProviderError)) logger?.error({ err: last }, 'ai request failed');
