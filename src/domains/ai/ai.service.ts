@@ -87,8 +87,23 @@ export function createAiService(deps: AiServiceDeps) {
   const { attemptsFor, resolveModel, selectFor, withFallback } = routing;
   const { limit, limitNow, quotaApplies, enforceQuota } = createAiLimits({ config, rateLimiter: deps.rateLimiter, usage, now, logger });
 
+  // not rounded here: the usage row is written as toFixed(10) text (ai.repo.ts), which rounds it, and
+  // a toFixed per call showed in the proxy's profile (docs/benchmarks.md "AI proxy")
   const costOf = (m: Pick<CatalogModel, 'inputCost' | 'outputCost'>, u: Usage) =>
-    round(u.prompt_tokens * m.inputCost + u.completion_tokens * m.outputCost);
+    u.prompt_tokens * m.inputCost + u.completion_tokens * m.outputCost;
+
+  /** `now()` as ISO text, made once per millisecond (every chat answer carries one; toISOString is ~0.4 µs). */
+  let isoAt = Number.NaN;
+  let iso = '';
+  const isoNow = () => {
+    const d = now();
+    const t = d.getTime();
+    if (t !== isoAt) {
+      isoAt = t;
+      iso = d.toISOString();
+    }
+    return iso;
+  };
 
   const record = (userId: string, agentId: string | null | undefined, m: CatalogModel, u: Usage) =>
     usage.record({
@@ -207,7 +222,7 @@ export function createAiService(deps: AiServiceDeps) {
         provider: model.provider,
         message: { role: 'assistant', content: result.content },
         usage: result.usage,
-        timestamp: now().toISOString(),
+        timestamp: isoNow(),
       };
     },
 
