@@ -198,7 +198,12 @@ async function main() {
   if (mode !== 'backend') {
     platform.startWebJobs();
     // a new instance has no admin: print the one-time link that makes its opener one (docs/admin.md)
-    const link = await platform.services.admin.setupLinkIfNoAdmin();
+    // a stop asked for meanwhile closes the database under this read: that is a stop, not a failed start
+    const link = await platform.services.admin.setupLinkIfNoAdmin().catch((err: unknown) => {
+      if (stopping) return null;
+      throw err;
+    });
+    if (stopping) return;
     if (link)
       log?.warn(
         { setupLink: link },
