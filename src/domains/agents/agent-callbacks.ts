@@ -19,7 +19,7 @@ export function createAgentCallbacks(deps: Pick<AgentsDeps, 'db' | 'platformKeyC
      * agent and owner; nothing in the body can name another agent.
      */
     async recordAgentMessages(
-      caller: { agentId: string; userId: string },
+      caller: AgentCaller,
       messages: {
         sender: 'user' | 'agent' | 'system';
         content: string;

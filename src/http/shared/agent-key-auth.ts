@@ -11,9 +11,6 @@ import { unauthorized } from '../../lib/errors.ts';
 import { documented } from './openapi.ts';
 import { AGENT_KEY_SECURITY } from './security.ts';
 
-/** The agent a platform key belongs to, and its owner. */
-export type { AgentCaller };
-
 declare module 'fastify' {
   interface FastifyRequest {
     /** The calling agent in the backend's agentKey scope; null elsewhere. Read it with `callingAgent`. */
