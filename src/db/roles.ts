@@ -17,6 +17,12 @@ import { APP_ROLE } from './client.ts';
 export const OWNER_ROLE = 'platform_owner';
 /** A login role whose only right is membership in platform_app: the request pool connects as it. */
 export const REQUEST_ROLE = 'platform_request';
+/**
+ * Arbitrary constant identifying "role set-up" among advisory locks (migrate.ts has its own). Starts
+ * on one server run this at once (`npm start -- web` beside `-- backend`): PostgreSQL refuses
+ * concurrent ALTER ROLE / GRANT on the same role ("tuple concurrently updated"), so they take turns.
+ */
+const ROLES_LOCK_KEY = 727_274_002;
 
 /**
  * Creates or updates the owner and request roles and gives the owner the database; returns the
@@ -39,6 +45,8 @@ export async function ensureOwnerRole(
   client.on('error', () => {}); // the server going away fails the running query instead of crashing the process
   await client.connect();
   try {
+    // held until client.end() below: the session's end releases it
+    await client.query('SELECT pg_advisory_lock($1)', [ROLES_LOCK_KEY]);
     const quotedPassword = (await client.query<{ q: string }>('SELECT quote_literal($1) AS q', [ownerPassword])).rows[0]!.q;
     await client.query(`DO $$
       BEGIN

@@ -138,6 +138,21 @@ it('the composite-key migration refuses a database whose rows already disagree, 
   }
 });
 
+it('starts on one server set the roles up at the same time without refusing each other (web beside backend)', async () => {
+  const d = await freshDatabase();
+  try {
+    await migrate(d.url);
+    // concurrent ALTER ROLE / GRANT on one role fail with "tuple concurrently updated" unless they take turns
+    const urls = await Promise.all(
+      Array.from({ length: 6 }, () => ensureOwnerRole(d.url, 'owner-test-password', 'request-test-password')),
+    );
+    expect(new Set(urls.map((u) => u.ownerUrl)).size).toBe(1);
+    expect(await connectsAsPrivileged(urls[0]!.ownerUrl)).toEqual({ role: OWNER_ROLE, superuser: false, bypassRls: false });
+  } finally {
+    await d.drop();
+  }
+});
+
 it('the owner role: not a superuser, owns what an earlier version created as the superuser, migrates and serves requests', async () => {
   const d = await freshDatabase();
   try {
