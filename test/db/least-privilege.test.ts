@@ -143,9 +143,7 @@ it('starts on one server set the roles up at the same time without refusing each
   try {
     await migrate(d.url);
     // concurrent ALTER ROLE / GRANT on one role fail with "tuple concurrently updated" unless they take turns
-    const urls = await Promise.all(
-      Array.from({ length: 6 }, () => ensureOwnerRole(d.url, 'owner-test-password', 'request-test-password')),
-    );
+    const urls = await Promise.all(Array.from({ length: 6 }, () => ensureOwnerRole(d.url, 'owner-test-password', 'request-test-password')));
     expect(new Set(urls.map((u) => u.ownerUrl)).size).toBe(1);
     expect(await connectsAsPrivileged(urls[0]!.ownerUrl)).toEqual({ role: OWNER_ROLE, superuser: false, bypassRls: false });
   } finally {
