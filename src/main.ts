@@ -192,6 +192,13 @@ async function main() {
       'INTERNAL_API_KEY not set: using a generated key for the web app and the backend in this process',
     );
   }
+  if (!config.INTERNAL_API_KEY) {
+    // only `npm start -- web` or `-- backend` get here (the all-in-one start generates one): say why
+    // the web app's calls to the backend, provisioning first, will fail
+    log?.warn(
+      'INTERNAL_API_KEY is not set: the backend answers its core endpoints 500 "Server misconfigured" and the web app cannot provision or reach agents; set the same key for both apps (docs/configuration.md)',
+    );
+  }
   // one line naming what is off for lack of settings (the bridge and hosting webhook answer 503 then)
   const off = integrationsOff(config);
   if (off.length > 0) log?.warn({ integrationsOff: off }, `integrations off (settings unset): ${off.join('; ')}`);

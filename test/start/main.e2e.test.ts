@@ -81,6 +81,10 @@ describe('npm start (the compiled main.js)', () => {
     const p = start(['backend'], { WEB_PORT: String(web), BACKEND_PORT: String(backend) });
     expect((await waitFor(`http://127.0.0.1:${backend}/health`)).status).toBe(200);
     await expect(fetch(`http://127.0.0.1:${web}/api/health`)).rejects.toThrow();
+    // no INTERNAL_API_KEY and no all-in-one start to generate one: start-up says why calls will fail
+    const until = Date.now() + 20_000;
+    while (!p.output().includes('platform ready') && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    expect(p.output()).toContain('INTERNAL_API_KEY is not set');
     p.child.kill('SIGTERM');
     expect(await p.exited).toBe(0);
   }, 90_000);
