@@ -132,6 +132,7 @@ export interface AiUsage {
   model: string;
   prompt_tokens: number;
   provider: string;
+  requests: Generated<number>;
   total_tokens: number;
   user_id: string;
 }

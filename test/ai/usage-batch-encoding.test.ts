@@ -5,7 +5,7 @@
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { aiRepo, type UsageRow } from '../../src/domains/ai/ai.repo.ts';
+import { aiRepo, entryOf, type UsageRow } from '../../src/domains/ai/ai.repo.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 let database: TestDatabase;
@@ -41,7 +41,7 @@ it('writes awkward strings, nulls, exact costs and timestamps as recorded, rollu
       createdAt: at,
     },
   ];
-  await aiRepo.insertUsage(database.db.pool, rows);
+  await aiRepo.insertUsage(database.db.pool, rows.map(entryOf));
   const got = await sql<{ agent_id: string | null; model: string; cost: string; created_at: Date; total_tokens: number }>`
     select agent_id, model, cost::text as cost, created_at, total_tokens from ai_usage where user_id = ${user} order by total_tokens`.execute(
     database.db.kysely,

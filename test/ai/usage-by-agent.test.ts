@@ -82,15 +82,16 @@ describe('every gateway call is usage with its agent', () => {
   it('plain and streamed calls are recorded with the agent id, the owner and the cost', async () => {
     const rows = await t.database.db.kysely
       .selectFrom('ai_usage')
-      .select(['user_id', 'agent_id', 'model', 'total_tokens', 'cost'])
+      .select(['user_id', 'agent_id', 'model', 'requests', 'total_tokens', 'cost'])
       .where('agent_id', '=', aliceAgent.agentId)
       .execute();
-    expect(rows).toHaveLength(3);
+    // a row holds the calls of one window with the same caller, agent, model and day (migration 200)
+    expect(rows.reduce((n, r) => n + r.requests, 0)).toBe(3);
     for (const r of rows) {
       expect(r.user_id).toBe(alice.id);
       expect(r.model).toBe('openai/gpt-4o-mini');
-      expect(r.total_tokens).toBe(FAKE_USAGE.total_tokens);
-      expect(Number(r.cost)).toBeCloseTo(CALL_COST, 12);
+      expect(r.total_tokens).toBe(r.requests * FAKE_USAGE.total_tokens);
+      expect(Number(r.cost)).toBeCloseTo(r.requests * CALL_COST, 12);
     }
     // the per-agent monthly rollup the budget check reads agrees with the rows
     const rollup = await t.database.db.kysely

@@ -4,7 +4,7 @@
  * equal to the sum of the rows, bad `days` a 400, no session a 401.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { aiRepo } from '../../src/domains/ai/ai.repo.ts';
+import { aiRepo, entryOf } from '../../src/domains/ai/ai.repo.ts';
 import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 const NOW = new Date('2026-11-24T12:00:00Z');
@@ -14,17 +14,18 @@ beforeAll(async () => {
 });
 afterAll(() => t?.close());
 
-const row = (userId: string, model: string, daysAgo: number, tokens: number, cost: number) => ({
-  userId,
-  agentId: null,
-  model,
-  provider: 'router',
-  promptTokens: tokens / 2,
-  completionTokens: tokens / 2,
-  totalTokens: tokens,
-  cost,
-  createdAt: new Date(NOW.getTime() - daysAgo * 86_400_000),
-});
+const row = (userId: string, model: string, daysAgo: number, tokens: number, cost: number) =>
+  entryOf({
+    userId,
+    agentId: null,
+    model,
+    provider: 'router',
+    promptTokens: tokens / 2,
+    completionTokens: tokens / 2,
+    totalTokens: tokens,
+    cost,
+    createdAt: new Date(NOW.getTime() - daysAgo * 86_400_000),
+  });
 
 describe('GET /api/usage', () => {
   it('reports only my rows: totals, one entry per day (zeros included), per model by cost', async () => {

@@ -4,6 +4,7 @@ import type { Pool } from 'pg';
 import type { DB } from '../../db/schema.ts';
 import type { StoredPlan } from './plan-rules.ts';
 
+/** One call's usage, as the AI layer records it. */
 export type UsageRow = {
   userId: string;
   agentId: string | null;
@@ -16,6 +17,48 @@ export type UsageRow = {
   cost: number;
   createdAt: Date;
 };
+
+/**
+ * What one ai_usage row holds: the calls of one flush window that share caller, agent, model,
+ * provider and UTC day, summed (src/domains/ai/usage.ts; migration 200). `requests` is 1 for a lone call.
+ */
+export type UsageEntry = {
+  userId: string;
+  agentId: string | null;
+  model: string;
+  provider: string;
+  requests: number;
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  /** USD in units of 1e-10 (the column's scale), an integer: each call's cost rounded once, then summed exactly */
+  costUnits: number;
+  /** the first call's time */
+  createdAt: Date;
+};
+
+/** A call's USD cost in the integer units of UsageEntry.costUnits (a cost that is not a finite number ≥ 0 counts 0). */
+export const costUnitsOf = (usd: number): number => (usd > 0 && Number.isFinite(usd) ? Math.round(usd * 1e10) : 0);
+
+/** One call as an entry of its own (requests 1). */
+export const entryOf = (row: UsageRow): UsageEntry => ({
+  userId: row.userId,
+  agentId: row.agentId,
+  model: row.model,
+  provider: row.provider,
+  requests: 1,
+  promptTokens: row.promptTokens,
+  completionTokens: row.completionTokens,
+  totalTokens: row.totalTokens,
+  costUnits: costUnitsOf(row.cost),
+  createdAt: row.createdAt,
+});
+
+/** Integer 1e-10 USD units as exact decimal text with 10 places (numeric(20, 10)). */
+export function unitsToDecimal(units: number): string {
+  const s = String(units).padStart(11, '0');
+  return `${s.slice(0, -10)}.${s.slice(-10)}`;
+}
 
 /** One group of usage rows (a day or a model): token sums as numbers, cost as numeric text. */
 export type UsageBucket = {
@@ -32,7 +75,7 @@ export const monthOf = (d: Date) => `${d.getUTCFullYear()}-${String(d.getUTCMont
 
 export const aiRepo = {
   /**
-   * Inserts a batch of usage rows and adds them to the monthly rollups (per user and model, and per
+   * Inserts a batch of usage entries and adds them to the monthly rollups (per user and model, and per
    * agent for the agents' budgets) in one statement, so they can never disagree. Rows are grouped and ordered before the upsert, so concurrent batches
    * lock rollup rows in the same order (no deadlock). A named prepared statement: PostgreSQL plans
    * it once per connection, and building it costs no query compilation in Node, which matters
@@ -41,17 +84,18 @@ export const aiRepo = {
    * array-literal encoder (escapeElement), the largest cost of usage recording in the proxy's CPU
    * profile at concurrency 64. Cost goes as exact decimal text, never a JSON float.
    */
-  async insertUsage(pool: Pool, rows: UsageRow[]): Promise<void> {
-    if (rows.length === 0) return;
-    const batch = rows.map((r) => ({
+  async insertUsage(pool: Pool, entries: UsageEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    const batch = entries.map((r) => ({
       user_id: r.userId,
       agent_id: r.agentId,
       model: r.model,
       provider: r.provider,
+      requests: r.requests,
       prompt_tokens: r.promptTokens,
       completion_tokens: r.completionTokens,
       total_tokens: r.totalTokens,
-      cost: r.cost.toFixed(10),
+      cost: unitsToDecimal(r.costUnits),
       created_at: r.createdAt.toISOString(),
     }));
     await pool.query({
@@ -59,15 +103,15 @@ export const aiRepo = {
       text: `
       WITH r AS (
         SELECT * FROM json_to_recordset($1::json)
-          AS r(user_id text, agent_id text, model text, provider text, prompt_tokens int, completion_tokens int, total_tokens int,
-               cost numeric, created_at timestamptz)
+          AS r(user_id text, agent_id text, model text, provider text, requests int, prompt_tokens int, completion_tokens int,
+               total_tokens int, cost numeric, created_at timestamptz)
       ), ins AS (
-        INSERT INTO ai_usage (user_id, agent_id, model, provider, prompt_tokens, completion_tokens, total_tokens, cost, created_at)
-        SELECT user_id, agent_id, model, provider, prompt_tokens, completion_tokens, total_tokens, cost, created_at FROM r
+        INSERT INTO ai_usage (user_id, agent_id, model, provider, requests, prompt_tokens, completion_tokens, total_tokens, cost, created_at)
+        SELECT user_id, agent_id, model, provider, requests, prompt_tokens, completion_tokens, total_tokens, cost, created_at FROM r
       ), agent AS (
         INSERT INTO ai_usage_agent_monthly AS a (agent_id, month, user_id, requests, prompt_tokens, completion_tokens, total_tokens, cost)
         SELECT agent_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, min(user_id),
-               count(*), sum(prompt_tokens), sum(completion_tokens), sum(total_tokens), sum(cost)
+               sum(requests), sum(prompt_tokens), sum(completion_tokens), sum(total_tokens), sum(cost)
         FROM r WHERE agent_id IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2
         ON CONFLICT (agent_id, month) DO UPDATE SET
           requests = a.requests + EXCLUDED.requests,
@@ -78,7 +122,7 @@ export const aiRepo = {
       )
       INSERT INTO ai_usage_monthly AS m (user_id, month, model, requests, prompt_tokens, completion_tokens, total_tokens, cost)
       SELECT user_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, model,
-             count(*), sum(prompt_tokens), sum(completion_tokens), sum(total_tokens), sum(cost)
+             sum(requests), sum(prompt_tokens), sum(completion_tokens), sum(total_tokens), sum(cost)
       FROM r GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
       ON CONFLICT (user_id, month, model) DO UPDATE SET
         requests = m.requests + EXCLUDED.requests,
@@ -115,7 +159,8 @@ export const aiRepo = {
     const where = agentId
       ? sql`created_at >= ${since.toISOString()}::timestamptz AND agent_id = ${agentId}`
       : sql`created_at >= ${since.toISOString()}::timestamptz`;
-    const sums = sql`count(*)::int AS requests, sum(prompt_tokens)::bigint AS prompt_tokens,
+    // a row is one or more calls (migration 200): requests are summed, not counted
+    const sums = sql`sum(requests)::int AS requests, sum(prompt_tokens)::bigint AS prompt_tokens,
              sum(completion_tokens)::bigint AS completion_tokens, sum(total_tokens)::bigint AS total_tokens, sum(cost)::text AS cost`;
     const daily = await sql<UsageBucket>`
       SELECT to_char(date_trunc('day', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS key, ${sums}
