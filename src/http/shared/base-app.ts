@@ -117,7 +117,7 @@ export async function createBaseApp(options: BaseAppOptions): Promise<App> {
  * Whether a JSON text could carry a `__proto__` or `constructor` key: only these spellings, or a
  * `\\u` escape (the one way JSON can spell a key's letters otherwise), let it. Fastify's parser
  * (secure-json-parse) scans every body with two regular expressions for such keys; a body without
- * any of the three substrings has none, and three substring searches cost a third of those scans
+ * any of the three substrings has none, and three substring searches cost about half of those scans
  * (docs/benchmarks.md "AI proxy", round 6). Anything else still goes through the full check.
  */
 export function mayPoison(text: string): boolean {
