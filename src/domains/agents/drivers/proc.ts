@@ -60,11 +60,15 @@ export function isStopped(pid: number): boolean {
   return s === 'T' || s === 't';
 }
 
-/** The environment a process was started with (readable for our own user's processes). */
+/**
+ * The environment a process was started with (readable for our own user's processes). Read into an
+ * object without a prototype: the process wrote these names, and `__proto__=…` must be a name like
+ * any other, not a reach into Object.prototype.
+ */
 export function readEnviron(pid: number): Record<string, string> | undefined {
   try {
     const raw = readFileSync(`/proc/${pid}/environ`, 'utf8');
-    const env: Record<string, string> = {};
+    const env: Record<string, string> = Object.create(null);
     for (const entry of raw.split('\0')) {
       const i = entry.indexOf('=');
       if (i > 0) env[entry.slice(0, i)] = entry.slice(i + 1);
