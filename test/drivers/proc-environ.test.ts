@@ -25,7 +25,7 @@ describe('readEnviron', () => {
     const env = readEnviron(child.pid!)!;
     expect(Object.getPrototypeOf(env)).toBeNull();
     expect(Object.keys(env).sort()).toEqual(['AGENT_ID', '__proto__', 'constructor']);
-    expect(env.__proto__).toBe('polluted');
+    expect(Object.getOwnPropertyDescriptor(env, '__proto__')?.value).toBe('polluted');
     expect(env.toString).toBeUndefined();
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
