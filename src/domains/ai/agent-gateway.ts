@@ -144,13 +144,19 @@ export function createAgentGateway(deps: {
   const { config, catalog, providers, limitNow, enforceQuota, quotaApplies, record, now } = deps;
   const { attemptsFor, resolveModel, withFallback } = deps.routing;
 
+  type Prepared = { attempts: CatalogModel[]; textOf: (m: CatalogModel) => ChatMessage[] | null };
   /**
    * The plan's checks, then the attempts with the text messages each needs (null: passthrough).
-   * A request that cannot be said as text is refused here, before any attempt runs.
+   * A request that cannot be said as text is refused here, before any attempt runs. Answers at once
+   * (or throws) unless there is a quota to read: the common call makes no promise here.
    */
-  async function prepare(actor: AiActor, req: AgentChatRequest) {
+  function prepare(actor: AiActor, req: AgentChatRequest): Prepared | Promise<Prepared> {
     const model = resolveModel(actor, req.model === AUTO_MODEL ? undefined : req.model, 'general');
-    if (quotaApplies(actor)) await enforceQuota(actor);
+    if (quotaApplies(actor)) return enforceQuota(actor).then(() => plan(model, req));
+    return plan(model, req);
+  }
+
+  function plan(model: CatalogModel, req: AgentChatRequest): Prepared {
     const attempts = attemptsFor(model);
     // the common case, every attempt passed through: no text to make (and no map of it per request)
     if (attempts.every((m) => providers[m.provider].passthrough)) return { attempts, textOf: passedThrough };
@@ -205,44 +211,55 @@ export function createAgentGateway(deps: {
       };
     },
 
-    /** POST /chat/completions without streaming. */
-    async agentCompletion(actor: AiActor, agentId: string, req: AgentChatRequest, signal?: CallSignal): Promise<AgentCompletion> {
-      const { attempts, textOf } = await prepare(actor, req);
-      // each attempt is the provider's own promise (and a continuation), not an async wrapper around it
-      const { model, result, release } = await withFallback(attempts, signal, (m, s): Promise<PassthroughResult | Rejected> => {
-        const text = textOf(m);
-        if (!text)
-          return orRejected(
-            providers[m.provider].passthrough!({ model: m.upstreamId, messages: req.messages, fields: req.fields, signal: s }),
-          );
-        return providers[m.provider].chat(textParams(req, m, text, s)).then((r) => ({
-          id: r.id,
-          created: undefined,
-          choices: [{ index: 0, message: { role: 'assistant', content: r.content }, finish_reason: 'stop' }],
-          usage: r.usage,
-          systemFingerprint: undefined,
-        }));
-      });
-      release();
-      if (result instanceof Rejected) throw rejectedError(result);
-      const usage =
-        result.usage.total_tokens > 0
-          ? result.usage
-          : estimatedUsage(
-              req.messages,
-              result.choices.reduce((n, c) => n + outputChars(c.message), 0),
+    /**
+     * POST /chat/completions without streaming. `then`s, not an async function (the proxy's hot path,
+     * docs/benchmarks.md "AI proxy", round 7): every refusal is still a rejection.
+     */
+    agentCompletion(actor: AiActor, agentId: string, req: AgentChatRequest, signal?: CallSignal): Promise<AgentCompletion> {
+      let ready: Prepared | Promise<Prepared>;
+      try {
+        ready = prepare(actor, req);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      const complete = ({ attempts, textOf }: Prepared) =>
+        // each attempt is the provider's own promise (and a continuation), not an async wrapper around it
+        withFallback(attempts, signal, (m, s): Promise<PassthroughResult | Rejected> => {
+          const text = textOf(m);
+          if (!text)
+            return orRejected(
+              providers[m.provider].passthrough!({ model: m.upstreamId, messages: req.messages, fields: req.fields, signal: s }),
             );
-      record(actor.userId, agentId, model, usage);
-      return {
-        id: result.id || `chatcmpl-${randomUUID()}`,
-        object: 'chat.completion',
-        created: result.created ?? seconds(),
-        model: model.id,
-        provider: model.provider,
-        choices: result.choices,
-        usage,
-        ...(result.systemFingerprint ? { system_fingerprint: result.systemFingerprint } : {}),
-      };
+          return providers[m.provider].chat(textParams(req, m, text, s)).then((r) => ({
+            id: r.id,
+            created: undefined,
+            choices: [{ index: 0, message: { role: 'assistant', content: r.content }, finish_reason: 'stop' }],
+            usage: r.usage,
+            systemFingerprint: undefined,
+          }));
+        }).then(({ model, result, release }): AgentCompletion => {
+          release();
+          if (result instanceof Rejected) throw rejectedError(result);
+          const usage =
+            result.usage.total_tokens > 0
+              ? result.usage
+              : estimatedUsage(
+                  req.messages,
+                  result.choices.reduce((n, c) => n + outputChars(c.message), 0),
+                );
+          record(actor.userId, agentId, model, usage);
+          return {
+            id: result.id || `chatcmpl-${randomUUID()}`,
+            object: 'chat.completion',
+            created: result.created ?? seconds(),
+            model: model.id,
+            provider: model.provider,
+            choices: result.choices,
+            usage,
+            ...(result.systemFingerprint ? { system_fingerprint: result.systemFingerprint } : {}),
+          };
+        });
+      return ready instanceof Promise ? ready.then(complete) : complete(ready);
     },
 
     /**

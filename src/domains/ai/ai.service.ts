@@ -208,22 +208,29 @@ export function createAiService(deps: AiServiceDeps) {
     },
 
     /** POST /api/ai/chat (non-streamed). `model` in the answer is the model that served. */
-    async chat(actor: AiActor, input: ChatInput, signal?: CallSignal): Promise<ChatResponse> {
-      const { attempts, messages, quota } = prepare(actor, input);
-      if (quota) await quota;
-      const { model, result, release } = await withFallback(attempts, signal, (m, s) =>
-        providers[m.provider].chat(params(input, m, messages, s)),
-      );
-      release();
-      record(actor.userId, input.agentId, model, result.usage);
-      return {
-        id: responseId(result),
-        model: model.id,
-        provider: model.provider,
-        message: { role: 'assistant', content: result.content },
-        usage: result.usage,
-        timestamp: isoNow(),
+    // `then`s, not an async function (see withFallback): a refusal of prepare() still rejects, never throws
+    chat(actor: AiActor, input: ChatInput, signal?: CallSignal): Promise<ChatResponse> {
+      let prepared: ReturnType<typeof prepare>;
+      try {
+        prepared = prepare(actor, input);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      const { attempts, messages, quota } = prepared;
+      const answer = ({ model, result, release }: { model: CatalogModel; result: ChatResult; release: () => void }): ChatResponse => {
+        release();
+        record(actor.userId, input.agentId, model, result.usage);
+        return {
+          id: responseId(result),
+          model: model.id,
+          provider: model.provider,
+          message: { role: 'assistant', content: result.content },
+          usage: result.usage,
+          timestamp: isoNow(),
+        };
       };
+      const served = () => withFallback(attempts, signal, (m, s) => providers[m.provider].chat(params(input, m, messages, s))).then(answer);
+      return quota ? quota.then(served) : served();
     },
 
     /**

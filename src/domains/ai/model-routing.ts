@@ -82,44 +82,57 @@ export function createModelRouting(deps: {
    * Cancellation: every AI request runs an attempt, and an AbortController costs microseconds):
    * aborted by the client's signal, and by AI_TIMEOUT_MS until `run` resolves. `release` ends the
    * link to the client signal (callers that stream call it when the stream ends).
+   * A chain of `then`s, not an async function: the common call succeeds at its first attempt, and
+   * the async function's generator, its resumption and its own promise showed in the proxy's
+   * profile (docs/benchmarks.md "AI proxy", round 7). Always answers with a promise; a `run` that
+   * throws counts as a failed attempt, as it did inside the async function.
    */
-  async function withFallback<T>(
+  function withFallback<T>(
     attempts: CatalogModel[],
     clientSignal: CallSignal | undefined,
     run: (m: CatalogModel, signal: CallSignal) => Promise<T>,
   ): Promise<{ model: CatalogModel; result: T; release: () => void; signal: CallSignal }> {
-    if (attempts.length === 0) throw new AppError('PROVIDER_UNAVAILABLE', 'No configured provider can serve this model');
-    let last: unknown;
-    let failed = false;
-    for (const m of attempts) {
-      if (clientSignal?.aborted) throw clientGone();
-      if (failed) observer?.onFallback();
+    if (attempts.length === 0) return Promise.reject(new AppError('PROVIDER_UNAVAILABLE', 'No configured provider can serve this model'));
+    const attemptAt = (i: number, last: unknown): Promise<{ model: CatalogModel; result: T; release: () => void; signal: CallSignal }> => {
+      if (i === attempts.length) {
+        if (!(last instanceof ProviderError)) logger?.error({ err: last }, 'ai request failed');
+        return Promise.reject(upstreamFailed());
+      }
+      if (clientSignal?.aborted) return Promise.reject(clientGone());
+      if (i > 0) observer?.onFallback();
+      const m = attempts[i]!;
       const attempt = new Cancellation();
       const onClientAbort = () => attempt.abort(clientSignal?.reason);
       clientSignal?.addEventListener('abort', onClientAbort, ONCE);
       const release = () => clientSignal?.removeEventListener('abort', onClientAbort);
       const deadline = deadlines.add(attempt);
       const started = observer ? performance.now() : 0;
+      let pending: Promise<T>;
       try {
-        const result = await run(m, attempt);
-        observer?.onProviderCall(m.provider, m.id, (performance.now() - started) / 1000, 'ok');
-        return { model: m, result, release, signal: attempt };
+        pending = run(m, attempt);
       } catch (err) {
-        release();
-        if (observer) {
-          const outcome = clientSignal?.aborted ? 'client_closed' : attempt.aborted ? 'timeout' : 'error';
-          observer.onProviderCall(m.provider, m.id, (performance.now() - started) / 1000, outcome);
-        }
-        if (clientSignal?.aborted) throw clientGone();
-        last = err;
-        failed = true;
-        logger?.warn({ model: m.id, provider: m.provider, err: err instanceof Error ? err.message : String(err) }, 'ai attempt failed');
-      } finally {
-        deadlines.remove(deadline);
+        pending = Promise.reject(err);
       }
-    }
-    if (!(last instanceof ProviderError)) logger?.error({ err: last }, 'ai request failed');
-    throw upstreamFailed();
+      return pending.then(
+        (result) => {
+          deadlines.remove(deadline);
+          observer?.onProviderCall(m.provider, m.id, (performance.now() - started) / 1000, 'ok');
+          return { model: m, result, release, signal: attempt };
+        },
+        (err: unknown) => {
+          deadlines.remove(deadline);
+          release();
+          if (observer) {
+            const outcome = clientSignal?.aborted ? 'client_closed' : attempt.aborted ? 'timeout' : 'error';
+            observer.onProviderCall(m.provider, m.id, (performance.now() - started) / 1000, outcome);
+          }
+          if (clientSignal?.aborted) throw clientGone();
+          logger?.warn({ model: m.id, provider: m.provider, err: err instanceof Error ? err.message : String(err) }, 'ai attempt failed');
+          return attemptAt(i + 1, err);
+        },
+      );
+    };
+    return attemptAt(0, undefined);
   }
 
   return { attemptsFor, resolveModel, selectFor, withFallback };

@@ -73,24 +73,34 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
   const ensureConfigured = () => {
     if (!enabled) throw new ProviderError(`${name} is not configured`);
   };
+  const notConfigured = (): Promise<never> => Promise.reject(new ProviderError(`${name} is not configured`));
 
   return {
     name,
     configured: enabled,
 
-    async chat(p) {
-      ensureConfigured();
-      const res = await client.sendBuffered('POST', '/chat/completions', headers, requestBody(p, false), p.signal);
-      if (res.statusCode < 200 || res.statusCode >= 300) failFromBuffered(res, name);
-      const json = parseJsonBody(res.body, name);
-      const content = json?.choices?.[0]?.message?.content;
-      if (typeof content !== 'string') throw new ProviderError(`${name} sent no message content`);
-      return {
-        id: typeof json.id === 'string' ? json.id : '',
-        model: typeof json.model === 'string' ? json.model : p.model,
-        content,
-        usage: normaliseUsage(json.usage),
-      };
+    // chat and passthrough: a `then` on the buffered call, not async functions (the proxy's hot
+    // path, docs/benchmarks.md "AI proxy", round 7); every failure is still a rejection
+    chat(p) {
+      if (!enabled) return notConfigured();
+      let body: string;
+      try {
+        body = requestBody(p, false);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      return client.sendBuffered('POST', '/chat/completions', headers, body, p.signal).then((res) => {
+        if (res.statusCode < 200 || res.statusCode >= 300) failFromBuffered(res, name);
+        const json = parseJsonBody(res.body, name);
+        const content = json?.choices?.[0]?.message?.content;
+        if (typeof content !== 'string') throw new ProviderError(`${name} sent no message content`);
+        return {
+          id: typeof json.id === 'string' ? json.id : '',
+          model: typeof json.model === 'string' ? json.model : p.model,
+          content,
+          usage: normaliseUsage(json.usage),
+        };
+      });
     },
 
     async stream(p) {
@@ -120,19 +130,26 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
       })();
     },
 
-    async passthrough(p) {
-      ensureConfigured();
-      const res = await client.sendBuffered('POST', '/chat/completions', headers, passthroughBody(p, false), p.signal);
-      if (res.statusCode < 200 || res.statusCode >= 300) failFromBuffered(res, name);
-      const json = parseJsonBody(res.body, name);
-      if (!Array.isArray(json?.choices)) throw new ProviderError(`${name} sent no choices`);
-      return {
-        id: typeof json.id === 'string' ? json.id : '',
-        created: typeof json.created === 'number' ? json.created : undefined,
-        choices: json.choices,
-        usage: normaliseUsage(json.usage),
-        systemFingerprint: typeof json.system_fingerprint === 'string' ? json.system_fingerprint : undefined,
-      };
+    passthrough(p) {
+      if (!enabled) return notConfigured();
+      let body: string;
+      try {
+        body = passthroughBody(p, false);
+      } catch (err) {
+        return Promise.reject(err);
+      }
+      return client.sendBuffered('POST', '/chat/completions', headers, body, p.signal).then((res) => {
+        if (res.statusCode < 200 || res.statusCode >= 300) failFromBuffered(res, name);
+        const json = parseJsonBody(res.body, name);
+        if (!Array.isArray(json?.choices)) throw new ProviderError(`${name} sent no choices`);
+        return {
+          id: typeof json.id === 'string' ? json.id : '',
+          created: typeof json.created === 'number' ? json.created : undefined,
+          choices: json.choices,
+          usage: normaliseUsage(json.usage),
+          systemFingerprint: typeof json.system_fingerprint === 'string' ? json.system_fingerprint : undefined,
+        };
+      });
     },
 
     async passthroughStream(p) {
