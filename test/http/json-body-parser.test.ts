@@ -1,6 +1,6 @@
 /**
  * The JSON body parser of both apps (src/http/shared/base-app.ts): a body in which mayPoison()
- * finds none of `__proto__`, `constructor` or a `\u` escape is parsed by JSON.parse alone; any
+ * finds neither `proto` (in `__proto__` and in `prototype`) nor a `\u` escape is parsed by JSON.parse alone; any
  * other goes through Fastify's parser with its prototype-poisoning checks. Both paths must answer
  * alike: the same values, the same 400s, poisoning refused however the key is spelled.
  */
@@ -18,13 +18,16 @@ afterAll(() => app.close());
 const post = (payload: string) => app.inject({ method: 'POST', url: '/echo', headers: { 'content-type': 'application/json' }, payload });
 
 describe('mayPoison', () => {
-  it('flags the two keys and any \\u escape, nothing else', () => {
+  it('flags `proto` (in both poisoning keys) and any \\u escape, nothing else', () => {
     expect(mayPoison('{"a":"b"}')).toBe(false);
-    expect(mayPoison('{"messages":[{"role":"user","content":"structure, proto, construct"}]}')).toBe(false);
+    expect(mayPoison('{"messages":[{"role":"user","content":"structure, prot, construct"}]}')).toBe(false);
+    // a constructor key alone is no poisoning: secure-json-parse accepts it as JSON.parse does
+    expect(mayPoison('{"constructor":{"a":1}}')).toBe(false);
     expect(mayPoison('{"__proto__":{}}')).toBe(true);
-    expect(mayPoison('{"constructor":{}}')).toBe(true);
+    expect(mayPoison('{"constructor":{"prototype":{}}}')).toBe(true);
     expect(mayPoison('{"a":"\\u00e9"}')).toBe(true);
     expect(mayPoison('{"\\u005f_proto__":{}}')).toBe(true);
+    expect(mayPoison('{"a":"the word prototype in a value"}')).toBe(true);
   });
 });
 
@@ -32,7 +35,8 @@ describe('JSON bodies, fast path and checked path alike', () => {
   it('parses ordinary JSON to the same value on either path', async () => {
     for (const value of [
       { model: 'm', messages: [{ role: 'user', content: 'hi' }], temperature: 0.2 },
-      { text: 'the word constructor inside a value' }, // checked path, accepted
+      { text: 'the word prototype inside a value' }, // checked path, accepted
+      { constructor: { a: 1 } }, // fast path: secure-json-parse accepts a constructor key without a prototype
       { text: 'é and 😀 as escapes', n: [1, 2, 3] },
       [1, 'two', null],
       'a string',

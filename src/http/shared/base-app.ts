@@ -114,14 +114,18 @@ export async function createBaseApp(options: BaseAppOptions): Promise<App> {
 }
 
 /**
- * Whether a JSON text could carry a `__proto__` or `constructor` key: only these spellings, or a
- * `\\u` escape (the one way JSON can spell a key's letters otherwise), let it. Fastify's parser
- * (secure-json-parse) scans every body with two regular expressions for such keys; a body without
- * any of the three substrings has none, and three substring searches cost about half of those scans
- * (docs/benchmarks.md "AI proxy", round 6). Anything else still goes through the full check.
+ * Whether a JSON text could be one Fastify's parser (secure-json-parse) treats differently from
+ * JSON.parse: one with a `__proto__` key, or a `constructor` key holding an object with a
+ * `prototype` key (a `constructor` key alone it accepts as JSON.parse does). Either key, spelled
+ * out, contains `proto`; the only other way to spell a key's letters is a `\\u` escape. A text with
+ * neither substring therefore parses the same both ways. Over a ~2.5 KB chat body the two searches
+ * take ~160 ns, against ~740 ns for the three of round 6 (`__proto__`, `constructor`, `\\u`: V8's
+ * search skips little on `constructor`, whose last letter is common) and more for secure-json-parse's
+ * two regular expressions (docs/benchmarks.md "AI proxy", round 7). Anything else still goes through the
+ * full check.
  */
 export function mayPoison(text: string): boolean {
-  return text.includes('__proto__') || text.includes('constructor') || text.includes('\\u');
+  return text.includes('proto') || text.includes('\\u');
 }
 
 /**
