@@ -4,8 +4,8 @@
  * as ai-chat-validation.ts does for POST /api/ai/chat. It vouches only for the common body (text
  * messages, model, sampling and token fields, stream, user) and returns exactly what zod would
  * (unknown fields dropped, `model` trimmed, fields in the schema's order, each message as it came);
- * any other body, and every rejection, is zod's. The 200 answer: written as the zod serializer
- * writes it, without its validating copy of every choice; anything that does not match goes to zod
+ * any other body, and every rejection, is zod's. The 200 answer: the JSON value the zod serializer
+ * writes, without its validating copy of every choice; anything that does not match goes to zod
  * (test/ai/gateway-validation.test.ts compares both ways with zod).
  */
 import { serializerCompiler as zodSerializerCompiler } from 'fastify-type-provider-zod';
@@ -73,8 +73,6 @@ export function fastCompletionBody(fields: readonly string[], data: unknown): Re
 /** The route's validatorCompiler: the fast check for the body, falling back to zod's validator of the same schema. */
 export const completionValidatorCompiler = (fields: readonly string[]) => fastThenZod({ body: (data) => fastCompletionBody(fields, data) });
 
-const CHOICE_KEYS = ['index', 'message', 'finish_reason'] as const;
-const MESSAGE_KEYS = ['role', 'content'] as const;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const optional = (v: unknown, ok: (x: unknown) => boolean) => v === undefined || ok(v);
 const str = (v: unknown) => typeof v === 'string';
@@ -82,23 +80,11 @@ const str = (v: unknown) => typeof v === 'string';
 const isNum = (v: unknown) => typeof v === 'number' && Number.isFinite(v);
 const strOrNull = (v: unknown) => v === null || typeof v === 'string';
 
-/** `o` with `known` keys first (those present, in that order), then the rest as they came: a zod loose object's output. */
-function inZodOrder(o: Record<string, unknown>, known: readonly string[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const k of known) if (o[k] !== undefined) out[k] = o[k];
-  for (const k in o) if (!known.includes(k)) out[k] = o[k];
-  return out;
-}
-
-/** A provider's choice the `completion` schema accepts, as it outputs it; undefined when zod must decide. */
-function choiceOf(c: unknown): Record<string, unknown> | undefined {
-  if (!isObject(c) || !optional(c.index, isNum) || !optional(c.finish_reason, strOrNull)) return undefined;
+/** Whether the `completion` schema accepts a provider's choice (a loose object: every key of it is kept). */
+function choiceOk(c: unknown): boolean {
+  if (!isObject(c) || !optional(c.index, isNum) || !optional(c.finish_reason, strOrNull)) return false;
   const m = c.message;
-  if (m === undefined) return inZodOrder(c, CHOICE_KEYS);
-  if (!isObject(m) || !optional(m.role, str) || !optional(m.content, strOrNull)) return undefined;
-  const out = inZodOrder(c, CHOICE_KEYS);
-  out.message = inZodOrder(m, MESSAGE_KEYS);
-  return out;
+  return m === undefined || (isObject(m) && optional(m.role, str) && optional(m.content, strOrNull));
 }
 
 type Completion = {
@@ -113,9 +99,10 @@ type Completion = {
 };
 
 /**
- * The JSON the `completion` response schema's zod serializer writes for `r`, or undefined when
- * that serializer must decide (it refuses what does not match, a 500). Without zod's validating
- * copy of every choice on the hot path. Exported for its test.
+ * The JSON value the `completion` response schema's zod serializer writes for `r` (the keys of a
+ * choice in the provider's order), or undefined when that serializer must decide (it refuses what
+ * does not match, a 500). Without zod's validating copy of every choice on the hot path. Exported
+ * for its test.
  */
 export function fastCompletionJson(r: Completion): string | undefined {
   const u = r.usage;
@@ -133,19 +120,16 @@ export function fastCompletionJson(r: Completion): string | undefined {
     !optional(r.system_fingerprint, str)
   )
     return undefined;
-  const choices: Record<string, unknown>[] = [];
-  for (const c of r.choices) {
-    const choice = choiceOf(c);
-    if (!choice) return undefined;
-    choices.push(choice);
-  }
+  for (const c of r.choices) if (!choiceOk(c)) return undefined;
   return JSON.stringify({
     id: r.id,
     object: r.object,
     created: r.created,
     model: r.model,
     provider: r.provider,
-    choices,
+    // each choice as the provider wrote it, its keys in its order (zod's serializer puts the schema's
+    // keys first): the same JSON value without a copy of every choice and message (round 7)
+    choices: r.choices,
     usage: { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.total_tokens },
     system_fingerprint: r.system_fingerprint,
   });
