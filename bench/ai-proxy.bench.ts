@@ -43,6 +43,9 @@ import { type BenchOutput, round } from './lib/report.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const PORTKEY_VERSION = '1.15.2';
+/** The outside run at concurrency 64: rounds and seconds per case and round (bench/lib/outside-proxy.ts `rounds64`). */
+const OUTSIDE_ROUNDS_64 = Number(process.env.BENCH_AI_OUTSIDE_ROUNDS_C64 ?? 9);
+const OUTSIDE_DURATION_64 = Number(process.env.BENCH_AI_OUTSIDE_DURATION_C64 ?? 2);
 
 export type ClientResult = { rps: number; p50Ms: number; p99Ms: number; meanMs: number; count: number; failures: number };
 export type Target = { key: string; url: string; headers: Record<string, string>; body: string };
@@ -471,6 +474,8 @@ export async function run(): Promise<BenchOutput> {
       databaseUrl: database.url,
       rounds: settings.rounds,
       durationS: Number(process.env.BENCH_AI_OUTSIDE_DURATION ?? 6),
+      rounds64: OUTSIDE_ROUNDS_64,
+      duration64S: OUTSIDE_DURATION_64,
       warmupS: settings.warmupS,
       profileDir,
       latencyClient: load,
@@ -530,8 +535,10 @@ export async function run(): Promise<BenchOutput> {
         'the per-IP limiter on and AI_RATE_LIMIT lifted), the platform is called with the bearer key and the §4.9 plan headers ' +
         "and a ~2.5 KB body, the **gateway** (the agents' AI gateway, `POST /api/agent-gateway/v1/chat/completions` on the same " +
         "backend) with an agent's `apk_` key (owner on the network plan, AGENT_GATEWAY_RATE_LIMIT lifted) and the same body, " +
-        `and autocannon (concurrency 64; at 1 the hrtime client above) loads each case for ${Number(process.env.BENCH_AI_OUTSIDE_DURATION ?? 6)} s per round ` +
-        `(${settings.rounds} rounds, round-robin). Ratios are within one round.`,
+        `and autocannon (concurrency 64; at 1 the hrtime client above) loads each case round-robin: at concurrency 1 for ` +
+        `${Number(process.env.BENCH_AI_OUTSIDE_DURATION ?? 6)} s per round (${settings.rounds} rounds), at 64 for ${OUTSIDE_DURATION_64} s per round ` +
+        `(${OUTSIDE_ROUNDS_64} rounds, each after a 0.5 s warm-up of its case; short rounds measure the floor and each proxy seconds apart on a host ` +
+        'whose speed drifts). Ratios are within one round; figures are medians over rounds.',
       '',
       outsideMarkdown(outside),
     ].join('\n');
