@@ -3,6 +3,7 @@
  * gemini- and custom-type providers, which all accept `POST {base}/chat/completions` with a
  * bearer key.
  */
+import type { CallSignal } from '../../../lib/cancellation.ts';
 import { createUpstreamClient, failFromBuffered, failFromStatus, parseJsonBody, parseSse } from './http.ts';
 import {
   type ChatParams,
@@ -73,35 +74,55 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
   const ensureConfigured = () => {
     if (!enabled) throw new ProviderError(`${name} is not configured`);
   };
-  const notConfigured = (): Promise<never> => Promise.reject(new ProviderError(`${name} is not configured`));
+
+  /**
+   * A non-streamed completion: `body(p)` posted, the 2xx answer parsed and handed to `read`. A
+   * `then` on the buffered call, not an async function (the proxy's hot path, docs/benchmarks.md
+   * "AI proxy", round 7); every failure is still a rejection.
+   */
+  function completion<P extends { signal?: CallSignal | undefined }, T>(
+    p: P,
+    body: (p: P, stream: false) => string,
+    read: (json: Record<string, any>, p: P) => T,
+  ): Promise<T> {
+    if (!enabled) return Promise.reject(new ProviderError(`${name} is not configured`));
+    let text: string;
+    try {
+      text = body(p, false);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return client.sendBuffered('POST', '/chat/completions', headers, text, p.signal).then((res) => {
+      if (res.statusCode < 200 || res.statusCode >= 300) failFromBuffered(res, name);
+      return read(parseJsonBody(res.body, name), p);
+    });
+  }
+  const readChat = (json: Record<string, any>, p: ChatParams) => {
+    const content = json?.choices?.[0]?.message?.content;
+    if (typeof content !== 'string') throw new ProviderError(`${name} sent no message content`);
+    return {
+      id: typeof json.id === 'string' ? json.id : '',
+      model: typeof json.model === 'string' ? json.model : p.model,
+      content,
+      usage: normaliseUsage(json.usage),
+    };
+  };
+  const readPassthrough = (json: Record<string, any>) => {
+    if (!Array.isArray(json?.choices)) throw new ProviderError(`${name} sent no choices`);
+    return {
+      id: typeof json.id === 'string' ? json.id : '',
+      created: typeof json.created === 'number' ? json.created : undefined,
+      choices: json.choices as Record<string, unknown>[],
+      usage: normaliseUsage(json.usage),
+      systemFingerprint: typeof json.system_fingerprint === 'string' ? json.system_fingerprint : undefined,
+    };
+  };
 
   return {
     name,
     configured: enabled,
 
-    // chat and passthrough: a `then` on the buffered call, not async functions (the proxy's hot
-    // path, docs/benchmarks.md "AI proxy", round 7); every failure is still a rejection
-    chat(p) {
-      if (!enabled) return notConfigured();
-      let body: string;
-      try {
-        body = requestBody(p, false);
-      } catch (err) {
-        return Promise.reject(err);
-      }
-      return client.sendBuffered('POST', '/chat/completions', headers, body, p.signal).then((res) => {
-        if (res.statusCode < 200 || res.statusCode >= 300) failFromBuffered(res, name);
-        const json = parseJsonBody(res.body, name);
-        const content = json?.choices?.[0]?.message?.content;
-        if (typeof content !== 'string') throw new ProviderError(`${name} sent no message content`);
-        return {
-          id: typeof json.id === 'string' ? json.id : '',
-          model: typeof json.model === 'string' ? json.model : p.model,
-          content,
-          usage: normaliseUsage(json.usage),
-        };
-      });
-    },
+    chat: (p) => completion(p, requestBody, readChat),
 
     async stream(p) {
       ensureConfigured();
@@ -130,27 +151,7 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
       })();
     },
 
-    passthrough(p) {
-      if (!enabled) return notConfigured();
-      let body: string;
-      try {
-        body = passthroughBody(p, false);
-      } catch (err) {
-        return Promise.reject(err);
-      }
-      return client.sendBuffered('POST', '/chat/completions', headers, body, p.signal).then((res) => {
-        if (res.statusCode < 200 || res.statusCode >= 300) failFromBuffered(res, name);
-        const json = parseJsonBody(res.body, name);
-        if (!Array.isArray(json?.choices)) throw new ProviderError(`${name} sent no choices`);
-        return {
-          id: typeof json.id === 'string' ? json.id : '',
-          created: typeof json.created === 'number' ? json.created : undefined,
-          choices: json.choices,
-          usage: normaliseUsage(json.usage),
-          systemFingerprint: typeof json.system_fingerprint === 'string' ? json.system_fingerprint : undefined,
-        };
-      });
-    },
+    passthrough: (p) => completion(p, passthroughBody, readPassthrough),
 
     async passthroughStream(p) {
       ensureConfigured();
