@@ -12,8 +12,8 @@
  *              with an agent's `apk_` key: key lookup, the owner's stored plan (network), the
  *              per-agent limit (AGENT_GATEWAY_RATE_LIMIT lifted), the agent's budget, the same body.
  * Targets, for the platform and the gateway each: at concurrency 64 ≥ 0.9x the floor's req/s; at
- * concurrency 1 a mean latency over the floor's of ≤ 0.2 ms. Then one more run at 64 with each
- * process under V8's sampling profiler: where each spends its CPU per request, by part.
+ * concurrency 1 a mean latency over the floor's of ≤ 0.2 ms. Then, round-robin, short windows at 64
+ * with each process under V8's sampling profiler: where each spends its CPU per request, by part.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -109,6 +109,8 @@ export async function measureOutside(opts: {
    */
   rounds64?: number;
   duration64S?: number;
+  /** the profile at concurrency 64: windows per case, round-robin, each `duration64S` long (default 3) */
+  profileWindows?: number;
   warmupS: number;
   profileDir?: string;
   /**
@@ -205,17 +207,32 @@ export async function measureOutside(opts: {
       }
     }
     if (opts.profileDir) {
+      // profiled round-robin in short windows, as the rounds above (one 6 s window per case could
+      // fall in a slow stretch of the host and double one column): each part's sampled time summed
+      // over the windows, divided by the requests they served
       const requests: Record<string, number> = {};
+      const usByGroup: Record<string, Map<string, number>> = {};
+      const profiled = cases.filter((x) => x.proc);
+      const windows = opts.profileWindows ?? 3;
+      for (let w = 0; w < windows; w++) {
+        for (const c of profiled) {
+          opts.onStep?.(`outside profile ${c.key} ${w + 1}/${windows}`);
+          await run(c, 64, w === 0 ? 1 : 0.5, 0); // warm, unprofiled
+          await c.proc!.ask('profile');
+          const res = await run(c, 64, opts.duration64S ?? opts.durationS, 0);
+          const file = join(opts.profileDir, `${c.key}-c64-${w}.cpuprofile`);
+          await c.proc!.ask(`save ${file}`);
+          requests[c.key] = (requests[c.key] ?? 0) + res.totalRequests;
+          const sums = (usByGroup[c.key] ??= new Map());
+          // per "request" of 1: each part's whole sampled time in µs
+          for (const { group, us } of perRequestByGroup(summariseProfile(file), 1)) sums.set(group, (sums.get(group) ?? 0) + us);
+        }
+      }
       const perRequestUs: Record<string, { group: string; us: number }[]> = {};
-      for (const c of cases.filter((x) => x.proc)) {
-        opts.onStep?.(`outside profile ${c.key}`);
-        await run(c, 64, 1, 0); // warm, unprofiled
-        await c.proc!.ask('profile');
-        const res = await run(c, 64, opts.durationS, 0);
-        const file = join(opts.profileDir, `${c.key}-c64.cpuprofile`);
-        await c.proc!.ask(`save ${file}`);
-        requests[c.key] = res.totalRequests;
-        perRequestUs[c.key] = perRequestByGroup(summariseProfile(file), res.totalRequests);
+      for (const [key, sums] of Object.entries(usByGroup)) {
+        perRequestUs[key] = [...sums]
+          .sort((a, b) => b[1] - a[1])
+          .map(([group, us]) => ({ group, us: Math.round(us / Math.max(1, requests[key]!)) }));
       }
       out.profile = { requests, perRequestUs };
     }
@@ -261,7 +278,7 @@ export function outsideMarkdown(o: OutsideResult): string {
     groups.sort((a, b) => us(keys.at(-1)!, b) - us(keys.at(-1)!, a));
     lines.push(
       '',
-      `CPU per request at concurrency 64 (V8 sampling profiler, self time by part, µs per request; ${keys.map((k) => `${k} ${o.profile!.requests[k]} requests`).join(', ')}):`,
+      `CPU per request at concurrency 64 (V8 sampling profiler, self time by part, µs per request; round-robin windows summed, ${keys.map((k) => `${k} ${o.profile!.requests[k]} requests`).join(', ')}):`,
       '',
       `| part | ${keys.join(' | ')} |`,
       `|---|${keys.map(() => '---:').join('|')}|`,
