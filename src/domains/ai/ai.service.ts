@@ -18,7 +18,7 @@ import { createAgentGateway } from './agent-gateway.ts';
 import { createAiLimits } from './ai-limits.ts';
 import { type CatalogModel, createCatalog, toPublicModel } from './catalog.ts';
 import { createDemoChat } from './demo-chat.ts';
-import { createModelRouting, type ProviderObserver } from './model-routing.ts';
+import { createModelRouting, type ProviderObserver, type Served } from './model-routing.ts';
 import { type AiActor, applyAlgorithmMode, type TaskType } from './plan-rules.ts';
 import { createProviders } from './providers/index.ts';
 import {
@@ -217,7 +217,7 @@ export function createAiService(deps: AiServiceDeps) {
         return Promise.reject(err);
       }
       const { attempts, messages, quota } = prepared;
-      const answer = ({ model, result, release }: { model: CatalogModel; result: ChatResult; release: () => void }): ChatResponse => {
+      const answer = ({ model, result, release }: Served<ChatResult>): ChatResponse => {
         release();
         record(actor.userId, input.agentId, model, result.usage);
         return {

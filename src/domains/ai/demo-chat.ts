@@ -7,7 +7,7 @@ import { LIMITS } from '../../config/limits.ts';
 import type { CallSignal } from '../../lib/cancellation.ts';
 import { AppError, badRequest } from '../../lib/errors.ts';
 import { type Catalog, type CatalogModel, DEMO_MODEL_IDS } from './catalog.ts';
-import type { createModelRouting } from './model-routing.ts';
+import type { createModelRouting, Served } from './model-routing.ts';
 import { applyAlgorithmMode } from './plan-rules.ts';
 import type { ChatMessage, ChatProvider, ChatResult, ProviderName, Usage } from './providers/provider.ts';
 
@@ -71,7 +71,7 @@ export function createDemoChat(deps: {
         .map((e) => ({ role: 'user', content: e.content.slice(0, cap) }));
       let messages: ChatMessage[] = [...history, { role: 'user', content: input.message.slice(0, cap) }];
       if (input.mode === 'algorithm') messages = applyAlgorithmMode(messages);
-      let served: Awaited<ReturnType<typeof withFallback<ChatResult>>>;
+      let served: Served<ChatResult>;
       try {
         served = await withFallback(attemptsFor(model), signal, (m, s) =>
           providers[m.provider].chat(params({ max_tokens: LIMITS.demoMaxTokens }, m, messages, s)),

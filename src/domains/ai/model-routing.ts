@@ -32,6 +32,9 @@ export type ProviderObserver = {
   onFallback(): void;
 };
 
+/** What withFallback answers: the model that served, its result, and the attempt's signal and release. */
+export type Served<T> = { model: CatalogModel; result: T; release: () => void; signal: CallSignal };
+
 export function createModelRouting(deps: {
   catalog: Catalog;
   config: Pick<Config, 'AI_TIMEOUT_MS'>;
@@ -91,9 +94,9 @@ export function createModelRouting(deps: {
     attempts: CatalogModel[],
     clientSignal: CallSignal | undefined,
     run: (m: CatalogModel, signal: CallSignal) => Promise<T>,
-  ): Promise<{ model: CatalogModel; result: T; release: () => void; signal: CallSignal }> {
+  ): Promise<Served<T>> {
     if (attempts.length === 0) return Promise.reject(new AppError('PROVIDER_UNAVAILABLE', 'No configured provider can serve this model'));
-    const attemptAt = (i: number, last: unknown): Promise<{ model: CatalogModel; result: T; release: () => void; signal: CallSignal }> => {
+    const attemptAt = (i: number, last: unknown): Promise<Served<T>> => {
       if (i === attempts.length) {
         if (!(last instanceof ProviderError)) logger?.error({ err: last }, 'ai request failed');
         return Promise.reject(upstreamFailed());

@@ -71,8 +71,9 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
   const name = options.name;
 
   const enabled = options.enabled ?? options.apiKey !== undefined;
+  const notConfigured = () => new ProviderError(`${name} is not configured`);
   const ensureConfigured = () => {
-    if (!enabled) throw new ProviderError(`${name} is not configured`);
+    if (!enabled) throw notConfigured();
   };
 
   /**
@@ -85,7 +86,7 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
     body: (p: P, stream: false) => string,
     read: (json: Record<string, any>, p: P) => T,
   ): Promise<T> {
-    if (!enabled) return Promise.reject(new ProviderError(`${name} is not configured`));
+    if (!enabled) return Promise.reject(notConfigured());
     let text: string;
     try {
       text = body(p, false);
