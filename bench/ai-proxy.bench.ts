@@ -324,6 +324,8 @@ export async function run(): Promise<BenchOutput> {
     };
     const noUsage: UsageStore = {
       record() {},
+      release() {},
+      written: () => undefined,
       monthlyTokens: async () => 0,
       pendingAgentCost: () => 0,
       flush: async () => {},

@@ -132,6 +132,17 @@ export const LIMITS = {
    * not a shutdown, can lose the rows of this window.
    */
   aiUsageFlushMs: 100,
+  /**
+   * A process's spend holds stop counting this long after it last renewed them (migration 205):
+   * longer than any model call with its fallbacks, so a live process's holds never lapse between
+   * renewals (every third of it while it holds anything); a dead process's lapse after it.
+   */
+  spendHoldTtlMs: 10 * 60_000,
+  /**
+   * Output tokens a spend hold counts for a call without `max_tokens` when the model's context
+   * window is unknown or nearly filled by the prompt (src/domains/ai/agent-gateway.ts `mostCost`).
+   */
+  aiHoldMinOutputTokens: 4096,
   /** §8 top-up amounts in cents (§4.4: 5, 10, 25, 50 agent calls); the default is 1000 */
   topUpAmountsCents: [500, 1000, 2500, 5000],
   topUpDefaultCents: 1000,

@@ -26,7 +26,7 @@ export function listMigrations(dir = MIGRATIONS_DIR): { id: string; sql: string 
 }
 
 /** Tables only the ledger (owner connection) touches. */
-const MONEY_TABLES = ['ledger_entries', 'wallet_balances', 'payment_sessions', 'mpp_payments', 'billing_events'];
+const MONEY_TABLES = ['ledger_entries', 'wallet_balances', 'payment_sessions', 'mpp_payments', 'billing_events', 'spend_holds'];
 /** Audit tables the request role may add its own rows to and read, never change (migration 180). */
 const APPEND_ONLY_TABLES = ['x402_payments_audit'];
 

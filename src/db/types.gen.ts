@@ -366,6 +366,14 @@ export interface SiweNonces {
   nonce: string;
 }
 
+export interface SpendHolds {
+  holder: string;
+  period: Timestamp;
+  renewed_at: Generated<Timestamp>;
+  reserved: Generated<Numeric>;
+  scope: string;
+}
+
 export interface TradingKeys {
   created_at: Generated<Timestamp>;
   encrypted_key: string;
@@ -565,6 +573,7 @@ export interface DB {
   session_wallets: SessionWallets;
   sessions: Sessions;
   siwe_nonces: SiweNonces;
+  spend_holds: SpendHolds;
   trading_keys: TradingKeys;
   underground_agent_wallets: UndergroundAgentWallets;
   underground_bus_deliveries: UndergroundBusDeliveries;

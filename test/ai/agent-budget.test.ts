@@ -1,11 +1,13 @@
 /**
  * Monthly budgets per agent (docs/agents.md "Usage and budgets"; §4.9 AI layer, §4.7 agents):
  * PUT /api/agents/:id/budget (owner; a number > 0 and ≤ 100000, or null), and the AI gateway's
- * refusal once the UTC month's cost reached it: 429 in OpenAI's shape (`insufficient_quota`,
- * `budget_exceeded`) before the provider is contacted. Concurrent calls may overshoot by the calls
- * in flight, and usage stays exact under them. Real sockets, the official `openai` client, the
+ * refusal once the UTC month's cost and the calls in flight reached it: 429 in OpenAI's shape
+ * (`insufficient_quota`, `budget_exceeded`) before the provider is contacted. Each call holds its
+ * most possible cost while it runs (migration 205), so concurrent calls overshoot by at most one
+ * call's hold, and usage stays exact under them. Real sockets, the official `openai` client, the
  * local fake provider.
  */
+import { sql } from 'kysely';
 import OpenAI, { RateLimitError } from 'openai';
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -204,30 +206,85 @@ describe('the gateway past the budget', () => {
     await expect(ask(b.key)).resolves.toBeDefined();
   });
 
-  it('concurrent calls: at most the calls in flight overshoot, a call after is refused, and usage stays exact', async () => {
+  it("40 concurrent calls against a nearly spent budget overshoot it by at most one call's hold, and usage stays exact", async () => {
     const a = await deploy(owner.id);
-    await setBudget(owner.cookie, a.agentId, { monthlyBudgetUsd: 3 * CALL_COST });
-    router.delayMs = 50;
-    const results = await Promise.allSettled(Array.from({ length: 12 }, () => ask(a.key)));
+    // max_tokens 5: each call holds its prompt (32 characters ≈ 11 tokens) and 5 output tokens at the
+    // dearest model it may fall back to (google/gemini-2.5-flash, $0.30 and $2.50 per million)
+    const hold = Math.ceil(JSON.stringify([{ role: 'user', content: 'hi' }]).length / 3) * 0.3e-6 + 5 * 2.5e-6;
+    const budget = 10 * CALL_COST;
+    await setBudget(owner.cookie, a.agentId, { monthlyBudgetUsd: budget });
+    for (let i = 0; i < 8; i++) await ask(a.key); // 8 of the 10 calls' worth spent, one after another
+    router.delayMs = 100;
+    const small = () =>
+      client(a.key).chat.completions.create({ model: 'openai/gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 });
+    const results = await Promise.allSettled(Array.from({ length: 40 }, () => small()));
     router.delayMs = 0;
     const ok = results.filter((r) => r.status === 'fulfilled').length;
     const refused = results.filter((r) => r.status === 'rejected' && r.reason instanceof RateLimitError).length;
-    expect(ok + refused).toBe(12);
-    expect(ok).toBeGreaterThanOrEqual(3);
+    expect(ok + refused).toBe(40);
+    expect(ok).toBeGreaterThanOrEqual(1);
     // every call that reached the provider is billed once, and only those
-    expect(router.requests).toHaveLength(ok);
+    expect(router.requests).toHaveLength(8 + ok);
     const rows = await usageOf(a.agentId);
-    expect(callsIn(rows)).toBe(ok);
+    expect(callsIn(rows)).toBe(8 + ok);
     const rollup = await t.database.db.kysely
       .selectFrom('ai_usage_agent_monthly')
       .selectAll()
       .where('agent_id', '=', a.agentId)
       .executeTakeFirstOrThrow();
-    expect(Number(rollup.requests)).toBe(ok);
-    expect(Number(rollup.cost)).toBeCloseTo(ok * CALL_COST, 12);
-    expect(rows.reduce((s, r) => s + Number(r.cost), 0)).toBeCloseTo(ok * CALL_COST, 12);
+    const spent = Number(rollup.cost);
+    expect(spent).toBeCloseTo((8 + ok) * CALL_COST, 12);
+    // the bound: what was spent stays under the budget plus one call's hold
+    expect(spent).toBeLessThanOrEqual(budget + hold);
+    expect(rows.reduce((s, r) => s + Number(r.cost), 0)).toBeCloseTo(spent, 12);
+    // every hold was given back: nothing is held once the calls have ended
+    const held = await t.database.db.kysely
+      .selectFrom('spend_holds')
+      .select((eb) => eb.fn.sum<string>('reserved').as('held'))
+      .where('scope', '=', `agent:${a.agentId}`)
+      .executeTakeFirst();
+    expect(Number(held?.held ?? 0)).toBe(0);
+    // one after another, calls go on while the budget has room, and stop once it is used up
+    let more = 0;
+    while (
+      more < 10 &&
+      (await small().then(
+        () => true,
+        () => false,
+      ))
+    )
+      more++;
+    expect(await usageOf(a.agentId).then((r) => r.reduce((n, x) => n + Number(x.cost), 0))).toBeGreaterThanOrEqual(budget - 1e-12);
+    expect(router.requests).toHaveLength(8 + ok + more);
+  });
+
+  it('a call without max_tokens holds the rest of the context window: alone under a tight budget, never refused right after another', async () => {
+    const a = await deploy(owner.id);
+    await setBudget(owner.cookie, a.agentId, { monthlyBudgetUsd: 3 * CALL_COST });
+    router.delayMs = 100;
+    const results = await Promise.allSettled(Array.from({ length: 10 }, () => ask(a.key)));
+    router.delayMs = 0;
+    // the first call's hold (128k tokens of output at $0.60 per million) covers the budget: the others wait their turn (refused)
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    // one after another, each call is admitted while the budget has room left
+    await ask(a.key);
+    await ask(a.key);
     await expect(ask(a.key)).rejects.toBeInstanceOf(RateLimitError);
-    expect(router.requests).toHaveLength(ok);
+    expect(callsIn(await usageOf(a.agentId))).toBe(3);
+  });
+
+  it("another process's live hold counts; a dead process's hold stops counting after the TTL", async () => {
+    const a = await deploy(owner.id);
+    await setBudget(owner.cookie, a.agentId, { monthlyBudgetUsd: 1 });
+    const hold = (minutesAgo: number) =>
+      sql`INSERT INTO spend_holds (scope, period, holder, reserved, renewed_at)
+          VALUES (${`agent:${a.agentId}`}, ${monthOf(new Date())}::date, gen_random_uuid(), 1, now() - make_interval(mins => ${minutesAgo}))`.execute(
+        t.database.db.kysely,
+      );
+    await hold(11); // older than LIMITS.spendHoldTtlMs (10 minutes): its process is gone
+    await expect(ask(a.key)).resolves.toBeDefined();
+    await hold(1); // renewed a minute ago: a live call elsewhere holds the whole budget
+    await expect(ask(a.key)).rejects.toBeInstanceOf(RateLimitError);
   });
 
   it('concurrent calls without a budget: every call billed exactly once in rows and rollup', async () => {

@@ -93,6 +93,8 @@ describe('GET /api/ai/health', () => {
   it('degraded without ROUTER_API_KEY; 503 {status:error} when the usage store fails', async () => {
     const failing: UsageStore = {
       record() {},
+      release() {},
+      written: () => undefined,
       monthlyTokens: async () => 0,
       pendingAgentCost: () => 0,
       flush: async () => {},

@@ -1,24 +1,21 @@
 /**
  * Monthly budgets per agent (docs/agents.md "Usage and budgets"): an owner caps what one agent may
- * spend on models through the AI gateway in a UTC calendar month; once the month's cost reaches
- * the cap the gateway refuses the agent's calls before any provider is contacted.
+ * spend on models through the AI gateway in a UTC calendar month; the gateway refuses the agent's
+ * calls before any provider is contacted once the month's cost and the calls in flight reach it.
  *
- * The check runs before every model call of every agent, so it is built to cost nothing for an
- * agent without a budget and one indexed read for an agent with one:
- *   - the budget is cached per process for BUDGET_CACHE_TTL_MS; "no budget" is cached too, so an
- *     agent without one costs a database read once per TTL, not per call;
- *   - an agent with a budget reads budget and month-to-date cost in one statement by primary keys
- *     (the per-agent rollup that the usage insert maintains, migration 110), plus the rows this
- *     process has recorded and not yet written (usage.ts).
- * What this allows (documented): calls already in flight when the budget is reached finish and are
- * billed, so concurrent calls may overshoot by at most the calls in flight (across replicas also
- * those recorded in another process's unwritten usage window, LIMITS.aiUsageFlushMs). A budget set
- * here applies at once in this process and within BUDGET_CACHE_TTL_MS in other replicas.
+ * Each call holds the most it can cost before it starts (spend-holds.ts, migration 205): the
+ * budget admits a call while the month's cost plus every call in flight is below it, so however
+ * many calls run at once the budget is overshot by at most one call's hold, across replicas too.
+ * The check runs before every model call of every agent, so it costs nothing for an agent without
+ * a budget: "no budget" is cached per process for BUDGET_CACHE_TTL_MS (the delay before a budget
+ * set in another replica applies), and an agent with one costs one statement (hold_agent_budget).
  */
 import type { Db } from '../../db/client.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import { agentBudgetsRepo, type BudgetRow } from './agent-budgets.repo.ts';
-import { monthOf } from './ai.repo.ts';
+import { monthOf, type SpendHold, unitsToDecimal } from './ai.repo.ts';
+import { spendHoldsRepo } from './spend-holds.repo.ts';
+import type { SpendHolds } from './spend-holds.ts';
 import type { UsageStore } from './usage.ts';
 
 /** How long a budget read for the gateway's check is reused (ms): the delay of a change in other replicas. */
@@ -46,10 +43,11 @@ const round6 = (n: number) => Math.round(n * 1e6) / 1e6;
 
 export function createAgentBudgets(deps: {
   db: Pick<Db, 'pool' | 'withUser'>;
-  usage: Pick<UsageStore, 'pendingAgentCost'>;
+  usage: Pick<UsageStore, 'pendingAgentCost' | 'written'>;
+  holds: Pick<SpendHolds, 'holder' | 'ttlMs' | 'taken'>;
   now: () => Date;
 }) {
-  const { db, usage, now } = deps;
+  const { db, usage, holds, now } = deps;
   /** agent id → its budget (null: none) as last read, and when */
   const cache = new Map<string, { budget: number | null; at: number }>();
 
@@ -73,33 +71,45 @@ export function createAgentBudgets(deps: {
     });
   };
 
-  /** The budget and month-to-date cost read from the database (cached for the next check); the 429 once it is used up. */
-  const readAndCheck = async (agentId: string): Promise<void> => {
-    const month = monthOf(now());
-    const row = await agentBudgetsRepo.budgetAndCost(db.pool, agentId, month);
-    const status = statusOf(row, agentId, month);
-    remember(agentId, status.monthlyBudgetUsd);
-    if (!status.exceeded) return;
-    throw new AppError(
+  const exceeded = (budget: number, spent: number, periodStart: string) =>
+    new AppError(
       'AGENT_BUDGET_EXCEEDED',
-      `This agent's monthly budget of ${formatUsd(status.monthlyBudgetUsd!)} is used up ` +
-        `(${formatUsd(status.monthToDateUsd)} spent since ${status.periodStart}). Raise it on the agent's Usage tab.`,
-      { monthlyBudgetUsd: status.monthlyBudgetUsd, monthToDateUsd: status.monthToDateUsd, periodStart: status.periodStart },
+      `This agent's monthly budget of ${formatUsd(budget)} is used up ` +
+        `(${formatUsd(spent)} spent since ${periodStart}). Raise it on the agent's Usage tab.`,
+      { monthlyBudgetUsd: budget, monthToDateUsd: spent, periodStart },
     );
+
+  /** Holds `units` of the agent's budget (one statement); the 429 once the month's cost and the calls in flight reach it. */
+  const take = async (agentId: string, units: number): Promise<SpendHold | undefined> => {
+    // this agent's ended calls whose holds still wait in the usage window: written first, so the
+    // budget counts what they cost, not what they held (a call right after another is not refused
+    // for the other's hold)
+    await usage.written(`agent:${agentId}`);
+    const period = monthOf(now());
+    const row = await spendHoldsRepo.holdAgentBudget(db.pool, agentId, period, holds.holder, unitsToDecimal(units), holds.ttlMs);
+    const budget = row.budget === null ? null : Number(row.budget);
+    remember(agentId, budget);
+    if (budget === null) return undefined;
+    if (!row.admitted) throw exceeded(budget, round6(Number(row.spent) + usage.pendingAgentCost(agentId, period)), period);
+    const hold = { scope: `agent:${agentId}`, period, units };
+    holds.taken(hold);
+    return hold;
   };
 
   return {
     /**
-     * The gateway's check before a model call (§4.9 AI layer): throws AGENT_BUDGET_EXCEEDED (429,
-     * OpenAI's `insufficient_quota` on the gateway) once the month's cost reached the budget.
-     * Undefined, not a promise, for an agent known to have no budget (the common call: the
-     * gateway then waits for nothing, docs/benchmarks.md "AI proxy").
+     * The gateway's hold before a model call (§4.9 AI layer): `units()` (1e-10 USD) is the most the
+     * call can cost; resolves to the hold to release with the call's usage, or undefined when the
+     * agent has no budget. Rejects with AGENT_BUDGET_EXCEEDED (429, OpenAI's `insufficient_quota`
+     * on the gateway) once the month's cost and the calls in flight reached the budget.
+     * Undefined, not a promise, for an agent known to have no budget (the common call: the gateway
+     * then waits for nothing and estimates nothing, docs/benchmarks.md "AI proxy").
      */
-    check(agentId: string): Promise<void> | undefined {
+    hold(agentId: string, units: () => number): Promise<SpendHold | undefined> | undefined {
       const hit = cache.get(agentId);
       const fresh = hit !== undefined && Date.now() - hit.at < BUDGET_CACHE_TTL_MS;
       if (fresh && hit.budget === null) return undefined;
-      return readAndCheck(agentId);
+      return take(agentId, units());
     },
 
     view,

@@ -17,9 +17,10 @@ import type { Config } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
 import type { CallSignal } from '../../lib/cancellation.ts';
 import { AppError, badRequest } from '../../lib/errors.ts';
+import type { SpendHold } from './ai.repo.ts';
 import type { LimitVerdict } from './ai-limits.ts';
 import type { Catalog, CatalogModel } from './catalog.ts';
-import type { createModelRouting } from './model-routing.ts';
+import type { createModelRouting, Served } from './model-routing.ts';
 import { type AiActor, allowedModelIds } from './plan-rules.ts';
 import { REQUEST_FAULTS } from './providers/http.ts';
 import {
@@ -75,6 +76,23 @@ function estimatedUsage(messages: unknown, completionChars: number): Usage {
   const prompt = estimateTokens(JSON.stringify(messages).length);
   const completion = estimateTokens(completionChars);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+/**
+ * The most a call can cost, in 1e-10 USD units, at the dearest model it may fall back to: the
+ * prompt at about 3 characters a token (fewer than the 4 usage estimates use, so the hold is not
+ * short for dense text), plus its output limit (`max_tokens`, else what the model's context
+ * window leaves after the prompt).
+ */
+function mostCost(attempts: readonly CatalogModel[], req: AgentChatRequest): number {
+  const prompt = Math.ceil(JSON.stringify(req.messages).length / 3);
+  const asked = num(req.fields.max_tokens) ?? num(req.fields.max_completion_tokens);
+  let most = 0;
+  for (const m of attempts) {
+    const output = asked ?? Math.max(m.contextWindow - prompt, LIMITS.aiHoldMinOutputTokens);
+    most = Math.max(most, prompt * m.inputCost + output * m.outputCost);
+  }
+  return Math.ceil(most * 1e10);
 }
 
 /** Characters of what a streamed delta or a message carries (content and tool call arguments). */
@@ -138,22 +156,39 @@ export function createAgentGateway(deps: {
   enforceQuota: (actor: AiActor) => Promise<void>;
   /** whether enforceQuota has anything to check for the actor */
   quotaApplies: (actor: AiActor) => boolean;
-  record: (userId: string, agentId: string, m: CatalogModel, u: Usage) => void;
+  record: (userId: string, agentId: string, m: CatalogModel, u: Usage, hold?: SpendHold) => void;
+  /**
+   * Holds the most a call can cost (1e-10 USD units, asked only when there is a cap) against the
+   * agent's caps before it starts; undefined (not a promise) when nothing caps the agent.
+   */
+  hold: (agentId: string, units: () => number) => Promise<SpendHold | undefined> | undefined;
+  /** gives back the hold of a call that ended without usage */
+  release: (hold: SpendHold) => void;
   now: () => Date;
 }) {
   const { config, catalog, providers, limitNow, enforceQuota, quotaApplies, record, now } = deps;
   const { attemptsFor, resolveModel, withFallback } = deps.routing;
 
-  type Prepared = { attempts: CatalogModel[]; textOf: (m: CatalogModel) => ChatMessage[] | null };
+  type Prepared = { attempts: CatalogModel[]; textOf: (m: CatalogModel) => ChatMessage[] | null; hold?: SpendHold | undefined };
   /**
    * The plan's checks, then the attempts with the text messages each needs (null: passthrough).
    * A request that cannot be said as text is refused here, before any attempt runs. Answers at once
    * (or throws) unless there is a quota to read: the common call makes no promise here.
    */
-  function prepare(actor: AiActor, req: AgentChatRequest): Prepared | Promise<Prepared> {
+  function prepare(actor: AiActor, agentId: string, req: AgentChatRequest): Prepared | Promise<Prepared> {
     const model = resolveModel(actor, req.model === AUTO_MODEL ? undefined : req.model, 'general');
-    if (quotaApplies(actor)) return enforceQuota(actor).then(() => plan(model, req));
-    return plan(model, req);
+    if (quotaApplies(actor)) return enforceQuota(actor).then(() => held(agentId, plan(model, req), req));
+    return held(agentId, plan(model, req), req);
+  }
+
+  /** The plan with the call's hold against the agent's caps, once there is one (docs/agents.md "Usage and budgets"). */
+  function held(agentId: string, prepared: Prepared, req: AgentChatRequest): Prepared | Promise<Prepared> {
+    const hold = deps.hold(agentId, () => mostCost(prepared.attempts, req));
+    if (!hold) return prepared;
+    return hold.then((h) => {
+      prepared.hold = h;
+      return prepared;
+    });
   }
 
   function plan(model: CatalogModel, req: AgentChatRequest): Prepared {
@@ -218,11 +253,11 @@ export function createAgentGateway(deps: {
     agentCompletion(actor: AiActor, agentId: string, req: AgentChatRequest, signal?: CallSignal): Promise<AgentCompletion> {
       let ready: Prepared | Promise<Prepared>;
       try {
-        ready = prepare(actor, req);
+        ready = prepare(actor, agentId, req);
       } catch (err) {
         return Promise.reject(err);
       }
-      const complete = ({ attempts, textOf }: Prepared) =>
+      const complete = ({ attempts, textOf, hold }: Prepared) =>
         // each attempt is the provider's own promise (and a continuation), not an async wrapper around it
         withFallback(attempts, signal, (m, s): Promise<PassthroughResult | Rejected> => {
           const text = textOf(m);
@@ -237,28 +272,37 @@ export function createAgentGateway(deps: {
             usage: r.usage,
             systemFingerprint: undefined,
           }));
-        }).then(({ model, result, release }): AgentCompletion => {
-          release();
-          if (result instanceof Rejected) throw rejectedError(result);
-          const usage =
-            result.usage.total_tokens > 0
-              ? result.usage
-              : estimatedUsage(
-                  req.messages,
-                  result.choices.reduce((n, c) => n + outputChars(c.message), 0),
-                );
-          record(actor.userId, agentId, model, usage);
-          return {
-            id: result.id || `chatcmpl-${randomUUID()}`,
-            object: 'chat.completion',
-            created: result.created ?? seconds(),
-            model: model.id,
-            provider: model.provider,
-            choices: result.choices,
-            usage,
-            ...(result.systemFingerprint ? { system_fingerprint: result.systemFingerprint } : {}),
-          };
-        });
+        }).then(
+          ({ model, result, release }): AgentCompletion => {
+            release();
+            if (result instanceof Rejected) {
+              if (hold) deps.release(hold);
+              throw rejectedError(result);
+            }
+            const usage =
+              result.usage.total_tokens > 0
+                ? result.usage
+                : estimatedUsage(
+                    req.messages,
+                    result.choices.reduce((n, c) => n + outputChars(c.message), 0),
+                  );
+            record(actor.userId, agentId, model, usage, hold);
+            return {
+              id: result.id || `chatcmpl-${randomUUID()}`,
+              object: 'chat.completion',
+              created: result.created ?? seconds(),
+              model: model.id,
+              provider: model.provider,
+              choices: result.choices,
+              usage,
+              ...(result.systemFingerprint ? { system_fingerprint: result.systemFingerprint } : {}),
+            };
+          },
+          (err: unknown) => {
+            if (hold) deps.release(hold);
+            throw err;
+          },
+        );
       return ready instanceof Promise ? ready.then(complete) : complete(ready);
     },
 
@@ -273,18 +317,25 @@ export function createAgentGateway(deps: {
       req: AgentChatRequest,
       signal: CallSignal,
     ): Promise<AgentCompletionStream> {
-      const { attempts, textOf } = await prepare(actor, req);
-      const opened = await withFallback(attempts, signal, async (m, s) => {
-        const text = textOf(m);
-        if (!text)
-          return orRejected(
-            providers[m.provider].passthroughStream!({ model: m.upstreamId, messages: req.messages, fields: req.fields, signal: s }),
-          );
-        return textEvents(await providers[m.provider].stream(textParams(req, m, text, s)));
-      });
+      const { attempts, textOf, hold } = await prepare(actor, agentId, req);
+      let opened: Served<AsyncIterable<PassthroughEvent> | Rejected>;
+      try {
+        opened = await withFallback(attempts, signal, async (m, s) => {
+          const text = textOf(m);
+          if (!text)
+            return orRejected(
+              providers[m.provider].passthroughStream!({ model: m.upstreamId, messages: req.messages, fields: req.fields, signal: s }),
+            );
+          return textEvents(await providers[m.provider].stream(textParams(req, m, text, s)));
+        });
+      } catch (err) {
+        if (hold) deps.release(hold);
+        throw err;
+      }
       const { model, result: upstream, release } = opened;
       if (upstream instanceof Rejected) {
         release();
+        if (hold) deps.release(hold);
         throw rejectedError(upstream);
       }
       const id = `chatcmpl-${randomUUID()}`;
@@ -309,7 +360,7 @@ export function createAgentGateway(deps: {
         } finally {
           release();
           usage = usage && usage.total_tokens > 0 ? usage : estimatedUsage(req.messages, chars);
-          record(actor.userId, agentId, model, usage);
+          record(actor.userId, agentId, model, usage, hold);
         }
         if (includeUsage) yield { ...head, choices: [], usage };
       })();

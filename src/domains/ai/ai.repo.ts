@@ -60,6 +60,9 @@ export function unitsToDecimal(units: number): string {
   return `${s.slice(0, -10)}.${s.slice(-10)}`;
 }
 
+/** What one model call (or several of one process) may still cost against one cap in one month, in 1e-10 USD units (src/domains/ai/spend-holds.ts). */
+export type SpendHold = { scope: string; period: string; units: number };
+
 /** One group of usage rows (a day or a model): token sums as numbers, cost as numeric text. */
 export type UsageBucket = {
   key: string;
@@ -76,7 +79,10 @@ export const monthOf = (d: Date) => `${d.getUTCFullYear()}-${String(d.getUTCMont
 export const aiRepo = {
   /**
    * Inserts a batch of usage entries and adds them to the monthly rollups (per user and model, and per
-   * agent for the agents' budgets) in one statement, so they can never disagree. Rows are grouped and ordered before the upsert, so concurrent batches
+   * agent for the agents' budgets) in one statement, so they can never disagree; the same statement
+   * takes away the spend holds of those calls (`releases`, migration 205), so what a cap counts
+   * (spent + held) never drops below the truth for a moment. Rows are grouped and ordered before the
+   * upsert, so concurrent batches
    * lock rollup rows in the same order (no deadlock). A named prepared statement: PostgreSQL plans
    * it once per connection, and building it costs no query compilation in Node, which matters
    * because it runs beside every AI request (docs/benchmarks.md). The batch travels as one JSON
@@ -84,8 +90,8 @@ export const aiRepo = {
    * array-literal encoder (escapeElement), the largest cost of usage recording in the proxy's CPU
    * profile at concurrency 64. Cost goes as exact decimal text, never a JSON float.
    */
-  async insertUsage(pool: Pool, entries: UsageEntry[]): Promise<void> {
-    if (entries.length === 0) return;
+  async insertUsage(pool: Pool, entries: UsageEntry[], releases: SpendHold[] = [], holder: string | null = null): Promise<void> {
+    if (entries.length === 0 && releases.length === 0) return;
     const batch = entries.map((r) => ({
       user_id: r.userId,
       agent_id: r.agentId,
@@ -98,6 +104,7 @@ export const aiRepo = {
       cost: unitsToDecimal(r.costUnits),
       created_at: r.createdAt.toISOString(),
     }));
+    const released = releases.map((h) => ({ scope: h.scope, period: h.period, amount: unitsToDecimal(h.units) }));
     await pool.query({
       name: 'ai_insert_usage',
       text: `
@@ -119,6 +126,11 @@ export const aiRepo = {
           completion_tokens = a.completion_tokens + EXCLUDED.completion_tokens,
           total_tokens = a.total_tokens + EXCLUDED.total_tokens,
           cost = a.cost + EXCLUDED.cost
+      ), released AS (
+        UPDATE spend_holds h SET reserved = greatest(h.reserved - x.amount, 0)
+        FROM (SELECT scope, period, sum(amount) AS amount FROM json_to_recordset($2::json) AS x(scope text, period date, amount numeric)
+              GROUP BY 1, 2) x
+        WHERE h.scope = x.scope AND h.period = x.period AND h.holder = $3::uuid
       )
       INSERT INTO ai_usage_monthly AS m (user_id, month, model, requests, prompt_tokens, completion_tokens, total_tokens, cost)
       SELECT user_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, model,
@@ -130,7 +142,7 @@ export const aiRepo = {
         completion_tokens = m.completion_tokens + EXCLUDED.completion_tokens,
         total_tokens = m.total_tokens + EXCLUDED.total_tokens,
         cost = m.cost + EXCLUDED.cost`,
-      values: [JSON.stringify(batch)],
+      values: [JSON.stringify(batch), released.length > 0 ? JSON.stringify(released) : '[]', holder],
     });
   },
 

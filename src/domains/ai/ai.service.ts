@@ -15,6 +15,7 @@ import { AppError, badRequest, notFound } from '../../lib/errors.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
 import { createAgentBudgets } from './agent-budgets.ts';
 import { createAgentGateway } from './agent-gateway.ts';
+import type { SpendHold } from './ai.repo.ts';
 import { createAiLimits } from './ai-limits.ts';
 import { type CatalogModel, createCatalog, toPublicModel } from './catalog.ts';
 import { createDemoChat } from './demo-chat.ts';
@@ -30,6 +31,7 @@ import {
   type StreamEvent,
   type Usage,
 } from './providers/provider.ts';
+import { createSpendHolds } from './spend-holds.ts';
 import { createUsageStore, type UsageStore } from './usage.ts';
 
 export type ChatInput = {
@@ -81,7 +83,9 @@ export function createAiService(deps: AiServiceDeps) {
   const now = deps.now ?? (() => new Date());
   const providers = createProviders(config, deps.providers);
   const catalog = createCatalog(config, providers);
-  const usage = deps.usage ?? createUsageStore({ db: deps.db, logger });
+  const holds = createSpendHolds({ pool: deps.db.pool, logger });
+  const usage = deps.usage ?? createUsageStore({ db: deps.db, logger, holds });
+  const budgets = createAgentBudgets({ db: deps.db, usage, holds, now });
   let refreshing: Promise<unknown> | undefined;
   const routing = createModelRouting({ catalog, config, logger, observer: deps.providerObserver });
   const { attemptsFor, resolveModel, selectFor, withFallback } = routing;
@@ -105,18 +109,21 @@ export function createAiService(deps: AiServiceDeps) {
     return iso;
   };
 
-  const record = (userId: string, agentId: string | null | undefined, m: CatalogModel, u: Usage) =>
-    usage.record({
-      userId,
-      agentId: agentId ?? null,
-      model: m.id,
-      provider: m.provider,
-      promptTokens: u.prompt_tokens,
-      completionTokens: u.completion_tokens,
-      totalTokens: u.total_tokens,
-      cost: costOf(m, u),
-      createdAt: now(),
-    });
+  const record = (userId: string, agentId: string | null | undefined, m: CatalogModel, u: Usage, hold?: SpendHold) =>
+    usage.record(
+      {
+        userId,
+        agentId: agentId ?? null,
+        model: m.id,
+        provider: m.provider,
+        promptTokens: u.prompt_tokens,
+        completionTokens: u.completion_tokens,
+        totalTokens: u.total_tokens,
+        cost: costOf(m, u),
+        createdAt: now(),
+      },
+      hold,
+    );
 
   /** The model (plan rules), then the quota: a promise only where there is a quota to read (not network, admins, AI_QUOTA_ENFORCE off). */
   function prepare(actor: AiActor, input: ChatInput) {
@@ -264,13 +271,26 @@ export function createAiService(deps: AiServiceDeps) {
     ...createDemoChat({ config, catalog, providers, routing, limit, record, params, responseId }),
 
     // the AI gateway agents call with their own key (docs/agents.md "Model access")
-    ...createAgentGateway({ config, catalog, providers, routing, limitNow, enforceQuota, quotaApplies, record, now }),
-    /** agents' monthly budgets: the gateway's check and the owner's view (docs/agents.md "Usage and budgets") */
-    budgets: createAgentBudgets({ db: deps.db, usage, now }),
+    ...createAgentGateway({
+      config,
+      catalog,
+      providers,
+      routing,
+      limitNow,
+      enforceQuota,
+      quotaApplies,
+      record,
+      hold: budgets.hold,
+      release: usage.release,
+      now,
+    }),
+    /** agents' monthly budgets: the gateway's holds and the owner's view (docs/agents.md "Usage and budgets") */
+    budgets,
 
     async close() {
       await refreshing;
       await usage.close();
+      holds.close();
       await Promise.allSettled(Object.values(providers).map((p) => p.close()));
     },
   };

@@ -14,15 +14,28 @@
  * are exact.
  * Durability: `flush()`/`close()` write everything queued (shutdown loses nothing); a crash can
  * lose the calls of the last window. Quotas count queued entries (`monthlyTokens`), so the window
- * never lets a user past a quota; agent budgets count them the same way (`pendingAgentCost`).
+ * never lets a user past a quota. Agent budgets hold each call's most possible cost while it runs
+ * (spend-holds.ts): the statement that writes a call's row takes its hold away, so a budget counts
+ * every call as held or as spent, never neither; `written(scope)` lets a new hold wait for an
+ * agent's ended calls to be written.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
-import { aiRepo, costUnitsOf, entryOf, monthOf, type UsageEntry, type UsageRow } from './ai.repo.ts';
+import { aiRepo, costUnitsOf, entryOf, monthOf, type SpendHold, type UsageEntry, type UsageRow } from './ai.repo.ts';
+import type { SpendHolds } from './spend-holds.ts';
 
 export type UsageStore = {
-  record(row: UsageRow): void;
+  /** a call's usage; its spend hold (if it had one) is taken away when the row is written */
+  record(row: UsageRow, hold?: SpendHold): void;
+  /** the hold of a call that ended without usage (refused, failed): taken away with the next batch */
+  release(hold: SpendHold): void;
+  /**
+   * Undefined when no hold of `scope` waits to be written; otherwise a promise that resolves once
+   * those holds (and their calls' costs) are written, so a new hold counts costs, not holds, of
+   * calls that have ended (a failed write resolves too: the holds then still count, which is safe).
+   */
+  written(scope: string): Promise<void> | undefined;
   /** tokens used by `userId` in the UTC month containing `at`, including queued rows */
   monthlyTokens(userId: string, at: Date): Promise<number>;
   /** USD of `agentId`'s rows recorded in the UTC month `month` (YYYY-MM-01) and not yet committed (agent budgets) */
@@ -51,6 +64,8 @@ type Queued = UsageEntry & { key: string };
 export function createUsageStore(deps: {
   db: Pick<Db, 'kysely' | 'pool'>;
   logger?: FastifyBaseLogger | undefined;
+  /** the process's spend holds, released by the same statements that write the usage (migration 205) */
+  holds?: SpendHolds | undefined;
   /** longest a row waits before its batch is written (default LIMITS.aiUsageFlushMs) */
   flushDelayMs?: number;
 }): UsageStore {
@@ -65,6 +80,16 @@ export function createUsageStore(deps: {
 
   /** when the oldest queued entry arrived (its window's start) */
   let windowStart = 0;
+  /** holds of recorded or ended calls, taken away with the last batch of the next write */
+  let releases: SpendHold[] = [];
+  /** holds queued so far (a sequence), the last of them written, and the last queued per scope not yet written */
+  let releaseSeq = 0;
+  let writtenSeq = 0;
+  const lastSeqOf = new Map<string, number>();
+  const queueRelease = (hold: SpendHold) => {
+    releases.push(hold);
+    lastSeqOf.set(hold.scope, ++releaseSeq);
+  };
 
   /**
    * Writes what is queued when it starts, MAX_BATCH entries per statement. Calls that arrive while
@@ -74,19 +99,33 @@ export function createUsageStore(deps: {
    */
   const writeAll = async () => {
     let left = queue.length;
-    while (left > 0) {
+    // every hold queued so far belongs to a call whose row is queued now (or to no row): they go
+    // with the last batch, so a cap never counts a call neither as held nor as spent
+    const freed = releases;
+    const upTo = releaseSeq;
+    releases = [];
+    while (left > 0 || freed.length > 0) {
       const batch = queue.splice(0, Math.min(MAX_BATCH, left));
       left -= batch.length;
       if (queue.length === 0) open.clear();
       else for (const e of batch) if (open.get(e.key) === e) open.delete(e.key);
+      const last = left === 0;
       writing = batch;
       try {
-        await aiRepo.insertUsage(deps.db.pool, batch);
+        await aiRepo.insertUsage(deps.db.pool, batch, last ? freed : [], deps.holds?.holder ?? null);
+        if (last) {
+          deps.holds?.released(freed);
+          writtenSeq = upTo;
+          for (const [scope, seq] of lastSeqOf) if (seq <= upTo) lastSeqOf.delete(scope);
+        }
       } catch (err) {
         deps.logger?.error({ err, rows: batch.length }, 'ai usage write failed');
+        // the rows are lost (logged); their holds are not: they go with the next write
+        if (last) releases.push(...freed);
       } finally {
         writing = [];
       }
+      if (last) break;
     }
   };
 
@@ -102,13 +141,36 @@ export function createUsageStore(deps: {
 
   /** A full batch goes now; otherwise one timer per window, ending flushDelayMs after the window's first call. */
   const schedule = () => {
-    if (inFlight || queue.length === 0) return;
+    if (inFlight || (queue.length === 0 && releases.length === 0)) return;
     if (queue.length >= MAX_BATCH) kick();
     else timer ??= setTimeout(kick, Math.max(0, windowStart + flushDelayMs - Date.now()));
   };
 
+  /** the first row or hold of a window opens it */
+  const opening = () => {
+    if (queue.length === 0 && releases.length === 0) windowStart = Date.now();
+  };
+
   return {
-    record(row) {
+    release(hold) {
+      opening();
+      queueRelease(hold);
+      schedule();
+    },
+    written(scope) {
+      const want = lastSeqOf.get(scope);
+      if (want === undefined || want <= writtenSeq) return undefined;
+      return (async () => {
+        // at most two writes: the one in flight may have started before this scope's holds were queued
+        for (let i = 0; i < 2 && writtenSeq < want; i++) {
+          if (!inFlight) kick();
+          await inFlight;
+        }
+      })();
+    },
+    record(row, hold) {
+      opening();
+      if (hold) queueRelease(hold);
       const cost = costUnitsOf(row.cost);
       const key = `${row.userId}\u0000${row.agentId ?? '\u0001'}\u0000${row.model}\u0000${row.provider}\u0000${Math.floor(row.createdAt.getTime() / DAY_MS)}`;
       const e = open.get(key);
@@ -118,11 +180,11 @@ export function createUsageStore(deps: {
         e.completionTokens += row.completionTokens;
         e.totalTokens += row.totalTokens;
         e.costUnits += cost;
+        if (hold) schedule();
         return; // its batch is already scheduled
       }
       const entry: Queued = Object.assign(entryOf(row), { key });
       open.set(key, entry);
-      if (queue.length === 0) windowStart = Date.now();
       queue.push(entry);
       schedule();
     },
@@ -142,7 +204,7 @@ export function createUsageStore(deps: {
       return units / 1e10;
     },
     async flush() {
-      while (queue.length > 0 || inFlight) {
+      while (queue.length > 0 || releases.length > 0 || inFlight) {
         if (!inFlight) kick();
         await inFlight;
       }

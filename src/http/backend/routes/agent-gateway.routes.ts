@@ -336,9 +336,10 @@ export const agentGatewayRoutes = (deps: {
           'Tool calls, tool results and content parts pass through to OpenAI-compatible providers; the Anthropic-type provider takes text ' +
           'only (400 otherwise). 429 `insufficient_quota` when AI_QUOTA_ENFORCE is on and the monthly token quota is used. ' +
           "429 with type `insufficient_quota` and code `budget_exceeded` once the agent's month-to-date cost (UTC calendar month) " +
-          'reached the monthly budget its owner set (PUT /api/agents/:id/budget on the web app); the provider is not contacted, the ' +
-          'error carries `monthlyBudgetUsd`, `monthToDateUsd` and `periodStart`, and calls already in flight may overshoot the budget ' +
-          '(docs/agents.md "Usage and budgets"). `stream: true` ' +
+          'and the calls in flight reached the monthly budget its owner set (PUT /api/agents/:id/budget on the web app): each call holds ' +
+          "the most it can cost (its prompt and `max_tokens`, else the rest of the context window, at the model's price) until it " +
+          "ends, so concurrent calls overshoot the budget by at most one call's hold; the provider is not contacted, and the " +
+          'error carries `monthlyBudgetUsd`, `monthToDateUsd` and `periodStart` (docs/agents.md "Usage and budgets"). `stream: true` ' +
           'answers `text/event-stream`: `chat.completion.chunk` events, with `stream_options.include_usage` a last chunk with `usage`, then ' +
           '`data: [DONE]`; an upstream failure mid-stream sends `data: {error:{...}}` and ends the stream. A stream the agent aborts is ' +
           `billed from its length when the provider sent no count. ${PLAN_DOC}`,
@@ -349,14 +350,9 @@ export const agentGatewayRoutes = (deps: {
       validatorCompiler: completionValidatorCompiler(Object.keys(completionBody.shape)),
       // the 200 answer as zod's serializer writes it, without its copy of every choice
       serializerCompiler: completionSerializerCompiler,
-      // not an async function: with no budget to read (the common call) the non-streamed answer is
-      // ai.agentCompletion's own promise, not one wrapped around it (docs/benchmarks.md "AI proxy")
-      handler: (request, reply) => {
-        const { agentId } = callingAgent(request);
-        // the owner's monthly budget for this agent, before any provider is contacted
-        const budget = ai.budgets.check(agentId);
-        return budget ? budget.then(() => complete(request, reply, agentId)) : complete(request, reply, agentId);
-      },
+      // not an async function: the non-streamed answer is ai.agentCompletion's own promise, not one
+      // wrapped around it (docs/benchmarks.md "AI proxy"); the agent's budget is held there
+      handler: (request, reply) => complete(request, reply, callingAgent(request).agentId),
     });
 
     function complete(request: FastifyRequest<{ Body: z.infer<typeof completionBody> }>, reply: FastifyReply, agentId: string) {
