@@ -203,6 +203,12 @@ export interface CalendarConnections {
   user_id: string;
 }
 
+export interface CalendarSpentStates {
+  expires_at: Timestamp;
+  nonce: string;
+  user_id: string;
+}
+
 export interface CdpWallets {
   address: string;
   created_at: Generated<Timestamp>;
@@ -559,6 +565,7 @@ export interface DB {
   bridge_messages: BridgeMessages;
   bridge_reads: BridgeReads;
   calendar_connections: CalendarConnections;
+  calendar_spent_states: CalendarSpentStates;
   cdp_wallets: CdpWallets;
   config_backups: ConfigBackups;
   deployments: Deployments;

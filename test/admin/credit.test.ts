@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OPERATOR_ID } from '../../src/domains/admin/admin.repo.ts';
 import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -119,6 +120,47 @@ describe('POST /api/admin/users/:id/credit', () => {
     expect((await credit(otherUser.id, { amountUsd: 3, note: 'once' }, { key })).statusCode).toBe(409);
     expect(await adminCredits(u.id)).toEqual({ n: 1, totalMicros: 3_000_000 });
     expect((await wallet(otherUser.cookie)).balance).toBe('0');
+  });
+
+  it('a note the journal cannot store as sent is 400 before anything is credited; the credited request answers 200, its repeat too', async () => {
+    const u = await signUp(t.web);
+    const key = 'surrogate-demo';
+    const raw = (payload: string) =>
+      t.web.inject({
+        method: 'POST',
+        url: `/api/admin/users/${u.id}/credit`,
+        headers: { cookie: admin.cookie, 'idempotency-key': key, 'content-type': 'application/json' },
+        payload,
+      });
+    // the JSON text as a client sends it: a lone high surrogate, a lone low one, a NUL
+    for (const note of ['x\\ud800', '\\udc00y', 'a\\u0000b']) {
+      for (let i = 0; i < 2; i++) {
+        const res = await raw(`{"amountUsd":1,"note":"${note}"}`);
+        expect([res.statusCode, res.json().error], note).toEqual([400, 'Invalid note: contains a NUL character or an unpaired surrogate']);
+      }
+    }
+    expect(await adminCredits(u.id)).toEqual({ n: 0, totalMicros: 0 });
+    expect((await wallet(u.cookie)).hasWallet).toBe(false);
+    // the shell's path (scripts/admin.ts calls creditUser as the operator) refuses it the same way
+    const operator = { id: OPERATOR_ID, isAdmin: true };
+    await expect(
+      t.platform.services.admin.creditUser(operator, u.id, { amountMicros: 1_000_000, note: 'x\ud800', requestId: 'shell-surrogate' }),
+    ).rejects.toMatchObject({ status: 400, message: 'Invalid note: contains a NUL character or an unpaired surrogate' });
+    expect(await adminCredits(u.id)).toEqual({ n: 0, totalMicros: 0 });
+
+    // the refused requests did not use the key; a storable note credits once under it
+    const first = await raw('{"amountUsd":1,"note":"caf\\u0065\\u0301"}');
+    expect(first.statusCode, first.body).toBe(200);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    const again = await raw('{"amountUsd":1,"note":"caf\\u0065\\u0301"}');
+    expect([again.statusCode, again.headers['idempotent-replayed']]).toEqual([200, 'true']);
+    expect(again.json()).toEqual(first.json());
+    // the same note in another Unicode normalisation form (NFC é) is the same credit
+    const composed = await raw('{"amountUsd":1,"note":"caf\\u00e9"}');
+    expect([composed.statusCode, composed.headers['idempotent-replayed']]).toEqual([200, 'true']);
+    expect(composed.json()).toEqual(first.json());
+    expect(await adminCredits(u.id)).toEqual({ n: 1, totalMicros: 1_000_000 });
+    expect((await wallet(u.cookie)).balance).toBe('1.00');
   });
 
   it('concurrent: N credits with distinct keys credit exactly N times into one new wallet; N repeats of one key credit once', async () => {

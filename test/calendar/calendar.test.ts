@@ -1,10 +1,13 @@
 /**
  * §4.6 Calendar against a local provider (test/fakes/calendar-api.ts): the connect round trip and
- * every callback error redirect, each action, token refresh, 401 when not connected, tokens sealed
- * in the database, and one user's connection invisible to another (row-level security).
+ * every callback error redirect, a connect link that completes only in the browser and account
+ * that asked for it, once (docs/calendar.md "How a connection works"), each action, token refresh, 401 when
+ * not connected, tokens sealed in the database, and one user's connection invisible to another
+ * (row-level security).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createCalendarState } from '../../src/domains/calendar/calendar.state.ts';
+import { createOAuthStateSealer } from '../../src/domains/accounts/oauth-state.ts';
+import { CALENDAR_STATE_COOKIE, createCalendarState, createCalendarStateCookie } from '../../src/domains/calendar/calendar.state.ts';
 import { type FakeCalendar, startFakeCalendar } from '../fakes/calendar-api.ts';
 import { signUp, startTestPlatform, TEST_SECRETS, type TestPlatform } from '../helpers/platform.ts';
 
@@ -44,22 +47,41 @@ const get = (p: TestPlatform, cookie: string | undefined, query: string) =>
 const post = (cookie: string | undefined, payload: Record<string, unknown>, p: TestPlatform = t) =>
   p.web.inject({ method: 'POST', url: '/api/calendar', headers: cookie ? { cookie } : {}, payload });
 
-/** POST connect, the provider's consent redirect, then our callback as the browser would follow it. */
-async function startConnect(u: User): Promise<URL> {
+/** A connect under way: the consent URL, and the state cookie the connect answer set in the asking browser. */
+type Connect = { authUrl: string; stateCookie: string };
+
+/** POST connect as `u`, as the dashboard does: the answer sets the state cookie (HttpOnly, callback path only). */
+async function connect(u: User): Promise<Connect> {
   const res = await post(u.cookie, { action: 'connect' });
   expect(res.statusCode).toBe(200);
-  const consent = await fetch(res.json().authUrl, { redirect: 'manual' });
-  expect(consent.status).toBe(302);
-  return new URL(consent.headers.get('location')!);
+  const set = res.cookies.find((c) => c.name === CALENDAR_STATE_COOKIE);
+  expect(set).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/api/calendar/callback', maxAge: 600 });
+  return { authUrl: res.json().authUrl, stateCookie: `${CALENDAR_STATE_COOKIE}=${set!.value}` };
 }
-const callback = (target: URL, cookie?: string) =>
-  t.web.inject({ method: 'GET', url: `${target.pathname}${target.search}`, headers: cookie ? { cookie } : {} });
+/** The provider's consent page (the fake says yes at once): where it sends the browser back, with a new code. */
+async function consent(authUrl: string): Promise<URL> {
+  const res = await fetch(authUrl, { redirect: 'manual' });
+  expect(res.status).toBe(302);
+  return new URL(res.headers.get('location')!);
+}
+/** POST connect and consent: the callback URL, and the state cookie of `u`'s browser. */
+async function startConnect(u: User): Promise<{ target: URL; stateCookie: string }> {
+  const c = await connect(u);
+  return { target: await consent(c.authUrl), stateCookie: c.stateCookie };
+}
+/** Our callback as a browser holding `cookies` (its session, its state cookie; none: signed out) follows the redirect. */
+const callback = (target: URL, ...cookies: (string | undefined)[]) => {
+  const cookie = cookies.filter((c) => c !== undefined).join('; ');
+  return t.web.inject({ method: 'GET', url: `${target.pathname}${target.search}`, headers: cookie ? { cookie } : {} });
+};
+const redirectOf = async (target: URL, ...cookies: (string | undefined)[]) => (await callback(target, ...cookies)).headers.location;
 
 async function connectedUser(timeZone = 'America/New_York'): Promise<User & { calendarId: string }> {
   const u = await signUp(t.web);
   const calendarId = `person${accountNo++}@example.com`;
   fake.consentAs = { calendarId, timeZone };
-  const res = await callback(await startConnect(u), u.cookie);
+  const { target, stateCookie } = await startConnect(u);
+  const res = await callback(target, u.cookie, stateCookie);
   expect(res.headers.location).toBe('/dashboard/calendar?connected=true');
   return { ...u, calendarId };
 }
@@ -74,7 +96,7 @@ describe('§4.6 connect and callback', () => {
     expect(auth.headers.location).toBe('/login');
   });
 
-  it('connect gives the consent URL: client, redirect URI, scopes, offline access and a signed state', async () => {
+  it('connect and auth give the consent URL (client, redirect URI, scopes, offline access, a signed state) and set its cookie', async () => {
     const u = await signUp(t.web);
     for (const res of [await post(u.cookie, { action: 'connect' }), await get(t, u.cookie, '?action=auth')]) {
       const url = new URL(res.statusCode === 302 ? (res.headers.location as string) : res.json().authUrl);
@@ -87,6 +109,10 @@ describe('§4.6 connect and callback', () => {
       expect(q.get('access_type')).toBe('offline');
       expect(q.get('prompt')).toBe('consent');
       expect(q.get('state')).toMatch(/^[\w-]+\.[\w-]+$/);
+      // the state travels back to this browser only, sealed: its value shows nothing of the state
+      const set = res.cookies.find((c) => c.name === CALENDAR_STATE_COOKIE);
+      expect(set).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/api/calendar/callback', maxAge: 600 });
+      expect(set!.value).not.toContain(q.get('state')!.split('.')[0]);
     }
   });
 
@@ -109,59 +135,135 @@ describe('§4.6 connect and callback', () => {
   it('the callback redirects with each §4.6 error value', async () => {
     const u = await signUp(t.web);
     const other = await signUp(t.web);
-    const redirectOf = async (target: URL, cookie?: string) => (await callback(target, cookie)).headers.location;
 
     fake.knobs.denyConsent = 'access_denied';
-    expect(await redirectOf(await startConnect(u), u.cookie)).toBe('/dashboard/calendar?error=access_denied');
+    const denied = await startConnect(u);
+    expect(await redirectOf(denied.target, u.cookie, denied.stateCookie)).toBe('/dashboard/calendar?error=access_denied');
     delete fake.knobs.denyConsent;
 
     const good = await startConnect(u);
     const without = (name: string) => {
-      const c = new URL(good);
+      const c = new URL(good.target);
       c.searchParams.delete(name);
       return c;
     };
-    expect(await redirectOf(without('code'), u.cookie)).toBe('/dashboard/calendar?error=no_code');
-    expect(await redirectOf(without('state'), u.cookie)).toBe('/dashboard/calendar?error=missing_state');
+    expect(await redirectOf(without('code'), u.cookie, good.stateCookie)).toBe('/dashboard/calendar?error=no_code');
+    expect(await redirectOf(without('state'), u.cookie, good.stateCookie)).toBe('/dashboard/calendar?error=missing_state');
 
-    const tampered = new URL(good);
-    const [payload, mac] = good.searchParams.get('state')!.split('.');
+    const tampered = new URL(good.target);
+    const [payload, mac] = good.target.searchParams.get('state')!.split('.');
     const forged = JSON.parse(Buffer.from(payload!, 'base64url').toString());
     forged.u = other.id;
     tampered.searchParams.set('state', `${Buffer.from(JSON.stringify(forged)).toString('base64url')}.${mac}`);
-    expect(await redirectOf(tampered, other.cookie)).toBe('/dashboard/calendar?error=invalid_state');
+    expect(await redirectOf(tampered, other.cookie, good.stateCookie)).toBe('/dashboard/calendar?error=invalid_state');
 
-    // signed with the platform's key, but 11 minutes old (§8: valid 10 minutes)
-    const old = createCalendarState(TEST_SECRETS.secretsEncryptionKey, () => Date.now() - 11 * 60 * 1000).issue(u.id);
-    const expired = new URL(good);
+    // signed with the platform's key, but 11 minutes old (§8: valid 10 minutes), with a cookie sealed for it now
+    const key = TEST_SECRETS.secretsEncryptionKey;
+    const cookieFor = (state: string) => `${CALENDAR_STATE_COOKIE}=${createCalendarStateCookie(key).seal(state)}`;
+    const old = createCalendarState(key, () => Date.now() - 11 * 60 * 1000).issue(u.id);
+    const expired = new URL(good.target);
     expired.searchParams.set('state', old);
-    expect(await redirectOf(expired, u.cookie)).toBe('/dashboard/calendar?error=invalid_state');
-    // the same key 9 minutes ago still works (the key derivation is the platform's)
-    const recent = new URL(good);
-    recent.searchParams.set('state', createCalendarState(TEST_SECRETS.secretsEncryptionKey, () => Date.now() - 9 * 60 * 1000).issue(u.id));
+    expect(await redirectOf(expired, u.cookie, cookieFor(old))).toBe('/dashboard/calendar?error=invalid_state');
+    // the same key 9 minutes ago still works (the key derivations are the platform's)
+    const nineMinutes = createCalendarState(key, () => Date.now() - 9 * 60 * 1000).issue(u.id);
+    const recent = new URL(good.target);
+    recent.searchParams.set('state', nineMinutes);
 
-    // u's state finished in other's browser: refused, nothing stored for either
-    expect(await redirectOf(good, other.cookie)).toBe('/dashboard/calendar?error=invalid_state');
+    // u's state finished in other's browser (signed in as other): refused, nothing stored for either
+    expect(await redirectOf(good.target, other.cookie)).toBe('/dashboard/calendar?error=invalid_state');
+    expect(await redirectOf(good.target, other.cookie, good.stateCookie)).toBe('/dashboard/calendar?error=invalid_state');
     expect((await get(t, other.cookie, '?action=status')).json()).toEqual({ connected: false });
-    expect(await redirectOf(recent, u.cookie)).toBe('/dashboard/calendar?connected=true');
+    expect((await get(t, u.cookie, '?action=status')).json()).toEqual({ connected: false });
+    expect(await redirectOf(recent, u.cookie, cookieFor(nineMinutes))).toBe('/dashboard/calendar?connected=true');
 
     fake.knobs.failExchange = 'invalid_grant';
-    expect(await redirectOf(await startConnect(u), u.cookie)).toBe('/dashboard/calendar?error=token_failed');
+    const refused = await startConnect(u);
+    expect(await redirectOf(refused.target, u.cookie, refused.stateCookie)).toBe('/dashboard/calendar?error=token_failed');
     fake.knobs.failExchange = 'error';
-    expect(await redirectOf(await startConnect(u), u.cookie)).toBe('/dashboard/calendar?error=token_failed');
+    const failing = await startConnect(u);
+    expect(await redirectOf(failing.target, u.cookie, failing.stateCookie)).toBe('/dashboard/calendar?error=token_failed');
     delete fake.knobs.failExchange;
 
     const next = await startConnect(other);
     fake.knobs.failApi = 503; // the primary calendar cannot be read
-    expect(await redirectOf(next, other.cookie)).toBe('/dashboard/calendar?error=unknown');
+    expect(await redirectOf(next.target, other.cookie, next.stateCookie)).toBe('/dashboard/calendar?error=unknown');
     expect((await get(t, other.cookie, '?action=status')).json()).toEqual({ connected: false });
   });
+});
 
-  it('a callback without a session stores the connection for the user the state names', async () => {
+describe('a connect link completes only in the browser that asked for it, once (docs/calendar.md "How a connection works")', () => {
+  const exchanges = () => fake.issued.access.length;
+
+  it("bob's consent URL opened by a signed-out victim is refused: nothing exchanged, bob not connected", async () => {
+    const bob = await signUp(t.web);
+    const { authUrl, stateCookie } = await connect(bob);
+    // the victim (no platform session, no cookie of ours) consents with their own calendar
+    fake.consentAs = { calendarId: `victim-primary${accountNo++}@corp.example`, timeZone: 'Europe/Paris' };
+    const before = exchanges();
+    const landed = await callback(await consent(authUrl));
+    expect(landed.headers.location).toBe('/dashboard/calendar?error=not_signed_in');
+    // even a signed-out browser that somehow held bob's state cookie
+    expect(await redirectOf(await consent(authUrl), stateCookie)).toBe('/dashboard/calendar?error=not_signed_in');
+    // and a second victim, as the audit's reproduction did
+    expect(await redirectOf(await consent(authUrl))).toBe('/dashboard/calendar?error=not_signed_in');
+    expect(exchanges()).toBe(before);
+    expect((await get(t, bob.cookie, '?action=status')).json()).toEqual({ connected: false });
+    expect((await get(t, bob.cookie, '?action=list')).statusCode).toBe(401);
+  });
+
+  it("a callback without this browser's state cookie is refused, even signed in as the user who asked", async () => {
     const u = await signUp(t.web);
-    fake.consentAs = { calendarId: `nosession${accountNo++}@example.com`, timeZone: 'UTC' };
-    expect((await callback(await startConnect(u))).headers.location).toBe('/dashboard/calendar?connected=true');
-    expect((await get(t, u.cookie, '?action=status')).json()).toEqual({ connected: true });
+    const before = exchanges();
+    const { target } = await startConnect(u);
+    expect(await redirectOf(target, u.cookie)).toBe('/dashboard/calendar?error=invalid_state');
+    // a cookie that does not open (forged) or holds another connect's state (an earlier connect of the same user)
+    expect(await redirectOf(target, u.cookie, `${CALENDAR_STATE_COOKIE}=v1.AAAA.BBBB.CCCC`)).toBe(
+      '/dashboard/calendar?error=invalid_state',
+    );
+    const later = await connect(u);
+    expect(await redirectOf(target, u.cookie, later.stateCookie)).toBe('/dashboard/calendar?error=invalid_state');
+    // a sign-in flow's sealed cookie is no calendar cookie (each has its own key)
+    const signInSealed = createOAuthStateSealer(TEST_SECRETS.secretsEncryptionKey).seal({
+      provider: 'idp',
+      state: target.searchParams.get('state')!,
+    });
+    expect(await redirectOf(target, u.cookie, `${CALENDAR_STATE_COOKIE}=${signInSealed}`)).toBe('/dashboard/calendar?error=invalid_state');
+    expect(exchanges()).toBe(before);
+    expect((await get(t, u.cookie, '?action=status')).json()).toEqual({ connected: false });
+  });
+
+  it('the right browser connects and its cookie is cleared; the same state used again (a copied cookie, a new code) is refused', async () => {
+    const u = await signUp(t.web);
+    const first = `first${accountNo++}@example.com`;
+    fake.consentAs = { calendarId: first, timeZone: 'UTC' };
+    const { authUrl, stateCookie } = await connect(u);
+    const res = await callback(await consent(authUrl), u.cookie, stateCookie);
+    expect(res.headers.location).toBe('/dashboard/calendar?connected=true');
+    const cleared = res.cookies.find((c) => c.name === CALENDAR_STATE_COOKIE);
+    expect(cleared).toMatchObject({ value: '', path: '/api/calendar/callback' });
+    expect(cleared!.expires!.getTime()).toBeLessThan(Date.now());
+
+    // the provider gives a fresh code for the same state; the browser replays the cookie it had
+    fake.consentAs = { calendarId: `second${accountNo++}@example.com`, timeZone: 'Asia/Tokyo' };
+    const before = exchanges();
+    expect(await redirectOf(await consent(authUrl), u.cookie, stateCookie)).toBe('/dashboard/calendar?error=invalid_state');
+    expect(exchanges()).toBe(before);
+    const row = await t.database.db.kysely
+      .selectFrom('calendar_connections')
+      .select(['calendar_id', 'timezone'])
+      .where('user_id', '=', u.id)
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({ calendar_id: first, timezone: 'UTC' });
+  });
+
+  it('two callbacks of one state at once: exactly one connects', async () => {
+    const u = await signUp(t.web);
+    fake.consentAs = { calendarId: `race${accountNo++}@example.com`, timeZone: 'UTC' };
+    const { authUrl, stateCookie } = await connect(u);
+    const targets = await Promise.all(Array.from({ length: 6 }, () => consent(authUrl)));
+    const outcomes = await Promise.all(targets.map((target) => redirectOf(target, u.cookie, stateCookie)));
+    expect(outcomes.filter((o) => o === '/dashboard/calendar?connected=true')).toHaveLength(1);
+    expect(outcomes.filter((o) => o === '/dashboard/calendar?error=invalid_state')).toHaveLength(5);
   });
 });
 

@@ -294,7 +294,7 @@ describe.skipIf(!available)('the dashboard in Chromium', () => {
     await page.getByRole('heading', { name: 'Session wallet' }).waitFor();
     // the calendar callback's page still explains its codes (it has no navigation entry without a calendar)
     await page.goto('/dashboard/calendar?error=invalid_state');
-    await page.getByText('The sign-in link had expired or was not ours').waitFor();
+    await page.getByText('The connection link had expired, was already used').waitFor();
     await page.goto('/dashboard/wallet?top_up=cancelled');
     await page.getByText('The top-up was cancelled; nothing was charged.').waitFor();
     await noHorizontalScroll(page, 360, 'wallet');

@@ -9,7 +9,8 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeX402Gateway, startFakeX402Gateway } from '../fakes/x402-gateway.ts';
-import { signUp, startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
+import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
+import { type AgentOwner, userWithAgent } from './fixtures.ts';
 
 const EVM = '0x52908400098527886E0F7030069857D2E4169EE7';
 let fake: FakeX402Gateway;
@@ -25,18 +26,18 @@ afterAll(async () => {
 });
 
 async function user(fundUsd: number | null) {
-  const u = await signUp(t.web);
+  const u = await userWithAgent(t);
   if (fundUsd === null) return { ...u, wallet: '' };
   const { address } = await t.platform.services.sessionWallet.create(u.id);
   await t.platform.services.ledger.credit({ address, amountMicros: fundUsd * 1_000_000, eventId: `fund:${u.id}`, source: 'test' });
   return { ...u, wallet: address };
 }
-const pay = (cookie: string, amount: number) =>
+const pay = (u: AgentOwner, amount: number) =>
   t.web.inject({
     method: 'POST',
     url: '/api/x402',
-    headers: { cookie },
-    payload: { action: 'pay', agentId: 'a1', amount, recipient: EVM },
+    headers: { cookie: u.cookie },
+    payload: { action: 'pay', agentId: u.agentId, amount, recipient: EVM },
   });
 const payCalls = () => fake.requests.filter((r) => r.path === '/pay').length;
 const audit = async (userId: string) =>
@@ -50,7 +51,7 @@ const balance = (address: string) => t.platform.services.ledger.balance(address)
 describe('§4.11 pay is charged to the user', () => {
   it('debits the amount from the wallet; the journal says x402 payment', async () => {
     const u = await user(5);
-    expect((await pay(u.cookie, 1.25)).statusCode).toBe(200);
+    expect((await pay(u, 1.25)).statusCode).toBe(200);
     expect(await balance(u.wallet)).toBe(3_750_000);
     const [row] = await t.platform.services.ledger.journal(u.wallet, { limit: 1 });
     expect(row).toMatchObject({ amountMicros: -1_250_000, description: 'x402 payment' });
@@ -59,7 +60,7 @@ describe('§4.11 pay is charged to the user', () => {
   it('402 insufficient_balance when the balance is short: audited as refused, the gateway not called', async () => {
     const u = await user(1);
     const calls = payCalls();
-    const res = await pay(u.cookie, 1.5);
+    const res = await pay(u, 1.5);
     expect(res.statusCode).toBe(402);
     expect(res.json()).toEqual({
       error: 'insufficient_balance',
@@ -72,7 +73,7 @@ describe('§4.11 pay is charged to the user', () => {
     expect(await audit(u.id)).toEqual([['refused', 'insufficient_balance: balance 1.00, cost 1.50']]);
     // a user without a wallet has nothing to pay with
     const none = await user(null);
-    const r2 = await pay(none.cookie, 1);
+    const r2 = await pay(none, 1);
     expect(r2.statusCode).toBe(402);
     expect(r2.json()).toMatchObject({ balance: '0', cost: '1.00' });
   });
@@ -80,7 +81,7 @@ describe('§4.11 pay is charged to the user', () => {
   it('a failed gateway call is given back once; the refund shows in the journal', async () => {
     const u = await user(5);
     fake.modes = { pay: 'fail' };
-    const res = await pay(u.cookie, 2);
+    const res = await pay(u, 2);
     fake.modes = {};
     expect(res.statusCode).toBe(500);
     expect(await balance(u.wallet)).toBe(5_000_000);
@@ -96,7 +97,7 @@ describe('§4.11 pay is charged to the user', () => {
     fake.payMode = 'plain';
     const u = await user(100);
     const calls = payCalls();
-    const results = await Promise.all(Array.from({ length: 20 }, () => pay(u.cookie, 1)));
+    const results = await Promise.all(Array.from({ length: 20 }, () => pay(u, 1)));
     const codes = results.map((r) => r.statusCode);
     expect(codes.filter((c) => c === 200)).toHaveLength(10);
     expect(codes.filter((c) => c === 429)).toHaveLength(10);
@@ -115,12 +116,12 @@ describe('§4.11 pay is charged to the user', () => {
 
   it('refunds count against the cap no more: a failed call leaves room for another', async () => {
     const u = await user(100);
-    expect((await pay(u.cookie, 9)).statusCode).toBe(200);
+    expect((await pay(u, 9)).statusCode).toBe(200);
     fake.modes = { pay: 'fail' };
-    expect((await pay(u.cookie, 1)).statusCode).toBe(500);
+    expect((await pay(u, 1)).statusCode).toBe(500);
     fake.modes = {};
-    expect((await pay(u.cookie, 1)).statusCode).toBe(200);
-    expect((await pay(u.cookie, 0.01)).statusCode).toBe(429);
+    expect((await pay(u, 1)).statusCode).toBe(200);
+    expect((await pay(u, 0.01)).statusCode).toBe(429);
     expect(await balance(u.wallet)).toBe(90_000_000);
   });
 
@@ -150,14 +151,14 @@ describe('§4.11 pay is charged to the user', () => {
         X402_PAYER_PRIVATE_KEY: `0x${'42'.repeat(32)}`,
       };
       await withTestPlatform(env, async (p) => {
-        const u = await signUp(p.web);
+        const u = await userWithAgent(p);
         const { address } = await p.platform.services.sessionWallet.create(u.id);
         await p.platform.services.ledger.credit({ address, amountMicros: 5_000_000, eventId: `fund:${u.id}`, source: 'test' });
         const res = await p.web.inject({
           method: 'POST',
           url: '/api/x402',
           headers: { cookie: u.cookie },
-          payload: { action: 'pay', agentId: 'a1', amount: 2, recipient: EVM },
+          payload: { action: 'pay', agentId: u.agentId, amount: 2, recipient: EVM },
         });
         expect(res.statusCode).toBe(500);
         expect(await p.platform.services.ledger.balance(address)).toBe(3_000_000); // not given back

@@ -8,7 +8,8 @@ import { verifyTypedData } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BASE_USDC, FAKE_PAY_TO, type FakeX402Gateway, startFakeX402Gateway } from '../fakes/x402-gateway.ts';
-import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
+import { type AgentOwner, userWithAgent } from './fixtures.ts';
 
 // many sign-ups, and a daily cap above what the tests below spend (test/x402/x402-charges.test.ts tests the cap)
 const MANY_SIGNUPS = { REGISTER_RATE_LIMIT: '100000', X402_USER_DAILY_CAP_USD: '100000' };
@@ -32,9 +33,9 @@ afterAll(async () => {
   await fake?.close();
 });
 
-/** A signed-in user whose wallet holds $1 000: `pay` is charged to it (docs/payments.md "x402"). */
+/** A signed-in user with an agent, whose wallet holds $1 000: `pay` is charged to it (docs/payments.md "x402"). */
 async function funded(p: TestPlatform) {
-  const u = await signUp(p.web);
+  const u = await userWithAgent(p);
   const { address } = await p.platform.services.sessionWallet.create(u.id);
   await p.platform.services.ledger.credit({ address, amountMicros: 1_000 * 1_000_000, eventId: `fund:${u.id}`, source: 'test' });
   return { ...u, wallet: address };
@@ -42,8 +43,14 @@ async function funded(p: TestPlatform) {
 
 const balance = (p: TestPlatform, address: string) => p.platform.services.ledger.balance(address);
 
-const pay = (p: TestPlatform, fields: Record<string, unknown>, cookie: string) =>
-  p.web.inject({ method: 'POST', url: '/api/x402', headers: { cookie }, payload: { action: 'pay', agentId: 'a1', ...fields } });
+/** `pay` for one of `u`'s agents (its own unless `fields` names another). */
+const pay = (p: TestPlatform, fields: Record<string, unknown>, u: AgentOwner) =>
+  p.web.inject({
+    method: 'POST',
+    url: '/api/x402',
+    headers: { cookie: u.cookie },
+    payload: { action: 'pay', agentId: u.agentId, ...fields },
+  });
 type AuditRow = {
   outcome: string;
   amount: string | null;
@@ -85,7 +92,7 @@ describe('§4.11 pay: field rules, each refusal audited', () => {
       [{ amount: 5, recipient: EVM, method: 'x'.repeat(65) }, 'Invalid method'],
     ];
     for (const [fields, error] of cases) {
-      const res = await pay(t, fields, u.cookie);
+      const res = await pay(t, fields, u);
       expect(res.statusCode, JSON.stringify(fields)).toBe(400);
       expect(res.json(), JSON.stringify(fields)).toEqual({ error });
     }
@@ -103,12 +110,12 @@ describe('§4.11 pay: field rules, each refusal audited', () => {
       [100, EVM],
       [0.01, SOLANA],
     ] as const) {
-      const res = await pay(t, { amount, recipient, currency: 'EURC', method: 'fast', endpoint: 'weather' }, u.cookie);
+      const res = await pay(t, { amount, recipient, currency: 'EURC', method: 'fast', endpoint: 'weather' }, u);
       expect(res.statusCode).toBe(200);
       expect(res.json()).toEqual({
         success: true,
         txId: 'tx_fake_1',
-        received: { agentId: 'a1', amount, currency: 'EURC', recipient, method: 'fast', endpoint: 'weather' },
+        received: { agentId: u.agentId, amount, currency: 'EURC', recipient, method: 'fast', endpoint: 'weather' },
       });
     }
     const rows = await auditOf(t, u.id);
@@ -127,7 +134,7 @@ describe('§4.11 pay: field rules, each refusal audited', () => {
   it('a gateway failure is 500 x402 gateway error and audited as `failed`', async () => {
     const u = await funded(t);
     fake.modes = { pay: 'fail' };
-    const res = await pay(t, { amount: 2, recipient: EVM }, u.cookie);
+    const res = await pay(t, { amount: 2, recipient: EVM }, u);
     fake.modes = {};
     expect(res.statusCode).toBe(500);
     expect(res.json()).toEqual({ error: 'x402 gateway error' });
@@ -155,7 +162,7 @@ describe('§4.11 pay: bad bodies and concurrency', () => {
     fake.payMode = 'plain';
     const u = await funded(t);
     const before = fake.requests.filter((r) => r.path === '/pay').length;
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => pay(t, { amount: i + 1, recipient: EVM }, u.cookie)));
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => pay(t, { amount: i + 1, recipient: EVM }, u)));
     expect(results.map((r) => r.statusCode)).toEqual(Array(20).fill(200));
     expect(fake.requests.filter((r) => r.path === '/pay').length - before).toBe(20);
     const rows = await auditOf(t, u.id);
@@ -174,7 +181,7 @@ describe('§4.11 audit is append-only for the request role (migration 180)', () 
     fake.payMode = 'plain';
     const u = await funded(t);
     const other = await funded(t);
-    expect((await pay(t, { amount: 3, recipient: EVM }, u.cookie)).statusCode).toBe(200);
+    expect((await pay(t, { amount: 3, recipient: EVM }, u)).statusCode).toBe(200);
     const db = t.database.db;
     for (const statement of [
       sql`update x402_payments_audit set amount = 0`,
@@ -205,7 +212,7 @@ describe('§4.11 pay: an HTTP 402 x402 challenge', () => {
     fake.priceAtomic = '1500000'; // 1.5 USDC
     fake.payments.length = 0;
     const u = await funded(t);
-    const res = await pay(t, { amount: 2, recipient: EVM }, u.cookie);
+    const res = await pay(t, { amount: 2, recipient: EVM }, u);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ success: true, txId: 'tx_fake_1' });
     expect(fake.payments).toHaveLength(1);
@@ -249,7 +256,7 @@ describe('§4.11 pay: an HTTP 402 x402 challenge', () => {
     ]);
 
     // the gateway asks 1.5 USDC, the user allowed 1: nothing is signed, 502, audited as failed
-    const capped = await pay(t, { amount: 1, recipient: EVM }, u.cookie);
+    const capped = await pay(t, { amount: 1, recipient: EVM }, u);
     expect(capped.statusCode).toBe(502);
     expect(capped.json().error).toMatch(/^x402 payment failed: /);
     expect(fake.payments).toHaveLength(1);
@@ -262,7 +269,7 @@ describe('§4.11 pay: an HTTP 402 x402 challenge', () => {
   it('without X402_PAYER_PRIVATE_KEY the challenge is refused with 502 and audited', async () => {
     fake.payMode = 'x402';
     const u = await funded(noPayer);
-    const res = await pay(noPayer, { amount: 5, recipient: EVM }, u.cookie);
+    const res = await pay(noPayer, { amount: 5, recipient: EVM }, u);
     fake.payMode = 'plain';
     expect(res.statusCode).toBe(502);
     expect(res.json()).toEqual({ error: 'x402 payment failed: The x402 gateway asked for a payment and no payer is configured' });

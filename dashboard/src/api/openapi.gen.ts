@@ -7372,6 +7372,16 @@ export interface paths {
             };
           };
         };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
         429: {
           headers: { [name: string]: unknown };
           content: {

@@ -15,7 +15,9 @@ import { Button, type Column, DataTable, Empty, ErrorText, Field, Notice, Sectio
 export const CALENDAR_ERRORS: Record<string, string> = {
   no_code: 'The calendar provider did not send an authorization code.',
   missing_state: 'The sign-in link was incomplete. Please start again.',
-  invalid_state: 'The sign-in link had expired or was not ours. Please start again.',
+  invalid_state:
+    'The connection link had expired, was already used, or was started in another browser or by another account. Please start again.',
+  not_signed_in: 'You were not signed in when the calendar provider sent you back, so nothing was connected. Please connect again.',
   token_failed: 'The calendar provider did not grant access.',
   access_denied: 'You declined access to your calendar.',
   unknown: 'Something went wrong while connecting your calendar.',

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import type { Db } from '../../db/client.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { AppError, badRequest, forbidden, notFound } from '../../lib/errors.ts';
+import { hasUnstorableText } from '../../lib/unstorable-text.ts';
 import type { LedgerService } from '../payments/ledger/ledger.service.ts';
 import { MICROS_PER_USD, microsToUsd } from '../payments/ledger/money.ts';
 import type { SessionWalletService } from '../session-wallet/session-wallet.service.ts';
@@ -138,6 +139,11 @@ export function createAdminService(deps: {
      * the ledger, once per (admin, `requestId`): the journal's unique event id decides, so a repeat
      * (even a concurrent one) credits nothing and answers the first credit again (`replayed`). The
      * same id with another user, amount or note is refused (409): it is not a repeat.
+     *
+     * Everything that could make the stored row differ from the request is refused before any money
+     * moves (a note PostgreSQL cannot store as sent: 400), and the request that inserted the journal
+     * row always gets its 200: a 409 after crediting would invite a retry under a new key, which
+     * credits twice. Only a repeat is compared with the row, on normalised values.
      */
     async creditUser(
       actor: AdminActor,
@@ -157,28 +163,30 @@ export function createAdminService(deps: {
       }
       if (note !== null && note.length > ADMIN_CREDIT_NOTE_MAX)
         throw badRequest(`Invalid note: at most ${ADMIN_CREDIT_NOTE_MAX} characters`);
+      if (note !== null && hasUnstorableText(note)) throw badRequest('Invalid note: contains a NUL character or an unpaired surrogate');
       if (!IDEMPOTENCY_KEY.test(requestId)) throw badRequest('Idempotency-Key must be 1 to 200 visible ASCII characters');
       const user = await adminRepo.findUser(db.kysely, userId);
       if (!user) throw notFound('User not found');
       const eventId = `admin_credit:${actor.id}:${requestId}`;
-      const matches = (e: { address: string; amountMicros: number; note: string | null }, address: string | null) =>
-        e.address === address?.toLowerCase() && e.amountMicros === amountMicros && e.note === note;
+      // a repeat may spell the same note in another Unicode normalisation form: the same credit
+      const sameNote = (a: string | null, b: string | null) => (a === null || b === null ? a === b : a.normalize() === b.normalize());
+      const isRepeat = (e: { address: string; amountMicros: number; note: string | null }, address: string | null) =>
+        address !== null && e.address === address.toLowerCase() && e.amountMicros === amountMicros && sameNote(e.note, note);
+      const reused = () => new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used for a different credit');
       // a repeat is answered without side effects (a reused key must not create a wallet either)
       const prior = await deps.ledger.entry(eventId);
+      if (prior && !isRepeat(prior, await deps.wallets.address(user.id))) throw reused();
       let replayed = true;
-      if (!prior || !matches(prior, await deps.wallets.address(user.id))) {
-        if (prior) throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used for a different credit');
+      if (!prior) {
         const address = await deps.wallets.ensureAddress(user.id);
         const r = await deps.ledger.credit({ address, amountMicros, eventId, source: 'admin_credit', note, actorUserId: actor.id });
         replayed = !r.credited;
       }
       const entry = await deps.ledger.entry(eventId);
-      // the row exists: this request or an earlier one with the same id inserted it (a concurrent
-      // repeat with other values loses the insert and is refused here)
+      // the row exists: this request or an earlier one with the same id inserted it
       if (!entry) throw new Error(`admin credit ${eventId} has no journal row`);
-      if (!matches(entry, await deps.wallets.address(user.id))) {
-        throw new AppError('IDEMPOTENCY_KEY_REUSED', 'This Idempotency-Key was already used for a different credit');
-      }
+      // a concurrent request with the same id and other values lost the insert: refused, nothing credited
+      if (replayed && !isRepeat(entry, await deps.wallets.address(user.id))) throw reused();
       return {
         replayed,
         credit: {

@@ -66,4 +66,20 @@ export const calendarRepo = {
   remove(trx: Tx, userId: string) {
     return trx.deleteFrom('calendar_connections').where('user_id', '=', userId).execute();
   },
+
+  /**
+   * Records a connect state's nonce as used (migration 210); false when it was used before: the
+   * primary key decides, so two callbacks with one state cannot both pass. The user's states
+   * past their expiry go first: they can no longer verify, so their rows are only dead weight.
+   */
+  async spendState(trx: Tx, userId: string, nonce: string, expiresAt: Date): Promise<boolean> {
+    await trx.deleteFrom('calendar_spent_states').where('user_id', '=', userId).where('expires_at', '<', sql<Date>`now()`).execute();
+    const row = await trx
+      .insertInto('calendar_spent_states')
+      .values({ nonce, user_id: userId, expires_at: expiresAt })
+      .onConflict((oc) => oc.column('nonce').doNothing())
+      .returning('nonce')
+      .executeTakeFirst();
+    return row !== undefined;
+  },
 };

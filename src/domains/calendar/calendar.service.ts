@@ -12,7 +12,7 @@ import { AppError, badRequest, notFound } from '../../lib/errors.ts';
 import { type ApiEvent, CalendarApiError, type CalendarClient, createCalendarClient, type EventWrite } from './calendar.client.ts';
 import { type ConnectionRow, calendarRepo } from './calendar.repo.ts';
 import type { CreateEventInput, EventView, UpdateEventInput } from './calendar.schemas.ts';
-import { createCalendarState } from './calendar.state.ts';
+import { createCalendarState, createCalendarStateCookie } from './calendar.state.ts';
 import { availability, isDate, isTimeZone, slotWindow, todayIn, zonedToUtc } from './calendar.time.ts';
 
 /** §4.6 scopes: events read/write, and the calendars' metadata and free/busy (read-only). */
@@ -33,6 +33,9 @@ export type CalendarDeps = {
 /** What the callback redirects to (§4.6): `connected=true` or one `error` value. */
 export type CallbackOutcome = { connected: true } | { error: string };
 
+/** A connect's consent URL, and the sealed cookie that binds its state to the browser it is given to. */
+export type ConnectStart = { authUrl: string; stateCookie: string };
+
 const notConnected = () => new AppError('CALENDAR_NOT_CONNECTED', 'Calendar not connected');
 const upstream = () => new AppError('CALENDAR_UPSTREAM_FAILED', 'The calendar provider failed; try again later');
 
@@ -49,6 +52,7 @@ export function createCalendarService(deps: CalendarDeps) {
     apiUrl: config.CALENDAR_API_URL,
   });
   const state = createCalendarState(secretsKey, now);
+  const stateCookie = createCalendarStateCookie(secretsKey, now);
   const redirectUri = `${config.PUBLIC_URL}/api/calendar/callback`;
   const seal = (v: string) => encryptSecret(secretsKey, v);
   const open = (v: string) => decryptSecret(secretsKey, v);
@@ -130,8 +134,13 @@ export function createCalendarService(deps: CalendarDeps) {
   };
 
   return {
-    /** POST connect / GET auth: the provider's consent URL with a fresh signed state (§4.6). */
-    authUrl(userId: string): string {
+    /**
+     * POST connect / GET auth: the provider's consent URL with a fresh signed state (§4.6), and
+     * the cookie holding that state, which the route sets on this answer: only the browser that
+     * asked can finish the connect.
+     */
+    connect(userId: string): ConnectStart {
+      const issued = state.issue(userId);
       const url = new URL(config.CALENDAR_AUTH_URL);
       url.search = new URLSearchParams({
         client_id: clientId,
@@ -143,28 +152,44 @@ export function createCalendarService(deps: CalendarDeps) {
         access_type: 'offline',
         prompt: 'consent',
         include_granted_scopes: 'true',
-        state: state.issue(userId),
+        state: issued,
       }).toString();
-      return url.toString();
+      return { authUrl: url.toString(), stateCookie: stateCookie.seal(issued) };
     },
 
     /**
      * GET /api/calendar/callback (§4.6): the provider's error, `no_code`, `missing_state`,
-     * `invalid_state` (bad signature, older than 10 minutes, or started by another signed-in
-     * user), `token_failed`, `unknown`; else the connection is stored for the state's user.
+     * `invalid_state`, `not_signed_in`, `token_failed`, `unknown`; else the connection is stored
+     * for the state's user.
+     *
+     * A connect link is bound to the browser and the account that asked for it, once. Otherwise
+     * whoever opens someone's link and consents (signed out, or in another browser) attaches their
+     * own calendar to that account, which then reads it and sends invitations from it. So besides
+     * a valid state (signature, under 10 minutes) the callback wants a session (`not_signed_in`),
+     * of the state's user, the sealed cookie `connect` set in this browser holding this very state,
+     * and a state not used before (its nonce is recorded: a replay, even with a copied cookie, is
+     * refused); each of those failing is `invalid_state`. The code is not exchanged then.
      */
     async callback(
       query: { code?: string | undefined; state?: string | undefined; error?: string | undefined },
+      sealedState: string | undefined,
       sessionUserId: string | null,
     ): Promise<CallbackOutcome> {
       if (query.error) return { error: query.error.slice(0, 100) };
       if (!query.code) return { error: 'no_code' };
       if (!query.state) return { error: 'missing_state' };
       const checked = state.verify(query.state);
-      // a signed-in browser finishing someone else's connect would otherwise attach that
-      // person's calendar to the account in the state
-      if (!checked.ok || (sessionUserId !== null && sessionUserId !== checked.userId)) return { error: 'invalid_state' };
+      if (!checked.ok) return { error: 'invalid_state' };
       const userId = checked.userId;
+      const refused = (error: 'invalid_state' | 'not_signed_in', reason: string) => {
+        deps.log?.warn({ userId, reason }, 'calendar callback refused');
+        return { error };
+      };
+      if (sessionUserId === null) return refused('not_signed_in', 'no session');
+      if (sessionUserId !== userId) return refused('invalid_state', 'another user is signed in');
+      if (!stateCookie.matches(sealedState, query.state)) return refused('invalid_state', 'no state cookie of this state in this browser');
+      const fresh = await db.withUser(userId, (trx) => calendarRepo.spendState(trx, userId, checked.nonce, new Date(checked.expiresAt)));
+      if (!fresh) return refused('invalid_state', 'state already used');
       let tokens: Awaited<ReturnType<CalendarClient['exchangeCode']>>;
       try {
         tokens = await client.exchangeCode(query.code, redirectUri);

@@ -6,11 +6,8 @@
  */
 import { LIMITS } from '../../config/limits.ts';
 import { badRequest } from '../../lib/errors.ts';
+import { hasUnstorableText } from '../../lib/unstorable-text.ts';
 import type { JsonObject } from './config.types.ts';
-
-/** Strings PostgreSQL's jsonb refuses: NUL and unpaired UTF-16 surrogates. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching NUL is the point
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * Walks the value iteratively (a hostile body must not blow the stack): too deep, or a key or
@@ -22,13 +19,13 @@ function unstorable(value: unknown): 'depth' | 'text' | undefined {
   while (stack.length) {
     const [v, d] = stack.pop()!;
     if (typeof v === 'string') {
-      if (UNSTORABLE.test(v)) return 'text';
+      if (hasUnstorableText(v)) return 'text';
       continue;
     }
     if (v === null || typeof v !== 'object') continue;
     if (d > LIMITS.configMaxDepth) return 'depth';
     for (const [k, child] of Object.entries(v as object)) {
-      if (UNSTORABLE.test(k)) return 'text';
+      if (hasUnstorableText(k)) return 'text';
       stack.push([child, d + 1]);
     }
   }

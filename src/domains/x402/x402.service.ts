@@ -7,11 +7,15 @@
  * daily cap per user) and given back when the call fails (./x402.charge.ts).
  *
  * Validation lives here rather than in the route schema because a refused payment must still be
- * audited, and because §4.11 fixes the texts and their order.
+ * audited, and because §4.11 fixes the texts and their order. An action names one of the caller's
+ * own agents: any other id (someone else's, or none) is 404 `Agent not found`, after the field
+ * rules and before the gateway is called or anything is charged, so a tenant can neither join
+ * another's agent to a colony with a wallet of their choosing nor read its fitness or pricing.
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/client.ts';
-import { AppError, badRequest, unauthorized } from '../../lib/errors.ts';
+import { AppError, badRequest, notFound, unauthorized } from '../../lib/errors.ts';
+import { agentsRepo } from '../agents/agents.repo.ts';
 import type { X402Charges } from './x402.charge.ts';
 import type { X402Gateway, X402Result } from './x402.client.ts';
 import { type X402AuditRow, x402Repo } from './x402.repo.ts';
@@ -24,6 +28,8 @@ export const X402_MAX_AMOUNT = 100;
 /** §4.11 error texts, exactly. */
 export const X402_ERRORS = {
   agentIdRequired: 'agentId required',
+  // ours: the agent is not one of the caller's (§4.11 shows no text for it)
+  agentNotFound: 'Agent not found',
   invalidAmount: 'Invalid amount',
   amountTooHigh: 'Amount exceeds $100 limit. Contact support for higher limits.',
   recipientRequired: 'Recipient required',
@@ -72,11 +78,20 @@ export function createX402Service(deps: { db: Db; gateway: X402Gateway | undefin
     return v.trim();
   }
 
-  async function joinColony(body: X402Body) {
+  /** Whether `agentId` is one of the user's agents: read under their row-level security. */
+  const ownsAgent = async (user: X402User, agentId: string) =>
+    (await db.withUser(user.id, (trx) => agentsRepo.findAgent(trx, agentId))) !== undefined;
+  const agentNotFound = () => notFound(X402_ERRORS.agentNotFound);
+  const requireOwnAgent = async (user: X402User, agentId: string) => {
+    if (!(await ownsAgent(user, agentId))) throw agentNotFound();
+  };
+
+  async function joinColony(user: X402User, body: X402Body) {
     const agentId = agentIdOf(body);
     const wallet = body.walletAddress;
     if (wallet === undefined || wallet === null || wallet === '') throw badRequest(X402_ERRORS.walletRequired);
     if (typeof wallet !== 'string' || !isX402Address(wallet)) throw badRequest(X402_ERRORS.invalidWallet);
+    await requireOwnAgent(user, agentId);
     const r = await gatewayOrThrow().joinColony({ agentId, walletAddress: wallet });
     if (r.ok) return r.body;
     // §4.11: 402 `Colony join failed: 402 ...`; 502 `Colony join failed: <status> ...`; 503 `Colony gateway unreachable`
@@ -98,9 +113,9 @@ export function createX402Service(deps: { db: Db; gateway: X402Gateway | undefin
       method: body.method === undefined ? 'default' : typeof body.method === 'string' ? body.method : null,
     };
     const attemptId = randomUUID();
-    const refuse = async (error: string) => {
+    const refuse = async (error: string, answer: AppError = badRequest(error)) => {
       await audit(user, { attemptId, ...raw, outcome: 'refused', error });
-      return badRequest(error);
+      return answer;
     };
     let agentId: string;
     try {
@@ -117,6 +132,7 @@ export function createX402Service(deps: { db: Db; gateway: X402Gateway | undefin
     if (raw.recipient === null || !isX402Address(raw.recipient)) throw await refuse(X402_ERRORS.invalidRecipient);
     if (body.endpoint !== undefined && (raw.endpoint === null || !SLUG.test(raw.endpoint))) throw await refuse(X402_ERRORS.invalidEndpoint);
     if (raw.method === null || !TOKEN.test(raw.method)) throw await refuse(X402_ERRORS.invalidMethod);
+    if (!(await ownsAgent(user, agentId))) throw await refuse(X402_ERRORS.agentNotFound, agentNotFound());
 
     const input = {
       agentId,
@@ -195,13 +211,15 @@ export function createX402Service(deps: { db: Db; gateway: X402Gateway | undefin
       if (!user) throw unauthorized(X402_ERRORS.authRequired);
       switch (action as Exclude<X402Action, 'endpoints'>) {
         case 'join-colony':
-          return joinColony(body);
+          return joinColony(user, body);
         case 'fitness': {
-          const agentId = agentIdOf(body); // 400 before 503: bad input is the caller's to fix first
+          const agentId = agentIdOf(body); // 400 and 404 before 503: the caller's to fix first
+          await requireOwnAgent(user, agentId);
           return bodyOf(await gatewayOrThrow().fitness(agentId));
         }
         case 'pricing': {
           const agentId = agentIdOf(body);
+          await requireOwnAgent(user, agentId);
           return bodyOf(await gatewayOrThrow().pricing(agentId));
         }
         case 'pay':

@@ -259,7 +259,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.usageReport && usageRoutes({ report: services.usageReport }),
     services.usageReport && agentUsageRoutes({ report: services.usageReport, budgets: services.ai.budgets }),
     services.files && browseWebRoutes({ files: services.files }),
-    calendarRoutes({ calendar: services.calendar, session }),
+    calendarRoutes({ calendar: services.calendar, session, secure: config.secureCookies }),
     services.x402 && x402Routes({ x402: services.x402, session }),
     // the dashboard (dashboard/, docs/dashboard.md): static pages, hidden from the OpenAPI description
     dashboardRoutes({ distDir: config.DASHBOARD_DIR }),

@@ -129,10 +129,12 @@ export const adminRoutes = (deps: { admin: AdminService }): RouteModule<'session
             "Credits `amountUsd` to the user's session wallet through the ledger, creating the wallet when the user has none; the " +
             "journal row carries the `note` and the admin's id, and the user sees it in GET /api/wallet/journal. The balance pays for " +
             'gateway calls (POST /api/v1/gateway with a session or an `sk_` key). `amountUsd`: a JSON number, more than 0 and at most ' +
-            `${ADMIN_CREDIT_MAX_USD}, in whole cents (400 otherwise). ` +
+            `${ADMIN_CREDIT_MAX_USD}, in whole cents (400 otherwise). \`note\`: at most ${ADMIN_CREDIT_NOTE_MAX} characters without a NUL ` +
+            'character or an unpaired surrogate (400 before anything is credited: it could not be stored as sent). ' +
             'Header `Idempotency-Key` (required, 1-200 visible ASCII characters): one credit per key and admin. A repeat with the same ' +
             'key, even concurrent, credits nothing and answers the first credit again with header `Idempotent-Replayed: true`; the ' +
-            'same key with another user, amount or note is 409 `IDEMPOTENCY_KEY_REUSED`. 401 signed out, 403 `ADMIN_REQUIRED` for ' +
+            'same key with another user, amount or note is 409 `IDEMPOTENCY_KEY_REUSED` (never the request that credited). 401 signed ' +
+            'out, 403 `ADMIN_REQUIRED` for ' +
             'non-admins, 404 for an unknown user.',
           params: z.object({ id: z.uuid({ error: 'Invalid user id' }) }),
           headers: z

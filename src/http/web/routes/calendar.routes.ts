@@ -3,7 +3,7 @@
  * operation, and the OAuth callback the provider redirects to. Without CALENDAR_CLIENT_ID and
  * CALENDAR_CLIENT_SECRET the module still answers: status `{connected:false}`, everything else 503.
  */
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import {
@@ -19,7 +19,8 @@ import {
   responses,
   updateEventInput,
 } from '../../../domains/calendar/calendar.schemas.ts';
-import type { CalendarService } from '../../../domains/calendar/calendar.service.ts';
+import type { CalendarService, ConnectStart } from '../../../domains/calendar/calendar.service.ts';
+import { CALENDAR_STATE_COOKIE, CALENDAR_STATE_COOKIE_PATH } from '../../../domains/calendar/calendar.state.ts';
 import { AppError, badRequest } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
@@ -37,10 +38,19 @@ const ERRORS_TEXT =
 export const calendarRoutes = (deps: {
   calendar: CalendarService | undefined;
   session: SessionAuth;
+  /** Secure cookies (PUBLIC_URL is https) */
+  secure: boolean;
 }): RouteModule<'session' | 'public'> => {
   const service = (): CalendarService => {
     if (!deps.calendar) throw new AppError('CALENDAR_NOT_CONFIGURED', 'Calendar is not configured on this server');
     return deps.calendar;
+  };
+  // Lax: the provider's redirect back is a top-level GET, which carries it; sent to the callback only
+  const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure: deps.secure, path: CALENDAR_STATE_COOKIE_PATH };
+  /** Binds the connect to this browser (calendar.state.ts); the answer's consent URL for the caller. */
+  const startConnect = (reply: FastifyReply, start: ConnectStart) => {
+    reply.setCookie(CALENDAR_STATE_COOKIE, start.stateCookie, { ...cookieOptions, maxAge: LIMITS.calendarStateTtlMs / 1000 });
+    return start.authUrl;
   };
   /** `action` from the query or the JSON body (§4.6 names only the parameter). */
   const actionOf = (request: FastifyRequest) =>
@@ -55,7 +65,8 @@ export const calendarRoutes = (deps: {
           summary: 'Calendar: status, auth, list, availability (§4.6)',
           description:
             '`?action=` selects: `status` (default) `{connected}`, `{connected:false}` without a session; `auth` redirects (302) to the ' +
-            "provider's consent page with a signed state, or to `/login` without a session; `list` `{events, timezone}` between `start` " +
+            "provider's consent page with a signed state (and sets the state cookie, as `connect` does), or to `/login` without a " +
+            'session; `list` `{events, timezone}` between `start` ' +
             `(default now) and \`end\` (default now plus ${LIMITS.calendarListDefaultDays} days), recurring events expanded; ` +
             '`availability` `{availableSlots, busySlots, date, timezone}`: the one-hour slots from ' +
             `${LIMITS.calendarSlotFirstHour}:00 to ${LIMITS.calendarSlotEndHour}:00 of \`date\` (default today) in the calendar's timezone, ` +
@@ -81,7 +92,7 @@ export const calendarRoutes = (deps: {
               return { connected: user && deps.calendar ? await deps.calendar.connected(user.id) : false };
             case 'auth':
               if (!user) return reply.redirect('/login');
-              return reply.redirect(service().authUrl(user.id));
+              return reply.redirect(startConnect(reply, service().connect(user.id)));
             case 'list': {
               const id = currentUser(request).id;
               return service().list(id, parseInput(listInput, request.query));
@@ -103,7 +114,9 @@ export const calendarRoutes = (deps: {
           summary: 'Calendar: connect, create-event, update-event, delete-event, quick-add (§4.6)',
           description:
             '`action` in the body (or `?action=`) selects: `connect` `{authUrl}` (the consent URL; its `state` is HMAC-signed, bound to ' +
-            `this user and valid ${MINUTES} minutes; offline access, so a refresh token); \`create-event\` with \`title\`, \`start\`, \`end\` ` +
+            `this user and valid ${MINUTES} minutes; offline access, so a refresh token) and sets \`${CALENDAR_STATE_COOKIE}\`, an ` +
+            'encrypted HttpOnly cookie for the callback path holding that state: only this browser, signed in as this user, can finish ' +
+            'the connect, once; `create-event` with `title`, `start`, `end` ' +
             'required and `description`, `location`, `attendees` (emails) optional → `{success, eventId, event}`; `update-event` with ' +
             '`eventId` and any of `title`, `description`, `start`, `end`, `location` → `{success, event}` (a PATCH: only the given fields ' +
             'change); `delete-event` with `eventId` → `{success:true}`; `quick-add` with `text` (natural language, parsed by the provider) ' +
@@ -121,14 +134,14 @@ export const calendarRoutes = (deps: {
             503: errorSchema,
           },
         },
-        handler: async (request) => {
+        handler: async (request, reply) => {
           const userId = currentUser(request).id;
           const action = actionOf(request);
           const body = request.body;
           if (typeof action !== 'string' || !(ACTIONS.post as readonly string[]).includes(action)) throw invalidAction();
           switch (action) {
             case 'connect':
-              return { authUrl: service().authUrl(userId) };
+              return { authUrl: startConnect(reply, service().connect(userId)) };
             case 'create-event':
               return service().createEvent(userId, parseInput(createEventInput, body));
             case 'update-event':
@@ -149,11 +162,13 @@ export const calendarRoutes = (deps: {
           summary: 'Calendar OAuth callback (§4.6)',
           description:
             'The provider redirects the browser here. Verifies the state (signature, age under ' +
-            `${MINUTES} minutes, and when a session is present that it is the user who started), exchanges \`code\`, reads the primary ` +
-            "calendar's id and timezone, stores the connection (tokens encrypted at rest) for the state's user and redirects (302) to " +
-            `\`${CALENDAR_PAGE}?connected=true\`. Otherwise to \`${CALENDAR_PAGE}?error=<value>\`: the provider's \`error\` ` +
-            '(e.g. `access_denied`), `no_code`, `missing_state`, `invalid_state`, `token_failed` (the code exchange failed), `unknown` ' +
-            '(anything after it, or calendars not configured).',
+            `${MINUTES} minutes), that the browser is signed in as the user who started, that it holds the \`${CALENDAR_STATE_COOKIE}\` ` +
+            'cookie `connect` set with this state (the cookie is cleared whatever the outcome), and that the state was not used before; ' +
+            "then exchanges `code`, reads the primary calendar's id and timezone, stores the connection (tokens encrypted at rest) for " +
+            `the state's user and redirects (302) to \`${CALENDAR_PAGE}?connected=true\`. Otherwise to \`${CALENDAR_PAGE}?error=<value>\`: ` +
+            "the provider's `error` (e.g. `access_denied`), `no_code`, `missing_state`, `invalid_state` (bad signature, expired, " +
+            "another user signed in, not this browser's state, or already used), `not_signed_in` (no session: sign in and connect " +
+            'again), `token_failed` (the code exchange failed), `unknown` (anything after it, or calendars not configured).',
           querystring: z
             .object({
               code: z.string().optional().describe('the authorization code'),
@@ -168,8 +183,11 @@ export const calendarRoutes = (deps: {
           const q = request.query as { code?: unknown; state?: unknown; error?: unknown };
           const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
           const user = await deps.session.user(request);
+          const sealed = request.cookies[CALENDAR_STATE_COOKIE];
+          // one cookie, one attempt: cleared whatever the outcome
+          if (sealed !== undefined) reply.clearCookie(CALENDAR_STATE_COOKIE, cookieOptions);
           const outcome = deps.calendar
-            ? await deps.calendar.callback({ code: str(q.code), state: str(q.state), error: str(q.error) }, user?.id ?? null)
+            ? await deps.calendar.callback({ code: str(q.code), state: str(q.state), error: str(q.error) }, sealed, user?.id ?? null)
             : { error: 'unknown' };
           const target =
             'connected' in outcome ? `${CALENDAR_PAGE}?connected=true` : `${CALENDAR_PAGE}?error=${encodeURIComponent(outcome.error)}`;

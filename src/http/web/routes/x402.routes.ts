@@ -15,7 +15,9 @@ const actionBody = z
   .object(
     {
       action: field(`Required, one of: ${X402_ACTIONS.join(', ')}`),
-      agentId: field(`string; required for every action but \`endpoints\` (400 \`${X402_ERRORS.agentIdRequired}\`)`),
+      agentId: field(
+        `string; required for every action but \`endpoints\` (400 \`${X402_ERRORS.agentIdRequired}\`): one of the caller's agents (404 \`${X402_ERRORS.agentNotFound}\`)`,
+      ),
       walletAddress: field(
         `string; \`join-colony\` only, required (400 \`${X402_ERRORS.walletRequired}\`): an EVM or Solana address (400 \`${X402_ERRORS.invalidWallet}\`)`,
       ),
@@ -52,6 +54,8 @@ const ACTIONS_DESCRIPTION = [
   'Every `pay` attempt of a signed-in user, accepted or refused, is recorded in an audit the user cannot change ' +
     '(user email, agent, amount, currency, recipient, endpoint, method, outcome); a call that reaches the gateway is recorded before it is made.',
   `Order of checks: \`action\` (400 \`${X402_ERRORS.invalidAction}\`), the session (401 \`${X402_ERRORS.authRequired}\`), the fields, ` +
+    `that \`agentId\` is one of the caller's agents (404 \`${X402_ERRORS.agentNotFound}\`, also for another user's agent; for \`pay\` ` +
+    'audited as `refused`, nothing charged), ' +
     `then the gateway (503 \`${X402_ERRORS.notConfigured}\` when X402_GATEWAY_URL is unset). ` +
     `A gateway failure, timeout, error status or unreadable answer for fitness, pricing, endpoints or pay: 500 \`${X402_ERRORS.gatewayError}\`.`,
   'For unauthenticated fitness or pricing calls the dashboard shows fallback defaults (score 50, tier `new`).',
@@ -88,6 +92,7 @@ export const x402Routes = (deps: { x402: X402Service; session: SessionAuth }): R
           200: z.unknown().describe("The gateway's JSON answer, unchanged"),
           400: errorSchema,
           401: errorSchema,
+          404: errorSchema.describe(`\`${X402_ERRORS.agentNotFound}\`: \`agentId\` is not one of the caller's agents`),
           402: errorSchema.describe(
             'join-colony: the gateway answered 402; pay: the wallet balance does not cover `amount` (`insufficient_balance`)',
           ),
