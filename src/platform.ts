@@ -227,7 +227,13 @@ export function createPlatform(deps: PlatformDeps) {
   // §4.17 file explorer: one service behind the backend's key routes and the web app's session routes
   const files = createFilesService({ db, driver });
   const underground = createUnderground({ config, db, secrets: deps.secrets, ledger }); // §4.15 events, agent wallets, royalty splits
-  const { bus: undergroundBus, jobs: undergroundBusJobs } = createUndergroundBus({ config, db, log, timings: deps.undergroundBus }); // §4.15 bus
+  const { bus: undergroundBus, jobs: undergroundBusJobs } = createUndergroundBus({
+    config,
+    db,
+    log,
+    rateLimiter,
+    timings: deps.undergroundBus,
+  }); // §4.15 bus
   // §4.6 calendar connections, when the OAuth client is configured
   const calendar = config.configured.calendar
     ? createCalendarService({

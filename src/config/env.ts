@@ -166,6 +166,8 @@ const envSchema = z.object({
   HEARTBEAT_TIMEOUT_MS: positiveInt(120_000),
   // added (§4.15 Underground bus): deliver to agents' webhooks on private, loopback or link-local addresses (SSRF guard off)
   UNDERGROUND_ALLOW_PRIVATE_WEBHOOKS: bool(false),
+  // added (§4.15 Underground bus): messages per sending agent per minute; over it 429 with Retry-After
+  UNDERGROUND_BUS_RATE_LIMIT: positiveInt(60),
   // added (§3 container health): /healthz probes before a running unit counts as `starting`, and the wait between them (§4.12: 2 s)
   CONTAINER_HEALTH_RETRIES: positiveInt(3),
   CONTAINER_HEALTH_INTERVAL_MS: positiveInt(2_000),

@@ -164,4 +164,16 @@ export const LIMITS = {
   /** not shown: a failed security event is tried again after this, doubling, up to riscMaxAttempts */
   riscRetryBaseMs: 5 * 1000,
   riscMaxAttempts: 8,
+  /**
+   * Underground bus (§4.15, not shown; docs/underground.md "Delivery"): the window of
+   * UNDERGROUND_BUS_RATE_LIMIT (messages per sending agent); one webhook call's time limit (connect
+   * and answer); the lease a claimed delivery holds, well past that limit, after which another
+   * worker may take it; deliveries in flight per process, and per target host across every process,
+   * so one slow host holds at most two slots and never the whole bus.
+   */
+  undergroundBusSendWindowMs: 60_000,
+  undergroundBusDeliveryTimeoutMs: 5_000,
+  undergroundBusLeaseMs: 30_000,
+  undergroundBusMaxInFlight: 16,
+  undergroundBusMaxInFlightPerTarget: 2,
 } as const;

@@ -401,12 +401,15 @@ export interface UndergroundBusDeliveries {
   delivered_at: Timestamp | null;
   id: Generated<number>;
   last_error: string | null;
+  lease_until: Timestamp | null;
+  locked_by: string | null;
   message_id: string;
   next_attempt_at: Generated<Timestamp>;
   payload: Json;
   recipient_agent_id: string;
   state: Generated<string>;
   target: string;
+  target_host: Generated<string>;
 }
 
 export interface UndergroundBusMessages {

@@ -7,7 +7,7 @@
 import { type Hex, keccak256, toBytes } from 'viem';
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll } from 'vitest';
-import { createBusService } from '../../src/domains/underground/bus.service.ts';
+import { type BusServiceOptions, createBusService } from '../../src/domains/underground/bus.service.ts';
 import { encryptSecret } from '../../src/lib/crypto.ts';
 import { type FakeWebhook, startFakeWebhook } from '../fakes/webhook.ts';
 import { startTestPlatform, TEST_SECRETS, type TestPlatform } from '../helpers/platform.ts';
@@ -22,8 +22,8 @@ export const keyB = privateKeyToAccount(generatePrivateKey());
 export const stranger = privateKeyToAccount(generatePrivateKey());
 
 /** A delivery worker of its own, as a second backend process would run (retries after 20 ms). */
-export const newBus = (allowPrivate = true, retryBaseMs = 20) =>
-  createBusService({ db: t.database.db, allowPrivateWebhooks: allowPrivate, retryBaseMs });
+export const newBus = (allowPrivate = true, retryBaseMs = 20, more: Partial<BusServiceOptions> = {}) =>
+  createBusService({ db: t.database.db, allowPrivateWebhooks: allowPrivate, retryBaseMs, ...more });
 export const drain = async (bus = newBus()) => {
   while (await bus.processNext()) {}
   await bus.close();
@@ -61,10 +61,10 @@ export const send = (body: unknown) => t.backend.inject({ method: 'POST', url: '
 export const deliveries = (messageId: string) =>
   t.database.db.kysely.selectFrom('underground_bus_deliveries').selectAll().where('message_id', '=', messageId).execute();
 
-/** Registers the file's setup: a platform allowing private webhooks (the local receivers), agents, wallets. */
-export function setupBusFixture() {
+/** Registers the file's setup: a platform allowing private webhooks (the local receivers), agents, wallets; `env` adds settings. */
+export function setupBusFixture(env: Record<string, string> = {}) {
   beforeAll(async () => {
-    t = await startTestPlatform({ UNDERGROUND_ALLOW_PRIVATE_WEBHOOKS: 'true' });
+    t = await startTestPlatform({ UNDERGROUND_ALLOW_PRIVATE_WEBHOOKS: 'true', ...env });
     [hookB, hookC] = await Promise.all([startFakeWebhook(), startFakeWebhook()]);
     const k = t.database.db.kysely;
     // agents of different users; the rows are setup, not the behaviour under test

@@ -8,6 +8,7 @@ import type { DB } from '../../db/types.gen.ts';
 
 type Conn = Kysely<DB> | Tx;
 
+/** A claimed delivery; `attempts` counts the attempt it was claimed for. */
 export type DeliveryRow = { id: number; message_id: string; target: string; payload: unknown; attempts: number };
 
 export type NegotiationRow = {
@@ -133,40 +134,85 @@ export const busRepo = {
       .execute();
   },
 
-  /** The oldest due pending delivery, locked for this transaction; other workers skip it. */
-  takeDue(trx: Tx): Promise<DeliveryRow | undefined> {
-    return trx
-      .selectFrom('underground_bus_deliveries')
-      .select(['id', 'message_id', 'target', 'payload', 'attempts'])
-      .where('state', '=', 'pending')
-      .where('next_attempt_at', '<=', sql<Date>`now()`)
-      .orderBy('next_attempt_at')
-      .orderBy('id')
-      .limit(1)
-      .forUpdate()
-      .skipLocked()
-      .executeTakeFirst() as Promise<DeliveryRow | undefined>;
+  /**
+   * Claims the oldest due delivery and commits the claim: `attempts` counts this attempt, and the
+   * row carries the claim's `token` and a lease of `leaseMs` (due again when the lease passes, in
+   * case this worker dies mid-call). Skipped: rows another worker holds, and rows whose target host
+   * already has `perTargetCap` deliveries in flight, so one slow host cannot take every slot.
+   * Claims are serialised by a transaction-scoped advisory lock (one short statement each), so the
+   * per-host count holds across replicas. In the same transaction a job whose lease passed after
+   * its last attempt (`maxAttempts`) is failed for good.
+   */
+  claimDue(
+    db: Kysely<DB>,
+    c: { token: string; leaseMs: number; perTargetCap: number; maxAttempts: number },
+  ): Promise<DeliveryRow | undefined> {
+    return db.transaction().execute(async (trx) => {
+      await sql`SELECT pg_advisory_xact_lock(hashtext('underground_bus_deliveries claim'))`.execute(trx);
+      await trx
+        .updateTable('underground_bus_deliveries')
+        .set({
+          state: 'failed',
+          last_error: 'the worker of the last attempt stopped before recording its outcome',
+          locked_by: null,
+          lease_until: null,
+        })
+        .where('state', '=', 'pending')
+        .where('lease_until', '<=', sql<Date>`now()`)
+        .where('attempts', '>=', c.maxAttempts)
+        .execute();
+      const r = await sql<DeliveryRow>`
+        UPDATE underground_bus_deliveries d
+           SET attempts = d.attempts + 1, locked_by = ${c.token},
+               lease_until = now() + make_interval(secs => ${c.leaseMs / 1000})
+         WHERE d.id = (
+           SELECT j.id FROM underground_bus_deliveries j
+            WHERE j.state = 'pending' AND j.next_attempt_at <= now()
+              AND (j.lease_until IS NULL OR j.lease_until <= now())
+              AND j.attempts < ${c.maxAttempts}
+              AND (SELECT count(*) FROM underground_bus_deliveries f
+                    WHERE f.target_host = j.target_host AND f.lease_until > now()) < ${c.perTargetCap}
+            ORDER BY j.next_attempt_at, j.id
+            LIMIT 1
+            FOR UPDATE SKIP LOCKED)
+        RETURNING d.id, d.message_id, d.target, d.payload, d.attempts`.execute(trx);
+      return r.rows[0];
+    });
   },
 
-  markDelivered(trx: Tx, id: number) {
-    return trx
+  /** The webhook took it (fenced by the claim's token: nothing changes when the claim was lost). */
+  markDelivered(db: Conn, id: number, token: string) {
+    return db
       .updateTable('underground_bus_deliveries')
-      .set({ state: 'delivered', attempts: sql<number>`attempts + 1`, last_error: null, delivered_at: sql<Date>`now()` })
+      .set({ state: 'delivered', last_error: null, delivered_at: sql<Date>`now()`, locked_by: null, lease_until: null })
       .where('id', '=', id)
+      .where('locked_by', '=', token)
       .execute();
   },
 
-  /** A failed attempt: pending again after `retryInMs`, or failed for good after the last one. */
-  markFailed(trx: Tx, id: number, error: string, retryInMs: number | null) {
-    return trx
+  /** A failed attempt: pending again after `retryInMs`, or failed for good after the last one (fenced by the token). */
+  markFailed(db: Conn, id: number, token: string, error: string, retryInMs: number | null) {
+    return db
       .updateTable('underground_bus_deliveries')
       .set({
         state: retryInMs === null ? 'failed' : 'pending',
-        attempts: sql<number>`attempts + 1`,
         last_error: error.slice(0, 500),
         next_attempt_at: sql<Date>`now() + make_interval(secs => ${(retryInMs ?? 0) / 1000})`,
+        locked_by: null,
+        lease_until: null,
       })
       .where('id', '=', id)
+      .where('locked_by', '=', token)
+      .execute();
+  },
+
+  /** Gives a claim back (its worker is stopping and aborted the call): the attempt is not counted, the job is due at once. */
+  release(db: Conn, id: number, token: string) {
+    return db
+      .updateTable('underground_bus_deliveries')
+      .set({ attempts: sql<number>`greatest(attempts - 1, 0)`, locked_by: null, lease_until: null })
+      .where('id', '=', id)
+      .where('locked_by', '=', token)
       .execute();
   },
 };

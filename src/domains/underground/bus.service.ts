@@ -3,22 +3,30 @@
  * or session: the message authenticates itself with its sender's wallet signature (./bus-message.ts).
  * Accepting a message is one transaction: the message under its messageId (a replay is acknowledged
  * and not delivered again), its BOOKING_/AMPLIFY_ step (./bus-steps.ts), and one delivery job per
- * recipient. The jobs are delivered by src/workers/underground-bus.ts through `processNext`, with
- * retries and exponential backoff, only to public addresses unless the operator allows private ones
- * (./bus-address-guard.ts).
+ * recipient. A sending agent sends at most UNDERGROUND_BUS_RATE_LIMIT messages a minute (counted
+ * once its signature is verified, so nobody else can spend an agent's allowance; replays are free).
+ *
+ * The jobs are delivered by src/workers/underground-bus.ts through `claimNext`: the claim is a
+ * committed lease on the job (./bus.repo.ts `claimDue`), the webhook is called with no transaction
+ * or pool connection held, for at most LIMITS.undergroundBusDeliveryTimeoutMs, and the outcome is
+ * a second short write. Many jobs are delivered at once, at most two per target host, so a webhook
+ * that never answers delays only its own deliveries. Retries back off exponentially; deliveries go
+ * only to global unicast addresses unless the operator allows private ones (./bus-address-guard.ts).
  */
+import { randomUUID } from 'node:crypto';
 // undici's own fetch: Node's global fetch may bundle another undici version than the dispatcher's
 import { fetch as fetchWithDispatcher } from 'undici';
+import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
-import { AppError, badRequest, conflict, unauthorized } from '../../lib/errors.ts';
-import { busRepo } from './bus.repo.ts';
-import { checkWebhookUrl, createGuardedDispatcher, WebhookAddressError } from './bus-address-guard.ts';
+import { AppError, badRequest, conflict, tooManyRequests, unauthorized } from '../../lib/errors.ts';
+import type { RateLimiter } from '../../lib/rate-limiter.ts';
+import { busRepo, type DeliveryRow } from './bus.repo.ts';
+import { checkWebhookTarget, checkWebhookUrl, createGuardedDispatcher, WebhookAddressError } from './bus-address-guard.ts';
 import { type AgentMessage, BUS_MESSAGE_MAX_AGE_MS, messageHash, recoverSigner } from './bus-message.ts';
 import { amplificationRecipients, checkBookingPayload, negotiate } from './bus-steps.ts';
 
 /** Delivery attempts before a job is marked failed for good (about an hour of backoff with the defaults). */
 export const BUS_MAX_ATTEMPTS = 10;
-export const BUS_DELIVERY_TIMEOUT_MS = 10_000;
 const MAX_BACKOFF_MS = 30 * 60_000;
 
 export type BusLogger = { warn(obj: object, msg: string): void; info?(obj: object, msg: string): void };
@@ -28,9 +36,18 @@ export type BusServiceOptions = {
   /** UNDERGROUND_ALLOW_PRIVATE_WEBHOOKS */
   allowPrivateWebhooks: boolean;
   now?: () => Date;
+  /**
+   * The per-sender send limit: `perMinute` messages per sending agent (UNDERGROUND_BUS_RATE_LIMIT),
+   * counted by `limiter` (shared by every replica with REDIS_URL). Absent: no limit (a service
+   * that only delivers, as the tests' extra workers).
+   */
+  sendRate?: { limiter: RateLimiter; perMinute: number };
   /** first retry delay; attempt n waits retryBaseMs * 2^(n-1), capped at 30 minutes (default 5 s) */
   retryBaseMs?: number;
+  /** one webhook call, connect to answer (default LIMITS.undergroundBusDeliveryTimeoutMs) */
   deliveryTimeoutMs?: number;
+  /** how long a claim holds a job before another worker may take it (default LIMITS.undergroundBusLeaseMs; keep it well above the timeout) */
+  leaseMs?: number;
   logger?: BusLogger;
   /** a delivery job was just written (the worker of this process wakes) */
   onEnqueued?: () => void;
@@ -42,7 +59,9 @@ export function createBusService(options: BusServiceOptions) {
   const { db } = options;
   const now = options.now ?? (() => new Date());
   const retryBaseMs = options.retryBaseMs ?? 5_000;
-  const dispatcher = createGuardedDispatcher(options.allowPrivateWebhooks, options.deliveryTimeoutMs ?? BUS_DELIVERY_TIMEOUT_MS);
+  const timeoutMs = options.deliveryTimeoutMs ?? LIMITS.undergroundBusDeliveryTimeoutMs;
+  const leaseMs = options.leaseMs ?? LIMITS.undergroundBusLeaseMs;
+  const dispatcher = createGuardedDispatcher(options.allowPrivateWebhooks, timeoutMs);
 
   async function authenticate(m: AgentMessage): Promise<void> {
     const wallet = await busRepo.walletAddress(db.kysely, m.from);
@@ -72,6 +91,107 @@ export function createBusService(options: BusServiceOptions) {
     return out;
   }
 
+  /** Counts one message of `from` against its send rate; 429 past it. The handle takes the hit back. */
+  async function countSend(from: string) {
+    const rate = options.sendRate;
+    if (!rate) return undefined;
+    const key = `underground-bus:${from}`;
+    const d = await rate.limiter.consume(key, rate.perMinute, LIMITS.undergroundBusSendWindowMs);
+    if (!d.allowed)
+      throw tooManyRequests(`Too many messages: agent ${from} may send at most ${rate.perMinute} per minute on the bus; try again later`, {
+        retryAfter: Math.max(1, Math.ceil(d.retryAfterMs / 1000)),
+      });
+    return { release: () => rate.limiter.release(key) };
+  }
+
+  /** Records a new message with its step and delivery jobs; `replayed` when a concurrent copy won its messageId. */
+  async function accept(m: AgentMessage, hash: string, replay: (seen: string | undefined) => SendResult | undefined): Promise<SendResult> {
+    // input checks and address resolution before the transaction (no DNS while holding locks)
+    const booking = m.action.startsWith('BOOKING_');
+    const amplify = m.action.startsWith('AMPLIFY_');
+    if (booking) checkBookingPayload(m, now());
+    const extra = amplify ? amplificationRecipients(m) : [];
+    const recipients = await targets([m.to, ...extra]);
+    const result = await db.kysely.transaction().execute(async (trx) => {
+      const step = booking
+        ? { negotiation: await negotiate(trx, m, now()) }
+        : amplify
+          ? { amplification: { recipients: extra } }
+          : undefined;
+      if (!(await busRepo.recordMessage(trx, { messageId: m.messageId, hash, action: m.action, from: m.from, to: m.to, step })))
+        return undefined; // a concurrent copy won the messageId; its step stands, this one rolls back
+      await busRepo.insertDeliveries(
+        trx,
+        recipients.map((r) => ({ ...r, messageId: m.messageId, payload: { message: m, ...(step ?? {}) } })),
+      );
+      return { success: true as const, messageId: m.messageId, replayed: false, deliveries: recipients.length };
+    });
+    if (!result) {
+      const again = replay(await busRepo.messageHash(db.kysely, m.messageId));
+      if (again) return again;
+      throw new AppError('UNEXPECTED', 'Delivery failed');
+    }
+    options.onEnqueued?.();
+    return result;
+  }
+
+  /** Why a webhook call failed, in a line for `last_error` and the log. */
+  function failure(err: unknown): string {
+    if (err instanceof Error && err.name === 'TimeoutError') return `webhook did not answer within ${timeoutMs} ms`;
+    if (!(err instanceof Error)) return String(err);
+    const cause = err.cause instanceof Error ? err.cause.message : undefined;
+    return cause ? `${err.message}: ${cause}` : err.message;
+  }
+
+  /**
+   * One claimed job: the webhook call with no transaction open, then its outcome in one short
+   * statement fenced by the claim's token (a worker that lost its lease changes nothing). When
+   * `stopping` aborts the call, the claim is given back and the attempt not counted.
+   */
+  async function deliver(job: DeliveryRow, token: string, stopping?: AbortSignal): Promise<void> {
+    const attempt = job.attempts;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    let error: string | undefined;
+    try {
+      // IP literals here; a name is checked by the dispatcher's lookup as it connects
+      checkWebhookTarget(job.target, options.allowPrivateWebhooks);
+      const res = await fetchWithDispatcher(job.target, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-underground-message-id': job.message_id,
+          'x-underground-attempt': String(attempt),
+        },
+        body: JSON.stringify(job.payload),
+        redirect: 'manual',
+        dispatcher,
+        signal: stopping ? AbortSignal.any([stopping, timeout]) : timeout,
+      });
+      // the answer's body is never read: only the status matters, so its size cannot
+      await res.body?.cancel().catch(() => {});
+      if (res.status < 200 || res.status >= 300) error = `webhook answered ${res.status}`;
+    } catch (err) {
+      if (stopping?.aborted && !timeout.aborted) return void (await busRepo.release(db.kysely, job.id, token));
+      error = failure(err);
+    }
+    if (error === undefined) return void (await busRepo.markDelivered(db.kysely, job.id, token));
+    const retryIn = attempt >= BUS_MAX_ATTEMPTS ? null : Math.min(retryBaseMs * 2 ** (attempt - 1), MAX_BACKOFF_MS);
+    options.logger?.warn({ messageId: job.message_id, attempt, reason: error, retryInMs: retryIn }, 'underground bus delivery failed');
+    await busRepo.markFailed(db.kysely, job.id, token, error, retryIn);
+  }
+
+  /** Commits a claim on the oldest due job whose target host has a free slot; its token fences the outcome. */
+  async function claim(): Promise<{ job: DeliveryRow; token: string } | undefined> {
+    const token = randomUUID();
+    const job = await busRepo.claimDue(db.kysely, {
+      token,
+      leaseMs,
+      perTargetCap: LIMITS.undergroundBusMaxInFlightPerTarget,
+      maxAttempts: BUS_MAX_ATTEMPTS,
+    });
+    return job && { job, token };
+  }
+
   return {
     async send(m: AgentMessage): Promise<SendResult> {
       await authenticate(m);
@@ -84,65 +204,30 @@ export function createBusService(options: BusServiceOptions) {
       const early = replay(await busRepo.messageHash(db.kysely, m.messageId));
       if (early) return early;
       if (m.from === m.to) throw badRequest('from and to must be different agents');
-      // input checks and address resolution before the transaction (no DNS while holding locks)
-      const booking = m.action.startsWith('BOOKING_');
-      const amplify = m.action.startsWith('AMPLIFY_');
-      if (booking) checkBookingPayload(m, now());
-      const extra = amplify ? amplificationRecipients(m) : [];
-      const recipients = await targets([m.to, ...extra]);
-      const result = await db.kysely.transaction().execute(async (trx) => {
-        const step = booking
-          ? { negotiation: await negotiate(trx, m, now()) }
-          : amplify
-            ? { amplification: { recipients: extra } }
-            : undefined;
-        if (!(await busRepo.recordMessage(trx, { messageId: m.messageId, hash, action: m.action, from: m.from, to: m.to, step })))
-          return undefined; // a concurrent copy won the messageId; its step stands, this one rolls back
-        await busRepo.insertDeliveries(
-          trx,
-          recipients.map((r) => ({ ...r, messageId: m.messageId, payload: { message: m, ...(step ?? {}) } })),
-        );
-        return { success: true as const, messageId: m.messageId, replayed: false, deliveries: recipients.length };
-      });
-      if (!result) {
-        const again = replay(await busRepo.messageHash(db.kysely, m.messageId));
-        if (again) return again;
-        throw new AppError('UNEXPECTED', 'Delivery failed');
-      }
-      options.onEnqueued?.();
+      // counted after the signature (nobody else can spend an agent's allowance) and once a replay
+      // is ruled out (a recipient re-posting a message it received costs its sender nothing)
+      const counted = await countSend(m.from);
+      const result = await accept(m, hash, replay);
+      if (result.replayed) await counted?.release(); // a concurrent copy won: this one delivers nothing
       return result;
     },
 
-    /** Delivers the oldest due job, if any; false when none was due. One job per transaction, locked FOR UPDATE SKIP LOCKED. */
+    /**
+     * For the worker: commits a claim on the oldest due job (a lease, ./bus.repo.ts `claimDue`) and
+     * returns its delivery, or undefined when no job can be claimed. `stopping` aborting gives an
+     * unfinished delivery back.
+     */
+    async claimNext(stopping?: AbortSignal): Promise<(() => Promise<void>) | undefined> {
+      const claimed = await claim();
+      return claimed && (() => deliver(claimed.job, claimed.token, stopping));
+    },
+
+    /** Claims and delivers the oldest due job; false when none could be claimed. */
     async processNext(): Promise<boolean> {
-      return db.kysely.transaction().execute(async (trx) => {
-        const job = await busRepo.takeDue(trx);
-        if (!job) return false;
-        const attempt = job.attempts + 1;
-        try {
-          await checkWebhookUrl(job.target, options.allowPrivateWebhooks);
-          const res = await fetchWithDispatcher(job.target, {
-            method: 'POST',
-            headers: {
-              'content-type': 'application/json',
-              'x-underground-message-id': job.message_id,
-              'x-underground-attempt': String(attempt),
-            },
-            body: JSON.stringify(job.payload),
-            redirect: 'manual',
-            dispatcher,
-          });
-          await res.body?.cancel().catch(() => {});
-          if (res.status < 200 || res.status >= 300) throw new Error(`webhook answered ${res.status}`);
-          await busRepo.markDelivered(trx, job.id);
-        } catch (err) {
-          const reason = err instanceof Error ? err.message : String(err);
-          const retryIn = attempt >= BUS_MAX_ATTEMPTS ? null : Math.min(retryBaseMs * 2 ** (attempt - 1), MAX_BACKOFF_MS);
-          options.logger?.warn({ messageId: job.message_id, attempt, reason, retryInMs: retryIn }, 'underground bus delivery failed');
-          await busRepo.markFailed(trx, job.id, reason, retryIn);
-        }
-        return true;
-      });
+      const claimed = await claim();
+      if (!claimed) return false;
+      await deliver(claimed.job, claimed.token);
+      return true;
     },
 
     async close() {

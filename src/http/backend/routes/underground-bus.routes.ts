@@ -4,6 +4,7 @@
  * authentication (checked in the service before anything is written).
  */
 import { z } from 'zod';
+import { LIMITS } from '../../../config/limits.ts';
 import { BUS_MAX_ATTEMPTS, type BusService } from '../../../domains/underground/bus.service.ts';
 import { BUS_MESSAGE_MAX_AGE_MS } from '../../../domains/underground/bus-message.ts';
 import {
@@ -63,12 +64,17 @@ const description = [
   'agent (sender and duplicates left out); the recipients receive `amplification: {recipients}`.',
   '',
   "**Delivery.** To each recipient agent's webhook: its configuration key `underground.webhookUrl` (an http(s) URL; set with",
-  "the agent's configuration). 400 when a recipient is unknown, has no webhook, or its webhook is (or resolves to) a private,",
-  'loopback or link-local address and UNDERGROUND_ALLOW_PRIVATE_WEBHOOKS is off. Delivery is a durable job run after the answer:',
-  '`POST <webhook>` with JSON `{message, negotiation?, amplification?}` and headers `x-underground-message-id`,',
-  `\`x-underground-attempt\`; any 2xx is delivered; otherwise retried with exponential backoff (5 s doubling, at most 30 min) up to`,
-  `${BUS_MAX_ATTEMPTS} attempts. \`deliveries\` counts the jobs written. 500 \`Delivery failed\` only when the message could not be`,
-  'recorded (no details); a webhook that fails does not fail the send, its job is retried.',
+  "the agent's configuration). 400 when a recipient is unknown, has no webhook, or its webhook is (or resolves to) an address that",
+  'is not global unicast (private, loopback, link-local, special-purpose, or an IPv6 form embedding an IPv4 address) and',
+  'UNDERGROUND_ALLOW_PRIVATE_WEBHOOKS is off. Delivery is a durable job run after the answer: `POST <webhook>` with JSON',
+  '`{message, negotiation?, amplification?}` and headers `x-underground-message-id`, `x-underground-attempt`; any 2xx within',
+  `${LIMITS.undergroundBusDeliveryTimeoutMs / 1000} s is delivered (redirects are not followed, the answer's body is not read); otherwise`,
+  `retried with exponential backoff (5 s doubling, at most 30 min) up to ${BUS_MAX_ATTEMPTS} attempts. Deliveries run concurrently, at most`,
+  `${LIMITS.undergroundBusMaxInFlightPerTarget} at once per webhook host, so a slow webhook delays only its own messages. \`deliveries\` counts the jobs`,
+  'written. 500 `Delivery failed` only when the message could not be recorded (no details); a webhook that fails does not fail the send.',
+  '',
+  '**Send rate.** Each sending agent may send UNDERGROUND_BUS_RATE_LIMIT messages per minute (default 60; counted once the',
+  'signature is verified; replays are free): past it 429 `{error, retryAfter}` (seconds, also in `Retry-After`), nothing recorded.',
 ].join('\n');
 
 export const undergroundBusRoutes = (deps: { bus: BusService }): RouteModule<'public'> => ({
@@ -90,6 +96,7 @@ export const undergroundBusRoutes = (deps: { bus: BusService }): RouteModule<'pu
           400: errorSchema,
           401: errorSchema,
           409: errorSchema,
+          429: errorSchema,
           500: errorSchema,
         },
       },
