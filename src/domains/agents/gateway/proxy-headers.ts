@@ -82,7 +82,7 @@ export type ProxiedPlace = {
 
 /**
  * The `Location` to pass on for an agent's answer, or undefined to drop it (docs/agents.md "Agent
- * content and streams"; docs/security.md N26). A redirect on the platform's origin is the
+ * content and streams", the open redirect N26). A redirect on the platform's origin is the
  * platform's word: an agent must not turn a platform link into one to another site. So only a
  * place among the agent's own paths passes, under the prefix it is proxied at:
  * - a relative reference, resolved against the path asked for (`../` cannot climb out of the prefix:

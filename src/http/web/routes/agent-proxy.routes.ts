@@ -173,7 +173,7 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
         headers,
         body,
       });
-      // a redirect only within the agent's own paths (docs/security.md N26); checked before any header is copied
+      // a redirect only within the agent's own paths (docs/agents.md "Agent content and streams"); checked before any header is copied
       const location =
         upstream.headers.location === undefined
           ? undefined
