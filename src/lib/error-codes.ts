@@ -79,6 +79,11 @@ export const ERROR_CODES = {
   AGENT_UNAVAILABLE: { status: 502, summary: 'The agent failed or could not be reached', body: 'AGENT_UNAVAILABLE' },
   AGENT_TIMEOUT: { status: 500, summary: 'The agent did not reply in time', body: 'AGENT_TIMEOUT' },
   AGENT_ERROR: { status: 500, summary: 'The agent answered with an error', body: 'AGENT_ERROR' },
+  AGENT_REDIRECT_REFUSED: {
+    status: 502,
+    summary:
+      'Through the gateway proxy, the agent answered a redirect to a place outside its own paths (another site), which the platform does not pass on',
+  },
   NO_GATEWAY_TOKEN: { status: 503, summary: 'The agent has no gateway token yet', body: 'NO_GATEWAY_TOKEN' },
 
   // files (§4.17)

@@ -11,19 +11,24 @@ export const openAiError = (message: string, type: string, code?: string) => ({ 
  */
 export class ModelRefusal extends Error {
   readonly code: string | undefined;
+  /** the models the plan allows, when the refusal is `model_restricted` and names them */
+  readonly allowedModels: string[] | undefined;
   constructor(status: number, body: string) {
     let message = `model provider answered ${status}`;
     let code: string | undefined;
+    let allowedModels: string[] | undefined;
     try {
       const e = (JSON.parse(body) as { error?: unknown }).error;
-      const o = e && typeof e === 'object' ? (e as { message?: unknown; code?: unknown }) : undefined;
+      const o = e && typeof e === 'object' ? (e as { message?: unknown; code?: unknown; allowedModels?: unknown }) : undefined;
       const text = typeof e === 'string' ? e : o?.message;
       if (typeof text === 'string' && text) message = text.slice(0, 500);
       if (typeof o?.code === 'string') code = o.code;
+      if (Array.isArray(o?.allowedModels) && o.allowedModels.every((m) => typeof m === 'string')) allowedModels = o.allowedModels;
     } catch {
       // not JSON: the status says enough
     }
     super(message);
     this.code = code;
+    this.allowedModels = allowedModels;
   }
 }

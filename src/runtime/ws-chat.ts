@@ -118,7 +118,13 @@ function chat(ctx: WebSocketChatContext, socket: WebSocket): void {
         record(false, 0);
         log.error({ source: 'chat', err: (err as Error).message }, 'websocket chat failed');
         const timeout = (err as Error).name === 'TimeoutError';
-        if (err instanceof ModelRefusal) send({ type: 'error', error: err.message, ...(err.code ? { code: err.code } : {}) });
+        if (err instanceof ModelRefusal)
+          send({
+            type: 'error',
+            error: err.message,
+            ...(err.code ? { code: err.code } : {}),
+            ...(err.allowedModels ? { allowedModels: err.allowedModels } : {}),
+          });
         else send({ type: 'error', error: timeout ? 'The model provider did not answer in time' : 'The model provider failed' });
       }
     } finally {

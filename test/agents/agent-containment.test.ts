@@ -5,7 +5,10 @@
  *   headers never reach the browser, the caller's cookies never reach it;
  * - N10: the proxied WebSocket is bounded (message size, bytes waiting for the agent, sockets per user);
  * - N12: sign-out and API key deletion end the live-log streams, proxied WebSockets and proxied
- *   streaming answers opened with that session or key (docs/security.md findings N6, N10, N12).
+ *   streaming answers opened with that session or key;
+ * - N26: a redirect it answers stays within its own paths on the platform (docs/security.md
+ *   findings N6, N10, N12, N26);
+ * and what a client may send it: a chat body nested too deep is the platform's 400, not a 500.
  */
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,6 +29,8 @@ type FakeAgent = {
   wsMessages: number[];
   /** delay before the agent accepts a WebSocket upgrade (ms) */
   upgradeDelayMs: number;
+  /** chat completions bodies the agent received, as bytes */
+  chatBodies: Buffer[];
   close(): Promise<void>;
 };
 
@@ -57,6 +62,20 @@ async function startFakeAgent(): Promise<FakeAgent> {
       res.writeHead(200).end(HOSTILE_PAGE);
     } else if (path === '/v1/json') {
       res.writeHead(200, { ...hostile, 'content-type': 'application/json' }).end('{"data":[]}');
+    } else if (path === '/v1/redirect') {
+      // the status and Location (and other headers) the test asks for
+      const q = new URL(req.url ?? '', 'http://x').searchParams;
+      const headers: Record<string, string> = { 'content-type': 'text/plain', refresh: '0; url=https://evil.example/refresh' };
+      if (q.has('to')) headers.location = q.get('to')!;
+      headers['content-location'] = 'https://evil.example/content';
+      res.writeHead(Number(q.get('status') ?? 302), headers).end(q.get('status') === '304' ? undefined : 'moved');
+    } else if (path === '/v1/chat/completions') {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        agent.chatBodies.push(Buffer.concat(chunks));
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{"choices":[{"message":{"role":"assistant","content":"ok"}}]}');
+      });
     } else if (path === '/v1/stream') {
       // an answer that never ends on its own
       res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -68,7 +87,7 @@ async function startFakeAgent(): Promise<FakeAgent> {
   });
   // the agent accepts any message size: what must not pass is the platform's to stop
   const wss = new WebSocketServer({ noServer: true, maxPayload: 200 * 1024 * 1024 });
-  const agent: FakeAgent = { url: '', seen, wsMessages, upgradeDelayMs: 0, close: async () => {} };
+  const agent: FakeAgent = { url: '', seen, wsMessages, upgradeDelayMs: 0, chatBodies: [], close: async () => {} };
   server.on('upgrade', (req, socket, head) => {
     if (req.headers.authorization !== `Bearer ${GATEWAY_TOKEN}`) {
       socket.destroy();
@@ -212,6 +231,164 @@ describe('N6: agent answers never run on the platform origin', () => {
     const ws = fake.seen.get('/ws')!;
     expect(ws.cookie).toBeUndefined();
     expect(ws.authorization).toBe(`Bearer ${GATEWAY_TOKEN}`);
+  });
+});
+
+describe('N26: a redirect from the agent stays within its own paths', () => {
+  /** The proxied answer to the agent's `status` with `Location: to` (none when undefined). */
+  const redirect = async (o: { agentId: string; cookie: string }, to: string | undefined, status = 302, from = 'v1/redirect') =>
+    t.web.inject({
+      method: 'GET',
+      url: `/api/agents/${o.agentId}/${from}?status=${status}${to === undefined ? '' : `&to=${encodeURIComponent(to)}`}`,
+      headers: { cookie: o.cookie },
+    });
+
+  it('a redirect to another site (absolute, scheme-relative, backslashed, another scheme) is not passed on: 502 with a sentence, no Location', async () => {
+    const o = await owner();
+    for (const to of [
+      'https://evil.example/phish',
+      '//evil.example/phish',
+      '/\\evil.example/phish',
+      '\\\\evil.example',
+      'javascript:alert(1)',
+      'https://evil.example@127.0.0.1/x',
+      `${t.config.PUBLIC_URL}/dashboard`,
+      `${t.config.PUBLIC_URL}/api/agents/someone-else/v1/x`,
+    ]) {
+      for (const status of [301, 302, 303, 307, 308]) {
+        const res = await redirect(o, to, status);
+        expect(res.statusCode, `${status} ${to}`).toBe(502);
+        expect(res.headers.location, to).toBeUndefined();
+        expect(res.json()).toEqual({
+          error: `The agent answered a redirect (${status}) to a place outside its own paths; the platform does not pass it on`,
+        });
+      }
+    }
+    // a redirect status without any Location is not a redirect to nowhere either
+    expect((await redirect(o, undefined, 302)).statusCode).toBe(502);
+  });
+
+  it("a relative Location, or one on the agent's gateway or the platform under its prefix, is rewritten under /api/agents/<id>/", async () => {
+    const o = await owner();
+    const prefix = `/api/agents/${o.agentId}`;
+    for (const [to, expected] of [
+      ['next?x=1#h', `${prefix}/v1/next?x=1#h`],
+      ['/v1/other', `${prefix}/v1/other`],
+      ['../../../../dashboard', `${prefix}/dashboard`],
+      ['/%2e%2e/%2e%2e/api/keys', `${prefix}/api/keys`],
+      ['//', undefined],
+      [`${fake.url}/v1/from-gateway?y=2`, `${prefix}/v1/from-gateway?y=2`],
+      [`${t.config.PUBLIC_URL}${prefix}/v1/absolute`, `${prefix}/v1/absolute`],
+    ] as const) {
+      const res = await redirect(o, to, 303);
+      if (expected === undefined) {
+        expect(res.statusCode, to).toBe(502);
+        continue;
+      }
+      expect(res.statusCode, to).toBe(303);
+      expect(res.headers.location, to).toBe(expected);
+      expect(res.body).toBe('moved');
+    }
+  });
+
+  it('Refresh and Content-Location never pass; a Location off the agent on a non-redirect status is dropped, the answer kept; 304 passes', async () => {
+    const o = await owner();
+    const created = await redirect(o, 'https://evil.example/created', 201);
+    expect(created.statusCode).toBe(201);
+    expect(created.headers.location).toBeUndefined();
+    expect(created.body).toBe('moved');
+    for (const res of [created, await redirect(o, 'next', 302)]) {
+      expect(res.headers.refresh).toBeUndefined();
+      expect(res.headers['content-location']).toBeUndefined();
+      expect(res.headers['content-security-policy']).toBe(SANDBOX_CSP);
+    }
+    expect((await redirect(o, undefined, 304)).statusCode).toBe(304);
+  });
+
+  it('on the per-agent host the agent is at the root: a relative Location stays a path there, another site is refused', async () => {
+    const o = await owner();
+    const host = { host: `${o.agentId}.${t.config.AGENTS_DOMAIN}`, authorization: `Bearer ${o.key}` };
+    const inside = await t.web.inject({ method: 'GET', url: `/v1/redirect?status=302&to=${encodeURIComponent('next')}`, headers: host });
+    expect(inside.statusCode).toBe(302);
+    expect(inside.headers.location).toBe('/v1/next');
+    // a path the browser would read as another host never leaves as one
+    const slashes = await t.web.inject({
+      method: 'GET',
+      url: `/v1/redirect?status=302&to=${encodeURIComponent(`${fake.url}//evil.example/x`)}`,
+      headers: host,
+    });
+    expect(slashes.statusCode).toBe(302);
+    expect(slashes.headers.location).toBe('/evil.example/x');
+    const away = await t.web.inject({
+      method: 'GET',
+      url: `/v1/redirect?status=302&to=${encodeURIComponent('https://evil.example/phish')}`,
+      headers: host,
+    });
+    expect(away.statusCode).toBe(502);
+    expect(away.headers.location).toBeUndefined();
+  });
+});
+
+describe('a chat completions body nested too deep (arrays and objects over 64 levels)', () => {
+  const chat = (o: { agentId: string; key: string }, payload: string) =>
+    t.web.inject({
+      method: 'POST',
+      url: `/api/agents/${o.agentId}/v1/chat/completions`,
+      headers: { authorization: `Bearer ${o.key}`, 'content-type': 'application/json' },
+      payload,
+    });
+  /** A chat body with `extra` in field `x`: one level for the body itself, then extra's. */
+  const body = (extra: string, model = '"gpt-x"') => `{"model":${model},"messages":[{"role":"user","content":"hi"}],"x":${extra}}`;
+  const arrays = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+  const objects = (n: number) => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`;
+
+  it.each([
+    ['5000-deep arrays', body(arrays(5000))],
+    ['20000-deep objects', body(objects(20000))],
+    ['4000-deep arrays', body(arrays(4000))],
+    ['65 levels in all', body(arrays(64))],
+    ['deep in a message, without a model', `{"messages":[{"role":"user","content":${objects(100)}}]}`],
+  ])('%s: 400 in OpenAI’s error shape, the agent never called', async (_name, payload) => {
+    const o = await owner();
+    const before = fake.chatBodies.length;
+    const res = await chat(o, payload);
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({
+      error: {
+        message: 'The request body is nested deeper than 64 levels of arrays and objects',
+        type: 'invalid_request_error',
+        param: null,
+        code: null,
+      },
+    });
+    expect(res.headers['content-security-policy']).toBe(SANDBOX_CSP);
+    expect(fake.chatBodies.length).toBe(before);
+  });
+
+  it('64 levels, and brackets and escaped quotes inside strings, pass to the agent byte for byte', async () => {
+    const o = await owner();
+    const tricky = JSON.stringify(`\\" ${'['.repeat(5000)} "\\ {{{{ "]]`);
+    for (const payload of [body(arrays(63)), body(`[${tricky},${arrays(10)}]`), body(`{"s":"\\\\"}`)]) {
+      const res = await chat(o, payload);
+      expect(res.statusCode, payload.slice(0, 80)).toBe(200);
+      expect(fake.chatBodies.at(-1)!.toString('utf8')).toBe(payload);
+    }
+    // an unnamed model is still set to the agent's (`auto`: the catalogue does not know its claude-opus-4-6), the rest unchanged
+    const res = await chat(o, body(arrays(20), '"default"'));
+    expect(res.statusCode).toBe(200);
+    expect(JSON.parse(fake.chatBodies.at(-1)!.toString('utf8'))).toMatchObject({ model: 'auto', x: JSON.parse(arrays(20)) });
+  });
+
+  it('another user’s agent is still 404 before the body is looked at', async () => {
+    const o = await owner();
+    const other = await owner();
+    const res = await t.web.inject({
+      method: 'POST',
+      url: `/api/agents/${o.agentId}/v1/chat/completions`,
+      headers: { authorization: `Bearer ${other.key}`, 'content-type': 'application/json' },
+      payload: body(arrays(5000)),
+    });
+    expect(res.statusCode).toBe(404);
   });
 });
 

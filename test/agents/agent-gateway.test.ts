@@ -1,15 +1,18 @@
 /**
  * The agent gateway client (src/domains/agents/gateway/): a cached address that stops answering is
  * looked up again once (the agent restarted elsewhere), an agent that cannot be reached is 502
- * AGENT_UNAVAILABLE, and the `agent` plugin's target is the user's oldest running agent.
+ * AGENT_UNAVAILABLE, and the `agent` plugin's target is the user's oldest running agent; a model
+ * refusal the agent passes on keeps the catalogue's status for its code, and nothing else does.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocketServer } from 'ws';
 import { createAgentGateway } from '../../src/domains/agents/gateway/client.ts';
-import { createAgentTargets } from '../../src/domains/agents/gateway/targets.ts';
+import { type AgentTarget, type AgentTargets, createAgentTargets } from '../../src/domains/agents/gateway/targets.ts';
 import { encryptSecret } from '../../src/lib/crypto.ts';
+import type { AppError } from '../../src/lib/errors.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { TEST_SECRETS } from '../helpers/platform.ts';
 
@@ -105,5 +108,88 @@ describe('agent gateway client', () => {
     const t1 = await targets.running(userId);
     expect(t1?.agent.id).toBe('agent-moved');
     expect(t1?.token).toBe('token-agent-moved');
+  });
+});
+
+describe('an agent\'s refusal, passed on by the client with the catalogue\'s status (docs/agents.md "Talk to your agent")', () => {
+  /** What the agent answers next: an HTTP status and OpenAI body for a completion, or a WebSocket error frame. */
+  const next: { status: number; body: unknown; headers?: Record<string, string>; frame: Record<string, unknown> } = {
+    status: 200,
+    body: {},
+    frame: {},
+  };
+  let agent: Server;
+  let target: AgentTarget;
+
+  beforeAll(async () => {
+    agent = createServer((req, res) => {
+      req.resume();
+      res.writeHead(next.status, { 'content-type': 'application/json', ...next.headers }).end(JSON.stringify(next.body));
+    });
+    const wss = new WebSocketServer({ server: agent });
+    wss.on('connection', (ws) => ws.on('message', () => ws.send(JSON.stringify({ type: 'error', ...next.frame }))));
+    await new Promise<void>((r) => agent.listen(0, '127.0.0.1', r));
+    const baseUrl = `http://127.0.0.1:${(agent.address() as AddressInfo).port}`;
+    target = { agent: { id: 'agent-refusing', name: 'Refusing' } as AgentTarget['agent'], baseUrl, token: 'token-refusing' };
+  });
+  afterAll(async () => {
+    agent.closeAllConnections();
+    await new Promise<void>((r) => agent.close(() => r()));
+  });
+
+  const client = createAgentGateway({ targets: {} as AgentTargets });
+  const viaHttp = () => client.streamCompletion(target, { messages: [{ role: 'user', content: 'hi' }] }, () => {});
+  const viaWs = () => client.wsChat(target, 'hi', 'main');
+  const refusal = (code: string, message: string, extra: Record<string, unknown> = {}) => ({
+    error: { message, type: 'x', code, param: null, ...extra },
+  });
+
+  it.each([
+    ['model_restricted', 403, 'MODEL_RESTRICTED', { allowedModels: ['a/b', 'c/d'] }],
+    ['budget_exceeded', 429, 'AGENT_BUDGET_EXCEEDED', {}],
+    ['insufficient_quota', 429, 'QUOTA_EXCEEDED', {}],
+    ['rate_limit_exceeded', 429, 'AI_RATE_LIMITED', { retryAfter: 7 }],
+    ['subscription_required', 402, 'SUBSCRIPTION_REQUIRED', {}],
+    ['AGENT_BUSY', 429, 'TOO_MANY_REQUESTS', {}],
+  ] as const)('%s → %i %s, with the sentence (HTTP and WebSocket)', async (code, status, id, extra) => {
+    next.status = status;
+    next.body = refusal(code, `Refused: ${code}`, extra);
+    next.frame = { error: `Refused: ${code}`, code, ...extra };
+    for (const call of [viaHttp, viaWs]) {
+      const err = await call().catch((e: unknown) => e);
+      expect(err).toMatchObject({ id, status, message: `Refused: ${code}` });
+      if (code === 'model_restricted') expect((err as AppError).extra).toEqual({ allowedModels: ['a/b', 'c/d'] });
+      if (code === 'rate_limit_exceeded') expect((err as AppError).extra).toEqual({ retryAfter: 7 });
+    }
+  });
+
+  it('the Retry-After of an HTTP refusal is kept when its body has none', async () => {
+    next.status = 429;
+    next.body = refusal('AGENT_BUSY', 'This agent is busy');
+    next.headers = { 'retry-after': '1' };
+    try {
+      await expect(viaHttp()).rejects.toMatchObject({ id: 'TOO_MANY_REQUESTS', status: 429, extra: { retryAfter: 1 } });
+    } finally {
+      next.headers = undefined;
+    }
+  });
+
+  it('an unknown code, a known code on a 5xx, or a code that is not a string stays a failure of the agent (5xx, its words)', async () => {
+    for (const [status, code] of [
+      [403, 'permission_error'],
+      [502, 'model_restricted'],
+      [400, 'hasOwnProperty'],
+      [429, 42],
+    ] as const) {
+      next.status = status;
+      next.body = refusal(code as string, 'Nope');
+      await expect(viaHttp()).rejects.toMatchObject({
+        id: 'AGENT_UNAVAILABLE',
+        status: 502,
+        message: `The agent answered ${status}: Nope`,
+      });
+    }
+    next.frame = { error: 'Nope', code: 'constructor' };
+    await expect(viaWs()).rejects.toMatchObject({ id: 'AGENT_ERROR', status: 500, message: 'Nope' });
   });
 });

@@ -5,13 +5,14 @@
  */
 import { freePort } from '../../src/db/embedded.ts';
 import type { HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
+import type { PlatformDeps } from '../../src/platform.ts';
 import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { createFakeDriver, type FakeDriver } from './fake-driver.ts';
 
 export type AgentsTestPlatform<D extends HostingDriver = FakeDriver> = TestPlatform & { driver: D; backendUrl: string };
 
 export async function startAgentsPlatform<D extends HostingDriver = FakeDriver>(
-  options: { env?: Record<string, string>; driver?: D; startWorkers?: boolean } = {},
+  options: { env?: Record<string, string>; driver?: D; startWorkers?: boolean; logger?: PlatformDeps['logger'] } = {},
 ): Promise<AgentsTestPlatform<D>> {
   const port = await freePort();
   const driver = (options.driver ?? createFakeDriver()) as D;
@@ -25,7 +26,7 @@ export async function startAgentsPlatform<D extends HostingDriver = FakeDriver>(
       REGISTER_RATE_LIMIT: '100000',
       ...options.env,
     },
-    { driver, workerPollMs: 50 },
+    { driver, workerPollMs: 50, ...(options.logger ? { logger: options.logger } : {}) },
   );
   await t.backend.listen({ host: '127.0.0.1', port });
   if (options.startWorkers !== false) await t.platform.startWorkers();

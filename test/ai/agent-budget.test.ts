@@ -1,6 +1,6 @@
 /**
  * Monthly budgets per agent (docs/agents.md "Usage and budgets"; §4.9 AI layer, §4.7 agents):
- * PUT /api/agents/:id/budget (owner; a number > 0 and ≤ 100000, or null), and the AI gateway's
+ * PUT /api/agents/:id/budget (owner; a number ≥ 0.000001 and ≤ 100000, or null), and the AI gateway's
  * refusal once the UTC month's cost and the calls in flight reached it: 429 in OpenAI's shape
  * (`insufficient_quota`, `budget_exceeded`) before the provider is contacted. Each call holds its
  * most possible cost while it runs (migration 205), so concurrent calls overshoot by at most one
@@ -103,6 +103,40 @@ describe('PUT /api/agents/:id/budget', () => {
     const res = await setBudget(owner.cookie, a.agentId, payload);
     expect(res.statusCode, res.body).toBe(400);
     expect(res.json().error).toContain('monthlyBudgetUsd: must be a number greater than 0 and at most 100000 (USD), or null');
+  });
+
+  it.each([
+    ['1e-7', 1e-7],
+    ['5.09e-208', 5.09e-208],
+    ['0.00000049', 0.00000049],
+    ['0.00000099', 0.00000099],
+  ])('a positive amount below a millionth of a dollar (%s) is 400, not a 500 from the CHECK; nothing stored', async (_name, amount) => {
+    const a = await deploy(owner.id);
+    const res = await setBudget(owner.cookie, a.agentId, { monthlyBudgetUsd: amount });
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json()).toEqual({ error: 'monthlyBudgetUsd: must be at least 0.000001 (USD): a budget is kept to 6 decimal places' });
+    expect(await t.database.db.kysely.selectFrom('agent_budgets').selectAll().where('agent_id', '=', a.agentId).execute()).toEqual([]);
+  });
+
+  it('0.000001 is the smallest budget and is stored exactly', async () => {
+    const a = await deploy(owner.id);
+    const res = await setBudget(owner.cookie, a.agentId, { monthlyBudgetUsd: 0.000001 });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().monthlyBudgetUsd).toBe(0.000001);
+    const row = await t.database.db.kysely.selectFrom('agent_budgets').selectAll().where('agent_id', '=', a.agentId).executeTakeFirst();
+    expect(row?.monthly_budget_usd).toBe('0.000001');
+  });
+
+  it('an amount the CHECK still refuses (past the route’s schema) is a 400 from the service, the previous budget kept', async () => {
+    const a = await deploy(owner.id);
+    await setBudget(owner.cookie, a.agentId, { monthlyBudgetUsd: 7 });
+    for (const usd of [1e-7, 100000.5])
+      await expect(t.platform.services.ai.budgets.set(owner.id, a.agentId, usd)).rejects.toMatchObject({
+        status: 400,
+        message: 'monthlyBudgetUsd: must be at least 0.000001 and at most 100000 (USD, kept to 6 decimal places)',
+      });
+    const view = await t.web.inject({ method: 'GET', url: `/api/agents/${a.agentId}/usage`, headers: { cookie: owner.cookie } });
+    expect(view.json().budget.monthlyBudgetUsd).toBe(7);
   });
 
   it('400 for a body that is not a JSON object; 401 without a session; 404 for another user’s agent (unchanged)', async () => {

@@ -1313,6 +1313,19 @@ export interface paths {
             };
           };
         };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: {
+                message: string;
+                type: string;
+                param: string | null;
+                code: string | null;
+              };
+            };
+          };
+        };
         401: {
           headers: { [name: string]: unknown };
           content: {
@@ -3674,6 +3687,27 @@ export interface paths {
             };
           };
         };
+        402: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        403: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              allowedModels?: string[];
+              [key: string]: unknown;
+            };
+          };
+        };
         404: {
           headers: { [name: string]: unknown };
           content: {
@@ -3685,6 +3719,16 @@ export interface paths {
           };
         };
         409: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        429: {
           headers: { [name: string]: unknown };
           content: {
             "application/json": {
@@ -4081,6 +4125,27 @@ export interface paths {
             };
           };
         };
+        402: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        403: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              allowedModels?: string[];
+              [key: string]: unknown;
+            };
+          };
+        };
         404: {
           headers: { [name: string]: unknown };
           content: {
@@ -4091,7 +4156,27 @@ export interface paths {
             };
           };
         };
+        429: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
         500: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        502: {
           headers: { [name: string]: unknown };
           content: {
             "application/json": {

@@ -11,7 +11,8 @@
  * set in another replica applies), and an agent with one costs one statement (hold_agent_budget).
  */
 import type { Db } from '../../db/client.ts';
-import { AppError, notFound } from '../../lib/errors.ts';
+import { isCheckViolation } from '../../db/errors.ts';
+import { AppError, badRequest, notFound } from '../../lib/errors.ts';
 import { agentBudgetsRepo, type BudgetRow } from './agent-budgets.repo.ts';
 import { monthOf, type SpendHold, unitsToDecimal } from './ai.repo.ts';
 import { spendHoldsRepo } from './spend-holds.repo.ts';
@@ -24,6 +25,11 @@ const BUDGET_CACHE_TTL_MS = 5_000;
 const BUDGET_CACHE_MAX = 50_000;
 /** The highest budget an owner may set (USD per month); the database checks it too (migration 110). */
 export const AGENT_BUDGET_MAX_USD = 100_000;
+/**
+ * The lowest: the column keeps 6 decimal places (`numeric(16, 6)`, migration 110), so a smaller
+ * amount would be stored as 0, which its CHECK refuses.
+ */
+export const AGENT_BUDGET_MIN_USD = 0.000001;
 
 export type BudgetStatus = {
   /** USD per UTC calendar month; null: no budget */
@@ -119,7 +125,15 @@ export function createAgentBudgets(deps: {
       await db.withUser(userId, async (trx) => {
         if (!(await agentBudgetsRepo.ownedAgent(trx, agentId))) throw notFound('Agent not found');
         if (usd === null) await agentBudgetsRepo.remove(trx, agentId);
-        else await agentBudgetsRepo.upsert(trx, userId, agentId, usd);
+        else
+          await agentBudgetsRepo.upsert(trx, userId, agentId, usd).catch((err: unknown) => {
+            // the route's schema keeps amounts within the CHECK; one that still fails it is the caller's amount (§7: 4xx)
+            if (isCheckViolation(err))
+              throw badRequest(
+                `monthlyBudgetUsd: must be at least ${AGENT_BUDGET_MIN_USD.toFixed(6)} and at most ${AGENT_BUDGET_MAX_USD} (USD, kept to 6 decimal places)`,
+              );
+            throw err;
+          });
       });
       // this process's gateway sees the change on the next call; others within the TTL
       cache.delete(agentId);

@@ -18,6 +18,7 @@ import { connect as netConnect } from 'node:net';
 import { Agent, buildConnector, type Dispatcher, request as undiciRequest } from 'undici';
 import WebSocket from 'ws';
 import { LIMITS } from '../../../config/limits.ts';
+import type { WordedCode } from '../../../lib/error-codes.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
 import { createCompletionText } from './completion-text.ts';
 import type { AgentTarget, AgentTargets } from './targets.ts';
@@ -33,6 +34,41 @@ export type ForwardRequest = {
 };
 
 const agentFailed = (detail: string) => new AppError('AGENT_UNAVAILABLE', `The agent did not answer: ${detail}`);
+
+/**
+ * The refusals an agent passes on from the platform's AI gateway (docs/agents.md "Model access"),
+ * or makes itself (`AGENT_BUSY`), by the code of its error: the platform answers them with the
+ * status the agent's own route gives them (403, 429, 402), not as a failure of the agent. The code
+ * is mapped to the catalogue, never taken as a status, so an agent cannot make the platform answer
+ * anything else. Any other error of the agent stays a 5xx.
+ */
+const RELAYED_REFUSALS: Readonly<Record<string, WordedCode>> = {
+  model_restricted: 'MODEL_RESTRICTED',
+  budget_exceeded: 'AGENT_BUDGET_EXCEEDED',
+  insufficient_quota: 'QUOTA_EXCEEDED',
+  rate_limit_exceeded: 'AI_RATE_LIMITED',
+  subscription_required: 'SUBSCRIPTION_REQUIRED',
+  AGENT_BUSY: 'TOO_MANY_REQUESTS',
+};
+/** How many allowed models a relayed `model_restricted` names at most (a plan has a handful). */
+const RELAYED_MODELS_MAX = 200;
+
+type RefusalDetails = { code?: unknown; allowedModels?: unknown; retryAfter?: unknown };
+
+/** The agent's refusal (`message`, cut to 500 characters) as the platform's error; undefined when its code names none. */
+function relayedRefusal(message: string, details: RefusalDetails): AppError | undefined {
+  const code =
+    typeof details.code === 'string' && Object.hasOwn(RELAYED_REFUSALS, details.code) ? RELAYED_REFUSALS[details.code] : undefined;
+  if (!code) return undefined;
+  const extra: Record<string, unknown> = {};
+  const models = details.allowedModels;
+  if (code === 'MODEL_RESTRICTED' && Array.isArray(models) && models.every((m) => typeof m === 'string'))
+    extra.allowedModels = models.slice(0, RELAYED_MODELS_MAX);
+  const retryAfter = Number(details.retryAfter);
+  if (details.retryAfter !== undefined && Number.isFinite(retryAfter) && retryAfter > 0)
+    extra.retryAfter = Math.min(3600, Math.ceil(retryAfter));
+  return new AppError(code, message.slice(0, 500), Object.keys(extra).length > 0 ? extra : undefined);
+}
 const wsUrl = (t: AgentTarget) => `${t.baseUrl.replace(/^http/, 'ws')}/ws`;
 const bearer = (t: AgentTarget) => `Bearer ${t.token}`;
 const healthzUrl = (url: string) => (url.replace(/\/+$/, '').endsWith('/healthz') ? url : `${url.replace(/\/+$/, '')}/healthz`);
@@ -229,24 +265,25 @@ export function createAgentGateway(deps: AgentGatewayDeps) {
         );
         socket.on('open', () => socket.send(JSON.stringify({ type: 'chat', content: message, sessionKey })));
         socket.on('message', (raw: Buffer) => {
-          let frame: { type?: unknown; content?: unknown; error?: unknown };
+          let frame: { type?: unknown; content?: unknown; error?: unknown } & RefusalDetails;
           try {
             frame = JSON.parse(raw.toString('utf8'));
           } catch {
             return;
           }
           if (frame.type === 'reply' && typeof frame.content === 'string') finish(undefined, frame.content);
-          else if (frame.type === 'error')
-            finish(new AppError('AGENT_ERROR', typeof frame.error === 'string' ? frame.error : 'The agent answered with an error'));
+          else if (frame.type === 'error') {
+            // the runtime's error frame carries the refusal's code (and allowed models), not its status
+            const message = typeof frame.error === 'string' ? frame.error : 'The agent answered with an error';
+            finish(relayedRefusal(message, frame) ?? new AppError('AGENT_ERROR', message.slice(0, 500)));
+          }
         });
         socket.on('unexpected-response', (_req, res) => {
           res.resume();
-          finish(new AppError('AGENT_UNAVAILABLE', `The agent's gateway refused the connection (${res.statusCode})`, undefined, 500));
+          finish(new AppError('AGENT_UNAVAILABLE', `The agent's gateway refused the connection (${res.statusCode})`));
         });
-        socket.on('error', (err) => finish(new AppError('AGENT_UNAVAILABLE', `Could not reach the agent: ${err.message}`, undefined, 500)));
-        socket.on('close', () =>
-          finish(new AppError('AGENT_UNAVAILABLE', 'The agent closed the connection without replying', undefined, 500)),
-        );
+        socket.on('error', (err) => finish(new AppError('AGENT_UNAVAILABLE', `Could not reach the agent: ${err.message}`)));
+        socket.on('close', () => finish(new AppError('AGENT_UNAVAILABLE', 'The agent closed the connection without replying')));
       });
     },
 
@@ -273,15 +310,21 @@ export function createAgentGateway(deps: AgentGatewayDeps) {
         throw agentFailed((err as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable');
       }
       if (!res.ok || !res.body) {
-        let detail = `HTTP ${res.status}`;
+        let detail = 'no explanation';
+        let refusal: AppError | undefined;
         try {
-          const body = (await res.json()) as { error?: { message?: unknown } | string };
-          const m = typeof body.error === 'string' ? body.error : body.error?.message;
+          const body = (await res.json()) as { error?: ({ message?: unknown } & RefusalDetails) | string };
+          const e = body.error;
+          const m = typeof e === 'string' ? e : e?.message;
           if (typeof m === 'string') detail = m.slice(0, 500);
+          // the runtime passes the AI gateway's 4xx on with its status and OpenAI body (`error.code`)
+          if (res.status >= 400 && res.status < 500 && e && typeof e === 'object')
+            refusal = relayedRefusal(detail, { retryAfter: res.headers.get('retry-after') ?? undefined, ...e });
         } catch {
           // not JSON: the status says enough
         }
-        throw agentFailed(detail);
+        if (refusal) throw refusal;
+        throw new AppError('AGENT_UNAVAILABLE', `The agent answered ${res.status}: ${detail}`);
       }
       const reader = createCompletionText();
       const read = (pieces: string[]) => {

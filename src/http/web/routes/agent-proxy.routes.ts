@@ -21,8 +21,9 @@
  * credentials are dropped.
  *
  * An agent is not trusted with the platform's origin (docs/agents.md "Agent content and streams"):
- * its answers are sandboxed and never served as a page (docs/security.md N6), its WebSocket is bounded (N10),
- * and whatever is open ends when the session or key it was opened with is revoked (N12).
+ * its answers are sandboxed and never served as a page (docs/security.md N6), its redirects stay
+ * within its own paths (N26), its WebSocket is bounded (N10), and whatever is open ends when the
+ * session or key it was opened with is revoked (N12).
  *
  * A streamed chat completion (`POST …/v1/chat/completions` with `stream: true`) is stored like
  * the platform's own chat: the question, and the answer read from the stream as it passes
@@ -33,14 +34,21 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
 import type WebSocket from 'ws';
 import { z } from 'zod';
-import { agentModelList, withAgentModel } from '../../../domains/agents/gateway/agent-model.ts';
+import { agentModelList, CHAT_BODY_MAX_DEPTH, tooDeepChatBody, withAgentModel } from '../../../domains/agents/gateway/agent-model.ts';
 import type { AgentGateway } from '../../../domains/agents/gateway/client.ts';
-import { CONTAINMENT_HEADERS, DROP_REQUEST, dropResponseHeader, isInert } from '../../../domains/agents/gateway/proxy-headers.ts';
+import {
+  CONTAINMENT_HEADERS,
+  DROP_REQUEST,
+  dropResponseHeader,
+  isInert,
+  proxiedLocation,
+  REDIRECT_STATUSES,
+} from '../../../domains/agents/gateway/proxy-headers.ts';
 import type { AgentTarget } from '../../../domains/agents/gateway/targets.ts';
 import type { ChatService } from '../../../domains/chat/chat.service.ts';
 import { readingAnswer, streamedQuestion } from '../../../domains/chat/proxied-turn.ts';
 import { API_KEY_PREFIX, type KeysService } from '../../../domains/keys/keys.service.ts';
-import { forbidden, tooManyRequests, unauthorized } from '../../../lib/errors.ts';
+import { AppError, forbidden, tooManyRequests, unauthorized } from '../../../lib/errors.ts';
 import type { RevocationWatch, StreamCredential, StreamRevoker } from '../../../lib/eviction-bus.ts';
 import { DEFAULT_GATEWAY_LIMITS } from '../../../runtime/gateway-limits.ts';
 import type { App } from '../../shared/base-app.ts';
@@ -65,6 +73,13 @@ const PROXY_SOCKET_LIMITS = {
 } as const;
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
+
+/** The platform's own refusal of a chat completions body, in OpenAI's shape as the agent's answers on that path are. */
+const openAiErrorSchema = z
+  .object({
+    error: z.object({ message: z.string(), type: z.string(), param: z.string().nullable(), code: z.string().nullable() }),
+  })
+  .describe("OpenAI's error shape: a body nested too deep");
 
 /** Runs `fn` when `target` closes, or now when it already has (the client left while we awaited). */
 const whenClosed = (target: { destroyed: boolean; once(event: 'close', fn: () => void): unknown }, fn: () => void) => {
@@ -126,7 +141,10 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
       return { model: deps.runtimeModel ? deps.runtimeModel(agent.model) : agent.model, createdAt: new Date(agent.created_at) };
     }
 
-    async function forward(request: FastifyRequest, reply: FastifyReply, agentId: string, path: string) {
+    /** Where an agent's paths are on the platform's own host (its `<id>.<AGENTS_DOMAIN>` host mounts them at the root). */
+    const prefixOf = (agentId: string) => `/api/agents/${encodeURIComponent(agentId)}`;
+
+    async function forward(request: FastifyRequest, reply: FastifyReply, agentId: string, path: string, prefix: string) {
       const askedAt = new Date();
       const { userId, credential } = await caller(request);
       if (request.method === 'GET' && path === '/v1/models') {
@@ -134,8 +152,13 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
         return reply.headers(CONTAINMENT_HEADERS).send(agentModelList(model, createdAt));
       }
       let body = (request.body as Buffer | undefined) ?? null;
-      if (request.method === 'POST' && path === '/v1/chat/completions')
-        body = withAgentModel(body, (await agentModel(userId, agentId)).model);
+      if (request.method === 'POST' && path === '/v1/chat/completions') {
+        const { model } = await agentModel(userId, agentId);
+        // before re-serialising it (withAgentModel): a body thousands of levels deep would overflow the stack
+        const tooDeep = tooDeepChatBody(body);
+        if (tooDeep) return reply.code(400).headers(CONTAINMENT_HEADERS).send(tooDeep);
+        body = withAgentModel(body, model);
+      }
       // a streamed answer ends with its credential; watched from here so a revocation meanwhile counts
       const watch = deps.revoker.watch(userId, credential);
       whenClosed(reply.raw, watch.release);
@@ -150,10 +173,23 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
         headers,
         body,
       });
+      // a redirect only within the agent's own paths (docs/agents.md "Agent content and streams"); checked before any header is copied
+      const location =
+        upstream.headers.location === undefined
+          ? undefined
+          : proxiedLocation(upstream.headers.location, { path, prefix, gateway: target.baseUrl, platformOrigins: allowedOrigins });
+      if (location === undefined && REDIRECT_STATUSES.has(upstream.statusCode)) {
+        upstream.body.dump().catch(() => {});
+        throw new AppError(
+          'AGENT_REDIRECT_REFUSED',
+          `The agent answered a redirect (${upstream.statusCode}) to a place outside its own paths; the platform does not pass it on`,
+        );
+      }
       reply.code(upstream.statusCode);
       for (const [name, value] of Object.entries(upstream.headers)) {
         if (value !== undefined && !dropResponseHeader(name)) reply.header(name, value);
       }
+      if (location !== undefined) reply.header('location', location);
       reply.headers(CONTAINMENT_HEADERS);
       if (!isInert(upstream.headers['content-type'])) {
         reply.header('content-type', 'application/octet-stream');
@@ -270,7 +306,7 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
         schema: { hide: true },
         handler: (request, reply) => {
           const { id, '*': rest } = request.params as { id: string; '*': string };
-          return forward(request, reply, id, `/v1/${rest}`);
+          return forward(request, reply, id, `/v1/${rest}`, prefixOf(id));
         },
       });
       scope.post('/api/agents/:id/v1/chat/completions', {
@@ -282,7 +318,8 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
             'streaming answers pass through as they are produced) with the gateway token added by the platform. Point the official `openai` ' +
             'client at `…/api/agents/{id}/v1` with one of your API keys, or send your session cookie. No `model`, or `model: "default"`, means the ' +
             "agent's own model (GET …/v1/models names it); any other model is passed on as it is. The answer and its status are the agent's " +
-            "own (OpenAI format); the platform's own answers are 401 without credentials, 404 for an agent that is not yours, 502 " +
+            "own (OpenAI format); the platform's own answers are 400 in OpenAI's error shape for a body nested deeper than " +
+            `${CHAT_BODY_MAX_DEPTH} levels of arrays and objects, 401 without credentials, 404 for an agent that is not yours, 502 ` +
             '`AGENT_UNAVAILABLE` when the agent cannot be reached and 503 `NO_GATEWAY_TOKEN`. Every turn appears in ' +
             'GET /api/agents/{id}/messages: a streamed one (`stream: true`) is stored by the platform once the stream has ended (the last ' +
             'user message and the answer read from the stream as it passes), a non-streamed one is reported by the agent.',
@@ -291,6 +328,7 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
           security: [{ sessionCookie: [] }, { apiKey: [] }],
           response: {
             200: z.object({}).passthrough().describe("The agent's chat completion (JSON), or text/event-stream when `stream: true`"),
+            400: openAiErrorSchema,
             401: errorSchema,
             404: errorSchema,
             502: errorSchema,
@@ -300,7 +338,10 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
         // the body is passed through as bytes: the schema documents it, the agent validates it
         validatorCompiler: () => () => true,
         serializerCompiler: () => (data) => JSON.stringify(data),
-        handler: (request, reply) => forward(request, reply, (request.params as { id: string }).id, '/v1/chat/completions'),
+        handler: (request, reply) => {
+          const { id } = request.params as { id: string };
+          return forward(request, reply, id, '/v1/chat/completions', prefixOf(id));
+        },
       });
 
       scope.get('/api/agents/:id/v1/models', {
@@ -323,7 +364,10 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
             503: errorSchema,
           },
         },
-        handler: (request, reply) => forward(request, reply, (request.params as { id: string }).id, '/v1/models'),
+        handler: (request, reply) => {
+          const { id } = request.params as { id: string };
+          return forward(request, reply, id, '/v1/models', prefixOf(id));
+        },
       });
 
       scope.get(
@@ -366,7 +410,7 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
         url: '/*',
         constraints: hostConstraint,
         schema: { hide: true },
-        handler: (request, reply) => forward(request, reply, agentFromHost(request), request.url.split('?', 1)[0]!),
+        handler: (request, reply) => forward(request, reply, agentFromHost(request), request.url.split('?', 1)[0]!, ''),
       });
     });
   },

@@ -6,7 +6,7 @@
  */
 
 import { z } from 'zod';
-import { AGENT_BUDGET_MAX_USD, type AgentBudgets } from '../../../domains/ai/agent-budgets.ts';
+import { AGENT_BUDGET_MAX_USD, AGENT_BUDGET_MIN_USD, type AgentBudgets } from '../../../domains/ai/agent-budgets.ts';
 import { USAGE_DAYS_MAX, type UsageReportFn } from '../../../domains/ai/usage-report.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
@@ -14,6 +14,8 @@ import { currentUser } from '../../shared/session.ts';
 import { usageDaysQuery, usageReportFields } from './usage.routes.ts';
 
 const BUDGET_RULE = `must be a number greater than 0 and at most ${AGENT_BUDGET_MAX_USD} (USD), or null to clear the budget`;
+/** A positive amount below a millionth of a dollar: the column would store it as 0. */
+const BUDGET_MIN_RULE = `must be at least ${AGENT_BUDGET_MIN_USD.toFixed(6)} (USD): a budget is kept to 6 decimal places`;
 
 const budget = z
   .object({
@@ -60,13 +62,14 @@ export const agentUsageRoutes = (deps: { report: UsageReportFn; budgets: AgentBu
           "Caps what the agent may spend on models through the platform's AI gateway in a UTC calendar month. Once the month's cost " +
           "reaches it, the gateway answers the agent's calls with 429 (OpenAI's `insufficient_quota` type, code `budget_exceeded`) " +
           'without contacting the provider, until the budget is raised or cleared or the month ends. Calls in flight when it is ' +
-          `reached may overshoot it. \`monthlyBudgetUsd\`: greater than 0, at most ${AGENT_BUDGET_MAX_USD}; null clears it. ` +
+          `reached may overshoot it. \`monthlyBudgetUsd\`: at least ${AGENT_BUDGET_MIN_USD.toFixed(6)} (kept to 6 decimal places), at most ${AGENT_BUDGET_MAX_USD}; null clears it. ` +
           'Answers the budget as GET /api/agents/:id/usage reports it. 400 for anything else, 401 without a session, 404 for an agent that is not yours.',
         params,
         body: jsonBody({
           monthlyBudgetUsd: z
             .number({ error: BUDGET_RULE })
             .gt(0, { error: BUDGET_RULE })
+            .gte(AGENT_BUDGET_MIN_USD, { error: BUDGET_MIN_RULE })
             .max(AGENT_BUDGET_MAX_USD, { error: BUDGET_RULE })
             .nullable(),
         }),

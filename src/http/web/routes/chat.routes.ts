@@ -3,10 +3,11 @@
  * §4.8 `POST /api/gateway/chat` (WebSocket fallback) and §4.18 `POST /api/chat` (REST chat, our
  * shape, Server-Sent Events with `Accept: text/event-stream`).
  */
+import type { ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import type { ChatInput, ChatService } from '../../../domains/chat/chat.service.ts';
-import { badRequest } from '../../../lib/errors.ts';
+import { AppError, badRequest, isAppError } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
@@ -33,6 +34,16 @@ const chatBody = z.object({
 
 const chatResult = z.object({ reply: z.string(), agentId: z.string(), agentName: z.string(), responseMs: z.number() });
 
+/** The refusals of the agent's model call that both chats pass on (docs/agents.md "Talk to your agent"). */
+const REFUSALS =
+  '403 `MODEL_RESTRICTED` (with `allowedModels`) for a model your plan does not include, 429 `AGENT_BUDGET_EXCEEDED`, ' +
+  "`QUOTA_EXCEEDED` or a rate limit (the agent's calls per minute, or the agent busy), 402 `SUBSCRIPTION_REQUIRED`, each with the sentence that says why";
+const refusalResponses = {
+  402: errorSchema,
+  403: errorSchema.extend({ allowedModels: z.array(z.string()).optional() }),
+  429: errorSchema,
+};
+
 export const chatRoutes = (deps: { chat: ChatService }): RouteModule<'session'> => {
   const { chat } = deps;
 
@@ -46,14 +57,19 @@ export const chatRoutes = (deps: { chat: ChatService }): RouteModule<'session'> 
           description:
             'Opens one WebSocket to your agent (your newest running agent, else your newest), sends `message`, and answers with the first ' +
             'reply; 30-second timeout. `sessionKey` (default `main`) is passed to the agent. 404 when you have no agent, 503 when it has no ' +
-            'gateway token yet, 500 when the agent fails, times out or cannot be reached.',
+            "gateway token yet. A refusal of the agent's model call is answered as the agent's own route answers it: " +
+            REFUSALS +
+            '. 500 `AGENT_ERROR` when the agent answers with another error, `AGENT_TIMEOUT` when it does not reply in time, 502 ' +
+            '`AGENT_UNAVAILABLE` when it cannot be reached.',
           body: gatewayChatBody,
           response: {
             200: z.object({ success: z.literal(true), reply: z.string(), agentId: z.string(), agentName: z.string() }),
             400: errorSchema,
             401: errorSchema,
+            ...refusalResponses,
             404: errorSchema,
             500: errorSchema,
+            502: errorSchema,
             503: errorSchema,
           },
         },
@@ -74,12 +90,14 @@ export const chatRoutes = (deps: { chat: ChatService }): RouteModule<'session'> 
             'of text, then `event: done` with the JSON answer, or `event: error` with `{error, code}` if the agent fails mid-way. ' +
             'The turn (your last message and the whole reply) is stored and appears in GET /api/agents/:id/messages, streamed or not. ' +
             '400 bad body, 401 no session, 404 no such agent of yours, 409 `AGENT_NOT_RUNNING`, 502 `AGENT_UNAVAILABLE` when the agent ' +
-            'fails or cannot be reached, 503 `NO_GATEWAY_TOKEN`.',
+            "fails or cannot be reached, 503 `NO_GATEWAY_TOKEN`. A refusal of the agent's model call, before any text (streamed or not), " +
+            `is answered as the agent's own route answers it: ${REFUSALS}.`,
           body: chatBody,
           response: {
             200: chatResult.describe('JSON, or text/event-stream when asked (see description)'),
             400: errorSchema,
             401: errorSchema,
+            ...refusalResponses,
             404: errorSchema,
             409: errorSchema,
             502: errorSchema,
@@ -98,21 +116,29 @@ export const chatRoutes = (deps: { chat: ChatService }): RouteModule<'session'> 
           const wantsStream = body.stream === true || String(request.headers.accept ?? '').includes('text/event-stream');
           if (!wantsStream) return chat.complete(user.id, target, input, () => {});
 
-          // from here on the status is sent: failures become an `error` event
+          // the stream starts with the agent's first piece of text: a refusal before it (a model the
+          // plan does not allow, a budget used up) is answered with its status like the JSON answer;
+          // once the status is sent, failures become an `error` event
           const abort = new AbortController();
           request.raw.on('close', () => abort.abort());
-          const res = startEventStream(request, reply);
+          let res: ServerResponse | undefined;
           const event = (name: string, data: unknown) => {
+            res ??= startEventStream(request, reply);
             if (!res.writableEnded) res.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
           };
           try {
             const result = await chat.complete(user.id, target, input, (content) => event('delta', { content }), abort.signal);
             event('done', result);
           } catch (err) {
-            const e = err as { message?: string; code?: string };
+            // the caller left before any text: nothing to answer, and nothing failed on our side
+            if (!res) throw abort.signal.aborted ? new AppError('CLIENT_CLOSED', 'Client closed request') : err;
+            const e = err as { message?: string; code?: string; status?: number };
+            // the error handler never sees it: the one line that says why this answer failed
+            if (!abort.signal.aborted && !(isAppError(err) && err.status < 500))
+              request.log.error({ err, agentId: target.agent.id }, 'chat stream failed');
             event('error', { error: e.message ?? 'The agent failed', ...(e.code ? { code: e.code } : {}) });
           }
-          res.end();
+          res?.end();
         },
       });
     },
