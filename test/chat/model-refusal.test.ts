@@ -3,7 +3,7 @@
  * (docs/agents.md "Talk to your agent"): §4.8 POST /api/gateway/chat and §4.18 POST /api/chat
  * answer as the agent's own route does (403 `MODEL_RESTRICTED` with `allowedModels`, 429 for a
  * used-up budget), not 500 `AGENT_ERROR` or 502 `AGENT_UNAVAILABLE`; an agent that cannot be
- * reached stays 502, with one log line saying why.
+ * reached stays a 5xx (502 on REST chat, 500 on the gateway chat as §4.8 says), with one log line saying why.
  *
  * Reproduced as it was found: the model catalogue has loaded a router's list that includes
  * `claude-opus-4-6` (the §4.7 provisioning default), so a solo user's default agent is given that
@@ -174,7 +174,7 @@ describe("a used-up budget: the agent's 429 with the sentence", () => {
   });
 });
 
-describe('an agent that cannot be reached stays 502, with one log line saying why', () => {
+describe('an agent that cannot be reached is a 5xx with one log line saying why', () => {
   it('a stream that breaks off after the first text: an `error` event, and one log line (the error handler never sees it)', async () => {
     const o = await soloWithDefaultAgent();
     const allowed = (await post(o.cookie, '/api/chat', { message: 'hi' })).json().allowedModels as string[];
@@ -199,17 +199,20 @@ describe('an agent that cannot be reached stays 502, with one log line saying wh
     }
   });
 
-  it('both chats: 502 AGENT_UNAVAILABLE (no longer 500 on the gateway chat), logged with its reason', async () => {
+  it('REST chat 502 AGENT_UNAVAILABLE, the gateway chat 500 AGENT_ERROR (§4.8 gives it 500), each logged with its reason', async () => {
     const o = await soloWithDefaultAgent();
     await runtimes.get(o.agentId)!.close();
-    for (const url of ['/api/gateway/chat', '/api/chat']) {
+    for (const [url, status, code] of [
+      ['/api/gateway/chat', 500, 'AGENT_ERROR'],
+      ['/api/chat', 502, 'AGENT_UNAVAILABLE'],
+    ] as const) {
       const before = logLines.length;
       const res = await post(o.cookie, url, { message: 'hi' });
-      expect(res.statusCode, `${url} ${res.body}`).toBe(502);
-      expect(res.json().code).toBe('AGENT_UNAVAILABLE');
+      expect(res.statusCode, `${url} ${res.body}`).toBe(status);
+      expect(res.json().code).toBe(code);
       const failed = logLines.slice(before).filter((l) => (l.level as number) >= 50);
       expect(failed, url).toHaveLength(1);
-      expect(failed[0]!.err).toMatchObject({ id: 'AGENT_UNAVAILABLE', message: expect.stringMatching(/reach/) });
+      expect(failed[0]!.err).toMatchObject({ id: code, message: expect.stringMatching(/reach/) });
     }
   });
 });

@@ -9,7 +9,7 @@
  *   the turn (the runtime does not report streamed completions, so nothing is stored twice).
  * - Streamed completions through the gateway proxy are stored the same way (`recordTurn`).
  */
-import { AppError } from '../../lib/errors.ts';
+import { AppError, isAppError } from '../../lib/errors.ts';
 import type { AgentMessages, Turn } from '../agents/agent-messages.ts';
 import type { AgentGateway, ChatMessage } from '../agents/gateway/client.ts';
 import type { AgentTarget } from '../agents/gateway/targets.ts';
@@ -43,7 +43,11 @@ export function createChatService(deps: ChatDeps) {
     /** §4.8 POST /api/gateway/chat */
     async gatewayChat(userId: string, input: { message: string; sessionKey: string }) {
       const t = await gateway.targets.defaultFor(userId);
-      const reply = await gateway.wsChat(t, input.message, input.sessionKey);
+      const reply = await gateway.wsChat(t, input.message, input.sessionKey).catch((err: unknown) => {
+        // §4.8 gives this route 500 for an agent that fails, not 502: the same sentence, the code for it
+        if (isAppError(err) && err.id === 'AGENT_UNAVAILABLE') throw new AppError('AGENT_ERROR', err.message);
+        throw err;
+      });
       return { success: true as const, reply, agentId: t.agent.id, agentName: t.agent.name };
     },
 

@@ -59,8 +59,8 @@ export const chatRoutes = (deps: { chat: ChatService }): RouteModule<'session'> 
             'reply; 30-second timeout. `sessionKey` (default `main`) is passed to the agent. 404 when you have no agent, 503 when it has no ' +
             "gateway token yet. A refusal of the agent's model call is answered as the agent's own route answers it: " +
             REFUSALS +
-            '. 500 `AGENT_ERROR` when the agent answers with another error, `AGENT_TIMEOUT` when it does not reply in time, 502 ' +
-            '`AGENT_UNAVAILABLE` when it cannot be reached.',
+            '. 500 `AGENT_ERROR` when the agent answers with another error or cannot be reached (§4.8 gives this route 500, not 502), ' +
+            '`AGENT_TIMEOUT` when it does not reply in time.',
           body: gatewayChatBody,
           response: {
             200: z.object({ success: z.literal(true), reply: z.string(), agentId: z.string(), agentName: z.string() }),
@@ -69,7 +69,6 @@ export const chatRoutes = (deps: { chat: ChatService }): RouteModule<'session'> 
             ...refusalResponses,
             404: errorSchema,
             500: errorSchema,
-            502: errorSchema,
             503: errorSchema,
           },
         },
