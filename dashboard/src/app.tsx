@@ -1,5 +1,6 @@
 /** The shell: which page a path shows, the navigation, and the sign-in gate for /dashboard/*. */
 import { type ReactNode, useEffect, useState } from 'react';
+import { AccountNotice } from './account-notice.tsx';
 import { type Features, useFeatures } from './features.ts';
 import { AdminPage } from './pages/admin.tsx';
 import { AgentPage } from './pages/agent/page.tsx';
@@ -142,6 +143,7 @@ export function App() {
         </ul>
       </nav>
       <main id="main" tabIndex={-1}>
+        <AccountNotice />
         {current.heading !== false && <h1>{current.title}</h1>}
         {current.body}
       </main>

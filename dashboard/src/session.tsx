@@ -2,7 +2,14 @@
 import { createContext, type ReactNode, useCallback, useContext, useEffect, useState } from 'react';
 import { api, call } from './api/client.ts';
 
-export type User = { id: string; name: string; email: string; isAdmin: boolean };
+/** `notice`: a one-time notice to show until dismissed (./account-notice.tsx) */
+export type User = {
+  id: string;
+  name: string;
+  email: string;
+  isAdmin: boolean;
+  notice?: { kind: 'password-cleared'; provider: 'idp' | 'codehost'; message: string } | undefined;
+};
 type SessionState = { user: User | null; loading: boolean; refresh(): Promise<User | null>; signOut(): Promise<void> };
 
 const Ctx = createContext<SessionState | null>(null);

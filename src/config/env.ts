@@ -109,7 +109,7 @@ const envSchema = z.object({
   MAIL_FROM: optionalString,
   /** added: password reset requests per IP per hour */
   PASSWORD_RESET_RATE_LIMIT: positiveInt(10),
-  /** added: password reset requests per email address per hour (whether or not it has an account) */
+  /** added: password reset requests per email address and caller IP per hour (whether or not it has an account) */
   PASSWORD_RESET_EMAIL_RATE_LIMIT: positiveInt(3),
 
   // Agents and hosting

@@ -15,6 +15,8 @@ export const LIMITS = {
   passwordResetTokenTtlMs: 30 * 60 * 1000,
   /** window of PASSWORD_RESET_RATE_LIMIT and PASSWORD_RESET_EMAIL_RATE_LIMIT: requests per hour */
   passwordResetWindowMs: 60 * 60 * 1000,
+  /** an account is mailed a new reset link at most once in this time; the one mailed before is still live (docs/identity.md "Password reset") */
+  passwordResetResendMs: 10 * 60 * 1000,
   /** §8 agent name, after trim */
   agentNameMin: 1,
   agentNameMax: 64,

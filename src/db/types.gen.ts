@@ -25,6 +25,13 @@ export type Numeric = ColumnType<string, number | string, number | string>;
 
 export type Timestamp = ColumnType<Date, Date | string, Date | string>;
 
+export interface AccountNotices {
+  created_at: Generated<Timestamp>;
+  kind: string;
+  provider: string;
+  user_id: string;
+}
+
 export interface AdminSetupTokens {
   created_at: Generated<Timestamp>;
   expires_at: Timestamp;
@@ -475,12 +482,15 @@ export interface Users {
   credits: Generated<number>;
   email: string;
   email_verified: Generated<boolean>;
+  email_verified_at: Timestamp | null;
   id: Generated<string>;
   idp_sign_in_disabled: Generated<boolean>;
   idp_signin_disabled_at: Timestamp | null;
   is_admin: Generated<boolean>;
   name: string;
   password_hash: string | null;
+  password_predates_verification: Generated<boolean>;
+  password_set_at: Timestamp | null;
   plan: Generated<"solo" | "collective" | "label" | "network">;
   referral_code: string;
   referred_by: string | null;
@@ -552,6 +562,7 @@ export interface X402PaymentsAudit {
 }
 
 export interface DB {
+  account_notices: AccountNotices;
   admin_setup_tokens: AdminSetupTokens;
   agent_budgets: AgentBudgets;
   agent_configs: AgentConfigs;

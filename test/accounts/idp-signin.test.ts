@@ -157,7 +157,7 @@ describe('§4.1 GET /api/auth/idp/callback: the success sequence', () => {
     expect(await linksOf(idp.user.sub)).toHaveLength(1);
   });
 
-  it('links an existing password user with that (verified) email: one user, not two; password sign-in still works', async () => {
+  it('links an existing password user with that (verified) email: one user, not two; the password set before the proof is cleared', async () => {
     const existing = await signUp(t.web, { email: `Mixed.Case${n}@Example.com`.toLowerCase() });
     idp.user = { sub: `link-${n}`, email: existing.email.toUpperCase(), email_verified: true, name: 'Ignored' };
     const { back, cookie } = await startFlow();
@@ -176,14 +176,15 @@ describe('§4.1 GET /api/auth/idp/callback: the success sequence', () => {
       { id: expect.any(String), provider: 'idp', email: existing.email, linkedAt: expect.any(String) },
     ]);
     expect(listed.body).not.toContain('refresh');
-    // the provider proved the address: sessions opened before by whoever registered it with a password end
+    // the provider proved the address: whoever registered it with a password may be a stranger, so
+    // their sessions end and their password no longer signs in (test/accounts/preregistration-takeover.test.ts)
     expect(await sessionUser(existing.token)).toBeNull();
     const login = await t.web.inject({
       method: 'POST',
       url: '/api/auth/login',
       payload: { email: existing.email, password: existing.password },
     });
-    expect(login.statusCode).toBe(200);
+    expect(login.statusCode).toBe(401);
   });
 
   it('reads the email from userinfo when the ID token has none (userinfo tied to the ID token subject)', async () => {

@@ -3,6 +3,7 @@
  * /api/auth/nonce; §2 Session ("Deleted on sign-out"); §5 session cookie attributes; §8 cookie
  * lifetime 30 days.
  */
+import { hash as argonHash } from '@node-rs/argon2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/config/limits.ts';
 import { sha256 } from '../../src/lib/crypto.ts';
@@ -179,16 +180,20 @@ describe('§4.1 GET /api/auth/session (always 200)', () => {
     // ADMIN_EMAILS has "Boss@Example.com"; the user registers as BOSS@example.COM
     const u = await signUp(t.web, { email: 'BOSS@example.COM' });
     expect((await session(u.cookie)).json().user).toMatchObject({ id: u.id, email: 'boss@example.com', isAdmin: false });
-    // an identity provider vouching for the address is what makes the match count
+    // an identity provider vouching for the address is what makes the match count, but not for a
+    // password set before that proof (it may be a stranger's: test/accounts/preregistration-takeover.test.ts)
     await t.database.db.kysely.updateTable('users').set({ email_verified: true }).where('id', '=', u.id).execute();
     const other = await signUp(t.web, { email: 'Other-Admin@example.com' });
     expect((await session(other.cookie)).json().user.isAdmin).toBe(false);
-    const fresh = await t.web.inject({
-      method: 'POST',
-      url: '/api/auth/login',
-      payload: { email: 'boss@example.com', password: 'correct horse battery' },
-    });
-    expect((await session(`service-session=${sessionCookieFrom(fresh)}`)).json().user).toMatchObject({ id: u.id, isAdmin: true });
+    const signIn = async (password: string) => {
+      const res = await t.web.inject({ method: 'POST', url: '/api/auth/login', payload: { email: 'boss@example.com', password } });
+      return (await session(`service-session=${sessionCookieFrom(res)}`)).json().user;
+    };
+    expect(await signIn('correct horse battery')).toMatchObject({ id: u.id, isAdmin: false });
+    // a password set after the proof (as a reset by the verified owner sets it)
+    const passwordHash = await argonHash('a password set after the proof', { algorithm: 2 });
+    await t.database.db.kysely.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', u.id).execute();
+    expect(await signIn('a password set after the proof')).toMatchObject({ id: u.id, isAdmin: true });
   });
 
   it('with ADMIN_EMAILS_REQUIRE_VERIFIED=false an ADMIN_EMAILS match is enough (closed test deployments)', async () => {

@@ -8,8 +8,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
+import { sql } from 'kysely';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LIMITS } from '../../src/config/limits.ts';
 import { COMMON_PASSWORD_MESSAGE } from '../../src/domains/accounts/password-policy.ts';
 import { RESET_NOT_SET_UP, RESET_REQUESTED, RESET_TOKEN_ERRORS } from '../../src/domains/accounts/password-reset.ts';
 import { loggerOptions } from '../../src/http/shared/logging.ts';
@@ -42,6 +44,15 @@ const confirm = (payload: object, app = t.web) => app.inject({ method: 'POST', u
 const sessionOf = (cookie: string, app = t.web) => app.inject({ method: 'GET', url: '/api/auth/session', headers: { cookie } });
 const login = (email: string, password: string, app = t.web) =>
   app.inject({ method: 'POST', url: '/api/auth/login', payload: { email, password }, remoteAddress: ip() });
+
+/** Makes the user's links look `ms` older (their expiry is what tells when a link was mailed). */
+const ageLinks = (userId: string, ms: number, db = t.database.db.kysely) =>
+  db
+    .updateTable('password_reset_tokens')
+    .set({ expires_at: sql<Date>`expires_at - make_interval(secs => ${ms / 1000})` })
+    .where('user_id', '=', userId)
+    .execute();
+const mailsTo = (email: string, server = smtp) => server.messages.filter((m) => m.to.includes(email));
 
 /** Asks for a link for `email` and returns the token of the mail that arrives. */
 async function mailedToken(email: string, app = t.web, server = smtp): Promise<{ token: string; mail: ReceivedMail }> {
@@ -138,6 +149,7 @@ describe('the whole flow through SMTP', () => {
   it('a reset spends every other outstanding link of the user', async () => {
     const u = await signUp(t.web);
     const first = await mailedToken(u.email);
+    await ageLinks(u.id, LIMITS.passwordResetResendMs); // a second link is mailed only once the resend interval is over
     const second = await mailedToken(u.email);
     expect(first.token).not.toBe(second.token);
     expect((await confirm({ token: second.token, password: 'the second link wins' })).statusCode).toBe(200);
@@ -259,19 +271,22 @@ describe('concurrency', () => {
   });
 });
 
-describe('rate limits (per IP and per email)', () => {
-  it('beyond PASSWORD_RESET_EMAIL_RATE_LIMIT for one email (any IP, known or not) and PASSWORD_RESET_RATE_LIMIT per IP: 429', async () => {
+describe('rate limits (per IP, per email and IP) and the resend interval', () => {
+  it('beyond PASSWORD_RESET_EMAIL_RATE_LIMIT for one email from one IP (known or not) and PASSWORD_RESET_RATE_LIMIT per IP: 429', async () => {
     await withTestPlatform(
       { SMTP_URL: smtp.url, PASSWORD_RESET_RATE_LIMIT: '3', PASSWORD_RESET_EMAIL_RATE_LIMIT: '2', REGISTER_RATE_LIMIT: '1000' },
       async (p) => {
         const u = await signUp(p.web);
         for (const email of [u.email, freshEmail()]) {
-          expect((await requestReset(email, ip(), p.web)).statusCode).toBe(200);
-          expect((await requestReset(email.toUpperCase(), ip(), p.web)).statusCode).toBe(200);
-          const third = await requestReset(email, ip(), p.web);
+          const from = ip();
+          expect((await requestReset(email, from, p.web)).statusCode).toBe(200);
+          expect((await requestReset(email.toUpperCase(), from, p.web)).statusCode).toBe(200);
+          const third = await requestReset(email, from, p.web);
           expect(third.statusCode).toBe(429);
           expect(third.json().error).toBe('Too many password reset requests; try again later');
           expect(third.json().retryAfter).toBeGreaterThan(0);
+          // another caller is not refused for it
+          expect((await requestReset(email, ip(), p.web)).statusCode).toBe(200);
         }
         const from = '192.0.2.77';
         for (let i = 0; i < 3; i++) expect((await requestReset(freshEmail(), from, p.web)).statusCode).toBe(200);
@@ -280,10 +295,53 @@ describe('rate limits (per IP and per email)', () => {
         expect(over.headers['retry-after']).toBeDefined();
         expect((await requestReset(freshEmail(), '192.0.2.78', p.web)).statusCode).toBe(200);
         await p.platform.services.passwordReset.idle();
-        // the two accepted requests for the account mailed two links, the refused one none
-        expect(smtp.messages.filter((m) => m.to.includes(u.email))).toHaveLength(2);
+        // three accepted requests for the account within the resend interval: one mail
+        expect(mailsTo(u.email)).toHaveLength(1);
       },
     );
+  });
+
+  it('nobody can use up someone else’s resets: after an attacker’s flood for carol, her own request is answered and a live link is in her mailbox', async () => {
+    // the default limits (10 per IP, 3 per email and IP per hour)
+    await withTestPlatform({ SMTP_URL: smtp.url, REGISTER_RATE_LIMIT: '1000' }, async (p) => {
+      const carol = await signUp(p.web, { email: `carol-${randomBytes(3).toString('hex')}@example.org` });
+      const attacker = '203.0.113.66';
+      const answers = [];
+      for (let i = 0; i < 6; i++) answers.push((await requestReset(carol.email, attacker, p.web)).statusCode);
+      expect(answers).toEqual([200, 200, 200, 429, 429, 429]); // the attacker's own IP, for this address
+      await p.platform.services.passwordReset.idle();
+      expect(mailsTo(carol.email)).toHaveLength(1); // and a flood mails her once
+
+      // Carol, from her own IP: answered like anyone (same 200 and body), no 429
+      const victim = '198.51.100.200';
+      const hers = await requestReset(carol.email, victim, p.web);
+      expect(hers.statusCode).toBe(200);
+      expect(hers.json()).toEqual({ ok: true, message: RESET_REQUESTED });
+      await p.platform.services.passwordReset.idle();
+      // within the resend interval nothing new is mailed: the link in her mailbox is live and works
+      expect(mailsTo(carol.email)).toHaveLength(1);
+      const live = LINK.exec(mailsTo(carol.email)[0]!.text)![2]!;
+
+      // past the resend interval, her request mails a new link
+      await ageLinks(carol.id, LIMITS.passwordResetResendMs, p.database.db.kysely);
+      expect((await requestReset(carol.email, victim, p.web)).statusCode).toBe(200);
+      const fresh = await smtp.waitFor((m) => m.to.includes(carol.email) && !m.text.includes(live));
+      const token = LINK.exec(fresh.text)![2]!;
+      expect((await confirm({ token, password: 'carol keeps her account' }, p.web)).statusCode).toBe(200);
+      expect((await login(carol.email, 'carol keeps her account', p.web)).statusCode).toBe(200);
+      // the older link was spent by the reset
+      expect((await confirm({ token: live, password: 'not again' }, p.web)).json()).toEqual({ error: RESET_TOKEN_ERRORS.used });
+    });
+  });
+
+  it('parallel requests for one account from many IPs mail one link', async () => {
+    const u = await signUp(t.web);
+    const answers = await Promise.all(Array.from({ length: 8 }, () => requestReset(u.email)));
+    for (const a of answers) expect(a.statusCode).toBe(200);
+    await t.platform.services.passwordReset.idle();
+    expect(mailsTo(u.email)).toHaveLength(1);
+    const rows = await t.database.db.kysely.selectFrom('password_reset_tokens').select('id').where('user_id', '=', u.id).execute();
+    expect(rows).toHaveLength(1);
   });
 });
 
@@ -319,6 +377,9 @@ describe('without SMTP', () => {
         await p.platform.services.passwordReset.idle();
         expect(lines.join('')).toContain('password reset mail not sent');
         expect(lines.join('')).not.toContain('reset-password?token=');
+        // the unsent link is forgotten: the next request does not wait out the resend interval
+        const left = await p.database.db.kysely.selectFrom('password_reset_tokens').select('id').where('user_id', '=', u.id).execute();
+        expect(left).toHaveLength(0);
       },
     );
   });
@@ -356,7 +417,7 @@ describe('the token is never logged', () => {
 });
 
 describe.skipIf(!process.env.REDIS_URL)('across replicas (REDIS_URL)', () => {
-  it('a reset on one replica ends the sessions another replica has cached; the per-email limit is shared', async () => {
+  it('a reset on one replica ends the sessions another replica has cached; the per-email-and-IP limit is shared', async () => {
     const redisUrl = process.env.REDIS_URL!;
     const prefix = `test-reset-${randomBytes(4).toString('hex')}:`;
     const env = { SMTP_URL: smtp.url, REDIS_URL: redisUrl, REGISTER_RATE_LIMIT: '1000', PASSWORD_RESET_EMAIL_RATE_LIMIT: '3' };
@@ -386,10 +447,12 @@ describe.skipIf(!process.env.REDIS_URL)('across replicas (REDIS_URL)', () => {
       expect(user).toBeNull();
       expect(Date.now() - started).toBeLessThan(1000); // well inside the cache's 5 s
 
-      // requests 2 and 3 on b, the 4th on a: refused, whichever replica counts
-      expect((await requestReset(u.email, ip(), bWeb)).statusCode).toBe(200);
-      expect((await requestReset(u.email, ip(), bWeb)).statusCode).toBe(200);
-      expect((await requestReset(u.email, ip(), a.web)).statusCode).toBe(429);
+      // one caller's requests for the address: two on b, the third on a, the 4th on b is refused, whichever replica counts
+      const from = '192.0.2.99';
+      expect((await requestReset(u.email, from, bWeb)).statusCode).toBe(200);
+      expect((await requestReset(u.email, from, bWeb)).statusCode).toBe(200);
+      expect((await requestReset(u.email, from, a.web)).statusCode).toBe(200);
+      expect((await requestReset(u.email, from, bWeb)).statusCode).toBe(429);
     } finally {
       await bWeb.close();
       await b.close();

@@ -10,6 +10,8 @@
  *   API), creates an event and shows the free one-hour slots of its day (§4.6).
  * - "Forgot your password?" mails a link; the link's page sets a new password; the old one is
  *   refused and the new one signs in. Both pages pass axe and fit 390 px.
+ * - An address someone registered with a password, then proved by its owner with the provider:
+ *   the dashboard shows the owner the one-time notice until it is dismissed.
  * Skips without Chromium.
  */
 import type { Browser } from 'playwright-core';
@@ -146,6 +148,36 @@ describe.skipIf(!available)('identity in Chromium', () => {
       });
     expect((await login('the old passphrase')).status).toBe(401);
     expect((await login('a brand new passphrase')).status).toBe(200);
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+
+  it('tells the owner, until dismissed, that the password someone registered their address with was cleared', async () => {
+    const email = 'preregistered@example.com';
+    const reg = await fetch(`${live.webUrl}/api/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email, password: 'somebody else chose this' }),
+    });
+    expect(reg.status).toBe(201);
+    idp.user = { sub: 'idp-browser-2', email, email_verified: true, name: 'Real Owner' };
+    const { page, errors } = await newPage(390);
+    await page.goto('/login');
+    await page
+      .getByRole('navigation', { name: 'Other ways to sign in' })
+      .getByRole('link', { name: 'Sign in with the identity provider' })
+      .click();
+    await page.waitForURL(/\/dashboard$/);
+    const notice = page.getByRole('region', { name: 'Notice about your account' });
+    await notice.getByText('Someone had registered this email with a password before you proved it', { exact: false }).waitFor();
+    expect(await notice.getByRole('link', { name: 'Set a password' }).getAttribute('href')).toBe('/reset-password');
+    await axe(page, 'account notice');
+    await expectNoHorizontalScroll(page, 390, 'account notice');
+    await notice.getByRole('button', { name: 'Dismiss' }).click();
+    await notice.waitFor({ state: 'detached' });
+    await page.reload();
+    await page.getByRole('heading', { name: 'Agents', level: 1 }).waitFor();
+    expect(await notice.count()).toBe(0);
     expect(errors).toEqual([]);
     await page.context().close();
   }, 60_000);

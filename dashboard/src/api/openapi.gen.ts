@@ -2150,6 +2150,45 @@ export interface paths {
     patch: never;
     trace: never;
   };
+  "/api/auth/notice": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: never;
+    post: never;
+    delete: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              ok: true;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
   "/api/auth/password-reset/confirm": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
     get: never;
@@ -2282,6 +2321,11 @@ export interface paths {
                 name: string;
                 email: string;
                 isAdmin: boolean;
+                notice?: {
+                  kind: "password-cleared";
+                  provider: "idp" | "codehost";
+                  message: string;
+                };
               } | null);
             };
           };

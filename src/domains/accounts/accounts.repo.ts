@@ -8,6 +8,7 @@ import { type Kysely, sql } from 'kysely';
 import type { Pool } from 'pg';
 import type { Tx } from '../../db/client.ts';
 import type { DB } from '../../db/schema.ts';
+import type { ExternalProvider } from './oauth-state.ts';
 
 type Conn = Kysely<DB> | Tx;
 
@@ -102,6 +103,42 @@ export const accountsRepo = {
   },
 
   /**
+   * A session for a password sign-in, made only while `passwordHash` is still the user's: false
+   * when it is not. The row lock (FOR SHARE) orders it with whatever clears or replaces the
+   * password and ends the user's sessions in one transaction (the first provider proof of the
+   * address, a reset): either this insert waits for that commit and then finds the hash gone, or
+   * that transaction waits for this insert and then deletes the new session too. Without it, a
+   * sign-in whose password check was under way when the password was cleared would open a session
+   * that outlives the clearing.
+   */
+  async insertSessionIfPassword(
+    db: Conn,
+    s: { userId: string; tokenHash: Buffer; expiresAt: Date; userAgent: string | null; ip: string | null },
+    passwordHash: string,
+  ): Promise<boolean> {
+    const r = await db
+      .insertInto('sessions')
+      .columns(['user_id', 'token_hash', 'expires_at', 'user_agent', 'ip'])
+      .expression((eb) =>
+        eb
+          .selectFrom('users')
+          .select([
+            'users.id',
+            eb.val(s.tokenHash).as('token_hash'),
+            eb.val(s.expiresAt).as('expires_at'),
+            eb.val(s.userAgent).as('user_agent'),
+            eb.val(s.ip).as('ip'),
+          ])
+          .where('users.id', '=', s.userId)
+          .where('users.password_hash', '=', passwordHash)
+          .forShare(),
+      )
+      .returning('id')
+      .executeTakeFirst();
+    return r !== undefined;
+  },
+
+  /**
    * The users of the live sessions among `tokenHashes` (with the hash each answers). This runs on
    * every authenticated request that misses the session cache, batched (accounts.service.ts), so
    * it is a named prepared statement: PostgreSQL parses and plans the join once per connection
@@ -117,10 +154,15 @@ export const accountsRepo = {
       email: string;
       is_admin: boolean;
       email_verified: boolean;
+      password_predates_verification: boolean;
+      password_cleared_by: ExternalProvider | null;
       expires_ms: number;
     }>({
       name: 'accounts_find_session_users',
+      // the notice is one index probe on account_notices' primary key, almost always finding nothing
       text: `SELECT encode(s.token_hash, 'hex') AS hash, u.id, u.name, u.email, u.is_admin, u.email_verified,
+                    u.password_predates_verification,
+                    (SELECT n.provider FROM account_notices n WHERE n.user_id = u.id AND n.kind = 'password-cleared') AS password_cleared_by,
                     (extract(epoch FROM s.expires_at) * 1000)::float8 AS expires_ms
                FROM sessions s JOIN users u ON u.id = s.user_id
               WHERE s.token_hash = ANY($1::bytea[]) AND s.expires_at > now()`,
@@ -148,6 +190,20 @@ export const accountsRepo = {
 
   deleteSessionsOfUser(db: Conn, userId: string) {
     return db.deleteFrom('sessions').where('user_id', '=', userId).execute();
+  },
+
+  /** Records (or renews) the one-time `password-cleared` notice of a user (migration 215). */
+  recordPasswordClearedNotice(db: Conn, userId: string, provider: ExternalProvider) {
+    return db
+      .insertInto('account_notices')
+      .values({ user_id: userId, kind: 'password-cleared', provider })
+      .onConflict((oc) => oc.columns(['user_id', 'kind']).doUpdateSet({ provider, created_at: sql`now()` }))
+      .execute();
+  },
+
+  /** The signed-in user dismisses their notices (under row-level security). */
+  deleteNotices(trx: Tx, userId: string) {
+    return trx.deleteFrom('account_notices').where('user_id', '=', userId).execute();
   },
 
   /**

@@ -20,6 +20,7 @@ import { isAdminUser } from '../admin/admin-rule.ts';
 import { accountsRepo } from './accounts.repo.ts';
 import type { BotVerifier } from './bot-verifier.ts';
 import { createLoginThrottle, type LoginThrottleConfig } from './login-throttle.ts';
+import type { ExternalProvider } from './oauth-state.ts';
 import { COMMON_PASSWORD_MESSAGE, isCommonPassword } from './password-policy.ts';
 import type { SessionCache } from './session-cache.ts';
 import { createNonceMinter } from './siwe-nonce.ts';
@@ -31,7 +32,28 @@ const ARGON2ID = 2;
 // miss costs the same time as a hit (no user enumeration by timing).
 const DUMMY_HASH = argonHash(randomBytes(16).toString('hex'), { algorithm: ARGON2ID });
 
-export type SessionUser = { id: string; name: string; email: string; isAdmin: boolean };
+/**
+ * A one-time notice the dashboard shows after sign-in until dismissed (DELETE /api/auth/notice).
+ * `password-cleared`: the first proof of the address by `provider` cleared a password set before
+ * it (docs/identity.md "What a sign-in does").
+ */
+export type AccountNotice = { kind: 'password-cleared'; provider: ExternalProvider; message: string };
+export type SessionUser = { id: string; name: string; email: string; isAdmin: boolean; notice?: AccountNotice };
+
+const PROVIDER_NAMES: Record<ExternalProvider, string> = { idp: 'the identity provider', codehost: 'the code host' };
+
+export function passwordClearedNotice(provider: ExternalProvider): AccountNotice {
+  const by = PROVIDER_NAMES[provider];
+  return {
+    kind: 'password-cleared',
+    provider,
+    message:
+      `Someone had registered this email with a password before you proved it with ${by}. That password no longer works ` +
+      `and every session opened with it has ended. Sign in with ${by}, or set a password of your own with a password reset ` +
+      '(a link mailed to this address). If that registration was not yours, review the API keys and agents of this account: ' +
+      'whoever registered it may have made them.',
+  };
+}
 export type RequestMeta = { ip: string; userAgent: string | null };
 export type NewSession = { token: string; expiresAt: Date; user: { id: string; name: string } };
 
@@ -88,10 +110,15 @@ export function createAccountsService(deps: AccountsDeps) {
   const tooManyLogins = (ms: number) =>
     tooManyRequests('Too many failed sign-in attempts; try again later', { retryAfter: Math.max(1, Math.ceil(ms / 1000)) });
 
-  async function createSession(userId: string, name: string, meta: RequestMeta): Promise<NewSession> {
+  /** With `passwordHash` (password sign-in): made only while that hash is still the user's, else null. */
+  async function createSession(userId: string, name: string, meta: RequestMeta): Promise<NewSession>;
+  async function createSession(userId: string, name: string, meta: RequestMeta, passwordHash: string): Promise<NewSession | null>;
+  async function createSession(userId: string, name: string, meta: RequestMeta, passwordHash?: string): Promise<NewSession | null> {
     const token = randomToken(32);
     const expiresAt = new Date(now().getTime() + LIMITS.sessionTtlMs);
-    await accountsRepo.insertSession(db.kysely, { userId, tokenHash: sha256(token), expiresAt, userAgent: meta.userAgent, ip: meta.ip });
+    const row = { userId, tokenHash: sha256(token), expiresAt, userAgent: meta.userAgent, ip: meta.ip };
+    if (passwordHash === undefined) await accountsRepo.insertSession(db.kysely, row);
+    else if (!(await accountsRepo.insertSessionIfPassword(db.kysely, row, passwordHash))) return null;
     return { token, expiresAt, user: { id: userId, name } };
   }
 
@@ -169,7 +196,11 @@ export function createAccountsService(deps: AccountsDeps) {
       const ok = await argonVerify(user?.password_hash ?? (await DUMMY_HASH), password).catch(() => false);
       if (!user?.password_hash || !ok) throw unauthorized('Invalid credentials');
       await attempt.succeeded();
-      return createSession(user.id, user.name, meta);
+      // the password may have been cleared or replaced while it was being checked (a provider's
+      // first proof of the address, a reset): then it opens nothing
+      const session = await createSession(user.id, user.name, meta, user.password_hash);
+      if (!session) throw unauthorized('Invalid credentials');
+      return session;
     },
 
     /** A session for a user another sign-in method has authenticated (identity provider, code host: ./external-signin.service.ts). */
@@ -183,12 +214,19 @@ export function createAccountsService(deps: AccountsDeps) {
       // the cache key is the hash as base64url text; the Buffer form is made only for a miss
       const key = sha256Base64url(token);
       const cached = deps.sessionCache?.get(key);
-      if (cached) return { id: cached.id, name: cached.name, email: cached.email, isAdmin: cached.isAdmin };
+      if (cached) return toSessionUser(cached);
       const row = await findSessionUser(Buffer.from(key, 'base64url'));
       if (!row) return null;
       const isAdmin = isAdminUser(config, row);
-      deps.sessionCache?.set(key, { id: row.id, name: row.name, email: row.email, isAdmin, expiresAt: row.expires_ms });
-      return { id: row.id, name: row.name, email: row.email, isAdmin };
+      const user = { id: row.id, name: row.name, email: row.email, isAdmin, notice: row.password_cleared_by };
+      deps.sessionCache?.set(key, { ...user, expiresAt: row.expires_ms });
+      return toSessionUser(user);
+    },
+
+    /** Dismisses the signed-in user's notices (GET /api/auth/session `user.notice`). */
+    async dismissNotices(userId: string): Promise<void> {
+      await db.withUser(userId, (trx) => accountsRepo.deleteNotices(trx, userId));
+      deps.sessionCache?.evictUser(userId); // cached sessions carry the notice
     },
 
     async signOut(token: string | undefined): Promise<void> {
@@ -297,6 +335,13 @@ export function createAccountsService(deps: AccountsDeps) {
       return toProfile(row);
     },
   };
+}
+
+/** The session user as answered; the notice (rare) only when there is one, so the §4.1 shape stays as it is otherwise. */
+function toSessionUser(u: { id: string; name: string; email: string; isAdmin: boolean; notice?: ExternalProvider | null }): SessionUser {
+  const user: SessionUser = { id: u.id, name: u.name, email: u.email, isAdmin: u.isAdmin };
+  if (u.notice) user.notice = passwordClearedNotice(u.notice);
+  return user;
 }
 
 function toProfile(row: {

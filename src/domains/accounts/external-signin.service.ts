@@ -42,6 +42,8 @@ export type SignInStep = {
   session?: NewSession;
   /** why it failed, for the log line (never a token or code) */
   failure?: { code: SignInError; reason: string };
+  /** the user whose earlier sessions this sign-in ended (first proof of the address): the web app ends their open streams */
+  endedSessionsOf?: string;
 };
 
 type Identity = { subject: string; email: string | null; emailVerified: boolean; name: string | null; refreshToken: string | null };
@@ -97,7 +99,10 @@ export function createExternalSignIn(deps: ExternalSignInDeps) {
       : null;
 
   /** The user the identity belongs to: by link, else by verified email, else a new one; linked either way. */
-  async function resolve(provider: ExternalProvider, id: Identity): Promise<SignInStep | { userId: string; name: string }> {
+  async function resolve(
+    provider: ExternalProvider,
+    id: Identity,
+  ): Promise<SignInStep | { userId: string; name: string; revoked?: boolean }> {
     const email = id.email && id.emailVerified && id.email.length <= 320 ? id.email.trim().toLowerCase() : null;
     let user = await linkedAccountsRepo.findUserByLink(db.kysely, provider, id.subject);
     if (!user) {
@@ -113,16 +118,26 @@ export function createExternalSignIn(deps: ExternalSignInDeps) {
     if (user) {
       const existing = user;
       const firstProof = email !== null && !existing.email_verified && existing.email.toLowerCase() === email;
-      const owner = await db.kysely.transaction().execute(async (trx) => {
+      const { owner, proved } = await db.kysely.transaction().execute(async (trx) => {
         const owner = await linkedAccountsRepo.upsertLink(trx, { ...link, userId: existing.id });
-        if (firstProof) await linkedAccountsRepo.markEmailVerified(trx, existing.id);
-        return owner;
+        if (owner !== existing.id || !firstProof) return { owner, proved: false };
+        // The provider has just proved who owns this address, which nobody had before. Whoever
+        // registered it with a password may be a stranger (pre-registration takeover): the
+        // account becomes the prover's alone. In one transaction: the address verified, the
+        // password cleared (password sign-ins in flight lose too: accountsRepo.insertSessionIfPassword),
+        // every session ended, and the owner told on the dashboard.
+        // A parallel sign-in that proved it first has done all this (and its session is the owner's).
+        if (!(await linkedAccountsRepo.markEmailVerified(trx, existing.id))) return { owner, proved: false };
+        if (await linkedAccountsRepo.clearPassword(trx, existing.id)) {
+          await accountsRepo.recordPasswordClearedNotice(trx, existing.id, provider);
+        }
+        await accountsRepo.deleteSessionsOfUser(trx, existing.id);
+        return { owner, proved: true };
       });
       if (owner !== existing.id) return fail('IdpAuthError', 'the link belongs to another user');
-      // The provider has just proved who owns this address, which nobody had before: sessions
-      // opened by whoever registered it with a password end (pre-registration takeover).
-      if (firstProof) await deps.accounts.revokeAllSessions(existing.id);
-      return { userId: existing.id, name: existing.name };
+      // the rows are gone; now the session caches (and open streams) forget them too
+      if (proved) await deps.accounts.revokeAllSessions(existing.id);
+      return { userId: existing.id, name: existing.name, revoked: proved };
     }
     if (!email) return fail('IdpNoEmail', 'no verified email');
     const name = (id.name ?? '').replace(CONTROL, '').trim().slice(0, LIMITS.profileNameMax) || email.slice(0, LIMITS.profileNameMax);
@@ -196,7 +211,7 @@ export function createExternalSignIn(deps: ExternalSignInDeps) {
       const who = await resolve(provider, identity);
       if ('redirect' in who) return who;
       const session = await deps.accounts.issueSession(who.userId, who.name, meta);
-      return { redirect: '/dashboard', session } satisfies SignInStep;
+      return { redirect: '/dashboard', session, ...(who.revoked ? { endedSessionsOf: who.userId } : {}) } satisfies SignInStep;
     },
 
     /** The signed-in user's linked accounts (Settings), under row-level security. */

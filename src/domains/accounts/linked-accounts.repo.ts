@@ -36,9 +36,34 @@ export const linkedAccountsRepo = {
     return db.selectFrom('users').select(signInColumns).where(sql<string>`lower(email)`, '=', email.toLowerCase()).executeTakeFirst();
   },
 
-  /** The provider vouched for the address: the user has proved they own it. */
-  markEmailVerified(db: Conn, userId: string) {
-    return db.updateTable('users').set({ email_verified: true, updated_at: sql`now()` }).where('id', '=', userId).execute();
+  /**
+   * The provider vouched for the address: the user has proved they own it. true when this is the
+   * first proof (the row lock makes one of two parallel sign-ins the first, the other finds it done).
+   */
+  async markEmailVerified(db: Conn, userId: string): Promise<boolean> {
+    const row = await db
+      .updateTable('users')
+      .set({ email_verified: true, updated_at: sql`now()` })
+      .where('id', '=', userId)
+      .where('email_verified', '=', false)
+      .returning('id')
+      .executeTakeFirst();
+    return row !== undefined;
+  },
+
+  /**
+   * The first proof of an address held by a password account: the password, set before anyone
+   * proved the address, stops working (it may be a stranger's). true when there was one.
+   */
+  async clearPassword(db: Conn, userId: string): Promise<boolean> {
+    const row = await db
+      .updateTable('users')
+      .set({ password_hash: null, updated_at: sql`now()` })
+      .where('id', '=', userId)
+      .where('password_hash', 'is not', null)
+      .returning('id')
+      .executeTakeFirst();
+    return row !== undefined;
   },
 
   /**

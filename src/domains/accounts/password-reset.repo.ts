@@ -10,13 +10,31 @@ import type { DB } from '../../db/schema.ts';
 type Conn = Kysely<DB> | Tx;
 
 export const passwordResetRepo = {
-  /** The account an email names (case-insensitive, like sign-in), with whether it has a password. */
+  /** The account an email names (case-insensitive, like sign-in), with whether it has a password and a proved address. */
   findUserByEmail(db: Conn, email: string) {
     return db
       .selectFrom('users')
-      .select(['id', 'email', sql<boolean>`password_hash is not null`.as('has_password')])
+      .select(['id', 'email', 'email_verified', sql<boolean>`password_hash is not null`.as('has_password')])
       .where(sql<string>`lower(email)`, '=', email.toLowerCase())
       .executeTakeFirst();
+  },
+
+  /** Orders the link requests of one user (a transaction's row lock): two parallel requests mail one link, not two. */
+  lockUser(trx: Tx, userId: string) {
+    return trx.selectFrom('users').select('id').where('id', '=', userId).forNoKeyUpdate().executeTakeFirst();
+  },
+
+  /** Whether a live link of the user expires after `after` (one mailed recently: its expiry tells when). */
+  async hasLiveLinkExpiringAfter(db: Conn, userId: string, after: Date): Promise<boolean> {
+    const row = await db
+      .selectFrom('password_reset_tokens')
+      .select('id')
+      .where('user_id', '=', userId)
+      .where('used_at', 'is', null)
+      .where('expires_at', '>', after)
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
   },
 
   insertToken(db: Conn, row: { userId: string; tokenHash: Buffer; expiresAt: Date }) {
@@ -24,6 +42,11 @@ export const passwordResetRepo = {
       .insertInto('password_reset_tokens')
       .values({ user_id: row.userId, token_hash: row.tokenHash, expires_at: row.expiresAt })
       .execute();
+  },
+
+  /** A link whose mail could not be sent: forgotten, so the next request mails a new one at once. */
+  deleteToken(db: Conn, tokenHash: Buffer) {
+    return db.deleteFrom('password_reset_tokens').where('token_hash', '=', tokenHash).execute();
   },
 
   /**

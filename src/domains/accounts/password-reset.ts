@@ -5,9 +5,14 @@
  * - request: answers the same 200 whether or not the email has an account. Everything that
  *   depends on the account (the lookup, the token row, the SMTP conversation) runs after the
  *   answer, so neither the body nor the timing tells an account exists. Limited per IP and per
- *   email through the shared rate limiter (Redis with REDIS_URL, so the limits hold across
- *   replicas). Accounts without a password (wallet sign-in, identity-provider sign-in) get no
- *   mail: they sign in the way they signed up.
+ *   (email, IP) through the shared rate limiter (Redis with REDIS_URL, so the limits hold across
+ *   replicas): a caller's requests count against that caller only, so nobody can use up someone
+ *   else's resets. What keeps a mailbox from being flooded is the mail itself: an account is
+ *   mailed a new link at most once every 10 minutes (LIMITS.passwordResetResendMs); a request in
+ *   between answers the same 200 and mails nothing, and the link mailed before is still live (30
+ *   minutes), in the same mailbox. Accounts with a password get mail, and so do accounts whose
+ *   address a provider proved (the mailbox is the prover's: this is how an identity-provider user
+ *   sets a password, e.g. after the first proof cleared a stranger's); wallet accounts get none.
  * - the mail holds `${PUBLIC_URL}/reset-password?token=…`: 256 random bits, valid 30 minutes
  *   (LIMITS.passwordResetTokenTtlMs), single use, stored only as its SHA-256.
  * - confirm: the §4.1 sign-up password rules; one UPDATE spends the token (concurrent confirms:
@@ -30,7 +35,8 @@ const ARGON2ID = 2;
 
 export const RESET_NOT_SET_UP = 'Password reset by email is not set up on this server: ask its operator to reset your password.';
 export const RESET_REQUESTED =
-  'If an account with a password uses this email, a link to set a new password is on its way. It works once, within 30 minutes.';
+  'If an account uses this email, a link to set a new password is on its way. It works once, within 30 minutes. ' +
+  'A new link is mailed at most once every 10 minutes: if one came a moment ago, use that one.';
 export const RESET_TOKEN_ERRORS = {
   unknown: 'This password reset link is not valid. Request a new one.',
   used: 'This password reset link has already been used. Request a new one.',
@@ -74,23 +80,37 @@ export function createPasswordResetService(deps: PasswordResetDeps) {
 
   async function mailLink(mailer: Mailer, email: string): Promise<void> {
     const user = await repo.findUserByEmail(db.kysely, email);
-    if (!user?.has_password) return;
+    // a wallet account's address is a pseudo-address nobody proved: nothing to mail
+    if (!user || (!user.has_password && !user.email_verified)) return;
     const token = randomToken(32);
-    await repo.insertToken(db.kysely, {
-      userId: user.id,
-      tokenHash: sha256(token),
-      expiresAt: new Date(now().getTime() + LIMITS.passwordResetTokenTtlMs),
+    const tokenHash = sha256(token);
+    const at = now().getTime();
+    const created = await db.kysely.transaction().execute(async (trx) => {
+      await repo.lockUser(trx, user.id);
+      // a link mailed less than passwordResetResendMs ago expires later than this: it is still live, in the same mailbox
+      const recent = new Date(at + LIMITS.passwordResetTokenTtlMs - LIMITS.passwordResetResendMs);
+      if (await repo.hasLiveLinkExpiringAfter(trx, user.id, recent)) return false;
+      await repo.insertToken(trx, { userId: user.id, tokenHash, expiresAt: new Date(at + LIMITS.passwordResetTokenTtlMs) });
+      return true;
     });
+    if (!created) return;
     const link = `${config.PUBLIC_URL}/reset-password?token=${token}`;
     const host = new URL(config.PUBLIC_URL).host;
-    await mailer.send({
-      to: user.email,
-      subject: 'Reset your password',
-      text:
-        `Someone, hopefully you, asked to reset the password of the account ${user.email} on ${host}.\n\n` +
-        `Set a new password here (the link works once, within 30 minutes):\n${link}\n\n` +
-        'Setting it signs you out everywhere. If you did not ask for this, ignore this email: your password stays as it is.\n',
-    });
+    const what = user.has_password ? 'reset the password of' : 'set a password for';
+    try {
+      await mailer.send({
+        to: user.email,
+        subject: user.has_password ? 'Reset your password' : 'Set a password',
+        text:
+          `Someone, hopefully you, asked to ${what} the account ${user.email} on ${host}.\n\n` +
+          `Set a new password here (the link works once, within 30 minutes):\n${link}\n\n` +
+          'Setting it signs you out everywhere. If you did not ask for this, ignore this email: nothing changes.\n',
+      });
+    } catch (err) {
+      // unsent: the next request must not wait out the resend interval for a link nobody has
+      await repo.deleteToken(db.kysely, tokenHash).catch(() => {});
+      throw err;
+    }
   }
 
   return {
@@ -104,8 +124,9 @@ export function createPasswordResetService(deps: PasswordResetDeps) {
       if (!mailer) throw new AppError('PASSWORD_RESET_NOT_CONFIGURED', RESET_NOT_SET_UP);
       const email = rawEmail.trim().toLowerCase();
       await limited(`pwreset:ip:${meta.ip}`, config.PASSWORD_RESET_RATE_LIMIT);
-      // keyed by the email's hash: the limiter's store (Redis) holds no address
-      await limited(`pwreset:email:${sha256Hex(email)}`, config.PASSWORD_RESET_EMAIL_RATE_LIMIT);
+      // Per address *and caller*: a count of everyone's requests for one address would let anyone
+      // use up its owner's resets. Keyed by the email's hash: the limiter's store (Redis) holds no address.
+      await limited(`pwreset:email-ip:${sha256Hex(email)}:${meta.ip}`, config.PASSWORD_RESET_EMAIL_RATE_LIMIT);
       const work = mailLink(mailer, email)
         // err.message only: never the message, whose text holds the link
         .catch((err: Error) => deps.logger.warn({ error: err.message }, 'password reset mail not sent'))

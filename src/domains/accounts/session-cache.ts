@@ -10,8 +10,17 @@
  * - Losing the cache is harmless (docs/architecture.md "Processes": a process keeps in memory only caches it may lose).
  */
 import { createEvictionBus, localOnlyBus } from '../../lib/eviction-bus.ts';
+import type { ExternalProvider } from './oauth-state.ts';
 
-export type CachedSession = { id: string; name: string; email: string; isAdmin: boolean; expiresAt: number };
+/** `notice`: the provider whose first proof cleared a pre-registered password (a one-time dashboard notice), or null. */
+export type CachedSession = {
+  id: string;
+  name: string;
+  email: string;
+  isAdmin: boolean;
+  notice?: ExternalProvider | null;
+  expiresAt: number;
+};
 
 export interface SessionCache {
   get(tokenHash: string): CachedSession | undefined;

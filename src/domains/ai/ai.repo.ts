@@ -192,7 +192,7 @@ export const aiRepo = {
   async storedPlan(db: Kysely<DB>, userId: string): Promise<StoredPlan | null> {
     const row = await db
       .selectFrom('users')
-      .select(['plan', 'subscription_status', 'is_admin', 'email', 'email_verified'])
+      .select(['plan', 'subscription_status', 'is_admin', 'email', 'email_verified', 'password_predates_verification'])
       .where('id', '=', userId)
       .executeTakeFirst();
     return row
@@ -202,6 +202,7 @@ export const aiRepo = {
           isAdmin: row.is_admin,
           email: row.email,
           emailVerified: row.email_verified,
+          passwordPredatesVerification: row.password_predates_verification,
         }
       : null;
   },

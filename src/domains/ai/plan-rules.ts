@@ -66,7 +66,15 @@ export function checkPlan(
 }
 
 /** A platform user's stored plan (users table), as the plan middleware reads it. */
-export type StoredPlan = { plan: Plan; subscriptionStatus: string; isAdmin: boolean; email: string; emailVerified: boolean };
+export type StoredPlan = {
+  plan: Plan;
+  subscriptionStatus: string;
+  isAdmin: boolean;
+  email: string;
+  emailVerified: boolean;
+  /** a password set before the address was verified: ADMIN_EMAILS does not count (src/domains/admin/admin-rule.ts) */
+  passwordPredatesVerification: boolean;
+};
 
 /**
  * The plan middleware for a caller whose `x-user-id` is a platform user: the plan and subscription

@@ -53,6 +53,7 @@ export const keysRepo = {
         'users.subscription_status',
         'users.is_admin',
         'users.email_verified',
+        'users.password_predates_verification',
       ])
       .where('api_keys.prefix', '=', prefix)
       .execute();

@@ -188,6 +188,15 @@ export async function buildWebApp(config: Config, services: WebServices, options
       return done;
     },
   };
+  // a provider's first proof of an address ends the sessions opened before it: their open streams too
+  const externalSignIn: ExternalSignIn | undefined = services.externalSignIn && {
+    ...services.externalSignIn,
+    async callback(provider, query, stateCookie, meta) {
+      const step = await services.externalSignIn!.callback(provider, query, stateCookie, meta);
+      if (step.endedSessionsOf) revoker.userEvicted(step.endedSessionsOf);
+      return step;
+    },
+  };
   const keys: KeysService = {
     ...services.keys,
     async remove(userId, id) {
@@ -217,7 +226,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
   await mountRoutes(app, scopes, [
     accountsRoutes({ accounts, session }),
     passwordReset && passwordResetRoutes({ passwordReset }),
-    services.externalSignIn && identityRoutes({ signIn: services.externalSignIn, session, secure: config.secureCookies }),
+    externalSignIn && identityRoutes({ signIn: externalSignIn, session, secure: config.secureCookies }),
     webHealthRoutes({ health: services.health }),
     featuresRoutes({ features: featuresOf(config) }),
     services.admin && adminRoutes({ admin: services.admin }),

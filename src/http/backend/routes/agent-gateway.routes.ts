@@ -281,7 +281,13 @@ export const agentGatewayRoutes = (deps: {
         {},
         {
           subscriptionsRequired: deps.subscriptionsRequired,
-          isAdminEmail: (email) => isAdminUser(config, { email: email ?? '', is_admin: false, email_verified: stored.emailVerified }),
+          isAdminEmail: (email) =>
+            isAdminUser(config, {
+              email: email ?? '',
+              is_admin: false,
+              email_verified: stored.emailVerified,
+              password_predates_verification: stored.passwordPredatesVerification,
+            }),
           userId: caller.userId,
         },
       );

@@ -168,9 +168,30 @@ export const accountsRoutes = (deps: { accounts: AccountsService; session: Sessi
         schema: {
           tags: ['accounts'],
           summary: 'The current session',
-          description: 'Always 200: `{user:null}` without a valid session.',
+          description:
+            'Always 200: `{user:null}` without a valid session. `user.notice` (added to the §4.1 shape, present only when there is ' +
+            'one) is a one-time notice for the dashboard to show until DELETE /api/auth/notice dismisses it. Its one kind, ' +
+            '`password-cleared`: the first time `provider` proved this address, the account had a password set before that ' +
+            'proof, possibly by someone who registered the address first; that password was cleared and every session opened ' +
+            'before ended (docs/identity.md "What a sign-in does").',
           response: {
-            200: z.object({ user: z.object({ id: z.string(), name: z.string(), email: z.string(), isAdmin: z.boolean() }).nullable() }),
+            200: z.object({
+              user: z
+                .object({
+                  id: z.string(),
+                  name: z.string(),
+                  email: z.string(),
+                  isAdmin: z.boolean(),
+                  notice: z
+                    .object({
+                      kind: z.literal('password-cleared'),
+                      provider: z.enum(['idp', 'codehost']),
+                      message: z.string().describe('The notice as a sentence for people'),
+                    })
+                    .optional(),
+                })
+                .nullable(),
+            }),
           },
         },
         handler: async (request) => ({ user: await session.user(request) }),
@@ -238,6 +259,21 @@ export const accountsRoutes = (deps: { accounts: AccountsService; session: Sessi
 
       app.post('/user', updateProfile);
       app.patch('/user', updateProfile);
+
+      app.delete('/auth/notice', {
+        schema: {
+          tags: ['accounts'],
+          summary: 'Dismiss the session notice',
+          description:
+            "Not in the specification (ours): dismisses the signed-in user's `notice` of GET /api/auth/session, for every " +
+            'session of the user. 200 whether or not there was one.',
+          response: { 200: okSchema, 401: errorSchema },
+        },
+        handler: async (request) => {
+          await accounts.dismissNotices(currentUser(request).id);
+          return { ok: true as const };
+        },
+      });
     },
   };
 };

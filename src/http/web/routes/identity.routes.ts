@@ -20,6 +20,11 @@ const ERROR_MEANINGS =
   'expired state cookie, `state` mismatch, no `code`), `IdpNotConfigured`, `IdpTokenFailed` (code exchange or ID-token ' +
   'verification failed), `IdpNoEmail` (no verified email), `IdpAuthError` (anything else).';
 
+const FIRST_PROOF =
+  'The first proof of an address held by an account whose email was not verified (registered with a password) makes the ' +
+  "account the prover's alone: the email becomes verified, every earlier session ends, and its password, if any, is cleared " +
+  '(then GET /api/auth/session carries a `password-cleared` notice until DELETE /api/auth/notice).';
+
 const redirectResponse = { 302: z.null().describe('Redirect (`Location`)') };
 const callbackQuery = z
   .object({
@@ -90,7 +95,7 @@ export const identityRoutes = (deps: {
             'GET /api/auth/idp in this browser; the code is exchanged (PKCE) and the ID token verified (issuer, audience, expiry, nonce, ' +
             "RS256 signature from the provider's JWKS). The user with the link, else the user with the verified email (linked, not " +
             'duplicated), else a new user; the refresh token is stored encrypted; the session cookie is set as by /api/auth/login; ' +
-            `redirect to \`/dashboard\`. ${ERROR_MEANINGS}`,
+            `redirect to \`/dashboard\`. ${FIRST_PROOF} ${ERROR_MEANINGS}`,
           querystring: callbackQuery,
           response: redirectResponse,
         },
@@ -114,7 +119,8 @@ export const identityRoutes = (deps: {
           description:
             'Called by the code host. Same sequence and error codes as /api/auth/idp/callback: `state` checked against the cookie, the ' +
             'code exchanged at `{CODEHOST_URL}/login/oauth/access_token`, the user and the primary verified email read from ' +
-            `\`{CODEHOST_API_URL}/user\` and \`/user/emails\`, linked or created, session set, redirect to \`/dashboard\`. ${ERROR_MEANINGS} ` +
+            `\`{CODEHOST_API_URL}/user\` and \`/user/emails\`, linked or created, session set, redirect to \`/dashboard\`. ${FIRST_PROOF} ` +
+            `${ERROR_MEANINGS} ` +
             '(identity-provider sign-in being disabled does not refuse the code host.)',
           querystring: callbackQuery,
           response: redirectResponse,

@@ -46,11 +46,14 @@ export const passwordResetRoutes = (deps: { passwordReset: PasswordResetService 
         description:
           'Designed here (§4.18 "not shown"). No authentication. Answers 200 with the same body whether or not an account uses the ' +
           'email: the account lookup and the mail happen after the answer, so neither body nor timing tells. An account with a ' +
-          'password gets a mail with `<PUBLIC_URL>/reset-password?token=…`, a link that works once, within 30 minutes (the token ' +
-          'is stored only as its SHA-256). Accounts without a password (wallet or identity-provider sign-in) get no mail. ' +
-          'Limited per IP (PASSWORD_RESET_RATE_LIMIT per hour) and per email (PASSWORD_RESET_EMAIL_RATE_LIMIT per hour, whether ' +
-          'or not it has an account), across replicas with REDIS_URL: 429 `{error, retryAfter}` beyond. 503 with a sentence when ' +
-          'this server sends no mail (no SMTP_URL; GET /api/features `passwordReset` says so up front).',
+          'password, or whose address the identity provider or code host proved (so an account without a password can set one), ' +
+          'gets a mail with `<PUBLIC_URL>/reset-password?token=…`, a link that works once, within 30 minutes (the token is stored ' +
+          'only as its SHA-256); wallet accounts get none. An account is mailed a new link at most once every 10 minutes: a ' +
+          'request in between answers the same 200 and mails nothing (the link mailed before is still live). Limited per IP ' +
+          '(PASSWORD_RESET_RATE_LIMIT per hour) and per email and IP (PASSWORD_RESET_EMAIL_RATE_LIMIT per hour, whether or not it ' +
+          "has an account: one caller's requests never use up another's), across replicas with REDIS_URL: 429 `{error, " +
+          'retryAfter}` beyond. 503 with a sentence when this server sends no mail (no SMTP_URL; GET /api/features ' +
+          '`passwordReset` says so up front).',
         body: requestBody,
         response: {
           200: z.object({ ok: z.literal(true), message: z.string() }),
