@@ -126,12 +126,14 @@ export function createPlatform(deps: PlatformDeps) {
     },
   };
   let securityEventsWorker: ReturnType<typeof createSecurityEventsWorker> | undefined;
+  const keys = createKeysService({ db, config, cache: keyCache });
   const { accounts, externalSignIn, passwordReset, securityEvents } = createIdentityServices({
     deps,
     log,
     rateLimiter,
     sessionCache,
     onSecurityEventRecorded: () => securityEventsWorker?.wake(),
+    onReclaimed: (userId) => keys.removeAll(userId),
   });
   // the ledger is every wallet balance's one writer (docs/payments.md); an admin credits through it
   const ledger = createLedgerService({ db });
@@ -151,7 +153,6 @@ export function createPlatform(deps: PlatformDeps) {
   // the outside services a user reaches through the platform (trading, hosting status, custodial wallets)
   const { trading, hostingStatus, cdpWallets } = createIntegrationServices(deps);
   const agentConfig = createConfigService({ db, secretsKey: deps.secrets.secretsEncryptionKey, ...(deps.now ? { now: deps.now } : {}) });
-  const keys = createKeysService({ db, config, cache: keyCache });
   const hostingMcp = createHostingMcpService(deps.now ? { now: deps.now } : {});
   // GET /metrics (docs/metrics.md), only with METRICS_TOKEN: the AI layer reports provider attempts to it
   const providerMetrics = config.METRICS_TOKEN ? createProviderMetrics() : undefined;

@@ -23,6 +23,8 @@ export function createIdentityServices(o: {
   sessionCache: SessionCache;
   /** a security event was recorded: wake the worker that acts on it */
   onSecurityEventRecorded: () => void;
+  /** an address's owner took its account back (docs/identity.md "What a sign-in does"): its API keys go */
+  onReclaimed: (userId: string) => Promise<unknown>;
 }) {
   const { deps, log, rateLimiter, sessionCache } = o;
   const { config, db } = deps;
@@ -48,6 +50,7 @@ export function createIdentityServices(o: {
     db,
     config,
     accounts,
+    onReclaimed: o.onReclaimed,
     secretsKey: deps.secrets.secretsEncryptionKey,
     ...(deps.now ? { now: deps.now } : {}),
   });

@@ -3,8 +3,8 @@
  * identity-provider and code-host sign-in, §5 admin check): anyone can register someone else's
  * address with a password before its owner arrives. The owner's first sign-in with the identity
  * provider (test/fakes/oidc-provider.ts) or the code host (test/fakes/codehost.ts) proves the
- * address; from then on the account is the prover's alone: the registrant's sessions end (cached
- * ones too), their password no longer signs in, and the owner is told on the dashboard. An
+ * address; from then on the account is the prover's alone: the registrant's sessions and API keys
+ * end (cached ones too), their password no longer signs in, and the owner is told on the dashboard. An
  * `ADMIN_EMAILS` address never makes an admin of an account whose password predates its
  * verification. The person who did register with a password gets back in through the provider and
  * sets a password again with a reset mailed over SMTP (test/fakes/smtp.ts).
@@ -104,13 +104,21 @@ describe('the owner proves the address with the identity provider', () => {
   it('the registrant’s sessions end (the cached one too), their password fails; the owner is in and told on the dashboard', async () => {
     const email = `victim${n}@corp.example`;
     const attacker = await signUp(t.web, { email, password: ATTACKER_PASSWORD });
-    // the attacker's session is live and now in the session cache
+    // the attacker's session is live and now in the session cache; an API key of theirs too
     expect((await session(attacker.token)).id).toBe(attacker.id);
     expect((await session(attacker.token)).notice).toBeUndefined();
+    const made = await t.web.inject({ method: 'POST', url: '/api/keys', headers: asUser(attacker.token), payload: { name: 'mine' } });
+    expect(made.statusCode, made.body).toBe(201);
+    const key = made.json().key as string;
+    const viaKey = () => t.web.inject({ method: 'GET', url: '/api/agents', headers: { authorization: `Bearer ${key}` } });
+    expect((await viaKey()).statusCode).toBe(200);
 
     const victim = await idpSignIn(email);
 
     expect(await session(attacker.token)).toBeNull();
+    // the key made before the proof is gone too (it was cached as valid a moment ago)
+    expect((await viaKey()).statusCode).toBe(401);
+    expect(await t.database.db.kysely.selectFrom('api_keys').select('id').where('user_id', '=', attacker.id).execute()).toEqual([]);
     const again = await login(email, ATTACKER_PASSWORD);
     expect(again.statusCode).toBe(401);
     expect(again.json()).toEqual({ error: 'Invalid credentials' });

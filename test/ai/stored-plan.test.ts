@@ -55,6 +55,27 @@ describe('without a card processor (self-hosted: DEFAULT_PLAN, no subscription n
     });
   });
 
+  it('an ADMIN_EMAILS address makes an admin only once proved, and never over a password set before the proof (§5)', async () => {
+    await withTestPlatform(env(), async (t) => {
+      const u = await signUp(t.web, { email: 'boss@example.com' });
+      // registered with a password, never proved: whoever typed the address is not the admin
+      expect((await chat(t, { 'x-user-id': u.id }, 'x-ai/grok-4')).statusCode).toBe(403);
+    });
+    await withTestPlatform(env(), async (t) => {
+      const u = await signUp(t.web, { email: 'boss@example.com' });
+      // proved later while the password from before stays: still not the admin
+      await t.database.db.kysely.updateTable('users').set({ email_verified: true }).where('id', '=', u.id).execute();
+      expect((await chat(t, { 'x-user-id': u.id }, 'x-ai/grok-4')).statusCode).toBe(403);
+    });
+    await withTestPlatform(env(), async (t) => {
+      const u = await signUp(t.web, { email: 'boss@example.com' });
+      // proved, then a password set after the proof (the owner's reset): the admin, every model
+      await t.database.db.kysely.updateTable('users').set({ email_verified: true }).where('id', '=', u.id).execute();
+      await t.database.db.kysely.updateTable('users').set({ password_hash: 'reset-by-the-owner' }).where('id', '=', u.id).execute();
+      expect((await chat(t, { 'x-user-id': u.id }, 'x-ai/grok-4')).statusCode).toBe(200);
+    });
+  });
+
   it('callers that are not platform users keep the §4.9 header rules', async () => {
     await withTestPlatform(env(), async (t) => {
       expect((await chat(t, {})).json()).toMatchObject({ success: false, code: 'PLAN_REQUIRED' });
@@ -76,7 +97,11 @@ describe('with a card processor configured', () => {
         const refused = await chat(t, { 'x-user-id': u.id, 'x-user-plan': 'network', 'x-stripe-subscription-id': 'sub_forged' });
         expect(refused.statusCode).toBe(402);
         expect(refused.json()).toEqual({ success: false, error: 'An active subscription is required', code: 'SUBSCRIPTION_REQUIRED' });
-        const admin = await signUp(t.web, { email: 'boss@example.com' });
+        // an admin (here by the stored right) needs no subscription; an unproved ADMIN_EMAILS registration is no admin
+        const claimed = await signUp(t.web, { email: 'boss@example.com' });
+        expect((await chat(t, { 'x-user-id': claimed.id }, 'x-ai/grok-4')).statusCode).toBe(402);
+        const admin = await signUp(t.web);
+        await t.database.db.kysely.updateTable('users').set({ is_admin: true }).where('id', '=', admin.id).execute();
         expect((await chat(t, { 'x-user-id': admin.id }, 'x-ai/grok-4')).statusCode).toBe(200);
       },
     );

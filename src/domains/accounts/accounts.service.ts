@@ -49,8 +49,8 @@ export function passwordClearedNotice(provider: ExternalProvider): AccountNotice
     provider,
     message:
       `Someone had registered this email with a password before you proved it with ${by}. That password no longer works ` +
-      `and every session opened with it has ended. Sign in with ${by}, or set a password of your own with a password reset ` +
-      '(a link mailed to this address). If that registration was not yours, review the API keys and agents of this account: ' +
+      `and every session and API key made before has ended. Sign in with ${by}, or set a password of your own with a password ` +
+      'reset (a link mailed to this address). If that registration was not yours, review the agents of this account: ' +
       'whoever registered it may have made them.',
   };
 }

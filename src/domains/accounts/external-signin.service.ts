@@ -64,6 +64,11 @@ export type ExternalSignInDeps = {
     | 'DEFAULT_PLAN'
     | 'configured'
   >;
+  /**
+   * An account a provider's first proof took back from whoever registered its address: the
+   * credentials that outlive sessions (API keys) go too (the platform wires the keys service here).
+   */
+  onReclaimed?: (userId: string) => Promise<unknown>;
   /** SECRETS_ENCRYPTION_KEY: seals the state cookie (a derived key) and encrypts refresh tokens */
   secretsKey: Buffer;
   now?: () => Date;
@@ -135,8 +140,12 @@ export function createExternalSignIn(deps: ExternalSignInDeps) {
         return { owner, proved: true };
       });
       if (owner !== existing.id) return fail('IdpAuthError', 'the link belongs to another user');
-      // the rows are gone; now the session caches (and open streams) forget them too
-      if (proved) await deps.accounts.revokeAllSessions(existing.id);
+      // the rows are gone; now the session caches (and open streams) forget them too, and API keys
+      // made before the proof stop working: a key is a session that does not expire
+      if (proved) {
+        await deps.accounts.revokeAllSessions(existing.id);
+        await deps.onReclaimed?.(existing.id);
+      }
       return { userId: existing.id, name: existing.name, revoked: proved };
     }
     if (!email) return fail('IdpNoEmail', 'no verified email');

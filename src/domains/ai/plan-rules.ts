@@ -3,6 +3,7 @@
  * checks, which models a plan may use, task-tag selection, and algorithm mode.
  */
 import { LIMITS } from '../../config/limits.ts';
+import type { AdminFacts } from '../admin/admin-rule.ts';
 import type { CatalogModel } from './catalog.ts';
 import type { ChatMessage } from './providers/provider.ts';
 
@@ -86,11 +87,24 @@ export type StoredPlan = {
 export function checkStoredPlan(
   stored: StoredPlan,
   headers: Record<string, string | string[] | undefined>,
-  options: { subscriptionsRequired: boolean; isAdminEmail: (email: string | undefined) => boolean; userId: string },
+  options: {
+    subscriptionsRequired: boolean;
+    /** the admin rule over the stored facts (ADMIN_EMAILS counts only for a proved address: src/domains/admin/admin-rule.ts) */
+    isAdminUser: (facts: AdminFacts) => boolean;
+    userId: string;
+  },
 ): PlanCheck {
   const role = header(headers['x-user-role'])?.slice(0, 64);
   const base = { userId: options.userId, email: stored.email, role };
-  if (stored.isAdmin || options.isAdminEmail(stored.email)) return { ok: true, actor: { ...base, plan: 'network', isAdmin: true } };
+  const admin =
+    stored.isAdmin ||
+    options.isAdminUser({
+      email: stored.email,
+      is_admin: false,
+      email_verified: stored.emailVerified,
+      password_predates_verification: stored.passwordPredatesVerification,
+    });
+  if (admin) return { ok: true, actor: { ...base, plan: 'network', isAdmin: true } };
   if (options.subscriptionsRequired && stored.subscriptionStatus !== 'active') {
     return { ok: false, code: 'SUBSCRIPTION_REQUIRED', error: 'An active subscription is required' };
   }

@@ -38,6 +38,12 @@ export const keysRepo = {
     return r.numDeletedRows > 0n;
   },
 
+  /** Every key of the user; returns how many went. */
+  async deleteAllOf(trx: Tx, userId: string): Promise<number> {
+    const r = await trx.deleteFrom('api_keys').where('user_id', '=', userId).executeTakeFirst();
+    return Number(r.numDeletedRows);
+  },
+
   /** Owner connection (see the file comment): candidate keys sharing the lookup prefix, with their owner's profile. */
   findByPrefix(db: Kysely<DB>, prefix: string) {
     return db

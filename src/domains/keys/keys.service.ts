@@ -120,6 +120,17 @@ export function createKeysService(deps: KeysDeps) {
     },
 
     /**
+     * Deletes every key of the user (an account taken back by its address's owner, docs/identity.md
+     * "Accounts registered before the owner signed in"): they stop validating at once here and,
+     * through Redis, in every replica.
+     */
+    async removeAll(userId: string): Promise<number> {
+      const n = await db.withUser(userId, (trx) => keysRepo.deleteAllOf(trx, userId));
+      deps.cache?.evictUser(userId);
+      return n;
+    },
+
+    /**
      * §4.3 validation flow. The caller has checked that `apiKey` is a string starting `sk_`.
      * An invalid key is an expected outcome, returned as a value (docs/architecture.md rule 3). A valid one
      * counts as a use of the key: `lastUsed` is updated.

@@ -281,13 +281,7 @@ export const agentGatewayRoutes = (deps: {
         {},
         {
           subscriptionsRequired: deps.subscriptionsRequired,
-          isAdminEmail: (email) =>
-            isAdminUser(config, {
-              email: email ?? '',
-              is_admin: false,
-              email_verified: stored.emailVerified,
-              password_predates_verification: stored.passwordPredatesVerification,
-            }),
+          isAdminUser: (facts) => isAdminUser(config, facts),
           userId: caller.userId,
         },
       );

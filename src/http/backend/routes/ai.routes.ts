@@ -11,6 +11,7 @@ import { serializerCompiler as zodSerializer } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { type Config, isAdminEmail } from '../../../config/env.ts';
 import { LIMITS } from '../../../config/limits.ts';
+import { isAdminUser } from '../../../domains/admin/admin-rule.ts';
 import type { AiService } from '../../../domains/ai/ai.service.ts';
 import { settleVerdict } from '../../../domains/ai/ai-limits.ts';
 import {
@@ -168,7 +169,7 @@ const PLAN_HEADERS_DOC =
 /** The AI layer (§4.9), in the bearer scope; its plugin is the scope of the per-IP limit below, so it covers exactly /api/ai/*. */
 export const aiRoutes = (deps: {
   ai: AiService;
-  config: Pick<Config, 'ADMIN_EMAILS'>;
+  config: Pick<Config, 'ADMIN_EMAILS' | 'ADMIN_EMAILS_REQUIRE_VERIFIED'>;
   /** platform users' stored plans (x-user-id naming a user); without it, headers only */
   storedPlans?: StoredPlans;
   /** whether a stored plan needs an active subscription (a card processor is configured) */
@@ -203,7 +204,7 @@ export const aiRoutes = (deps: {
       const verdict = stored
         ? checkStoredPlan(stored, request.headers, {
             subscriptionsRequired: deps.subscriptionsRequired ?? false,
-            isAdminEmail: adminEmail,
+            isAdminUser: (facts) => isAdminUser(config, facts),
             userId: userId!,
           })
         : checkPlan(request.headers, adminEmail);
