@@ -185,6 +185,20 @@ describe('§4.17 on the web app: paths refused exactly as the backend refuses th
     });
   }
 
+  it("a name over 255 bytes or a path over 4095 bytes: 400 with the backend's sentence, never ENAMETOOLONG → 500", async () => {
+    const long = 'a'.repeat(256); // the fuzzer's minimal trigger (255 × a is a name Linux takes)
+    for (const path of [long, `src/${long}`, `e${'\u0301'.repeat(3000)}`, Array.from({ length: 17 }, () => 'é'.repeat(120)).join('/')]) {
+      const w = await post('write', { path, content: 'x' });
+      expect(w.statusCode).toBe(400);
+      expect(w.json().error).toMatch(/^Invalid path: .*longer than (255|4095) bytes$/);
+      expect(w.json()).toEqual((await backend('POST', 'write', {}, { path, content: 'x' })).json());
+      const r = await get('read', { path });
+      expect(r.statusCode).toBe(400);
+      expect(r.json()).toEqual(w.json());
+    }
+    expect(existsSync(join(workspace, long))).toBe(false);
+  });
+
   it('names the reason: traversal and links have their own texts', async () => {
     expect((await get('read', { path: '../x' })).json().error).toBe('Invalid path: it must be relative and stay inside the workspace');
     expect((await get('read', { path: 'link-file' })).json().error).toBe('Invalid path: a symbolic link is never followed');

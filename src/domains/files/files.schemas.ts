@@ -12,7 +12,8 @@ import { EXCLUDED_DIRS, FILE_LIMITS } from './workspace-files.ts';
 const agentQuery = {
   agentId: z.string().max(200).optional().describe("The agent, one of the caller's (required: 400 `agentId required`)"),
 };
-const relPath = z.string().max(4096);
+// more UTF-16 units than 4095 is more bytes than Linux's PATH_MAX takes; bytes are counted by the service
+const relPath = z.string().max(4095, { error: 'Invalid path: longer than 4095 bytes' });
 
 const GIT_AS_AGENT =
   " git runs as the agent's own user inside its sandbox (only the workspace visible; hooks, fsmonitor, external diff and textconv off); 503 `GIT_UNAVAILABLE` where there is no sandbox (bubblewrap).";

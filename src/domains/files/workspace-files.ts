@@ -16,7 +16,15 @@
 import type { Dirent } from 'node:fs';
 import { lstat } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
-import { ConfinedPathError, type Confinement, listConfinedDir, openConfinedFile, writeConfinedFile } from '../../lib/confined-fs.ts';
+import {
+  ConfinedPathError,
+  type Confinement,
+  listConfinedDir,
+  NAME_MAX_BYTES,
+  openConfinedFile,
+  readBounded,
+  writeConfinedFile,
+} from '../../lib/confined-fs.ts';
 import { AppError, badRequest } from '../../lib/errors.ts';
 import type { AgentWorkspace } from '../agents/drivers/driver.ts';
 
@@ -36,11 +44,19 @@ export type TreeNode = { type: 'file' | 'folder'; name: string; path: string; ch
 
 const traversal = () => badRequest('Invalid path: it must be relative and stay inside the workspace');
 
+/** Linux's PATH_MAX less its NUL: the longest path the kernel takes, in bytes. */
+const PATH_MAX_BYTES = 4095;
+
 function checkShape(p: string | undefined): string {
-  if (typeof p !== 'string' || p.length === 0 || p.length > 4096) throw badRequest('path is required');
+  if (typeof p !== 'string' || p.length === 0) throw badRequest('path is required');
+  // limits in bytes, as the kernel counts them (a name of combining marks is short in UTF-16 units
+  // and long in UTF-8): refused here with a sentence rather than by open() with ENAMETOOLONG
+  if (Buffer.byteLength(p, 'utf8') > PATH_MAX_BYTES) throw badRequest(`Invalid path: longer than ${PATH_MAX_BYTES} bytes`);
   if (p.includes('\0') || p.includes('\\') || isAbsolute(p) || /%(2e|2f|5c|00)/i.test(p)) throw traversal();
   const parts = p.split('/');
   if (parts.some((s) => s === '..')) throw traversal();
+  if (parts.some((s) => Buffer.byteLength(s, 'utf8') > NAME_MAX_BYTES))
+    throw badRequest(`Invalid path: a file or folder name is longer than ${NAME_MAX_BYTES} bytes`);
   return parts.filter((s) => s !== '' && s !== '.').join('/');
 }
 
@@ -51,7 +67,8 @@ function refused(err: unknown): never {
   if (err instanceof ConfinedPathError) {
     if (err.kind === 'link') throw badRequest('Invalid path: a symbolic link is never followed');
     if (err.kind === 'owner') throw badRequest("Refused: this file does not belong to the agent's user");
-    if (err.kind === 'name') throw traversal();
+    // checkShape refused `..`, NUL and over-long names already: what is left is a name this filesystem refuses
+    if (err.kind === 'name') throw badRequest('Invalid path: a name this filesystem does not accept');
     throw badRequest('Not a file');
   }
   throw err;
@@ -160,10 +177,14 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
       const rel = checkShape(p);
       await checkRoot();
       const { fh, stat } = await openConfinedFile(c, parts(rel)).catch(refused);
+      const tooLarge = () => badRequest(`File is larger than ${FILE_LIMITS.readMaxBytes / 1024 / 1024} MB`);
       try {
-        if (stat.size > FILE_LIMITS.readMaxBytes) throw badRequest(`File is larger than ${FILE_LIMITS.readMaxBytes / 1024 / 1024} MB`);
-        const content = await fh.readFile('utf8');
-        return { ok: true as const, path: rel, content, size: stat.size, modified: stat.mtime.toISOString() };
+        if (stat.size > FILE_LIMITS.readMaxBytes) throw tooLarge();
+        // the fstat above is only a first answer: the agent may grow the file before it is read
+        // (docs/security.md N22), so the read itself stops one byte past the limit
+        const data = await readBounded(fh, FILE_LIMITS.readMaxBytes, stat.size);
+        if (!data) throw tooLarge();
+        return { ok: true as const, path: rel, content: data.toString('utf8'), size: data.length, modified: stat.mtime.toISOString() };
       } finally {
         await fh.close();
       }
