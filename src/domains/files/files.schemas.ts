@@ -30,10 +30,17 @@ const treeNode = z.object({
 export const BROWSE_ROUTES = {
   tree: {
     summary: "The agent's workspace as a tree (§4.17)",
-    description: `Folders first, each level sorted alphabetically; ${[...EXCLUDED_DIRS].join(', ')} left out; symlinks listed, never followed. \`depth\` default ${FILE_LIMITS.treeDepthDefault}, at most ${FILE_LIMITS.treeDepthMax}. 404 \`NO_WORKSPACE\` before the agent was first started here; 409 \`NO_LOCAL_WORKSPACE\` for agents not on this machine (Render).`,
+    description: `Folders first, each level sorted alphabetically; ${[...EXCLUDED_DIRS].join(', ')} left out; symlinks listed, never followed. \`depth\` default ${FILE_LIMITS.treeDepthDefault}, at most ${FILE_LIMITS.treeDepthMax} (a larger one is capped). 404 \`NO_WORKSPACE\` before the agent was first started here; 409 \`NO_LOCAL_WORKSPACE\` for agents not on this machine (Render).`,
     querystring: z.object({
       ...agentQuery,
-      depth: z.coerce.number().int().min(1).max(FILE_LIMITS.treeDepthMax).default(FILE_LIMITS.treeDepthDefault),
+      // §4.17 "cap 4": a larger depth is served at 4, not refused
+      depth: z.coerce
+        .number()
+        .int()
+        .min(1)
+        .transform((n) => Math.min(n, FILE_LIMITS.treeDepthMax))
+        .default(FILE_LIMITS.treeDepthDefault)
+        .describe(`default ${FILE_LIMITS.treeDepthDefault}, at most ${FILE_LIMITS.treeDepthMax} (larger values are capped)`),
     }),
     response: { 200: z.object({ ok: z.literal(true), root: treeNode }) },
   },
@@ -83,10 +90,17 @@ export const BROWSE_ROUTES = {
   },
   gitLog: {
     summary: "The workspace's commits, newest first (§4.17)",
-    description: `Empty when the workspace is not a git repository.${GIT_AS_AGENT}`,
+    description: `Empty when the workspace is not a git repository. \`limit\` default ${FILE_LIMITS.gitLogDefault}, at most ${FILE_LIMITS.gitLogMax} (a larger one is capped).${GIT_AS_AGENT}`,
     querystring: z.object({
       ...agentQuery,
-      limit: z.coerce.number().int().min(1).max(FILE_LIMITS.gitLogMax).default(FILE_LIMITS.gitLogDefault),
+      // §4.17 "cap 100": a larger limit is served at 100, not refused
+      limit: z.coerce
+        .number()
+        .int()
+        .min(1)
+        .transform((n) => Math.min(n, FILE_LIMITS.gitLogMax))
+        .default(FILE_LIMITS.gitLogDefault)
+        .describe(`default ${FILE_LIMITS.gitLogDefault}, at most ${FILE_LIMITS.gitLogMax} (larger values are capped)`),
     }),
     response: {
       200: z.object({

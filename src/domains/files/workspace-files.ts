@@ -137,7 +137,8 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
 
   return {
     /** §4.17 GET /tree: folders first, then files, each alphabetical; excluded folders left out; symlinks are listed, never followed. */
-    async tree(depth: number = FILE_LIMITS.treeDepthDefault) {
+    async tree(requested: number = FILE_LIMITS.treeDepthDefault) {
+      const depth = Math.min(requested, FILE_LIMITS.treeDepthMax); // §4.17 "cap 4"
       await checkRoot();
       let count = 0;
       const walk = async (path: string[], name: string, level: number): Promise<TreeNode> => {
