@@ -53,7 +53,7 @@ export const BROWSE_ROUTES = {
   write: {
     summary: 'Writes a workspace file, creating its folders (§4.17)',
     description:
-      "Replaces the file's content (UTF-8). 400 for a missing path or content, traversal in any form, a symbolic link on the way, or a file not owned by the agent's user (nothing outside the workspace is touched). New folders and files belong to the agent's user.",
+      "Replaces the file's content (UTF-8). 400 for a missing path or content, traversal in any form, a symbolic link on the way, or a file not owned by the agent's user (nothing outside the workspace is touched). New folders and files belong to the agent's user. 409 while the workspace is over its disk quota (docs/agents.md \"Disk\"), unless the write makes an existing file no larger.",
     querystring: z.object(agentQuery),
     body: z.object({ path: relPath.optional(), content: z.string({ error: 'content is required' }) }),
     response: { 200: z.object({ ok: z.literal(true), path: z.string(), size: z.number() }) },

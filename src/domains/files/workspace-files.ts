@@ -87,6 +87,31 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
     }
   }
 
+  /**
+   * Over its disk quota (docs/agents.md "Disk"), the workspace takes only writes that make an
+   * existing file no larger: the owner can still empty files to get back under, never add.
+   */
+  async function checkQuota(rel: string, bytes: number): Promise<void> {
+    const usage = await workspace.diskUsage?.();
+    if (!usage?.over) return;
+    const existing = await openConfinedFile(c, parts(rel)).then(
+      async ({ fh, stat }) => {
+        await fh.close();
+        return stat.size;
+      },
+      (err: unknown) => {
+        if (err instanceof ConfinedPathError && err.kind === 'missing') return undefined;
+        return refused(err);
+      },
+    );
+    if (existing !== undefined && bytes <= existing) return;
+    const used = usage.usedBytes === null ? 'could not be measured' : `uses ${Math.ceil(usage.usedBytes / 1024 / 1024)} MB`;
+    throw new AppError(
+      'CONFLICT',
+      `The agent's workspace ${used} of its ${Math.round(usage.quotaBytes / 1024 / 1024)} MB disk quota: only a write that makes a file smaller is accepted until files are removed`,
+    );
+  }
+
   /** The sandboxed runner, or the 503: without a sandbox git would run with the platform's rights. */
   function runner(): NonNullable<AgentWorkspace['run']> {
     if (!workspace.run)
@@ -196,6 +221,7 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
       const rel = checkShape(p);
       if (rel === '') throw badRequest('Not a file');
       await checkRoot();
+      await checkQuota(rel, Buffer.byteLength(content, 'utf8'));
       const size = await writeConfinedFile(c, parts(rel), content).catch(refused);
       return { ok: true as const, path: rel, size };
     },
