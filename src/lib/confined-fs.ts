@@ -230,7 +230,7 @@ export async function tailConfinedLines(c: Confinement, parts: readonly string[]
  * At most `maxBytes` of an open file, read from its start with read(2) until end of file, or
  * undefined when it holds more. The size an fstat gave is a guess, never the bound: the agent can
  * grow the file (ftruncate to 400 MB, sparse) between that fstat and the read, and a read "to the
- * size" (`readFile`, which fstat's again) would then take all of it (docs/security.md N22). So no
+ * size" (`readFile`, which fstat's again) would then take all of it (docs/agents.md "File explorer"). So no
  * more than `maxBytes + 1` bytes are ever asked for: getting the extra byte is the refusal.
  * `sizeHint` (the fstat's size) only picks the first buffer, so a small file costs a small one.
  */

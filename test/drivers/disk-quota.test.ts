@@ -1,5 +1,5 @@
 /**
- * Each local agent's disk (docs/agents.md "Disk", docs/security.md N23), proved from inside running
+ * Each local agent's disk (docs/agents.md "Disk", docs/security.md "Disk"), proved from inside running
  * sandboxed agents: a file written past the quota stops at it with EFBIG (RLIMIT_FSIZE from the
  * launch); a workspace measured over its quota leaves the agent's processes unable to grow any file
  * and the file explorer refusing writes that add, until it is back under; process.log stays near its

@@ -138,7 +138,7 @@ describe('§4.17 read and write', () => {
     expect((await post('write', { path: 'x.txt' })).statusCode).toBe(400);
   });
 
-  it('a file the agent grows between the size check and the read is never answered over 1 MB (docs/security.md N22)', async () => {
+  it('a file the agent grows between the size check and the read is never answered over 1 MB (docs/agents.md "File explorer")', async () => {
     const file = join(workspace, 'grow.txt');
     writeFileSync(file, 'ten bytes!');
     asAgent();

@@ -1,5 +1,5 @@
 /**
- * Bounded reads of an agent's files (src/lib/confined-fs.ts, docs/security.md N22): the size an
+ * Bounded reads of an agent's files (src/lib/confined-fs.ts, docs/agents.md "File explorer"): the size an
  * fstat gave is never what the read trusts. The agent can grow a file between the platform's
  * fstat and its read (an ftruncate to 400 MB costs it nothing: the file is sparse); the reader
  * asks for at most limit + 1 bytes and refuses when it gets them. Here the file is grown exactly
@@ -18,7 +18,7 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const MiB = 1024 * 1024;
 
 describe('readBounded', () => {
-  it('refuses a file that grew past the limit after the fstat said it was small (the N22 window)', async () => {
+  it('refuses a file that grew past the limit after the fstat said it was small (the window between them)', async () => {
     writeFileSync(join(root, 'grow.txt'), 'ten bytes!');
     const { fh, stat } = await openConfinedFile(c, ['grow.txt']);
     try {

@@ -207,7 +207,7 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
       try {
         if (stat.size > FILE_LIMITS.readMaxBytes) throw tooLarge();
         // the fstat above is only a first answer: the agent may grow the file before it is read
-        // (docs/security.md N22), so the read itself stops one byte past the limit
+        // (docs/agents.md "File explorer"), so the read itself stops one byte past the limit
         const data = await readBounded(fh, FILE_LIMITS.readMaxBytes, stat.size);
         if (!data) throw tooLarge();
         return { ok: true as const, path: rel, content: data.toString('utf8'), size: data.length, modified: stat.mtime.toISOString() };

@@ -13,8 +13,9 @@
  *   time), the agent's processes get RLIMIT_FSIZE 0 with prlimit(2): nothing of theirs grows any
  *   more, while deleting, truncating and rewriting in place still work, so the agent (or its owner,
  *   through the explorer's writes that make a file smaller) can get back under; the next measure
- *   that finds it under gives the limit back. The crossing is logged once, and written into
- *   process.log for the owner to see.
+ *   that finds it under gives the limit back (in place where the platform has CAP_SYS_RESOURCE,
+ *   else by starting the agent again). Each crossing is logged once, and written into process.log
+ *   for the owner to see.
  * - process.log (the platform's file, in the platform's folder: the agent can neither see nor
  *   replace it) is rotated while the agent runs, every LIMITS.processLogCheckIntervalMs: once larger
  *   than LIMITS.processLogMaxBytes its newest part is copied to process.log.1 and it is truncated
