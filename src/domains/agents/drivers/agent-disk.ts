@@ -209,38 +209,54 @@ export function createDiskWatch(o: DiskWatchOptions) {
 
   const processLog = (agentId: string) => join(o.dirs(agentId).platformLogs, 'process.log');
 
+  /** What the last measure recorded (either app's process reads it), undefined before the first. */
+  async function usage(agentId: string): Promise<DiskUsage | undefined> {
+    try {
+      const fh = await open(join(o.dirs(agentId).base, 'disk-usage.json'), constants.O_RDONLY | O_NOFOLLOW);
+      try {
+        return JSON.parse(await fh.readFile('utf8')) as DiskUsage;
+      } finally {
+        await fh.close();
+      }
+    } catch {
+      return undefined;
+    }
+  }
+
   /** Measures one running agent, records it, and limits or frees its processes. */
   async function check(agentId: string): Promise<DiskUsage | undefined> {
-    const run = o.running(agentId);
-    if (!run) return undefined;
+    const running = o.running(agentId);
+    if (!running) return undefined;
     const d = o.dirs(agentId);
+    // limited by this process, or by the previous platform process (its processes outlived it with the limit)
+    const wasOver = limited.has(agentId) || (await usage(agentId))?.over === true;
     const usedBytes = await measureDisk([d.workspace, d.home, d.platformLogs], timeoutMs);
-    const usage: DiskUsage = {
+    const now: DiskUsage = {
       usedBytes,
-      quotaBytes: run.quotaBytes,
-      over: usedBytes === null || usedBytes > run.quotaBytes,
+      quotaBytes: running.quotaBytes,
+      over: usedBytes === null || usedBytes > running.quotaBytes,
       measuredAt: new Date().toISOString(),
     };
-    await writeDiskUsage(d.base, usage).catch(() => {});
+    await writeDiskUsage(d.base, now).catch(() => {});
     const what = usedBytes === null ? `could not be measured within ${Math.round(timeoutMs / 1000)} s` : `uses ${formatMb(usedBytes)}`;
-    if (usage.over) {
+    if (now.over) {
       // every measure while over: a process started since the last one may have inherited the old limit
       if (o.prlimit) await setFileSizeLimit(o.prlimit, o.processesOf(agentId), 0, o.asAgent(agentId));
       if (!limited.has(agentId)) {
         limited.add(agentId);
-        const line = `agent ${agentId} ${what} of its ${formatMb(run.quotaBytes)} disk quota: its files cannot grow until it is back under (delete or truncate files)`;
+        const line = `agent ${agentId} ${what} of its ${formatMb(running.quotaBytes)} disk quota: its files cannot grow until it is back under (delete or truncate files)`;
         o.log?.('warn', line);
         await noteInProcessLog(processLog(agentId), line);
       }
-    } else if (limited.has(agentId)) {
+    } else if (wasOver) {
       limited.delete(agentId);
-      const restored = !o.prlimit || (await setFileSizeLimit(o.prlimit, o.processesOf(agentId), run.quotaBytes));
-      const line = `agent ${agentId} ${what} of its ${formatMb(run.quotaBytes)} disk quota again: its files may grow again${restored ? '' : ' (restarted: the platform may not raise a limit in place here)'}`;
+      const restored = !o.prlimit || (await setFileSizeLimit(o.prlimit, o.processesOf(agentId), running.quotaBytes));
+      const line = `agent ${agentId} ${what} of its ${formatMb(running.quotaBytes)} disk quota again: its files may grow again${restored ? '' : ' (restarted: the platform may not raise a limit in place here)'}`;
       o.log?.('info', line);
       await noteInProcessLog(processLog(agentId), line);
       if (!restored) await o.restart(agentId).catch((err: Error) => o.log?.('warn', `agent ${agentId} not restarted: ${err.message}`));
     }
-    return usage;
+    return now;
   }
 
   /** One agent after another (a du at a time: the machine is shared with the agents). */
@@ -283,24 +299,10 @@ export function createDiskWatch(o: DiskWatchOptions) {
       await measuring;
     },
     check,
-    /** What the last measure recorded (either app's process reads it), undefined before the first. */
-    async usage(agentId: string): Promise<DiskUsage | undefined> {
-      try {
-        const fh = await open(join(o.dirs(agentId).base, 'disk-usage.json'), constants.O_RDONLY | O_NOFOLLOW);
-        try {
-          return JSON.parse(await fh.readFile('utf8')) as DiskUsage;
-        } finally {
-          await fh.close();
-        }
-      } catch {
-        return undefined;
-      }
-    },
-    /** The agent starts again: it starts with its full limit, so the next measure must limit it again if need be. */
+    usage,
+    /** The agent starts again, with its whole limit: the next measure limits it again if need be. */
     forget(agentId: string) {
       limited.delete(agentId);
     },
   };
 }
-
-export type DiskWatch = ReturnType<typeof createDiskWatch>;
