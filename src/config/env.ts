@@ -137,6 +137,16 @@ const envSchema = z.object({
   /** local driver: each agent's network (agent-network.ts): internet + the platform's port, the platform's port only, or the host's */
   AGENT_NETWORK: z.enum(['internet', 'platform', 'host']).default('internet'),
   /**
+   * added (docs/agents.md "Disk"): local driver: every agent's disk quota in MB (workspace, home and its
+   * process.log), replacing the per-plan default of LIMITS.agentDiskQuotaMb; also the largest file it may write
+   */
+  AGENT_DISK_QUOTA_MB: z.coerce
+    .number()
+    .int()
+    .positive()
+    .max(16 * 1024 * 1024)
+    .optional(),
+  /**
    * added (docs/agents.md "Model access"): the platform's OpenAI-compatible AI gateway as agents reach it, given to
    * each agent as its model base URL. Unset: the backend's own loopback address with the local driver
    * (`http://127.0.0.1:<BACKEND_PORT>/api/agent-gateway/v1`), `<BACKEND_URL>/api/agent-gateway/v1` with the others

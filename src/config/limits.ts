@@ -111,6 +111,26 @@ export const LIMITS = {
   deploymentLeaseMs: 30_000,
   deploymentMaxAttempts: 3,
   deploymentRetryBaseMs: 2_000,
+  /**
+   * Local driver, each agent's disk (docs/agents.md "Disk"; §8 says nothing about disk): MB its
+   * workspace, home and process.log may use together, by §4.7 resource plan (planResources; half its
+   * memory). The largest single file it may write is the same (RLIMIT_FSIZE). AGENT_DISK_QUOTA_MB
+   * replaces these for every agent.
+   */
+  agentDiskQuotaMb: { underground: 1024, starter: 1024, pro: 2048, scale: 4096, enterprise: 8192, white_glove: 16384 } as Record<
+    string,
+    number
+  >,
+  /** a plan not in the table above (a Render plan name): the smallest quota */
+  agentDiskQuotaDefaultMb: 1024,
+  /** how often the local driver measures each running agent's disk use (a `du` in a child process) */
+  agentDiskCheckIntervalMs: 60_000,
+  /** a measure that takes longer is stopped, and the agent treated as over its quota until one finishes */
+  agentDiskMeasureTimeoutMs: 60_000,
+  /** process.log: rotated (copy then truncate) once larger than this; the copy, process.log.1, keeps this much */
+  processLogMaxBytes: 8 * 1024 * 1024,
+  /** how often the local driver looks at each running agent's process.log size */
+  processLogCheckIntervalMs: 2_000,
   /** §2 Plans: models per plan (network and admins: all) */
   aiPlanModelCount: { solo: 3, collective: 5, label: 7, network: Number.POSITIVE_INFINITY } as Record<string, number>,
   /** §4.9 / §8 planned monthly token quotas (enforced only when AI_QUOTA_ENFORCE=true); network unlimited */

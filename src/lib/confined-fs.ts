@@ -41,23 +41,35 @@ export type Confinement = {
 
 const at = (dir: FileHandle, name: string) => `/proc/self/fd/${dir.fd}/${name}`;
 
+/** Linux's NAME_MAX: the longest name one path component may have, in bytes. */
+export const NAME_MAX_BYTES = 255;
+
+/** A name as messages show it: the agent chooses names, and a 4 KB one has no place in a log line. */
+const shown = (name: string) => JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}…` : name);
+
 function checkName(name: string): void {
   if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0'))
-    throw new ConfinedPathError('name', `Invalid path component ${JSON.stringify(name)}`);
+    throw new ConfinedPathError('name', `Invalid path component ${shown(name)}`);
+  if (Buffer.byteLength(name, 'utf8') > NAME_MAX_BYTES)
+    throw new ConfinedPathError('name', `Path component ${shown(name)} is longer than ${NAME_MAX_BYTES} bytes`);
 }
 
 function refusal(err: unknown, name: string): ConfinedPathError {
   const code = (err as NodeJS.ErrnoException).code;
-  if (code === 'ENOENT') return new ConfinedPathError('missing', `${name} does not exist`);
-  if (code === 'ELOOP') return new ConfinedPathError('link', `${name} is a symbolic link, which is never followed`);
-  if (code === 'ENOTDIR') return new ConfinedPathError('not-directory', `${name} is not a folder`);
+  if (code === 'ENOENT') return new ConfinedPathError('missing', `${shown(name)} does not exist`);
+  if (code === 'ELOOP') return new ConfinedPathError('link', `${shown(name)} is a symbolic link, which is never followed`);
+  if (code === 'ENOTDIR') return new ConfinedPathError('not-directory', `${shown(name)} is not a folder`);
+  // a name the filesystem refuses (too long for it): the caller's input, not a failure of ours
+  if (code === 'ENAMETOOLONG' || code === 'EILSEQ')
+    return new ConfinedPathError('name', `Path component ${shown(name)} is not a valid name here`);
   // a FIFO without a reader (O_NONBLOCK write), a device, a folder opened as a file
   if (code === 'ENXIO' || code === 'ENODEV' || code === 'EISDIR') return new ConfinedPathError('not-file', 'Not a file');
   throw err;
 }
 
 function checkOwner(c: Confinement, st: Stats, name: string): void {
-  if (c.owner !== undefined && st.uid !== c.owner) throw new ConfinedPathError('owner', `${name} does not belong to the agent's user`);
+  if (c.owner !== undefined && st.uid !== c.owner)
+    throw new ConfinedPathError('owner', `${shown(name)} does not belong to the agent's user`);
 }
 
 async function openDirAt(c: Confinement, parent: FileHandle | undefined, name: string, create: boolean): Promise<FileHandle> {
@@ -70,7 +82,7 @@ async function openDirAt(c: Confinement, parent: FileHandle | undefined, name: s
     try {
       await mkdir(path, { mode: 0o755 });
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw refusal(e, name);
     }
     try {
       fh = await open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
@@ -214,7 +226,33 @@ export async function tailConfinedLines(c: Confinement, parts: readonly string[]
   }
 }
 
-/** A small confined file as text (at most `maxBytes`), or undefined when it is missing or refused. */
+/**
+ * At most `maxBytes` of an open file, read from its start with read(2) until end of file, or
+ * undefined when it holds more. The size an fstat gave is a guess, never the bound: the agent can
+ * grow the file (ftruncate to 400 MB, sparse) between that fstat and the read, and a read "to the
+ * size" (`readFile`, which fstat's again) would then take all of it (docs/agents.md "File explorer"). So no
+ * more than `maxBytes + 1` bytes are ever asked for: getting the extra byte is the refusal.
+ * `sizeHint` (the fstat's size) only picks the first buffer, so a small file costs a small one.
+ */
+export async function readBounded(fh: FileHandle, maxBytes: number, sizeHint = 0): Promise<Buffer | undefined> {
+  const cap = maxBytes + 1;
+  let buf = Buffer.allocUnsafe(Math.min(cap, Math.max(Math.min(sizeHint, maxBytes) + 1, 16 * 1024)));
+  let filled = 0;
+  for (;;) {
+    if (filled === buf.length) {
+      if (buf.length === cap) break;
+      const bigger = Buffer.allocUnsafe(Math.min(cap, buf.length * 2));
+      buf.copy(bigger, 0, 0, filled);
+      buf = bigger;
+    }
+    const { bytesRead } = await fh.read(buf, filled, buf.length - filled, filled);
+    if (bytesRead === 0) break;
+    filled += bytesRead;
+  }
+  return filled > maxBytes ? undefined : buf.subarray(0, filled);
+}
+
+/** A small confined file as text (at most `maxBytes`), or undefined when it is missing, refused or larger. */
 export async function readConfinedText(c: Confinement, parts: readonly string[], maxBytes = 1024 * 1024): Promise<string | undefined> {
   let opened: { fh: FileHandle; stat: Stats };
   try {
@@ -224,8 +262,8 @@ export async function readConfinedText(c: Confinement, parts: readonly string[],
     throw err;
   }
   try {
-    if (opened.stat.size > maxBytes) return undefined;
-    return await opened.fh.readFile('utf8');
+    if (opened.stat.size > maxBytes) return undefined; // plainly too large: not even the first buffer
+    return (await readBounded(opened.fh, maxBytes, opened.stat.size))?.toString('utf8');
   } finally {
     await opened.fh.close();
   }

@@ -5,7 +5,7 @@
  * given the way the local driver gives it (its folder, the agent's uid, git through the sandbox),
  * so what a hostile agent plants there (docs/security.md N1, N9) is tested against the real confinement.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -94,7 +94,7 @@ const outsideState = () =>
   });
 
 describe('§4.17 tree', () => {
-  it('folders first, alphabetical, excluded folders left out, depth default 3 and capped at 4', async () => {
+  it('folders first, alphabetical, excluded folders left out, depth default 3 and capped at 4 (a larger one served at 4)', async () => {
     const res = await get('tree');
     expect(res.statusCode).toBe(200);
     const root = res.json().root;
@@ -110,8 +110,10 @@ describe('§4.17 tree', () => {
       ['deep', 'src/deep'],
       ['main.ts', 'src/main.ts'],
     ]);
-    expect((await get('tree', { depth: '5' })).statusCode).toBe(400);
-    expect((await get('tree', { depth: '4' })).statusCode).toBe(200);
+    // §4.17 "cap 4": a larger depth is served at 4
+    const four = await get('tree', { depth: '4' });
+    expect(four.statusCode).toBe(200);
+    expect((await get('tree', { depth: '5' })).json()).toEqual(four.json());
   });
 });
 
@@ -134,6 +136,52 @@ describe('§4.17 read and write', () => {
     await post('write', { path: 'new/dir/note.md', content: 'x' });
     expect(readFileSync(join(workspace, 'new/dir/note.md'), 'utf8')).toBe('x');
     expect((await post('write', { path: 'x.txt' })).statusCode).toBe(400);
+  });
+
+  it('a file the agent grows between the size check and the read is never answered over 1 MB (docs/agents.md "File explorer")', async () => {
+    const file = join(workspace, 'grow.txt');
+    writeFileSync(file, 'ten bytes!');
+    asAgent();
+    // the agent toggles its file between 10 bytes and 400 MB (sparse) as fast as it can, as the audit did
+    const toggler = spawn('sh', ['-c', `while :; do truncate -s 10 ${file}; truncate -s 400M ${file}; done`], { stdio: 'ignore' });
+    try {
+      const statuses = new Set<number>();
+      for (let i = 0; i < 100; i++) {
+        const r = await get('read', { path: 'grow.txt' });
+        statuses.add(r.statusCode);
+        expect([200, 400]).toContain(r.statusCode);
+        if (r.statusCode === 200) {
+          expect(r.json().content.length).toBeLessThanOrEqual(1024 * 1024);
+          expect(r.json().size).toBe(Buffer.byteLength(r.json().content));
+        } else expect(r.json().error).toBe('File is larger than 1 MB');
+      }
+      expect(statuses.has(400)).toBe(true); // the race was run, not won from the start
+    } finally {
+      toggler.kill('SIGKILL');
+      await new Promise((r) => toggler.once('exit', r));
+      rmSync(file, { force: true });
+    }
+  });
+
+  it('a name over 255 bytes or a path over 4095 bytes is 400 with a sentence on read, write and diff (never ENAMETOOLONG → 500)', async () => {
+    const long = 'a'.repeat(256);
+    // the fuzzer's own: one letter and 3000 combining marks (3001 UTF-16 units, 6001 bytes)
+    const marks = `e${'\u0301'.repeat(3000)}`;
+    // 17 names of 240 bytes each: 2056 characters, 4096 bytes
+    const deep = Array.from({ length: 17 }, () => 'é'.repeat(120)).join('/');
+    for (const path of [long, `src/${long}`, `${long}/x.txt`, marks, deep, 'c'.repeat(5000)]) {
+      const r = await get('read', { path });
+      expect(r.statusCode, path.slice(0, 20)).toBe(400);
+      expect(r.json().error).toMatch(/^Invalid path: .*longer than (255|4095) bytes$/);
+      const w = await post('write', { path, content: 'x' });
+      expect(w.statusCode).toBe(400);
+      expect(w.json()).toEqual(r.json());
+      expect((await get('git-diff', { path })).json()).toEqual(r.json());
+    }
+    expect(readdirSync(workspace).some((n) => n.startsWith('aaaa'))).toBe(false);
+    // 255 bytes is a name Linux takes
+    expect((await post('write', { path: 'a'.repeat(255), content: 'x' })).json()).toMatchObject({ ok: true, size: 1 });
+    rmSync(join(workspace, 'a'.repeat(255)));
   });
 
   const attacks: [string, string][] = [
@@ -204,7 +252,8 @@ describe.skipIf(!sandbox.active)('§4.17 git (as the agent, in its sandbox)', ()
         date: expect.any(String),
       },
     ]);
-    expect((await get('git-log', { limit: '101' })).statusCode).toBe(400);
+    // §4.17 "cap 100": a larger limit is served at 100
+    expect((await get('git-log', { limit: '101' })).json().commits).toHaveLength(2);
   });
 
   it("never runs what the agent planted with the platform's rights (docs/security.md N1): hooks, fsmonitor, filters, diff drivers", async () => {

@@ -12,7 +12,8 @@ import { EXCLUDED_DIRS, FILE_LIMITS } from './workspace-files.ts';
 const agentQuery = {
   agentId: z.string().max(200).optional().describe("The agent, one of the caller's (required: 400 `agentId required`)"),
 };
-const relPath = z.string().max(4096);
+// more UTF-16 units than 4095 is more bytes than Linux's PATH_MAX takes; bytes are counted by the service
+const relPath = z.string().max(4095, { error: 'Invalid path: longer than 4095 bytes' });
 
 const GIT_AS_AGENT =
   " git runs as the agent's own user inside its sandbox (only the workspace visible; hooks, fsmonitor, external diff and textconv off); 503 `GIT_UNAVAILABLE` where there is no sandbox (bubblewrap).";
@@ -29,10 +30,17 @@ const treeNode = z.object({
 export const BROWSE_ROUTES = {
   tree: {
     summary: "The agent's workspace as a tree (§4.17)",
-    description: `Folders first, each level sorted alphabetically; ${[...EXCLUDED_DIRS].join(', ')} left out; symlinks listed, never followed. \`depth\` default ${FILE_LIMITS.treeDepthDefault}, at most ${FILE_LIMITS.treeDepthMax}. 404 \`NO_WORKSPACE\` before the agent was first started here; 409 \`NO_LOCAL_WORKSPACE\` for agents not on this machine (Render).`,
+    description: `Folders first, each level sorted alphabetically; ${[...EXCLUDED_DIRS].join(', ')} left out; symlinks listed, never followed. \`depth\` default ${FILE_LIMITS.treeDepthDefault}, at most ${FILE_LIMITS.treeDepthMax} (a larger one is capped). 404 \`NO_WORKSPACE\` before the agent was first started here; 409 \`NO_LOCAL_WORKSPACE\` for agents not on this machine (Render).`,
     querystring: z.object({
       ...agentQuery,
-      depth: z.coerce.number().int().min(1).max(FILE_LIMITS.treeDepthMax).default(FILE_LIMITS.treeDepthDefault),
+      // §4.17 "cap 4": a larger depth is served at 4, not refused
+      depth: z.coerce
+        .number()
+        .int()
+        .min(1)
+        .transform((n) => Math.min(n, FILE_LIMITS.treeDepthMax))
+        .default(FILE_LIMITS.treeDepthDefault)
+        .describe(`default ${FILE_LIMITS.treeDepthDefault}, at most ${FILE_LIMITS.treeDepthMax} (larger values are capped)`),
     }),
     response: { 200: z.object({ ok: z.literal(true), root: treeNode }) },
   },
@@ -45,7 +53,7 @@ export const BROWSE_ROUTES = {
   write: {
     summary: 'Writes a workspace file, creating its folders (§4.17)',
     description:
-      "Replaces the file's content (UTF-8). 400 for a missing path or content, traversal in any form, a symbolic link on the way, or a file not owned by the agent's user (nothing outside the workspace is touched). New folders and files belong to the agent's user.",
+      "Replaces the file's content (UTF-8). 400 for a missing path or content, traversal in any form, a symbolic link on the way, or a file not owned by the agent's user (nothing outside the workspace is touched). New folders and files belong to the agent's user. 409 while the workspace is over its disk quota (docs/agents.md \"Disk\"), unless the write makes an existing file no larger.",
     querystring: z.object(agentQuery),
     body: z.object({ path: relPath.optional(), content: z.string({ error: 'content is required' }) }),
     response: { 200: z.object({ ok: z.literal(true), path: z.string(), size: z.number() }) },
@@ -82,10 +90,17 @@ export const BROWSE_ROUTES = {
   },
   gitLog: {
     summary: "The workspace's commits, newest first (§4.17)",
-    description: `Empty when the workspace is not a git repository.${GIT_AS_AGENT}`,
+    description: `Empty when the workspace is not a git repository. \`limit\` default ${FILE_LIMITS.gitLogDefault}, at most ${FILE_LIMITS.gitLogMax} (a larger one is capped).${GIT_AS_AGENT}`,
     querystring: z.object({
       ...agentQuery,
-      limit: z.coerce.number().int().min(1).max(FILE_LIMITS.gitLogMax).default(FILE_LIMITS.gitLogDefault),
+      // §4.17 "cap 100": a larger limit is served at 100, not refused
+      limit: z.coerce
+        .number()
+        .int()
+        .min(1)
+        .transform((n) => Math.min(n, FILE_LIMITS.gitLogMax))
+        .default(FILE_LIMITS.gitLogDefault)
+        .describe(`default ${FILE_LIMITS.gitLogDefault}, at most ${FILE_LIMITS.gitLogMax} (larger values are capped)`),
     }),
     response: {
       200: z.object({

@@ -16,7 +16,15 @@
 import type { Dirent } from 'node:fs';
 import { lstat } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
-import { ConfinedPathError, type Confinement, listConfinedDir, openConfinedFile, writeConfinedFile } from '../../lib/confined-fs.ts';
+import {
+  ConfinedPathError,
+  type Confinement,
+  listConfinedDir,
+  NAME_MAX_BYTES,
+  openConfinedFile,
+  readBounded,
+  writeConfinedFile,
+} from '../../lib/confined-fs.ts';
 import { AppError, badRequest } from '../../lib/errors.ts';
 import type { AgentWorkspace } from '../agents/drivers/driver.ts';
 
@@ -36,11 +44,19 @@ export type TreeNode = { type: 'file' | 'folder'; name: string; path: string; ch
 
 const traversal = () => badRequest('Invalid path: it must be relative and stay inside the workspace');
 
+/** Linux's PATH_MAX less its NUL: the longest path the kernel takes, in bytes. */
+const PATH_MAX_BYTES = 4095;
+
 function checkShape(p: string | undefined): string {
-  if (typeof p !== 'string' || p.length === 0 || p.length > 4096) throw badRequest('path is required');
+  if (typeof p !== 'string' || p.length === 0) throw badRequest('path is required');
+  // limits in bytes, as the kernel counts them (a name of combining marks is short in UTF-16 units
+  // and long in UTF-8): refused here with a sentence rather than by open() with ENAMETOOLONG
+  if (Buffer.byteLength(p, 'utf8') > PATH_MAX_BYTES) throw badRequest(`Invalid path: longer than ${PATH_MAX_BYTES} bytes`);
   if (p.includes('\0') || p.includes('\\') || isAbsolute(p) || /%(2e|2f|5c|00)/i.test(p)) throw traversal();
   const parts = p.split('/');
   if (parts.some((s) => s === '..')) throw traversal();
+  if (parts.some((s) => Buffer.byteLength(s, 'utf8') > NAME_MAX_BYTES))
+    throw badRequest(`Invalid path: a file or folder name is longer than ${NAME_MAX_BYTES} bytes`);
   return parts.filter((s) => s !== '' && s !== '.').join('/');
 }
 
@@ -51,7 +67,8 @@ function refused(err: unknown): never {
   if (err instanceof ConfinedPathError) {
     if (err.kind === 'link') throw badRequest('Invalid path: a symbolic link is never followed');
     if (err.kind === 'owner') throw badRequest("Refused: this file does not belong to the agent's user");
-    if (err.kind === 'name') throw traversal();
+    // checkShape refused `..`, NUL and over-long names already: what is left is a name this filesystem refuses
+    if (err.kind === 'name') throw badRequest('Invalid path: a name this filesystem does not accept');
     throw badRequest('Not a file');
   }
   throw err;
@@ -68,6 +85,31 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
     } catch {
       throw new AppError('NO_WORKSPACE', 'This agent has no workspace on this machine yet');
     }
+  }
+
+  /**
+   * Over its disk quota (docs/agents.md "Disk"), the workspace takes only writes that make an
+   * existing file no larger: the owner can still empty files to get back under, never add.
+   */
+  async function checkQuota(rel: string, bytes: number): Promise<void> {
+    const usage = await workspace.diskUsage?.();
+    if (!usage?.over) return;
+    const existing = await openConfinedFile(c, parts(rel)).then(
+      async ({ fh, stat }) => {
+        await fh.close();
+        return stat.size;
+      },
+      (err: unknown) => {
+        if (err instanceof ConfinedPathError && err.kind === 'missing') return undefined;
+        return refused(err);
+      },
+    );
+    if (existing !== undefined && bytes <= existing) return;
+    const used = usage.usedBytes === null ? 'could not be measured' : `uses ${Math.ceil(usage.usedBytes / 1024 / 1024)} MB`;
+    throw new AppError(
+      'CONFLICT',
+      `The agent's workspace ${used} of its ${Math.round(usage.quotaBytes / 1024 / 1024)} MB disk quota: only a write that makes a file smaller is accepted until files are removed`,
+    );
   }
 
   /** The sandboxed runner, or the 503: without a sandbox git would run with the platform's rights. */
@@ -120,7 +162,8 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
 
   return {
     /** §4.17 GET /tree: folders first, then files, each alphabetical; excluded folders left out; symlinks are listed, never followed. */
-    async tree(depth: number = FILE_LIMITS.treeDepthDefault) {
+    async tree(requested: number = FILE_LIMITS.treeDepthDefault) {
+      const depth = Math.min(requested, FILE_LIMITS.treeDepthMax); // §4.17 "cap 4"
       await checkRoot();
       let count = 0;
       const walk = async (path: string[], name: string, level: number): Promise<TreeNode> => {
@@ -160,10 +203,14 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
       const rel = checkShape(p);
       await checkRoot();
       const { fh, stat } = await openConfinedFile(c, parts(rel)).catch(refused);
+      const tooLarge = () => badRequest(`File is larger than ${FILE_LIMITS.readMaxBytes / 1024 / 1024} MB`);
       try {
-        if (stat.size > FILE_LIMITS.readMaxBytes) throw badRequest(`File is larger than ${FILE_LIMITS.readMaxBytes / 1024 / 1024} MB`);
-        const content = await fh.readFile('utf8');
-        return { ok: true as const, path: rel, content, size: stat.size, modified: stat.mtime.toISOString() };
+        if (stat.size > FILE_LIMITS.readMaxBytes) throw tooLarge();
+        // the fstat above is only a first answer: the agent may grow the file before it is read
+        // (docs/agents.md "File explorer"), so the read itself stops one byte past the limit
+        const data = await readBounded(fh, FILE_LIMITS.readMaxBytes, stat.size);
+        if (!data) throw tooLarge();
+        return { ok: true as const, path: rel, content: data.toString('utf8'), size: data.length, modified: stat.mtime.toISOString() };
       } finally {
         await fh.close();
       }
@@ -174,6 +221,7 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
       const rel = checkShape(p);
       if (rel === '') throw badRequest('Not a file');
       await checkRoot();
+      await checkQuota(rel, Buffer.byteLength(content, 'utf8'));
       const size = await writeConfinedFile(c, parts(rel), content).catch(refused);
       return { ok: true as const, path: rel, size };
     },

@@ -5,16 +5,33 @@
  * (files.schemas.ts), statuses and error texts, and the one files service; an app's route module
  * says only who the caller is and which headers it documents.
  */
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BROWSE_ROUTES as R } from '../../domains/files/files.schemas.ts';
 import type { FilesService } from '../../domains/files/files.service.ts';
+import { isAppError } from '../../lib/errors.ts';
 import type { App } from './base-app.ts';
+import { sendError } from './error-handler.ts';
 import { errorSchema } from './schemas.ts';
 
 /** 403: another user's agent on the backend, a cross-site POST on the web app (the origin check) */
 const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 409: errorSchema, 500: errorSchema };
 /** git routes: 503 GIT_UNAVAILABLE without the agent sandbox (git never runs with the platform's rights) */
 const gitErrors = { ...errors, 503: errorSchema };
+
+/**
+ * git-diff and git-sync on a workspace that is not a repository: §4.17's 500 `NOT_A_REPOSITORY`,
+ * answered as the catalogue says, but logged as the known state it is (every new built-in agent's
+ * workspace is one): one warn line without a stack, not the error handler's error line with a trace.
+ */
+async function notARepositoryAsWarning<T>(request: FastifyRequest, reply: FastifyReply, run: () => Promise<T>): Promise<T | FastifyReply> {
+  try {
+    return await run();
+  } catch (err) {
+    if (!isAppError(err) || err.id !== 'NOT_A_REPOSITORY') throw err;
+    request.log.warn({ code: err.id, status: err.status }, err.message);
+    return sendError(reply, err);
+  }
+}
 
 export type BrowseRouteOptions = {
   files: FilesService;
@@ -48,11 +65,13 @@ export function registerBrowseRoutes(app: App, options: BrowseRouteOptions): voi
   });
   app.get('/git-diff', {
     schema: { ...common, ...R.gitDiff, response: { ...R.gitDiff.response, ...gitErrors } },
-    handler: async (request) => (await files(request)).gitDiff(request.query.path),
+    handler: async (request, reply) =>
+      notARepositoryAsWarning(request, reply, async () => (await files(request)).gitDiff(request.query.path)),
   });
   app.post('/git-sync', {
     schema: { ...common, ...R.gitSync, response: { ...R.gitSync.response, ...gitErrors } },
-    handler: async (request) => (await files(request)).gitSync(request.body?.message),
+    handler: async (request, reply) =>
+      notARepositoryAsWarning(request, reply, async () => (await files(request)).gitSync(request.body?.message)),
   });
   app.get('/git-log', {
     schema: { ...common, ...R.gitLog, response: { ...R.gitLog.response, ...gitErrors } },

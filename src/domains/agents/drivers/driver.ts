@@ -47,6 +47,11 @@ export type AgentWorkspace = {
    * bubblewrap): callers refuse rather than run it with the platform's rights.
    */
   run?: (file: string, args: string[], options: { env: Record<string, string>; timeoutMs: number; maxBuffer: number }) => Promise<string>;
+  /**
+   * The agent's disk use against its quota as last measured (the local driver, docs/agents.md
+   * "Disk"); undefined before a first measure. Over it, the explorer accepts no write that grows the workspace.
+   */
+  diskUsage?: () => Promise<{ usedBytes: number | null; quotaBytes: number; over: boolean } | undefined>;
 };
 
 export type Deployment = {

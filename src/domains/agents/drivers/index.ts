@@ -20,6 +20,7 @@ export type DriverConfig = Pick<
       Config,
       | 'AGENT_SANDBOX'
       | 'AGENT_NETWORK'
+      | 'AGENT_DISK_QUOTA_MB'
       | 'KUBECONFIG'
       | 'KUBERNETES_NAMESPACE'
       | 'KUBERNETES_SERVICE_HOST'
@@ -53,6 +54,7 @@ export const DRIVER_FACTORIES: Record<DriverKind, Factory> = {
       stopGraceMs: deps.stopGraceMs,
       sandbox: config.AGENT_SANDBOX ?? 'auto',
       network: config.AGENT_NETWORK ?? 'internet',
+      diskQuotaMb: config.AGENT_DISK_QUOTA_MB,
       log: deps.log,
       runtimeEntry: deps.runtimeEntry,
     }),

@@ -7,9 +7,11 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { chmodSync, chownSync, closeSync, existsSync, mkdirSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { LIMITS } from '../../../config/limits.ts';
 import { sha256Hex } from '../../../lib/crypto.ts';
 import { probeHealthz } from '../container-health.ts';
 import { type AgentCgroups, enter } from './agent-cgroup.ts';
+import { diskQuotaBytes, withFileSizeLimit } from './agent-disk.ts';
 import { agentEnvironment, PLATFORM_SECRET_ENV, planResources } from './agent-env.ts';
 import { bindGatewaySocket, LOOPBACK_DIR, type LoopbackBridges, loopbackOnly, socketPathsFit } from './agent-loopback.ts';
 import {
@@ -55,6 +57,8 @@ export type LauncherContext = {
   cgroups?: AgentCgroups | undefined;
   /** the built-in runtime's forwarded platform ports (agent-loopback.ts) */
   bridges: LoopbackBridges;
+  /** util-linux prlimit, which starts the agent with RLIMIT_FSIZE = its disk quota (agent-disk.ts); undefined: not found */
+  prlimit: string | undefined;
 };
 
 /** The descriptor the built-in runtime's gateway socket has in the agent (0–2 stdio, 3 bwrap's arguments). */
@@ -68,7 +72,7 @@ export function movePort(env: Record<string, string>, port: number): void {
 }
 
 export function createLauncher(ctx: LauncherContext) {
-  const { options, runtime, root, sandbox, network, store, owned, cgroups, bridges } = ctx;
+  const { options, runtime, root, sandbox, network, store, owned, cgroups, bridges, prlimit } = ctx;
   const { dirs, platformDirs, openProcessLog, writeState } = store;
 
   // PWD is left out: bwrap sets it (--chdir) in the sandboxed process's environment
@@ -180,8 +184,10 @@ export function createLauncher(ctx: LauncherContext) {
         throw err;
       }
     }
-    const out = openProcessLog(agentId);
+    const out = await openProcessLog(agentId, options.processLogMaxBytes ?? LIMITS.processLogMaxBytes);
     const port = Number(env.AGENT_PORT);
+    // docs/agents.md "Disk": no file of the agent's (process.log included) grows past its quota
+    const quotaBytes = diskQuotaBytes(env.AGENT_PLAN, options.diskQuotaMb);
     let net: AgentNetwork | undefined;
     let child: ChildProcess;
     try {
@@ -207,8 +213,9 @@ export function createLauncher(ctx: LauncherContext) {
         });
         const bwrapArgs = ['--args', '3', ...argv.command];
         const inNet = net ? inNetwork(network, net.nsFile, sandbox.bwrap!, bwrapArgs) : { file: sandbox.bwrap!, args: bwrapArgs };
+        const limited = withFileSizeLimit(prlimit, quotaBytes, inNet.file, inNet.args);
         // into the agent's own cgroup before bwrap runs, so everything the agent starts is limited
-        const cmd = cgroups ? enter(cgroups.prepare(agentId, planResources(env.AGENT_PLAN)), inNet.file, inNet.args) : inNet;
+        const cmd = cgroups ? enter(cgroups.prepare(agentId, planResources(env.AGENT_PLAN)), limited.file, limited.args) : limited;
         child = spawn(cmd.file, cmd.args, {
           cwd: '/',
           env: { PATH: '/usr/bin:/bin' },
@@ -218,7 +225,10 @@ export function createLauncher(ctx: LauncherContext) {
         const pipe = child.stdio[3] as NodeJS.WritableStream | null;
         pipe?.on('error', () => {});
         pipe?.end(Buffer.from(argv.options.map((a) => `${a}\0`).join('')));
-      } else child = spawn(file, args, { cwd: d.workspace, env, detached: true, stdio: ['ignore', out, out] });
+      } else {
+        const limited = withFileSizeLimit(prlimit, quotaBytes, file, args);
+        child = spawn(limited.file, limited.args, { cwd: d.workspace, env, detached: true, stdio: ['ignore', out, out] });
+      }
     } catch (err) {
       if (net) await closeAgentNetworks(network, d.base);
       if (bridged) await bridges.close(d.base);
@@ -258,6 +268,7 @@ export function createLauncher(ctx: LauncherContext) {
       launchHash: launchHash(env),
       startedAt: new Date().toISOString(),
       suspended: false,
+      diskQuotaBytes: quotaBytes,
     };
     writeState(state);
     return state;

@@ -36,8 +36,8 @@ function tailLines(file: string, maxBytes = 1024 * 1024): string[] {
 
 /**
  * logs(): the newest `limit` lines, oldest first; `level` keeps that level only. The built-in
- * runtime writes JSON lines (logs/runtime.log); OpenClaw's own stdout (logs/process.log) is shown
- * as it is, its level guessed from the words in it.
+ * runtime writes JSON lines (logs/runtime.log); OpenClaw's own stdout (logs/process.log, and
+ * process.log.1 when it was just rotated) is shown as it is, its level guessed from the words in it.
  */
 export async function readAgentLogs(
   files: { workspace: Confinement; processLog: string },
@@ -64,7 +64,10 @@ export async function readAgentLogs(
     }
   } else {
     const at = startedAt ?? new Date().toISOString();
-    for (const raw of tailLines(files.processLog)) {
+    // right after a rotation (agent-disk.ts) the newest lines before it are in process.log.1
+    const current = tailLines(files.processLog);
+    const older = current.length < limit ? tailLines(`${files.processLog}.1`) : [];
+    for (const raw of [...older, ...current]) {
       const lvl = /\b(error|fatal)\b/i.test(raw) ? 'error' : /\bwarn/i.test(raw) ? 'warn' : /\bdebug\b/i.test(raw) ? 'debug' : 'info';
       lines.push({ timestamp: at, level: lvl, message: raw, source: 'openclaw' });
     }

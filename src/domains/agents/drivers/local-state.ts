@@ -1,26 +1,17 @@
 /**
  * What the local driver keeps per agent on disk, and the small helpers around it: the folders of
  * an agent (docs/security.md: everything but workspace/ and home/ is the platform's), the state
- * file that says which process is the agent's, process.log, the per-agent serial queue.
+ * file that says which process is the agent's, process.log (rotated as agent-disk.ts does it), the
+ * per-agent serial queue.
  */
 
 import type { ChildProcess } from 'node:child_process';
 import { execFile } from 'node:child_process';
-import {
-  chmodSync,
-  lchownSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, lchownSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { rotateProcessLog } from './agent-disk.ts';
 import type { AgentNetwork, AgentNetworkMode } from './agent-network.ts';
 import type { AgentDeploySpec } from './driver.ts';
 import { isAlive, readProcStat } from './proc.ts';
@@ -49,6 +40,13 @@ export type LocalDriverOptions = {
   network?: AgentNetworkMode;
   /** tests: the cgroup mount the per-plan limits are written under (agent-cgroup.ts; default /sys/fs/cgroup) */
   cgroupRoot?: string;
+  /** AGENT_DISK_QUOTA_MB: every agent's disk quota, replacing its plan's (agent-disk.ts) */
+  diskQuotaMb?: number | undefined;
+  /** tests: how often disk use is measured, and how often process.log is looked at (LIMITS' defaults) */
+  diskCheckIntervalMs?: number;
+  processLogCheckIntervalMs?: number;
+  /** tests: process.log's rotation size (LIMITS.processLogMaxBytes) */
+  processLogMaxBytes?: number;
 };
 
 export type AgentState = {
@@ -70,6 +68,8 @@ export type AgentState = {
   launchHash: string;
   startedAt: string;
   suspended: boolean;
+  /** its disk quota, which is also every process's RLIMIT_FSIZE (agent-disk.ts); absent in states written before it */
+  diskQuotaBytes?: number;
 };
 
 export type Owned = {
@@ -123,14 +123,13 @@ export function createStateStore(root: string) {
     return d;
   }
 
-  /** process.log of the platform's logs folder, opened for appending (the older half dropped once it is large). */
-  function openProcessLog(agentId: string): number {
+  /**
+   * process.log of the platform's logs folder, opened for appending (O_APPEND: after a rotation
+   * truncates it, the agent's next line lands at its new end); rotated first when it is over its size.
+   */
+  async function openProcessLog(agentId: string, maxBytes: number): Promise<number> {
     const file = join(platformDirs(agentId).platformLogs, 'process.log');
-    try {
-      if (statSync(file).size > PROCESS_LOG_MAX) renameSync(file, `${file}.1`);
-    } catch {
-      /* no log yet */
-    }
+    await rotateProcessLog(file, maxBytes).catch(() => false); // a log kept whole is no reason not to start
     return openSync(file, 'a', 0o600);
   }
 
@@ -175,9 +174,6 @@ export async function handOver(dir: string, uid: number): Promise<void> {
   }
   chmodSync(dir, 0o700);
 }
-
-/** Bytes kept of process.log across launches (the older half is dropped at a launch once it is larger). */
-const PROCESS_LOG_MAX = 8 * 1024 * 1024;
 
 export async function portIsFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -7,7 +7,9 @@
  * home/ belong to the platform; the agent sees only those two, docs/security.md):
  *   driver-state.json   pid and its start time, uid, port, network, sha256 of the gateway token and of the launch
  *                       environment (no secret)
- *   logs/process.log    the process's own stdout/stderr (and pasta's), written by the platform
+ *   logs/process.log    the process's own stdout/stderr (and pasta's), opened by the platform; rotated to
+ *                       process.log.1 while it runs (agent-disk.ts)
+ *   disk-usage.json     the last measure of its disk use against its quota (agent-disk.ts; docs/agents.md "Disk")
  *   netns-<random>      the agent's network namespace, when pasta serves it (a bind mount, agent-network.ts)
  *   loopback/           built-in runtime in the sandbox: `<port>.sock` per platform port it calls, served by
  *                       the platform, read-only for the agent (agent-loopback.ts)
@@ -44,6 +46,7 @@ import type { Confinement } from '../../../lib/confined-fs.ts';
 import { sha256Hex } from '../../../lib/crypto.ts';
 import { probeHealthz } from '../container-health.ts';
 import { detectCgroups } from './agent-cgroup.ts';
+import { createDiskWatch, diskQuotaBytes, findPrlimit, withFileSizeLimit } from './agent-disk.ts';
 import { createLoopbackBridges } from './agent-loopback.ts';
 import { closeAgentNetworks, detectNetwork } from './agent-network.ts';
 import {
@@ -93,6 +96,51 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   const serial = createSerialQueue();
   const store = createStateStore(root);
   const { dirs, readState, writeState } = store;
+  // docs/agents.md "Disk": RLIMIT_FSIZE at the launch, disk use measured while agents run, process.log rotated
+  const prlimit = findPrlimit();
+  if (!prlimit)
+    options.log?.(
+      'warn',
+      "agent disk: prlimit (util-linux) not found: agents' files are not size-limited, and an agent over its quota is only reported",
+    );
+
+  /**
+   * Every process of the agent: its cgroup's (the kernel's list); else, with a user of its own,
+   * that user's; else (no sandbox: it runs as the platform's user) those whose environment names it.
+   */
+  function processesOf(agentId: string, state: AgentState | undefined): number[] {
+    if (cgroups) return cgroups.processes(agentId);
+    const uid = state?.uid ?? owned.get(agentId)?.uid;
+    return uid !== undefined ? processesOfUid(uid) : agentProcesses(agentId, dirs(agentId).workspace);
+  }
+
+  const disk = createDiskWatch({
+    agentIds: store.agentIds,
+    dirs,
+    running: (agentId) => {
+      const state = readState(agentId);
+      if (!liveAgentPid(state)) return undefined;
+      return { quotaBytes: state?.diskQuotaBytes ?? diskQuotaBytes(undefined, options.diskQuotaMb) };
+    },
+    processesOf: (agentId) => processesOf(agentId, readState(agentId)).filter((pid) => pid !== process.pid),
+    prlimit,
+    asAgent: (agentId) => {
+      const uid = sandbox.separateUser ? readState(agentId)?.uid : undefined;
+      return uid !== undefined && sandbox.setpriv ? { setpriv: sandbox.setpriv, uid } : undefined;
+    },
+    restart: (agentId) => serial(agentId, () => relaunch(agentId)),
+    log: options.log,
+    diskCheckIntervalMs: options.diskCheckIntervalMs,
+    processLogCheckIntervalMs: options.processLogCheckIntervalMs,
+    processLogMaxBytes: options.processLogMaxBytes,
+  });
+
+  /** A new process starts with its whole limit: one the last measure found over its quota is measured again now. */
+  async function afterLaunch(agentId: string): Promise<void> {
+    disk.forget(agentId);
+    if ((await disk.usage(agentId))?.over) void disk.check(agentId).catch(() => undefined);
+  }
+
   const { launch, envFor, launchHash, waitUntilListening } = createLauncher({
     options,
     runtime,
@@ -103,6 +151,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     owned,
     cgroups,
     bridges,
+    prlimit,
   });
 
   /** The previous port when it is free again (a stable URL across restarts), else a new free one. */
@@ -136,12 +185,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     // named by the agent's id, so another platform on this machine whose agents got the same uids
     // from their own database is never touched). Else, with a user of its own, that user's
     // processes; without one the agent runs as the platform's user anyway, and its environment names it
-    const uid = state?.uid ?? entry?.uid;
-    const strays = cgroups
-      ? cgroups.processes(agentId)
-      : uid !== undefined
-        ? processesOfUid(uid)
-        : agentProcesses(agentId, dirs(agentId).workspace);
+    const strays = processesOf(agentId, state);
     await Promise.all(strays.map((p) => stopProcess(p, graceMs)));
     await closeAgentNetworks(network, dirs(agentId).base);
     await bridges.close(dirs(agentId).base);
@@ -157,6 +201,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     // the old port is normally free again once the process is gone; take another if something grabbed it
     if (!(await portIsFree(Number(env.AGENT_PORT)))) movePort(env, await freePort());
     const started = await launch(agentId, env, launchWith.uid ?? state?.uid);
+    await afterLaunch(agentId);
     // OpenClaw needs ~10 s to answer: a restart through the API must not outlast the web app's 10 s
     // backend call, so it returns once OpenClaw is started and the health probes see it come up
     if (started.runtime !== 'openclaw') await waitUntilListening(started);
@@ -192,6 +237,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     }
     await stopAgent(spec.agentId, previous);
     const state = await launch(spec.agentId, envFor(spec, await pickPort(previous)), spec.sandboxUid);
+    await afterLaunch(spec.agentId);
     await waitUntilListening(state);
     return { externalId: `local-${state.pid}`, url: state.url, status: 'starting' };
   }
@@ -235,16 +281,19 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   }
 
   /** The file explorer's git as the agent (sandbox.ts runInSandbox), in its own network namespace while it runs. */
-  function runAsAgent(agentId: string, state: AgentState | undefined, file: string, args: string[], o: RunOptions): Promise<string> {
+  async function runAsAgent(agentId: string, state: AgentState | undefined, file: string, args: string[], o: RunOptions): Promise<string> {
     const uid = sandbox.separateUser ? state?.uid : undefined;
-    if (sandbox.separateUser && uid === undefined)
-      return Promise.reject(new HostingUnavailableError(`agent ${agentId} has not been started here yet`));
+    if (sandbox.separateUser && uid === undefined) throw new HostingUnavailableError(`agent ${agentId} has not been started here yet`);
     const net = state?.network && network.nsenter && existsSync(state.network.nsFile) && liveAgentPid(state) ? state.network : undefined;
+    // the agent's own file size limit (docs/agents.md "Disk"): none of its files grows while it is over its quota
+    const quota = state?.diskQuotaBytes ?? diskQuotaBytes(undefined, options.diskQuotaMb);
+    const inSandbox = prlimit && /^\/(usr\/)?s?bin\//.test(prlimit) ? prlimit : undefined; // only /usr is bound in it
+    const cmd = withFileSizeLimit(inSandbox, (await disk.usage(agentId))?.over ? 0 : quota, file, args);
     return runInSandbox(
       sandbox,
       { dir: dirs(agentId).workspace, uid, netns: net ? { nsenter: network.nsenter!, file: net.nsFile } : undefined },
-      file,
-      args,
+      cmd.file,
+      cmd.args,
       o,
     );
   }
@@ -265,6 +314,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
      * never calls it, so it never competes for those ports.
      */
     async ready(): Promise<void> {
+      disk.start(); // the backend's process measures and rotates; a web-only one only reads what it recorded
       if (!network.bridge) return;
       await Promise.all(
         store.agentIds().map(async (agentId) => {
@@ -325,6 +375,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       return {
         dir: confinement.root,
         owner: confinement.owner,
+        diskUsage: () => disk.usage(agentId),
         ...(sandbox.active ? { run: (file: string, args: string[], o: RunOptions) => runAsAgent(agentId, state, file, args, o) } : {}),
       };
     },
@@ -340,6 +391,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
      * another platform instance on the same DATA_DIR started since is left to that instance.
      */
     async shutdown(): Promise<void> {
+      await disk.stop();
       await Promise.all(
         [...owned.entries()].map(([agentId, entry]) =>
           serial(agentId, async () => {
