@@ -32,6 +32,13 @@ COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/build/dist ./dist
 COPY --from=build /app/build/dashboard ./dashboard/dist
+# bubblewrap: the local driver runs every agent in its sandbox and refuses to start agents without
+# one (docs/agents.md "Sandbox"). As the image's non-root user it builds the sandbox in a user
+# namespace, which a container may create only with the options compose.yaml gives it
+# (docs/production.md "Compose"); with the docker or kubernetes driver it is not used
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends bubblewrap \
+ && rm -rf /var/lib/apt/lists/*
 # DATA_DIR holds the start-up lock and, without DATABASE_URL, the embedded database: the one folder
 # the platform writes; everything under /app stays owned by root and read-only to the process
 RUN mkdir -p /data && chown 1000:1000 /data

@@ -11,6 +11,7 @@ import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { z } from 'zod';
 import { bool, list, optionalString, optionalUrl, port, positiveInt, trustProxy, url } from './env-fields.ts';
+import { LIMITS } from './limits.ts';
 
 /** Raw schema: one entry per variable of docs/configuration.md (settings beyond the specification's are marked "added" there). */
 const envSchema = z.object({
@@ -134,6 +135,19 @@ const envSchema = z.object({
   AGENT_RUNTIME: z.enum(['builtin', 'openclaw']).default('builtin'),
   // agents-ops: the local driver's sandbox (docs/agents.md "Sandbox")
   AGENT_SANDBOX: z.enum(['auto', 'bwrap', 'off']).default('auto'),
+  /**
+   * added (docs/agents.md "Agent uids"): local driver as root: the first OS uid of this platform's agents, which
+   * run as the next LIMITS.agentUidRange uids. Each platform on one host needs its own range, or their
+   * tenants' agents share uids and per-uid kernel limits; below 2^31 (some tools read larger uids as negative)
+   */
+  AGENT_UID_BASE: z.coerce
+    .number({ error: 'must be a whole number' })
+    .int({ error: 'must be a whole number' })
+    .min(LIMITS.agentUidBaseMin, { error: `must be at least ${LIMITS.agentUidBaseMin} (above the system's users)` })
+    .max(2 ** 31 - 1 - LIMITS.agentUidRange, {
+      error: `must be at most ${2 ** 31 - 1 - LIMITS.agentUidRange}: its ${LIMITS.agentUidRange} agent uids must stay below 2^31`,
+    })
+    .default(1_000_000_000),
   /** local driver: each agent's network (agent-network.ts): internet + the platform's port, the platform's port only, or the host's */
   AGENT_NETWORK: z.enum(['internet', 'platform', 'host']).default('internet'),
   /**

@@ -83,6 +83,14 @@ export const LIMITS = {
   apiKeyMaxLength: 200,
   /** §1 item 3 / §8 agent container settings: the gateway port inside a container */
   agentGatewayPort: 18789,
+  /**
+   * Local driver, not in the specification (docs/agents.md "Agent uids"): the uids of one platform's
+   * agents, from AGENT_UID_BASE. Ten million agents over a platform's life; a host has room for
+   * about two hundred such ranges between 100,000 and 2^31.
+   */
+  agentUidRange: 10_000_000,
+  /** lowest AGENT_UID_BASE: above the system's users and the first /etc/subuid ranges' start */
+  agentUidBaseMin: 100_000,
   /** §8 gateway token size: 48 chars (24 bytes) from provisioning */
   gatewayTokenLength: 48,
   /** §8 gateway auth rate limit: 10 failed attempts per 60,000 ms window, then a 300,000 ms lockout (loopback exempt) */

@@ -85,6 +85,12 @@ export const ERROR_CODES = {
       'Through the gateway proxy, the agent answered a redirect to a place outside its own paths (another site), which the platform does not pass on',
   },
   NO_GATEWAY_TOKEN: { status: 503, summary: 'The agent has no gateway token yet', body: 'NO_GATEWAY_TOKEN' },
+  AGENT_SANDBOX_NOT_CONFIGURED: {
+    status: 503,
+    summary:
+      'The local driver has no working agent sandbox (bubblewrap) and AGENT_SANDBOX=off is not set: it starts no agent (docs/agents.md "Sandbox")',
+    body: 'AGENT_SANDBOX_NOT_CONFIGURED',
+  },
 
   // files (§4.17)
   NO_WORKSPACE: { status: 404, summary: 'The agent has no workspace on this machine yet', body: 'NO_WORKSPACE' },

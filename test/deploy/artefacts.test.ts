@@ -1,13 +1,16 @@
 /**
  * The Helm chart (docs/production.md "Helm chart") rendered and linted by a real helm, and every
  * object validated against the Kubernetes OpenAPI schemas (kubernetes-models). Settings it gives
- * the apps must be settings of src/config/env.ts. compose.yaml and the Dockerfiles:
- * compose-and-images.test.ts; the images' layout run: image-layout.e2e.test.ts.
+ * the apps must be settings of src/config/env.ts. Its defaults for the agents' namespace: a
+ * default-deny NetworkPolicy that lets agent pods (as the kubernetes driver makes them) talk only to
+ * the backend and DNS, TRUST_PROXY from a value of its own, a size on every emptyDir.
+ * compose.yaml and the Dockerfiles: compose-and-images.test.ts; the images' layout run: image-layout.e2e.test.ts.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { Ingress } from 'kubernetes-models/networking.k8s.io/v1/Ingress';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
 import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
@@ -17,6 +20,8 @@ import { Service } from 'kubernetes-models/v1/Service';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
+import { LIMITS } from '../../src/config/limits.ts';
+import { agentObjects } from '../../src/domains/agents/drivers/kubernetes-objects.ts';
 import { helm } from './helm.ts';
 import { parseSettings, unknownSettings } from './settings.ts';
 
@@ -79,6 +84,7 @@ const MODELS: Record<string, new (data: never) => { validate(): void }> = {
   'v1/Service': Service,
   'apps/v1/Deployment': Deployment,
   'networking.k8s.io/v1/Ingress': Ingress,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'rbac.authorization.k8s.io/v1/Role': Role,
   'rbac.authorization.k8s.io/v1/RoleBinding': RoleBinding,
@@ -92,6 +98,36 @@ function render(args: string[] = []): K8sObject[] {
     .map((d) => d.toJS() as K8sObject | null)
     .filter((o): o is K8sObject => o !== null);
 }
+
+type Selector = { matchLabels?: Record<string, string>; matchExpressions?: { key: string; operator: string; values?: string[] }[] };
+
+/** Whether a Kubernetes label selector selects `labels` (matchLabels, and In/NotIn/Exists/DoesNotExist expressions). */
+function selects(selector: Selector, labels: Record<string, string>): boolean {
+  const byLabel = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+  const byExpression = (selector.matchExpressions ?? []).every(({ key, operator, values = [] }) => {
+    if (operator === 'Exists') return key in labels;
+    if (operator === 'DoesNotExist') return !(key in labels);
+    if (operator === 'In') return key in labels && values.includes(labels[key]!);
+    if (operator === 'NotIn') return !(key in labels) || !values.includes(labels[key]!);
+    throw new Error(`operator ${operator}`);
+  });
+  return byLabel && byExpression;
+}
+
+/** A pod as the kubernetes driver makes it for an agent (the labels and volumes the chart's policy must match). */
+const agentPod = () =>
+  agentObjects(
+    {
+      agentId: '0b5f2a4e-8a83-4a53-9d47-3c2f7f6f7d11',
+      userId: 'u',
+      plan: 'solo',
+      gatewayToken: 'g'.repeat(48),
+      platformApiKey: 'k',
+      backendUrl: 'http://backend',
+      config: {},
+    },
+    { namespace: 'agents', image: 'agent:1' },
+  ).deployment.spec!.template;
 
 const one = (objects: K8sObject[], kind: string, name: string) => {
   const found = objects.filter((o) => o.kind === kind && o.metadata.name === name);
@@ -115,6 +151,7 @@ describe('Helm chart deploy/helm/agent-platform (rendered by helm)', () => {
         'Deployment/rel-agent-platform-backend',
         'Deployment/rel-agent-platform-web',
         'Ingress/rel-agent-platform',
+        'NetworkPolicy/rel-agent-platform-agents',
         'PodDisruptionBudget/rel-agent-platform-backend',
         'PodDisruptionBudget/rel-agent-platform-web',
         'Role/rel-agent-platform-agents',
@@ -160,10 +197,10 @@ describe('Helm chart deploy/helm/agent-platform (rendered by helm)', () => {
       for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe'])
         expect(c[probe].httpGet, `${app} ${probe}`).toEqual({ path: health, port: 'http' });
       expect(c.ports).toEqual([{ name: 'http', containerPort: port, protocol: 'TCP' }]);
-      // the read-only root leaves DATA_DIR and /tmp writable through emptyDir volumes
+      // the read-only root leaves DATA_DIR and /tmp writable through emptyDir volumes, each bounded
       const mounts = Object.fromEntries(c.volumeMounts.map((m: { name: string; mountPath: string }) => [m.mountPath, m.name]));
       expect(mounts).toEqual({ '/data': 'data', '/tmp': 'tmp' });
-      expect(pod.volumes.every((v: { emptyDir?: unknown }) => v.emptyDir)).toBe(true);
+      expect(pod.volumes.every((v: { emptyDir?: { sizeLimit?: string } }) => v.emptyDir?.sizeLimit === '256Mi')).toBe(true);
       expect(c.envFrom).toEqual([{ configMapRef: { name: 'rel-agent-platform' } }, { secretRef: { name: 'rel-agent-platform' } }]);
       expect(pod.serviceAccountName).toBe('rel-agent-platform');
 
@@ -272,6 +309,102 @@ describe('Helm chart deploy/helm/agent-platform (rendered by helm)', () => {
     expect(ing.spec.tls).toEqual([{ hosts: ['platform.example.com'], secretName: 'platform-tls' }]);
     expect(ing.spec.rules[0].http.paths[0].backend.service).toEqual({ name: 'rel-agent-platform-web', port: { name: 'http' } });
     expect(render(['--set', 'ingress.enabled=false']).some((o) => o.kind === 'Ingress')).toBe(false);
+  });
+
+  it('NetworkPolicy: agent pods take connections only from the platform, and reach only the backend and DNS', () => {
+    const np = one(objects, 'NetworkPolicy', 'rel-agent-platform-agents');
+    expect(np.metadata.namespace).toBe('agents');
+    expect(np.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    // it selects the pods the kubernetes driver makes for agents, and not the platform's own
+    const pod = agentPod();
+    expect(selects(np.spec.podSelector, pod.metadata!.labels!)).toBe(true);
+    const web = one(objects, 'Deployment', 'rel-agent-platform-web').spec.template.metadata.labels;
+    const backend = one(objects, 'Deployment', 'rel-agent-platform-backend').spec.template.metadata.labels;
+    expect(selects(np.spec.podSelector, web)).toBe(false);
+
+    // in: the web and backend pods of this release (in its namespace) on the gateway port; no one else
+    expect(np.spec.ingress).toHaveLength(1);
+    const [inbound] = np.spec.ingress;
+    expect(inbound.ports).toEqual([{ protocol: 'TCP', port: LIMITS.agentGatewayPort }]);
+    expect(inbound.from).toHaveLength(1);
+    const [peer] = inbound.from;
+    expect(peer.namespaceSelector).toEqual({ matchLabels: { 'kubernetes.io/metadata.name': NAMESPACE } });
+    expect([selects(peer.podSelector, web), selects(peer.podSelector, backend)]).toEqual([true, true]);
+    expect(selects(peer.podSelector, { ...web, 'app.kubernetes.io/instance': 'another-release' })).toBe(false);
+    expect(selects(peer.podSelector, pod.metadata!.labels!)).toBe(false);
+
+    // out: the backend's pods on its port (the AI gateway, docs/agents.md "Model access"), and DNS; not the web app,
+    // whose TRUST_PROXY an agent must not meet, nor PostgreSQL, Redis or other agents
+    expect(np.spec.egress).toHaveLength(2);
+    const [toBackend, toDns] = np.spec.egress;
+    expect(toBackend.ports).toEqual([{ protocol: 'TCP', port: 3001 }]);
+    expect(toBackend.to).toHaveLength(1);
+    expect(toBackend.to[0].namespaceSelector).toEqual({ matchLabels: { 'kubernetes.io/metadata.name': NAMESPACE } });
+    expect([selects(toBackend.to[0].podSelector, backend), selects(toBackend.to[0].podSelector, web)]).toEqual([true, false]);
+    expect(toBackend.to[0].ipBlock).toBeUndefined();
+    expect(toDns.to).toEqual([
+      {
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } },
+        podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } },
+      },
+    ]);
+    expect(toDns.ports).toEqual([
+      { protocol: 'UDP', port: 53 },
+      { protocol: 'TCP', port: 53 },
+    ]);
+    // the agents' model is reached through that backend: its AI gateway is at the backend Service
+    const cm = one(objects, 'ConfigMap', 'rel-agent-platform');
+    expect(parseSettings({ ...cm.data, APP: 'backend' }).AGENT_GATEWAY_URL).toMatch(
+      new RegExp(`^http://rel-agent-platform-backend\\.${NAMESPACE}\\.svc\\.cluster\\.local:3001/`),
+    );
+
+    // more egress only when the operator adds it (e.g. the internet for OpenClaw's tools); off only when asked
+    const extra = one(
+      render([
+        '--set-json',
+        'networkPolicy.agentsExtraEgress=[{"to":[{"ipBlock":{"cidr":"0.0.0.0/0"}}],"ports":[{"protocol":"TCP","port":443}]}]',
+      ]),
+      'NetworkPolicy',
+      'rel-agent-platform-agents',
+    );
+    expect(extra.spec.egress).toHaveLength(3);
+    expect(extra.spec.egress[2]).toEqual({ to: [{ ipBlock: { cidr: '0.0.0.0/0' } }], ports: [{ protocol: 'TCP', port: 443 }] });
+    expect(render(['--set', 'networkPolicy.enabled=false']).some((o) => o.kind === 'NetworkPolicy')).toBe(false);
+  });
+
+  it('TRUST_PROXY comes from trustedProxies (the ingress controller), "false" by default, never from config', () => {
+    expect(one(objects, 'ConfigMap', 'rel-agent-platform').data.TRUST_PROXY).toBe(parse(readFileSync(CI_VALUES, 'utf8')).trustedProxies);
+    const defaults = helm(['template', 'rel', CHART, '--namespace', NAMESPACE, '--set', 'secret.existingSecret=keys']);
+    expect(defaults.status).toBe(0);
+    const cm = parseAllDocuments(defaults.stdout)
+      .map((d) => d.toJS() as K8sObject | null)
+      .find((o) => o?.kind === 'ConfigMap')!;
+    expect(cm.data.TRUST_PROXY).toBe('false');
+    expect(parseSettings({ TRUST_PROXY: cm.data.TRUST_PROXY }).TRUST_PROXY).toBe(false);
+    // the old way (config.TRUST_PROXY, 10.0.0.0/8: the pod network, agents included) stops the render with the new name
+    const old = helm(['template', 'rel', CHART, '--namespace', NAMESPACE, '-f', CI_VALUES, '--set', 'config.TRUST_PROXY=10.0.0.0/8']);
+    expect(old.status).not.toBe(0);
+    expect(old.stderr).toContain('set trustedProxies');
+  });
+
+  it("agents always run as pods of their own: HOSTING_DRIVER is the chart's, whatever config says", () => {
+    const cm = one(
+      render(['--set', 'config.HOSTING_DRIVER=local', '--set', 'config.AGENT_SANDBOX=off']),
+      'ConfigMap',
+      'rel-agent-platform',
+    );
+    expect(cm.data.HOSTING_DRIVER).toBe('kubernetes');
+  });
+
+  it("every emptyDir has a sizeLimit: the chart's pods, and the agent pods the kubernetes driver makes", () => {
+    const emptyDirs = objects
+      .filter((o) => o.kind === 'Deployment')
+      .flatMap((o) => o.spec.template.spec.volumes as { name: string; emptyDir?: { sizeLimit?: string } }[]);
+    const pod = agentPod();
+    const all = [...emptyDirs, ...(pod.spec!.volumes as { name: string; emptyDir?: { sizeLimit?: string } }[])].filter((v) => v.emptyDir);
+    expect(all.length).toBe(6);
+    for (const v of all) expect(v.emptyDir!.sizeLimit, v.name).toMatch(/^\d+(Mi|Gi)$/);
+    expect(pod.spec!.containers[0]!.resources!.limits!['ephemeral-storage']).toBeDefined();
   });
 
   it('refuses to render without the required secrets (unless existingSecret names them)', () => {

@@ -59,6 +59,23 @@ describe('compose.yaml', () => {
     expect(() => parseSettings({ ...example, ...services.web.environment })).not.toThrow();
   });
 
+  it('never runs agents unsandboxed: the local driver with AGENT_SANDBOX=bwrap, and the security options bwrap needs in a container', () => {
+    // docs/production.md "Compose": the image's user is the backend's, so an unsandboxed agent could
+    // read the backend's /proc environ (DATABASE_URL, INTERNAL_API_KEY, the encryption keys)
+    const example = readEnvFile(join(ROOT, 'deploy/compose/platform.env.example'));
+    for (const app of ['web', 'backend']) {
+      const config = parseSettings({ ...example, ...services[app].environment });
+      expect([app, config.HOSTING_DRIVER, config.AGENT_SANDBOX]).toEqual([app, 'local', 'bwrap']);
+      // a user namespace, mounts and a fresh /proc inside the container; nothing that raises privileges
+      expect([app, [...services[app].security_opt].sort()]).toEqual([
+        app,
+        ['apparmor=unconfined', 'no-new-privileges:true', 'seccomp=unconfined', 'systempaths=unconfined'],
+      ]);
+      expect(services[app].privileged, app).toBeUndefined();
+      expect(services[app].cap_add, app).toBeUndefined();
+    }
+  });
+
   it('the database roles: initdb.sh is mounted and the passwords of postgres.env are those in the URLs', () => {
     const mount = services.postgres.volumes.find((v: string) => v.includes('docker-entrypoint-initdb.d'));
     expect(existsSync(join(ROOT, mount.split(':')[0]))).toBe(true);
@@ -93,6 +110,12 @@ describe('Dockerfiles', () => {
     for (const script of ['scripts/build-server.ts', 'scripts/build-dashboard.ts']) expect(existsSync(join(ROOT, script))).toBe(true);
     const user = argsOf(run, 'USER').at(-1);
     expect(user).toMatch(/^[1-9]\d*(:\d+)?$/);
+    // bubblewrap for the local driver's agent sandbox (it refuses agents without one), installed as root before USER
+    const runs = run.instructions.filter((i) => i.op === 'RUN' || i.op === 'USER').map((i) => `${i.op} ${i.args}`);
+    const install = runs.findIndex((r) => /^RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap\b/.test(r));
+    expect(install, runs.join('\n')).toBeGreaterThanOrEqual(0);
+    expect(install).toBeLessThan(runs.findIndex((r) => r.startsWith('USER ')));
+    expect(runs[install]).toContain('rm -rf /var/lib/apt/lists/*');
     expect(execForm(argsOf(run, 'CMD').at(-1)!)).toEqual(['node', 'dist/main.js']);
     expect(argsOf(run, 'EXPOSE').join(' ').split(/\s+/).map(Number)).toEqual([defaults.WEB_PORT, defaults.BACKEND_PORT]);
     const health = argsOf(run, 'HEALTHCHECK').join(' ');

@@ -123,13 +123,23 @@ describe('kubernetes driver: objects', () => {
       capabilities: { drop: ['ALL'] },
       seccompProfile: { type: 'RuntimeDefault' },
     });
-    expect(c.resources).toEqual({ requests: { cpu: '2', memory: '4096Mi' }, limits: { cpu: '2', memory: '4096Mi' } }); // collective → pro
+    // collective → pro; and a bound on the node's disk (its emptyDirs, logs and writable layer)
+    const sized = { cpu: '2', memory: '4096Mi', 'ephemeral-storage': '4Gi' };
+    expect(c.resources).toEqual({ requests: sized, limits: sized });
     expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 18789 });
     expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 18789 });
     expect(c.envFrom).toEqual([{ secretRef: { name: 'agent-k1' } }]);
-    // the writable places are the pod's own emptyDirs
+    // the writable places are the pod's own emptyDirs, each with a size limit: one agent cannot fill the node's disk
     expect(c.volumeMounts.map((m: { mountPath: string }) => m.mountPath).sort()).toEqual(['/home/node', '/tmp']);
-    expect(pod.volumes.every((v: { emptyDir?: unknown }) => v.emptyDir)).toBe(true);
+    expect(pod.volumes).toEqual([
+      { name: 'home', emptyDir: { sizeLimit: '2Gi' } },
+      { name: 'tmp', emptyDir: { sizeLimit: '1Gi' } },
+    ]);
+    // the container's limit holds both volumes (and its logs)
+    const gib = (q: string) => Number(q.replace(/Gi$/, ''));
+    expect(gib(c.resources.limits['ephemeral-storage'])).toBeGreaterThan(
+      pod.volumes.reduce((sum: number, v: { emptyDir: { sizeLimit: string } }) => sum + gib(v.emptyDir.sizeLimit), 0),
+    );
     const env = Object.fromEntries(c.env.map((e: { name: string; value: string }) => [e.name, e.value]));
     expect(env).toMatchObject({ AGENT_ID: 'k1', AGENT_PLAN: 'collective', AGENT_PORT: '18789', AGENT_HOST: '0.0.0.0', HOME: '/home/node' });
 

@@ -50,7 +50,7 @@ describe('kubernetes driver in the platform', () => {
     expect(a).toMatchObject({ status: 'running', gatewayUrl: `${k8s.origin}/svc/agents/agent-${agent.id}` });
     // the backend's default plan, label, runs at §4.7 scale size
     const [d] = [...k8s.store.deployments.values()];
-    expect(d!.spec.template.spec.containers[0].resources.limits).toEqual({ cpu: '4', memory: '8192Mi' });
+    expect(d!.spec.template.spec.containers[0].resources.limits).toEqual({ cpu: '4', memory: '8192Mi', 'ephemeral-storage': '4Gi' });
     expect([k8s.store.secrets.size, k8s.store.services.size, k8s.store.deployments.size]).toEqual([1, 1, 1]);
     expect(k8s.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/deployments'))).toHaveLength(1);
 

@@ -1,5 +1,9 @@
-/** The driver settings of a local-driver test: the built-in runtime on `dataDir`, no hosting service. */
+/**
+ * The driver settings of a local-driver test: the built-in runtime on `dataDir`, no hosting service,
+ * in the sandbox where this machine has one (test/helpers/agent-sandbox.ts).
+ */
 import type { DriverConfig } from '../../src/domains/agents/drivers/index.ts';
+import { testAgentSandbox } from '../helpers/agent-sandbox.ts';
 
 export const localDriverConfig = (dataDir: string, extra: Partial<DriverConfig> = {}): DriverConfig => ({
   HOSTING_DRIVER: 'local',
@@ -9,5 +13,6 @@ export const localDriverConfig = (dataDir: string, extra: Partial<DriverConfig> 
   HOSTING_API_KEY: undefined,
   HOSTING_OWNER_ID: undefined,
   AGENT_IMAGE: 'x',
+  AGENT_SANDBOX: testAgentSandbox(),
   ...extra,
 });

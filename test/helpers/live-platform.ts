@@ -14,6 +14,7 @@ import type { App } from '../../src/http/shared/base-app.ts';
 import { createMemoryRateLimiter } from '../../src/lib/rate-limiter.ts';
 import { createPlatform, type Platform } from '../../src/platform.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
+import { testAgentSandbox } from './agent-sandbox.ts';
 import { createTestDatabase, type TestDatabase } from './db.ts';
 import { TEST_SECRETS } from './platform.ts';
 
@@ -44,6 +45,7 @@ export async function startLivePlatform(env: Record<string, string> = {}): Promi
       INTERNAL_API_KEY: 'e2e-internal-key',
       HOSTING_DRIVER: 'local',
       AGENT_RUNTIME: 'builtin',
+      AGENT_SANDBOX: testAgentSandbox(),
       ROUTER_BASE_URL: upstream.baseUrl,
       ROUTER_API_KEY: 'router-test-key',
       ...env,

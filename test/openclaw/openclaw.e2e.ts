@@ -29,6 +29,7 @@ import { createMemoryRateLimiter } from '../../src/lib/rate-limiter.ts';
 import { createPlatform, type Platform } from '../../src/platform.ts';
 import { eventually } from '../agents/helpers.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
+import { testAgentSandbox } from '../helpers/agent-sandbox.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { TEST_SECRETS } from '../helpers/platform.ts';
 
@@ -165,6 +166,7 @@ beforeAll(async () => {
       ADMIN_EMAILS: 'root@example.com',
       HOSTING_DRIVER: 'local',
       AGENT_RUNTIME: 'openclaw',
+      AGENT_SANDBOX: testAgentSandbox(),
       ROUTER_BASE_URL: upstream.baseUrl,
       ROUTER_API_KEY: ROUTER_KEY,
     },

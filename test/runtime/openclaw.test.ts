@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { HostingUnavailableError } from '../../src/domains/agents/drivers/driver.ts';
 import { createLocalDriver } from '../../src/domains/agents/drivers/local.driver.ts';
+import { testAgentSandbox } from '../helpers/agent-sandbox.ts';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'openclaw-driver-'));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -25,7 +26,7 @@ const spec = {
 
 describe('local driver with AGENT_RUNTIME=openclaw', () => {
   it('says clearly that OpenClaw is not installed, and how to install it', async () => {
-    const driver = createLocalDriver({ dataDir, runtime: 'openclaw' });
+    const driver = createLocalDriver({ dataDir, runtime: 'openclaw', sandbox: testAgentSandbox() });
     await expect(driver.deploy(spec)).rejects.toBeInstanceOf(HostingUnavailableError);
     await expect(driver.deploy(spec)).rejects.toThrow(/npm run runtime:openclaw/);
   });

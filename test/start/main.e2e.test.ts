@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
+import { brokenBwrapDir, pathWithBrokenBwrap } from '../fixtures/broken-bwrap.ts';
 import { buildScratchServer, killLeftovers, removeTree, ROOT as root, startPlatform, trackChild, waitFor } from './helpers.ts';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'platform-start-'));
@@ -132,6 +133,38 @@ describe('npm start (the compiled main.js)', () => {
     await ttyExited;
     expect(out).toMatch(/INFO.*platform ready: open http:\/\/\S+\/docs/);
     expect(out).not.toMatch(/^\{"level"/m);
+  }, 90_000);
+
+  it('where bubblewrap cannot sandbox, npm start still serves and says in one line that agents are refused; AGENT_SANDBOX=off says what it means', async () => {
+    // docs/agents.md "Sandbox": `auto` (the default) never falls back to unsandboxed agents
+    const fakeBin = brokenBwrapDir();
+    try {
+      const sandboxLines = async (env: Record<string, string>) => {
+        const [web, backend] = [await freePort(), await freePort()];
+        const p = start(['backend'], { WEB_PORT: String(web), BACKEND_PORT: String(backend), PATH: pathWithBrokenBwrap(fakeBin), ...env });
+        expect((await waitFor(`http://127.0.0.1:${backend}/health`)).status).toBe(200);
+        p.child.kill('SIGTERM');
+        expect(await p.exited).toBe(0);
+        return p
+          .output()
+          .split('\n')
+          .filter((l) => /agent sandbox|AGENT_SANDBOX/.test(l))
+          .map((l) => JSON.parse(l) as { level: number; msg: string });
+      };
+      const auto = await sandboxLines({});
+      expect(auto).toHaveLength(1);
+      expect(auto[0]!.level).toBe(40); // warn
+      expect(auto[0]!.msg).toMatch(
+        /^agent sandbox unavailable \(bwrap cannot create a sandbox here .*\): agents are refused; .* or set AGENT_SANDBOX=off to run agents unsandboxed$/,
+      );
+      const off = await sandboxLines({ AGENT_SANDBOX: 'off' });
+      expect(off).toHaveLength(1);
+      expect(off[0]!.msg).toMatch(
+        /^AGENT_SANDBOX=off: agents run unsandboxed as this process's user and can read its environment .*only for trusted agents$/,
+      );
+    } finally {
+      removeTree(fakeBin);
+    }
   }, 90_000);
 
   it('a bad setting stops start-up with one clear line', async () => {

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
+import { testAgentSandbox } from '../helpers/agent-sandbox.ts';
 import {
   agentPids,
   buildScratchServer,
@@ -116,6 +117,7 @@ describe('stopping npm start', () => {
       ADMIN_EMAILS: 'owner@example.com',
       ROUTER_BASE_URL: upstream.url,
       ROUTER_API_KEY: 'router-test-key',
+      AGENT_SANDBOX: testAgentSandbox(),
     };
     api = webClient(`http://127.0.0.1:${ports.web}`);
 

@@ -17,6 +17,7 @@ import { decryptSecret } from '../../src/lib/crypto.ts';
 import { createMemoryRateLimiter } from '../../src/lib/rate-limiter.ts';
 import { createPlatform, type Platform } from '../../src/platform.ts';
 import { eventually } from '../agents/helpers.ts';
+import { testAgentSandbox } from '../helpers/agent-sandbox.ts';
 import { signUp, TEST_SECRETS } from '../helpers/platform.ts';
 
 export const BOT_TOKEN = '123456:watchdog-test-token';
@@ -52,12 +53,13 @@ export async function startPlatform(options: {
       INTERNAL_API_KEY: 'watchdog-internal-key',
       HOSTING_DRIVER: 'local',
       AGENT_RUNTIME: 'builtin',
+      AGENT_SANDBOX: testAgentSandbox(),
       REGISTER_RATE_LIMIT: '100000',
       ...options.env,
     },
     { readDotEnv: false },
   );
-  const driver = createLocalDriver({ dataDir: options.dataDir, runtime: 'builtin', stopGraceMs: 500 });
+  const driver = createLocalDriver({ dataDir: options.dataDir, runtime: 'builtin', sandbox: testAgentSandbox(), stopGraceMs: 500 });
   const platform = createPlatform({
     config,
     db: options.db,

@@ -19,6 +19,7 @@ export type DriverConfig = Pick<
     Pick<
       Config,
       | 'AGENT_SANDBOX'
+      | 'AGENT_UID_BASE'
       | 'AGENT_NETWORK'
       | 'AGENT_DISK_QUOTA_MB'
       | 'KUBECONFIG'
@@ -53,6 +54,7 @@ export const DRIVER_FACTORIES: Record<DriverKind, Factory> = {
       extraEnv: deps.extraEnv,
       stopGraceMs: deps.stopGraceMs,
       sandbox: config.AGENT_SANDBOX ?? 'auto',
+      uidBase: config.AGENT_UID_BASE,
       network: config.AGENT_NETWORK ?? 'internet',
       diskQuotaMb: config.AGENT_DISK_QUOTA_MB,
       log: deps.log,

@@ -59,10 +59,23 @@ export const agentSelector = (agentId: string) => `${AGENT_ID_LABEL}=${agentLabe
 
 const labelsOf = (agentId: string) => ({ [AGENT_ID_LABEL]: agentLabelValue(agentId), [MANAGED_BY_LABEL]: MANAGED_BY });
 
-/** Kubernetes quantities for §4.7's plan (requests = limits: each agent gets what its plan pays for). */
+/**
+ * The node's disk an agent may use (docs/agents.md "Kubernetes driver"): its writable places are
+ * emptyDirs on the node, so without bounds one agent could fill the disk every pod of the node
+ * (the platform's among them) shares. Each emptyDir has a sizeLimit, and the container's
+ * ephemeral-storage limit covers both with room for its logs; past either the kubelet evicts the
+ * pod, and the Deployment starts a fresh one (the workspace is lost, as on any replacement).
+ */
+export const AGENT_DISK = { home: '2Gi', tmp: '1Gi', ephemeralStorage: '4Gi' } as const;
+
+/** Kubernetes quantities for §4.7's plan (requests = limits: each agent gets what its plan pays for), and its disk. */
 function resourcesOf(plan: string) {
   const r = planResources(plan);
-  const quantity = { cpu: r.cpus >= 1 ? String(r.cpus) : `${Math.round(r.cpus * 1000)}m`, memory: `${r.memoryMb}Mi` };
+  const quantity = {
+    cpu: r.cpus >= 1 ? String(r.cpus) : `${Math.round(r.cpus * 1000)}m`,
+    memory: `${r.memoryMb}Mi`,
+    'ephemeral-storage': AGENT_DISK.ephemeralStorage,
+  };
   return { requests: { ...quantity }, limits: { ...quantity } };
 }
 
@@ -171,10 +184,10 @@ export function agentObjects(spec: AgentDeploySpec, options: { namespace: string
               ],
             },
           ],
-          // the root filesystem is read-only: the workspace and scratch space are the pod's own
+          // the root filesystem is read-only: the workspace and scratch space are the pod's own, bounded
           volumes: [
-            { name: 'home', emptyDir: {} },
-            { name: 'tmp', emptyDir: { sizeLimit: '1Gi' } },
+            { name: 'home', emptyDir: { sizeLimit: AGENT_DISK.home } },
+            { name: 'tmp', emptyDir: { sizeLimit: AGENT_DISK.tmp } },
           ],
         },
       },

@@ -30,8 +30,12 @@ export type LocalDriverOptions = {
   stopGraceMs?: number;
   /** timeout of the /healthz probe status() makes (default 2 s) */
   statusProbeTimeoutMs?: number;
-  /** AGENT_SANDBOX: auto (bubblewrap when it works here, else a warning), bwrap (required), off */
+  /** AGENT_SANDBOX: auto (bubblewrap when it works here, else agents are refused), bwrap (required), off */
   sandbox?: SandboxMode;
+  /** AGENT_UID_BASE: the first OS uid of this platform's agents (agent-uids.ts; default FIRST_AGENT_UID) */
+  uidBase?: number | undefined;
+  /** tests: the host-wide folder where platforms register their uid range (default UID_REGISTRY_DIR) */
+  uidRegistryDir?: string;
   /** says at creation which protections are active (one line each) */
   log?: (level: 'info' | 'warn', message: string) => void;
   /** tests: a script run instead of src/runtime/main.ts by the built-in runtime (its folder is bound read-only in the sandbox) */

@@ -44,11 +44,13 @@ import { join } from 'node:path';
 import { freePort } from '../../../db/embedded.ts';
 import type { Confinement } from '../../../lib/confined-fs.ts';
 import { sha256Hex } from '../../../lib/crypto.ts';
+import { AppError } from '../../../lib/errors.ts';
 import { probeHealthz } from '../container-health.ts';
 import { detectCgroups } from './agent-cgroup.ts';
 import { createDiskWatch, diskQuotaBytes, findPrlimit, withFileSizeLimit } from './agent-disk.ts';
 import { createLoopbackBridges } from './agent-loopback.ts';
 import { closeAgentNetworks, detectNetwork } from './agent-network.ts';
+import { agentUid, claimUidRange } from './agent-uids.ts';
 import {
   type AgentDeploySpec,
   AgentNotDeployedError,
@@ -72,7 +74,7 @@ import {
   portIsFree,
 } from './local-state.ts';
 import { agentProcesses, isStopped, processesOfUid, signalGroup, stopProcess } from './proc.ts';
-import { detectSandbox, runInSandbox, type SandboxReport } from './sandbox.ts';
+import { detectSandbox, FIRST_AGENT_UID, runInSandbox, type SandboxReport } from './sandbox.ts';
 
 type RunOptions = { env: Record<string, string>; timeoutMs: number; maxBuffer: number };
 
@@ -85,7 +87,8 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   const sandbox: SandboxReport = detectSandbox(options.sandbox ?? 'auto');
   for (const line of sandbox.lines) options.log?.(sandbox.active ? 'info' : 'warn', line);
   const network = detectNetwork(options.network ?? 'internet', sandbox.active, runtime);
-  for (const line of network.lines) options.log?.(network.isolated ? 'info' : 'warn', line);
+  // refused: no agent starts, so the sandbox's one line is all there is to say
+  if (!sandbox.refused) for (const line of network.lines) options.log?.(network.isolated ? 'info' : 'warn', line);
   // limits per plan need the platform's rights over the cgroup tree: as root, with the sandbox
   const limits = sandbox.active && sandbox.separateUser ? detectCgroups(options.cgroupRoot) : undefined;
   for (const line of limits?.lines ?? []) options.log?.(limits?.cgroups ? 'info' : 'warn', line);
@@ -141,6 +144,32 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     if ((await disk.usage(agentId))?.over) void disk.check(agentId).catch(() => undefined);
   }
 
+  // agents run as AGENT_UID_BASE + their database number (agent-uids.ts). Only as root, in the sandbox,
+  // do they have uids of their own (elsewhere they run as this process's user, and their folders
+  // stay its own: a user that is not root could not hand them to another uid anyway), and only
+  // then is the host's range of this platform claimed
+  const uidBase = options.uidBase ?? FIRST_AGENT_UID;
+  const uidOf = (allocated: number | undefined) =>
+    allocated === undefined || !sandbox.separateUser ? undefined : agentUid(uidBase, allocated);
+  const uidRange = sandbox.separateUser
+    ? claimUidRange({
+        base: uidBase,
+        dataDir: options.dataDir,
+        ownUids: new Set(store.agentIds().flatMap((id) => readState(id)?.uid ?? [])),
+        ...(options.uidRegistryDir ? { registryDir: options.uidRegistryDir } : {}),
+      })
+    : undefined;
+  for (const line of uidRange?.lines ?? []) options.log?.(line.level, line.message);
+
+  /**
+   * AGENT_SANDBOX=auto on a machine without a working sandbox (docs/agents.md "Sandbox"): no agent
+   * starts, and one that still runs (started before, unsandboxed) is stopped; 503 naming AGENT_SANDBOX=off.
+   */
+  async function refuseUnsandboxed(agentId: string): Promise<void> {
+    if (!sandbox.refused) return;
+    await stopAgent(agentId, readState(agentId));
+    throw new AppError('AGENT_SANDBOX_NOT_CONFIGURED', sandbox.refused);
+  }
   const { launch, envFor, launchHash, waitUntilListening } = createLauncher({
     options,
     runtime,
@@ -170,7 +199,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     if (mine) return { env: { ...mine.env }, uid: mine.uid };
     const spec = await options.loadSpec?.(agentId);
     // the previous port: relaunch takes another only if it is still taken once the old process is gone
-    return spec ? { env: envFor(spec, state?.port ?? (await freePort())), uid: spec.sandboxUid } : undefined;
+    return spec ? { env: envFor(spec, state?.port ?? (await freePort())), uid: uidOf(spec.sandboxUid) } : undefined;
   }
 
   async function stopAgent(agentId: string, state: AgentState | undefined) {
@@ -193,6 +222,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   }
 
   async function relaunch(agentId: string): Promise<void> {
+    await refuseUnsandboxed(agentId);
     const state = readState(agentId);
     const launchWith = await launchEnv(agentId, state);
     if (!launchWith) throw new AgentNotDeployedError(`agent ${agentId} has no running process to restart; deploy it again`);
@@ -222,6 +252,8 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   }
 
   async function deployNow(spec: AgentDeploySpec): Promise<Deployment> {
+    await refuseUnsandboxed(spec.agentId);
+    const uid = uidOf(spec.sandboxUid);
     const d = dirs(spec.agentId);
     mkdirSync(d.workspace, { recursive: true });
     const previous = readState(spec.agentId);
@@ -230,13 +262,13 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       // same launch (token, configuration, model settings, port, user) as the state file recorded, and
       // answering: adopt it. The comparison is with the platform's own record, not the process's memory
       const env = envFor(spec, previous.port);
-      if (previous.launchHash === launchHash(env) && previous.uid === spec.sandboxUid && (await probeHealthz(previous.url, probeMs))) {
-        if (!owned.has(spec.agentId)) owned.set(spec.agentId, { env, uid: spec.sandboxUid, pid });
+      if (previous.launchHash === launchHash(env) && previous.uid === uid && (await probeHealthz(previous.url, probeMs))) {
+        if (!owned.has(spec.agentId)) owned.set(spec.agentId, { env, uid, pid });
         return { externalId: `local-${pid}`, url: previous.url, status: 'healthy' };
       }
     }
     await stopAgent(spec.agentId, previous);
-    const state = await launch(spec.agentId, envFor(spec, await pickPort(previous)), spec.sandboxUid);
+    const state = await launch(spec.agentId, envFor(spec, await pickPort(previous)), uid);
     await afterLaunch(spec.agentId);
     await waitUntilListening(state);
     return { externalId: `local-${state.pid}`, url: state.url, status: 'starting' };
@@ -251,6 +283,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   }
 
   async function resumeNow(agentId: string): Promise<void> {
+    await refuseUnsandboxed(agentId);
     const state = readState(agentId);
     if (!state) throw new AgentNotDeployedError(`agent ${agentId} is not deployed`);
     const pid = liveAgentPid(state);
@@ -403,6 +436,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       );
       owned.clear();
       await bridges.closeAll();
+      uidRange?.release();
     },
   };
 }

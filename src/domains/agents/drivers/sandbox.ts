@@ -1,9 +1,9 @@
 /**
  * The local driver's sandbox (docs/architecture.md rule 9: agents are tenants too; docs/agents.md "Sandbox").
  * Each agent runs under bubblewrap (`bwrap`):
- *   - as its own unprivileged OS user (a uid the database allocated for it, migration 090; no
- *     login, no groups), when the platform runs as root; otherwise as the platform's user inside a
- *     user namespace;
+ *   - as its own unprivileged OS user (a uid from the number the database allocated for it,
+ *     migration 090, placed at AGENT_UID_BASE; no login, no groups), when the platform runs as root;
+ *     otherwise as the platform's user inside a user namespace;
  *   - in its own mount, PID, IPC and UTS namespaces with a filesystem view made of: /usr (system
  *     binaries and libraries) and a few /etc files for name resolution and TLS, read-only; the
  *     runtime's code read-only; its own workspace and home writable; a private /tmp, /proc and /dev.
@@ -18,6 +18,9 @@
  *
  * Memory, CPU and processes of §4.7 are the kernel's: a cgroup per agent (agent-cgroup.ts), which
  * the launch joins before bwrap runs; the start-up report says whether the machine allows it.
+ *
+ * Without a working bwrap, AGENT_SANDBOX=auto refuses agents (the report's `refused`) and
+ * AGENT_SANDBOX=bwrap refuses to start; only AGENT_SANDBOX=off runs agents unsandboxed.
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync, lstatSync, readlinkSync } from 'node:fs';
@@ -36,13 +39,27 @@ export type SandboxReport = {
   filesystem: boolean;
   /** own PID namespace: the platform's and other agents' processes are invisible */
   pidNamespace: boolean;
+  /**
+   * Set when agents must not start here (AGENT_SANDBOX=auto without a working sandbox): the
+   * sentence they are refused with. Unsandboxed agents run only where AGENT_SANDBOX=off says so.
+   */
+  refused?: string;
   /** human-readable lines for the start-up log */
   lines: string[];
 };
 
 /**
- * First agent uid (migration 090 allocates them from here, one per agent, never reused). Above what
- * /etc/subuid, systemd's dynamic users and container runtimes hand out; the start-up probe runs as it.
+ * Why an agent does not start under AGENT_SANDBOX=auto without a sandbox (shown to its owner as the
+ * deployment's error, so it names no detail of the machine; the start-up line has those).
+ */
+const refusal = (fix: string) =>
+  `Agents cannot start: this machine has no working agent sandbox. ${fix}, or set AGENT_SANDBOX=off to run agents unsandboxed, as the platform's own OS user, able to read its environment and files: only for trusted agents.`;
+
+/**
+ * The database's first agent number (migration 090 allocates them from here, one per agent, never
+ * reused), and the default AGENT_UID_BASE: agent n runs as AGENT_UID_BASE + (n - FIRST_AGENT_UID)
+ * (agent-uids.ts). Above what /etc/subuid, systemd's dynamic users and container runtimes hand out;
+ * the start-up probe runs as it.
  */
 export const FIRST_AGENT_UID = 1_000_000_000;
 
@@ -217,18 +234,25 @@ export function detectSandbox(mode: SandboxMode): SandboxReport {
 }
 
 function probe(mode: SandboxMode): SandboxReport {
-  const none = (why: string): SandboxReport => ({
-    active: false,
-    separateUser: false,
-    filesystem: false,
-    pidNamespace: false,
-    lines: [`agent sandbox OFF: ${why}; agents run as the platform's own OS user and can read everything it can (DATA_DIR, other agents)`],
+  const none = { active: false, separateUser: false, filesystem: false, pidNamespace: false } as const;
+  // fail closed (docs/agents.md "Sandbox"): without a sandbox, `auto` refuses agents; only an
+  // explicit `off` runs them unsandboxed, and says once what that means
+  if (mode === 'off')
+    return {
+      ...none,
+      lines: [
+        "AGENT_SANDBOX=off: agents run unsandboxed as this process's user and can read its environment (its keys and database URL) and DATA_DIR, other agents' folders included: only for trusted agents",
+      ],
+    };
+  const refuse = (why: string, fix: string): SandboxReport => ({
+    ...none,
+    refused: refusal(fix.charAt(0).toUpperCase() + fix.slice(1)),
+    lines: [`agent sandbox unavailable (${why}): agents are refused; ${fix} or set AGENT_SANDBOX=off to run agents unsandboxed`],
   });
-  if (mode === 'off') return none('AGENT_SANDBOX=off');
   const bwrap = findOnPath('bwrap');
   if (!bwrap) {
     if (mode === 'bwrap') throw new Error('AGENT_SANDBOX=bwrap but bubblewrap (bwrap) is not installed: apt-get install bubblewrap');
-    return none('bubblewrap (bwrap) not found (install it: apt-get install bubblewrap)');
+    return refuse('bubblewrap (bwrap) not found', 'install bubblewrap (apt install bubblewrap)');
   }
   const root = process.getuid?.() === 0;
   const setpriv = root ? findOnPath('setpriv') : undefined;
@@ -253,12 +277,12 @@ function probe(mode: SandboxMode): SandboxReport {
   if (r.status !== 0) {
     const why = `bwrap cannot create a sandbox here (${(r.stderr?.toString() || r.error?.message || `exit ${r.status}`).trim()})`;
     if (mode === 'bwrap') throw new Error(`AGENT_SANDBOX=bwrap but ${why}`);
-    return none(why);
+    return refuse(why, 'let bubblewrap create namespaces here (docs/agents.md "Sandbox")');
   }
   const lines = [
     `agent sandbox ON (bubblewrap ${bwrap}): own mount/PID/IPC/UTS namespaces; filesystem view = runtime read-only + own workspace and home`,
     setpriv
-      ? `agent sandbox: each agent runs as its own unprivileged uid (${FIRST_AGENT_UID}+), without groups or capabilities`
+      ? 'agent sandbox: each agent runs as its own unprivileged uid (from AGENT_UID_BASE), without groups or capabilities'
       : root
         ? 'agent sandbox: setpriv (util-linux) not found, so agents run as root inside the sandbox: install util-linux for a uid per agent'
         : "agent sandbox: not root, so agents share the platform's uid (inside a user namespace); run as root for a uid per agent",
