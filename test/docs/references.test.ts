@@ -2,7 +2,7 @@
  * Every reference in the code and the docs resolves inside this repository (docs/architecture.md
  * "Design rules"): a reader of a fresh clone can follow each one. Outside documents (the team's
  * notes, audits, issue trackers) are named nowhere; what the code needs from them lives in docs/
- * (the design rules, the hostile-agent findings N1–N16 in docs/security.md, the specification map).
+ * (the design rules, the security findings N1–N30 in docs/security.md, the specification map).
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
@@ -59,9 +59,9 @@ describe('references resolve in the repository', () => {
     expect(bad).toEqual([]);
   });
 
-  it('every hostile-agent finding cited (N1–N16) is listed in docs/security.md', () => {
+  it('every security finding cited (N1–N30) is listed in docs/security.md', () => {
     const listed = new Set([...read('docs/security.md').matchAll(/^\| (N\d+) \|/gm)].map((m) => m[1]));
-    expect(listed.size).toBe(16);
+    expect(listed.size).toBe(30);
     const bad = ALL.flatMap((f) =>
       [...read(f).matchAll(/\b(?:findings?|security\.md"?\)?,?) (N\d+)\b/g)].filter((m) => !listed.has(m[1]!)).map((m) => `${f}: ${m[1]}`),
     );

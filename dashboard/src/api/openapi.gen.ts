@@ -4220,16 +4220,6 @@ export interface paths {
             };
           };
         };
-        502: {
-          headers: { [name: string]: unknown };
-          content: {
-            "application/json": {
-              error: string;
-              code?: string;
-              [key: string]: unknown;
-            };
-          };
-        };
         503: {
           headers: { [name: string]: unknown };
           content: {
