@@ -18,7 +18,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { loadConfig } from '../src/config/env.ts';
 import { resolveSecrets } from '../src/config/secrets.ts';
 import { createDb, type Db } from '../src/db/client.ts';
-import { openSessionTypes, type paymentDomain, sessionKeyHash } from '../src/domains/payments/sessions/receipts.ts';
+import { openSessionTypes, type paymentDomain, sessionKeyHash } from '../src/domains/payments/sessions/receipts.rules.ts';
 import type { App } from '../src/http/shared/base-app.ts';
 import { createPlatform, type Platform } from '../src/platform.ts';
 import { type ClientResult, load, median, startUpstream, type Target } from './ai-proxy.bench.ts';

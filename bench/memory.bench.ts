@@ -27,10 +27,10 @@ import { pathToFileURL } from 'node:url';
 import WebSocket from 'ws';
 import { buildServer } from '../scripts/build-server.ts';
 import { freePort } from '../src/db/embedded.ts';
-import type { HostingDriver } from '../src/domains/agents/drivers/driver.ts';
-import type { createLocalDriver as CreateLocalDriver } from '../src/domains/agents/drivers/local.driver.ts';
-import { readComm, readProcStat } from '../src/domains/agents/drivers/proc.ts';
-import { FIRST_AGENT_UID } from '../src/domains/agents/drivers/sandbox.ts';
+import type { HostingDriver } from '../src/domains/agents/drivers/driver.contract.ts';
+import { readComm, readProcStat } from '../src/domains/agents/drivers/local/containment/proc.service.ts';
+import { FIRST_AGENT_UID } from '../src/domains/agents/drivers/local/containment/sandbox.service.ts';
+import type { createLocalDriver as CreateLocalDriver } from '../src/domains/agents/drivers/local/local.driver.ts';
 import { describeMachine, machineLine } from './lib/machine.ts';
 import { type BenchOutput, round } from './lib/report.ts';
 
@@ -56,7 +56,7 @@ const pssMb = (pid: number) => {
   }
 };
 /**
- * What the kernel charges to the agent's own control group (agent-cgroup.ts), MB: its anonymous
+ * What the kernel charges to the agent's own control group (agent-cgroup.service.ts), MB: its anonymous
  * memory, the page cache it brought in and the kernel's memory for it (sockets, page tables),
  * not the pages of Node already resident for the platform. Undefined without per-agent groups.
  */

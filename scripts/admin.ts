@@ -21,9 +21,9 @@ import { migrate } from '../src/db/migrate.ts';
 import { OPERATOR_ID } from '../src/domains/admin/admin.repo.ts';
 import { type AdminService, createAdminService } from '../src/domains/admin/admin.service.ts';
 import { createLedgerService } from '../src/domains/payments/ledger/ledger.service.ts';
-import { usdToMicros } from '../src/domains/payments/ledger/money.ts';
 import { createSessionWalletService } from '../src/domains/session-wallet/session-wallet.service.ts';
 import { isAppError } from '../src/lib/errors.ts';
+import { usdToMicros } from '../src/lib/money.ts';
 
 const USAGE = [
   'usage: npm run admin -- [--revoke] <email>',

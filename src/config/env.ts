@@ -148,7 +148,7 @@ const envSchema = z.object({
       error: `must be at most ${2 ** 31 - 1 - LIMITS.agentUidRange}: its ${LIMITS.agentUidRange} agent uids must stay below 2^31`,
     })
     .default(1_000_000_000),
-  /** local driver: each agent's network (agent-network.ts): internet + the platform's port, the platform's port only, or the host's */
+  /** local driver: each agent's network (agent-network.service.ts): internet + the platform's port, the platform's port only, or the host's */
   AGENT_NETWORK: z.enum(['internet', 'platform', 'host']).default('internet'),
   /**
    * added (docs/agents.md "Disk"): local driver: every agent's disk quota in MB (workspace, home and its

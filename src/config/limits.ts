@@ -170,7 +170,7 @@ export const LIMITS = {
   spendHoldTtlMs: 10 * 60_000,
   /**
    * Output tokens a spend hold counts for a call without `max_tokens` when the model's context
-   * window is unknown or nearly filled by the prompt (src/domains/ai/agent-gateway.ts `mostCost`).
+   * window is unknown or nearly filled by the prompt (src/domains/ai/model-gateway.service.ts `mostCost`).
    */
   aiHoldMinOutputTokens: 4096,
   /** §8 top-up amounts in cents (§4.4: 5, 10, 25, 50 agent calls); the default is 1000 */

@@ -1,7 +1,7 @@
 /**
  * The agent configuration file (§2 configuration table) with the fixed container settings of §8
  * applied on top. The same shape is used by the built-in runtime (which writes it into its
- * workspace) and by the OpenClaw runtime (src/domains/agents/drivers/openclaw-config.ts turns it
+ * workspace) and by the OpenClaw runtime (src/domains/agents/drivers/openclaw-config.rules.ts turns it
  * into OpenClaw's vocabulary), so a user's configuration means the same thing on either runtime.
  *
  * No secret goes into this file: the gateway token reaches the runtime through its environment

@@ -12,7 +12,7 @@ import type { Registry } from 'prom-client';
 /** prom-client is required when metrics are first made (METRICS_TOKEN set), not at start (src/http/shared/metrics.ts) */
 const prom = (): typeof PromClient => createRequire(import.meta.url)('prom-client');
 
-/** What the database says at scrape time (src/domains/agents/agents-metrics.ts reads it). */
+/** What the database says at scrape time (src/domains/agents/agents-metrics.service.ts reads it). */
 export type PlatformCounts = {
   /** every agent status, 0 where no agent has it */
   agents: Record<string, number>;

@@ -4,10 +4,10 @@
  * client when its settings are present (tests pass fakes through PlatformDeps), none otherwise.
  */
 import { createHostingStatusService } from '../domains/hosting-status/hosting-status.service.ts';
-import { createUpstashStatusStore } from '../domains/hosting-status/status-store.ts';
+import { createUpstashStatusStore } from '../domains/hosting-status/status-store.client.ts';
+import { createHttpTradingClient } from '../domains/trading/trading.client.ts';
 import { createTradingService } from '../domains/trading/trading.service.ts';
-import { createHttpTradingClient } from '../domains/trading/trading-client.ts';
-import { createCdpClient } from '../domains/wallet/cdp-client.ts';
+import { createCdpClient } from '../domains/wallet/cdp.client.ts';
 import { createCdpWalletsService } from '../domains/wallet/cdp-wallets.service.ts';
 import type { PlatformDeps } from '../platform.ts';
 

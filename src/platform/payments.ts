@@ -4,19 +4,19 @@
  * balance moves through the ledger it is given. platform.ts builds them through this one call.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import type { SessionCache } from '../domains/accounts/session-cache.ts';
-import type { AgentGateway } from '../domains/agents/gateway/client.ts';
+import type { SessionCache } from '../domains/accounts/session-cache.service.ts';
+import type { AgentGateway } from '../domains/agents/agent-client/agent.client.ts';
 import type { AiService } from '../domains/ai/ai.service.ts';
-import { createStripeProcessor } from '../domains/payments/card/stripe-processor.ts';
+import { createStripeProcessor } from '../domains/payments/card/stripe-processor.client.ts';
 import { createSubscriptionsService } from '../domains/payments/card/subscriptions.service.ts';
 import { createTopUpService, gatewayCheckout } from '../domains/payments/card/top-up.service.ts';
-import { createAgentChat } from '../domains/payments/gateway/agent-chat.ts';
-import { createAudioClient } from '../domains/payments/gateway/audio-client.ts';
-import { createGatewayService } from '../domains/payments/gateway/gateway.service.ts';
-import { createPlugins } from '../domains/payments/gateway/plugins.ts';
 import type { LedgerService } from '../domains/payments/ledger/ledger.service.ts';
-import { createMppMethod } from '../domains/payments/mpp/mpp.ts';
-import { createReceiptSigner, deriveReceiptKey } from '../domains/payments/sessions/receipts.ts';
+import { createMppMethod } from '../domains/payments/mpp/mpp.service.ts';
+import { createAgentChat } from '../domains/payments/paid-calls/agent-chat.service.ts';
+import { createAudioClient } from '../domains/payments/paid-calls/audio.client.ts';
+import { createGatewayService } from '../domains/payments/paid-calls/paid-calls.service.ts';
+import { createPlugins } from '../domains/payments/paid-calls/plugins.service.ts';
+import { createReceiptSigner, deriveReceiptKey } from '../domains/payments/sessions/receipts.rules.ts';
 import { createPaymentSessionsService } from '../domains/payments/sessions/sessions.service.ts';
 import type { RateLimiter } from '../lib/rate-limiter.ts';
 import type { PlatformDeps } from '../platform.ts';

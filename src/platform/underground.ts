@@ -3,9 +3,9 @@ import type { Config } from '../config/env.ts';
 import type { Secrets } from '../config/secrets.ts';
 import type { Db } from '../db/client.ts';
 import type { LedgerService } from '../domains/payments/ledger/ledger.service.ts';
-import { createBusSigner } from '../domains/underground/bus-signer.ts';
+import { createBusSigner } from '../domains/underground/bus-signer.rules.ts';
 import { createUndergroundService } from '../domains/underground/underground.service.ts';
-import { createUndergroundWallets } from '../domains/underground/wallets.ts';
+import { createUndergroundWallets } from '../domains/underground/underground-wallets.service.ts';
 
 /** Splits pay through the platform's one ledger service (platform.ts builds it). */
 export function createUnderground(deps: { config: Config; db: Db; secrets: Secrets; ledger: LedgerService }) {

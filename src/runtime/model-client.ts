@@ -13,7 +13,7 @@ let loopbackSockets: string | undefined;
 /**
  * In the local driver's sandbox the agent's network holds nothing but its own loopback: a call to a
  * loopback URL goes through the Unix socket the platform forwards to that port instead
- * (src/domains/agents/drivers/agent-loopback.ts).
+ * (src/domains/agents/drivers/local/containment/agent-loopback.service.ts).
  */
 export function routeLoopbackThrough(dir: string | undefined): void {
   loopbackSockets = dir;

@@ -1,6 +1,6 @@
 /**
  * The runtime's log: JSON lines in pino's shape (`level` as a number, `time` in ms, the fields,
- * `msg`), which the local driver's logs() reads (local-observe.ts). Written synchronously to one
+ * `msg`), which the local driver's logs() reads (local-observe.service.ts). Written synchronously to one
  * file. Not pino itself: an idle agent pays for every module it loads (docs/benchmarks.md "Memory
  * of one built-in-runtime agent"), and the runtime needs four levels and one destination.
  */

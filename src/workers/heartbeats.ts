@@ -10,7 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/client.ts';
-import type { AgentGateway } from '../domains/agents/gateway/client.ts';
+import type { AgentGateway } from '../domains/agents/agent-client/agent.client.ts';
 import { parseFrequency } from '../domains/heartbeat/heartbeat.service.ts';
 import { type DueHeartbeat, heartbeatScheduleRepo } from '../domains/heartbeat/heartbeat-schedule.repo.ts';
 import type { WorkerLogger } from './deployments.ts';

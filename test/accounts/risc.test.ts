@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/env.ts';
 import { createSecurityEventsService } from '../../src/domains/security-events/risc.service.ts';
-import { createRiscVerifier } from '../../src/domains/security-events/risc-verifier.ts';
+import { createRiscVerifier } from '../../src/domains/security-events/risc-verifier.client.ts';
 import type { App } from '../../src/http/shared/base-app.ts';
 import { createPlatform, type Platform } from '../../src/platform.ts';
 import { createSecurityEventsWorker } from '../../src/workers/security-events.ts';

@@ -4,7 +4,7 @@
  * signed-out or unknown cookie in the same batch gets 401; nothing is remembered between batches.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSessionCache } from '../../src/domains/accounts/session-cache.ts';
+import { createSessionCache } from '../../src/domains/accounts/session-cache.service.ts';
 import { createBatchLoader } from '../../src/lib/batch-loader.ts';
 import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 

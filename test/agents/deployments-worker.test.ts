@@ -1,9 +1,9 @@
 /** Deployment jobs: FOR UPDATE SKIP LOCKED between workers, lease expiry after a crash, fencing. */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { insertAgentRecord } from '../../src/domains/agents/agent-records.ts';
+import { insertAgentRecord } from '../../src/domains/agents/agent-records.service.ts';
+import { createAgentsService } from '../../src/domains/agents/agents.backend.service.ts';
 import { agentsRepo } from '../../src/domains/agents/agents.repo.ts';
-import { createAgentsService } from '../../src/domains/agents/agents.service.ts';
 import { createDeploymentWorker } from '../../src/workers/deployments.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { TEST_SECRETS } from '../helpers/platform.ts';

@@ -11,7 +11,7 @@ import {
   type HostingDriver,
   HostingUnavailableError,
   type LogLine,
-} from '../../src/domains/agents/drivers/driver.ts';
+} from '../../src/domains/agents/drivers/driver.contract.ts';
 
 export type FakeDriver = HostingDriver & {
   units: Map<string, { spec: AgentDeploySpec; status: ContainerStatus; logs: LogLine[]; startedAt: number }>;

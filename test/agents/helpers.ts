@@ -4,7 +4,7 @@
  * running, and a hosting driver the test chooses (the in-memory fake by default).
  */
 import { freePort } from '../../src/db/embedded.ts';
-import type { HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
+import type { HostingDriver } from '../../src/domains/agents/drivers/driver.contract.ts';
 import type { PlatformDeps } from '../../src/platform.ts';
 import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { createFakeDriver, type FakeDriver } from './fake-driver.ts';

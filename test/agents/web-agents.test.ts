@@ -1,7 +1,7 @@
 /** §4.7 web agent API and §4.18 instance lifecycle, through a real backend on a loopback port. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
-import { agentLimitReached } from '../../src/domains/agents/web-provisioning.ts';
+import { agentLimitReached } from '../../src/domains/agents/web-provisioning.service.ts';
 import { signUp } from '../helpers/platform.ts';
 import { type AgentsTestPlatform, eventually, startAgentsPlatform, subscriber } from './helpers.ts';
 

@@ -15,7 +15,7 @@ import OpenAI, {
 } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AGENT_GATEWAY_PATH, loadConfig } from '../../src/config/env.ts';
-import { agentEnvironment } from '../../src/domains/agents/drivers/agent-env.ts';
+import { agentEnvironment } from '../../src/domains/agents/drivers/agent-env.rules.ts';
 import { aiRepo, entryOf } from '../../src/domains/ai/ai.repo.ts';
 import { type AgentsTestPlatform, bearer, eventually, startAgentsPlatform, subscriber } from '../agents/helpers.ts';
 import { type FakeAnthropic, startFakeAnthropic } from '../fakes/anthropic-upstream.ts';

@@ -5,8 +5,8 @@
 
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ALGORITHM_SYSTEM_PROMPT } from '../../src/domains/ai/plan-rules.ts';
-import type { UsageStore } from '../../src/domains/ai/usage.ts';
+import { ALGORITHM_SYSTEM_PROMPT } from '../../src/domains/ai/plan.rules.ts';
+import type { UsageStore } from '../../src/domains/ai/usage-store.service.ts';
 import { type FakeAnthropic, startFakeAnthropic } from '../fakes/anthropic-upstream.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';

@@ -1,13 +1,13 @@
 /**
- * The hand-written check in front of POST /api/ai/chat's zod schema (src/http/backend/routes/ai-chat-validation.ts):
+ * The hand-written check in front of POST /api/ai/chat's zod schema (src/domains/ai/ai-chat.schemas.ts):
  * whatever it accepts, zod accepts with the same output, so every rejection stays zod's. Checked on
  * a valid body and on many mutations of it (each field made wrong, missing, odd, at its bounds).
  */
 
 import { describe, expect, it } from 'vitest';
 import { safeParse } from 'zod/v4/core';
+import { fastChatBody } from '../../src/domains/ai/ai-chat.schemas.ts';
 import { chatBody } from '../../src/http/backend/routes/ai.routes.ts';
-import { fastChatBody } from '../../src/http/backend/routes/ai-chat-validation.ts';
 import { chatBodyMutations, validChatBody } from './body-mutations.ts';
 
 const valid = validChatBody;

@@ -1,14 +1,14 @@
 /**
  * The hand-written check in front of the AI gateway's zod body schema
- * (src/http/backend/routes/agent-gateway-validation.ts): whatever it accepts, zod accepts with the
+ * (src/domains/ai/model-gateway.schemas.ts): whatever it accepts, zod accepts with the
  * same output (same JSON, same key order), so every rejection and every unusual body stays zod's.
  * Checked on a valid body and on many mutations of it.
  */
 
 import { describe, expect, it } from 'vitest';
 import { safeEncode, safeParse } from 'zod/v4/core';
-import { completion, completionBody } from '../../src/http/backend/routes/agent-gateway.routes.ts';
-import { fastCompletionBody, fastCompletionJson } from '../../src/http/backend/routes/agent-gateway-validation.ts';
+import { fastCompletionBody, fastCompletionJson } from '../../src/domains/ai/model-gateway.schemas.ts';
+import { completion, completionBody } from '../../src/http/backend/routes/model-gateway.routes.ts';
 import { chatBodyMutations, validChatBody } from './body-mutations.ts';
 
 const FIELDS = Object.keys(completionBody.shape);

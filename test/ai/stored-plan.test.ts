@@ -4,7 +4,7 @@
  * caller's headers; other callers keep the §4.9 header rules.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createStoredPlans } from '../../src/domains/ai/stored-plans.ts';
+import { createStoredPlans } from '../../src/domains/ai/stored-plans.service.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { signUp, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 

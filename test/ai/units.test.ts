@@ -1,7 +1,7 @@
 /** Pure rules of the AI layer: plan headers, greetings, algorithm mode, SSE parsing across chunk boundaries. */
 import { describe, expect, it } from 'vitest';
-import { applyAlgorithmMode, checkPlan, isTrivialGreeting, monthlyQuota } from '../../src/domains/ai/plan-rules.ts';
-import { parseSse } from '../../src/domains/ai/providers/http.ts';
+import { applyAlgorithmMode, checkPlan, isTrivialGreeting, monthlyQuota } from '../../src/domains/ai/plan.rules.ts';
+import { parseSse } from '../../src/domains/ai/providers/provider-http.client.ts';
 
 const isAdmin = (e: string | undefined) => e?.toLowerCase() === 'boss@example.com';
 

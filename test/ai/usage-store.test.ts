@@ -1,5 +1,5 @@
 /**
- * The AI usage store (src/domains/ai/usage.ts), against a real PostgreSQL: calls are written within
+ * The AI usage store (src/domains/ai/usage-store.service.ts), against a real PostgreSQL: calls are written within
  * the flush window without anyone asking, calls of one window share one statement, and those with
  * the same caller, agent, model, provider and UTC day one row (migration 200) with exact sums, a
  * call arriving during a write waits for its own window, a full batch does not wait for the window,
@@ -9,7 +9,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UsageRow } from '../../src/domains/ai/ai.repo.ts';
-import { createUsageStore } from '../../src/domains/ai/usage.ts';
+import { createUsageStore } from '../../src/domains/ai/usage-store.service.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 let database: TestDatabase;

@@ -1,6 +1,6 @@
-/** §4.6 availability's wall-clock arithmetic (src/domains/calendar/calendar.time.ts) across zones and daylight-saving changes. */
+/** §4.6 availability's wall-clock arithmetic (src/domains/calendar/calendar-time.rules.ts) across zones and daylight-saving changes. */
 import { describe, expect, it } from 'vitest';
-import { availability, formatInZone, isDate, todayIn, zonedToUtc } from '../../src/domains/calendar/calendar.time.ts';
+import { availability, formatInZone, isDate, todayIn, zonedToUtc } from '../../src/domains/calendar/calendar-time.rules.ts';
 
 describe('calendar time', () => {
   it('a wall-clock hour in a zone is the right instant, on both sides of a daylight-saving change', () => {

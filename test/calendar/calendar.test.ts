@@ -6,8 +6,8 @@
  * (row-level security).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createOAuthStateSealer } from '../../src/domains/accounts/oauth-state.ts';
-import { CALENDAR_STATE_COOKIE, createCalendarState, createCalendarStateCookie } from '../../src/domains/calendar/calendar.state.ts';
+import { createOAuthStateSealer } from '../../src/domains/accounts/oauth-state.rules.ts';
+import { CALENDAR_STATE_COOKIE, createCalendarState, createCalendarStateCookie } from '../../src/domains/calendar/calendar-state.rules.ts';
 import { type FakeCalendar, startFakeCalendar } from '../fakes/calendar-api.ts';
 import { signUp, startTestPlatform, TEST_SECRETS, type TestPlatform } from '../helpers/platform.ts';
 

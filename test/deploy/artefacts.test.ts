@@ -21,7 +21,7 @@ import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { LIMITS } from '../../src/config/limits.ts';
-import { agentObjects } from '../../src/domains/agents/drivers/kubernetes-objects.ts';
+import { agentObjects } from '../../src/domains/agents/drivers/kubernetes/kubernetes-objects.rules.ts';
 import { helm } from './helm.ts';
 import { parseSettings, unknownSettings } from './settings.ts';
 
@@ -55,7 +55,7 @@ const RESOURCES: Record<string, string> = {
  * Custom objects are the metrics API's PodMetrics, the one the driver reads.
  */
 function kubernetesDriverCalls(): string[] {
-  const dir = join(ROOT, 'src/domains/agents/drivers');
+  const dir = join(ROOT, 'src/domains/agents/drivers/kubernetes');
   const source = readdirSync(dir)
     .filter((f) => /^kubernetes.*\.ts$/.test(f) && !f.endsWith('.test.ts'))
     .map((f) => readFileSync(join(dir, f), 'utf8'))

@@ -1,5 +1,5 @@
 /**
- * §4.7 memory and CPU per plan (src/domains/agents/drivers/agent-cgroup.ts, docs/agents.md
+ * §4.7 memory and CPU per plan (src/domains/agents/drivers/local/containment/agent-cgroup.service.ts, docs/agents.md
  * "Sandbox"): the files each hierarchy gets, and — where this machine lets root create cgroups —
  * the kernel enforcing them: a process started through enter() is in the agent's group from its
  * first instruction, and one that allocates past the plan's memory is killed there.
@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AGENT_PIDS_MAX, detectCgroups, enter } from '../../src/domains/agents/drivers/agent-cgroup.ts';
+import { AGENT_PIDS_MAX, detectCgroups, enter } from '../../src/domains/agents/drivers/local/containment/agent-cgroup.service.ts';
 
 const dirs: string[] = [];
 afterAll(() => {

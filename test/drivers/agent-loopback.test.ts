@@ -1,5 +1,5 @@
 /**
- * The built-in runtime's network without pasta (src/domains/agents/drivers/agent-loopback.ts,
+ * The built-in runtime's network without pasta (src/domains/agents/drivers/local/containment/agent-loopback.service.ts,
  * docs/security.md "Network"): the Unix-socket forwarders of the platform's ports, the gateway
  * socket the platform binds and hands over, and, where the sandbox runs here, a real agent that
  * chats through them, has no pasta, reaches nothing else, and keeps working when the platform
@@ -13,15 +13,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitForHealthy } from '../../src/domains/agents/container-health.ts';
-import { bindGatewaySocket, createLoopbackBridges, loopbackOnly } from '../../src/domains/agents/drivers/agent-loopback.ts';
-import { detectNetwork } from '../../src/domains/agents/drivers/agent-network.ts';
-import type { AgentDeploySpec, HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
-import { createHostingDriver } from '../../src/domains/agents/drivers/index.ts';
-import { isAlive, processTree, readComm } from '../../src/domains/agents/drivers/proc.ts';
-import { detectSandbox, FIRST_AGENT_UID } from '../../src/domains/agents/drivers/sandbox.ts';
-import { createAgentGateway } from '../../src/domains/agents/gateway/client.ts';
-import type { AgentTarget, AgentTargets } from '../../src/domains/agents/gateway/targets.ts';
+import { createAgentGateway } from '../../src/domains/agents/agent-client/agent.client.ts';
+import { waitForHealthy } from '../../src/domains/agents/agent-client/health-probe.client.ts';
+import type { AgentTarget, AgentTargets } from '../../src/domains/agents/agent-client/targets.service.ts';
+import type { AgentDeploySpec, HostingDriver } from '../../src/domains/agents/drivers/driver.contract.ts';
+import { createHostingDriver } from '../../src/domains/agents/drivers/driver-registry.service.ts';
+import {
+  bindGatewaySocket,
+  createLoopbackBridges,
+  loopbackOnly,
+} from '../../src/domains/agents/drivers/local/containment/agent-loopback.service.ts';
+import { detectNetwork } from '../../src/domains/agents/drivers/local/containment/agent-network.service.ts';
+import { isAlive, processTree, readComm } from '../../src/domains/agents/drivers/local/containment/proc.service.ts';
+import { detectSandbox, FIRST_AGENT_UID } from '../../src/domains/agents/drivers/local/containment/sandbox.service.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { localDriverConfig } from './local-config.ts';
 

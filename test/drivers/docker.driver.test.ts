@@ -4,16 +4,16 @@
  * demultiplexing, stats, pulling a missing image, and the engine being down.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { containerHealth } from '../../src/domains/agents/container-health.ts';
-import { dockerConnection } from '../../src/domains/agents/drivers/docker.driver.ts';
-import { demultiplex, logLines } from '../../src/domains/agents/drivers/docker-observe.ts';
+import { containerHealth } from '../../src/domains/agents/agent-client/health-probe.client.ts';
+import { dockerConnection } from '../../src/domains/agents/drivers/docker/docker.driver.ts';
+import { demultiplex, logLines } from '../../src/domains/agents/drivers/docker/docker-observe.service.ts';
 import {
   type AgentDeploySpec,
   AgentNotDeployedError,
   type HostingDriver,
   HostingUnavailableError,
-} from '../../src/domains/agents/drivers/driver.ts';
-import { createHostingDriver, type DriverConfig } from '../../src/domains/agents/drivers/index.ts';
+} from '../../src/domains/agents/drivers/driver.contract.ts';
+import { createHostingDriver, type DriverConfig } from '../../src/domains/agents/drivers/driver-registry.service.ts';
 import { type FakeDockerEngine, frame, startFakeDockerEngine } from '../fakes/docker-engine.ts';
 
 const IMAGE = 'ghcr.io/openclaw/openclaw:latest';

@@ -8,10 +8,10 @@
  */
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
-import { containerHealth, waitForHealthy } from '../../src/domains/agents/container-health.ts';
-import { createDockerDriver, dockerConnection } from '../../src/domains/agents/drivers/docker.driver.ts';
-import { demultiplex } from '../../src/domains/agents/drivers/docker-observe.ts';
-import type { AgentDeploySpec } from '../../src/domains/agents/drivers/driver.ts';
+import { containerHealth, waitForHealthy } from '../../src/domains/agents/agent-client/health-probe.client.ts';
+import { createDockerDriver, dockerConnection } from '../../src/domains/agents/drivers/docker/docker.driver.ts';
+import { demultiplex } from '../../src/domains/agents/drivers/docker/docker-observe.service.ts';
+import type { AgentDeploySpec } from '../../src/domains/agents/drivers/driver.contract.ts';
 
 const host = process.env.DOCKER_TEST_HOST;
 const image = process.env.DOCKER_TEST_IMAGE;

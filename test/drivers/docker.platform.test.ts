@@ -5,8 +5,8 @@
  * engine, and an engine that is down answers callers the §4.7 `Hosting unavailable` body.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDockerDriver } from '../../src/domains/agents/drivers/docker.driver.ts';
-import type { HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
+import { createDockerDriver } from '../../src/domains/agents/drivers/docker/docker.driver.ts';
+import type { HostingDriver } from '../../src/domains/agents/drivers/driver.contract.ts';
 import { type AgentsTestPlatform, deployThroughOneFailure, startAgentsPlatform } from '../agents/helpers.ts';
 import { type FakeDockerEngine, startFakeDockerEngine } from '../fakes/docker-engine.ts';
 import { signUp } from '../helpers/platform.ts';

@@ -12,18 +12,18 @@ import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
 import { Secret } from 'kubernetes-models/v1/Secret';
 import { Service } from 'kubernetes-models/v1/Service';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitForHealthy } from '../../src/domains/agents/container-health.ts';
+import { waitForHealthy } from '../../src/domains/agents/agent-client/health-probe.client.ts';
 import {
   type AgentDeploySpec,
   AgentNotDeployedError,
   type HostingDriver,
   HostingUnavailableError,
-} from '../../src/domains/agents/drivers/driver.ts';
-import { createHostingDriver, type DriverConfig } from '../../src/domains/agents/drivers/index.ts';
-import { createKubernetesDriver, type KubernetesDriverOptions } from '../../src/domains/agents/drivers/kubernetes.driver.ts';
-import { loadKubeConfig } from '../../src/domains/agents/drivers/kubernetes-client.ts';
-import { objectName } from '../../src/domains/agents/drivers/kubernetes-objects.ts';
-import { deploymentStatus, parsePodLog, parseQuantity } from '../../src/domains/agents/drivers/kubernetes-observe.ts';
+} from '../../src/domains/agents/drivers/driver.contract.ts';
+import { createHostingDriver, type DriverConfig } from '../../src/domains/agents/drivers/driver-registry.service.ts';
+import { loadKubeConfig } from '../../src/domains/agents/drivers/kubernetes/kubernetes.client.ts';
+import { createKubernetesDriver, type KubernetesDriverOptions } from '../../src/domains/agents/drivers/kubernetes/kubernetes.driver.ts';
+import { objectName } from '../../src/domains/agents/drivers/kubernetes/kubernetes-objects.rules.ts';
+import { deploymentStatus, parsePodLog, parseQuantity } from '../../src/domains/agents/drivers/kubernetes/kubernetes-observe.service.ts';
 import { type FakeKubernetesApi, startFakeKubernetesApi } from '../fakes/kubernetes-api.ts';
 
 const NS = 'agents';

@@ -2,7 +2,7 @@
  * The driver settings of a local-driver test: the built-in runtime on `dataDir`, no hosting service,
  * in the sandbox where this machine has one (test/helpers/agent-sandbox.ts).
  */
-import type { DriverConfig } from '../../src/domains/agents/drivers/index.ts';
+import type { DriverConfig } from '../../src/domains/agents/drivers/driver-registry.service.ts';
 import { testAgentSandbox } from '../helpers/agent-sandbox.ts';
 
 export const localDriverConfig = (dataDir: string, extra: Partial<DriverConfig> = {}): DriverConfig => ({

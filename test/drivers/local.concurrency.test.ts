@@ -8,9 +8,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentDeploySpec, HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
-import { createHostingDriver, type DriverConfig } from '../../src/domains/agents/drivers/index.ts';
-import { FIRST_AGENT_UID } from '../../src/domains/agents/drivers/sandbox.ts';
+import type { AgentDeploySpec, HostingDriver } from '../../src/domains/agents/drivers/driver.contract.ts';
+import { createHostingDriver, type DriverConfig } from '../../src/domains/agents/drivers/driver-registry.service.ts';
+import { FIRST_AGENT_UID } from '../../src/domains/agents/drivers/local/containment/sandbox.service.ts';
 import { localDriverConfig } from './local-config.ts';
 
 let dataDir: string;

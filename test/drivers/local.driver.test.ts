@@ -9,11 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { containerHealth, waitForHealthy } from '../../src/domains/agents/container-health.ts';
-import { type AgentDeploySpec, AgentNotDeployedError, type HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
-import { createHostingDriver } from '../../src/domains/agents/drivers/index.ts';
-import { isAlive, readEnviron } from '../../src/domains/agents/drivers/proc.ts';
-import { FIRST_AGENT_UID } from '../../src/domains/agents/drivers/sandbox.ts';
+import { containerHealth, waitForHealthy } from '../../src/domains/agents/agent-client/health-probe.client.ts';
+import { type AgentDeploySpec, AgentNotDeployedError, type HostingDriver } from '../../src/domains/agents/drivers/driver.contract.ts';
+import { createHostingDriver } from '../../src/domains/agents/drivers/driver-registry.service.ts';
+import { isAlive, readEnviron } from '../../src/domains/agents/drivers/local/containment/proc.service.ts';
+import { FIRST_AGENT_UID } from '../../src/domains/agents/drivers/local/containment/sandbox.service.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { localDriverConfig } from './local-config.ts';
 

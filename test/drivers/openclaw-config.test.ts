@@ -5,7 +5,7 @@
  * with it are proved by `npm run test:openclaw` (test/openclaw/openclaw.e2e.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { buildOpenClawConfig } from '../../src/domains/agents/drivers/openclaw-config.ts';
+import { buildOpenClawConfig } from '../../src/domains/agents/drivers/openclaw-config.rules.ts';
 
 const base = {
   workspace: '/data/agents/a1/workspace',

@@ -1,12 +1,12 @@
 /**
- * readEnviron (src/domains/agents/drivers/proc.ts) reads an environment a process wrote itself:
+ * readEnviron (src/domains/agents/drivers/local/containment/proc.service.ts) reads an environment a process wrote itself:
  * every name, `__proto__` included, is an own key of an object without a prototype, and a name the
  * process did not set is absent rather than inherited.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentProcesses, readEnviron } from '../../src/domains/agents/drivers/proc.ts';
+import { agentProcesses, readEnviron } from '../../src/domains/agents/drivers/local/containment/proc.service.ts';
 
 let child: ReturnType<typeof spawn>;
 beforeAll(async () => {

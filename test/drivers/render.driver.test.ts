@@ -3,14 +3,14 @@
  * environment and plan it creates services with, idempotent deploys, and the API being down.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { containerHealth, waitForHealthy } from '../../src/domains/agents/container-health.ts';
+import { containerHealth, waitForHealthy } from '../../src/domains/agents/agent-client/health-probe.client.ts';
 import {
   type AgentDeploySpec,
   AgentNotDeployedError,
   type HostingDriver,
   HostingUnavailableError,
-} from '../../src/domains/agents/drivers/driver.ts';
-import { createHostingDriver, type DriverConfig, planResources } from '../../src/domains/agents/drivers/index.ts';
+} from '../../src/domains/agents/drivers/driver.contract.ts';
+import { createHostingDriver, type DriverConfig, planResources } from '../../src/domains/agents/drivers/driver-registry.service.ts';
 import { type FakeRenderApi, startFakeRenderApi } from '../fakes/render-api.ts';
 
 const TOKEN = 'r'.repeat(48);

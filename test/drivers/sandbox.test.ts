@@ -10,14 +10,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitForHealthy } from '../../src/domains/agents/container-health.ts';
-import { detectCgroups } from '../../src/domains/agents/drivers/agent-cgroup.ts';
-import { planResources } from '../../src/domains/agents/drivers/agent-env.ts';
-import { detectNetwork } from '../../src/domains/agents/drivers/agent-network.ts';
-import type { AgentDeploySpec, HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
-import { createHostingDriver } from '../../src/domains/agents/drivers/index.ts';
-import { processesOfUid } from '../../src/domains/agents/drivers/proc.ts';
-import { detectSandbox, FIRST_AGENT_UID } from '../../src/domains/agents/drivers/sandbox.ts';
+import { waitForHealthy } from '../../src/domains/agents/agent-client/health-probe.client.ts';
+import { planResources } from '../../src/domains/agents/drivers/agent-env.rules.ts';
+import type { AgentDeploySpec, HostingDriver } from '../../src/domains/agents/drivers/driver.contract.ts';
+import { createHostingDriver } from '../../src/domains/agents/drivers/driver-registry.service.ts';
+import { detectCgroups } from '../../src/domains/agents/drivers/local/containment/agent-cgroup.service.ts';
+import { detectNetwork } from '../../src/domains/agents/drivers/local/containment/agent-network.service.ts';
+import { processesOfUid } from '../../src/domains/agents/drivers/local/containment/proc.service.ts';
+import { detectSandbox, FIRST_AGENT_UID } from '../../src/domains/agents/drivers/local/containment/sandbox.service.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { localDriverConfig } from './local-config.ts';
 
@@ -123,7 +123,7 @@ describe.skipIf(!report.active)('sandboxed local agents (bubblewrap)', () => {
   });
 
   it.skipIf(!net.bridge)(
-    'cannot plant a file or a link, or move a socket, in the folder of its platform sockets (agent-loopback.ts)',
+    'cannot plant a file or a link, or move a socket, in the folder of its platform sockets (agent-loopback.service.ts)',
     () => {
       const { platformSockets } = probe() as { platformSockets?: string[] };
       // file, link, and the socket of its model provider's port moved away

@@ -10,7 +10,7 @@ import { constants, createHash, createPublicKey, generateKeyPairSync, type KeyOb
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { sortedJson } from '../../src/domains/wallet/cdp-client.ts';
+import { sortedJson } from '../../src/domains/wallet/cdp.client.ts';
 
 export type FakeCdp = {
   url: string;

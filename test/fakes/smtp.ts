@@ -1,7 +1,7 @@
 /**
  * A local SMTP server (the `smtp-server` package, the real protocol) that keeps every message it
  * receives for the tests to read: SMTP_URL = `smtp://<user>:<pass>@127.0.0.1:<port>` points the
- * platform's mailer (src/domains/accounts/mailer.ts) at it. It requires the given credentials
+ * platform's mailer (src/domains/accounts/mailer.client.ts) at it. It requires the given credentials
  * (AUTH over the plain connection: STARTTLS is off, the test has no certificate to trust).
  */
 import type { AddressInfo } from 'node:net';

@@ -1,6 +1,6 @@
 /**
  * A local card processor speaking Stripe's REST shapes, enough for the `stripe` SDK the platform
- * uses (src/domains/payments/card/stripe-processor.ts): form-encoded `POST /v1/checkout/sessions`
+ * uses (src/domains/payments/card/stripe-processor.client.ts): form-encoded `POST /v1/checkout/sessions`
  * (bracketed keys such as `metadata[type]`, `line_items[0][price_data][unit_amount]`), bearer
  * secret key auth, Stripe's error body. `signedEvent` builds a webhook delivery signed the way
  * Stripe signs them (the SDK's own test header helper).

@@ -1,6 +1,6 @@
 /**
  * A local trading service speaking the upstream protocol our client uses (see
- * src/domains/trading/trading-client.ts): GET /balances?chains=, POST /prompt, GET /prompt/:jobId,
+ * src/domains/trading/trading.client.ts): GET /balances?chains=, POST /prompt, GET /prompt/:jobId,
  * `Authorization: Bearer <key>`. `mode` switches to the failure behaviours the tests need.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';

@@ -10,8 +10,8 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, sy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentWorkspace } from '../../src/domains/agents/drivers/driver.ts';
-import { detectSandbox, FIRST_AGENT_UID, runInSandbox } from '../../src/domains/agents/drivers/sandbox.ts';
+import type { AgentWorkspace } from '../../src/domains/agents/drivers/driver.contract.ts';
+import { detectSandbox, FIRST_AGENT_UID, runInSandbox } from '../../src/domains/agents/drivers/local/containment/sandbox.service.ts';
 import { createFakeDriver, type FakeDriver } from '../agents/fake-driver.ts';
 import { type AgentsTestPlatform, bearer, startAgentsPlatform } from '../agents/helpers.ts';
 import { signUp } from '../helpers/platform.ts';

@@ -7,6 +7,6 @@
  * Asked when a test starts its driver, not when this module loads, so a test that changes PATH first
  * (test/fixtures/broken-bwrap.ts) is probed with it.
  */
-import { detectSandbox } from '../../src/domains/agents/drivers/sandbox.ts';
+import { detectSandbox } from '../../src/domains/agents/drivers/local/containment/sandbox.service.ts';
 
 export const testAgentSandbox = (): 'auto' | 'off' => (detectSandbox('auto').active ? 'auto' : 'off');

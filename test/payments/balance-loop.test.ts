@@ -7,8 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PLUGIN_PRICES } from '../../src/domains/payments/gateway/prices.ts';
-import { microsToUsd } from '../../src/domains/payments/ledger/money.ts';
+import { microsToUsd } from '../../src/lib/money.ts';
+import { PLUGIN_PRICES } from '../../src/lib/prices.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 

@@ -7,7 +7,7 @@
 import { encodeFunctionData, type Hex, parseAbi, toHex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMppMethod, mppProofMessage } from '../../src/domains/payments/mpp/mpp.ts';
+import { createMppMethod, mppProofMessage } from '../../src/domains/payments/mpp/mpp.service.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { ANVIL_ACCOUNT, type Anvil, anvilAvailable, startAnvil } from '../helpers/anvil.ts';
 import { balanceSlot, ERC20_RUNTIME } from '../helpers/erc20.ts';

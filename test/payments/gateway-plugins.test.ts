@@ -13,7 +13,7 @@ import { request } from 'undici';
 import type { Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openSessionTypes, sessionKeyHash } from '../../src/domains/payments/sessions/receipts.ts';
+import { openSessionTypes, sessionKeyHash } from '../../src/domains/payments/sessions/receipts.rules.ts';
 import { encryptSecret } from '../../src/lib/crypto.ts';
 import { type FakeAudio, startFakeAudio } from '../fakes/openai-audio.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';

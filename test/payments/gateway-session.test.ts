@@ -15,7 +15,7 @@ import {
   receiptTypes,
   sessionKeyHash,
   sessionRef,
-} from '../../src/domains/payments/sessions/receipts.ts';
+} from '../../src/domains/payments/sessions/receipts.rules.ts';
 import { createPaymentSessionsService } from '../../src/domains/payments/sessions/sessions.service.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { signUp, startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';

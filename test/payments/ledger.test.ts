@@ -6,7 +6,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLedgerService, type LedgerService } from '../../src/domains/payments/ledger/ledger.service.ts';
-import { microsToUsd, usdToMicros } from '../../src/domains/payments/ledger/money.ts';
+import { microsToUsd, usdToMicros } from '../../src/lib/money.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 let database: TestDatabase;

@@ -14,7 +14,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
 import { createLedgerService } from '../../src/domains/payments/ledger/ledger.service.ts';
-import { openSessionTypes, type paymentDomain, sessionKeyHash } from '../../src/domains/payments/sessions/receipts.ts';
+import { openSessionTypes, type paymentDomain, sessionKeyHash } from '../../src/domains/payments/sessions/receipts.rules.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientKey, GATEWAY_CHECKOUTS_PER_CALLER } from '../../src/domains/payments/card/top-up.service.ts';
-import { openSessionTypes, sessionKeyHash } from '../../src/domains/payments/sessions/receipts.ts';
+import { openSessionTypes, sessionKeyHash } from '../../src/domains/payments/sessions/receipts.rules.ts';
 import { type FakeStripe, startFakeStripe } from '../fakes/stripe-api.ts';
 import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';
 

@@ -13,8 +13,8 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { buildServer } from '../../scripts/build-server.ts';
-import type { HostingDriver } from '../../src/domains/agents/drivers/driver.ts';
-import type { createLocalDriver as CreateLocalDriver } from '../../src/domains/agents/drivers/local.driver.ts';
+import type { HostingDriver } from '../../src/domains/agents/drivers/driver.contract.ts';
+import type { createLocalDriver as CreateLocalDriver } from '../../src/domains/agents/drivers/local/local.driver.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');

@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { HostingUnavailableError } from '../../src/domains/agents/drivers/driver.ts';
-import { createLocalDriver } from '../../src/domains/agents/drivers/local.driver.ts';
+import { HostingUnavailableError } from '../../src/domains/agents/drivers/driver.contract.ts';
+import { createLocalDriver } from '../../src/domains/agents/drivers/local/local.driver.ts';
 import { testAgentSandbox } from '../helpers/agent-sandbox.ts';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'openclaw-driver-'));

@@ -6,7 +6,7 @@
  */
 import { type Hex, recoverMessageAddress } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newPlatformKey } from '../../src/domains/agents/credentials.ts';
+import { newPlatformKey } from '../../src/domains/agents/credentials.rules.ts';
 import { createBusService } from '../../src/domains/underground/bus.service.ts';
 import { decryptSecret } from '../../src/lib/crypto.ts';
 import { type FakeWebhook, startFakeWebhook } from '../fakes/webhook.ts';

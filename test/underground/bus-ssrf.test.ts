@@ -3,7 +3,7 @@
 import { fetch as undiciFetch } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { createBusService } from '../../src/domains/underground/bus.service.ts';
-import { checkWebhookUrl, createGuardedDispatcher, isPublicAddress } from '../../src/domains/underground/bus-address-guard.ts';
+import { checkWebhookUrl, createGuardedDispatcher, isPublicAddress } from '../../src/domains/underground/bus-address-guard.service.ts';
 import { encryptSecret } from '../../src/lib/crypto.ts';
 import { startTestPlatform, TEST_SECRETS } from '../helpers/platform.ts';
 

@@ -1,7 +1,7 @@
 /** §4.15 Underground bus: the BOOKING_ negotiation and AMPLIFY_ fan-out steps (designed; see the route's description). */
 
 import { describe, expect, it } from 'vitest';
-import { AMPLIFY_MAX_RECIPIENTS } from '../../src/domains/underground/bus-steps.ts';
+import { AMPLIFY_MAX_RECIPIENTS } from '../../src/domains/underground/bus-steps.service.ts';
 
 import { agents, drain, hookB, hookC, keyB, message, send, setupBusFixture, sign, t } from './bus-fixtures.ts';
 

@@ -5,7 +5,7 @@
  */
 
 import { describe, expect, it } from 'vitest';
-import { BUS_MESSAGE_MAX_AGE_MS } from '../../src/domains/underground/bus-message.ts';
+import { BUS_MESSAGE_MAX_AGE_MS } from '../../src/domains/underground/bus-message.rules.ts';
 import { createUndergroundBusWorker } from '../../src/workers/underground-bus.ts';
 
 import { agents, deliveries, drain, hookB, message, newBus, send, setupBusFixture, sign, stranger, t } from './bus-fixtures.ts';

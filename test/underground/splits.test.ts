@@ -6,7 +6,7 @@
  * and a short balance 402, with nothing written.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { splitAmounts } from '../../src/domains/underground/split-math.ts';
+import { splitAmounts } from '../../src/domains/underground/split-math.rules.ts';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 import { as, balanceOf, counts, fund, type Owner, ownerWithAgent } from './fixtures.ts';
 

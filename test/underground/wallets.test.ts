@@ -7,7 +7,7 @@
 import { toHex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BASE_USDC_ADDRESS } from '../../src/domains/underground/wallets.ts';
+import { BASE_USDC_ADDRESS } from '../../src/domains/underground/underground-wallets.service.ts';
 import { decryptSecret } from '../../src/lib/crypto.ts';
 import { type Anvil, anvilAvailable, startAnvil } from '../helpers/anvil.ts';
 import { balanceSlot, ERC20_RUNTIME } from '../helpers/erc20.ts';

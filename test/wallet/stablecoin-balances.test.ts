@@ -7,7 +7,7 @@ import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { toHex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STABLECOINS } from '../../src/domains/wallet/stablecoin-balances.ts';
+import { STABLECOINS } from '../../src/domains/wallet/stablecoin-balances.client.ts';
 import { type Anvil, anvilAvailable, startAnvil } from '../helpers/anvil.ts';
 import { balanceSlot, ERC20_RUNTIME } from '../helpers/erc20.ts';
 import { startTestPlatform, type TestPlatform, withTestPlatform } from '../helpers/platform.ts';

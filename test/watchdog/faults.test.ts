@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isAlive } from '../../src/domains/agents/drivers/proc.ts';
+import { isAlive } from '../../src/domains/agents/drivers/local/containment/proc.service.ts';
 import { eventually } from '../agents/helpers.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { type FakeTelegram, startFakeTelegram } from '../fakes/telegram.ts';

@@ -5,8 +5,8 @@
  * payment session id is a bearer secret: shown once after opening, kept only in this page's memory.
  */
 import { type FormEvent, useState } from 'react';
-import { PLUGIN_PRICES } from '../../../src/domains/payments/gateway/prices.ts';
-import { MICROS_PER_USD, microsToUsd } from '../../../src/domains/payments/ledger/money.ts';
+import { MICROS_PER_USD, microsToUsd } from '../../../src/lib/money.ts';
+import { PLUGIN_PRICES } from '../../../src/lib/prices.ts';
 import { api, call } from '../api/client.ts';
 import { useFeatures } from '../features.ts';
 import { useLocation } from '../router.ts';

@@ -1,4 +1,4 @@
--- AI usage rows carry a request count (docs/agents.md "Usage and budgets", src/domains/ai/usage.ts).
+-- AI usage rows carry a request count (docs/agents.md "Usage and budgets", src/domains/ai/usage-store.service.ts).
 -- The usage store sums the calls of one flush window (LIMITS.aiUsageFlushMs, 100 ms) that share
 -- caller, agent, model, provider and UTC day into one row; a row stays one call whenever a window
 -- holds one call of its kind, which is every call below a few requests per second. Every report reads

@@ -4,7 +4,7 @@
 -- plus its output limit, at the dearest price among the models it may fall back to) against each
 -- cap that applies to it (today an agent's monthly budget, `agent:<id>`). A cap admits a call while
 -- what was spent plus what is held is below it, so however many calls run at once the cap is
--- overshot by at most one call's hold. When the call's usage is written (src/domains/ai/usage.ts),
+-- overshot by at most one call's hold. When the call's usage is written (src/domains/ai/usage-store.service.ts),
 -- the same statement adds its real cost to the rollup and takes its hold away, so spent + held never
 -- drops below the truth for a moment.
 --

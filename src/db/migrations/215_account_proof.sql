@@ -4,7 +4,7 @@
 -- a stranger's who registered the address first, so:
 -- - the first proof clears that password (src/domains/accounts/external-signin.service.ts);
 -- - ADMIN_EMAILS never counts for an account whose password predates its verification
---   (src/domains/admin/admin-rule.ts), whichever way the address came to be verified.
+--   (src/domains/accounts/admin.rules.ts), whichever way the address came to be verified.
 --
 -- The two times are kept by a trigger, not by the code paths that set a password or verify an
 -- address (sign-up, reset, sign-in, `npm run admin`, whatever comes later): none can forget them.

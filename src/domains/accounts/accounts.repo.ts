@@ -8,7 +8,7 @@ import { type Kysely, sql } from 'kysely';
 import type { Pool } from 'pg';
 import type { Tx } from '../../db/client.ts';
 import type { DB } from '../../db/schema.ts';
-import type { ExternalProvider } from './oauth-state.ts';
+import type { ExternalProvider } from './oauth-state.rules.ts';
 
 type Conn = Kysely<DB> | Tx;
 
@@ -207,7 +207,7 @@ export const accountsRepo = {
   },
 
   /**
-   * Records a SIWE nonce as spent (siwe-nonce.ts: issuing is stateless, so this table holds only
+   * Records a SIWE nonce as spent (siwe-nonce.rules.ts: issuing is stateless, so this table holds only
    * spent nonces until they expire). false when it was spent before: single use decided by the
    * primary key, so two parallel sign-ins with one nonce cannot both pass.
    */

@@ -16,15 +16,15 @@ import { createBatchLoader } from '../../lib/batch-loader.ts';
 import { randomToken, sha256, sha256Base64url } from '../../lib/crypto.ts';
 import { badRequest, conflict, forbidden, notFound, serviceUnavailable, tooManyRequests, unauthorized } from '../../lib/errors.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
-import { isAdminUser } from '../admin/admin-rule.ts';
 import { accountsRepo } from './accounts.repo.ts';
-import type { BotVerifier } from './bot-verifier.ts';
-import { createLoginThrottle, type LoginThrottleConfig } from './login-throttle.ts';
-import type { ExternalProvider } from './oauth-state.ts';
-import { COMMON_PASSWORD_MESSAGE, isCommonPassword } from './password-policy.ts';
-import type { SessionCache } from './session-cache.ts';
-import { createNonceMinter } from './siwe-nonce.ts';
-import { checkSiweMessage, SignatureServiceUnavailableError, type SignatureVerifier } from './siwe-verifier.ts';
+import { isAdminUser } from './admin.rules.ts';
+import type { BotVerifier } from './bot-verifier.client.ts';
+import { createLoginThrottle, type LoginThrottleConfig } from './login-throttle.service.ts';
+import type { ExternalProvider } from './oauth-state.rules.ts';
+import { COMMON_PASSWORD_MESSAGE, isCommonPassword } from './password-policy.rules.ts';
+import type { SessionCache } from './session-cache.service.ts';
+import { createNonceMinter } from './siwe-nonce.rules.ts';
+import { checkSiweMessage, SignatureServiceUnavailableError, type SignatureVerifier } from './siwe-verifier.client.ts';
 
 // argon2id (OWASP); @node-rs/argon2's Algorithm enum is a const enum, so name it by value
 const ARGON2ID = 2;
@@ -88,7 +88,7 @@ export type AccountsDeps = {
   signatureVerifier: SignatureVerifier;
   /** 32-byte key the SIWE nonce HMAC key is derived from (SECRETS_ENCRYPTION_KEY); default: random per process */
   nonceSecret?: Buffer;
-  /** cookie-token → user cache in front of the session lookup (session-cache.ts); none: always query */
+  /** cookie-token → user cache in front of the session lookup (session-cache.service.ts); none: always query */
   sessionCache?: SessionCache;
   now?: () => Date;
 };
@@ -179,7 +179,7 @@ export function createAccountsService(deps: AccountsDeps) {
 
     /** §4.1 POST /api/auth/login: 401 for an unknown email and a wrong password alike. */
     async login(email: string, password: string, meta: RequestMeta): Promise<NewSession> {
-      // failed-attempt limits (login-throttle.ts): 429 with Retry-After before any password check
+      // failed-attempt limits (login-throttle.service.ts): 429 with Retry-After before any password check
       const attempt = await loginThrottle.attempt(email, meta.ip);
       if (attempt.refusedForMs !== undefined) throw tooManyLogins(attempt.refusedForMs);
       let user: Awaited<ReturnType<typeof accountsRepo.findUserForLogin>>;
@@ -260,7 +260,7 @@ export function createAccountsService(deps: AccountsDeps) {
 
     /**
      * §4.1 GET|POST /api/auth/nonce: signed and expiring (10 minutes), nothing stored
-     * (siwe-nonce.ts), so a flood of nonce requests writes no rows. 128 random bits from the
+     * (siwe-nonce.rules.ts), so a flood of nonce requests writes no rows. 128 random bits from the
      * CSPRNG (not viem's generateSiweNonce, whose consecutive nonces overlap).
      */
     async issueNonce(meta: RequestMeta): Promise<string> {

@@ -25,10 +25,10 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import { encryptSecret, randomToken, safeEqual } from '../../lib/crypto.ts';
 import { accountsRepo } from './accounts.repo.ts';
 import { type AccountsService, type NewSession, newReferralCode, type RequestMeta } from './accounts.service.ts';
-import { type CodehostClient, CodehostTokenError, createCodehostClient } from './codehost-client.ts';
-import { createIdpClient, type IdpClient, IdpTokenError } from './idp-client.ts';
+import { type CodehostClient, CodehostTokenError, createCodehostClient } from './codehost.client.ts';
+import { createIdpClient, type IdpClient, IdpTokenError } from './idp.client.ts';
 import { linkedAccountsRepo } from './linked-accounts.repo.ts';
-import { createOAuthStateSealer, type ExternalProvider } from './oauth-state.ts';
+import { createOAuthStateSealer, type ExternalProvider } from './oauth-state.rules.ts';
 
 export const SIGNIN_ERRORS = ['AccessDenied', 'IdpAuthFailed', 'IdpNotConfigured', 'IdpTokenFailed', 'IdpNoEmail', 'IdpAuthError'] as const;
 export type SignInError = (typeof SIGNIN_ERRORS)[number];

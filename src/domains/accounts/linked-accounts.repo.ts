@@ -7,7 +7,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { Tx } from '../../db/client.ts';
 import type { DB } from '../../db/schema.ts';
-import type { ExternalProvider } from './oauth-state.ts';
+import type { ExternalProvider } from './oauth-state.rules.ts';
 
 type Conn = Kysely<DB> | Tx;
 

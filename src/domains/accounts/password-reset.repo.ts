@@ -1,5 +1,5 @@
 /**
- * SQL of password reset (password-reset.ts, migration 160). Everything runs on the owner
+ * SQL of password reset (password-reset.service.ts, migration 160). Everything runs on the owner
  * connection: the request and the confirm come before anyone is signed in, and the table has no
  * row-level policy for the request role at all.
  */

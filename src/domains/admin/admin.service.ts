@@ -9,9 +9,9 @@ import { randomBytes } from 'node:crypto';
 import type { Db } from '../../db/client.ts';
 import { sha256 } from '../../lib/crypto.ts';
 import { AppError, badRequest, forbidden, notFound } from '../../lib/errors.ts';
+import { MICROS_PER_USD, microsToUsd } from '../../lib/money.ts';
 import { hasUnstorableText } from '../../lib/unstorable-text.ts';
 import type { LedgerService } from '../payments/ledger/ledger.service.ts';
-import { MICROS_PER_USD, microsToUsd } from '../payments/ledger/money.ts';
 import type { SessionWalletService } from '../session-wallet/session-wallet.service.ts';
 import { adminRepo, type Plan } from './admin.repo.ts';
 

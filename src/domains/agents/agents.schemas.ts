@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { LIMITS } from '../../config/limits.ts';
 import { configValue } from '../../lib/agent-config.ts';
-import { serializableProblem } from '../config/config.serializable.ts';
+import { serializableProblem } from '../../lib/storable-json.ts';
 
 /** §8: 1 to 64 characters after trim. */
 export const agentName = z
@@ -37,7 +37,7 @@ function promptProblem(config: Record<string, unknown>): string | undefined {
  * checked: 400, never a 500.
  */
 export const configObject = z.record(z.string(), z.unknown(), { error: 'config must be an object' }).superRefine((config, ctx) => {
-  const r = serializableProblem(config);
+  const r = serializableProblem(config, LIMITS.configMaxDepth);
   if ('problem' in r) ctx.addIssue({ code: 'custom', message: r.problem });
   else {
     const problem = promptProblem(config);

@@ -2,8 +2,8 @@
  * The web side of agents (§4.7 web rows, §3 Agent web provisioning). Records are read and
  * written here under the session user's row-level security; what needs the hosting driver
  * (deploy, logs, stats, lifecycle, delete) goes to the backend over HTTP with INTERNAL_API_KEY.
- * The rules it applies (plans, limits, the web shape) are web-provisioning.ts; records, deployment jobs and
- * callbacks are agent-records.ts, deployment-jobs.ts and agent-callbacks.ts.
+ * The rules it applies (plans, limits, the web shape) are web-provisioning.service.ts; records, deployment jobs and
+ * callbacks are agent-records.service.ts, deployments.service.ts and agent-callbacks.service.ts.
  */
 import type { Config } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
@@ -11,11 +11,11 @@ import type { Secrets } from '../../config/secrets.ts';
 import type { Db } from '../../db/client.ts';
 import { codeForBody } from '../../lib/error-codes.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
-import { findOwnAgent, insertAgentRecord, type LifecycleAction } from './agent-records.ts';
+import { findOwnAgent, insertAgentRecord, type LifecycleAction } from './agent-records.service.ts';
 import { type AgentRow, agentsRepo } from './agents.repo.ts';
-import { type BackendClient, type BackendResponse, BackendUnreachableError } from './backend-client.ts';
-import { maskChannelSecrets } from './channel-secrets.ts';
-import { agentLimitReached, agentPlan, DEFAULT_MODEL, providerFor, webAgent, webLimit } from './web-provisioning.ts';
+import { type BackendClient, type BackendResponse, BackendUnreachableError } from './backend.client.ts';
+import { maskChannelSecrets } from './channel-secrets.rules.ts';
+import { agentLimitReached, agentPlan, DEFAULT_MODEL, providerFor, webAgent, webLimit } from './web-provisioning.service.ts';
 
 /** Lifecycle calls of one instance action in flight at once (each is one backend request). */
 export const INSTANCE_ACTION_CONCURRENCY = 10;

@@ -2,7 +2,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { Pool } from 'pg';
 import type { DB } from '../../db/schema.ts';
-import type { StoredPlan } from './plan-rules.ts';
+import type { StoredPlan } from './plan.rules.ts';
 
 /** One call's usage, as the AI layer records it. */
 export type UsageRow = {
@@ -20,7 +20,7 @@ export type UsageRow = {
 
 /**
  * What one ai_usage row holds: the calls of one flush window that share caller, agent, model,
- * provider and UTC day, summed (src/domains/ai/usage.ts; migration 200). `requests` is 1 for a lone call.
+ * provider and UTC day, summed (src/domains/ai/usage-store.service.ts; migration 200). `requests` is 1 for a lone call.
  */
 export type UsageEntry = {
   userId: string;
@@ -60,7 +60,7 @@ export function unitsToDecimal(units: number): string {
   return `${s.slice(0, -10)}.${s.slice(-10)}`;
 }
 
-/** What one model call (or several of one process) may still cost against one cap in one month, in 1e-10 USD units (src/domains/ai/spend-holds.ts). */
+/** What one model call (or several of one process) may still cost against one cap in one month, in 1e-10 USD units (src/domains/ai/spend-holds.service.ts). */
 export type SpendHold = { scope: string; period: string; units: number };
 
 /** One group of usage rows (a day or a model): token sums as numbers, cost as numeric text. */

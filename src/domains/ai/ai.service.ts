@@ -1,9 +1,9 @@
 /**
  * The AI layer (§4.9, §4.10): catalog, chat, streaming, cost estimation and usage. HTTP-free:
  * routes hand in the actor (header context) and a CallSignal (an AbortSignal or a cheaper Cancellation) for client disconnects. Composed of
- * files of one concern each: model routing and fallback (model-routing.ts), rate limits and quotas
- * (ai-limits.ts), the demo chat (demo-chat.ts), the agents' OpenAI-compatible gateway (agent-gateway.ts)
- * and their monthly budgets (agent-budgets.ts).
+ * files of one concern each: model routing and fallback (model-routing.service.ts), rate limits and quotas
+ * (ai-limits.service.ts), the demo chat (demo-chat.service.ts), the agents' OpenAI-compatible gateway (model-gateway.service.ts)
+ * and their monthly budgets (agent-budgets.service.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
@@ -13,15 +13,14 @@ import type { Db } from '../../db/client.ts';
 import type { CallSignal } from '../../lib/cancellation.ts';
 import { AppError, badRequest, notFound } from '../../lib/errors.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
-import { createAgentBudgets } from './agent-budgets.ts';
-import { createAgentGateway } from './agent-gateway.ts';
+import { createAgentBudgets } from './agent-budgets.service.ts';
 import type { SpendHold } from './ai.repo.ts';
-import { createAiLimits } from './ai-limits.ts';
-import { type CatalogModel, createCatalog, toPublicModel } from './catalog.ts';
-import { createDemoChat } from './demo-chat.ts';
-import { createModelRouting, type ProviderObserver, type Served } from './model-routing.ts';
-import { type AiActor, applyAlgorithmMode, type TaskType } from './plan-rules.ts';
-import { createProviders } from './providers/index.ts';
+import { createAiLimits } from './ai-limits.service.ts';
+import { type CatalogModel, createCatalog, toPublicModel } from './catalog.service.ts';
+import { createDemoChat } from './demo-chat.service.ts';
+import { createAgentGateway } from './model-gateway.service.ts';
+import { createModelRouting, type ProviderObserver, type Served } from './model-routing.service.ts';
+import { type AiActor, applyAlgorithmMode, type TaskType } from './plan.rules.ts';
 import {
   type ChatMessage,
   type ChatProvider,
@@ -30,9 +29,10 @@ import {
   type ProviderName,
   type StreamEvent,
   type Usage,
-} from './providers/provider.ts';
-import { createSpendHolds } from './spend-holds.ts';
-import { createUsageStore, type UsageStore } from './usage.ts';
+} from './providers/provider.contract.ts';
+import { createProviders } from './providers/provider-registry.service.ts';
+import { createSpendHolds } from './spend-holds.service.ts';
+import { createUsageStore, type UsageStore } from './usage-store.service.ts';
 
 export type ChatInput = {
   messages: ChatMessage[];

@@ -12,8 +12,8 @@ import { AppError, badRequest, notFound } from '../../lib/errors.ts';
 import { type ApiEvent, CalendarApiError, type CalendarClient, createCalendarClient, type EventWrite } from './calendar.client.ts';
 import { type ConnectionRow, calendarRepo } from './calendar.repo.ts';
 import type { CreateEventInput, EventView, UpdateEventInput } from './calendar.schemas.ts';
-import { createCalendarState, createCalendarStateCookie } from './calendar.state.ts';
-import { availability, isDate, isTimeZone, slotWindow, todayIn, zonedToUtc } from './calendar.time.ts';
+import { createCalendarState, createCalendarStateCookie } from './calendar-state.rules.ts';
+import { availability, isDate, isTimeZone, slotWindow, todayIn, zonedToUtc } from './calendar-time.rules.ts';
 
 /** §4.6 scopes: events read/write, and the calendars' metadata and free/busy (read-only). */
 export const CALENDAR_SCOPES = ['https://www.googleapis.com/auth/calendar.events', 'https://www.googleapis.com/auth/calendar.readonly'];

@@ -10,10 +10,10 @@
  * - Streamed completions through the gateway proxy are stored the same way (`recordTurn`).
  */
 import { AppError, isAppError } from '../../lib/errors.ts';
-import type { AgentMessages, Turn } from '../agents/agent-messages.ts';
-import type { AgentGateway, ChatMessage } from '../agents/gateway/client.ts';
-import type { AgentTarget } from '../agents/gateway/targets.ts';
-import { STORED_ANSWER_MAX_CHARS } from './proxied-turn.ts';
+import type { AgentGateway, ChatMessage } from '../agents/agent-client/agent.client.ts';
+import type { AgentTarget } from '../agents/agent-client/targets.service.ts';
+import type { AgentMessages, Turn } from '../agents/agent-messages.service.ts';
+import { STORED_ANSWER_MAX_CHARS } from './proxied-turn.service.ts';
 
 export type ChatInput = { agentId?: string | undefined; messages: ChatMessage[]; model?: string | undefined };
 export type ChatResult = { reply: string; agentId: string; agentName: string; responseMs: number };

@@ -5,7 +5,7 @@
  * modules add who may call (tags, headers, the error responses of their scope) and one service call each.
  */
 import { z } from 'zod';
-import { EXCLUDED_DIRS, FILE_LIMITS } from './workspace-files.ts';
+import { EXCLUDED_DIRS, FILE_LIMITS } from './workspace-files.service.ts';
 
 // optional here, checked by the files service: a missing or empty id answers the one text
 // `agentId required` on both apps rather than a generic validation message

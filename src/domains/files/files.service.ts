@@ -1,14 +1,14 @@
 /**
  * §4.17 file explorer, per agent: the acting user's agent (404 otherwise, row-level security
- * decides), its workspace from the hosting driver, then workspace-files.ts does the work. One
+ * decides), its workspace from the hosting driver, then workspace-files.service.ts does the work. One
  * service for both callers: the backend's key with `x-user-id`, and the web app's session for the
  * owner (docs/agents.md "File explorer").
  */
 import type { Db } from '../../db/client.ts';
 import { AppError, badRequest } from '../../lib/errors.ts';
-import { findOwnAgent } from '../agents/agent-records.ts';
-import type { HostingDriver } from '../agents/drivers/driver.ts';
-import { createWorkspaceFiles, type WorkspaceFiles } from './workspace-files.ts';
+import { findOwnAgent } from '../agents/agent-records.service.ts';
+import type { HostingDriver } from '../agents/drivers/driver.contract.ts';
+import { createWorkspaceFiles, type WorkspaceFiles } from './workspace-files.service.ts';
 
 export function createFilesService(deps: { db: Db; driver: HostingDriver | undefined }) {
   return {

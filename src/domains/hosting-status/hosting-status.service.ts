@@ -9,7 +9,7 @@ import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { safeEqual } from '../../lib/crypto.ts';
 import { hostingStatusRepo } from './hosting-status.repo.ts';
-import type { StatusStore } from './status-store.ts';
+import type { StatusStore } from './status-store.client.ts';
 
 /** The fixed latest-status key of §6. */
 export const HOSTING_STATUS_KEY = 'hosting-status:latest';

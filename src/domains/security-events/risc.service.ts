@@ -2,7 +2,7 @@
  * Security events from the identity provider (§4.1 "Security event receivers", §6).
  *
  * Receiving and acting are split so the work after the 202 is durable: `receive` verifies the
- * token (risc-verifier.ts), records the event under its `jti` in risc_events in one statement and
+ * token (risc-verifier.client.ts), records the event under its `jti` in risc_events in one statement and
  * returns; the worker (src/workers/security-events.ts) calls `processNext`, which takes a pending
  * event with FOR UPDATE SKIP LOCKED, acts on it and marks it done in the same transaction. An
  * event recorded just before a crash stays pending and is acted on by whichever process polls next.
@@ -17,7 +17,7 @@ import type { Db } from '../../db/client.ts';
 import { badRequest } from '../../lib/errors.ts';
 import type { AccountsService } from '../accounts/accounts.service.ts';
 import { type RiscEventRow, riscRepo } from './risc.repo.ts';
-import type { RiscVerifier } from './risc-verifier.ts';
+import type { RiscVerifier } from './risc-verifier.client.ts';
 
 /** §6: `<schema_base>/risc/event-type/<name>` and `<schema_base>/oauth/event-type/tokens-revoked`. */
 export const SCHEMA_BASE = 'https://schemas.openid.net/secevent';

@@ -8,9 +8,9 @@ import type { Db } from '../../db/client.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
 import { encryptSecret } from '../../lib/crypto.ts';
 import { badRequest, forbidden, notFound } from '../../lib/errors.ts';
+import { microsToUsd } from '../../lib/money.ts';
 import { viemAccounts } from '../../lib/viem.ts';
 import type { LedgerService } from '../payments/ledger/ledger.service.ts';
-import { microsToUsd } from '../payments/ledger/money.ts';
 import { sessionWalletRepo } from './session-wallet.repo.ts';
 
 /** §2: `network` is `base-sepolia` in responses. */

@@ -6,8 +6,8 @@ import type { Config } from '../../config/env.ts';
 import type { Db } from '../../db/client.ts';
 import { decryptSecret, encryptSecret } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
+import type { TradingClient, TradingResult } from './trading.client.ts';
 import { tradingRepo } from './trading.repo.ts';
-import type { TradingClient, TradingResult } from './trading-client.ts';
 
 export type TradingDeps = {
   db: Db;

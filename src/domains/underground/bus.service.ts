@@ -21,9 +21,9 @@ import type { Db } from '../../db/client.ts';
 import { AppError, badRequest, conflict, tooManyRequests, unauthorized } from '../../lib/errors.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
 import { busRepo, type DeliveryRow } from './bus.repo.ts';
-import { checkWebhookTarget, checkWebhookUrl, createGuardedDispatcher, WebhookAddressError } from './bus-address-guard.ts';
-import { type AgentMessage, BUS_MESSAGE_MAX_AGE_MS, messageHash, recoverSigner } from './bus-message.ts';
-import { amplificationRecipients, checkBookingPayload, negotiate } from './bus-steps.ts';
+import { checkWebhookTarget, checkWebhookUrl, createGuardedDispatcher, WebhookAddressError } from './bus-address-guard.service.ts';
+import { type AgentMessage, BUS_MESSAGE_MAX_AGE_MS, messageHash, recoverSigner } from './bus-message.rules.ts';
+import { amplificationRecipients, checkBookingPayload, negotiate } from './bus-steps.service.ts';
 
 /** Delivery attempts before a job is marked failed for good (about an hour of backoff with the defaults). */
 export const BUS_MAX_ATTEMPTS = 10;

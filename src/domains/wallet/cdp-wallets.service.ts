@@ -11,7 +11,7 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import { encryptSecret } from '../../lib/crypto.ts';
 import { AppError, badRequest, conflict } from '../../lib/errors.ts';
 import { viemAccounts } from '../../lib/viem.ts';
-import { CdpError, type CustodialWalletProvider } from './cdp-client.ts';
+import { CdpError, type CustodialWalletProvider } from './cdp.client.ts';
 import { cdpWalletsRepo } from './cdp-wallets.repo.ts';
 
 export const CDP_SETUP =

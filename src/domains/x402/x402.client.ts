@@ -12,7 +12,7 @@
  * - `POST /pay`                         `{agentId, amount, currency, recipient, endpoint?, method}`;
  *   may answer HTTP 402 with x402 payment requirements, which the payer (./x402.payer.ts) pays.
  */
-import type { X402Payer } from './x402.payer.ts';
+import type { X402Payer } from './x402-payer.client.ts';
 
 /** §4.11 GET /api/x402: a health probe is short; an upstream that does not answer in time is "unreachable". */
 export const X402_HEALTH_TIMEOUT_MS = 5_000;

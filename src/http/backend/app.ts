@@ -1,9 +1,9 @@
 /** The backend app ({backend_url}): bearer-key API for agents, deployments, the AI layer. */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config/env.ts';
-import type { AgentsService } from '../../domains/agents/agents.service.ts';
+import type { AgentsService } from '../../domains/agents/agents.backend.service.ts';
 import type { AiService } from '../../domains/ai/ai.service.ts';
-import type { StoredPlans } from '../../domains/ai/stored-plans.ts';
+import type { StoredPlans } from '../../domains/ai/stored-plans.service.ts';
 import type { FilesService } from '../../domains/files/files.service.ts';
 import type { HostingMcpService } from '../../domains/hosting-mcp/hosting-mcp.service.ts';
 import type { KeysService } from '../../domains/keys/keys.service.ts';
@@ -17,13 +17,13 @@ import { createBearerAuth } from '../shared/bearer-auth.ts';
 import { createAppMetrics } from '../shared/metrics.ts';
 import { mountRoutes } from '../shared/routes.ts';
 import { agentCallbackRoutes } from './routes/agent-callbacks.routes.ts';
-import { agentGatewayRoutes } from './routes/agent-gateway.routes.ts';
 import { backendAgentsRoutes } from './routes/agents.backend.routes.ts';
 import { aiRoutes } from './routes/ai.routes.ts';
-import { browseRoutes } from './routes/browse.routes.ts';
+import { browseRoutes } from './routes/browse.backend.routes.ts';
 import { backendHealthRoutes } from './routes/health.backend.routes.ts';
 import { hostingMcpRoutes } from './routes/hosting-mcp.routes.ts';
-import { metricsRoutes } from './routes/metrics.routes.ts';
+import { metricsRoutes } from './routes/metrics.backend.routes.ts';
+import { agentGatewayRoutes } from './routes/model-gateway.routes.ts';
 import { undergroundRoutes } from './routes/underground.routes.ts';
 import { undergroundBusRoutes } from './routes/underground-bus.routes.ts';
 import { backendKeysRoutes } from './routes/validate-key.routes.ts';

@@ -9,9 +9,9 @@
 import { LIMITS } from '../../../config/limits.ts';
 import { AppError, badRequest } from '../../../lib/errors.ts';
 import { createMemoryRateLimiter, type RateLimiter } from '../../../lib/rate-limiter.ts';
-import type { GatewayCheckout } from '../gateway/gateway.service.ts';
 import type { LedgerService } from '../ledger/ledger.service.ts';
-import type { CardProcessor } from './card-processor.ts';
+import type { GatewayCheckout } from '../paid-calls/paid-calls.service.ts';
+import type { CardProcessor } from './card-processor.contract.ts';
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const MICROS_PER_CENT = 10_000;

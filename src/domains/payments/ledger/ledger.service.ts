@@ -11,8 +11,8 @@ import type { Db } from '../../../db/client.ts';
 import { isCheckViolation } from '../../../db/errors.ts';
 import type { DB } from '../../../db/schema.ts';
 import { AppError, badRequest } from '../../../lib/errors.ts';
+import { isMicros, normalizeAddress } from '../../../lib/money.ts';
 import { ledgerRepo } from './ledger.repo.ts';
-import { isMicros, normalizeAddress } from './money.ts';
 
 export type CreditInput = {
   /** wallet address, 0x + 40 hex (any case; stored lower-case) */

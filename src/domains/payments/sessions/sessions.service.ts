@@ -9,9 +9,9 @@ import type { Db } from '../../../db/client.ts';
 import { isCheckViolation, isUniqueViolation } from '../../../db/errors.ts';
 import { sha256 } from '../../../lib/crypto.ts';
 import { AppError, badRequest, forbidden, unauthorized } from '../../../lib/errors.ts';
+import { isMicros, microsToUsd, normalizeAddress, usdToMicros } from '../../../lib/money.ts';
 import { createLedgerService, type LedgerService } from '../ledger/ledger.service.ts';
-import { isMicros, microsToUsd, normalizeAddress, usdToMicros } from '../ledger/money.ts';
-import { paymentDomain, type ReceiptSigner, recoverOpenSessionSigner, sessionRef } from './receipts.ts';
+import { paymentDomain, type ReceiptSigner, recoverOpenSessionSigner, sessionRef } from './receipts.rules.ts';
 import { type SessionRow, sessionsRepo } from './sessions.repo.ts';
 
 /** Prefix of payment session ids: recognisable in logs and secret scanners. */

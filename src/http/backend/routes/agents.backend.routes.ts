@@ -15,8 +15,8 @@
 
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
+import type { AgentsService } from '../../../domains/agents/agents.backend.service.ts';
 import { agentName, configObject } from '../../../domains/agents/agents.schemas.ts';
-import type { AgentsService } from '../../../domains/agents/agents.service.ts';
 import { watchdogStateSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
 import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
 import { UUID_PATTERN } from '../../../lib/ids.ts';

@@ -11,9 +11,10 @@ import { serializerCompiler as zodSerializer } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { type Config, isAdminEmail } from '../../../config/env.ts';
 import { LIMITS } from '../../../config/limits.ts';
-import { isAdminUser } from '../../../domains/admin/admin-rule.ts';
+import { isAdminUser } from '../../../domains/accounts/admin.rules.ts';
 import type { AiService } from '../../../domains/ai/ai.service.ts';
-import { settleVerdict } from '../../../domains/ai/ai-limits.ts';
+import { chatValidatorCompiler } from '../../../domains/ai/ai-chat.schemas.ts';
+import { settleVerdict } from '../../../domains/ai/ai-limits.service.ts';
 import {
   type AiActor,
   checkPlan,
@@ -21,16 +22,15 @@ import {
   type StoredPlan,
   SUBSCRIPTION_HEADER,
   TASK_TYPES,
-} from '../../../domains/ai/plan-rules.ts';
-import { PROVIDER_NAMES } from '../../../domains/ai/providers/provider.ts';
-import type { StoredPlans } from '../../../domains/ai/stored-plans.ts';
+} from '../../../domains/ai/plan.rules.ts';
+import { PROVIDER_NAMES } from '../../../domains/ai/providers/provider.contract.ts';
+import type { StoredPlans } from '../../../domains/ai/stored-plans.service.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
 import { addDocumentedHook } from '../../shared/openapi.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { disconnectSignal, sseWriter, startEventStream } from '../../shared/sse.ts';
 import { namedUser } from '../acting-user.ts';
-import { chatValidatorCompiler } from './ai-chat-validation.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -1,6 +1,6 @@
 /**
  * A route's validatorCompiler with hand-written checks in front of the zod schemas (the AI hot
- * paths: ai-chat-validation.ts, agent-gateway-validation.ts; docs/benchmarks.md "AI proxy"). For each
+ * paths: ai-chat.schemas.ts, model-gateway.schemas.ts; docs/benchmarks.md "AI proxy"). For each
  * request part with a check, the check's value when it vouches for the input, else zod's validator of
  * the same schema, so every rejection and its text stays zod's; the other parts are zod's alone.
  */

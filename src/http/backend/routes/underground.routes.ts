@@ -5,7 +5,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { BusSigner } from '../../../domains/underground/bus-signer.ts';
+import type { BusSigner } from '../../../domains/underground/bus-signer.rules.ts';
 import {
   balanceSchema,
   createEventBody,
@@ -16,7 +16,7 @@ import {
   walletSchema,
 } from '../../../domains/underground/underground.schemas.ts';
 import type { UndergroundService } from '../../../domains/underground/underground.service.ts';
-import type { UndergroundWallets } from '../../../domains/underground/wallets.ts';
+import type { UndergroundWallets } from '../../../domains/underground/underground-wallets.service.ts';
 import { badRequest, unauthorized } from '../../../lib/errors.ts';
 import { callingAgent } from '../../shared/agent-key-auth.ts';
 import type { RouteModule } from '../../shared/routes.ts';

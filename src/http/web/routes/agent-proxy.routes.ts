@@ -6,13 +6,13 @@
  * - HTTP: `/api/agents/:id/v1/*` → the gateway's `/v1/*` (the OpenAI-compatible API: point the
  *   official `openai` client at `…/api/agents/:id/v1` with one of your `sk_` keys). The platform
  *   answers `GET …/v1/models` itself (the agent's model), and a chat completion without a model or
- *   with `model: "default"` is sent as the agent's model (`gateway/agent-model.ts`).
+ *   with `model: "default"` is sent as the agent's model (`agent-client/agent-model.rules.ts`).
  * - WebSocket: `/api/agents/:id/ws` → the gateway's `/ws` chat.
  * - One host per agent: a request whose Host is `<id>.<AGENTS_DOMAIN>` goes, whatever its path
  *   (except the platform's own `/api/…` routes), to that agent's gateway.
  *
  * The calls themselves (URL, gateway token, stale-address retry, timeouts, errors) are the agent
- * gateway client's (`src/domains/agents/gateway/client.ts`); this module decides who may call,
+ * gateway client's (`src/domains/agents/agent-client/agent.client.ts`); this module decides who may call,
  * which headers pass, and how much a WebSocket may hold.
  *
  * Who: the owner's session cookie, or `Authorization: Bearer sk_…` with one of the owner's API
@@ -34,8 +34,13 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
 import type WebSocket from 'ws';
 import { z } from 'zod';
-import { agentModelList, CHAT_BODY_MAX_DEPTH, tooDeepChatBody, withAgentModel } from '../../../domains/agents/gateway/agent-model.ts';
-import type { AgentGateway } from '../../../domains/agents/gateway/client.ts';
+import type { AgentGateway } from '../../../domains/agents/agent-client/agent.client.ts';
+import {
+  agentModelList,
+  CHAT_BODY_MAX_DEPTH,
+  tooDeepChatBody,
+  withAgentModel,
+} from '../../../domains/agents/agent-client/agent-model.rules.ts';
 import {
   CONTAINMENT_HEADERS,
   DROP_REQUEST,
@@ -43,10 +48,10 @@ import {
   isInert,
   proxiedLocation,
   REDIRECT_STATUSES,
-} from '../../../domains/agents/gateway/proxy-headers.ts';
-import type { AgentTarget } from '../../../domains/agents/gateway/targets.ts';
+} from '../../../domains/agents/agent-client/proxy-headers.rules.ts';
+import type { AgentTarget } from '../../../domains/agents/agent-client/targets.service.ts';
 import type { ChatService } from '../../../domains/chat/chat.service.ts';
-import { readingAnswer, streamedQuestion } from '../../../domains/chat/proxied-turn.ts';
+import { readingAnswer, streamedQuestion } from '../../../domains/chat/proxied-turn.service.ts';
 import { API_KEY_PREFIX, type KeysService } from '../../../domains/keys/keys.service.ts';
 import { AppError, forbidden, tooManyRequests, unauthorized } from '../../../lib/errors.ts';
 import type { RevocationWatch, StreamCredential, StreamRevoker } from '../../../lib/eviction-bus.ts';

@@ -2,12 +2,12 @@
  * One agent's usage and its monthly budget (session, owner; ours: §4.9 logs usage per user and
  * model and §4.7 shows no usage route; docs/agents.md "Usage and budgets"). The agent page's Usage
  * tab reads GET /api/agents/:id/usage and sets the budget with PUT /api/agents/:id/budget; the AI
- * gateway refuses the agent's model calls once the budget is used up (agent-budgets.ts).
+ * gateway refuses the agent's model calls once the budget is used up (agent-budgets.service.ts).
  */
 
 import { z } from 'zod';
-import { AGENT_BUDGET_MAX_USD, AGENT_BUDGET_MIN_USD, type AgentBudgets } from '../../../domains/ai/agent-budgets.ts';
-import { USAGE_DAYS_MAX, type UsageReportFn } from '../../../domains/ai/usage-report.ts';
+import { AGENT_BUDGET_MAX_USD, AGENT_BUDGET_MIN_USD, type AgentBudgets } from '../../../domains/ai/agent-budgets.service.ts';
+import { USAGE_DAYS_MAX, type UsageReportFn } from '../../../domains/ai/usage-report.service.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';

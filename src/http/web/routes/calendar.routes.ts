@@ -20,7 +20,7 @@ import {
   updateEventInput,
 } from '../../../domains/calendar/calendar.schemas.ts';
 import type { CalendarService, ConnectStart } from '../../../domains/calendar/calendar.service.ts';
-import { CALENDAR_STATE_COOKIE, CALENDAR_STATE_COOKIE_PATH } from '../../../domains/calendar/calendar.state.ts';
+import { CALENDAR_STATE_COOKIE, CALENDAR_STATE_COOKIE_PATH } from '../../../domains/calendar/calendar-state.rules.ts';
 import { AppError, badRequest } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
@@ -47,7 +47,7 @@ export const calendarRoutes = (deps: {
   };
   // Lax: the provider's redirect back is a top-level GET, which carries it; sent to the callback only
   const cookieOptions = { httpOnly: true, sameSite: 'lax' as const, secure: deps.secure, path: CALENDAR_STATE_COOKIE_PATH };
-  /** Binds the connect to this browser (calendar.state.ts); the answer's consent URL for the caller. */
+  /** Binds the connect to this browser (calendar-state.rules.ts); the answer's consent URL for the caller. */
   const startConnect = (reply: FastifyReply, start: ConnectStart) => {
     reply.setCookie(CALENDAR_STATE_COOKIE, start.stateCookie, { ...cookieOptions, maxAge: LIMITS.calendarStateTtlMs / 1000 });
     return start.authUrl;

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import type { AgentsWebService } from '../../../domains/agents/agents.web.service.ts';
-import type { LiveLogs } from '../../../domains/logs/live-logs.ts';
+import type { LiveLogs } from '../../../domains/logs/live-logs.service.ts';
 import { logLine } from '../../../domains/logs/logs.schemas.ts';
 import type { StreamRevoker } from '../../../lib/eviction-bus.ts';
 import type { RouteModule } from '../../shared/routes.ts';

@@ -1,11 +1,11 @@
 /**
  * Password reset by email: §4.18 leaves the endpoints "not shown", so the design is ours and is
  * written down here, in the OpenAPI description, and in docs/security.md "Password reset"
- * (src/domains/accounts/password-reset.ts does the work).
+ * (src/domains/accounts/password-reset.service.ts does the work).
  */
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
-import { type PasswordResetService, RESET_REQUESTED } from '../../../domains/accounts/password-reset.ts';
+import { type PasswordResetService, RESET_REQUESTED } from '../../../domains/accounts/password-reset.service.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody, okSchema } from '../../shared/schemas.ts';
 import { requestMeta } from '../../shared/session.ts';

@@ -4,7 +4,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { GatewayAccount, GatewayService } from '../../../domains/payments/gateway/gateway.service.ts';
+import type { GatewayAccount, GatewayService } from '../../../domains/payments/paid-calls/paid-calls.service.ts';
 import type { PaymentSessionsService } from '../../../domains/payments/sessions/sessions.service.ts';
 import { ERROR_CODES } from '../../../lib/error-codes.ts';
 import { badRequest, notFound } from '../../../lib/errors.ts';

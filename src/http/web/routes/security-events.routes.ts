@@ -2,7 +2,7 @@
  * §4.1 "Security event receivers" (§6 "Security events"): the identity provider pushes signed
  * security event tokens here. The body is the raw token (RISC transmitters send
  * `application/secevent+jwt`; any content type is read as text, in this module's plugin only).
- * Public routes: the token's signature is the credential (risc-verifier.ts).
+ * Public routes: the token's signature is the credential (risc-verifier.client.ts).
  */
 import { z } from 'zod';
 import { EVENTS_SUPPORTED, type SecurityEventsService } from '../../../domains/security-events/risc.service.ts';

@@ -1,0 +1,414 @@
+/**
+ * The one client of an agent's gateway (docs/architecture.md "Reaching an agent"): every call the
+ * platform makes to an agent goes through here, so URLs (`/v1/…`, `/ws`, `/healthz`), the gateway
+ * token, timeouts and the mapping of failures to the error catalogue live in one place.
+ *
+ * - `forward`: any HTTP request, streamed both ways (the authenticated gateway proxy), with one
+ *   fresh look-up when a cached address no longer answers (the agent restarted elsewhere).
+ * - `pipeSocket`: a caller's WebSocket piped to the gateway's `/ws`, within the caller's limits.
+ * - `wsChat`: one chat frame over `/ws` and its reply (§4.8 gateway chat).
+ * - `streamCompletion`: a streamed `POST /v1/chat/completions` read as text (§4.18 REST chat).
+ * - `chatCompletion`: a non-streamed completion (the payments `agent` plugin).
+ * - `heartbeat`: `POST /v1/heartbeat` for a scheduled heartbeat (the heartbeat worker).
+ * - `probeHealthz`: `GET /healthz` of a gateway the driver reports (container health).
+ *
+ * Targets (base URL and decrypted token, cached briefly) come from `targets.ts`.
+ */
+import { connect as netConnect } from 'node:net';
+import { Agent, buildConnector, type Dispatcher, request as undiciRequest } from 'undici';
+import WebSocket from 'ws';
+import { LIMITS } from '../../../config/limits.ts';
+import type { WordedCode } from '../../../lib/error-codes.ts';
+import { AppError, isAppError } from '../../../lib/errors.ts';
+import { createCompletionText } from './completion-text.rules.ts';
+import type { AgentTarget, AgentTargets } from './targets.service.ts';
+
+export type ChatMessage = { role: 'system' | 'user' | 'assistant'; content: string };
+export type ForwardRequest = {
+  method: Dispatcher.HttpMethod;
+  /** path and query on the gateway, e.g. `/v1/models?x=1` */
+  path: string;
+  /** the headers to send (the caller's policy already applied); the gateway token is added here */
+  headers: Record<string, string | string[]>;
+  body: Buffer | null;
+};
+
+const agentFailed = (detail: string) => new AppError('AGENT_UNAVAILABLE', `The agent did not answer: ${detail}`);
+
+/**
+ * The refusals an agent passes on from the platform's AI gateway (docs/agents.md "Model access"),
+ * or makes itself (`AGENT_BUSY`), by the code of its error: the platform answers them with the
+ * status the agent's own route gives them (403, 429, 402), not as a failure of the agent. The code
+ * is mapped to the catalogue, never taken as a status, so an agent cannot make the platform answer
+ * anything else. Any other error of the agent stays a 5xx.
+ */
+const RELAYED_REFUSALS: Readonly<Record<string, WordedCode>> = {
+  model_restricted: 'MODEL_RESTRICTED',
+  budget_exceeded: 'AGENT_BUDGET_EXCEEDED',
+  insufficient_quota: 'QUOTA_EXCEEDED',
+  rate_limit_exceeded: 'AI_RATE_LIMITED',
+  subscription_required: 'SUBSCRIPTION_REQUIRED',
+  AGENT_BUSY: 'TOO_MANY_REQUESTS',
+};
+/** How many allowed models a relayed `model_restricted` names at most (a plan has a handful). */
+const RELAYED_MODELS_MAX = 200;
+
+type RefusalDetails = { code?: unknown; allowedModels?: unknown; retryAfter?: unknown };
+
+/** The agent's refusal (`message`, cut to 500 characters) as the platform's error; undefined when its code names none. */
+function relayedRefusal(message: string, details: RefusalDetails): AppError | undefined {
+  const code =
+    typeof details.code === 'string' && Object.hasOwn(RELAYED_REFUSALS, details.code) ? RELAYED_REFUSALS[details.code] : undefined;
+  if (!code) return undefined;
+  const extra: Record<string, unknown> = {};
+  const models = details.allowedModels;
+  if (code === 'MODEL_RESTRICTED' && Array.isArray(models) && models.every((m) => typeof m === 'string'))
+    extra.allowedModels = models.slice(0, RELAYED_MODELS_MAX);
+  const retryAfter = Number(details.retryAfter);
+  if (details.retryAfter !== undefined && Number.isFinite(retryAfter) && retryAfter > 0)
+    extra.retryAfter = Math.min(3600, Math.ceil(retryAfter));
+  return new AppError(code, message.slice(0, 500), Object.keys(extra).length > 0 ? extra : undefined);
+}
+const wsUrl = (t: AgentTarget) => `${t.baseUrl.replace(/^http/, 'ws')}/ws`;
+const bearer = (t: AgentTarget) => `Bearer ${t.token}`;
+const healthzUrl = (url: string) => (url.replace(/\/+$/, '').endsWith('/healthz') ? url : `${url.replace(/\/+$/, '')}/healthz`);
+
+/** One probe: true when `GET <url>/healthz` answers 200 with `{ok:true}` within `probeTimeoutMs`. */
+export async function probeHealthz(url: string, probeTimeoutMs: number = LIMITS.healthProbeTimeoutMs): Promise<boolean> {
+  try {
+    const res = await fetch(healthzUrl(url), { signal: AbortSignal.timeout(probeTimeoutMs) });
+    if (res.status !== 200) {
+      await res.body?.cancel();
+      return false;
+    }
+    const body = (await res.json().catch(() => undefined)) as { ok?: unknown } | undefined;
+    return body?.ok === true;
+  } catch {
+    return false;
+  }
+}
+
+/** Bounds of a piped WebSocket (the proxy's, docs/security.md N10). */
+export type SocketPipeLimits = {
+  /** largest message from the agent */
+  agentMessageBytes: number;
+  /** messages and bytes held for the agent until its socket opens */
+  pendingMessages: number;
+  pendingBytes: number;
+  /** bytes sent to one side and not yet written out before the other side stops being read */
+  unwrittenBytes: number;
+};
+
+/**
+ * Passes `from`'s messages to `to`, and stops reading `from` while more than `unwrittenBytes`
+ * sent to `to` are not written out yet (a slow reader on either side must not make the platform
+ * hold what the other side keeps sending). `early` takes what arrives while `to` is not open.
+ */
+function relay(from: WebSocket, to: WebSocket, unwrittenBytes: number, early: (data: Buffer, binary: boolean) => void = () => {}) {
+  let unwritten = 0;
+  from.on('message', (data: Buffer, binary) => {
+    if (to.readyState !== WebSocket.OPEN) return early(data, binary);
+    unwritten += data.length;
+    to.send(data, { binary }, () => {
+      unwritten -= data.length;
+      if (from.isPaused && unwritten <= unwrittenBytes) from.resume();
+    });
+    if (unwritten > unwrittenBytes) from.pause();
+  });
+}
+
+export type AgentGatewayDeps = {
+  targets: AgentTargets;
+  /** how long a forwarded request may wait for the agent's headers / between body chunks */
+  forwardTimeoutMs?: number;
+  /** §8 chat WebSocket timeout (30 s) */
+  wsTimeoutMs?: number;
+  /** how long a REST chat may wait for the agent's first byte and between chunks */
+  restTimeoutMs?: number;
+  /**
+   * The Unix socket serving an agent origin in this process (the local driver's sandboxed agents,
+   * agent-loopback.service.ts): forwarded requests connect to it directly instead of through the platform's
+   * own TCP forwarder, one relay less per request
+   */
+  localSocket?: (origin: string) => string | undefined;
+};
+
+/**
+ * undici's connector, except for an origin `localSocket` names: a Unix socket connection to it.
+ */
+function connectorFor(localSocket: ((origin: string) => string | undefined) | undefined): buildConnector.connector | undefined {
+  if (!localSocket) return undefined;
+  const tcp = buildConnector({});
+  return (opts, callback) => {
+    const path = opts.protocol === 'http:' ? localSocket(`http://${opts.hostname}:${opts.port}`) : undefined;
+    if (!path) return tcp(opts, callback);
+    const socket = netConnect({ path });
+    const failed = (err: Error) => callback(err, null);
+    socket.once('error', failed);
+    socket.once('connect', () => {
+      socket.off('error', failed);
+      callback(null, socket);
+    });
+  };
+}
+
+export function createAgentGateway(deps: AgentGatewayDeps) {
+  const { targets } = deps;
+  const forwardTimeoutMs = deps.forwardTimeoutMs ?? 300_000;
+  const wsTimeoutMs = deps.wsTimeoutMs ?? LIMITS.chatWebSocketTimeoutMs;
+  const restTimeoutMs = deps.restTimeoutMs ?? 120_000;
+  // kept-alive connections for forwarded requests, made on first use (close() ends them)
+  let dispatcher: Agent | undefined;
+  const connect = connectorFor(deps.localSocket);
+
+  return {
+    targets,
+
+    /**
+     * Sends `req` to the user's agent `agentId` and returns the answer unread. A failure to reach a
+     * cached address looks the agent up again, once; a second failure is 502 `AGENT_UNAVAILABLE`.
+     * 404 and 503 `NO_GATEWAY_TOKEN` come from the look-up.
+     */
+    async forward(
+      userId: string,
+      agentId: string,
+      req: ForwardRequest,
+    ): Promise<{ target: AgentTarget; response: Dispatcher.ResponseData }> {
+      dispatcher ??= new Agent({ keepAliveTimeout: 30_000, connections: 256, pipelining: 1, ...(connect ? { connect } : {}) });
+      const via = dispatcher;
+      const send = async (target: AgentTarget) => ({
+        target,
+        response: await undiciRequest(`${target.baseUrl}${req.path}`, {
+          method: req.method,
+          headers: { ...req.headers, authorization: bearer(target) },
+          body: req.body && req.body.length > 0 ? req.body : null,
+          dispatcher: via,
+          headersTimeout: forwardTimeoutMs,
+          bodyTimeout: forwardTimeoutMs,
+        }),
+      });
+      try {
+        return await send(await targets.byId(userId, agentId));
+      } catch (err) {
+        if (isAppError(err)) throw err;
+        // a cached address may be stale (the agent restarted elsewhere): look it up again, once
+        targets.forget(userId, agentId);
+        try {
+          return await send(await targets.byId(userId, agentId, { fresh: true }));
+        } catch (retryErr) {
+          if (isAppError(retryErr)) throw retryErr;
+          throw new AppError('AGENT_UNAVAILABLE', 'The agent could not be reached');
+        }
+      }
+    },
+
+    /**
+     * Pipes `client` to a new WebSocket on the agent's `/ws`: messages pass through as they are,
+     * within `limits` (what the client sends before the agent's socket opens waits, bounded: more
+     * closes both with 1013; a reader that falls behind pauses the other side). Either side closing
+     * closes the other; `close` ends both (the caller's revocation).
+     */
+    pipeSocket(client: WebSocket, target: AgentTarget, limits: SocketPipeLimits): { close(code: number, reason: string): void } {
+      const upstream = new WebSocket(wsUrl(target), { headers: { authorization: bearer(target) }, maxPayload: limits.agentMessageBytes });
+      const closeBoth = (code?: number, reason?: string | Buffer) => {
+        const c = code && code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1011;
+        if (client.readyState === WebSocket.OPEN) client.close(c, reason);
+        if (upstream.readyState === WebSocket.OPEN) upstream.close(c, reason);
+        else if (upstream.readyState === WebSocket.CONNECTING) upstream.terminate();
+      };
+      // what the client sends before the agent's socket opens waits here, bounded
+      const pending: { data: Buffer; binary: boolean }[] = [];
+      let pendingBytes = 0;
+      relay(client, upstream, limits.unwrittenBytes, (data, binary) => {
+        if (upstream.readyState !== WebSocket.CONNECTING) return;
+        pendingBytes += data.length;
+        if (pending.length >= limits.pendingMessages || pendingBytes > limits.pendingBytes) {
+          pending.length = 0;
+          closeBoth(1013, 'The agent is not ready; send again once it answers');
+        } else pending.push({ data, binary });
+      });
+      relay(upstream, client, limits.unwrittenBytes);
+      upstream.on('open', () => {
+        for (const m of pending.splice(0)) upstream.send(m.data, { binary: m.binary });
+        pendingBytes = 0;
+      });
+      upstream.on('close', (code, reason) => closeBoth(code, reason));
+      upstream.on('error', () => closeBoth(1011));
+      upstream.on('unexpected-response', (_req, res) => {
+        res.resume();
+        closeBoth(1011);
+      });
+      // a message over the client's limit: ws has already closed the client's socket with 1009
+      client.on('close', (code, reason) => closeBoth(code === 1005 ? 1000 : code, reason));
+      client.on('error', () => closeBoth(1011));
+      return { close: (code, reason) => closeBoth(code, reason) };
+    },
+
+    /** §4.8: one WebSocket, one chat frame, the first reply or error frame, then close. */
+    wsChat(t: AgentTarget, message: string, sessionKey: string): Promise<string> {
+      return new Promise((resolve, reject) => {
+        const socket = new WebSocket(wsUrl(t), { headers: { authorization: bearer(t) }, handshakeTimeout: wsTimeoutMs });
+        let settled = false;
+        const finish = (err: AppError | undefined, reply?: string) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          socket.removeAllListeners('message');
+          socket.on('error', () => {});
+          socket.close();
+          if (err) reject(err);
+          else resolve(reply!);
+        };
+        const timer = setTimeout(
+          () => finish(new AppError('AGENT_TIMEOUT', `The agent did not reply within ${Math.round(wsTimeoutMs / 1000)} seconds`)),
+          wsTimeoutMs,
+        );
+        socket.on('open', () => socket.send(JSON.stringify({ type: 'chat', content: message, sessionKey })));
+        socket.on('message', (raw: Buffer) => {
+          let frame: { type?: unknown; content?: unknown; error?: unknown } & RefusalDetails;
+          try {
+            frame = JSON.parse(raw.toString('utf8'));
+          } catch {
+            return;
+          }
+          if (frame.type === 'reply' && typeof frame.content === 'string') finish(undefined, frame.content);
+          else if (frame.type === 'error') {
+            // the runtime's error frame carries the refusal's code (and allowed models), not its status
+            const message = typeof frame.error === 'string' ? frame.error : 'The agent answered with an error';
+            finish(relayedRefusal(message, frame) ?? new AppError('AGENT_ERROR', message.slice(0, 500)));
+          }
+        });
+        socket.on('unexpected-response', (_req, res) => {
+          res.resume();
+          finish(new AppError('AGENT_UNAVAILABLE', `The agent's gateway refused the connection (${res.statusCode})`));
+        });
+        socket.on('error', (err) => finish(new AppError('AGENT_UNAVAILABLE', `Could not reach the agent: ${err.message}`)));
+        socket.on('close', () => finish(new AppError('AGENT_UNAVAILABLE', 'The agent closed the connection without replying')));
+      });
+    },
+
+    /**
+     * Streams a completion from the agent, calling `onDelta` with each piece of text, and returns
+     * the whole text. SSE per the OpenAI wire format: `data: {json}` events, `data: [DONE]`.
+     */
+    async streamCompletion(
+      t: AgentTarget,
+      input: { messages: ChatMessage[]; model?: string | undefined },
+      onDelta: (text: string) => void,
+      signal?: AbortSignal,
+    ): Promise<string> {
+      let res: Response;
+      const abort = AbortSignal.any([AbortSignal.timeout(restTimeoutMs), ...(signal ? [signal] : [])]);
+      try {
+        res = await fetch(`${t.baseUrl}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: bearer(t), 'content-type': 'application/json', accept: 'text/event-stream' },
+          body: JSON.stringify({ messages: input.messages, stream: true, ...(input.model ? { model: input.model } : {}) }),
+          signal: abort,
+        });
+      } catch (err) {
+        throw agentFailed((err as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable');
+      }
+      if (!res.ok || !res.body) {
+        let detail = 'no explanation';
+        let refusal: AppError | undefined;
+        try {
+          const body = (await res.json()) as { error?: ({ message?: unknown } & RefusalDetails) | string };
+          const e = body.error;
+          const m = typeof e === 'string' ? e : e?.message;
+          if (typeof m === 'string') detail = m.slice(0, 500);
+          // the runtime passes the AI gateway's 4xx on with its status and OpenAI body (`error.code`)
+          if (res.status >= 400 && res.status < 500 && e && typeof e === 'object')
+            refusal = relayedRefusal(detail, { retryAfter: res.headers.get('retry-after') ?? undefined, ...e });
+        } catch {
+          // not JSON: the status says enough
+        }
+        if (refusal) throw refusal;
+        throw new AppError('AGENT_UNAVAILABLE', `The agent answered ${res.status}: ${detail}`);
+      }
+      const reader = createCompletionText();
+      const read = (pieces: string[]) => {
+        for (const piece of pieces) onDelta(piece);
+        if (reader.error) throw agentFailed(reader.error);
+      };
+      try {
+        for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) read(reader.push(bytes));
+        read(reader.end());
+      } catch (err) {
+        if (err instanceof AppError) throw err;
+        throw agentFailed((err as Error).name === 'TimeoutError' ? 'timed out' : 'the stream broke off');
+      }
+      return reader.text;
+    },
+
+    /**
+     * A non-streamed completion: the answer's text. Throws (a plain error) when the agent answers
+     * with an error status or without content, or cannot be reached within `timeoutMs`.
+     */
+    async chatCompletion(
+      t: AgentTarget,
+      messages: { role: string; content: string }[],
+      options: { signal: AbortSignal; timeoutMs: number },
+    ): Promise<string> {
+      const res = await fetch(`${t.baseUrl}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: bearer(t), 'content-type': 'application/json' },
+        body: JSON.stringify({ messages, stream: false }),
+        signal: AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)]),
+      });
+      if (!res.ok) {
+        await res.body?.cancel().catch(() => {});
+        throw new Error(`agent gateway answered ${res.status}`);
+      }
+      const body = (await res.json()) as { choices?: { message?: { content?: unknown } }[] };
+      const content = body.choices?.[0]?.message?.content;
+      if (typeof content !== 'string') throw new Error('agent gateway answered without content');
+      return content;
+    },
+
+    /**
+     * Wakes the user's agent for one scheduled heartbeat (§4.12): POST /v1/heartbeat with its run
+     * id; the outcome as a value, never thrown, in the words the heartbeat history shows.
+     */
+    async heartbeat(
+      userId: string,
+      agentId: string,
+      runId: string,
+      timeoutMs: number,
+    ): Promise<{ ok: true } | { ok: false; error: string }> {
+      let t: AgentTarget;
+      try {
+        t = await targets.byId(userId, agentId, { fresh: true });
+      } catch (err) {
+        return { ok: false, error: isAppError(err) ? err.message : 'the agent could not be looked up' };
+      }
+      let res: Response;
+      try {
+        res = await fetch(`${t.baseUrl}/v1/heartbeat`, {
+          method: 'POST',
+          headers: { authorization: bearer(t), 'content-type': 'application/json' },
+          body: JSON.stringify({ runId }),
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+      } catch (err) {
+        return {
+          ok: false,
+          error: (err as Error).name === 'TimeoutError' ? 'the agent did not answer in time' : 'the agent could not be reached',
+        };
+      }
+      const body = (await res.json().catch(() => undefined)) as { ok?: boolean; error?: { message?: string } | string } | undefined;
+      if (res.ok && body?.ok === true) return { ok: true };
+      const message = typeof body?.error === 'string' ? body.error : body?.error?.message;
+      return { ok: false, error: `the agent answered ${res.status}${message ? `: ${message.slice(0, 300)}` : ''}` };
+    },
+
+    /** Ends the kept-alive connections of `forward` (a later call opens new ones). */
+    async close() {
+      const d = dispatcher;
+      dispatcher = undefined;
+      await d?.close();
+    },
+  };
+}
+
+export type AgentGateway = ReturnType<typeof createAgentGateway>;

@@ -1,0 +1,143 @@
+/**
+ * Agent records and their answers, shared by the backend service (agents.service.ts), its
+ * deployment jobs (deployments.service.ts) and the web app's service (agents.web.service.ts): plan
+ * limits, the backend and deployment views (§4.7, §4.18), creating an agent with its own
+ * credentials, and reading one under the owner's row-level security.
+ */
+import type { Config } from '../../config/env.ts';
+import { LIMITS } from '../../config/limits.ts';
+import type { Secrets } from '../../config/secrets.ts';
+import type { Db, Tx } from '../../db/client.ts';
+import type { AgentStatus } from '../../db/schema.ts';
+import { encryptSecret } from '../../lib/crypto.ts';
+import { AppError, notFound } from '../../lib/errors.ts';
+import type { KeyCache } from '../keys/key-cache.service.ts';
+import { type AgentRow, agentsRepo, type JobRow } from './agents.repo.ts';
+import { maskChannelSecrets, sealChannelSecrets } from './channel-secrets.rules.ts';
+import { newAgentId, newGatewayToken } from './credentials.rules.ts';
+import type { HostingDriver } from './drivers/driver.contract.ts';
+
+export const BACKEND_DEFAULT_PLAN = 'label';
+
+export type AgentsDeps = {
+  db: Db;
+  config: Pick<Config, 'AGENTS_DOMAIN' | 'BACKEND_URL' | 'configured'>;
+  secrets: Pick<Secrets, 'secretsEncryptionKey'>;
+  driver: HostingDriver;
+  /**
+   * Extra environment for an agent's runtime: its model access (docs/agents.md "Model access"),
+   * given the platform key this deploy issued, which is the agent's credential there too.
+   */
+  runtimeEnv?: (agent: AgentRow, credentials: { platformApiKey: string }) => Record<string, string>;
+  /** verified platform keys (agent-callbacks.service.ts); a rotated, revoked or deleted key is evicted at once */
+  platformKeyCache?: KeyCache<null> | undefined;
+  /** Called after a job is enqueued, so an in-process worker takes it without waiting for its poll. */
+  onEnqueue?: () => void;
+};
+
+export type LifecycleAction = 'start' | 'stop' | 'restart';
+
+export const hostingError = () => new AppError('HOSTING_UNAVAILABLE', 'Hosting unavailable');
+export const limitReached = (plan: string, limit: number, current: number) =>
+  new AppError('AGENT_LIMIT_REACHED', `Agent limit reached for plan ${plan}`, { limit, current });
+
+export function backendLimit(plan: string): number {
+  return LIMITS.backendAgentLimits[plan] ?? LIMITS.backendAgentLimits[BACKEND_DEFAULT_PLAN]!;
+}
+
+/** §2 Agent, backend shape (plus `name`, `model`, `aiProvider`, `config`: added). */
+export function backendAgent(a: AgentRow) {
+  return {
+    id: a.id,
+    name: a.name,
+    status: a.status,
+    created: a.created_at.toISOString(),
+    startedAt: a.started_at ? new Date(a.started_at).toISOString() : null,
+    plan: a.plan,
+    model: a.model,
+    aiProvider: a.ai_provider,
+    subdomain: a.subdomain,
+    url: a.url,
+    gatewayUrl: a.gateway_url,
+    runtimeVersion: a.runtime_version,
+    verified: a.verified,
+    verificationType: a.verification_type,
+    attestationUid: a.attestation_uid,
+    verifiedAt: a.verified_at ? new Date(a.verified_at).toISOString() : null,
+    // channel secrets never leave the platform in answers (channel-secrets.rules.ts)
+    config: maskChannelSecrets((a.config ?? {}) as Record<string, unknown>, undefined),
+    updatedAt: a.updated_at.toISOString(),
+  };
+}
+
+export function deploymentView(j: JobRow) {
+  return {
+    id: j.id,
+    agentId: j.agent_id,
+    action: j.action,
+    status: j.status,
+    attempts: j.attempts,
+    maxAttempts: j.max_attempts,
+    lastError: j.last_error,
+    createdAt: j.created_at.toISOString(),
+    updatedAt: j.updated_at.toISOString(),
+    finishedAt: j.finished_at ? new Date(j.finished_at).toISOString() : null,
+  };
+}
+
+/**
+ * Inserts an agent and its own credentials (a fresh gateway token, encrypted) in the caller's
+ * transaction. Both apps use it: the web app creates the record at once when provisioning (§3).
+ */
+export async function insertAgentRecord(
+  trx: Tx,
+  ctx: { agentsDomain: string; secretsKey: Buffer },
+  input: {
+    id?: string | undefined;
+    userId: string;
+    name: string;
+    plan?: string | undefined;
+    aiProvider?: string | undefined;
+    model?: string | undefined;
+    config?: Record<string, unknown> | undefined;
+    status: AgentStatus;
+  },
+) {
+  const id = input.id ?? newAgentId();
+  const subdomain = `${id}.${ctx.agentsDomain}`;
+  const agent = await agentsRepo.insertAgent(trx, {
+    id,
+    userId: input.userId,
+    name: input.name,
+    ...(input.plan ? { plan: input.plan } : {}),
+    ...(input.aiProvider ? { aiProvider: input.aiProvider } : {}),
+    ...(input.model ? { model: input.model } : {}),
+    status: input.status,
+    subdomain,
+    url: `https://${subdomain}`,
+    ...(input.config ? { config: sealChannelSecrets(input.config, undefined, ctx.secretsKey) } : {}),
+  });
+  await agentsRepo.insertCredentials(trx, {
+    agentId: id,
+    userId: input.userId,
+    gatewayTokenEnc: encryptSecret(ctx.secretsKey, newGatewayToken()),
+  });
+  return agent;
+}
+
+/** The user's agent, read under their row-level security; 404 for a missing or foreign one alike. */
+export async function findOwnAgent(db: Db, userId: string, id: string): Promise<AgentRow> {
+  const a = await db.withUser(userId, (trx) => agentsRepo.findAgent(trx, id));
+  if (!a) throw notFound('Agent not found');
+  return a;
+}
+
+/** What other domains may ask of agents (the watchdog's WatchdogAgents), without their repository. */
+export function createAgentDirectory(db: Db) {
+  return {
+    findOwn: (userId: string, agentId: string) => findOwnAgent(db, userId, agentId),
+    async setGatewayUrl(agentId: string, url: string): Promise<void> {
+      await agentsRepo.updateAgent(db.kysely, agentId, { gateway_url: url });
+    },
+  };
+}

@@ -1,0 +1,250 @@
+/**
+ * The backend side of agents (§4.7 backend rows, lifecycle, logs, stats, runtime instances). The
+ * web app reaches these through the backend HTTP API (agents.web.service.ts). Composed of files of
+ * one concern each: records and views (agent-records.service.ts), deployment jobs and reconciliation
+ * (deployments.service.ts; the worker calls `runJob`), and what agents call back with their own key
+ * (agent-callbacks.service.ts).
+ */
+import { LIMITS } from '../../config/limits.ts';
+import type { AgentStatus } from '../../db/schema.ts';
+import { notFound } from '../../lib/errors.ts';
+import { createAgentCallbacks } from './agent-callbacks.service.ts';
+import {
+  type AgentsDeps,
+  BACKEND_DEFAULT_PLAN,
+  backendAgent,
+  backendLimit,
+  deploymentView,
+  findOwnAgent,
+  hostingError,
+  insertAgentRecord,
+  type LifecycleAction,
+  limitReached,
+} from './agent-records.service.ts';
+import { type AgentRow, agentsRepo } from './agents.repo.ts';
+import { maskChannelSecrets, sealChannelSecrets } from './channel-secrets.rules.ts';
+import { createDeploymentJobs } from './deployments/deployments.service.ts';
+import { AgentNotDeployedError, type ContainerStatus, HostingUnavailableError } from './drivers/driver.contract.ts';
+
+export type { AgentsDeps, LifecycleAction } from './agent-records.service.ts';
+
+export function createAgentsService(deps: AgentsDeps) {
+  const { db, config, driver } = deps;
+  const hostingAvailable = () => config.configured.hosting;
+
+  /** Runs a driver call; hosting failures become 500 `Hosting unavailable` (§4.12). */
+  async function viaDriver<T>(fn: () => Promise<T>): Promise<T> {
+    if (!hostingAvailable()) throw hostingError();
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof HostingUnavailableError) throw hostingError();
+      throw err;
+    }
+  }
+
+  const ownAgent = (userId: string, id: string) => findOwnAgent(db, userId, id);
+
+  /** Creates an agent under the plan limit; the user row lock makes count-then-insert atomic. */
+  async function createAgent(
+    userId: string,
+    input: {
+      id?: string;
+      name: string;
+      plan?: string | undefined;
+      aiProvider?: string | undefined;
+      model?: string | undefined;
+      config?: Record<string, unknown> | undefined;
+      status: AgentStatus;
+    },
+  ) {
+    const plan = input.plan ?? BACKEND_DEFAULT_PLAN;
+    return db.withUser(userId, async (trx) => {
+      if (!(await agentsRepo.lockUser(trx, userId))) throw notFound('User not found');
+      const current = await agentsRepo.countAgents(trx, userId);
+      const limit = backendLimit(plan);
+      if (current >= limit) throw limitReached(plan, limit, current);
+      return insertAgentRecord(
+        trx,
+        { agentsDomain: config.AGENTS_DOMAIN, secretsKey: deps.secrets.secretsEncryptionKey },
+        { ...input, userId, plan },
+      );
+    });
+  }
+
+  async function enqueue(agent: AgentRow) {
+    const job = await db.withUser(agent.user_id, async (trx) => {
+      await agentsRepo.updateAgent(trx, agent.id, { status: 'provisioning' });
+      return agentsRepo.enqueueDeploy(trx, agent.id, agent.user_id, LIMITS.deploymentMaxAttempts);
+    });
+    deps.onEnqueue?.();
+    return job;
+  }
+
+  return {
+    hostingAvailable,
+    ...createDeploymentJobs(deps),
+    ...createAgentCallbacks(deps),
+
+    /** §4.7 backend GET /api/agents. */
+    async list(userId: string) {
+      return (await db.withUser(userId, (trx) => agentsRepo.listAgents(trx, userId))).map((a) => ({
+        id: a.id,
+        name: a.name,
+        status: a.status,
+        created: a.created_at.toISOString(),
+        subdomain: a.subdomain,
+        url: a.url,
+      }));
+    },
+
+    /** §4.7 backend POST /api/agents: metadata only, status `pending` (§3). */
+    async create(userId: string, input: { name: string; plan?: string | undefined; aiProvider?: string | undefined }) {
+      const a = await createAgent(userId, { ...input, status: 'pending' });
+      return {
+        id: a.id,
+        name: a.name,
+        agentId: a.id,
+        status: 'pending' as const,
+        subdomain: a.subdomain,
+        url: a.url,
+        createdAt: a.created_at.toISOString(),
+      };
+    },
+
+    async get(userId: string, id: string) {
+      return backendAgent(await ownAgent(userId, id));
+    },
+
+    /** §4.7 backend PUT /api/agents/:id (also takes `name` and `model`: the web app's rename sync). */
+    async update(
+      userId: string,
+      id: string,
+      patch: {
+        name?: string | undefined;
+        plan?: string | undefined;
+        aiProvider?: string | undefined;
+        model?: string | undefined;
+        config?: Record<string, unknown> | undefined;
+      },
+    ) {
+      const a = await db.withUser(userId, async (trx) => {
+        // a configuration sent back with masked secrets keeps the stored ones (channel-secrets.rules.ts)
+        const stored = patch.config !== undefined ? (await agentsRepo.findAgent(trx, id))?.config : undefined;
+        return agentsRepo.updateAgent(trx, id, {
+          ...(patch.name !== undefined ? { name: patch.name } : {}),
+          ...(patch.plan !== undefined ? { plan: patch.plan } : {}),
+          ...(patch.aiProvider !== undefined ? { ai_provider: patch.aiProvider } : {}),
+          ...(patch.model !== undefined ? { model: patch.model } : {}),
+          ...(patch.config !== undefined
+            ? { config: sealChannelSecrets(patch.config, stored as Record<string, unknown> | undefined, deps.secrets.secretsEncryptionKey) }
+            : {}),
+        });
+      });
+      if (!a) throw notFound('Agent not found');
+      const config = maskChannelSecrets(a.config as Record<string, unknown>, deps.secrets.secretsEncryptionKey);
+      return {
+        id: a.id,
+        plan: a.plan,
+        aiProvider: a.ai_provider,
+        subdomain: a.subdomain,
+        status: a.status,
+        message: 'Agent updated',
+        config,
+        name: a.name,
+      };
+    },
+
+    /**
+     * §4.7 backend DELETE: the record goes at once (its credentials with it, so its platform key
+     * stops working everywhere); driver cleanup is best effort; unknown ids succeed.
+     */
+    async remove(userId: string, id: string, log?: (err: unknown) => void) {
+      const existed = await db.withUser(userId, (trx) => agentsRepo.deleteAgent(trx, id));
+      if (existed) deps.platformKeyCache?.evictKey(id);
+      // only the owner's agent is cleaned up on the hosting side: an id alone never reaches the driver
+      if (existed && hostingAvailable()) await driver.delete(id).catch((err) => log?.(err));
+      return { id, deleted: true as const };
+    },
+
+    /**
+     * Per-agent lifecycle (§4.18, designed): `stop` suspends and revokes the agent's platform key
+     * (its credential for callbacks and the AI gateway, docs/agents.md "Model access"); `start` or
+     * `restart` of a stopped agent deploys it again, which issues a fresh key; otherwise `start`
+     * resumes and `restart` restarts (deploying when the unit is gone).
+     */
+    async lifecycle(userId: string, id: string, action: LifecycleAction) {
+      const agent = await ownAgent(userId, id);
+      return viaDriver(async () => {
+        const unit = (await driver.status(id)).status;
+        const gone = unit === 'not_found' || unit === 'error';
+        if (action === 'stop') {
+          if (!gone) await driver.suspend(id);
+          await db.withUser(userId, async (trx) => {
+            await agentsRepo.updateAgent(trx, id, { status: 'stopped' });
+            await agentsRepo.revokePlatformKey(trx, id);
+          });
+          deps.platformKeyCache?.evictKey(id);
+          return { id, action, status: 'stopped' as AgentStatus, deployment: null };
+        }
+        if (gone || agent.status === 'pending' || agent.status === 'error' || agent.status === 'stopped') {
+          const job = await enqueue(agent);
+          return { id, action, status: 'provisioning' as AgentStatus, deployment: deploymentView(job) };
+        }
+        try {
+          if (action === 'start') await driver.resume(id);
+          else await driver.restart(id);
+        } catch (err) {
+          // the driver has no unit or launch spec (e.g. a local process gone with a platform restart): deploy again
+          if (!(err instanceof AgentNotDeployedError)) throw err;
+          const job = await enqueue(agent);
+          return { id, action, status: 'provisioning' as AgentStatus, deployment: deploymentView(job) };
+        }
+        await db.withUser(userId, (trx) => agentsRepo.updateAgent(trx, id, { status: 'running', started_at: new Date() }));
+        return { id, action, status: 'running' as AgentStatus, deployment: null };
+      });
+    },
+
+    async logs(userId: string, id: string, options: { limit: number; level?: string | undefined }) {
+      await ownAgent(userId, id);
+      const lines = await viaDriver(() => driver.logs(id, { limit: options.limit, ...(options.level ? { level: options.level } : {}) }));
+      return lines.slice(-options.limit);
+    },
+
+    async stats(userId: string, id: string) {
+      await ownAgent(userId, id);
+      return viaDriver(() => driver.stats(id));
+    },
+
+    /** GET /api/runtime-instances: agents with what the hosting driver says about each. */
+    async runtimeInstances(filter: { userId?: string | undefined; limit: number }) {
+      const rows = filter.userId
+        ? (await db.withUser(filter.userId, (trx) => agentsRepo.listAgents(trx, filter.userId!))).slice(0, filter.limit)
+        : await agentsRepo.listAllAgents(db.kysely, { limit: filter.limit });
+      return Promise.all(
+        rows.map(async (a) => {
+          let containerStatus: ContainerStatus | null = null;
+          if (hostingAvailable())
+            containerStatus = await driver.status(a.id).then(
+              (s) => s.status,
+              () => null,
+            );
+          return {
+            agentId: a.id,
+            userId: a.user_id,
+            name: a.name,
+            status: a.status,
+            containerStatus,
+            driver: driver.kind,
+            url: a.url,
+            gatewayUrl: a.gateway_url,
+            externalId: a.external_id,
+            startedAt: a.started_at ? new Date(a.started_at).toISOString() : null,
+          };
+        }),
+      );
+    },
+  };
+}
+
+export type AgentsService = ReturnType<typeof createAgentsService>;

@@ -1,0 +1,235 @@
+/**
+ * Deployment jobs of the backend (§4.18 POST /api/deployments, §3 provisioning): requesting a
+ * deployment (creating or taking the agent and enqueueing its job in one transaction), running a
+ * job for the worker (src/workers/deployments.ts), marking one failed, and start-up
+ * reconciliation. Part of the agents service (agents.service.ts composes it).
+ */
+import { LIMITS } from '../../../config/limits.ts';
+import { isUniqueViolation } from '../../../db/errors.ts';
+import { decryptSecret } from '../../../lib/crypto.ts';
+import { notFound } from '../../../lib/errors.ts';
+import { waitForHealthy } from '../agent-client/health-probe.client.ts';
+import {
+  type AgentsDeps,
+  BACKEND_DEFAULT_PLAN,
+  backendAgent,
+  backendLimit,
+  deploymentView,
+  hostingError,
+  insertAgentRecord,
+  limitReached,
+} from '../agent-records.service.ts';
+import { type AgentRow, agentsRepo } from '../agents.repo.ts';
+import { openChannelSecrets, sealChannelSecrets } from '../channel-secrets.rules.ts';
+import { newPlatformKey } from '../credentials.rules.ts';
+import { type ContainerStatus, HostingUnavailableError } from '../drivers/driver.contract.ts';
+
+export function createDeploymentJobs(deps: AgentsDeps) {
+  const { db, config, driver } = deps;
+  const hostingAvailable = () => config.configured.hosting;
+  /**
+   * The local driver's units are processes of this machine that its shutdown() stops with the
+   * platform; remote drivers' units run on without it (docs/configuration.md "Starting and stopping").
+   */
+  const unitsEndWithPlatform = driver.kind === 'local';
+  const unitStatus = (agentId: string) =>
+    driver.status(agentId).then(
+      (r) => r.status,
+      () => 'error' as const,
+    );
+
+  return {
+    /**
+     * POST /api/deployments: creates the agent (or takes the existing one the web app created)
+     * and enqueues its deploy job. 500 when hosting is unavailable; 402 over the plan limit.
+     */
+    async requestDeployment(input: {
+      userId: string;
+      agentId?: string | undefined;
+      name: string;
+      plan?: string | undefined;
+      /** the plan whose agent limit applies (default `plan`): the web app names the admin's own plan */
+      limitPlan?: string | undefined;
+      model?: string | undefined;
+      aiProvider?: string | undefined;
+      config?: Record<string, unknown> | undefined;
+    }) {
+      if (!hostingAvailable()) throw hostingError();
+      // One transaction that takes the user's row lock first: concurrent requests for one agent (or
+      // one user) run one after another, so the second finds the first's agent and joins its active
+      // job (the partial unique index on deployments), instead of two transactions locking the user
+      // row and the agent row in opposite orders (a deadlock, answered 500).
+      const { agent, job } = await db
+        .withUser(input.userId, async (trx) => {
+          if (!(await agentsRepo.lockUser(trx, input.userId))) throw notFound('User not found');
+          const existing = input.agentId ? await agentsRepo.findAgent(trx, input.agentId) : undefined;
+          let row: AgentRow;
+          if (existing) {
+            const plan = input.plan ?? existing.plan;
+            const others = await agentsRepo.countAgents(trx, input.userId, existing.id);
+            const limitPlan = input.limitPlan ?? plan;
+            const limit = backendLimit(limitPlan);
+            if (others >= limit) throw limitReached(limitPlan, limit, others);
+            row =
+              (await agentsRepo.updateAgent(trx, existing.id, {
+                plan,
+                status: 'provisioning',
+                ...(input.model ? { model: input.model } : {}),
+                ...(input.aiProvider ? { ai_provider: input.aiProvider } : {}),
+                ...(input.config
+                  ? {
+                      config: sealChannelSecrets(
+                        input.config,
+                        existing.config as Record<string, unknown>,
+                        deps.secrets.secretsEncryptionKey,
+                      ),
+                    }
+                  : {}),
+              })) ?? existing;
+          } else {
+            const plan = input.plan ?? BACKEND_DEFAULT_PLAN;
+            const current = await agentsRepo.countAgents(trx, input.userId);
+            const limitPlan = input.limitPlan ?? plan;
+            const limit = backendLimit(limitPlan);
+            if (current >= limit) throw limitReached(limitPlan, limit, current);
+            row = await insertAgentRecord(
+              trx,
+              { agentsDomain: config.AGENTS_DOMAIN, secretsKey: deps.secrets.secretsEncryptionKey },
+              {
+                ...(input.agentId ? { id: input.agentId } : {}),
+                userId: input.userId,
+                name: input.name,
+                plan,
+                model: input.model,
+                aiProvider: input.aiProvider,
+                config: input.config,
+                status: 'provisioning',
+              },
+            );
+          }
+          return { agent: row, job: await agentsRepo.enqueueDeploy(trx, row.id, input.userId, LIMITS.deploymentMaxAttempts) };
+        })
+        .catch((err: unknown) => {
+          // `agentId` names an agent of another user (invisible under row-level security, so the insert
+          // collides with it): answered exactly like a missing agent, never as a 500 that reveals it
+          if (input.agentId && isUniqueViolation(err)) throw notFound('Agent not found');
+          throw err;
+        });
+      deps.onEnqueue?.();
+      return { deployment: deploymentView(job), agent: backendAgent({ ...agent, status: 'provisioning' }) };
+    },
+
+    async getDeployment(userId: string, jobId: string) {
+      const j = await db.withUser(userId, (trx) => agentsRepo.getJob(trx, jobId));
+      if (!j) throw notFound('Deployment not found');
+      return deploymentView(j);
+    },
+
+    /**
+     * Runs one deploy job the worker holds: rotates the platform key, deploys with the agent's own
+     * credentials, waits for health (§4.12: poll every 2 s, 60 s overall) and marks it running.
+     * Throws on failure; the worker decides between retry and `error`.
+     */
+    async runJob(job: { agent_id: string; user_id: string }, signal?: AbortSignal) {
+      const agent = await agentsRepo.findAgent(db.kysely, job.agent_id);
+      if (!agent) return { skipped: true as const };
+      if (!hostingAvailable()) throw new HostingUnavailableError('hosting driver not configured');
+      const creds = await agentsRepo.getCredentials(db.kysely, agent.id);
+      if (!creds) throw new Error(`agent ${agent.id} has no credentials`);
+      const sandboxUid = await agentsRepo.sandboxUid(db.kysely, agent.id);
+      const platformKey = newPlatformKey();
+      await agentsRepo.setPlatformKey(db.kysely, agent.id, platformKey.hash, platformKey.prefix);
+      deps.platformKeyCache?.evictKey(agent.id); // the previous key dies with this deploy
+      const deployment = await driver.deploy({
+        agentId: agent.id,
+        userId: agent.user_id,
+        plan: agent.plan,
+        gatewayToken: decryptSecret(deps.secrets.secretsEncryptionKey, creds.gateway_token_enc),
+        platformApiKey: platformKey.key,
+        backendUrl: config.BACKEND_URL,
+        ...(sandboxUid !== undefined ? { sandboxUid } : {}),
+        // the agent itself gets its channel secrets in clear (channel-secrets.rules.ts)
+        config: {
+          ...openChannelSecrets((agent.config ?? {}) as Record<string, unknown>, deps.secrets.secretsEncryptionKey),
+          model: agent.model,
+          aiProvider: agent.ai_provider,
+          name: agent.name,
+        },
+        env: deps.runtimeEnv?.(agent, { platformApiKey: platformKey.key }) ?? {},
+      });
+      // §4.12: poll /healthz every 2 s, 60 s overall. Silent after that but alive is §3 `starting`:
+      // the agent counts as running and the watchdog takes over; a dead unit fails the attempt.
+      let health: ContainerStatus = deployment.status;
+      if (health !== 'healthy') {
+        health = (await waitForHealthy(deployment.url, signal ? { signal } : {})) ? 'healthy' : (await driver.status(agent.id)).status;
+        if (signal?.aborted) throw signal.reason ?? new Error('aborted');
+        if (health === 'error' || health === 'stopped' || health === 'not_found') throw new Error(`agent failed to start (${health})`);
+      }
+      await agentsRepo.updateAgent(db.kysely, agent.id, {
+        status: 'running',
+        gateway_url: deployment.url,
+        external_id: deployment.externalId,
+        started_at: new Date(),
+      });
+      return { skipped: false as const, health };
+    },
+
+    /** After retries ran out: the agent shows `error` (§3 provisioning → error). */
+    async markFailed(agentId: string) {
+      await agentsRepo.updateAgent(db.kysely, agentId, { status: 'error' });
+    },
+
+    /**
+     * Start-up reconciliation of agents the database says run (or are being provisioned): each is
+     * deployed again when its unit is gone, and reads `provisioning` until its job has it answering
+     * (§4.12), never `running` before anything runs.
+     *
+     * With the local driver every one of them is deployed again, even one whose process still
+     * answers: such a process was left by a platform that was killed, and only a launch by this
+     * platform, from the stored spec (the deploy stops the old process first), makes it one this
+     * platform stops at shutdown. Processes left running for agents that are stopped or failed are
+     * stopped. The partial unique index keeps N replicas starting together from enqueueing twice.
+     */
+    async reconcile(log?: (msg: string, extra: Record<string, unknown>) => void) {
+      if (!hostingAvailable()) return 0;
+      const running = await agentsRepo.listAllAgents(db.kysely, { status: ['running', 'provisioning'], limit: 10_000 });
+      let n = 0;
+      for (const a of running) {
+        const s = unitsEndWithPlatform ? 'left by a previous platform' : await unitStatus(a.id);
+        if (s === 'healthy' || s === 'starting' || s === 'running') continue;
+        await agentsRepo.enqueueDeploy(db.kysely, a.id, a.user_id, LIMITS.deploymentMaxAttempts);
+        await agentsRepo.updateAgent(db.kysely, a.id, { status: 'provisioning' });
+        n++;
+        log?.('agent redeploy queued', { agentId: a.id, was: s });
+      }
+      if (n > 0) deps.onEnqueue?.();
+      if (unitsEndWithPlatform && driver.stop) {
+        for (const a of await agentsRepo.listAllAgents(db.kysely, { status: ['stopped', 'error'], limit: 10_000 })) {
+          const s = await unitStatus(a.id);
+          if (s !== 'healthy' && s !== 'starting' && s !== 'running' && s !== 'suspended') continue;
+          await driver.stop(a.id).catch(() => {});
+          log?.('agent process left running stopped', { agentId: a.id, status: a.status, was: s });
+        }
+      }
+      return n;
+    },
+
+    /**
+     * After the driver's shutdown() stopped this platform's agents (local driver): those the
+     * database still says run but whose process is gone read `provisioning`, which the next start
+     * deploys (reconcile). Agents another platform process on the same data runs still answer and
+     * keep `running`.
+     */
+    async settleAfterShutdown() {
+      if (!unitsEndWithPlatform || !hostingAvailable()) return 0;
+      let n = 0;
+      for (const a of await agentsRepo.listAllAgents(db.kysely, { status: ['running'], limit: 10_000 })) {
+        const s = await unitStatus(a.id);
+        if (s === 'healthy' || s === 'starting' || s === 'running') continue;
+        await agentsRepo.updateAgent(db.kysely, a.id, { status: 'provisioning' });
+        n++;
+      }
+      return n;
+    },
+  };
+}
