@@ -14,7 +14,7 @@ import { createSessionCache, type SessionCache } from './domains/accounts/sessio
 import type { SignatureVerifier } from './domains/accounts/siwe-verifier.client.ts';
 import { createAdminService } from './domains/admin/admin.service.ts';
 import { createConfigService } from './domains/agent-config/agent-config.service.ts';
-import { createAgentGateway } from './domains/agents/agent-client/agent.client.ts';
+import { createAgentClient } from './domains/agents/agent-client/agent.client.ts';
 import { createAgentTargets } from './domains/agents/agent-client/targets.service.ts';
 import { createAgentMessages } from './domains/agents/agent-messages.service.ts';
 import { createAgentDirectory } from './domains/agents/agent-records.service.ts';
@@ -42,7 +42,7 @@ import { createKeyCache } from './domains/keys/key-cache.service.ts';
 import { createKeysService, type KeyProfile } from './domains/keys/keys.service.ts';
 import type { CardProcessor } from './domains/payments/card/card-processor.contract.ts';
 import { createLedgerService } from './domains/payments/ledger/ledger.service.ts';
-import type { GatewayCheckout } from './domains/payments/paid-calls/paid-calls.service.ts';
+import type { PaidCallCheckout } from './domains/payments/paid-calls/paid-calls.service.ts';
 import { createSessionWalletService } from './domains/session-wallet/session-wallet.service.ts';
 import type { TradingClient } from './domains/trading/trading.client.ts';
 import { createStablecoinBalanceReader } from './domains/wallet/stablecoin-balances.client.ts';
@@ -90,7 +90,7 @@ export type PlatformDeps = {
   /** deployment worker poll interval in ms (default 1000) */
   workerPollMs?: number;
   /** card checkout for the gateway's 402 `stripe.checkoutUrl` (default: none, checkoutUrl null) */
-  gatewayCheckout?: GatewayCheckout;
+  gatewayCheckout?: PaidCallCheckout;
   /** card processor (default: the stripe SDK on STRIPE_API_URL when STRIPE_SECRET_KEY is set) */
   cardProcessor?: CardProcessor;
   /** watchdog timings over the ones from WATCHDOG_* (tests use milliseconds where the settings are seconds) */
@@ -184,11 +184,11 @@ export function createPlatform(deps: PlatformDeps) {
     onEnqueue: () => worker?.wake(),
   });
   // every call to an agent's gateway (docs/architecture.md "Reaching an agent")
-  const agentGateway = createAgentGateway({
+  const agentClient = createAgentClient({
     targets: createAgentTargets({ db, secretsKey: deps.secrets.secretsEncryptionKey }),
     localSocket: (origin) => driver.localGatewaySocket?.(origin),
   });
-  const chat = createChatService({ gateway: agentGateway, messages: createAgentMessages({ db }) });
+  const chat = createChatService({ agentClient, messages: createAgentMessages({ db }) });
   const agentsWeb = createAgentsWebService({
     db,
     config,
@@ -202,7 +202,7 @@ export function createPlatform(deps: PlatformDeps) {
     log,
     ledger,
     ai,
-    agentGateway,
+    agentClient,
     rateLimiter,
     sessionCache,
   });
@@ -283,7 +283,7 @@ export function createPlatform(deps: PlatformDeps) {
           ...(calendar ? { calendar } : {}),
           cdpWallets,
           chat,
-          agentGateway,
+          agentClient,
           stablecoinBalances: createStablecoinBalanceReader({ rpcUrl: config.TEMPO_RPC_URL, testnet: config.TEMPO_TESTNET }),
           admin,
           topUp,
@@ -326,7 +326,7 @@ export function createPlatform(deps: PlatformDeps) {
       }
       heartbeatWorker ??= createHeartbeatWorker({
         db,
-        gateway: agentGateway,
+        agentClient,
         logger: log,
         pollMs: config.HEARTBEAT_POLL_MS,
         timeoutMs: config.HEARTBEAT_TIMEOUT_MS,

@@ -18,7 +18,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
-import { AGENT_GATEWAY_PATH } from '../../src/config/env.ts';
+import { MODEL_GATEWAY_PATH } from '../../src/config/env.ts';
 import { sha256 } from '../../src/lib/crypto.ts';
 import { stopProcess } from './bench-db.ts';
 import { perRequestByGroup, summariseProfile } from './cpu-profile.ts';
@@ -156,7 +156,7 @@ export async function measureOutside(opts: {
       },
       {
         key: 'gateway',
-        url: `http://127.0.0.1:${backend.port}${AGENT_GATEWAY_PATH}/chat/completions`,
+        url: `http://127.0.0.1:${backend.port}${MODEL_GATEWAY_PATH}/chat/completions`,
         headers: { ...json, authorization: `Bearer ${GATEWAY_KEY}` },
         body,
         proc: backend,

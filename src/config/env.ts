@@ -337,7 +337,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { cwd?
     ...raw,
     PUBLIC_URL: publicUrl,
     BACKEND_URL: backendUrl,
-    AGENT_GATEWAY_URL: (raw.AGENT_GATEWAY_URL ?? defaultAgentGatewayUrl(raw, backendUrl)).replace(/\/+$/, ''),
+    AGENT_GATEWAY_URL: (raw.AGENT_GATEWAY_URL ?? defaultModelGatewayUrl(raw, backendUrl)).replace(/\/+$/, ''),
     DATA_DIR: resolve(cwd, raw.DATA_DIR),
     DASHBOARD_DIR: raw.DASHBOARD_DIR ? resolve(cwd, raw.DASHBOARD_DIR) : resolve(import.meta.dirname, '../../dashboard/dist'),
     ADMIN_EMAILS: raw.ADMIN_EMAILS.map((e) => e.toLowerCase()),
@@ -362,17 +362,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { cwd?
 }
 
 /** The path of the AI gateway on the backend (docs/agents.md "Model access"). */
-export const AGENT_GATEWAY_PATH = '/api/agent-gateway/v1';
+export const MODEL_GATEWAY_PATH = '/api/agent-gateway/v1';
 
 /**
  * AGENT_GATEWAY_URL's default. A local agent runs on this machine and reaches the backend on its
  * own listening address (the loopback one when the backend listens on every interface), which the
  * local driver's sandbox lets through; a remote agent (container drivers) reaches it at BACKEND_URL.
  */
-function defaultAgentGatewayUrl(raw: Pick<RawEnv, 'HOSTING_DRIVER' | 'HOST' | 'BACKEND_PORT'>, backendUrl: string): string {
-  if (raw.HOSTING_DRIVER !== 'local') return `${backendUrl}${AGENT_GATEWAY_PATH}`;
+function defaultModelGatewayUrl(raw: Pick<RawEnv, 'HOSTING_DRIVER' | 'HOST' | 'BACKEND_PORT'>, backendUrl: string): string {
+  if (raw.HOSTING_DRIVER !== 'local') return `${backendUrl}${MODEL_GATEWAY_PATH}`;
   const host = ['', '0.0.0.0', '::', 'localhost'].includes(raw.HOST) ? '127.0.0.1' : raw.HOST;
-  return `http://${isIP(host) === 6 ? `[${host}]` : host}:${raw.BACKEND_PORT}${AGENT_GATEWAY_PATH}`;
+  return `http://${isIP(host) === 6 ? `[${host}]` : host}:${raw.BACKEND_PORT}${MODEL_GATEWAY_PATH}`;
 }
 
 /** true when `email` is in ADMIN_EMAILS (case-insensitive; the list is lower-cased at parse time). */

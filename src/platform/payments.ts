@@ -5,7 +5,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import type { SessionCache } from '../domains/accounts/session-cache.service.ts';
-import type { AgentGateway } from '../domains/agents/agent-client/agent.client.ts';
+import type { AgentClient } from '../domains/agents/agent-client/agent.client.ts';
 import type { AiService } from '../domains/ai/ai.service.ts';
 import { createStripeProcessor } from '../domains/payments/card/stripe-processor.client.ts';
 import { createSubscriptionsService } from '../domains/payments/card/subscriptions.service.ts';
@@ -14,7 +14,7 @@ import type { LedgerService } from '../domains/payments/ledger/ledger.service.ts
 import { createMppMethod } from '../domains/payments/mpp/mpp.service.ts';
 import { createAgentChat } from '../domains/payments/paid-calls/agent-chat.service.ts';
 import { createAudioClient } from '../domains/payments/paid-calls/audio.client.ts';
-import { createGatewayService } from '../domains/payments/paid-calls/paid-calls.service.ts';
+import { createPaidCallsService } from '../domains/payments/paid-calls/paid-calls.service.ts';
 import { createPlugins } from '../domains/payments/paid-calls/plugins.service.ts';
 import { createReceiptSigner, deriveReceiptKey } from '../domains/payments/sessions/receipts.rules.ts';
 import { createPaymentSessionsService } from '../domains/payments/sessions/sessions.service.ts';
@@ -26,11 +26,11 @@ export function createPaymentServices(o: {
   log: FastifyBaseLogger;
   ledger: LedgerService;
   ai: AiService;
-  agentGateway: AgentGateway;
+  agentClient: AgentClient;
   rateLimiter: RateLimiter;
   sessionCache: SessionCache;
 }) {
-  const { deps, log, ledger, ai, agentGateway, rateLimiter, sessionCache } = o;
+  const { deps, log, ledger, ai, agentClient, rateLimiter, sessionCache } = o;
   const { config, db } = deps;
   const cardProcessor =
     deps.cardProcessor ??
@@ -56,14 +56,14 @@ export function createPaymentServices(o: {
     ...(deps.now ? { now: deps.now } : {}),
     ledger,
   });
-  const gateway = createGatewayService({
+  const gateway = createPaidCallsService({
     db,
     ledger,
     sessions: paymentSessions,
     plugins: createPlugins({
       ai,
       audio: createAudioClient({ baseUrl: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY, timeoutMs: config.AI_TIMEOUT_MS }),
-      agentChat: createAgentChat({ gateway: agentGateway, timeoutMs: config.AI_TIMEOUT_MS }),
+      agentChat: createAgentChat({ agentClient, timeoutMs: config.AI_TIMEOUT_MS }),
     }),
     mpp: createMppMethod({
       db: db.kysely,

@@ -10,7 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/client.ts';
-import type { AgentGateway } from '../domains/agents/agent-client/agent.client.ts';
+import type { AgentClient } from '../domains/agents/agent-client/agent.client.ts';
 import { parseFrequency } from '../domains/heartbeat/heartbeat.service.ts';
 import { type DueHeartbeat, heartbeatScheduleRepo } from '../domains/heartbeat/heartbeat-schedule.repo.ts';
 import type { WorkerLogger } from './deployments.ts';
@@ -18,7 +18,7 @@ import type { WorkerLogger } from './deployments.ts';
 export type HeartbeatWorkerOptions = {
   db: Db;
   /** the one client of agents' gateways (it owns the address and the token) */
-  gateway: Pick<AgentGateway, 'heartbeat'>;
+  agentClient: Pick<AgentClient, 'heartbeat'>;
   logger?: WorkerLogger;
   /** how often due heartbeats are looked for (HEARTBEAT_POLL_MS) */
   pollMs: number;
@@ -49,7 +49,7 @@ export function createHeartbeatWorker(options: HeartbeatWorkerOptions) {
       return { status: 'skipped', error: h.agent_status === null ? 'no such agent' : `agent is ${h.agent_status}`, ran: false };
     }
     const runId = `${h.agent_id}:${h.next_heartbeat.toISOString()}`;
-    const r = await options.gateway.heartbeat(h.user_id, h.agent_id, runId, options.timeoutMs);
+    const r = await options.agentClient.heartbeat(h.user_id, h.agent_id, runId, options.timeoutMs);
     return r.ok ? { status: 'ok', error: null, ran: true } : { status: 'failed', error: r.error, ran: false };
   }
 

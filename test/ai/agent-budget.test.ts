@@ -12,7 +12,7 @@ import OpenAI, { RateLimitError } from 'openai';
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { AGENT_GATEWAY_PATH } from '../../src/config/env.ts';
+import { MODEL_GATEWAY_PATH } from '../../src/config/env.ts';
 import { monthOf } from '../../src/domains/ai/ai.repo.ts';
 import { createGateway } from '../../src/runtime/gateway.ts';
 import { type AgentsTestPlatform, bearer, eventually, startAgentsPlatform, subscriber } from '../agents/helpers.ts';
@@ -63,7 +63,7 @@ beforeAll(async () => {
   t = await startAgentsPlatform({
     env: { ROUTER_API_KEY: ROUTER_KEY, ROUTER_BASE_URL: router.url, AGENT_GATEWAY_RATE_LIMIT: '1000' },
   });
-  gateway = `${t.backendUrl}${AGENT_GATEWAY_PATH}`;
+  gateway = `${t.backendUrl}${MODEL_GATEWAY_PATH}`;
   owner = await subscriber(t, 'network');
   stranger = await subscriber(t, 'network');
 });

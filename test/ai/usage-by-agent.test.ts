@@ -8,7 +8,7 @@
  */
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_GATEWAY_PATH } from '../../src/config/env.ts';
+import { MODEL_GATEWAY_PATH } from '../../src/config/env.ts';
 import { type AgentsTestPlatform, bearer, eventually, startAgentsPlatform, subscriber } from '../agents/helpers.ts';
 import { FAKE_USAGE, type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 
@@ -58,7 +58,7 @@ beforeAll(async () => {
   t = await startAgentsPlatform({
     env: { ROUTER_API_KEY: ROUTER_KEY, ROUTER_BASE_URL: router.url, AGENT_GATEWAY_RATE_LIMIT: '1000' },
   });
-  gateway = `${t.backendUrl}${AGENT_GATEWAY_PATH}`;
+  gateway = `${t.backendUrl}${MODEL_GATEWAY_PATH}`;
   alice = await subscriber(t, 'network');
   bob = await subscriber(t, 'network');
   aliceAgent = await deploy(alice.id, 'Alice researcher');

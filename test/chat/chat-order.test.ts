@@ -24,7 +24,7 @@ import { signUp, startTestPlatform, TEST_SECRETS, type TestPlatform } from '../h
 const GATEWAY_TOKEN = 'gw-token-chat-order-0123456789abcdef';
 
 let t: TestPlatform;
-let agentGateway: FakeOpenAi;
+let agentClient: FakeOpenAi;
 let webUrl: string;
 let seq = 0;
 
@@ -34,7 +34,7 @@ type Owner = { id: string; cookie: string; key: string; agentId: string };
 async function owner(): Promise<Owner> {
   const user = await signUp(t.web);
   const agentId = `agent-order-${seq++}`;
-  const gatewayUrl = agentGateway.url.replace(/\/v1$/, '');
+  const gatewayUrl = agentClient.url.replace(/\/v1$/, '');
   await sql`INSERT INTO agents (id, user_id, name, status, subdomain, url, gateway_url)
             VALUES (${agentId}, ${user.id}, 'Orderly', 'running', ${agentId}, ${gatewayUrl}, ${gatewayUrl})`.execute(t.database.db.kysely);
   await sql`INSERT INTO agent_credentials (agent_id, user_id, gateway_token_enc)
@@ -55,22 +55,22 @@ async function history(o: Owner): Promise<Message[]> {
 }
 
 beforeAll(async () => {
-  agentGateway = await startFakeOpenAi({ apiKey: GATEWAY_TOKEN });
+  agentClient = await startFakeOpenAi({ apiKey: GATEWAY_TOKEN });
   t = await startTestPlatform({ REGISTER_RATE_LIMIT: '100000' });
   await t.web.listen({ host: '127.0.0.1', port: 0 });
   webUrl = `http://127.0.0.1:${(t.web.server.address() as AddressInfo).port}`;
 });
 afterAll(async () => {
   await t?.close();
-  await agentGateway?.close();
+  await agentClient?.close();
 });
-beforeEach(() => agentGateway.reset());
+beforeEach(() => agentClient.reset());
 
 describe('POST /api/chat: each turn stored question first, with the time it was asked', () => {
   it('six turns, JSON and streamed, read back in the order they were said', async () => {
     const o = await owner();
     // the agent takes a moment, so a question and its answer cannot share a timestamp
-    agentGateway.delayMs = 15;
+    agentClient.delayMs = 15;
     const said: string[] = [];
     for (let i = 0; i < 6; i++) {
       const message = `question ${i}`;
@@ -164,7 +164,7 @@ describe('the gateway proxy stores streamed turns', () => {
 
   it('the stream reaches the caller as it is produced (nothing waits for the end), and a stream cut short stores nothing', async () => {
     const o = await owner();
-    agentGateway.holdStreams = true; // one delta, then the agent holds the stream open
+    agentClient.holdStreams = true; // one delta, then the agent holds the stream open
     const abort = new AbortController();
     const res = await fetch(`${webUrl}/api/agents/${o.agentId}/v1/chat/completions`, {
       method: 'POST',
@@ -177,7 +177,7 @@ describe('the gateway proxy stores streamed turns', () => {
     while (!received.includes('Echo')) received += new TextDecoder().decode((await reader.read()).value);
     expect(received).toContain('"content":"Echo"');
     abort.abort();
-    await agentGateway.waitForAbort();
+    await agentClient.waitForAbort();
     await new Promise((r) => setTimeout(r, 100));
     expect(await history(o)).toEqual([]);
   });
@@ -194,7 +194,7 @@ describe('the gateway proxy stores streamed turns', () => {
 
   it("an agent's failing stream (an error event) stores nothing", async () => {
     const o = await owner();
-    agentGateway.failWith = 500;
+    agentClient.failWith = 500;
     const res = await fetch(`${webUrl}/api/agents/${o.agentId}/v1/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${o.key}`, 'content-type': 'application/json' },

@@ -15,7 +15,7 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_GATEWAY_PATH } from '../../src/config/env.ts';
+import { MODEL_GATEWAY_PATH } from '../../src/config/env.ts';
 import { loggerOptions } from '../../src/http/shared/logging.ts';
 import { createGateway } from '../../src/runtime/gateway.ts';
 import { createFakeDriver } from '../agents/fake-driver.ts';
@@ -44,7 +44,7 @@ function runtimeDriver() {
       agentId: spec.agentId,
       // the deploy's model and key; the gateway at the address this test's backend listens on
       model: {
-        baseUrl: `${t.backendUrl}${AGENT_GATEWAY_PATH}`,
+        baseUrl: `${t.backendUrl}${MODEL_GATEWAY_PATH}`,
         apiKey: spec.env!.AGENT_MODEL_API_KEY!,
         defaultModel: spec.env!.AGENT_MODEL!,
         timeoutMs: 5_000,

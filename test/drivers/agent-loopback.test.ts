@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAgentGateway } from '../../src/domains/agents/agent-client/agent.client.ts';
+import { createAgentClient } from '../../src/domains/agents/agent-client/agent.client.ts';
 import { waitForHealthy } from '../../src/domains/agents/agent-client/health-probe.client.ts';
 import type { AgentTarget, AgentTargets } from '../../src/domains/agents/agent-client/targets.service.ts';
 import type { AgentDeploySpec, HostingDriver } from '../../src/domains/agents/drivers/driver.contract.ts';
@@ -239,7 +239,7 @@ describe("the platform's own clients of a local agent", () => {
     const targetAt = (port: number) => ({ agent: {} as AgentTarget['agent'], baseUrl: `http://127.0.0.1:${port}`, token: 'gw-token' });
     let port = unixOnlyPort;
     const targets = { byId: async () => targetAt(port), forget: () => {} } as unknown as AgentTargets;
-    const gateway = createAgentGateway({
+    const gateway = createAgentClient({
       targets,
       localSocket: (origin) => (origin === `http://127.0.0.1:${unixOnlyPort}` ? unixPath : undefined),
     });

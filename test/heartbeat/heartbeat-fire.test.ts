@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAgentGateway } from '../../src/domains/agents/agent-client/agent.client.ts';
+import { createAgentClient } from '../../src/domains/agents/agent-client/agent.client.ts';
 import { createAgentTargets } from '../../src/domains/agents/agent-client/targets.service.ts';
 import { DEFAULT_HEARTBEAT_PROMPT } from '../../src/runtime/gateway.ts';
 import { createHeartbeatWorker } from '../../src/workers/heartbeats.ts';
@@ -39,7 +39,7 @@ const save = (payload: object) =>
 const worker = (leaseMs = 300) =>
   createHeartbeatWorker({
     db: database.db,
-    gateway: createAgentGateway({ targets: createAgentTargets({ db: database.db, secretsKey: TEST_SECRETS.secretsEncryptionKey }) }),
+    agentClient: createAgentClient({ targets: createAgentTargets({ db: database.db, secretsKey: TEST_SECRETS.secretsEncryptionKey }) }),
     pollMs: 50,
     timeoutMs: 10_000,
     leaseMs,

@@ -183,7 +183,7 @@ describe('card method', () => {
 describe("agent plugin through the caller's running agent", () => {
   it('a signed-in caller with a running agent is answered by its gateway (/v1/chat/completions, gateway token)', async () => {
     const seen: { authorization: string | undefined; body: any }[] = [];
-    const agentGateway = createServer(async (req, res) => {
+    const agentClient = createServer(async (req, res) => {
       let raw = '';
       for await (const c of req) raw += c;
       seen.push({ authorization: req.headers.authorization, body: JSON.parse(raw) });
@@ -196,10 +196,10 @@ describe("agent plugin through the caller's running agent", () => {
         }),
       );
     });
-    await new Promise<void>((r) => agentGateway.listen(0, '127.0.0.1', r));
+    await new Promise<void>((r) => agentClient.listen(0, '127.0.0.1', r));
     try {
       const user = await signUp(t.web);
-      const url = `http://127.0.0.1:${(agentGateway.address() as AddressInfo).port}`;
+      const url = `http://127.0.0.1:${(agentClient.address() as AddressInfo).port}`;
       const k = t.database.db.kysely;
       await sql`INSERT INTO agents (id, user_id, name, status, subdomain, url, gateway_url) VALUES ('agent-pay-1', ${user.id}, 'Mine', 'running', 'agent-pay-1', ${url}, ${url})`.execute(
         k,
@@ -219,8 +219,8 @@ describe("agent plugin through the caller's running agent", () => {
       expect(other.json().message).toBe('Echo: hello agent');
       expect(seen).toHaveLength(1);
     } finally {
-      agentGateway.closeAllConnections();
-      await new Promise((r) => agentGateway.close(r));
+      agentClient.closeAllConnections();
+      await new Promise((r) => agentClient.close(r));
     }
   });
 });

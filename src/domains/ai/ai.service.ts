@@ -18,7 +18,7 @@ import type { SpendHold } from './ai.repo.ts';
 import { createAiLimits } from './ai-limits.service.ts';
 import { type CatalogModel, createCatalog, toPublicModel } from './catalog.service.ts';
 import { createDemoChat } from './demo-chat.service.ts';
-import { createAgentGateway } from './model-gateway.service.ts';
+import { createModelGateway } from './model-gateway.service.ts';
 import { createModelRouting, type ProviderObserver, type Served } from './model-routing.service.ts';
 import { type AiActor, applyAlgorithmMode, type TaskType } from './plan.rules.ts';
 import {
@@ -271,7 +271,7 @@ export function createAiService(deps: AiServiceDeps) {
     ...createDemoChat({ config, catalog, providers, routing, limit, record, params, responseId }),
 
     // the AI gateway agents call with their own key (docs/agents.md "Model access")
-    ...createAgentGateway({
+    ...createModelGateway({
       config,
       catalog,
       providers,

@@ -147,7 +147,7 @@ const orRejected = <T>(attempt: Promise<T>): Promise<T | Rejected> =>
     throw err;
   });
 
-export function createAgentGateway(deps: {
+export function createModelGateway(deps: {
   config: Pick<Config, 'AGENT_GATEWAY_RATE_LIMIT'>;
   catalog: Catalog;
   providers: Record<ProviderName, ChatProvider>;

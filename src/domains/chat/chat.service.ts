@@ -10,7 +10,7 @@
  * - Streamed completions through the gateway proxy are stored the same way (`recordTurn`).
  */
 import { AppError, isAppError } from '../../lib/errors.ts';
-import type { AgentGateway, ChatMessage } from '../agents/agent-client/agent.client.ts';
+import type { AgentClient, ChatMessage } from '../agents/agent-client/agent.client.ts';
 import type { AgentTarget } from '../agents/agent-client/targets.service.ts';
 import type { AgentMessages, Turn } from '../agents/agent-messages.service.ts';
 import { STORED_ANSWER_MAX_CHARS } from './proxied-turn.service.ts';
@@ -23,13 +23,13 @@ const notRunning = (t: AgentTarget) =>
 
 export type ChatDeps = {
   /** the agent's gateway: targets, WebSocket chat and streamed completions */
-  gateway: AgentGateway;
+  agentClient: AgentClient;
   /** where exchanges are stored (the agents domain's messages) */
   messages: AgentMessages;
 };
 
 export function createChatService(deps: ChatDeps) {
-  const { gateway } = deps;
+  const { agentClient } = deps;
 
   /** Stores one exchange through the agents domain, each side cut to what a stored message keeps. */
   const recordTurn = (userId: string, turn: Turn) =>
@@ -42,8 +42,8 @@ export function createChatService(deps: ChatDeps) {
   return {
     /** §4.8 POST /api/gateway/chat */
     async gatewayChat(userId: string, input: { message: string; sessionKey: string }) {
-      const t = await gateway.targets.defaultFor(userId);
-      const reply = await gateway.wsChat(t, input.message, input.sessionKey).catch((err: unknown) => {
+      const t = await agentClient.targets.defaultFor(userId);
+      const reply = await agentClient.wsChat(t, input.message, input.sessionKey).catch((err: unknown) => {
         // §4.8 gives this route 500 for an agent that fails, not 502: the same sentence, the code for it
         if (isAppError(err) && err.id === 'AGENT_UNAVAILABLE') throw new AppError('AGENT_ERROR', err.message);
         throw err;
@@ -53,7 +53,7 @@ export function createChatService(deps: ChatDeps) {
 
     /** Resolves the agent before any byte is sent, so routes can still answer with a status code. */
     async open(userId: string, agentId: string | undefined) {
-      const t = agentId ? await gateway.targets.byId(userId, agentId) : await gateway.targets.defaultFor(userId);
+      const t = agentId ? await agentClient.targets.byId(userId, agentId) : await agentClient.targets.defaultFor(userId);
       if (t.agent.status !== 'running') throw notRunning(t);
       return t;
     },
@@ -70,7 +70,7 @@ export function createChatService(deps: ChatDeps) {
       signal?: AbortSignal,
     ): Promise<ChatResult> {
       const askedAt = new Date();
-      const reply = await gateway.streamCompletion(t, input, onDelta, signal);
+      const reply = await agentClient.streamCompletion(t, input, onDelta, signal);
       const responseMs = Date.now() - askedAt.getTime();
       const lastUser = input.messages.findLast((m) => m.role === 'user');
       if (lastUser) await recordTurn(userId, { agentId: t.agent.id, question: lastUser.content, askedAt, answer: reply, responseMs });

@@ -23,7 +23,7 @@ import { browseRoutes } from './routes/browse.backend.routes.ts';
 import { backendHealthRoutes } from './routes/health.backend.routes.ts';
 import { hostingMcpRoutes } from './routes/hosting-mcp.routes.ts';
 import { metricsRoutes } from './routes/metrics.backend.routes.ts';
-import { agentGatewayRoutes } from './routes/model-gateway.routes.ts';
+import { modelGatewayRoutes } from './routes/model-gateway.routes.ts';
 import { undergroundRoutes } from './routes/underground.routes.ts';
 import { undergroundBusRoutes } from './routes/underground-bus.routes.ts';
 import { backendKeysRoutes } from './routes/validate-key.routes.ts';
@@ -93,7 +93,7 @@ export async function buildBackendApp(
       agentCallbackRoutes({ agents: services.agents }),
       // the AI gateway agents reach at AGENT_GATEWAY_URL with their own key (docs/agents.md "Model access")
       services.storedPlans &&
-        agentGatewayRoutes({
+        modelGatewayRoutes({
           ai: services.ai,
           storedPlans: services.storedPlans,
           config,

@@ -7,7 +7,7 @@ import type { ExternalSignIn } from '../../domains/accounts/external-signin.serv
 import type { PasswordResetService } from '../../domains/accounts/password-reset.service.ts';
 import type { AdminService } from '../../domains/admin/admin.service.ts';
 import type { ConfigService } from '../../domains/agent-config/agent-config.service.ts';
-import type { AgentGateway } from '../../domains/agents/agent-client/agent.client.ts';
+import type { AgentClient } from '../../domains/agents/agent-client/agent.client.ts';
 import type { AgentsWebService } from '../../domains/agents/agents.web.service.ts';
 import type { AiService } from '../../domains/ai/ai.service.ts';
 import { runtimeModel } from '../../domains/ai/model-gateway.service.ts';
@@ -23,7 +23,7 @@ import type { KeysService } from '../../domains/keys/keys.service.ts';
 import { createLiveLogs } from '../../domains/logs/live-logs.service.ts';
 import type { SubscriptionsService } from '../../domains/payments/card/subscriptions.service.ts';
 import type { TopUpService } from '../../domains/payments/card/top-up.service.ts';
-import type { GatewayService } from '../../domains/payments/paid-calls/paid-calls.service.ts';
+import type { PaidCallsService } from '../../domains/payments/paid-calls/paid-calls.service.ts';
 import type { PaymentSessionsService } from '../../domains/payments/sessions/sessions.service.ts';
 import type { SecurityEventsService } from '../../domains/security-events/risc.service.ts';
 import type { SessionWalletService } from '../../domains/session-wallet/session-wallet.service.ts';
@@ -87,7 +87,7 @@ export type WebServices = {
   /** §4.4 stablecoin balances by address (TEMPO_RPC_URL) */
   stablecoinBalances?: StablecoinBalanceReader;
   /** the agents' gateways (the authenticated gateway proxy) */
-  agentGateway?: AgentGateway;
+  agentClient?: AgentClient;
   agentsWeb: AgentsWebService;
   ai: AiService;
   accounts: AccountsService;
@@ -111,7 +111,7 @@ export type WebServices = {
   /** plans and subscriptions through the card processor (§2) */
   subscriptions?: SubscriptionsService;
   /** payment sessions and the v1 gateway (docs/payments.md) */
-  payments?: { sessions: PaymentSessionsService; gateway: GatewayService };
+  payments?: { sessions: PaymentSessionsService; gateway: PaidCallsService };
   /** §3 watchdog state in agent responses and GET /api/agents/:id/watchdog */
   watchdog?: WatchdogService;
   /** §4.6 calendar connections (unset without CALENDAR_CLIENT_ID/SECRET: the routes answer 503) */
@@ -252,9 +252,9 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.cdpWallets && cdpWalletRoutes({ wallets: services.cdpWallets }),
     services.chat && chatRoutes({ chat: services.chat }),
     logsRoutes({ agents: services.agentsWeb, live, session, revoker }),
-    services.agentGateway &&
+    services.agentClient &&
       agentProxyRoutes({
-        gateway: services.agentGateway,
+        agentClient: services.agentClient,
         keys,
         session,
         revoker,

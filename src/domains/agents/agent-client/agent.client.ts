@@ -117,7 +117,7 @@ function relay(from: WebSocket, to: WebSocket, unwrittenBytes: number, early: (d
   });
 }
 
-export type AgentGatewayDeps = {
+export type AgentClientDeps = {
   targets: AgentTargets;
   /** how long a forwarded request may wait for the agent's headers / between body chunks */
   forwardTimeoutMs?: number;
@@ -152,7 +152,7 @@ function connectorFor(localSocket: ((origin: string) => string | undefined) | un
   };
 }
 
-export function createAgentGateway(deps: AgentGatewayDeps) {
+export function createAgentClient(deps: AgentClientDeps) {
   const { targets } = deps;
   const forwardTimeoutMs = deps.forwardTimeoutMs ?? 300_000;
   const wsTimeoutMs = deps.wsTimeoutMs ?? LIMITS.chatWebSocketTimeoutMs;
@@ -411,4 +411,4 @@ export function createAgentGateway(deps: AgentGatewayDeps) {
   };
 }
 
-export type AgentGateway = ReturnType<typeof createAgentGateway>;
+export type AgentClient = ReturnType<typeof createAgentClient>;

@@ -10,7 +10,7 @@ import { LIMITS } from '../../../config/limits.ts';
 import { AppError, badRequest } from '../../../lib/errors.ts';
 import { createMemoryRateLimiter, type RateLimiter } from '../../../lib/rate-limiter.ts';
 import type { LedgerService } from '../ledger/ledger.service.ts';
-import type { GatewayCheckout } from '../paid-calls/paid-calls.service.ts';
+import type { PaidCallCheckout } from '../paid-calls/paid-calls.service.ts';
 import type { CardProcessor } from './card-processor.contract.ts';
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
@@ -146,7 +146,7 @@ export function gatewayCheckout(
   processor: CardProcessor,
   publicUrl: string,
   limiter: RateLimiter = createMemoryRateLimiter(),
-): GatewayCheckout {
+): PaidCallCheckout {
   const cache = new Map<string, { url: string; until: number }>();
   return async ({ amountCents, plugin, walletAddress, caller }) => {
     const key = `${plugin}:${walletAddress ?? ''}`;

@@ -3,13 +3,13 @@
  * reached on its gateway's OpenAI-compatible `POST /v1/chat/completions` (§8 agent container
  * settings) through the agent gateway client. Undefined when the caller has no running agent.
  */
-import type { AgentGateway } from '../../agents/agent-client/agent.client.ts';
+import type { AgentClient } from '../../agents/agent-client/agent.client.ts';
 import type { AgentChat } from './plugins.service.ts';
 
-export function createAgentChat(deps: { gateway: Pick<AgentGateway, 'targets' | 'chatCompletion'>; timeoutMs: number }): AgentChat {
+export function createAgentChat(deps: { agentClient: Pick<AgentClient, 'targets' | 'chatCompletion'>; timeoutMs: number }): AgentChat {
   return async (userId, messages, signal) => {
-    const target = await deps.gateway.targets.running(userId);
+    const target = await deps.agentClient.targets.running(userId);
     if (!target) return undefined;
-    return deps.gateway.chatCompletion(target, messages, { signal, timeoutMs: deps.timeoutMs });
+    return deps.agentClient.chatCompletion(target, messages, { signal, timeoutMs: deps.timeoutMs });
   };
 }

@@ -37,16 +37,16 @@ export type GatewayCaller = { userId: string | null; ip: string | undefined };
  * Card checkout for a 402 (§4.8 `stripe:{checkoutUrl, amount, currency}`); null when no processor
  * is configured or the caller has had its share of new checkouts.
  */
-export type GatewayCheckout = (o: {
+export type PaidCallCheckout = (o: {
   amountCents: number;
   plugin: string;
   walletAddress: string | null;
   caller: GatewayCaller;
 }) => Promise<string | null>;
 
-export type GatewayAccount = { userId: string; email: string; plan: AiActor['plan']; isAdmin: boolean };
+export type PaidCallAccount = { userId: string; email: string; plan: AiActor['plan']; isAdmin: boolean };
 
-export type GatewayRequest = {
+export type PaidCallRequest = {
   pluginId: string;
   body: Record<string, unknown>;
   paymentMethod: string | undefined;
@@ -55,19 +55,19 @@ export type GatewayRequest = {
   walletAddress: string | undefined;
   stream: boolean;
   /** the caller's account (cookie or API key), when any */
-  account: GatewayAccount | null;
+  account: PaidCallAccount | null;
   /** the client's address (request.ip, TRUST_PROXY applied) */
   clientIp?: string | undefined;
   signal: AbortSignal;
 };
 
-export type GatewayPayment = { method: PaymentMethod; receipt: string; signature?: string };
+export type PaidCallPayment = { method: PaymentMethod; receipt: string; signature?: string };
 
-export type GatewayOutcome =
+export type PaidCallOutcome =
   | {
       ok: true;
       plugin: string;
-      payment: GatewayPayment;
+      payment: PaidCallPayment;
       headers: Record<string, string>;
       output: PluginOutput;
       refund: () => Promise<void>;
@@ -79,32 +79,32 @@ export type GatewayOutcome =
  * comes first in the body; `fields` (message, challenge, session) follow. A value, not a throw: the
  * route sends it with the refusal's own headers (WWW-Authenticate).
  */
-const fail = (code: FixedTextCode, fields: Record<string, unknown>, headers: Record<string, string> = {}): GatewayOutcome => ({
+const fail = (code: FixedTextCode, fields: Record<string, unknown>, headers: Record<string, string> = {}): PaidCallOutcome => ({
   ok: false,
   status: ERROR_CODES[code].status,
   body: { error: ERROR_CODES[code].error, ...fields },
   headers,
 });
 
-export function createGatewayService(deps: {
+export function createPaidCallsService(deps: {
   db: Db;
   /** the card method debits and refunds wallets through the ledger (docs/payments.md "The ledger") */
   ledger: Pick<LedgerService, 'tryDebit' | 'credit' | 'balance'>;
   plugins: Record<string, Plugin>;
   sessions: PaymentSessionsService;
   mpp: MppMethod;
-  checkout?: GatewayCheckout | undefined;
+  checkout?: PaidCallCheckout | undefined;
   logger?: FastifyBaseLogger | undefined;
 }) {
   const { plugins, sessions, ledger } = deps;
 
   async function paymentRequired(
-    req: GatewayRequest,
+    req: PaidCallRequest,
     plugin: Plugin,
     walletAddress: string | null,
     message: string,
     extra: Record<string, unknown> = {},
-  ): Promise<GatewayOutcome> {
+  ): Promise<PaidCallOutcome> {
     const amountCents = Math.ceil(plugin.priceMicros / 10_000);
     const challenge = deps.mpp.challenge(plugin.priceMicros, plugin.id);
     let checkoutUrl: string | null = null;
@@ -127,7 +127,7 @@ export function createGatewayService(deps: {
    * journal insert, so parallel calls never overdraw. Short on every wallet: the session wallet's
    * balance, for the refusal.
    */
-  async function payByCard(account: GatewayAccount, plugin: Plugin) {
+  async function payByCard(account: PaidCallAccount, plugin: Plugin) {
     const addresses = (await deps.db.withUser(account.userId, (trx) => sessionsRepo.userAddresses(trx, account.userId))).filter(
       (a) => normalizeAddress(a) !== undefined,
     );
@@ -150,7 +150,7 @@ export function createGatewayService(deps: {
   return {
     plugins,
 
-    async handle(req: GatewayRequest): Promise<GatewayOutcome> {
+    async handle(req: PaidCallRequest): Promise<PaidCallOutcome> {
       let method: PaymentMethod;
       if (req.paymentMethod !== undefined) {
         const m = req.paymentMethod.trim().toLowerCase();
@@ -169,7 +169,7 @@ export function createGatewayService(deps: {
       const call = plugin.prepare(req.body);
       const walletAddress = req.walletAddress === undefined ? null : (normalizeAddress(req.walletAddress) ?? null);
 
-      let payment: GatewayPayment;
+      let payment: PaidCallPayment;
       let headers: Record<string, string> = {};
       let refund: () => Promise<void> = async () => {};
       let payer: string | null = req.account?.userId ?? null;
@@ -249,4 +249,4 @@ export function createGatewayService(deps: {
   };
 }
 
-export type GatewayService = ReturnType<typeof createGatewayService>;
+export type PaidCallsService = ReturnType<typeof createPaidCallsService>;

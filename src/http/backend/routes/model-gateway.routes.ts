@@ -10,7 +10,7 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import { z } from 'zod';
-import { AGENT_GATEWAY_PATH, type Config } from '../../../config/env.ts';
+import { type Config, MODEL_GATEWAY_PATH } from '../../../config/env.ts';
 import { LIMITS } from '../../../config/limits.ts';
 import { isAdminUser } from '../../../domains/accounts/admin.rules.ts';
 import type { AiService } from '../../../domains/ai/ai.service.ts';
@@ -30,7 +30,7 @@ import { disconnectSignal, sseWriter, startEventStream } from '../../shared/sse.
 declare module 'fastify' {
   interface FastifyRequest {
     /** the acting user as the AI gateway's plan check decided; null before it ran */
-    gatewayActor: AiActor | null;
+    modelActor: AiActor | null;
   }
 }
 const MESSAGES_REQUIRED = 'messages must be a non-empty array';
@@ -61,7 +61,7 @@ export const completionBody = jsonBody({
     .min(1, { error: 'model must not be empty' })
     .max(200, { error: 'model is too long' })
     .optional()
-    .describe(`a model of the owner's plan (GET ${AGENT_GATEWAY_PATH}/models), or \`${AUTO_MODEL}\`/omitted for the plan's pick`),
+    .describe(`a model of the owner's plan (GET ${MODEL_GATEWAY_PATH}/models), or \`${AUTO_MODEL}\`/omitted for the plan's pick`),
   messages: z
     .array(
       z.looseObject(
@@ -252,18 +252,18 @@ const PLAN_DOC =
   '(stopping or deleting the agent revokes it).';
 
 /** The gateway agents reach at AGENT_GATEWAY_URL (docs/agents.md "Model access"). */
-export const agentGatewayRoutes = (deps: {
+export const modelGatewayRoutes = (deps: {
   ai: AiService;
   storedPlans: StoredPlans;
   config: Pick<Config, 'ADMIN_EMAILS' | 'ADMIN_EMAILS_REQUIRE_VERIFIED'>;
   /** whether the owner needs an active subscription (a card processor is configured) */
   subscriptionsRequired: boolean;
 }): RouteModule<'agentKey'> => ({
-  prefix: AGENT_GATEWAY_PATH,
+  prefix: MODEL_GATEWAY_PATH,
   agentKey: async (app) => {
     const { ai, config } = deps;
     // the plan middleware's verdict, on the request itself (a decoration: no WeakMap entry per request)
-    app.decorateRequest('gatewayActor', null);
+    app.decorateRequest('modelActor', null);
 
     // every error of these routes, the scope's 401 included, leaves in OpenAI's shape
     app.setErrorHandler((err: FastifyError, request, reply) => {
@@ -286,7 +286,7 @@ export const agentGatewayRoutes = (deps: {
         },
       );
       if (!verdict.ok) return new AppError(verdict.code, verdict.error);
-      request.gatewayActor = verdict.actor;
+      request.modelActor = verdict.actor;
       return undefined;
     };
     addDocumentedHook(
@@ -311,7 +311,7 @@ export const agentGatewayRoutes = (deps: {
         },
       },
     );
-    const actorOf = (request: FastifyRequest) => request.gatewayActor!;
+    const actorOf = (request: FastifyRequest) => request.modelActor!;
 
     app.get('/models', {
       schema: {

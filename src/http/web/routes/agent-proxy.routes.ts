@@ -34,7 +34,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
 import type WebSocket from 'ws';
 import { z } from 'zod';
-import type { AgentGateway } from '../../../domains/agents/agent-client/agent.client.ts';
+import type { AgentClient } from '../../../domains/agents/agent-client/agent.client.ts';
 import {
   agentModelList,
   CHAT_BODY_MAX_DEPTH,
@@ -94,7 +94,7 @@ const whenClosed = (target: { destroyed: boolean; once(event: 'close', fn: () =>
 
 export type AgentProxyDeps = {
   /** reaches the agent: look-ups, forwarded requests and piped WebSockets */
-  gateway: Pick<AgentGateway, 'targets' | 'forward' | 'pipeSocket' | 'close'>;
+  agentClient: Pick<AgentClient, 'targets' | 'forward' | 'pipeSocket' | 'close'>;
   keys: KeysService;
   session: SessionAuth;
   /** ends what is open when the session or key it was opened with is revoked */
@@ -117,7 +117,7 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
   prefix: '',
   public: async (app: App) => {
     app.addHook('onClose', async () => {
-      await deps.gateway.close();
+      await deps.agentClient.close();
     });
     const allowedOrigins = new Set(deps.allowedOrigins.map((o) => new URL(o).origin));
     const hostPattern = new RegExp(
@@ -142,7 +142,7 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
 
     /** The agent's model as its runtime knows it, and when the agent was made (404 when not the caller's). */
     async function agentModel(userId: string, agentId: string) {
-      const { agent } = await deps.gateway.targets.byId(userId, agentId);
+      const { agent } = await deps.agentClient.targets.byId(userId, agentId);
       return { model: deps.runtimeModel ? deps.runtimeModel(agent.model) : agent.model, createdAt: new Date(agent.created_at) };
     }
 
@@ -172,7 +172,7 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
         if (value !== undefined && !DROP_REQUEST.has(name)) headers[name] = value;
       }
       const query = request.url.includes('?') ? request.url.slice(request.url.indexOf('?')) : '';
-      const { target, response: upstream } = await deps.gateway.forward(userId, agentId, {
+      const { target, response: upstream } = await deps.agentClient.forward(userId, agentId, {
         method: request.method as (typeof METHODS)[number],
         path: `${path}${query}`,
         headers,
@@ -274,7 +274,7 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
       };
       whenClosed(request.raw.socket, release);
       try {
-        (request as GrantedRequest)[GRANT] = { target: await deps.gateway.targets.byId(userId, agentId), watch };
+        (request as GrantedRequest)[GRANT] = { target: await deps.agentClient.targets.byId(userId, agentId), watch };
       } catch (err) {
         release();
         throw err;
@@ -284,7 +284,7 @@ export const agentProxyRoutes = (deps: AgentProxyDeps): RouteModule<'public'> =>
     /** WebSocket pipe to the gateway's `/ws`, within PROXY_SOCKET_LIMITS; revoking the credential closes both with 1008. */
     function pipeSocket(client: WebSocket, request: FastifyRequest) {
       const { target, watch } = (request as GrantedRequest)[GRANT]!;
-      const pipe = deps.gateway.pipeSocket(client, target, PROXY_SOCKET_LIMITS);
+      const pipe = deps.agentClient.pipeSocket(client, target, PROXY_SOCKET_LIMITS);
       watch.onRevoked(() => pipe.close(1008, 'Credentials revoked'));
     }
 

@@ -4,7 +4,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { GatewayAccount, GatewayService } from '../../../domains/payments/paid-calls/paid-calls.service.ts';
+import type { PaidCallAccount, PaidCallsService } from '../../../domains/payments/paid-calls/paid-calls.service.ts';
 import type { PaymentSessionsService } from '../../../domains/payments/sessions/sessions.service.ts';
 import { ERROR_CODES } from '../../../lib/error-codes.ts';
 import { badRequest, notFound } from '../../../lib/errors.ts';
@@ -50,7 +50,7 @@ const gatewayResponse = z
 
 export const paymentsRoutes = (deps: {
   sessions: PaymentSessionsService;
-  gateway: GatewayService;
+  gateway: PaidCallsService;
 }): RouteModule<'session' | 'public' | 'account'> => {
   const { sessions, gateway } = deps;
 
@@ -235,11 +235,11 @@ export const paymentsRoutes = (deps: {
           const isPayment = authorization !== undefined && /^Payment\s/i.test(authorization);
           // with `Authorization: Payment` the account scope saw no key, so a caller is the session's, on plan solo
           const caller = request.caller;
-          const acct: GatewayAccount | null = caller
+          const acct: PaidCallAccount | null = caller
             ? {
                 userId: caller.userId,
                 email: caller.email,
-                plan: (isPayment ? 'solo' : caller.plan) as GatewayAccount['plan'],
+                plan: (isPayment ? 'solo' : caller.plan) as PaidCallAccount['plan'],
                 isAdmin: caller.isAdmin,
               }
             : null;

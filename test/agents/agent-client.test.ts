@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
-import { createAgentGateway } from '../../src/domains/agents/agent-client/agent.client.ts';
+import { createAgentClient } from '../../src/domains/agents/agent-client/agent.client.ts';
 import { type AgentTarget, type AgentTargets, createAgentTargets } from '../../src/domains/agents/agent-client/targets.service.ts';
 import { encryptSecret } from '../../src/lib/crypto.ts';
 import type { AppError } from '../../src/lib/errors.ts';
@@ -61,7 +61,7 @@ afterAll(async () => {
 
 describe('agent gateway client', () => {
   it('forward: a cached address that no longer answers is looked up again once', async () => {
-    const client = createAgentGateway({
+    const client = createAgentClient({
       targets: createAgentTargets({ db: t.db, secretsKey: TEST_SECRETS.secretsEncryptionKey, ttlMs: 60_000 }),
     });
     try {
@@ -86,7 +86,7 @@ describe('agent gateway client', () => {
   });
 
   it('forward: an agent that cannot be reached is 502 AGENT_UNAVAILABLE; a missing one 404', async () => {
-    const client = createAgentGateway({ targets: createAgentTargets({ db: t.db, secretsKey: TEST_SECRETS.secretsEncryptionKey }) });
+    const client = createAgentClient({ targets: createAgentTargets({ db: t.db, secretsKey: TEST_SECRETS.secretsEncryptionKey }) });
     try {
       await addAgent('agent-gone', 'running', await deadUrl(), '2026-01-02T00:00:00Z');
       const req = { method: 'GET' as const, path: '/v1/models', headers: {}, body: null };
@@ -137,7 +137,7 @@ describe('an agent\'s refusal, passed on by the client with the catalogue\'s sta
     await new Promise<void>((r) => agent.close(() => r()));
   });
 
-  const client = createAgentGateway({ targets: {} as AgentTargets });
+  const client = createAgentClient({ targets: {} as AgentTargets });
   const viaHttp = () => client.streamCompletion(target, { messages: [{ role: 'user', content: 'hi' }] }, () => {});
   const viaWs = () => client.wsChat(target, 'hi', 'main');
   const refusal = (code: string, message: string, extra: Record<string, unknown> = {}) => ({

@@ -14,7 +14,7 @@ import OpenAI, {
   RateLimitError,
 } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { AGENT_GATEWAY_PATH, loadConfig } from '../../src/config/env.ts';
+import { loadConfig, MODEL_GATEWAY_PATH } from '../../src/config/env.ts';
 import { agentEnvironment } from '../../src/domains/agents/drivers/agent-env.rules.ts';
 import { aiRepo, entryOf } from '../../src/domains/ai/ai.repo.ts';
 import { type AgentsTestPlatform, bearer, eventually, startAgentsPlatform, subscriber } from '../agents/helpers.ts';
@@ -79,7 +79,7 @@ beforeAll(async () => {
       AGENT_GATEWAY_RATE_LIMIT: String(RATE_LIMIT),
     },
   });
-  gateway = `${t.backendUrl}${AGENT_GATEWAY_PATH}`;
+  gateway = `${t.backendUrl}${MODEL_GATEWAY_PATH}`;
   solo = await subscriber(t, 'solo');
   network = await subscriber(t, 'network');
   agent = await deploy(solo.id);
