@@ -219,7 +219,7 @@ type AgentMemory = { idle: TreeReading; afterFirstChats: TreeReading; afterBurst
 async function measureAgent(codeDir: string, idleS: number, chats: number): Promise<AgentMemory> {
   const ext = codeDir.endsWith('src') ? 'ts' : 'js';
   const { createLocalDriver } = (await import(
-    pathToFileURL(join(codeDir, 'domains', 'agents', 'drivers', `local.driver.${ext}`)).href
+    pathToFileURL(join(codeDir, 'domains', 'agents', 'drivers', 'local', `local.driver.${ext}`)).href
   )) as {
     createLocalDriver: typeof CreateLocalDriver;
   };
@@ -283,7 +283,9 @@ type Density = { agents: number; rssMb: number; pssMb: number; anonMb: number; c
  * other work ran on this shared machine, so it is not reported.)
  */
 async function measureDensity(codeDir: string, n: number, idleS: number): Promise<Density> {
-  const { createLocalDriver } = (await import(pathToFileURL(join(codeDir, 'domains', 'agents', 'drivers', 'local.driver.js')).href)) as {
+  const { createLocalDriver } = (await import(
+    pathToFileURL(join(codeDir, 'domains', 'agents', 'drivers', 'local', 'local.driver.js')).href
+  )) as {
     createLocalDriver: typeof CreateLocalDriver;
   };
   const dataDir = mkdtempSync(join(tmpdir(), 'memory-density-'));

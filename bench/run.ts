@@ -10,8 +10,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { tuneV8ForServing } from '../src/lib/v8-tuning.ts';
-import type { BenchOutput } from './lib/report.ts';
-import { writeJson, writeSection } from './lib/report.ts';
+import { type BenchOutput, writeJson, writeSection } from './lib/report.ts';
 
 const BENCH_DIR = fileURLToPath(new URL('.', import.meta.url));
 const ROOT = join(BENCH_DIR, '..');

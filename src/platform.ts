@@ -9,46 +9,46 @@ import { pino } from 'pino';
 import type { Config } from './config/env.ts';
 import type { Secrets } from './config/secrets.ts';
 import type { Db } from './db/client.ts';
-import type { BotVerifier } from './domains/accounts/bot-verifier.client.ts';
-import { createSessionCache, type SessionCache } from './domains/accounts/session-cache.service.ts';
-import type { SignatureVerifier } from './domains/accounts/siwe-verifier.client.ts';
-import { createAdminService } from './domains/admin/admin.service.ts';
-import { createConfigService } from './domains/agent-config/agent-config.service.ts';
-import { createAgentClient } from './domains/agents/agent-client/agent.client.ts';
-import { createAgentTargets } from './domains/agents/agent-client/targets.service.ts';
-import { createAgentMessages } from './domains/agents/agent-messages.service.ts';
-import { createAgentDirectory } from './domains/agents/agent-records.service.ts';
-import { createAgentsService } from './domains/agents/agents.backend.service.ts';
-import { createAgentsWebService } from './domains/agents/agents.web.service.ts';
-import { createPlatformCounts } from './domains/agents/agents-metrics.service.ts';
-import { createBackendClient } from './domains/agents/backend.client.ts';
-import type { HostingDriver } from './domains/agents/drivers/driver.contract.ts';
-import { createHostingDriver } from './domains/agents/drivers/driver-registry.service.ts';
-import { createAiService } from './domains/ai/ai.service.ts';
-import { agentModelEnv } from './domains/ai/model-gateway.service.ts';
-import type { ChatProvider, ProviderName } from './domains/ai/providers/provider.contract.ts';
-import { createStoredPlans } from './domains/ai/stored-plans.service.ts';
-import { createUsageReport } from './domains/ai/usage-report.service.ts';
-import type { UsageStore } from './domains/ai/usage-store.service.ts';
-import { createBridgeService } from './domains/bridge/bridge.service.ts';
-import { createCalendarService } from './domains/calendar/calendar.service.ts';
-import { createChatService } from './domains/chat/chat.service.ts';
-import { createFilesService } from './domains/files/files.service.ts';
-import { createHealthService, createOsMetrics, type SystemMetrics } from './domains/health/health.service.ts';
-import { createHeartbeatService } from './domains/heartbeat/heartbeat.service.ts';
-import { createHostingMcpService } from './domains/hosting-mcp/hosting-mcp.service.ts';
-import type { StatusStore } from './domains/hosting-status/status-store.client.ts';
-import { createKeyCache } from './domains/keys/key-cache.service.ts';
-import { createKeysService, type KeyProfile } from './domains/keys/keys.service.ts';
-import type { CardProcessor } from './domains/payments/card/card-processor.contract.ts';
-import { createLedgerService } from './domains/payments/ledger/ledger.service.ts';
-import type { PaidCallCheckout } from './domains/payments/paid-calls/paid-calls.service.ts';
-import { createSessionWalletService } from './domains/session-wallet/session-wallet.service.ts';
-import type { TradingClient } from './domains/trading/trading.client.ts';
-import { createStablecoinBalanceReader } from './domains/wallet/stablecoin-balances.client.ts';
-import { channelsFromConfig } from './domains/watchdog/notifier.client.ts';
-import { createWatchdogService, type WatchdogSettings, watchdogSettingsFromConfig } from './domains/watchdog/watchdog.service.ts';
-import { createWorkflowsService } from './domains/workflows/workflows.service.ts';
+import { type BotVerifier, createSessionCache, type SessionCache, type SignatureVerifier } from './domains/accounts/index.ts';
+import { createAdminService } from './domains/admin/index.ts';
+import { createConfigService } from './domains/agent-config/index.ts';
+import {
+  createAgentClient,
+  createAgentDirectory,
+  createAgentMessages,
+  createAgentsService,
+  createAgentsWebService,
+  createAgentTargets,
+  createBackendClient,
+  createHostingDriver,
+  createPlatformCounts,
+  type HostingDriver,
+} from './domains/agents/index.ts';
+import {
+  agentModelEnv,
+  type ChatProvider,
+  createAiService,
+  createStoredPlans,
+  createUsageReport,
+  type ProviderName,
+  type UsageStore,
+} from './domains/ai/index.ts';
+import { createBridgeService } from './domains/bridge/index.ts';
+import { createCalendarService } from './domains/calendar/index.ts';
+import { createChatService } from './domains/chat/index.ts';
+import { createFilesService } from './domains/files/index.ts';
+import { createHealthService, createOsMetrics, type SystemMetrics } from './domains/health/index.ts';
+import { createHeartbeatService } from './domains/heartbeat/index.ts';
+import { createHostingMcpService } from './domains/hosting-mcp/index.ts';
+import type { StatusStore } from './domains/hosting-status/index.ts';
+import { createKeyCache, createKeysService, type KeyProfile } from './domains/keys/index.ts';
+import { type CardProcessor, createLedgerService, type PaidCallCheckout } from './domains/payments/index.ts';
+import { createSessionWalletService } from './domains/session-wallet/index.ts';
+import type { TradingClient } from './domains/trading/index.ts';
+import { createUnderground } from './domains/underground/index.ts';
+import { createStablecoinBalanceReader } from './domains/wallet/index.ts';
+import { channelsFromConfig, createWatchdogService, type WatchdogSettings, watchdogSettingsFromConfig } from './domains/watchdog/index.ts';
+import { createWorkflowsService } from './domains/workflows/index.ts';
 import { buildBackendApp } from './http/backend/app.ts';
 import { loggerOptions } from './http/shared/logging.ts';
 import { buildWebApp } from './http/web/app.ts';
@@ -57,7 +57,6 @@ import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
 import { createIdentityServices } from './platform/identity.ts';
 import { createIntegrationServices } from './platform/integrations.ts';
 import { createPaymentServices } from './platform/payments.ts';
-import { createUnderground } from './platform/underground.ts';
 import { createUndergroundBus, type UndergroundBusTimings } from './platform/underground-bus.ts';
 import { createX402 } from './platform/x402.ts';
 import { createDeploymentWorker } from './workers/deployments.ts';

@@ -4,15 +4,18 @@
  * (§4.18), and the security-event receivers (§6). platform.ts builds them through this one call.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import { createAccountsService } from '../domains/accounts/accounts.service.ts';
-import { allowAllBotVerifier, createSiteverifyBotVerifier } from '../domains/accounts/bot-verifier.client.ts';
-import { createExternalSignIn } from '../domains/accounts/external-signin.service.ts';
-import { createSmtpMailer, defaultMailFrom } from '../domains/accounts/mailer.client.ts';
-import { createPasswordResetService } from '../domains/accounts/password-reset.service.ts';
-import type { SessionCache } from '../domains/accounts/session-cache.service.ts';
-import { createChainSignatureVerifier } from '../domains/accounts/siwe-verifier.client.ts';
-import { createSecurityEventsService } from '../domains/security-events/risc.service.ts';
-import { createRiscVerifier, riscConfigUrl } from '../domains/security-events/risc-verifier.client.ts';
+import {
+  allowAllBotVerifier,
+  createAccountsService,
+  createChainSignatureVerifier,
+  createExternalSignIn,
+  createPasswordResetService,
+  createSiteverifyBotVerifier,
+  createSmtpMailer,
+  defaultMailFrom,
+  type SessionCache,
+} from '../domains/accounts/index.ts';
+import { createRiscVerifier, createSecurityEventsService, riscConfigUrl } from '../domains/security-events/index.ts';
 import type { RateLimiter } from '../lib/rate-limiter.ts';
 import type { PlatformDeps } from '../platform.ts';
 

@@ -3,12 +3,9 @@
  * (§4.5), the hosting status store (§4.12) and custodial wallets (§4.4). Each takes the real
  * client when its settings are present (tests pass fakes through PlatformDeps), none otherwise.
  */
-import { createHostingStatusService } from '../domains/hosting-status/hosting-status.service.ts';
-import { createUpstashStatusStore } from '../domains/hosting-status/status-store.client.ts';
-import { createHttpTradingClient } from '../domains/trading/trading.client.ts';
-import { createTradingService } from '../domains/trading/trading.service.ts';
-import { createCdpClient } from '../domains/wallet/cdp.client.ts';
-import { createCdpWalletsService } from '../domains/wallet/cdp-wallets.service.ts';
+import { createHostingStatusService, createUpstashStatusStore } from '../domains/hosting-status/index.ts';
+import { createHttpTradingClient, createTradingService } from '../domains/trading/index.ts';
+import { createCdpClient, createCdpWalletsService } from '../domains/wallet/index.ts';
 import type { PlatformDeps } from '../platform.ts';
 
 export function createIntegrationServices(deps: PlatformDeps) {

@@ -4,20 +4,24 @@
  * balance moves through the ledger it is given. platform.ts builds them through this one call.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import type { SessionCache } from '../domains/accounts/session-cache.service.ts';
-import type { AgentClient } from '../domains/agents/agent-client/agent.client.ts';
-import type { AiService } from '../domains/ai/ai.service.ts';
-import { createStripeProcessor } from '../domains/payments/card/stripe-processor.client.ts';
-import { createSubscriptionsService } from '../domains/payments/card/subscriptions.service.ts';
-import { createTopUpService, gatewayCheckout } from '../domains/payments/card/top-up.service.ts';
-import type { LedgerService } from '../domains/payments/ledger/ledger.service.ts';
-import { createMppMethod } from '../domains/payments/mpp/mpp.service.ts';
-import { createAgentChat } from '../domains/payments/paid-calls/agent-chat.service.ts';
-import { createAudioClient } from '../domains/payments/paid-calls/audio.client.ts';
-import { createPaidCallsService } from '../domains/payments/paid-calls/paid-calls.service.ts';
-import { createPlugins } from '../domains/payments/paid-calls/plugins.service.ts';
-import { createReceiptSigner, deriveReceiptKey } from '../domains/payments/sessions/receipts.rules.ts';
-import { createPaymentSessionsService } from '../domains/payments/sessions/sessions.service.ts';
+import type { SessionCache } from '../domains/accounts/index.ts';
+import type { AgentClient } from '../domains/agents/index.ts';
+import type { AiService } from '../domains/ai/index.ts';
+import {
+  createAgentChat,
+  createAudioClient,
+  createMppMethod,
+  createPaidCallsService,
+  createPaymentSessionsService,
+  createPlugins,
+  createReceiptSigner,
+  createStripeProcessor,
+  createSubscriptionsService,
+  createTopUpService,
+  deriveReceiptKey,
+  gatewayCheckout,
+  type LedgerService,
+} from '../domains/payments/index.ts';
 import type { RateLimiter } from '../lib/rate-limiter.ts';
 import type { PlatformDeps } from '../platform.ts';
 

@@ -6,7 +6,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/env.ts';
 import type { Db } from '../db/client.ts';
-import { createBusService } from '../domains/underground/bus.service.ts';
+import { createBusService } from '../domains/underground/index.ts';
 import type { RateLimiter } from '../lib/rate-limiter.ts';
 import { createUndergroundBusWorker } from '../workers/underground-bus.ts';
 

@@ -6,11 +6,8 @@
  */
 import type { Config } from '../config/env.ts';
 import type { Db } from '../db/client.ts';
-import type { LedgerService } from '../domains/payments/ledger/ledger.service.ts';
-import { createHttpX402Gateway, type X402Gateway } from '../domains/x402/x402.client.ts';
-import { createX402Service } from '../domains/x402/x402.service.ts';
-import { createX402Charges } from '../domains/x402/x402-charge.service.ts';
-import { createX402Payer } from '../domains/x402/x402-payer.client.ts';
+import type { LedgerService } from '../domains/payments/index.ts';
+import { createHttpX402Gateway, createX402Charges, createX402Payer, createX402Service, type X402Gateway } from '../domains/x402/index.ts';
 
 export function createX402(deps: {
   config: Pick<Config, 'X402_GATEWAY_URL' | 'X402_PAYER_PRIVATE_KEY' | 'X402_USER_DAILY_CAP_USD'>;

@@ -12,7 +12,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { GatewayLimits } from './gateway-limits.ts';
+import type { GatewayLimits } from '../config/limits.ts';
 import { openAiError } from './openai-errors.ts';
 
 // Through getBuiltinModule, not `import`: an ES import of node:http builds its whole namespace,

@@ -7,9 +7,10 @@
  * gateway-http.ts. The WebSocket chat is ws-chat.ts; errors in OpenAI's shape are openai-errors.ts.
  */
 import type { ServerResponse } from 'node:http';
+import { DEFAULT_GATEWAY_LIMITS, type GatewayLimits } from '../config/limits.ts';
 import { createAuthGuard, tokenMatcher } from './auth-guard.ts';
 import { createGatewayServer, type GatewayApp, type GatewayRequest, type Rejection, sendJson } from './gateway-http.ts';
-import { createLimiter, DEFAULT_GATEWAY_LIMITS, type GatewayLimits } from './gateway-limits.ts';
+import { createLimiter } from './gateway-limits.ts';
 import { postJson, type UpstreamResponse } from './model-client.ts';
 import { openAiError } from './openai-errors.ts';
 import { withSystemPrompt } from './persona.ts';
@@ -17,7 +18,7 @@ import type { RuntimeLogger } from './runtime-log.ts';
 import { createRuntimeStats, type RuntimeStats } from './runtime-stats.ts';
 import { createWebSocketChat } from './ws-chat.ts';
 
-export type { GatewayLimits } from './gateway-limits.ts';
+export type { GatewayLimits } from '../config/limits.ts';
 
 export type ModelSettings = {
   /** OpenAI-compatible base URL (ending before `/chat/completions`), e.g. https://openrouter.ai/api/v1 */

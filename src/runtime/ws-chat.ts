@@ -8,9 +8,9 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, WebSocketServer } from 'ws';
-import { LIMITS } from '../config/limits.ts';
+import { type GatewayLimits, LIMITS } from '../config/limits.ts';
 import type { GatewayOptions } from './gateway.ts';
-import type { createLimiter, GatewayLimits } from './gateway-limits.ts';
+import type { createLimiter } from './gateway-limits.ts';
 import type { UpstreamResponse } from './model-client.ts';
 import { ModelRefusal } from './openai-errors.ts';
 import { withSystemPrompt } from './persona.ts';

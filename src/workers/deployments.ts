@@ -8,8 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { LIMITS } from '../config/limits.ts';
 import type { Db } from '../db/client.ts';
-import type { AgentsService } from '../domains/agents/agents.backend.service.ts';
-import { agentsRepo } from '../domains/agents/agents.repo.ts';
+import { type AgentsService, agentsRepo } from '../domains/agents/index.ts';
 
 export type WorkerLogger = {
   info(obj: object, msg: string): void;

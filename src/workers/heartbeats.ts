@@ -10,9 +10,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/client.ts';
-import type { AgentClient } from '../domains/agents/agent-client/agent.client.ts';
-import { parseFrequency } from '../domains/heartbeat/heartbeat.service.ts';
-import { type DueHeartbeat, heartbeatScheduleRepo } from '../domains/heartbeat/heartbeat-schedule.repo.ts';
+import type { AgentClient } from '../domains/agents/index.ts';
+import { type DueHeartbeat, heartbeatScheduleRepo, parseFrequency } from '../domains/heartbeat/index.ts';
 import type { WorkerLogger } from './deployments.ts';
 
 export type HeartbeatWorkerOptions = {

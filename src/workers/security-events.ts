@@ -5,7 +5,7 @@
  * until none is due, then polls. A receiver in this process wakes it at once (`wake`); an event
  * recorded by a process that stopped before acting is found by the next poll of any process.
  */
-import type { SecurityEventsService } from '../domains/security-events/risc.service.ts';
+import type { SecurityEventsService } from '../domains/security-events/index.ts';
 import type { WorkerLogger } from './deployments.ts';
 import { createQueueWorker } from './queue-worker.ts';
 

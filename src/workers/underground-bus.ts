@@ -10,7 +10,7 @@
  * when its lease passes, and a failed attempt comes due again after its backoff.
  */
 import { LIMITS } from '../config/limits.ts';
-import type { BusService } from '../domains/underground/bus.service.ts';
+import type { BusService } from '../domains/underground/index.ts';
 import type { WorkerLogger } from './deployments.ts';
 import { createQueueWorker } from './queue-worker.ts';
 

@@ -11,9 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../db/client.ts';
-import type { NotificationChannel, WatchdogNotice } from '../domains/watchdog/notifier.client.ts';
-import { watchdogRepo } from '../domains/watchdog/watchdog.repo.ts';
-import type { WatchdogService } from '../domains/watchdog/watchdog.service.ts';
+import { type NotificationChannel, type WatchdogNotice, type WatchdogService, watchdogRepo } from '../domains/watchdog/index.ts';
 import type { WorkerLogger } from './deployments.ts';
 
 export type WatchdogWorkerOptions = {

@@ -5,8 +5,7 @@
  * stream and a WebSocket outlive every timeout. Real sockets; the timeouts are set small.
  */
 
-import type { AddressInfo } from 'node:net';
-import { connect, type Socket } from 'node:net';
+import { type AddressInfo, connect, type Socket } from 'node:net';
 import fastifyWebsocket from '@fastify/websocket';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';

@@ -31,7 +31,9 @@ beforeAll(async () => {
   buildServer(out);
   upstream = await startFakeOpenAi({ quiet: true });
   dataDir = mkdtempSync(join(tmpdir(), 'compiled-runtime-'));
-  const { createLocalDriver } = (await import(pathToFileURL(join(out, 'domains', 'agents', 'drivers', 'local.driver.js')).href)) as {
+  const { createLocalDriver } = (await import(
+    pathToFileURL(join(out, 'domains', 'agents', 'drivers', 'local', 'local.driver.js')).href
+  )) as {
     createLocalDriver: typeof CreateLocalDriver;
   };
   driver = createLocalDriver({ dataDir, runtime: 'builtin', sandbox: 'off', network: 'host' });

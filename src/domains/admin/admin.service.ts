@@ -11,8 +11,8 @@ import { sha256 } from '../../lib/crypto.ts';
 import { AppError, badRequest, forbidden, notFound } from '../../lib/errors.ts';
 import { MICROS_PER_USD, microsToUsd } from '../../lib/money.ts';
 import { hasUnstorableText } from '../../lib/unstorable-text.ts';
-import type { LedgerService } from '../payments/ledger/ledger.service.ts';
-import type { SessionWalletService } from '../session-wallet/session-wallet.service.ts';
+import type { LedgerService } from '../payments/index.ts';
+import type { SessionWalletService } from '../session-wallet/index.ts';
 import { adminRepo, type Plan } from './admin.repo.ts';
 
 /** Largest single admin credit: a typo must not mint a fortune (docs/admin.md). */

@@ -9,9 +9,8 @@ import { LIMITS } from '../../config/limits.ts';
 import type { Db, Tx } from '../../db/client.ts';
 import { isUnstorableJson } from '../../db/errors.ts';
 import { badRequest, notFound } from '../../lib/errors.ts';
-import type { JsonObject } from '../../lib/storable-json.ts';
-import { checkSerializable } from '../../lib/storable-json.ts';
-import { maskChannelSecrets, sealChannelSecrets } from '../agents/channel-secrets.rules.ts';
+import { checkSerializable, type JsonObject } from '../../lib/storable-json.ts';
+import { maskChannelSecrets, sealChannelSecrets } from '../agents/index.ts';
 import { configRepo } from './agent-config.repo.ts';
 
 export type ConfigActor = { id: string; isAdmin?: boolean };

@@ -7,7 +7,6 @@
  * (test/ai/chat-validation.test.ts compares both on generated bodies).
  */
 import { LIMITS } from '../../config/limits.ts';
-import { fastThenZod } from '../../http/backend/routes/fast-validation.ts';
 import { TASK_TYPES } from './plan.rules.ts';
 
 const ROLES = new Set(['user', 'assistant', 'system']);
@@ -86,14 +85,10 @@ export function fastChatBody(data: unknown): Record<string, unknown> | undefined
  * The documented plan headers (a loose object of optional strings) as zod outputs them: the same
  * headers. Node gives every header but set-cookie as a string, so this is the only case in practice.
  */
-function stringHeaders(names: readonly string[]) {
+export function stringHeaders(names: readonly string[]) {
   return (data: unknown): unknown => {
     const h = data as Record<string, unknown>;
     for (const n of names) if (h[n] !== undefined && typeof h[n] !== 'string') return undefined;
     return data;
   };
 }
-
-/** The route's validatorCompiler: the fast check for the body and the documented headers, each falling back to zod. */
-export const chatValidatorCompiler = (headerNames: readonly string[]) =>
-  fastThenZod({ body: fastChatBody, headers: stringHeaders(headerNames) });

@@ -8,9 +8,7 @@
  * writes, without its validating copy of every choice; anything that does not match goes to zod
  * (test/ai/gateway-validation.test.ts compares both ways with zod).
  */
-import { serializerCompiler as zodSerializerCompiler } from 'fastify-type-provider-zod';
 import { LIMITS } from '../../config/limits.ts';
-import { fastThenZod } from '../../http/backend/routes/fast-validation.ts';
 
 const ROLES: ReadonlySet<unknown> = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
 
@@ -70,9 +68,6 @@ export function fastCompletionBody(fields: readonly string[], data: unknown): Re
   return out;
 }
 
-/** The route's validatorCompiler: the fast check for the body, falling back to zod's validator of the same schema. */
-export const completionValidatorCompiler = (fields: readonly string[]) => fastThenZod({ body: (data) => fastCompletionBody(fields, data) });
-
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const optional = (v: unknown, ok: (x: unknown) => boolean) => v === undefined || ok(v);
 const str = (v: unknown) => typeof v === 'string';
@@ -87,7 +82,7 @@ function choiceOk(c: unknown): boolean {
   return m === undefined || (isObject(m) && optional(m.role, str) && optional(m.content, strOrNull));
 }
 
-type Completion = {
+export type Completion = {
   id: unknown;
   object: unknown;
   created: unknown;
@@ -133,11 +128,4 @@ export function fastCompletionJson(r: Completion): string | undefined {
     usage: { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.total_tokens },
     system_fingerprint: r.system_fingerprint,
   });
-}
-
-/** The route's serializerCompiler: the 200 answer through fastCompletionJson, falling back to zod's serializer. */
-export function completionSerializerCompiler(route: { httpStatus?: string; schema: unknown; method: string; url: string }) {
-  const zod = zodSerializerCompiler(route as never) as (data: unknown) => string;
-  if (route.httpStatus !== '200') return zod;
-  return (data: unknown) => fastCompletionJson(data as Completion) ?? zod(data);
 }

@@ -3,7 +3,7 @@
  * checks, which models a plan may use, task-tag selection, and algorithm mode.
  */
 import { LIMITS } from '../../config/limits.ts';
-import type { AdminFacts } from '../accounts/admin.rules.ts';
+import type { AdminFacts } from '../accounts/index.ts';
 import type { CatalogModel } from './catalog.service.ts';
 import type { ChatMessage } from './providers/provider.contract.ts';
 

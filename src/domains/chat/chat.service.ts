@@ -10,9 +10,7 @@
  * - Streamed completions through the gateway proxy are stored the same way (`recordTurn`).
  */
 import { AppError, isAppError } from '../../lib/errors.ts';
-import type { AgentClient, ChatMessage } from '../agents/agent-client/agent.client.ts';
-import type { AgentTarget } from '../agents/agent-client/targets.service.ts';
-import type { AgentMessages, Turn } from '../agents/agent-messages.service.ts';
+import type { AgentClient, AgentMessages, AgentTarget, ChatMessage, Turn } from '../agents/index.ts';
 import { STORED_ANSWER_MAX_CHARS } from './proxied-turn.service.ts';
 
 export type ChatInput = { agentId?: string | undefined; messages: ChatMessage[]; model?: string | undefined };

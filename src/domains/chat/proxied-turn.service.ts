@@ -4,9 +4,8 @@
  * them), so the platform reads the question from the request and the answer from the stream as
  * it flows to the caller, and stores the turn once the stream has ended.
  */
-import type { Readable } from 'node:stream';
-import { pipeline, Transform } from 'node:stream';
-import { createCompletionText } from '../agents/agent-client/completion-text.rules.ts';
+import { pipeline, type Readable, Transform } from 'node:stream';
+import { createCompletionText } from '../agents/index.ts';
 
 /** How much of an answer the history keeps (the caller still gets all of it). */
 export const STORED_ANSWER_MAX_CHARS = 200_000;

@@ -6,8 +6,7 @@
  */
 import type { Db } from '../../db/client.ts';
 import { AppError, badRequest } from '../../lib/errors.ts';
-import { findOwnAgent } from '../agents/agent-records.service.ts';
-import type { HostingDriver } from '../agents/drivers/driver.contract.ts';
+import { findOwnAgent, type HostingDriver } from '../agents/index.ts';
 import { createWorkspaceFiles, type WorkspaceFiles } from './workspace-files.service.ts';
 
 export function createFilesService(deps: { db: Db; driver: HostingDriver | undefined }) {

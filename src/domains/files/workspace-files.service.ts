@@ -26,7 +26,7 @@ import {
   writeConfinedFile,
 } from '../../lib/confined-fs.ts';
 import { AppError, badRequest } from '../../lib/errors.ts';
-import type { AgentWorkspace } from '../agents/drivers/driver.contract.ts';
+import type { AgentWorkspace } from '../agents/index.ts';
 
 /** §4.17: excluded from the tree */
 export const EXCLUDED_DIRS = new Set(['node_modules', '.git', '.next', 'dist', 'build', '.cache', '__pycache__']);

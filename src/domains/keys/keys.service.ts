@@ -16,7 +16,7 @@ import type { Db } from '../../db/client.ts';
 import { sha256, sha256Hex } from '../../lib/crypto.ts';
 import { badRequest, notFound } from '../../lib/errors.ts';
 import { UUID_PATTERN } from '../../lib/ids.ts';
-import { isAdminUser } from '../accounts/admin.rules.ts';
+import { isAdminUser } from '../accounts/index.ts';
 import type { KeyCache } from './key-cache.service.ts';
 import { keysRepo } from './keys.repo.ts';
 

@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { badRequest } from '../../lib/errors.ts';
-import type { AccountsService } from '../accounts/accounts.service.ts';
+import type { AccountsService } from '../accounts/index.ts';
 import { type RiscEventRow, riscRepo } from './risc.repo.ts';
 import type { RiscVerifier } from './risc-verifier.client.ts';
 

@@ -10,7 +10,7 @@ import { encryptSecret } from '../../lib/crypto.ts';
 import { badRequest, forbidden, notFound } from '../../lib/errors.ts';
 import { microsToUsd } from '../../lib/money.ts';
 import { viemAccounts } from '../../lib/viem.ts';
-import type { LedgerService } from '../payments/ledger/ledger.service.ts';
+import type { LedgerService } from '../payments/index.ts';
 import { sessionWalletRepo } from './session-wallet.repo.ts';
 
 /** §2: `network` is `base-sepolia` in responses. */

@@ -9,7 +9,7 @@ import type { Db } from '../../db/client.ts';
 import { sha256Hex } from '../../lib/crypto.ts';
 import { AppError, conflict, forbidden, notFound } from '../../lib/errors.ts';
 import { microsToUsd, usdToMicros } from '../../lib/money.ts';
-import type { LedgerService } from '../payments/ledger/ledger.service.ts';
+import type { LedgerService } from '../payments/index.ts';
 import { shareToBps, splitAmounts } from './split-math.rules.ts';
 import { undergroundRepo as repo } from './underground.repo.ts';
 import type { CreateEventInput, CreateSplitInput } from './underground.schemas.ts';

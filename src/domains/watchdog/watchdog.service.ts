@@ -11,13 +11,14 @@
 import type { Config } from '../../config/env.ts';
 import type { Db } from '../../db/client.ts';
 import { AppError } from '../../lib/errors.ts';
-import { containerHealth, probeHealthz } from '../agents/agent-client/health-probe.client.ts';
 import {
   AgentNotDeployedError,
   type ContainerStatus,
+  containerHealth,
   type HostingDriver,
   HostingUnavailableError,
-} from '../agents/drivers/driver.contract.ts';
+  probeHealthz,
+} from '../agents/index.ts';
 import type { NotificationChannelName, WatchdogNotice } from './notifier.client.ts';
 import { type CheckPatch, type DueAgent, type NewEvent, watchdogRepo } from './watchdog.repo.ts';
 import type { WatchdogState } from './watchdog.types.ts';

@@ -11,7 +11,7 @@
 import type { Db } from '../../db/client.ts';
 import { AppError, tooManyRequests } from '../../lib/errors.ts';
 import { MICROS_PER_USD, microsToUsd } from '../../lib/money.ts';
-import type { LedgerService } from '../payments/ledger/ledger.service.ts';
+import type { LedgerService } from '../payments/index.ts';
 import { x402Repo } from './x402.repo.ts';
 
 /** The ledger `source` of a charge (event id `x402_pay:<attempt id>`) and of its refund (`x402_refund:<attempt id>`). */

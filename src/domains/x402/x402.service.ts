@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/client.ts';
 import { AppError, badRequest, notFound, unauthorized } from '../../lib/errors.ts';
-import { agentsRepo } from '../agents/agents.repo.ts';
+import { agentsRepo } from '../agents/index.ts';
 import type { X402Gateway, X402Result } from './x402.client.ts';
 import { type X402AuditRow, x402Repo } from './x402.repo.ts';
 import type { X402Charges } from './x402-charge.service.ts';

@@ -1,16 +1,14 @@
 /** The backend app ({backend_url}): bearer-key API for agents, deployments, the AI layer. */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config/env.ts';
-import type { AgentsService } from '../../domains/agents/agents.backend.service.ts';
-import type { AiService } from '../../domains/ai/ai.service.ts';
-import type { StoredPlans } from '../../domains/ai/stored-plans.service.ts';
-import type { FilesService } from '../../domains/files/files.service.ts';
-import type { HostingMcpService } from '../../domains/hosting-mcp/hosting-mcp.service.ts';
-import type { KeysService } from '../../domains/keys/keys.service.ts';
-import type { BusService } from '../../domains/underground/bus.service.ts';
-import type { WatchdogService } from '../../domains/watchdog/watchdog.service.ts';
+import type { AgentsService } from '../../domains/agents/index.ts';
+import type { AiService, StoredPlans } from '../../domains/ai/index.ts';
+import type { FilesService } from '../../domains/files/index.ts';
+import type { HostingMcpService } from '../../domains/hosting-mcp/index.ts';
+import type { KeysService } from '../../domains/keys/index.ts';
+import type { BusService, Underground } from '../../domains/underground/index.ts';
+import type { WatchdogService } from '../../domains/watchdog/index.ts';
 import { type BackendMetricSources, registerBackendMetrics } from '../../lib/metrics.ts';
-import type { Underground } from '../../platform/underground.ts';
 import { registerAgentKeyAuth } from '../shared/agent-key-auth.ts';
 import { type App, createBaseApp } from '../shared/base-app.ts';
 import { createBearerAuth } from '../shared/bearer-auth.ts';

@@ -6,7 +6,7 @@
  * `request.agentCaller`; a missing, malformed, unknown or revoked key is 401 `Unauthorized`.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import type { AgentCaller } from '../../domains/agents/agent-callbacks.service.ts';
+import type { AgentCaller } from '../../domains/agents/index.ts';
 import { unauthorized } from '../../lib/errors.ts';
 import { documented } from './openapi.ts';
 import { AGENT_KEY_SECURITY } from './security.ts';

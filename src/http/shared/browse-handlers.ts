@@ -6,8 +6,7 @@
  * says only who the caller is and which headers it documents.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { BROWSE_ROUTES as R } from '../../domains/files/files.schemas.ts';
-import type { FilesService } from '../../domains/files/files.service.ts';
+import { type FilesService, BROWSE_ROUTES as R } from '../../domains/files/index.ts';
 import { isAppError } from '../../lib/errors.ts';
 import type { App } from './base-app.ts';
 import { sendError } from './error-handler.ts';

@@ -10,8 +10,8 @@
 import type {} from '@fastify/cookie';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { LIMITS } from '../../config/limits.ts';
-import type { AccountsService, NewSession, SessionUser } from '../../domains/accounts/accounts.service.ts';
-import type { KeysService } from '../../domains/keys/keys.service.ts';
+import type { AccountsService, NewSession, SessionUser } from '../../domains/accounts/index.ts';
+import type { KeysService } from '../../domains/keys/index.ts';
 import { forbidden, unauthorized } from '../../lib/errors.ts';
 import { documented } from './openapi.ts';
 import { ACCOUNT_SECURITY, SESSION_SECURITY } from './security.ts';

@@ -3,7 +3,7 @@
  * reached on its gateway's OpenAI-compatible `POST /v1/chat/completions` (§8 agent container
  * settings) through the agent gateway client. Undefined when the caller has no running agent.
  */
-import type { AgentClient } from '../../agents/agent-client/agent.client.ts';
+import type { AgentClient } from '../../agents/index.ts';
 import type { AgentChat } from './plugins.service.ts';
 
 export function createAgentChat(deps: { agentClient: Pick<AgentClient, 'targets' | 'chatCompletion'>; timeoutMs: number }): AgentChat {

@@ -13,7 +13,7 @@ import type { Db } from '../../../db/client.ts';
 import { ERROR_CODES, type FixedTextCode } from '../../../lib/error-codes.ts';
 import { badRequest, isAppError } from '../../../lib/errors.ts';
 import { microsToUsd, normalizeAddress } from '../../../lib/money.ts';
-import type { AiActor } from '../../ai/plan.rules.ts';
+import type { AiActor } from '../../ai/index.ts';
 import type { LedgerService } from '../ledger/ledger.service.ts';
 import { sessionsRepo } from '../sessions/sessions.repo.ts';
 import type { PaymentSessionsService } from '../sessions/sessions.service.ts';

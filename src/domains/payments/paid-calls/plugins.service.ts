@@ -7,8 +7,7 @@
 import { z } from 'zod';
 import { AppError, badRequest } from '../../../lib/errors.ts';
 import { PLUGIN_PRICES } from '../../../lib/prices.ts';
-import type { AiService } from '../../ai/ai.service.ts';
-import type { AiActor } from '../../ai/plan.rules.ts';
+import type { AiActor, AiService } from '../../ai/index.ts';
 import type { AudioClient } from './audio.client.ts';
 
 export type PluginCaller = { actor: AiActor; userId: string | null };

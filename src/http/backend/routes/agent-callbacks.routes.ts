@@ -4,7 +4,7 @@
  * which agents never receive (docs/architecture.md rule 6).
  */
 import { z } from 'zod';
-import type { AgentsService } from '../../../domains/agents/agents.backend.service.ts';
+import type { AgentsService } from '../../../domains/agents/index.ts';
 import { callingAgent } from '../../shared/agent-key-auth.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';

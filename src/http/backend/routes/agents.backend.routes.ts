@@ -15,10 +15,8 @@
 
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
-import type { AgentsService } from '../../../domains/agents/agents.backend.service.ts';
-import { agentName, configObject } from '../../../domains/agents/agents.schemas.ts';
-import { watchdogStateSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
-import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
+import { type AgentsService, agentName, configObject } from '../../../domains/agents/index.ts';
+import { type WatchdogService, watchdogStateSchema } from '../../../domains/watchdog/index.ts';
 import { UUID_PATTERN } from '../../../lib/ids.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';

@@ -11,26 +11,26 @@ import { serializerCompiler as zodSerializer } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { type Config, isAdminEmail } from '../../../config/env.ts';
 import { LIMITS } from '../../../config/limits.ts';
-import { isAdminUser } from '../../../domains/accounts/admin.rules.ts';
-import type { AiService } from '../../../domains/ai/ai.service.ts';
-import { chatValidatorCompiler } from '../../../domains/ai/ai-chat.schemas.ts';
-import { settleVerdict } from '../../../domains/ai/ai-limits.service.ts';
+import { isAdminUser } from '../../../domains/accounts/index.ts';
 import {
   type AiActor,
+  type AiService,
   checkPlan,
   checkStoredPlan,
+  PROVIDER_NAMES,
   type StoredPlan,
+  type StoredPlans,
   SUBSCRIPTION_HEADER,
+  settleVerdict,
   TASK_TYPES,
-} from '../../../domains/ai/plan.rules.ts';
-import { PROVIDER_NAMES } from '../../../domains/ai/providers/provider.contract.ts';
-import type { StoredPlans } from '../../../domains/ai/stored-plans.service.ts';
+} from '../../../domains/ai/index.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
 import { addDocumentedHook } from '../../shared/openapi.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { disconnectSignal, sseWriter, startEventStream } from '../../shared/sse.ts';
 import { namedUser } from '../acting-user.ts';
+import { chatValidatorCompiler } from './fast-validation.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

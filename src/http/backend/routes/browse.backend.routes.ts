@@ -5,7 +5,7 @@
  * traversal in any form is 400 and touches nothing (docs/agents.md "File explorer"). The routes
  * themselves are shared/browse-handlers.ts, which the web app serves to the owner's session too.
  */
-import type { FilesService } from '../../../domains/files/files.service.ts';
+import type { FilesService } from '../../../domains/files/index.ts';
 import { registerBrowseRoutes } from '../../shared/browse-handlers.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { documentedHeaders } from '../../shared/schemas.ts';

@@ -1,11 +1,13 @@
 /**
  * A route's validatorCompiler with hand-written checks in front of the zod schemas (the AI hot
- * paths: ai-chat.schemas.ts, model-gateway.schemas.ts; docs/benchmarks.md "AI proxy"). For each
+ * paths, whose checks are src/domains/ai/ai-chat.schemas.ts and model-gateway.schemas.ts; docs/benchmarks.md
+ * "AI proxy"). For each
  * request part with a check, the check's value when it vouches for the input, else zod's validator of
  * the same schema, so every rejection and its text stays zod's; the other parts are zod's alone.
  */
 import type { FastifySchemaValidationError } from 'fastify';
-import { validatorCompiler as zodValidatorCompiler } from 'fastify-type-provider-zod';
+import { serializerCompiler as zodSerializerCompiler, validatorCompiler as zodValidatorCompiler } from 'fastify-type-provider-zod';
+import { type Completion, fastChatBody, fastCompletionBody, fastCompletionJson, stringHeaders } from '../../../domains/ai/index.ts';
 
 type Validated = { value?: unknown; error?: FastifySchemaValidationError[] | Error };
 type RouteSchema = { schema: unknown; method: string; url: string; httpPart?: string };
@@ -23,4 +25,18 @@ export function fastThenZod(checks: Partial<Record<'body' | 'headers' | 'queryst
       return value === undefined ? zod(data) : { value };
     };
   };
+}
+
+/** POST /api/ai/chat's validatorCompiler: the fast check for the body and the documented headers, each falling back to zod. */
+export const chatValidatorCompiler = (headerNames: readonly string[]) =>
+  fastThenZod({ body: fastChatBody, headers: stringHeaders(headerNames) });
+
+/** The model gateway's validatorCompiler: the fast check for the body, falling back to zod's validator of the same schema. */
+export const completionValidatorCompiler = (fields: readonly string[]) => fastThenZod({ body: (data) => fastCompletionBody(fields, data) });
+
+/** The model gateway's serializerCompiler: the 200 answer through fastCompletionJson, falling back to zod's serializer. */
+export function completionSerializerCompiler(route: { httpStatus?: string; schema: unknown; method: string; url: string }) {
+  const zod = zodSerializerCompiler(route as never) as (data: unknown) => string;
+  if (route.httpStatus !== '200') return zod;
+  return (data: unknown) => fastCompletionJson(data as Completion) ?? zod(data);
 }

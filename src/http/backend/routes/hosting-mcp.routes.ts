@@ -7,7 +7,7 @@ import {
   HOSTING_MCP_LINKS,
   type HostingMcpService,
   VALIDATE_ERRORS,
-} from '../../../domains/hosting-mcp/hosting-mcp.service.ts';
+} from '../../../domains/hosting-mcp/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 

@@ -12,13 +12,16 @@ import type { FastifyError, FastifyReply, FastifyRequest, HookHandlerDoneFunctio
 import { z } from 'zod';
 import { type Config, MODEL_GATEWAY_PATH } from '../../../config/env.ts';
 import { LIMITS } from '../../../config/limits.ts';
-import { isAdminUser } from '../../../domains/accounts/admin.rules.ts';
-import type { AiService } from '../../../domains/ai/ai.service.ts';
-import { settleVerdict } from '../../../domains/ai/ai-limits.service.ts';
-import { completionSerializerCompiler, completionValidatorCompiler } from '../../../domains/ai/model-gateway.schemas.ts';
-import { AUTO_MODEL } from '../../../domains/ai/model-gateway.service.ts';
-import { type AiActor, checkStoredPlan, type StoredPlan } from '../../../domains/ai/plan.rules.ts';
-import type { StoredPlans } from '../../../domains/ai/stored-plans.service.ts';
+import { isAdminUser } from '../../../domains/accounts/index.ts';
+import {
+  type AiActor,
+  type AiService,
+  AUTO_MODEL,
+  checkStoredPlan,
+  type StoredPlan,
+  type StoredPlans,
+  settleVerdict,
+} from '../../../domains/ai/index.ts';
 import type { CallSignal } from '../../../lib/cancellation.ts';
 import { AppError, type ErrorCode, isAppError, unauthorized } from '../../../lib/errors.ts';
 import { callingAgent } from '../../shared/agent-key-auth.ts';
@@ -26,6 +29,7 @@ import { addDocumentedHook } from '../../shared/openapi.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { jsonBody } from '../../shared/schemas.ts';
 import { disconnectSignal, sseWriter, startEventStream } from '../../shared/sse.ts';
+import { completionSerializerCompiler, completionValidatorCompiler } from './fast-validation.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -5,14 +5,15 @@
  */
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
-import { BUS_MAX_ATTEMPTS, type BusService } from '../../../domains/underground/bus.service.ts';
-import { BUS_MESSAGE_MAX_AGE_MS } from '../../../domains/underground/bus-message.rules.ts';
 import {
   AMPLIFY_MAX_RECIPIENTS,
   BOOKING_ACTIONS,
   BOOKING_MAX_PRICE_USDC,
   BOOKING_MAX_ROUNDS,
-} from '../../../domains/underground/bus-steps.service.ts';
+  BUS_MAX_ATTEMPTS,
+  BUS_MESSAGE_MAX_AGE_MS,
+  type BusService,
+} from '../../../domains/underground/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 

@@ -5,18 +5,18 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { BusSigner } from '../../../domains/underground/bus-signer.rules.ts';
 import {
+  type BusSigner,
   balanceSchema,
   createEventBody,
   createSplitBody,
   createWalletBody,
   eventSchema,
   splitResultSchema,
+  type UndergroundService,
+  type UndergroundWallets,
   walletSchema,
-} from '../../../domains/underground/underground.schemas.ts';
-import type { UndergroundService } from '../../../domains/underground/underground.service.ts';
-import type { UndergroundWallets } from '../../../domains/underground/underground-wallets.service.ts';
+} from '../../../domains/underground/index.ts';
 import { badRequest, unauthorized } from '../../../lib/errors.ts';
 import { callingAgent } from '../../shared/agent-key-auth.ts';
 import type { RouteModule } from '../../shared/routes.ts';

@@ -1,7 +1,6 @@
 /** Backend API key validation (§4.3 flow; the shape, "not shown" in §4.18, is documented here). Bearer key. */
 
-import { invalidKey, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from '../../../domains/keys/keys.schemas.ts';
-import type { KeysService } from '../../../domains/keys/keys.service.ts';
+import { invalidKey, type KeysService, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from '../../../domains/keys/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
 

@@ -6,7 +6,7 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
-import type { AccountsService } from '../../../domains/accounts/accounts.service.ts';
+import type { AccountsService } from '../../../domains/accounts/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody, okSchema } from '../../shared/schemas.ts';
 import { currentUser, requestMeta, type SessionAuth } from '../../shared/session.ts';

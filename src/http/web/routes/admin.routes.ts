@@ -6,7 +6,7 @@
  */
 
 import { z } from 'zod';
-import { ADMIN_CREDIT_MAX_USD, ADMIN_CREDIT_NOTE_MAX, type AdminService, IDEMPOTENCY_KEY } from '../../../domains/admin/admin.service.ts';
+import { ADMIN_CREDIT_MAX_USD, ADMIN_CREDIT_NOTE_MAX, type AdminService, IDEMPOTENCY_KEY } from '../../../domains/admin/index.ts';
 import { usdToMicros } from '../../../lib/money.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';

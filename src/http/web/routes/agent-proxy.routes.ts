@@ -34,28 +34,25 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Dispatcher } from 'undici';
 import type WebSocket from 'ws';
 import { z } from 'zod';
-import type { AgentClient } from '../../../domains/agents/agent-client/agent.client.ts';
+import { DEFAULT_GATEWAY_LIMITS } from '../../../config/limits.ts';
 import {
+  type AgentClient,
+  type AgentTarget,
   agentModelList,
   CHAT_BODY_MAX_DEPTH,
-  tooDeepChatBody,
-  withAgentModel,
-} from '../../../domains/agents/agent-client/agent-model.rules.ts';
-import {
   CONTAINMENT_HEADERS,
   DROP_REQUEST,
   dropResponseHeader,
   isInert,
   proxiedLocation,
   REDIRECT_STATUSES,
-} from '../../../domains/agents/agent-client/proxy-headers.rules.ts';
-import type { AgentTarget } from '../../../domains/agents/agent-client/targets.service.ts';
-import type { ChatService } from '../../../domains/chat/chat.service.ts';
-import { readingAnswer, streamedQuestion } from '../../../domains/chat/proxied-turn.service.ts';
-import { API_KEY_PREFIX, type KeysService } from '../../../domains/keys/keys.service.ts';
+  tooDeepChatBody,
+  withAgentModel,
+} from '../../../domains/agents/index.ts';
+import { type ChatService, readingAnswer, streamedQuestion } from '../../../domains/chat/index.ts';
+import { API_KEY_PREFIX, type KeysService } from '../../../domains/keys/index.ts';
 import { AppError, forbidden, tooManyRequests, unauthorized } from '../../../lib/errors.ts';
 import type { RevocationWatch, StreamCredential, StreamRevoker } from '../../../lib/eviction-bus.ts';
-import { DEFAULT_GATEWAY_LIMITS } from '../../../runtime/gateway-limits.ts';
 import type { App } from '../../shared/base-app.ts';
 import { CROSS_SITE_MESSAGE } from '../../shared/origin-check.ts';
 import type { RouteModule } from '../../shared/routes.ts';

@@ -6,8 +6,13 @@
  */
 
 import { z } from 'zod';
-import { AGENT_BUDGET_MAX_USD, AGENT_BUDGET_MIN_USD, type AgentBudgets } from '../../../domains/ai/agent-budgets.service.ts';
-import { USAGE_DAYS_MAX, type UsageReportFn } from '../../../domains/ai/usage-report.service.ts';
+import {
+  AGENT_BUDGET_MAX_USD,
+  AGENT_BUDGET_MIN_USD,
+  type AgentBudgets,
+  USAGE_DAYS_MAX,
+  type UsageReportFn,
+} from '../../../domains/ai/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';

@@ -7,11 +7,9 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
-import { agentName, configObject } from '../../../domains/agents/agents.schemas.ts';
-import type { AgentsWebService, WebUser } from '../../../domains/agents/agents.web.service.ts';
-import { logLine } from '../../../domains/logs/logs.schemas.ts';
-import { watchdogStateSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
-import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
+import { type AgentsWebService, agentName, configObject, type WebUser } from '../../../domains/agents/index.ts';
+import { logLine } from '../../../domains/logs/index.ts';
+import { type WatchdogService, watchdogStateSchema } from '../../../domains/watchdog/index.ts';
 import { notFound } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';

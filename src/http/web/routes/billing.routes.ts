@@ -5,7 +5,7 @@
  */
 
 import { z } from 'zod';
-import type { SubscriptionsService } from '../../../domains/payments/card/subscriptions.service.ts';
+import type { SubscriptionsService } from '../../../domains/payments/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';

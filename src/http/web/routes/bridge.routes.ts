@@ -8,7 +8,7 @@ import {
   BRIDGE_PRIORITIES,
   BRIDGE_SENDERS,
   type BridgeService,
-} from '../../../domains/bridge/bridge.service.ts';
+} from '../../../domains/bridge/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 

@@ -5,7 +5,7 @@
  * (row-level security decides); writes and git-sync pass the web app's cross-site check like every
  * session POST (docs/security.md "Cross-site requests").
  */
-import type { FilesService } from '../../../domains/files/files.service.ts';
+import type { FilesService } from '../../../domains/files/index.ts';
 import { registerBrowseRoutes } from '../../shared/browse-handlers.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { currentUser } from '../../shared/session.ts';

@@ -9,6 +9,10 @@ import { LIMITS } from '../../../config/limits.ts';
 import {
   ACTIONS,
   availabilityInput,
+  CALENDAR_STATE_COOKIE,
+  CALENDAR_STATE_COOKIE_PATH,
+  type CalendarService,
+  type ConnectStart,
   createEventInput,
   deleteEventInput,
   getQuery,
@@ -18,9 +22,7 @@ import {
   quickAddInput,
   responses,
   updateEventInput,
-} from '../../../domains/calendar/calendar.schemas.ts';
-import type { CalendarService, ConnectStart } from '../../../domains/calendar/calendar.service.ts';
-import { CALENDAR_STATE_COOKIE, CALENDAR_STATE_COOKIE_PATH } from '../../../domains/calendar/calendar-state.rules.ts';
+} from '../../../domains/calendar/index.ts';
 import { AppError, badRequest } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';

@@ -3,7 +3,7 @@
  * /api/wallet/cdp (docs/payments.md "Custodial wallets").
  */
 import { z } from 'zod';
-import type { CdpWalletsService } from '../../../domains/wallet/cdp-wallets.service.ts';
+import type { CdpWalletsService } from '../../../domains/wallet/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';

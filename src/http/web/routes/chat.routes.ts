@@ -6,7 +6,7 @@
 import type { ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
-import type { ChatInput, ChatService } from '../../../domains/chat/chat.service.ts';
+import type { ChatInput, ChatService } from '../../../domains/chat/index.ts';
 import { AppError, badRequest, isAppError } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';

@@ -3,7 +3,7 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
-import { type ConfigService, INITIAL_BACKUP_ID } from '../../../domains/agent-config/agent-config.service.ts';
+import { type ConfigService, INITIAL_BACKUP_ID } from '../../../domains/agent-config/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';

@@ -4,8 +4,7 @@
  */
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
-import type { AiService } from '../../../domains/ai/ai.service.ts';
-import { DEMO_UNAVAILABLE } from '../../../domains/ai/demo-chat.service.ts';
+import { type AiService, DEMO_UNAVAILABLE } from '../../../domains/ai/index.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';

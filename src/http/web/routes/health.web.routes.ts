@@ -1,7 +1,7 @@
 /** §4.12 web health: public summary, hardware detail for admins only. */
 
 import { z } from 'zod';
-import type { HealthService } from '../../../domains/health/health.service.ts';
+import type { HealthService } from '../../../domains/health/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
 

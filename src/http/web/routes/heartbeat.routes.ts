@@ -2,7 +2,7 @@
 
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
-import type { HeartbeatService } from '../../../domains/heartbeat/heartbeat.service.ts';
+import type { HeartbeatService } from '../../../domains/heartbeat/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';

@@ -8,7 +8,7 @@
 
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { HostingStatusService } from '../../../domains/hosting-status/hosting-status.service.ts';
+import type { HostingStatusService } from '../../../domains/hosting-status/index.ts';
 import { AppError, badRequest, unauthorized } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
 import type { RouteModule } from '../../shared/routes.ts';

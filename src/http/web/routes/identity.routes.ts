@@ -7,8 +7,13 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { ExternalSignIn, SignInStep } from '../../../domains/accounts/external-signin.service.ts';
-import { type ExternalProvider, OAUTH_STATE_TTL_MS, oauthStateCookieName } from '../../../domains/accounts/oauth-state.rules.ts';
+import {
+  type ExternalProvider,
+  type ExternalSignIn,
+  OAUTH_STATE_TTL_MS,
+  oauthStateCookieName,
+  type SignInStep,
+} from '../../../domains/accounts/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
 import { currentUser, requestMeta, type SessionAuth } from '../../shared/session.ts';

@@ -7,7 +7,7 @@
  */
 
 import { z } from 'zod';
-import type { AgentsWebService } from '../../../domains/agents/agents.web.service.ts';
+import type { AgentsWebService } from '../../../domains/agents/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';

@@ -2,8 +2,7 @@
 
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
-import { invalidKey, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from '../../../domains/keys/keys.schemas.ts';
-import type { KeysService } from '../../../domains/keys/keys.service.ts';
+import { invalidKey, type KeysService, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from '../../../domains/keys/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';

@@ -4,9 +4,8 @@
  * (session); another user's agent is 404 like a missing one.
  */
 import { z } from 'zod';
-import type { AgentsWebService } from '../../../domains/agents/agents.web.service.ts';
-import type { LiveLogs } from '../../../domains/logs/live-logs.service.ts';
-import { logLine } from '../../../domains/logs/logs.schemas.ts';
+import type { AgentsWebService } from '../../../domains/agents/index.ts';
+import { type LiveLogs, logLine } from '../../../domains/logs/index.ts';
 import type { StreamRevoker } from '../../../lib/eviction-bus.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';

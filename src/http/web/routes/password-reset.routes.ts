@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
-import { type PasswordResetService, RESET_REQUESTED } from '../../../domains/accounts/password-reset.service.ts';
+import { type PasswordResetService, RESET_REQUESTED } from '../../../domains/accounts/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody, okSchema } from '../../shared/schemas.ts';
 import { requestMeta } from '../../shared/session.ts';

@@ -4,8 +4,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { PaidCallAccount, PaidCallsService } from '../../../domains/payments/paid-calls/paid-calls.service.ts';
-import type { PaymentSessionsService } from '../../../domains/payments/sessions/sessions.service.ts';
+import type { PaidCallAccount, PaidCallsService, PaymentSessionsService } from '../../../domains/payments/index.ts';
 import { ERROR_CODES } from '../../../lib/error-codes.ts';
 import { badRequest, notFound } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';

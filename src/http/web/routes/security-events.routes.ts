@@ -5,7 +5,7 @@
  * Public routes: the token's signature is the credential (risc-verifier.client.ts).
  */
 import { z } from 'zod';
-import { EVENTS_SUPPORTED, type SecurityEventsService } from '../../../domains/security-events/risc.service.ts';
+import { EVENTS_SUPPORTED, type SecurityEventsService } from '../../../domains/security-events/index.ts';
 import type { App } from '../../shared/base-app.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';

@@ -7,7 +7,7 @@
 
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { JOURNAL_PAGE_MAX, type SessionWalletService } from '../../../domains/session-wallet/session-wallet.service.ts';
+import { JOURNAL_PAGE_MAX, type SessionWalletService } from '../../../domains/session-wallet/index.ts';
 import { AppError, badRequest } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';

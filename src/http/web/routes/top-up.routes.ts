@@ -4,7 +4,7 @@
  * parser keeps the bytes (any re-serialisation would break the signature).
  */
 import { z } from 'zod';
-import type { TopUpService } from '../../../domains/payments/card/top-up.service.ts';
+import type { TopUpService } from '../../../domains/payments/index.ts';
 import type { App } from '../../shared/base-app.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';

@@ -3,8 +3,7 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
-import { isTradingJobId } from '../../../domains/trading/trading.client.ts';
-import type { TradingService } from '../../../domains/trading/trading.service.ts';
+import { isTradingJobId, type TradingService } from '../../../domains/trading/index.ts';
 import { badRequest } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';

@@ -1,7 +1,7 @@
 /** The signed-in user's AI usage and cost (ours; the specification shows none). See usage-report.service.ts. */
 
 import { z } from 'zod';
-import { USAGE_DAYS_MAX, type UsageReportFn } from '../../../domains/ai/usage-report.service.ts';
+import { USAGE_DAYS_MAX, type UsageReportFn } from '../../../domains/ai/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';

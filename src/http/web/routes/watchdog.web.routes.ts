@@ -5,8 +5,7 @@
  */
 
 import { z } from 'zod';
-import { watchdogHistoryLimit, watchdogViewSchema } from '../../../domains/watchdog/watchdog.schemas.ts';
-import type { WatchdogService } from '../../../domains/watchdog/watchdog.service.ts';
+import { type WatchdogService, watchdogHistoryLimit, watchdogViewSchema } from '../../../domains/watchdog/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';

@@ -2,7 +2,7 @@
 
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
-import { NODE_TYPES, type WorkflowsService } from '../../../domains/workflows/workflows.service.ts';
+import { NODE_TYPES, type WorkflowsService } from '../../../domains/workflows/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { currentUser, type SessionRouteConfig } from '../../shared/session.ts';

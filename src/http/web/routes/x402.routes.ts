@@ -4,8 +4,14 @@
  * here and answers 401 `Authentication required` (§4.11's text, not the session scope's).
  */
 import { z } from 'zod';
-import { X402_COLONY_JOIN_TIMEOUT_MS, X402_HEALTH_TIMEOUT_MS } from '../../../domains/x402/x402.client.ts';
-import { X402_ACTIONS, X402_ERRORS, X402_MAX_AMOUNT, type X402Service } from '../../../domains/x402/x402.service.ts';
+import {
+  X402_ACTIONS,
+  X402_COLONY_JOIN_TIMEOUT_MS,
+  X402_ERRORS,
+  X402_HEALTH_TIMEOUT_MS,
+  X402_MAX_AMOUNT,
+  type X402Service,
+} from '../../../domains/x402/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
 import type { SessionAuth } from '../../shared/session.ts';

@@ -5,8 +5,7 @@
  * per-agent serial queue.
  */
 
-import type { ChildProcess } from 'node:child_process';
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile } from 'node:child_process';
 import { chmodSync, lchownSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';

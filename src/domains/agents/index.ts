@@ -1,0 +1,36 @@
+/**
+ * Agents (§3, §4.7, §4.18): their records, lifecycle and deployments, the hosting drivers, the platform's client of their gateways, and what they call back with.
+ * The domain's front door (docs/architecture.md "Layers and what each may import"): what other
+ * layers and domains may import from it.
+ */
+export type { AgentCaller } from './agent-callbacks.service.ts';
+export { type AgentClient, type ChatMessage, createAgentClient } from './agent-client/agent.client.ts';
+export { agentModelList, CHAT_BODY_MAX_DEPTH, tooDeepChatBody, withAgentModel } from './agent-client/agent-model.rules.ts';
+export { createCompletionText } from './agent-client/completion-text.rules.ts';
+export { containerHealth, probeHealthz } from './agent-client/health-probe.client.ts';
+export {
+  CONTAINMENT_HEADERS,
+  DROP_REQUEST,
+  dropResponseHeader,
+  isInert,
+  proxiedLocation,
+  REDIRECT_STATUSES,
+} from './agent-client/proxy-headers.rules.ts';
+export { type AgentTarget, createAgentTargets } from './agent-client/targets.service.ts';
+export { type AgentMessages, createAgentMessages, type Turn } from './agent-messages.service.ts';
+export { createAgentDirectory, findOwnAgent } from './agent-records.service.ts';
+export { type AgentsService, createAgentsService } from './agents.backend.service.ts';
+export { agentsRepo } from './agents.repo.ts';
+export { agentName, configObject } from './agents.schemas.ts';
+export { type AgentsWebService, createAgentsWebService, type WebUser } from './agents.web.service.ts';
+export { createPlatformCounts } from './agents-metrics.service.ts';
+export { createBackendClient } from './backend.client.ts';
+export { maskChannelSecrets, sealChannelSecrets } from './channel-secrets.rules.ts';
+export {
+  AgentNotDeployedError,
+  type AgentWorkspace,
+  type ContainerStatus,
+  type HostingDriver,
+  HostingUnavailableError,
+} from './drivers/driver.contract.ts';
+export { createHostingDriver } from './drivers/driver-registry.service.ts';

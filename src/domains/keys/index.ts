@@ -1,0 +1,8 @@
+/**
+ * API keys (§4.3): create, list, delete, validate.
+ * The domain's front door (docs/architecture.md "Layers and what each may import"): what other
+ * layers and domains may import from it.
+ */
+export { createKeyCache, type KeyCache } from './key-cache.service.ts';
+export { invalidKey, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from './keys.schemas.ts';
+export { API_KEY_PREFIX, createKeysService, type KeyProfile, type KeysService } from './keys.service.ts';
