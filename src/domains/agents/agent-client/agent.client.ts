@@ -5,14 +5,15 @@
  *
  * - `forward`: any HTTP request, streamed both ways (the authenticated gateway proxy), with one
  *   fresh look-up when a cached address no longer answers (the agent restarted elsewhere).
- * - `pipeSocket`: a caller's WebSocket piped to the gateway's `/ws`, within the caller's limits.
+ * - `pipeSocket`: a caller's WebSocket piped to the gateway's `/ws`, within the caller's limits
+ *   (./socket-pipe.client.ts).
  * - `wsChat`: one chat frame over `/ws` and its reply (§4.8 gateway chat).
  * - `streamCompletion`: a streamed `POST /v1/chat/completions` read as text (§4.18 REST chat).
  * - `chatCompletion`: a non-streamed completion (the payments `agent` plugin).
  * - `heartbeat`: `POST /v1/heartbeat` for a scheduled heartbeat (the heartbeat worker).
  * - `probeHealthz`: `GET /healthz` of a gateway the driver reports (container health).
  *
- * Targets (base URL and decrypted token, cached briefly) come from `targets.ts`.
+ * Targets (base URL and decrypted token, cached briefly) come from `targets.service.ts`.
  */
 import { connect as netConnect } from 'node:net';
 import { Agent, buildConnector, type Dispatcher, request as undiciRequest } from 'undici';
@@ -21,6 +22,7 @@ import { LIMITS } from '../../../config/limits.ts';
 import type { WordedCode } from '../../../lib/error-codes.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
 import { createCompletionText } from './completion-text.rules.ts';
+import { pipeSocket, type SocketPipeLimits } from './socket-pipe.client.ts';
 import type { AgentTarget, AgentTargets } from './targets.service.ts';
 
 export type ChatMessage = { role: 'system' | 'user' | 'assistant'; content: string };
@@ -86,35 +88,6 @@ export async function probeHealthz(url: string, probeTimeoutMs: number = LIMITS.
   } catch {
     return false;
   }
-}
-
-/** Bounds of a piped WebSocket (the proxy's, docs/security.md N10). */
-export type SocketPipeLimits = {
-  /** largest message from the agent */
-  agentMessageBytes: number;
-  /** messages and bytes held for the agent until its socket opens */
-  pendingMessages: number;
-  pendingBytes: number;
-  /** bytes sent to one side and not yet written out before the other side stops being read */
-  unwrittenBytes: number;
-};
-
-/**
- * Passes `from`'s messages to `to`, and stops reading `from` while more than `unwrittenBytes`
- * sent to `to` are not written out yet (a slow reader on either side must not make the platform
- * hold what the other side keeps sending). `early` takes what arrives while `to` is not open.
- */
-function relay(from: WebSocket, to: WebSocket, unwrittenBytes: number, early: (data: Buffer, binary: boolean) => void = () => {}) {
-  let unwritten = 0;
-  from.on('message', (data: Buffer, binary) => {
-    if (to.readyState !== WebSocket.OPEN) return early(data, binary);
-    unwritten += data.length;
-    to.send(data, { binary }, () => {
-      unwritten -= data.length;
-      if (from.isPaused && unwritten <= unwrittenBytes) from.resume();
-    });
-    if (unwritten > unwrittenBytes) from.pause();
-  });
 }
 
 export type AgentClientDeps = {
@@ -203,46 +176,11 @@ export function createAgentClient(deps: AgentClientDeps) {
     },
 
     /**
-     * Pipes `client` to a new WebSocket on the agent's `/ws`: messages pass through as they are,
-     * within `limits` (what the client sends before the agent's socket opens waits, bounded: more
-     * closes both with 1013; a reader that falls behind pauses the other side). Either side closing
-     * closes the other; `close` ends both (the caller's revocation).
+     * Pipes `client` to a new WebSocket on the agent's `/ws` within `limits` (./socket-pipe.client.ts);
+     * `close` ends both (the caller's revocation).
      */
-    pipeSocket(client: WebSocket, target: AgentTarget, limits: SocketPipeLimits): { close(code: number, reason: string): void } {
-      const upstream = new WebSocket(wsUrl(target), { headers: { authorization: bearer(target) }, maxPayload: limits.agentMessageBytes });
-      const closeBoth = (code?: number, reason?: string | Buffer) => {
-        const c = code && code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1011;
-        if (client.readyState === WebSocket.OPEN) client.close(c, reason);
-        if (upstream.readyState === WebSocket.OPEN) upstream.close(c, reason);
-        else if (upstream.readyState === WebSocket.CONNECTING) upstream.terminate();
-      };
-      // what the client sends before the agent's socket opens waits here, bounded
-      const pending: { data: Buffer; binary: boolean }[] = [];
-      let pendingBytes = 0;
-      relay(client, upstream, limits.unwrittenBytes, (data, binary) => {
-        if (upstream.readyState !== WebSocket.CONNECTING) return;
-        pendingBytes += data.length;
-        if (pending.length >= limits.pendingMessages || pendingBytes > limits.pendingBytes) {
-          pending.length = 0;
-          closeBoth(1013, 'The agent is not ready; send again once it answers');
-        } else pending.push({ data, binary });
-      });
-      relay(upstream, client, limits.unwrittenBytes);
-      upstream.on('open', () => {
-        for (const m of pending.splice(0)) upstream.send(m.data, { binary: m.binary });
-        pendingBytes = 0;
-      });
-      upstream.on('close', (code, reason) => closeBoth(code, reason));
-      upstream.on('error', () => closeBoth(1011));
-      upstream.on('unexpected-response', (_req, res) => {
-        res.resume();
-        closeBoth(1011);
-      });
-      // a message over the client's limit: ws has already closed the client's socket with 1009
-      client.on('close', (code, reason) => closeBoth(code === 1005 ? 1000 : code, reason));
-      client.on('error', () => closeBoth(1011));
-      return { close: (code, reason) => closeBoth(code, reason) };
-    },
+    pipeSocket: (client: WebSocket, target: AgentTarget, limits: SocketPipeLimits) =>
+      pipeSocket(client, { url: wsUrl(target), authorization: bearer(target) }, limits),
 
     /** §4.8: one WebSocket, one chat frame, the first reply or error frame, then close. */
     wsChat(t: AgentTarget, message: string, sessionKey: string): Promise<string> {
