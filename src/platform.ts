@@ -187,7 +187,9 @@ export function createPlatform(deps: PlatformDeps) {
     targets: createAgentTargets({ db, secretsKey: deps.secrets.secretsEncryptionKey }),
     localSocket: (origin) => driver.localGatewaySocket?.(origin),
   });
-  const chat = createChatService({ agentClient, messages: createAgentMessages({ db }) });
+  // an agent's stored conversation: chat and the gateway proxy store their turns through it
+  const agentMessages = createAgentMessages({ db });
+  const chat = createChatService({ agentClient, messages: agentMessages });
   const agentsWeb = createAgentsWebService({
     db,
     config,
@@ -283,6 +285,7 @@ export function createPlatform(deps: PlatformDeps) {
           cdpWallets,
           chat,
           agentClient,
+          agentMessages,
           stablecoinBalances: createStablecoinBalanceReader({ rpcUrl: config.TEMPO_RPC_URL, testnet: config.TEMPO_TESTNET }),
           admin,
           topUp,

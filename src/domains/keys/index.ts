@@ -5,4 +5,4 @@
  */
 export { createKeyCache, type KeyCache } from './key-cache.service.ts';
 export { invalidKey, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from './keys.schemas.ts';
-export { API_KEY_PREFIX, createKeysService, type KeyProfile, type KeysService } from './keys.service.ts';
+export { createKeysService, type KeyProfile, type KeysService } from './keys.service.ts';
