@@ -12,9 +12,35 @@ export { STORED_ANSWER_MAX_CHARS } from './agent-client/proxied-turn.rules.ts';
 export { type AgentTarget, createAgentTargets } from './agent-client/targets.service.ts';
 export { type AgentMessages, createAgentMessages, type Turn } from './agent-messages.service.ts';
 export { createAgentDirectory, findOwnAgent } from './agent-records.service.ts';
+export {
+  agentIdParam,
+  agentListItem,
+  agentRecord,
+  createAgentBody,
+  createdAgent,
+  deploymentBody,
+  deploymentJob,
+  driverLogLine,
+  driverLogsQuery,
+  driverStats,
+  instancesQuery,
+  runtimeInstances,
+  updateAgentBody,
+  updatedAgent,
+} from './agents.backend.schemas.ts';
 export { type AgentsService, createAgentsService } from './agents.backend.service.ts';
 export { agentsRepo } from './agents.repo.ts';
 export { agentName, configObject } from './agents.schemas.ts';
+export {
+  agentMessagesPage,
+  agentStats,
+  messagesQuery,
+  provisionBody,
+  provisioned,
+  renamedAgent,
+  webAgent,
+  webLogsQuery,
+} from './agents.web.schemas.ts';
 export { type AgentsWebService, createAgentsWebService, type WebUser } from './agents.web.service.ts';
 export { createPlatformCounts } from './agents-metrics.service.ts';
 export { createBackendClient } from './backend.client.ts';

@@ -34,6 +34,7 @@ import { mountRoutes } from '../shared/routes.ts';
 import { createAccountGuard, registerSession, SESSION_COOKIE, type SessionAuth } from '../shared/session.ts';
 import { accountsRoutes } from './routes/accounts.routes.ts';
 import { adminRoutes } from './routes/admin.routes.ts';
+import { agentCloneRoutes } from './routes/agent-clone.routes.ts';
 import { agentProxyRoutes } from './routes/agent-proxy.routes.ts';
 import { agentUsageRoutes } from './routes/agent-usage.routes.ts';
 import { agentsRoutes } from './routes/agents.web.routes.ts';
@@ -231,6 +232,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.topUp && topUpRoutes({ topUp: services.topUp }),
     services.subscriptions && billingRoutes({ subscriptions: services.subscriptions }),
     agentsRoutes({ agents: services.agentsWeb, ...(services.watchdog ? { watchdog: services.watchdog } : {}) }),
+    agentCloneRoutes(),
     services.watchdog && webWatchdogRoutes({ watchdog: services.watchdog }),
     instanceRoutes({ agents: services.agentsWeb }),
     demoRoutes({ ai: services.ai }),
