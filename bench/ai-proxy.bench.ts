@@ -52,6 +52,7 @@ export type Target = { key: string; url: string; headers: Record<string, string>
 
 /** Load client, run as `node --input-type=module -e` in ROOT so it resolves undici. */
 const CLIENT = `
+import { Pool } from 'undici';
 const o = JSON.parse(process.argv[1]);
 const u = new URL(o.url);
 const pool = new Pool(u.origin, { connections: o.concurrency, pipelining: 1 });
