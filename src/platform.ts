@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import type { Config } from './config/env.ts';
 import type { Secrets } from './config/secrets.ts';
 import type { Db } from './db/client.ts';
-import { type BotVerifier, createSessionCache, type SessionCache, type SignatureVerifier } from './domains/accounts/index.ts';
+import type { BotVerifier, CachedSession, SignatureVerifier } from './domains/accounts/index.ts';
 import { createAdminService } from './domains/admin/index.ts';
 import { createConfigService } from './domains/agent-config/index.ts';
 import {
@@ -41,7 +41,7 @@ import { createHealthService, createOsMetrics, type SystemMetrics } from './doma
 import { createHeartbeatService } from './domains/heartbeat/index.ts';
 import { createHostingMcpService } from './domains/hosting-mcp/index.ts';
 import type { StatusStore } from './domains/hosting-status/index.ts';
-import { createKeyCache, createKeysService, type KeyProfile } from './domains/keys/index.ts';
+import { createKeysService, type KeyProfile } from './domains/keys/index.ts';
 import { type CardProcessor, createLedgerService, type PaidCallCheckout } from './domains/payments/index.ts';
 import { createSessionWalletService } from './domains/session-wallet/index.ts';
 import type { TradingClient } from './domains/trading/index.ts';
@@ -52,6 +52,7 @@ import { createWorkflowsService } from './domains/workflows/index.ts';
 import { buildBackendApp } from './http/backend/app.ts';
 import { loggerOptions } from './http/shared/logging.ts';
 import { buildWebApp } from './http/web/app.ts';
+import { createKeyCache, createSessionCache, type SessionCache } from './lib/evicting-cache.ts';
 import { createProviderMetrics } from './lib/metrics.ts';
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
 import { createIdentityServices } from './platform/identity.ts';
@@ -73,7 +74,7 @@ export type PlatformDeps = {
   rateLimiter?: RateLimiter;
   botVerifier?: BotVerifier;
   signatureVerifier?: SignatureVerifier;
-  sessionCache?: SessionCache;
+  sessionCache?: SessionCache<CachedSession>;
   metrics?: SystemMetrics;
   /** trading service client (default: HTTP client on TRADING_API_URL when set) */
   tradingClient?: TradingClient;
@@ -114,10 +115,10 @@ export function createPlatform(deps: PlatformDeps) {
 
   const redisCache = config.REDIS_URL ? { redisUrl: config.REDIS_URL, redisTimeoutMs: config.REDIS_TIMEOUT_MS } : {};
   const keyCache = createKeyCache<KeyProfile>({ ttlMs: config.API_KEY_CACHE_TTL_MS, ...redisCache });
-  const baseSessionCache = deps.sessionCache ?? createSessionCache(redisCache);
+  const baseSessionCache = deps.sessionCache ?? createSessionCache<CachedSession>(redisCache);
   // whatever changes a user enough to evict their sessions (plan, admin rights, revocation)
   // changes the profile their API keys validate to: evict both
-  const sessionCache: SessionCache = {
+  const sessionCache: SessionCache<CachedSession> = {
     ...baseSessionCache,
     evictUser(userId) {
       baseSessionCache.evictUser(userId);

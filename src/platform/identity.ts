@@ -6,6 +6,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import {
   allowAllBotVerifier,
+  type CachedSession,
   createAccountsService,
   createChainSignatureVerifier,
   createExternalSignIn,
@@ -13,9 +14,9 @@ import {
   createSiteverifyBotVerifier,
   createSmtpMailer,
   defaultMailFrom,
-  type SessionCache,
 } from '../domains/accounts/index.ts';
 import { createRiscVerifier, createSecurityEventsService, riscConfigUrl } from '../domains/security-events/index.ts';
+import type { SessionCache } from '../lib/evicting-cache.ts';
 import type { RateLimiter } from '../lib/rate-limiter.ts';
 import type { PlatformDeps } from '../platform.ts';
 
@@ -23,7 +24,7 @@ export function createIdentityServices(o: {
   deps: PlatformDeps;
   log: FastifyBaseLogger;
   rateLimiter: RateLimiter;
-  sessionCache: SessionCache;
+  sessionCache: SessionCache<CachedSession>;
   /** a security event was recorded: wake the worker that acts on it */
   onSecurityEventRecorded: () => void;
   /** an address's owner took its account back (docs/identity.md "What a sign-in does"): its API keys go */

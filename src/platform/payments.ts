@@ -4,7 +4,6 @@
  * balance moves through the ledger it is given. platform.ts builds them through this one call.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import type { SessionCache } from '../domains/accounts/index.ts';
 import type { AgentClient } from '../domains/agents/index.ts';
 import type { AiService } from '../domains/ai/index.ts';
 import {
@@ -22,6 +21,7 @@ import {
   gatewayCheckout,
   type LedgerService,
 } from '../domains/payments/index.ts';
+import type { SessionCache } from '../lib/evicting-cache.ts';
 import type { RateLimiter } from '../lib/rate-limiter.ts';
 import type { PlatformDeps } from '../platform.ts';
 

@@ -48,7 +48,7 @@ export function createAgentCallbacks(deps: Pick<AgentsDeps, 'db' | 'platformKeyC
      * The agent a per-agent platform key belongs to, or null (for routes agents call back, and the
      * AI gateway on every model call). A verified key is cached for API_KEY_CACHE_TTL_MS so a call
      * costs no database read; rotating, revoking (stop) or deleting evicts it at once, in every
-     * replica with REDIS_URL (the same cache and guarantees as `sk_` keys, keys/key-cache.service.ts).
+     * replica with REDIS_URL (the same cache and guarantees as `sk_` keys, src/lib/evicting-cache.ts).
      * The answer is given at once (no promise) when the format is wrong or the key is cached: the
      * gateway's hook then decides without a promise (docs/benchmarks.md "AI proxy"); a promise only
      * for the database read.

@@ -11,7 +11,7 @@ import type { Db, Tx } from '../../db/client.ts';
 import type { AgentStatus } from '../../db/schema.ts';
 import { encryptSecret } from '../../lib/crypto.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
-import type { KeyCache } from '../keys/index.ts';
+import type { KeyCache } from '../../lib/evicting-cache.ts';
 import { type AgentRow, agentsRepo, type JobRow } from './agents.repo.ts';
 import { maskChannelSecrets, sealChannelSecrets } from './channel-secrets.rules.ts';
 import { newAgentId, newGatewayToken } from './credentials.rules.ts';
