@@ -20,7 +20,7 @@ import { aiRoutes } from './routes/ai.routes.ts';
 import { browseRoutes } from './routes/browse.backend.routes.ts';
 import { backendHealthRoutes } from './routes/health.backend.routes.ts';
 import { hostingMcpRoutes } from './routes/hosting-mcp.routes.ts';
-import { metricsRoutes } from './routes/metrics.backend.routes.ts';
+import { backendMetricsRoutes } from './routes/metrics.backend.routes.ts';
 import { modelGatewayRoutes } from './routes/model-gateway.routes.ts';
 import { undergroundRoutes } from './routes/underground.routes.ts';
 import { undergroundBusRoutes } from './routes/underground-bus.routes.ts';
@@ -115,7 +115,7 @@ export async function buildBackendApp(
       services.underground && undergroundRoutes(services.underground),
       // §4.15 bus send: public scope, the message's signature authenticates it
       services.undergroundBus && undergroundBusRoutes({ bus: services.undergroundBus }),
-      metrics && metricsRoutes(metrics),
+      metrics && backendMetricsRoutes(metrics),
     ],
   );
   return app;

@@ -54,7 +54,7 @@ import { identityRoutes } from './routes/identity.routes.ts';
 import { instanceRoutes } from './routes/instance.routes.ts';
 import { keysRoutes } from './routes/keys.routes.ts';
 import { logsRoutes } from './routes/logs.routes.ts';
-import { metricsRoutes } from './routes/metrics.web.routes.ts';
+import { webMetricsRoutes } from './routes/metrics.web.routes.ts';
 import { passwordResetRoutes } from './routes/password-reset.routes.ts';
 import { paymentsRoutes } from './routes/payments.routes.ts';
 import { securityEventsRoutes } from './routes/security-events.routes.ts';
@@ -263,7 +263,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.x402 && x402Routes({ x402: services.x402, session }),
     // the dashboard (dashboard/, docs/dashboard.md): static pages, hidden from the OpenAPI description
     dashboardRoutes({ distDir: config.DASHBOARD_DIR }),
-    metrics && metricsRoutes(metrics),
+    metrics && webMetricsRoutes(metrics),
   ]);
   return app;
 }
