@@ -165,6 +165,11 @@ export function createPlatform(deps: PlatformDeps) {
     logger: deps.logger,
     now: deps.now,
     providerObserver: providerMetrics?.observer,
+    // AI_BILLING=balance: a user's model calls are paid from their session wallet's ledger balance
+    billing: {
+      addressOf: async (userId) => (await sessionWallet.address(userId)) ?? undefined,
+      charge: (trx, charges) => ledger.chargeUsage(trx, charges),
+    },
   });
   const ownsDriver = !deps.driver;
   const driver = deps.driver ?? createHostingDriver(config, { log: (level, message) => log[level]({ source: 'hosting' }, message) });

@@ -130,13 +130,21 @@ export interface AgentWatchdogEvents {
   user_id: string;
 }
 
+export interface AiBillingTotals {
+  address: string;
+  cost_units: Generated<Numeric>;
+  updated_at: Generated<Timestamp>;
+}
+
 export interface AiUsage {
   agent_id: string | null;
+  billing_event: string | null;
   completion_tokens: number;
   cost: Generated<Numeric>;
   created_at: Generated<Timestamp>;
   id: Generated<number>;
   model: string;
+  priced: Generated<boolean>;
   prompt_tokens: number;
   provider: string;
   requests: Generated<number>;
@@ -303,6 +311,14 @@ export interface LinkedAccounts {
   subject: string;
   updated_at: Generated<Timestamp>;
   user_id: string;
+}
+
+export interface ModelPrices {
+  input_per_m: Numeric;
+  model_id: string;
+  output_per_m: Numeric;
+  updated_at: Generated<Timestamp>;
+  updated_by: string | null;
 }
 
 export interface MppPayments {
@@ -571,6 +587,7 @@ export interface DB {
   agent_watchdog: AgentWatchdog;
   agent_watchdog_events: AgentWatchdogEvents;
   agents: Agents;
+  ai_billing_totals: AiBillingTotals;
   ai_usage: AiUsage;
   ai_usage_agent_monthly: AiUsageAgentMonthly;
   ai_usage_monthly: AiUsageMonthly;
@@ -587,6 +604,7 @@ export interface DB {
   hosting_status: HostingStatus;
   ledger_entries: LedgerEntries;
   linked_accounts: LinkedAccounts;
+  model_prices: ModelPrices;
   mpp_payments: MppPayments;
   password_reset_tokens: PasswordResetTokens;
   payment_sessions: PaymentSessions;
