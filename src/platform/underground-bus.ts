@@ -3,10 +3,11 @@
  * and the delivery worker every backend process runs beside its other workers (each job claimed
  * with a committed lease, so replicas share the work).
  */
-import type { FastifyBaseLogger } from 'fastify';
+
 import type { Config } from '../config/env.ts';
 import type { Db } from '../db/client.ts';
 import { createBusService } from '../domains/underground/index.ts';
+import type { Logger } from '../lib/logger.ts';
 import type { RateLimiter } from '../lib/rate-limiter.ts';
 import { createUndergroundBusWorker } from '../workers/underground-bus.ts';
 
@@ -15,7 +16,7 @@ export type UndergroundBusTimings = { pollMs?: number; retryBaseMs?: number };
 export function createUndergroundBus(deps: {
   config: Config;
   db: Db;
-  log: FastifyBaseLogger;
+  log: Logger;
   /** counts each sending agent's messages (UNDERGROUND_BUS_RATE_LIMIT), across replicas with REDIS_URL */
   rateLimiter: RateLimiter;
   timings?: UndergroundBusTimings | undefined;

@@ -11,6 +11,7 @@ import type { Secrets } from '../../config/secrets.ts';
 import type { Db } from '../../db/client.ts';
 import { codeForBody } from '../../lib/error-codes.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
+import type { Logger } from '../../lib/logger.ts';
 import { findOwnAgent, insertAgentRecord, type LifecycleAction } from './agent-records.service.ts';
 import { type AgentRow, agentsRepo } from './agents.repo.ts';
 import { type BackendClient, type BackendResponse, BackendUnreachableError } from './backend.client.ts';
@@ -35,7 +36,7 @@ export type AgentsWebDeps = {
   config: Pick<Config, 'AGENTS_DOMAIN' | 'PUBLIC_URL' | 'configured'>;
   secrets: Pick<Secrets, 'secretsEncryptionKey'>;
   backend: BackendClient;
-  log?: { warn(obj: object, msg: string): void };
+  log?: Logger;
 };
 
 export function createAgentsWebService(deps: AgentsWebDeps) {

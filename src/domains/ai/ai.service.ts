@@ -6,12 +6,12 @@
  * and their monthly budgets (agent-budgets.service.ts).
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import type { CallSignal } from '../../lib/cancellation.ts';
 import { AppError, badRequest, notFound } from '../../lib/errors.ts';
+import type { Logger } from '../../lib/logger.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
 import { createAgentBudgets } from './agent-budgets.service.ts';
 import type { SpendHold } from './ai.repo.ts';
@@ -70,7 +70,7 @@ export type AiServiceDeps = {
   /** provider overrides (tests); the configured adapters are the defaults */
   providers?: Partial<Record<ProviderName, ChatProvider>> | undefined;
   usage?: UsageStore | undefined;
-  logger?: FastifyBaseLogger | undefined;
+  logger?: Logger | undefined;
   now?: (() => Date) | undefined;
   /** told about every provider attempt and fallback (docs/metrics.md); none: no cost */
   providerObserver?: ProviderObserver | undefined;

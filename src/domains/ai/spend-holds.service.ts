@@ -9,9 +9,9 @@
  * crash), so a dead process never keeps a budget blocked.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyBaseLogger } from 'fastify';
 import type { Pool } from 'pg';
 import { LIMITS } from '../../config/limits.ts';
+import type { Logger } from '../../lib/logger.ts';
 import type { SpendHold } from './ai.repo.ts';
 import { spendHoldsRepo } from './spend-holds.repo.ts';
 
@@ -26,7 +26,7 @@ export type SpendHolds = {
   close(): void;
 };
 
-export function createSpendHolds(deps: { pool: Pool; logger?: FastifyBaseLogger | undefined; ttlMs?: number }): SpendHolds {
+export function createSpendHolds(deps: { pool: Pool; logger?: Logger | undefined; ttlMs?: number }): SpendHolds {
   const ttlMs = deps.ttlMs ?? LIMITS.spendHoldTtlMs;
   const holder = randomUUID();
   /** units held per scope and period and not yet released */

@@ -19,9 +19,10 @@
  * every call as held or as spent, never neither; `written(scope)` lets a new hold wait for an
  * agent's ended calls to be written.
  */
-import type { FastifyBaseLogger } from 'fastify';
+
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
+import type { Logger } from '../../lib/logger.ts';
 import { aiRepo, costUnitsOf, entryOf, monthOf, type SpendHold, type UsageEntry, type UsageRow } from './ai.repo.ts';
 import type { SpendHolds } from './spend-holds.service.ts';
 
@@ -63,7 +64,7 @@ type Queued = UsageEntry & { key: string };
 
 export function createUsageStore(deps: {
   db: Pick<Db, 'kysely' | 'pool'>;
-  logger?: FastifyBaseLogger | undefined;
+  logger?: Logger | undefined;
   /** the process's spend holds, released by the same statements that write the usage (migration 205) */
   holds?: SpendHolds | undefined;
   /** longest a row waits before its batch is written (default LIMITS.aiUsageFlushMs) */
