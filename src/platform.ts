@@ -13,6 +13,8 @@ import { type BotVerifier, createSessionCache, type SessionCache, type Signature
 import { createAdminService } from './domains/admin/index.ts';
 import { createConfigService } from './domains/agent-config/index.ts';
 import {
+  type AgentsDeps,
+  createAgentCallbacks,
   createAgentClient,
   createAgentDirectory,
   createAgentMessages,
@@ -20,6 +22,7 @@ import {
   createAgentsWebService,
   createAgentTargets,
   createBackendClient,
+  createDeploymentJobs,
   createHostingDriver,
   createPlatformCounts,
   type HostingDriver,
@@ -52,7 +55,7 @@ import { createWorkflowsService } from './domains/workflows/index.ts';
 import { buildBackendApp } from './http/backend/app.ts';
 import { loggerOptions } from './http/shared/logging.ts';
 import { buildWebApp } from './http/web/app.ts';
-import { createProviderMetrics } from './lib/metrics.ts';
+import { createJobMetrics, createProviderMetrics } from './lib/metrics.ts';
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
 import { createIdentityServices } from './platform/identity.ts';
 import { createIntegrationServices } from './platform/integrations.ts';
@@ -61,7 +64,9 @@ import { createUndergroundBus, type UndergroundBusTimings } from './platform/und
 import { createX402 } from './platform/x402.ts';
 import { createDeploymentWorker } from './workers/deployments.ts';
 import { createHeartbeatWorker } from './workers/heartbeats.ts';
+import { createWorkerCatalog } from './workers/job-runner.ts';
 import { createSecurityEventsWorker } from './workers/security-events.ts';
+import { createUndergroundBusWorker } from './workers/underground-bus.ts';
 import { createWatchdogWorker } from './workers/watchdog.ts';
 
 export type PlatformDeps = {
@@ -126,6 +131,9 @@ export function createPlatform(deps: PlatformDeps) {
   };
   let securityEventsWorker: ReturnType<typeof createSecurityEventsWorker> | undefined;
   const keys = createKeysService({ db, config, cache: keyCache });
+  // the runs of every job (docs/metrics.md), with METRICS_TOKEN: the web app's jobs on the web app, the backend's on the backend
+  const webJobMetrics = config.METRICS_TOKEN ? createJobMetrics() : undefined;
+  const backendJobMetrics = config.METRICS_TOKEN ? createJobMetrics() : undefined;
   const { accounts, externalSignIn, passwordReset, securityEvents } = createIdentityServices({
     deps,
     log,
@@ -167,11 +175,12 @@ export function createPlatform(deps: PlatformDeps) {
   });
   const ownsDriver = !deps.driver;
   const driver = deps.driver ?? createHostingDriver(config, { log: (level, message) => log[level]({ source: 'hosting' }, message) });
-  let worker: ReturnType<typeof createDeploymentWorker> | undefined;
+  // the backend's workers, once startWorkers() ran: the job runner's queues and the watchdog's probe loop
+  let workers: ReturnType<typeof createBackendWorkers> | undefined;
   let noncePurge: NodeJS.Timeout | undefined;
   // verified agent platform keys: the AI gateway checks one on every model call
   const agentKeyCache = createKeyCache<null>({ ttlMs: config.API_KEY_CACHE_TTL_MS, ...redisCache });
-  const agents = createAgentsService({
+  const agentsDeps: AgentsDeps = {
     db,
     config,
     secrets: deps.secrets,
@@ -180,8 +189,14 @@ export function createPlatform(deps: PlatformDeps) {
     // platform key, metered against its owner's plan; never ROUTER_API_KEY nor any provider key (docs/agents.md "Model access")
     runtimeEnv: (agent, { platformApiKey }) => agentModelEnv(ai, config.AGENT_GATEWAY_URL, agent, platformApiKey),
     platformKeyCache: agentKeyCache,
-    onEnqueue: () => worker?.wake(),
-  });
+    onEnqueue: () => workers?.deployments.wake(),
+  };
+  // three services of the agents domain, each given to what uses it: records and lifecycle (the
+  // backend's agent routes), deployment jobs (the worker and the deployment routes), and what
+  // agents call back with their own key (the agent-key scope and its routes)
+  const agents = createAgentsService(agentsDeps);
+  const deployments = createDeploymentJobs(agentsDeps);
+  const agentCallbacks = createAgentCallbacks({ db, platformKeyCache: agentKeyCache });
   // every call to an agent's gateway (docs/architecture.md "Reaching an agent")
   const agentClient = createAgentClient({
     targets: createAgentTargets({ db, secretsKey: deps.secrets.secretsEncryptionKey }),
@@ -207,7 +222,7 @@ export function createPlatform(deps: PlatformDeps) {
   });
   let sessionExpiry: NodeJS.Timeout | undefined;
   const pools = { owner: db.pool, ...(db.requestPool && { request: db.requestPool }) };
-  const metrics = providerMetrics && { counts: createPlatformCounts(db), pools, provider: providerMetrics };
+  const metrics = providerMetrics && { counts: createPlatformCounts(db), pools, provider: providerMetrics, jobs: backendJobMetrics };
   const appOptions = deps.logger ? { logger: deps.logger } : {};
   // §3 watchdog: decisions in the service, the loop in a worker started with the other workers
   const watchdogChannels = channelsFromConfig(config);
@@ -217,23 +232,15 @@ export function createPlatform(deps: PlatformDeps) {
     agents: createAgentDirectory(db),
     settings: { ...watchdogSettingsFromConfig(config), ...deps.watchdogSettings },
     channels: watchdogChannels.map((c) => c.name),
-    redeploy: (agent, signal) => agents.runJob(agent, signal),
+    redeploy: (agent, signal) => deployments.runJob(agent, signal),
     containerHealth: { retries: config.CONTAINER_HEALTH_RETRIES, intervalMs: config.CONTAINER_HEALTH_INTERVAL_MS },
     hostingAvailable: () => config.configured.hosting,
   });
-  let watchdogWorker: ReturnType<typeof createWatchdogWorker> | undefined;
-  // §4.12 heartbeats that fire: a schedule in PostgreSQL taken by the backends
-  let heartbeatWorker: ReturnType<typeof createHeartbeatWorker> | undefined;
   // §4.17 file explorer: one service behind the backend's key routes and the web app's session routes
   const files = createFilesService({ db, driver });
   const underground = createUnderground({ config, db, secrets: deps.secrets, ledger }); // §4.15 events, agent wallets, royalty splits
-  const { bus: undergroundBus, jobs: undergroundBusJobs } = createUndergroundBus({
-    config,
-    db,
-    log,
-    rateLimiter,
-    timings: deps.undergroundBus,
-  }); // §4.15 bus
+  // §4.15 bus: sending records the message and its delivery jobs, the worker delivers them
+  const undergroundBus = createUndergroundBus({ config, db, rateLimiter, onEnqueued: () => workers?.undergroundBus.wake() });
   // §4.6 calendar connections, when the OAuth client is configured
   const calendar = config.configured.calendar
     ? createCalendarService({
@@ -245,6 +252,29 @@ export function createPlatform(deps: PlatformDeps) {
       })
     : undefined;
 
+  /** The backend's workers, in the order they start: each queue on the job runner, and the watchdog's own probe loop. */
+  const createBackendWorkers = () => {
+    const observed = { logger: log, metrics: backendJobMetrics?.observer };
+    return createWorkerCatalog({
+      deployments: createDeploymentWorker({ deployments, ...observed, pollMs: deps.workerPollMs }),
+      ...(deps.watchdogEnabled !== false ? { watchdog: createWatchdogWorker({ watchdog, channels: watchdogChannels, ...observed }) } : {}),
+      // §4.12 heartbeats that fire: a schedule in PostgreSQL claimed by the backends
+      heartbeats: createHeartbeatWorker({
+        heartbeat,
+        agentClient,
+        ...observed,
+        pollMs: config.HEARTBEAT_POLL_MS,
+        timeoutMs: config.HEARTBEAT_TIMEOUT_MS,
+      }),
+      undergroundBus: createUndergroundBusWorker({
+        bus: undergroundBus,
+        ...observed,
+        pollMs: deps.undergroundBus?.pollMs,
+        retryBaseMs: deps.undergroundBus?.retryBaseMs,
+      }),
+    });
+  };
+
   return {
     services: {
       chat,
@@ -252,6 +282,8 @@ export function createPlatform(deps: PlatformDeps) {
       topUp,
       subscriptions,
       agents,
+      deployments,
+      agentCallbacks,
       agentsWeb,
       driver,
       watchdog,
@@ -305,41 +337,46 @@ export function createPlatform(deps: PlatformDeps) {
           payments: { sessions: paymentSessions, gateway },
           securityEvents,
           x402: createX402({ config, db, ledger }),
+          jobMetrics: webJobMetrics,
         },
         appOptions,
       ),
     buildBackendApp: () =>
       buildBackendApp(
         config,
-        { agents, ai, keys, hostingMcp, watchdog, files, underground, undergroundBus, storedPlans: createStoredPlans({ db }), metrics },
+        {
+          agents,
+          deployments,
+          agentCallbacks,
+          ai,
+          keys,
+          hostingMcp,
+          watchdog,
+          files,
+          underground,
+          undergroundBus,
+          storedPlans: createStoredPlans({ db }),
+          metrics,
+        },
         appOptions,
       ),
-    /** Starts the deployment worker (backend processes): re-deploys agents that should run, then takes jobs. */
+    /**
+     * Starts the backend's workers (backend processes; docs/architecture.md "Workers"): the
+     * deployment jobs (after re-deploying the agents that should run), the watchdog, heartbeats
+     * and Underground bus deliveries.
+     */
     async startWorkers() {
       await driver.ready?.(); // a container driver's settings (KUBECONFIG, DOCKER_HOST) are checked before any job runs
-      worker ??= createDeploymentWorker({ db, agents, logger: log, ...(deps.workerPollMs ? { pollMs: deps.workerPollMs } : {}) });
-      await worker.start();
-      if (deps.watchdogEnabled !== false) {
-        watchdogWorker ??= createWatchdogWorker({ db, watchdog, channels: watchdogChannels, logger: log });
-        await watchdogWorker.start();
-      }
-      heartbeatWorker ??= createHeartbeatWorker({
-        db,
-        agentClient,
-        logger: log,
-        pollMs: config.HEARTBEAT_POLL_MS,
-        timeoutMs: config.HEARTBEAT_TIMEOUT_MS,
-      });
-      await heartbeatWorker.start();
-      undergroundBusJobs.startWorker();
+      workers ??= createBackendWorkers();
+      await workers.start();
     },
     /** the watchdog loop of this process, once startWorkers() ran (tests inspect its holder id) */
     get watchdogWorker() {
-      return watchdogWorker;
+      return workers?.watchdog;
     },
-    /** the heartbeat loop of this process, once startWorkers() ran */
+    /** the heartbeat job of this process, once startWorkers() ran */
     get heartbeatWorker() {
-      return heartbeatWorker;
+      return workers?.heartbeats;
     },
     /**
      * Jobs of the web app (every web replica may run them; each is idempotent): purge spent SIWE
@@ -350,9 +387,11 @@ export function createPlatform(deps: PlatformDeps) {
       securityEventsWorker ??= createSecurityEventsWorker({
         events: securityEvents,
         logger: log,
-        ...(deps.securityEvents?.pollMs ? { pollMs: deps.securityEvents.pollMs } : {}),
+        metrics: webJobMetrics?.observer,
+        pollMs: deps.securityEvents?.pollMs,
+        retryBaseMs: deps.securityEvents?.retryBaseMs,
       });
-      securityEventsWorker.start();
+      void securityEventsWorker.start();
       if (noncePurge) return;
       const purge = () => {
         void accounts.purgeExpiredNonces().catch((err) => log.warn({ err }, 'nonce purge failed'));
@@ -373,14 +412,13 @@ export function createPlatform(deps: PlatformDeps) {
       if (noncePurge) clearInterval(noncePurge);
       if (sessionExpiry) clearInterval(sessionExpiry);
       await securityEventsWorker?.stop();
-      await watchdogWorker?.stop();
-      await heartbeatWorker?.stop();
-      await undergroundBusJobs.close();
-      await worker?.stop();
+      await workers?.stop();
+      await undergroundBus.close();
       if (ownsDriver) {
         await driver.shutdown().catch((err) => log.warn({ err }, 'hosting driver shutdown failed'));
         // where this process ran the deployment worker, agents stopped with it stop reading `running`
-        if (worker) await agents.settleAfterShutdown().catch((err: Error) => log.warn({ error: err.message }, 'agent status not recorded'));
+        if (workers)
+          await deployments.settleAfterShutdown().catch((err: Error) => log.warn({ error: err.message }, 'agent status not recorded'));
       }
       await ai.close();
       await passwordReset.close();

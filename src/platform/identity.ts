@@ -82,7 +82,6 @@ export function createIdentityServices(o: {
     }),
     logger: log,
     onRecorded: o.onSecurityEventRecorded,
-    ...(deps.securityEvents?.retryBaseMs !== undefined ? { retryBaseMs: deps.securityEvents.retryBaseMs } : {}),
   });
   return { accounts, externalSignIn, passwordReset, securityEvents };
 }

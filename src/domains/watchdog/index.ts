@@ -4,6 +4,7 @@
  * layers and domains may import from it.
  */
 export { channelsFromConfig, type NotificationChannel, type WatchdogNotice } from './notifier.client.ts';
-export { watchdogRepo } from './watchdog.repo.ts';
+export type { DueAgent } from './watchdog.repo.ts';
 export { watchdogHistoryLimit, watchdogStateSchema, watchdogViewSchema } from './watchdog.schemas.ts';
 export { createWatchdogService, type WatchdogService, type WatchdogSettings, watchdogSettingsFromConfig } from './watchdog.service.ts';
+export type { ClaimedNotification } from './watchdog-work.service.ts';
