@@ -2,7 +2,7 @@
  * Wires the domains over explicit dependencies (docs/architecture.md rule 2). main.ts and the tests build the
  * platform through this one function; tests pass fakes for external services only.
  * Read top to bottom: every service with its dependencies; groups of services that belong together
- * (identity, payments, outside integrations, x402, Underground) are built in src/platform/.
+ * (identity, payments, outside integrations, x402, Underground, the backend's workers) are built in src/platform/.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { pino } from 'pino';
@@ -61,13 +61,9 @@ import { createIdentityServices } from './platform/identity.ts';
 import { createIntegrationServices } from './platform/integrations.ts';
 import { createPaymentServices } from './platform/payments.ts';
 import { createUndergroundBus, type UndergroundBusTimings } from './platform/underground-bus.ts';
+import { createBackendWorkers } from './platform/workers.ts';
 import { createX402 } from './platform/x402.ts';
-import { createDeploymentWorker } from './workers/deployments.ts';
-import { createHeartbeatWorker } from './workers/heartbeats.ts';
-import { createWorkerCatalog } from './workers/job-runner.ts';
 import { createSecurityEventsWorker } from './workers/security-events.ts';
-import { createUndergroundBusWorker } from './workers/underground-bus.ts';
-import { createWatchdogWorker } from './workers/watchdog.ts';
 
 export type PlatformDeps = {
   config: Config;
@@ -252,29 +248,6 @@ export function createPlatform(deps: PlatformDeps) {
       })
     : undefined;
 
-  /** The backend's workers, in the order they start: each queue on the job runner, and the watchdog's own probe loop. */
-  const createBackendWorkers = () => {
-    const observed = { logger: log, metrics: backendJobMetrics?.observer };
-    return createWorkerCatalog({
-      deployments: createDeploymentWorker({ deployments, ...observed, pollMs: deps.workerPollMs }),
-      ...(deps.watchdogEnabled !== false ? { watchdog: createWatchdogWorker({ watchdog, channels: watchdogChannels, ...observed }) } : {}),
-      // §4.12 heartbeats that fire: a schedule in PostgreSQL claimed by the backends
-      heartbeats: createHeartbeatWorker({
-        heartbeat,
-        agentClient,
-        ...observed,
-        pollMs: config.HEARTBEAT_POLL_MS,
-        timeoutMs: config.HEARTBEAT_TIMEOUT_MS,
-      }),
-      undergroundBus: createUndergroundBusWorker({
-        bus: undergroundBus,
-        ...observed,
-        pollMs: deps.undergroundBus?.pollMs,
-        retryBaseMs: deps.undergroundBus?.retryBaseMs,
-      }),
-    });
-  };
-
   return {
     services: {
       chat,
@@ -367,7 +340,18 @@ export function createPlatform(deps: PlatformDeps) {
      */
     async startWorkers() {
       await driver.ready?.(); // a container driver's settings (KUBECONFIG, DOCKER_HOST) are checked before any job runs
-      workers ??= createBackendWorkers();
+      workers ??= createBackendWorkers({
+        deps,
+        config,
+        log,
+        metrics: backendJobMetrics,
+        deployments,
+        watchdog,
+        watchdogChannels,
+        heartbeat,
+        agentClient,
+        bus: undergroundBus,
+      });
       await workers.start();
     },
     /** the watchdog loop of this process, once startWorkers() ran (tests inspect its holder id) */

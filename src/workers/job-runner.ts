@@ -245,8 +245,6 @@ export function createJobRunner<J, R>(kind: JobKind<J, R>, options: JobRunnerOpt
   };
 }
 
-export type JobRunner = ReturnType<typeof createJobRunner>;
-
 /** Something started with the platform and stopped with it: a job runner, or the watchdog's probe loop. */
 export type Worker = { start(): Promise<void>; stop(): Promise<void> };
 

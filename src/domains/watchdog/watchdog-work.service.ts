@@ -69,5 +69,3 @@ export function createWatchdogWork(deps: { db: Db; leaseMs: number }) {
     },
   };
 }
-
-export type WatchdogWork = ReturnType<typeof createWatchdogWork>;
