@@ -85,7 +85,7 @@ export async function run(): Promise<BenchOutput> {
     const driver = createLocalDriver({ dataDir: join(dir, 'agents-unused') });
     const settings = watchdogSettingsFromConfig(config);
     const watchdog = createWatchdogService({ db, driver, agents: createAgentDirectory(db), settings, channels: [] });
-    const worker = createWatchdogWorker({ db, watchdog, channels: [] });
+    const worker = createWatchdogWorker({ watchdog, channels: [] });
 
     // idle: the same process doing nothing for a while (timers of the pool, GC)
     const idleS = Math.min(20, WINDOW_S);

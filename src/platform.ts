@@ -2,7 +2,7 @@
  * Wires the domains over explicit dependencies (docs/architecture.md rule 2). main.ts and the tests build the
  * platform through this one function; tests pass fakes for external services only.
  * Read top to bottom: every service with its dependencies; groups of services that belong together
- * (identity, payments, outside integrations, x402, Underground) are built in src/platform/.
+ * (identity, payments, outside integrations, x402, Underground, the backend's workers) are built in src/platform/.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { pino } from 'pino';
@@ -13,6 +13,8 @@ import type { BotVerifier, CachedSession, SignatureVerifier } from './domains/ac
 import { createAdminService } from './domains/admin/index.ts';
 import { createConfigService } from './domains/agent-config/index.ts';
 import {
+  type AgentsDeps,
+  createAgentCallbacks,
   createAgentClient,
   createAgentDirectory,
   createAgentMessages,
@@ -20,6 +22,7 @@ import {
   createAgentsWebService,
   createAgentTargets,
   createBackendClient,
+  createDeploymentJobs,
   createHostingDriver,
   createPlatformCounts,
   type HostingDriver,
@@ -53,17 +56,15 @@ import { buildBackendApp } from './http/backend/app.ts';
 import { loggerOptions } from './http/shared/logging.ts';
 import { buildWebApp } from './http/web/app.ts';
 import { createKeyCache, createSessionCache, type SessionCache } from './lib/evicting-cache.ts';
-import { createProviderMetrics } from './lib/metrics.ts';
+import { createJobMetrics, createProviderMetrics } from './lib/metrics.ts';
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
 import { createIdentityServices } from './platform/identity.ts';
 import { createIntegrationServices } from './platform/integrations.ts';
 import { createPaymentServices } from './platform/payments.ts';
 import { createUndergroundBus, type UndergroundBusTimings } from './platform/underground-bus.ts';
+import { createBackendWorkers } from './platform/workers.ts';
 import { createX402 } from './platform/x402.ts';
-import { createDeploymentWorker } from './workers/deployments.ts';
-import { createHeartbeatWorker } from './workers/heartbeats.ts';
 import { createSecurityEventsWorker } from './workers/security-events.ts';
-import { createWatchdogWorker } from './workers/watchdog.ts';
 
 export type PlatformDeps = {
   config: Config;
@@ -127,6 +128,9 @@ export function createPlatform(deps: PlatformDeps) {
   };
   let securityEventsWorker: ReturnType<typeof createSecurityEventsWorker> | undefined;
   const keys = createKeysService({ db, config, cache: keyCache });
+  // the runs of every job (docs/metrics.md), with METRICS_TOKEN: the web app's jobs on the web app, the backend's on the backend
+  const webJobMetrics = config.METRICS_TOKEN ? createJobMetrics() : undefined;
+  const backendJobMetrics = config.METRICS_TOKEN ? createJobMetrics() : undefined;
   const { accounts, externalSignIn, passwordReset, securityEvents } = createIdentityServices({
     deps,
     log,
@@ -173,11 +177,12 @@ export function createPlatform(deps: PlatformDeps) {
   });
   const ownsDriver = !deps.driver;
   const driver = deps.driver ?? createHostingDriver(config, { log: (level, message) => log[level]({ source: 'hosting' }, message) });
-  let worker: ReturnType<typeof createDeploymentWorker> | undefined;
+  // the backend's workers, once startWorkers() ran: the job runner's queues and the watchdog's probe loop
+  let workers: ReturnType<typeof createBackendWorkers> | undefined;
   let noncePurge: NodeJS.Timeout | undefined;
   // verified agent platform keys: the AI gateway checks one on every model call
   const agentKeyCache = createKeyCache<null>({ ttlMs: config.API_KEY_CACHE_TTL_MS, ...redisCache });
-  const agents = createAgentsService({
+  const agentsDeps: AgentsDeps = {
     db,
     config,
     secrets: deps.secrets,
@@ -186,8 +191,14 @@ export function createPlatform(deps: PlatformDeps) {
     // platform key, metered against its owner's plan; never ROUTER_API_KEY nor any provider key (docs/agents.md "Model access")
     runtimeEnv: (agent, { platformApiKey }) => agentModelEnv(ai, config.AGENT_GATEWAY_URL, agent, platformApiKey),
     platformKeyCache: agentKeyCache,
-    onEnqueue: () => worker?.wake(),
-  });
+    onEnqueue: () => workers?.deployments.wake(),
+  };
+  // three services of the agents domain, each given to what uses it: records and lifecycle (the
+  // backend's agent routes), deployment jobs (the worker and the deployment routes), and what
+  // agents call back with their own key (the agent-key scope and its routes)
+  const agents = createAgentsService(agentsDeps);
+  const deployments = createDeploymentJobs(agentsDeps);
+  const agentCallbacks = createAgentCallbacks({ db, platformKeyCache: agentKeyCache });
   // every call to an agent's gateway (docs/architecture.md "Reaching an agent")
   const agentClient = createAgentClient({
     targets: createAgentTargets({ db, secretsKey: deps.secrets.secretsEncryptionKey }),
@@ -213,7 +224,7 @@ export function createPlatform(deps: PlatformDeps) {
   });
   let sessionExpiry: NodeJS.Timeout | undefined;
   const pools = { owner: db.pool, ...(db.requestPool && { request: db.requestPool }) };
-  const metrics = providerMetrics && { counts: createPlatformCounts(db), pools, provider: providerMetrics };
+  const metrics = providerMetrics && { counts: createPlatformCounts(db), pools, provider: providerMetrics, jobs: backendJobMetrics };
   const appOptions = deps.logger ? { logger: deps.logger } : {};
   // §3 watchdog: decisions in the service, the loop in a worker started with the other workers
   const watchdogChannels = channelsFromConfig(config);
@@ -223,23 +234,15 @@ export function createPlatform(deps: PlatformDeps) {
     agents: createAgentDirectory(db),
     settings: { ...watchdogSettingsFromConfig(config), ...deps.watchdogSettings },
     channels: watchdogChannels.map((c) => c.name),
-    redeploy: (agent, signal) => agents.runJob(agent, signal),
+    redeploy: (agent, signal) => deployments.runJob(agent, signal),
     containerHealth: { retries: config.CONTAINER_HEALTH_RETRIES, intervalMs: config.CONTAINER_HEALTH_INTERVAL_MS },
     hostingAvailable: () => config.configured.hosting,
   });
-  let watchdogWorker: ReturnType<typeof createWatchdogWorker> | undefined;
-  // §4.12 heartbeats that fire: a schedule in PostgreSQL taken by the backends
-  let heartbeatWorker: ReturnType<typeof createHeartbeatWorker> | undefined;
   // §4.17 file explorer: one service behind the backend's key routes and the web app's session routes
   const files = createFilesService({ db, driver });
   const underground = createUnderground({ config, db, secrets: deps.secrets, ledger }); // §4.15 events, agent wallets, royalty splits
-  const { bus: undergroundBus, jobs: undergroundBusJobs } = createUndergroundBus({
-    config,
-    db,
-    log,
-    rateLimiter,
-    timings: deps.undergroundBus,
-  }); // §4.15 bus
+  // §4.15 bus: sending records the message and its delivery jobs, the worker delivers them
+  const undergroundBus = createUndergroundBus({ config, db, rateLimiter, onEnqueued: () => workers?.undergroundBus.wake() });
   // §4.6 calendar connections, when the OAuth client is configured
   const calendar = config.configured.calendar
     ? createCalendarService({
@@ -258,6 +261,8 @@ export function createPlatform(deps: PlatformDeps) {
       topUp,
       subscriptions,
       agents,
+      deployments,
+      agentCallbacks,
       agentsWeb,
       driver,
       watchdog,
@@ -311,41 +316,57 @@ export function createPlatform(deps: PlatformDeps) {
           payments: { sessions: paymentSessions, gateway },
           securityEvents,
           x402: createX402({ config, db, ledger }),
+          jobMetrics: webJobMetrics,
         },
         appOptions,
       ),
     buildBackendApp: () =>
       buildBackendApp(
         config,
-        { agents, ai, keys, hostingMcp, watchdog, files, underground, undergroundBus, storedPlans: createStoredPlans({ db }), metrics },
+        {
+          agents,
+          deployments,
+          agentCallbacks,
+          ai,
+          keys,
+          hostingMcp,
+          watchdog,
+          files,
+          underground,
+          undergroundBus,
+          storedPlans: createStoredPlans({ db }),
+          metrics,
+        },
         appOptions,
       ),
-    /** Starts the deployment worker (backend processes): re-deploys agents that should run, then takes jobs. */
+    /**
+     * Starts the backend's workers (backend processes; docs/architecture.md "Workers"): the
+     * deployment jobs (after re-deploying the agents that should run), the watchdog, heartbeats
+     * and Underground bus deliveries.
+     */
     async startWorkers() {
       await driver.ready?.(); // a container driver's settings (KUBECONFIG, DOCKER_HOST) are checked before any job runs
-      worker ??= createDeploymentWorker({ db, agents, logger: log, ...(deps.workerPollMs ? { pollMs: deps.workerPollMs } : {}) });
-      await worker.start();
-      if (deps.watchdogEnabled !== false) {
-        watchdogWorker ??= createWatchdogWorker({ db, watchdog, channels: watchdogChannels, logger: log });
-        await watchdogWorker.start();
-      }
-      heartbeatWorker ??= createHeartbeatWorker({
-        db,
+      workers ??= createBackendWorkers({
+        deps,
+        config,
+        log,
+        metrics: backendJobMetrics,
+        deployments,
+        watchdog,
+        watchdogChannels,
+        heartbeat,
         agentClient,
-        logger: log,
-        pollMs: config.HEARTBEAT_POLL_MS,
-        timeoutMs: config.HEARTBEAT_TIMEOUT_MS,
+        bus: undergroundBus,
       });
-      await heartbeatWorker.start();
-      undergroundBusJobs.startWorker();
+      await workers.start();
     },
     /** the watchdog loop of this process, once startWorkers() ran (tests inspect its holder id) */
     get watchdogWorker() {
-      return watchdogWorker;
+      return workers?.watchdog;
     },
-    /** the heartbeat loop of this process, once startWorkers() ran */
+    /** the heartbeat job of this process, once startWorkers() ran */
     get heartbeatWorker() {
-      return heartbeatWorker;
+      return workers?.heartbeats;
     },
     /**
      * Jobs of the web app (every web replica may run them; each is idempotent): purge spent SIWE
@@ -356,9 +377,11 @@ export function createPlatform(deps: PlatformDeps) {
       securityEventsWorker ??= createSecurityEventsWorker({
         events: securityEvents,
         logger: log,
-        ...(deps.securityEvents?.pollMs ? { pollMs: deps.securityEvents.pollMs } : {}),
+        metrics: webJobMetrics?.observer,
+        pollMs: deps.securityEvents?.pollMs,
+        retryBaseMs: deps.securityEvents?.retryBaseMs,
       });
-      securityEventsWorker.start();
+      void securityEventsWorker.start();
       if (noncePurge) return;
       const purge = () => {
         void accounts.purgeExpiredNonces().catch((err) => log.warn({ err }, 'nonce purge failed'));
@@ -379,14 +402,13 @@ export function createPlatform(deps: PlatformDeps) {
       if (noncePurge) clearInterval(noncePurge);
       if (sessionExpiry) clearInterval(sessionExpiry);
       await securityEventsWorker?.stop();
-      await watchdogWorker?.stop();
-      await heartbeatWorker?.stop();
-      await undergroundBusJobs.close();
-      await worker?.stop();
+      await workers?.stop();
+      await undergroundBus.close();
       if (ownsDriver) {
         await driver.shutdown().catch((err) => log.warn({ err }, 'hosting driver shutdown failed'));
         // where this process ran the deployment worker, agents stopped with it stop reading `running`
-        if (worker) await agents.settleAfterShutdown().catch((err: Error) => log.warn({ error: err.message }, 'agent status not recorded'));
+        if (workers)
+          await deployments.settleAfterShutdown().catch((err: Error) => log.warn({ error: err.message }, 'agent status not recorded'));
       }
       await ai.close();
       await passwordReset.close();

@@ -3,7 +3,7 @@
  * sessions (§4.1), sign-in with an identity provider or a code host, password reset by email
  * (§4.18), and the security-event receivers (§6). platform.ts builds them through this one call.
  */
-import type { FastifyBaseLogger } from 'fastify';
+
 import {
   allowAllBotVerifier,
   type CachedSession,
@@ -17,12 +17,13 @@ import {
 } from '../domains/accounts/index.ts';
 import { createRiscVerifier, createSecurityEventsService, riscConfigUrl } from '../domains/security-events/index.ts';
 import type { SessionCache } from '../lib/evicting-cache.ts';
+import type { Logger } from '../lib/logger.ts';
 import type { RateLimiter } from '../lib/rate-limiter.ts';
 import type { PlatformDeps } from '../platform.ts';
 
 export function createIdentityServices(o: {
   deps: PlatformDeps;
-  log: FastifyBaseLogger;
+  log: Logger;
   rateLimiter: RateLimiter;
   sessionCache: SessionCache<CachedSession>;
   /** a security event was recorded: wake the worker that acts on it */
@@ -82,7 +83,6 @@ export function createIdentityServices(o: {
     }),
     logger: log,
     onRecorded: o.onSecurityEventRecorded,
-    ...(deps.securityEvents?.retryBaseMs !== undefined ? { retryBaseMs: deps.securityEvents.retryBaseMs } : {}),
   });
   return { accounts, externalSignIn, passwordReset, securityEvents };
 }

@@ -3,7 +3,6 @@
  * subscriptions, pre-funded payment sessions, and the v1 gateway with its plugins and MPP. Every
  * balance moves through the ledger it is given. platform.ts builds them through this one call.
  */
-import type { FastifyBaseLogger } from 'fastify';
 import type { AgentClient } from '../domains/agents/index.ts';
 import type { AiService } from '../domains/ai/index.ts';
 import {
@@ -22,12 +21,13 @@ import {
   type LedgerService,
 } from '../domains/payments/index.ts';
 import type { SessionCache } from '../lib/evicting-cache.ts';
+import type { Logger } from '../lib/logger.ts';
 import type { RateLimiter } from '../lib/rate-limiter.ts';
 import type { PlatformDeps } from '../platform.ts';
 
 export function createPaymentServices(o: {
   deps: PlatformDeps;
-  log: FastifyBaseLogger;
+  log: Logger;
   ledger: LedgerService;
   ai: AiService;
   agentClient: AgentClient;

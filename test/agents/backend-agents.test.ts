@@ -200,8 +200,8 @@ describe('deployments (§4.18) and per-agent credentials', () => {
     expect(row.gateway_token_enc).not.toContain(spec.gatewayToken);
     expect(decryptSecret(TEST_SECRETS.secretsEncryptionKey, row.gateway_token_enc)).toBe(spec.gatewayToken);
     expect(row.platform_key_hash!.equals(sha256(spec.platformApiKey))).toBe(true);
-    expect(await t.platform.services.agents.verifyPlatformKey(spec.platformApiKey)).toEqual({ agentId: a.id, userId: alice });
-    expect(await t.platform.services.agents.verifyPlatformKey('apk_wrong')).toBeNull();
+    expect(await t.platform.services.agentCallbacks.verifyPlatformKey(spec.platformApiKey)).toEqual({ agentId: a.id, userId: alice });
+    expect(await t.platform.services.agentCallbacks.verifyPlatformKey('apk_wrong')).toBeNull();
 
     const other = await deployAndWait(alice, { name: 'Creds 2' });
     const spec2 = t.driver.deploys.find((s) => s.agentId === other.id)!;

@@ -25,6 +25,7 @@ import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { randomToken, sha256, sha256Hex } from '../../lib/crypto.ts';
 import { AppError, badRequest, tooManyRequests } from '../../lib/errors.ts';
+import type { Logger } from '../../lib/logger.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
 import type { Mailer } from './mailer.client.ts';
 import { COMMON_PASSWORD_MESSAGE, isCommonPassword } from './password-policy.rules.ts';
@@ -46,8 +47,6 @@ export const RESET_TOKEN_ERRORS = {
 /** A spent or expired link is kept this long after its expiry, so a late click is told why it failed. */
 const KEEP_EXPIRED_MS = 24 * 60 * 60 * 1000;
 
-type Log = { warn(obj: object, msg: string): void };
-
 export type PasswordResetDeps = {
   db: Db;
   config: Pick<Config, 'PUBLIC_URL' | 'PASSWORD_RESET_RATE_LIMIT' | 'PASSWORD_RESET_EMAIL_RATE_LIMIT'>;
@@ -56,7 +55,7 @@ export type PasswordResetDeps = {
   rateLimiter: RateLimiter;
   /** ends every session of a user in every replica's cache (accounts.revokeAllSessions) */
   revokeAllSessions(userId: string): Promise<void>;
-  logger: Log;
+  logger: Logger;
   now?: () => Date;
 };
 

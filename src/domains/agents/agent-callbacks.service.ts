@@ -1,8 +1,10 @@
 /**
  * What agents call back with their own platform key (never INTERNAL_API_KEY): storing the chat
- * messages they report, and telling which agent a key belongs to. Part of the agents service.
+ * messages they report, and telling which agent a key belongs to. Built in src/platform.ts and given
+ * to the agent-key scope and the callback routes (src/http/backend/routes/agent-callbacks.routes.ts).
  */
 import { sha256Hex } from '../../lib/crypto.ts';
+import { agentMessagesRepo } from './agent-messages.repo.ts';
 import type { AgentsDeps } from './agent-records.service.ts';
 import { agentsRepo } from './agents.repo.ts';
 import { PLATFORM_KEY_PREFIX } from './credentials.rules.ts';
@@ -30,7 +32,7 @@ export function createAgentCallbacks(deps: Pick<AgentsDeps, 'db' | 'platformKeyC
     ): Promise<{ agentId: string; stored: number }> {
       await db.withUser(caller.userId, async (trx) => {
         for (const m of messages) {
-          await agentsRepo.insertMessage(trx, {
+          await agentMessagesRepo.insertMessage(trx, {
             agentId: caller.agentId,
             userId: caller.userId,
             sender: m.sender,
@@ -66,3 +68,5 @@ export function createAgentCallbacks(deps: Pick<AgentsDeps, 'db' | 'platformKeyC
     },
   };
 }
+
+export type AgentCallbacks = ReturnType<typeof createAgentCallbacks>;

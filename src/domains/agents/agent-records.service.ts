@@ -12,9 +12,10 @@ import type { AgentStatus } from '../../db/schema.ts';
 import { encryptSecret } from '../../lib/crypto.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
 import type { KeyCache } from '../../lib/evicting-cache.ts';
-import { type AgentRow, agentsRepo, type JobRow } from './agents.repo.ts';
+import { type AgentRow, agentsRepo } from './agents.repo.ts';
 import { maskChannelSecrets, sealChannelSecrets } from './channel-secrets.rules.ts';
 import { newAgentId, newGatewayToken } from './credentials.rules.ts';
+import type { JobRow } from './deployments/deployments.repo.ts';
 import type { HostingDriver } from './drivers/driver.contract.ts';
 
 export const BACKEND_DEFAULT_PLAN = 'label';

@@ -1,14 +1,14 @@
 /**
  * The backend side of agents (§4.7 backend rows, lifecycle, logs, stats, runtime instances). The
- * web app reaches these through the backend HTTP API (agents.web.service.ts). Composed of files of
- * one concern each: records and views (agent-records.service.ts), deployment jobs and reconciliation
- * (deployments.service.ts; the worker calls `runJob`), and what agents call back with their own key
- * (agent-callbacks.service.ts).
+ * web app reaches these through the backend HTTP API (agents.web.service.ts). Records and views
+ * are agent-records.service.ts. Two services of the domain are built beside this one and passed
+ * on their own: deployment jobs and reconciliation (deployments/deployments.service.ts, given to
+ * the worker and the deployment routes) and what agents call back with their own key
+ * (agent-callbacks.service.ts, given to its route module).
  */
 import { LIMITS } from '../../config/limits.ts';
 import type { AgentStatus } from '../../db/schema.ts';
 import { notFound } from '../../lib/errors.ts';
-import { createAgentCallbacks } from './agent-callbacks.service.ts';
 import {
   type AgentsDeps,
   BACKEND_DEFAULT_PLAN,
@@ -23,7 +23,7 @@ import {
 } from './agent-records.service.ts';
 import { type AgentRow, agentsRepo } from './agents.repo.ts';
 import { maskChannelSecrets, sealChannelSecrets } from './channel-secrets.rules.ts';
-import { createDeploymentJobs } from './deployments/deployments.service.ts';
+import { deploymentsRepo } from './deployments/deployments.repo.ts';
 import { AgentNotDeployedError, type ContainerStatus, HostingUnavailableError } from './drivers/driver.contract.ts';
 
 export type { AgentsDeps, LifecycleAction } from './agent-records.service.ts';
@@ -75,7 +75,7 @@ export function createAgentsService(deps: AgentsDeps) {
   async function enqueue(agent: AgentRow) {
     const job = await db.withUser(agent.user_id, async (trx) => {
       await agentsRepo.updateAgent(trx, agent.id, { status: 'provisioning' });
-      return agentsRepo.enqueueDeploy(trx, agent.id, agent.user_id, LIMITS.deploymentMaxAttempts);
+      return deploymentsRepo.enqueueDeploy(trx, agent.id, agent.user_id, LIMITS.deploymentMaxAttempts);
     });
     deps.onEnqueue?.();
     return job;
@@ -83,8 +83,6 @@ export function createAgentsService(deps: AgentsDeps) {
 
   return {
     hostingAvailable,
-    ...createDeploymentJobs(deps),
-    ...createAgentCallbacks(deps),
 
     /** §4.7 backend GET /api/agents. */
     async list(userId: string) {

@@ -3,7 +3,7 @@
  * The domain's front door (docs/architecture.md "Layers and what each may import"): what other
  * layers and domains may import from it.
  */
-export type { AgentCaller } from './agent-callbacks.service.ts';
+export { type AgentCallbacks, type AgentCaller, createAgentCallbacks } from './agent-callbacks.service.ts';
 export { type AgentClient, type ChatMessage, createAgentClient } from './agent-client/agent.client.ts';
 export { agentModelList, CHAT_BODY_MAX_DEPTH, tooDeepChatBody, withAgentModel } from './agent-client/agent-model.rules.ts';
 export { createCompletionText } from './agent-client/completion-text.rules.ts';
@@ -18,7 +18,7 @@ export {
 } from './agent-client/proxy-headers.rules.ts';
 export { type AgentTarget, createAgentTargets } from './agent-client/targets.service.ts';
 export { type AgentMessages, createAgentMessages, type Turn } from './agent-messages.service.ts';
-export { createAgentDirectory, findOwnAgent } from './agent-records.service.ts';
+export { type AgentsDeps, createAgentDirectory, findOwnAgent } from './agent-records.service.ts';
 export { type AgentsService, createAgentsService } from './agents.backend.service.ts';
 export { agentsRepo } from './agents.repo.ts';
 export { agentName, configObject } from './agents.schemas.ts';
@@ -26,6 +26,7 @@ export { type AgentsWebService, createAgentsWebService, type WebUser } from './a
 export { createPlatformCounts } from './agents-metrics.service.ts';
 export { createBackendClient } from './backend.client.ts';
 export { maskChannelSecrets, sealChannelSecrets } from './channel-secrets.rules.ts';
+export { type ClaimedJob, createDeploymentJobs, type DeploymentJobs, type DeployResult } from './deployments/deployments.service.ts';
 export {
   AgentNotDeployedError,
   type AgentWorkspace,

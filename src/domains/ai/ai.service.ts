@@ -6,7 +6,6 @@
  * and their monthly budgets (agent-budgets.service.ts).
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Config, ModelPrice } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
@@ -14,6 +13,7 @@ import type { Db } from '../../db/client.ts';
 import type { DB } from '../../db/schema.ts';
 import type { CallSignal } from '../../lib/cancellation.ts';
 import { AppError, badRequest, notFound } from '../../lib/errors.ts';
+import type { Logger } from '../../lib/logger.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
 import { createAgentBudgets } from './agent-budgets.service.ts';
 import type { SpendHold, UsageCharge } from './ai.repo.ts';
@@ -73,7 +73,7 @@ export type AiServiceDeps = {
   /** provider overrides (tests); the configured adapters are the defaults */
   providers?: Partial<Record<ProviderName, ChatProvider>> | undefined;
   usage?: UsageStore | undefined;
-  logger?: FastifyBaseLogger | undefined;
+  logger?: Logger | undefined;
   now?: (() => Date) | undefined;
   /** told about every provider attempt and fallback (docs/metrics.md); none: no cost */
   providerObserver?: ProviderObserver | undefined;

@@ -9,11 +9,11 @@
  * crash), so a dead process never keeps a budget blocked.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyBaseLogger } from 'fastify';
 import type { Pool } from 'pg';
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { AppError } from '../../lib/errors.ts';
+import type { Logger } from '../../lib/logger.ts';
 import { budgetExceeded, formatUsd, round6 } from './agent-budgets.service.ts';
 import { monthOf, type SpendHold, unitsToDecimal } from './ai.repo.ts';
 import type { CatalogModel } from './catalog.service.ts';
@@ -31,7 +31,7 @@ export type SpendHolds = {
   close(): void;
 };
 
-export function createSpendHolds(deps: { pool: Pool; logger?: FastifyBaseLogger | undefined; ttlMs?: number }): SpendHolds {
+export function createSpendHolds(deps: { pool: Pool; logger?: Logger | undefined; ttlMs?: number }): SpendHolds {
   const ttlMs = deps.ttlMs ?? LIMITS.spendHoldTtlMs;
   const holder = randomUUID();
   /** units held per scope and period and not yet released */

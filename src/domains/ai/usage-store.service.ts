@@ -20,11 +20,11 @@
  * agent's ended calls to be written.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyBaseLogger } from 'fastify';
 import type { Kysely } from 'kysely';
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import type { DB } from '../../db/schema.ts';
+import type { Logger } from '../../lib/logger.ts';
 import { aiRepo, costUnitsOf, entryOf, monthOf, type SpendHold, type UsageCharge, type UsageEntry, type UsageRow } from './ai.repo.ts';
 import type { SpendHolds } from './spend-holds.service.ts';
 
@@ -66,7 +66,7 @@ type Queued = UsageEntry & { key: string };
 
 export function createUsageStore(deps: {
   db: Pick<Db, 'kysely' | 'pool'>;
-  logger?: FastifyBaseLogger | undefined;
+  logger?: Logger | undefined;
   /** the process's spend holds, released by the same statements that write the usage (migration 205) */
   holds?: SpendHolds | undefined;
   /**

@@ -246,6 +246,13 @@ export const watchdogRepo = {
        WHERE id = ${id}`.execute(db);
   },
 
+  /** Gives a taken notification back unsent (its sender is stopping): due at once, the attempt not counted. */
+  async releaseNotification(db: Kysely<DB>, id: number) {
+    await sql`
+      UPDATE watchdog_notifications SET attempts = greatest(attempts - 1, 0), next_attempt_at = now()
+       WHERE id = ${id} AND status = 'pending'`.execute(db);
+  },
+
   /** The owner's view of one agent's watchdog row (inside withUser). */
   current(trx: Tx, agentId: string) {
     return trx

@@ -3,7 +3,8 @@
  * agent probes it and moves it through starting → running → degraded → repairing → crash_loop,
  * repairing it through the hosting driver (stop the gateway, wait, start it, wait for health,
  * verify). State, history and notifications are written to PostgreSQL by watchdog.repo.ts; the
- * loop that decides which agents this process checks is src/workers/watchdog.ts.
+ * loop that decides which agents this process checks is src/workers/watchdog.ts, through `leases`
+ * and `outbox` (watchdog-work.service.ts).
  * docs/watchdog.md describes the states and the repair.
  * Length (~360 lines): one state machine (§3) whose transitions, repair attempts and notifications must be read
  * together; its persistence is watchdog.repo.ts and its probes live in the drivers.
@@ -22,6 +23,7 @@ import {
 import type { NotificationChannelName, WatchdogNotice } from './notifier.client.ts';
 import { type CheckPatch, type DueAgent, type NewEvent, watchdogRepo } from './watchdog.repo.ts';
 import type { WatchdogState } from './watchdog.types.ts';
+import { createWatchdogWork } from './watchdog-work.service.ts';
 
 /** Every timing and threshold of the watchdog, in milliseconds where it is a time. */
 export type WatchdogSettings = {
@@ -133,6 +135,7 @@ function noticeEvent(e: NewEvent): string {
 
 export function createWatchdogService(deps: WatchdogDeps) {
   const { db, driver, settings: s } = deps;
+  const work = createWatchdogWork({ db, leaseMs: s.leaseMs });
 
   async function probe(agent: DueAgent): Promise<Probe> {
     // the cheap path: the gateway URL the driver reported at deploy answers /healthz (§4.12, 5 s timeout)
@@ -311,6 +314,10 @@ export function createWatchdogService(deps: WatchdogDeps) {
   return {
     settings: s,
     check,
+    /** which agents this backend watches (the worker's adopt, due, renew, release: watchdog-work.service.ts) */
+    leases: work.leases,
+    /** the §6 notification outbox the worker sends */
+    outbox: work.outbox,
 
     /** The owner's view: current state and the newest `limit` history rows (404 for another user's agent). */
     async view(userId: string, agentId: string, limit: number) {

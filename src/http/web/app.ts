@@ -26,6 +26,7 @@ import type { WorkflowsService } from '../../domains/workflows/index.ts';
 import type { X402Service } from '../../domains/x402/index.ts';
 import { sha256Base64url } from '../../lib/crypto.ts';
 import { createStreamRevoker } from '../../lib/eviction-bus.ts';
+import type { JobMetrics } from '../../lib/metrics.ts';
 import { type App, createBaseApp } from '../shared/base-app.ts';
 import { createBridgeAuth } from '../shared/bridge-auth.ts';
 import { createAppMetrics } from '../shared/metrics.ts';
@@ -111,10 +112,13 @@ export type WebServices = {
   securityEvents?: SecurityEventsService;
   /** §4.11 x402 gateway proxy (without X402_GATEWAY_URL its routes answer 503) */
   x402?: X402Service;
+  /** the runs of the web app's jobs (security events) at GET /metrics, when METRICS_TOKEN is set (docs/metrics.md) */
+  jobMetrics?: JobMetrics | undefined;
 };
 
 export async function buildWebApp(config: Config, services: WebServices, options: { logger?: FastifyBaseLogger } = {}): Promise<App> {
   const metrics = config.METRICS_TOKEN ? createAppMetrics('web', config.METRICS_TOKEN) : undefined;
+  if (metrics) services.jobMetrics?.registerIn(metrics.registry);
   const app = await createBaseApp({
     title: 'Agent platform — web API',
     description:

@@ -1,13 +1,15 @@
 /**
  * Deployment jobs of the backend (§4.18 POST /api/deployments, §3 provisioning): requesting a
- * deployment (creating or taking the agent and enqueueing its job in one transaction), running a
- * job for the worker (src/workers/deployments.ts), marking one failed, and start-up
- * reconciliation. Part of the agents service (agents.service.ts composes it).
+ * deployment (creating or taking the agent and enqueueing its job in one transaction), the queue's
+ * side of the worker (src/workers/deployments.ts: claim, renew, run, finish), and start-up
+ * reconciliation. Built on its own in src/platform.ts and given to the worker and to the routes
+ * of deployments.
  */
 import { LIMITS } from '../../../config/limits.ts';
 import { isUniqueViolation } from '../../../db/errors.ts';
 import { decryptSecret } from '../../../lib/crypto.ts';
 import { notFound } from '../../../lib/errors.ts';
+import type { JobOutcome } from '../../../lib/jobs.ts';
 import { waitForHealthy } from '../agent-client/health-probe.client.ts';
 import {
   type AgentsDeps,
@@ -23,6 +25,12 @@ import { type AgentRow, agentsRepo } from '../agents.repo.ts';
 import { openChannelSecrets, sealChannelSecrets } from '../channel-secrets.rules.ts';
 import { newPlatformKey } from '../credentials.rules.ts';
 import { type ContainerStatus, HostingUnavailableError } from '../drivers/driver.contract.ts';
+import { type ClaimedJob, deploymentsRepo } from './deployments.repo.ts';
+
+export type { ClaimedJob } from './deployments.repo.ts';
+
+/** What one deploy run did: nothing (the agent is gone), or the agent's health when it was marked running. */
+export type DeployResult = { skipped: true } | { skipped: false; health: ContainerStatus };
 
 export function createDeploymentJobs(deps: AgentsDeps) {
   const { db, config, driver } = deps;
@@ -107,7 +115,7 @@ export function createDeploymentJobs(deps: AgentsDeps) {
               },
             );
           }
-          return { agent: row, job: await agentsRepo.enqueueDeploy(trx, row.id, input.userId, LIMITS.deploymentMaxAttempts) };
+          return { agent: row, job: await deploymentsRepo.enqueueDeploy(trx, row.id, input.userId, LIMITS.deploymentMaxAttempts) };
         })
         .catch((err: unknown) => {
           // `agentId` names an agent of another user (invisible under row-level security, so the insert
@@ -120,7 +128,7 @@ export function createDeploymentJobs(deps: AgentsDeps) {
     },
 
     async getDeployment(userId: string, jobId: string) {
-      const j = await db.withUser(userId, (trx) => agentsRepo.getJob(trx, jobId));
+      const j = await db.withUser(userId, (trx) => deploymentsRepo.getJob(trx, jobId));
       if (!j) throw notFound('Deployment not found');
       return deploymentView(j);
     },
@@ -130,9 +138,9 @@ export function createDeploymentJobs(deps: AgentsDeps) {
      * credentials, waits for health (§4.12: poll every 2 s, 60 s overall) and marks it running.
      * Throws on failure; the worker decides between retry and `error`.
      */
-    async runJob(job: { agent_id: string; user_id: string }, signal?: AbortSignal) {
+    async runJob(job: { agent_id: string; user_id: string }, signal?: AbortSignal): Promise<DeployResult> {
       const agent = await agentsRepo.findAgent(db.kysely, job.agent_id);
-      if (!agent) return { skipped: true as const };
+      if (!agent) return { skipped: true };
       if (!hostingAvailable()) throw new HostingUnavailableError('hosting driver not configured');
       const creds = await agentsRepo.getCredentials(db.kysely, agent.id);
       if (!creds) throw new Error(`agent ${agent.id} has no credentials`);
@@ -171,12 +179,52 @@ export function createDeploymentJobs(deps: AgentsDeps) {
         external_id: deployment.externalId,
         started_at: new Date(),
       });
-      return { skipped: false as const, health };
+      return { skipped: false, health };
     },
 
-    /** After retries ran out: the agent shows `error` (§3 provisioning → error). */
-    async markFailed(agentId: string) {
-      await agentsRepo.updateAgent(db.kysely, agentId, { status: 'error' });
+    /**
+     * The worker's claim (owner connection: it serves every user): up to `limit` due jobs — queued
+     * and due, or running with a lease that passed (their worker died) — leased to `holder`.
+     */
+    async claim(holder: string, leaseMs: number, limit = 1): Promise<ClaimedJob[]> {
+      const jobs: ClaimedJob[] = [];
+      while (jobs.length < limit) {
+        const job = await deploymentsRepo.takeJob(db.kysely, holder, leaseMs);
+        if (!job) break;
+        jobs.push(job);
+      }
+      return jobs;
+    },
+
+    /** Extends the lease of a job `holder` runs; false when another worker has taken it over. */
+    renew(job: Pick<ClaimedJob, 'id'>, holder: string, leaseMs: number): Promise<boolean> {
+      return deploymentsRepo.renewLease(db.kysely, job.id, holder, leaseMs);
+    },
+
+    /**
+     * Records the outcome of a run, fenced by `holder` (false, and nothing written, when the
+     * holder lost the job): succeeded; queued again after a backoff; failed for good, and then
+     * the agent shows `error` (§3 provisioning → error); or given back by a stopping worker,
+     * due at once with its attempt not counted.
+     */
+    async finish(job: ClaimedJob, holder: string, outcome: JobOutcome<unknown>): Promise<boolean> {
+      switch (outcome.status) {
+        case 'succeeded':
+          return deploymentsRepo.finishJob(db.kysely, job.id, holder, { status: 'succeeded' });
+        case 'retry':
+          return deploymentsRepo.finishJob(db.kysely, job.id, holder, {
+            status: 'queued',
+            error: outcome.error,
+            retryInMs: outcome.retryInMs,
+          });
+        case 'released':
+          return deploymentsRepo.finishJob(db.kysely, job.id, holder, { status: 'queued', error: 'worker stopped', uncount: true });
+        case 'failed': {
+          const owned = await deploymentsRepo.finishJob(db.kysely, job.id, holder, { status: 'failed', error: outcome.error });
+          if (owned) await agentsRepo.updateAgent(db.kysely, job.agent_id, { status: 'error' });
+          return owned;
+        }
+      }
     },
 
     /**
@@ -197,7 +245,7 @@ export function createDeploymentJobs(deps: AgentsDeps) {
       for (const a of running) {
         const s = unitsEndWithPlatform ? 'left by a previous platform' : await unitStatus(a.id);
         if (s === 'healthy' || s === 'starting' || s === 'running') continue;
-        await agentsRepo.enqueueDeploy(db.kysely, a.id, a.user_id, LIMITS.deploymentMaxAttempts);
+        await deploymentsRepo.enqueueDeploy(db.kysely, a.id, a.user_id, LIMITS.deploymentMaxAttempts);
         await agentsRepo.updateAgent(db.kysely, a.id, { status: 'provisioning' });
         n++;
         log?.('agent redeploy queued', { agentId: a.id, was: s });
@@ -233,3 +281,5 @@ export function createDeploymentJobs(deps: AgentsDeps) {
     },
   };
 }
+
+export type DeploymentJobs = ReturnType<typeof createDeploymentJobs>;

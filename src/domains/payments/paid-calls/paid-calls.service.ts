@@ -8,10 +8,10 @@
  * balance of their wallet (top-ups, §4.4); everyone else gets the 402 challenge.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../../db/client.ts';
 import { ERROR_CODES, type FixedTextCode } from '../../../lib/error-codes.ts';
 import { badRequest, isAppError } from '../../../lib/errors.ts';
+import type { Logger } from '../../../lib/logger.ts';
 import { microsToUsd, normalizeAddress } from '../../../lib/money.ts';
 import type { AiActor } from '../../ai/index.ts';
 import type { LedgerService } from '../ledger/ledger.service.ts';
@@ -94,7 +94,7 @@ export function createPaidCallsService(deps: {
   sessions: PaymentSessionsService;
   mpp: MppMethod;
   checkout?: PaidCallCheckout | undefined;
-  logger?: FastifyBaseLogger | undefined;
+  logger?: Logger | undefined;
 }) {
   const { plugins, sessions, ledger } = deps;
 

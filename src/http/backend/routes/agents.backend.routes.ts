@@ -15,7 +15,7 @@
 
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
-import { type AgentsService, agentName, configObject } from '../../../domains/agents/index.ts';
+import { type AgentsService, agentName, configObject, type DeploymentJobs } from '../../../domains/agents/index.ts';
 import { type WatchdogService, watchdogStateSchema } from '../../../domains/watchdog/index.ts';
 import { UUID_PATTERN } from '../../../lib/ids.ts';
 import type { RouteModule } from '../../shared/routes.ts';
@@ -99,8 +99,12 @@ const statsObject = z.object({
 });
 const common = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 500: errorSchema };
 
-export const backendAgentsRoutes = (deps: { agents: AgentsService; watchdog?: WatchdogService }): RouteModule<'bearer'> => {
-  const { agents } = deps;
+export const backendAgentsRoutes = (deps: {
+  agents: AgentsService;
+  deployments: Pick<DeploymentJobs, 'requestDeployment' | 'getDeployment'>;
+  watchdog?: WatchdogService;
+}): RouteModule<'bearer'> => {
+  const { agents, deployments } = deps;
 
   return {
     prefix: '/api',
@@ -304,7 +308,7 @@ export const backendAgentsRoutes = (deps: { agents: AgentsService; watchdog?: Wa
         handler: async (request, reply) => {
           const userId = actingUser(request, request.body.userId);
           const { userId: _ignored, ...input } = request.body;
-          return reply.code(202).send(await agents.requestDeployment({ ...input, userId }));
+          return reply.code(202).send(await deployments.requestDeployment({ ...input, userId }));
         },
       });
 
@@ -317,7 +321,7 @@ export const backendAgentsRoutes = (deps: { agents: AgentsService; watchdog?: Wa
           params: z.object({ id: z.string().regex(UUID_PATTERN, { error: 'Invalid deployment id' }) }),
           response: { 200: deploymentObject, ...common },
         },
-        handler: async (request) => agents.getDeployment(actingUser(request), request.params.id),
+        handler: async (request) => deployments.getDeployment(actingUser(request), request.params.id),
       });
 
       app.get('/runtime-instances', {
