@@ -47,6 +47,7 @@ import type { StatusStore } from './domains/hosting-status/index.ts';
 import { createKeysService, type KeyProfile } from './domains/keys/index.ts';
 import { type CardProcessor, createLedgerService, type PaidCallCheckout } from './domains/payments/index.ts';
 import { createSessionWalletService } from './domains/session-wallet/index.ts';
+import { createSpendAlerts } from './domains/spend-alerts/index.ts';
 import type { TradingClient } from './domains/trading/index.ts';
 import { createUnderground } from './domains/underground/index.ts';
 import { createStablecoinBalanceReader } from './domains/wallet/index.ts';
@@ -131,7 +132,7 @@ export function createPlatform(deps: PlatformDeps) {
   // the runs of every job (docs/metrics.md), with METRICS_TOKEN: the web app's jobs on the web app, the backend's on the backend
   const webJobMetrics = config.METRICS_TOKEN ? createJobMetrics() : undefined;
   const backendJobMetrics = config.METRICS_TOKEN ? createJobMetrics() : undefined;
-  const { accounts, externalSignIn, passwordReset, securityEvents } = createIdentityServices({
+  const { accounts, externalSignIn, passwordReset, securityEvents, mailer } = createIdentityServices({
     deps,
     log,
     rateLimiter,
@@ -152,6 +153,13 @@ export function createPlatform(deps: PlatformDeps) {
   });
   const health = createHealthService({ metrics: deps.metrics ?? createOsMetrics() });
   const workflows = createWorkflowsService({ db });
+  // thresholds on balances and agents' spend, told by email and webhook (docs/payments.md "Spend alerts")
+  const spendAlerts = createSpendAlerts({
+    db,
+    mail: mailer ? (m) => mailer.send(m) : undefined,
+    allowPrivateWebhooks: config.UNDERGROUND_ALLOW_PRIVATE_WEBHOOKS,
+    publicUrl: config.PUBLIC_URL,
+  });
   const heartbeat = createHeartbeatService({ db, ...(deps.now ? { now: deps.now } : {}) });
   const bridge = createBridgeService({ db, ...(deps.now ? { now: deps.now } : {}) });
   // the outside services a user reaches through the platform (trading, hosting status, custodial wallets)
@@ -283,12 +291,14 @@ export function createPlatform(deps: PlatformDeps) {
       paymentSessions,
       gateway,
       securityEvents,
+      spendAlerts,
     },
     buildWebApp: () =>
       buildWebApp(
         config,
         {
           usageReport: createUsageReport({ db, ...(deps.now ? { now: deps.now } : {}) }),
+          spendAlerts,
           files,
           ...(calendar ? { calendar } : {}),
           cdpWallets,
@@ -357,6 +367,7 @@ export function createPlatform(deps: PlatformDeps) {
         heartbeat,
         agentClient,
         bus: undergroundBus,
+        spendAlerts,
       });
       await workers.start();
     },

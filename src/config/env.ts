@@ -190,6 +190,8 @@ const envSchema = z.object({
   HEARTBEAT_TIMEOUT_MS: positiveInt(120_000),
   // added (§4.15 Underground bus): deliver to agents' webhooks on private, loopback or link-local addresses (SSRF guard off)
   UNDERGROUND_ALLOW_PRIVATE_WEBHOOKS: bool(false),
+  /** added: how often the backend looks for spend alerts whose threshold was crossed (docs/payments.md "Spend alerts") */
+  SPEND_ALERTS_POLL_MS: positiveInt(30_000),
   // added (§4.15 Underground bus): messages per sending agent per minute; over it 429 with Retry-After
   UNDERGROUND_BUS_RATE_LIMIT: positiveInt(60),
   // added (§3 container health): /healthz probes before a running unit counts as `starting`, and the wait between them (§4.12: 2 s)

@@ -395,6 +395,25 @@ export interface SiweNonces {
   nonce: string;
 }
 
+export interface SpendAlerts {
+  agent_id: string | null;
+  attempts: Generated<number>;
+  created_at: Generated<Timestamp>;
+  fired_at: Timestamp | null;
+  fired_value_usd: Numeric | null;
+  holder: string | null;
+  id: Generated<string>;
+  kind: string;
+  last_error: string | null;
+  lease_until: Timestamp | null;
+  period: Timestamp | null;
+  state: Generated<string>;
+  threshold_usd: Numeric;
+  updated_at: Generated<Timestamp>;
+  user_id: string;
+  webhook_url: string | null;
+}
+
 export interface SpendHolds {
   holder: string;
   period: Timestamp;
@@ -612,6 +631,7 @@ export interface DB {
   session_wallets: SessionWallets;
   sessions: Sessions;
   siwe_nonces: SiweNonces;
+  spend_alerts: SpendAlerts;
   spend_holds: SpendHolds;
   trading_keys: TradingKeys;
   underground_agent_wallets: UndergroundAgentWallets;

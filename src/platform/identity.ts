@@ -59,15 +59,17 @@ export function createIdentityServices(o: {
     secretsKey: deps.secrets.secretsEncryptionKey,
     ...(deps.now ? { now: deps.now } : {}),
   });
+  // the platform's mail (SMTP_URL): password resets, spend alerts
+  const mailer = config.SMTP_URL
+    ? createSmtpMailer({ url: config.SMTP_URL, from: config.MAIL_FROM ?? defaultMailFrom(config.PUBLIC_URL) })
+    : undefined;
   // password reset by email (docs/security.md "Password reset"): a 503 without SMTP_URL
   const passwordReset = createPasswordResetService({
     db,
     config,
     rateLimiter,
     logger: log,
-    mailer: config.SMTP_URL
-      ? createSmtpMailer({ url: config.SMTP_URL, from: config.MAIL_FROM ?? defaultMailFrom(config.PUBLIC_URL) })
-      : undefined,
+    mailer,
     revokeAllSessions: (userId) => accounts.revokeAllSessions(userId),
     ...(deps.now ? { now: deps.now } : {}),
   });
@@ -84,5 +86,5 @@ export function createIdentityServices(o: {
     logger: log,
     onRecorded: o.onSecurityEventRecorded,
   });
-  return { accounts, externalSignIn, passwordReset, securityEvents };
+  return { accounts, externalSignIn, passwordReset, securityEvents, mailer };
 }

@@ -7,6 +7,7 @@
 import type { Config } from '../config/env.ts';
 import type { AgentClient, DeploymentJobs } from '../domains/agents/index.ts';
 import type { HeartbeatService } from '../domains/heartbeat/index.ts';
+import type { SpendAlerts } from '../domains/spend-alerts/index.ts';
 import type { BusService } from '../domains/underground/index.ts';
 import type { NotificationChannel, WatchdogService } from '../domains/watchdog/index.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -15,12 +16,13 @@ import type { PlatformDeps } from '../platform.ts';
 import { createDeploymentWorker } from '../workers/deployments.ts';
 import { createHeartbeatWorker } from '../workers/heartbeats.ts';
 import { createWorkerCatalog } from '../workers/job-runner.ts';
+import { createSpendAlertsWorker } from '../workers/spend-alerts.ts';
 import { createUndergroundBusWorker } from '../workers/underground-bus.ts';
 import { createWatchdogWorker } from '../workers/watchdog.ts';
 
 export function createBackendWorkers(o: {
   deps: Pick<PlatformDeps, 'workerPollMs' | 'watchdogEnabled' | 'undergroundBus'>;
-  config: Pick<Config, 'HEARTBEAT_POLL_MS' | 'HEARTBEAT_TIMEOUT_MS'>;
+  config: Pick<Config, 'HEARTBEAT_POLL_MS' | 'HEARTBEAT_TIMEOUT_MS' | 'SPEND_ALERTS_POLL_MS'>;
   log: Logger;
   metrics: JobMetrics | undefined;
   deployments: DeploymentJobs;
@@ -29,6 +31,7 @@ export function createBackendWorkers(o: {
   heartbeat: HeartbeatService;
   agentClient: AgentClient;
   bus: BusService;
+  spendAlerts: SpendAlerts;
 }) {
   const observed = { logger: o.log, metrics: o.metrics?.observer };
   return createWorkerCatalog({
@@ -50,5 +53,7 @@ export function createBackendWorkers(o: {
       pollMs: o.deps.undergroundBus?.pollMs,
       retryBaseMs: o.deps.undergroundBus?.retryBaseMs,
     }),
+    // spend alerts whose threshold was crossed (docs/payments.md "Spend alerts")
+    spendAlerts: createSpendAlertsWorker({ alerts: o.spendAlerts, ...observed, pollMs: o.config.SPEND_ALERTS_POLL_MS }),
   });
 }

@@ -642,6 +642,82 @@ export interface paths {
     };
     trace: never;
   };
+  "/api/agents/{id}/alert": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: {
+      parameters: {
+        query?: never;
+        path: {
+          id: string;
+        };
+        header?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          "application/json": {
+            thresholdUsd: number | null;
+            webhookUrl?: (string | null);
+          };
+        };
+      };
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              alerts: {
+                kind: "balance" | "budget";
+                agentId: string | null;
+                thresholdUsd: number;
+                webhookUrl: string | null;
+                state: "armed" | "fired";
+                firedAt: string | null;
+                firedValueUsd: number | null;
+              }[];
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    post: never;
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
   "/api/agents/{id}/budget": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
     get: never;
@@ -1786,6 +1862,117 @@ export interface paths {
         };
       };
     };
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/alerts": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              alerts: {
+                kind: "balance" | "budget";
+                agentId: string | null;
+                thresholdUsd: number;
+                webhookUrl: string | null;
+                state: "armed" | "fired";
+                firedAt: string | null;
+                firedValueUsd: number | null;
+              }[];
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    put: never;
+    post: never;
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/alerts/balance": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          "application/json": {
+            thresholdUsd: number | null;
+            webhookUrl?: (string | null);
+          };
+        };
+      };
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              alerts: {
+                kind: "balance" | "budget";
+                agentId: string | null;
+                thresholdUsd: number;
+                webhookUrl: string | null;
+                state: "armed" | "fired";
+                firedAt: string | null;
+                firedValueUsd: number | null;
+              }[];
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    post: never;
     delete: never;
     options: never;
     head: never;
@@ -4105,6 +4292,7 @@ export interface paths {
               calendar: boolean;
               passwordReset: boolean;
               x402: boolean;
+              modelBilling: boolean;
             };
           };
         };

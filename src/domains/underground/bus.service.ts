@@ -23,8 +23,8 @@ import type { Db } from '../../db/client.ts';
 import { AppError, badRequest, conflict, tooManyRequests, unauthorized } from '../../lib/errors.ts';
 import type { JobOutcome } from '../../lib/jobs.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
+import { checkWebhookTarget, checkWebhookUrl, createGuardedDispatcher, WebhookAddressError } from '../../lib/webhook-guard.ts';
 import { busRepo, type DeliveryRow } from './bus.repo.ts';
-import { checkWebhookTarget, checkWebhookUrl, createGuardedDispatcher, WebhookAddressError } from './bus-address-guard.service.ts';
 import { type AgentMessage, BUS_MESSAGE_MAX_AGE_MS, messageHash, recoverSigner } from './bus-message.rules.ts';
 import { amplificationRecipients, checkBookingPayload, negotiate } from './bus-steps.service.ts';
 

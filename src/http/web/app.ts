@@ -19,6 +19,7 @@ import { createLiveLogs } from '../../domains/logs/index.ts';
 import type { PaidCallsService, PaymentSessionsService, SubscriptionsService, TopUpService } from '../../domains/payments/index.ts';
 import type { SecurityEventsService } from '../../domains/security-events/index.ts';
 import type { SessionWalletService } from '../../domains/session-wallet/index.ts';
+import type { SpendAlerts } from '../../domains/spend-alerts/index.ts';
 import type { TradingService } from '../../domains/trading/index.ts';
 import type { CdpWalletsService, StablecoinBalanceReader } from '../../domains/wallet/index.ts';
 import type { WatchdogService } from '../../domains/watchdog/index.ts';
@@ -38,6 +39,7 @@ import { adminRoutes } from './routes/admin.routes.ts';
 import { agentProxyRoutes } from './routes/agent-proxy.routes.ts';
 import { agentUsageRoutes } from './routes/agent-usage.routes.ts';
 import { agentsRoutes } from './routes/agents.web.routes.ts';
+import { alertsRoutes } from './routes/alerts.routes.ts';
 import { billingRoutes } from './routes/billing.routes.ts';
 import { bridgeRoutes } from './routes/bridge.routes.ts';
 import { browseWebRoutes } from './routes/browse.web.routes.ts';
@@ -112,6 +114,8 @@ export type WebServices = {
   securityEvents?: SecurityEventsService;
   /** §4.11 x402 gateway proxy (without X402_GATEWAY_URL its routes answer 503) */
   x402?: X402Service;
+  /** spend alerts (docs/payments.md "Spend alerts") */
+  spendAlerts?: SpendAlerts;
   /** the runs of the web app's jobs (security events) at GET /metrics, when METRICS_TOKEN is set (docs/metrics.md) */
   jobMetrics?: JobMetrics | undefined;
 };
@@ -262,6 +266,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.securityEvents && securityEventsRoutes({ events: services.securityEvents }),
     services.usageReport && usageRoutes({ report: services.usageReport }),
     services.usageReport && agentUsageRoutes({ report: services.usageReport, budgets: services.ai.budgets }),
+    services.spendAlerts && alertsRoutes({ alerts: services.spendAlerts }),
     services.files && browseWebRoutes({ files: services.files }),
     calendarRoutes({ calendar: services.calendar, session, secure: config.secureCookies }),
     services.x402 && x402Routes({ x402: services.x402, session }),
