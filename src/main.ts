@@ -4,7 +4,7 @@
  * `npm start -- web` / `npm start -- backend` (or APP=web|backend) runs one.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, realpathSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Config, ConfigError, integrationsOff, loadConfig } from './config/env.ts';
 import { resolveSecrets, storedSecret } from './config/secrets.ts';
@@ -29,6 +29,32 @@ async function lockDataDir(dataDir: string) {
   });
 }
 
+/**
+ * Refuses a Node older than package.json's `engines` (the one place the minimum is written; README
+ * "Run it"): production dependencies need it (the kubernetes client's undici 22.19, cookie and
+ * content-disposition 22) and would fail later and less clearly. `npm start` in a checkout with its
+ * development dependencies runs the repository's own Node 24 whatever the system's is.
+ */
+function nodeTooOld(): string | undefined {
+  let range: string | undefined;
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { engines?: { node?: string } };
+    range = pkg.engines?.node;
+  } catch {
+    return undefined; // no package.json beside the code: nothing to hold it to
+  }
+  const min = /^>=\s*(\d+)\.(\d+)(?:\.(\d+))?$/.exec(range?.trim() ?? '');
+  if (!min) return undefined;
+  const want = min.slice(1).map((n) => Number(n ?? 0));
+  const have = process.versions.node.split('.').map(Number);
+  for (let i = 0; i < 3; i++) {
+    if (have[i] === want[i]) continue;
+    if (have[i]! > want[i]!) return undefined;
+    return `Node ${process.versions.node} is too old: the platform needs Node ${range} (package.json "engines"). Install a current Node LTS, or start it with npm start in a checkout with its development dependencies (npm install), which runs the repository's own Node 24`;
+  }
+  return undefined;
+}
+
 function which(config: Config): 'all' | 'web' | 'backend' {
   const arg = process.argv[2];
   if (arg === 'web' || arg === 'backend' || arg === 'all') return arg;
@@ -37,6 +63,11 @@ function which(config: Config): 'all' | 'web' | 'backend' {
 }
 
 async function main() {
+  const tooOld = nodeTooOld();
+  if (tooOld) {
+    console.error(tooOld);
+    process.exit(1);
+  }
   tuneV8ForServing();
   let config: Config;
   let mode: 'all' | 'web' | 'backend';
@@ -126,10 +157,12 @@ async function main() {
   let url = config.DATABASE_URL;
   let requestUrl = config.DATABASE_REQUEST_URL;
   let privileged: Awaited<ReturnType<typeof connectsAsPrivileged>> | undefined;
+  let embedded: EmbeddedServer | undefined;
   if (!url) {
     const passwords = embeddedPasswords as NonNullable<typeof embeddedPasswords>; // made above when DATABASE_URL is unset
     running.embedded = startEmbeddedPostgres({ dataDir: config.DATA_DIR, password: passwords.superuser });
-    const superuserUrl = (await running.embedded).url;
+    embedded = await running.embedded;
+    const superuserUrl = embedded.url;
     if (stopping) return;
     // a stop signal during this shuts the server down under it: that is a stop, not a failure
     const roles = await ensureOwnerRole(superuserUrl, passwords.owner, passwords.request).catch((err: unknown) => {
@@ -167,6 +200,15 @@ async function main() {
   if (mode !== 'web') await listen(platform.buildBackendApp, config.BACKEND_PORT, 'backend');
   if (stopping) return;
   const log = running.apps[0]?.log;
+  if (embedded) {
+    // where the data is and how to reach it, for an operator's own look (psql with the passwords
+    // of DATA_DIR/secrets.json) and backups (docs/production.md "Backups")
+    const port = new URL(embedded.url).port;
+    log?.info(
+      { database: 'embedded', host: '127.0.0.1', port: Number(port), dataDir: embedded.dataDir },
+      `embedded PostgreSQL on 127.0.0.1:${port}, data in ${embedded.dataDir} (npm run backup copies it while the platform runs)`,
+    );
+  }
   for (const line of secretWarnings) log?.warn(line);
   if (privileged && (privileged.superuser || privileged.bypassRls)) {
     log?.warn(
