@@ -37,7 +37,7 @@ import { createBridgeService } from './domains/bridge/index.ts';
 import { createCalendarService } from './domains/calendar/index.ts';
 import { createChatService } from './domains/chat/index.ts';
 import { createFilesService } from './domains/files/index.ts';
-import { createHealthService, createOsMetrics, type SystemMetrics } from './domains/health/index.ts';
+import { createHealthService, createPlatformMetrics, type SystemMetrics } from './domains/health/index.ts';
 import { createHeartbeatService } from './domains/heartbeat/index.ts';
 import { createHostingMcpService } from './domains/hosting-mcp/index.ts';
 import type { StatusStore } from './domains/hosting-status/index.ts';
@@ -146,7 +146,7 @@ export function createPlatform(deps: PlatformDeps) {
     ledger,
     ...(deps.now ? { now: deps.now } : {}),
   });
-  const health = createHealthService({ metrics: deps.metrics ?? createOsMetrics() });
+  const health = createHealthService({ metrics: deps.metrics ?? createPlatformMetrics() });
   const workflows = createWorkflowsService({ db });
   const heartbeat = createHeartbeatService({ db, ...(deps.now ? { now: deps.now } : {}) });
   const bridge = createBridgeService({ db, ...(deps.now ? { now: deps.now } : {}) });
