@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import type { Config } from './config/env.ts';
 import type { Secrets } from './config/secrets.ts';
 import type { Db } from './db/client.ts';
-import type { BotVerifier, CachedSession, SignatureVerifier } from './domains/accounts/index.ts';
+import { type BotVerifier, type CachedSession, createAdminResetLinks, type SignatureVerifier } from './domains/accounts/index.ts';
 import { createAdminService } from './domains/admin/index.ts';
 import { createConfigService } from './domains/agent-config/index.ts';
 import {
@@ -144,6 +144,7 @@ export function createPlatform(deps: PlatformDeps) {
     sessionCache,
     wallets: sessionWallet,
     ledger,
+    resetLinks: createAdminResetLinks({ db, publicUrl: config.PUBLIC_URL, ...(deps.now ? { now: deps.now } : {}) }),
     ...(deps.now ? { now: deps.now } : {}),
   });
   const health = createHealthService({ metrics: deps.metrics ?? createPlatformMetrics() });
