@@ -6,13 +6,16 @@
  * backend, whose start takes over every agent of the DATA_DIR (it adopts or redeploys them), or
  * when both would listen on one port.
  *
- * One file per live process in DATA_DIR/platform.processes/<pid>.json (pid, its kernel start time,
- * role, ports), written whole under a temporary name and renamed, and removed when the process
- * exits. A file whose process is gone (killed: no exit handler ran) or whose pid now belongs to
- * another process (another start time) is stale: ignored and removed. The caller checks and
- * registers while it holds the DATA_DIR's start-up lock, so two starts at once cannot both pass.
+ * One file per live process in DATA_DIR/platform.processes/<pid namespace>-<pid>.json (pid, its
+ * kernel start time, role, ports), written whole under a temporary name and renamed, and removed
+ * when the process exits. A file whose process is gone (killed: no exit handler ran) or whose pid
+ * now belongs to another process (another start time) is stale: ignored and removed. Processes
+ * in another pid namespace (containers sharing the DATA_DIR volume, each with its own network
+ * too: docs/production.md "Compose") cannot be seen from here: their entries are left to them and
+ * not counted. The caller checks and registers while it holds the DATA_DIR's start-up lock, so
+ * two starts at once cannot both pass.
  */
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, relative } from 'node:path';
 
@@ -30,9 +33,20 @@ export type PlatformProcess = {
   backendPort: number | null;
   /** it runs the backend with the local hosting driver: the agents of this DATA_DIR are its processes */
   runsAgents: boolean;
+  /** the pid namespace the pid is in ('' where there is no /proc) */
+  pidNamespace: string;
 };
 
 const DIR = 'platform.processes';
+
+/** This process's pid namespace (the inode of /proc/self/ns/pid), '' where there is none to read. */
+function pidNamespace(): string {
+  try {
+    return /\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))?.[1] ?? '';
+  } catch {
+    return '';
+  }
+}
 
 /** Kernel start time of a live, non-zombie process; undefined when it is gone. */
 function startTicksOf(pid: number): string | null | undefined {
@@ -70,18 +84,22 @@ export function thisProcess(o: {
     webPort: o.role === 'backend' ? null : o.webPort,
     backendPort: o.role === 'web' ? null : o.backendPort,
     runsAgents: runsBackend(o.role) && o.localAgents,
+    pidNamespace: pidNamespace(),
   };
 }
+
+const fileOf = (dir: string, p: PlatformProcess) => join(dir, `${p.pidNamespace || 'proc'}-${p.pid}.json`);
 
 /** The live platform processes of `dataDir` other than this one; stale entries are removed. */
 export function livePlatformProcesses(dataDir: string): PlatformProcess[] {
   const dir = join(dataDir, DIR);
   let names: string[];
   try {
-    names = readdirSync(dir).filter((n) => /^\d+\.json$/.test(n));
+    names = readdirSync(dir).filter((n) => /^\w+-\d+\.json$/.test(n));
   } catch {
     return [];
   }
+  const ours = pidNamespace();
   const live: PlatformProcess[] = [];
   for (const name of names) {
     const file = join(dir, name);
@@ -91,6 +109,8 @@ export function livePlatformProcesses(dataDir: string): PlatformProcess[] {
     } catch {
       continue; // unreadable: not a registration this code wrote whole (the rename is atomic)
     }
+    // another namespace's pid means nothing here: neither counted nor removed
+    if ((entry.pidNamespace ?? '') !== ours) continue;
     if (entry.pid === process.pid) continue;
     const ticks = typeof entry.pid === 'number' ? startTicksOf(entry.pid) : undefined;
     const same = ticks !== undefined && (ticks === null || entry.startTicks === null || ticks === entry.startTicks);
@@ -116,7 +136,7 @@ export function overlap(me: PlatformProcess, other: PlatformProcess): string | u
 export function registerPlatformProcess(dataDir: string, me: PlatformProcess): void {
   const dir = join(dataDir, DIR);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const file = join(dir, `${me.pid}.json`);
+  const file = fileOf(dir, me);
   const tmp = `${file}.${process.hrtime.bigint()}.tmp`;
   writeFileSync(tmp, `${JSON.stringify(me)}\n`, { mode: 0o600 });
   renameSync(tmp, file);
