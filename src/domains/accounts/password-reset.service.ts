@@ -95,9 +95,12 @@ export function createPasswordResetService(deps: PasswordResetDeps) {
     const created = await db.kysely.transaction().execute(async (trx) => {
       await repo.lockUser(trx, user.id);
       // a link mailed less than passwordResetResendMs ago expires later than this: it is still live, in
-      // the same mailbox. One expiring after a mailed link could (an admin's) was never mailed: it does not count.
+      // the same mailbox. One expiring well after any mailed link could (an admin's, 24 h) was never
+      // mailed and does not count; "well after" leaves room for a request that took its time `at`
+      // before it queued on the lock behind the one that mailed.
       const recent = new Date(at + LIMITS.passwordResetTokenTtlMs - LIMITS.passwordResetResendMs);
-      if (await repo.hasLiveLinkExpiringBetween(trx, user.id, recent, new Date(at + LIMITS.passwordResetTokenTtlMs))) return false;
+      const latest = new Date(at + LIMITS.passwordResetTokenTtlMs + LIMITS.passwordResetResendMs);
+      if (await repo.hasLiveLinkExpiringBetween(trx, user.id, recent, latest)) return false;
       await repo.insertToken(trx, { userId: user.id, tokenHash, expiresAt: new Date(at + LIMITS.passwordResetTokenTtlMs) });
       return true;
     });
