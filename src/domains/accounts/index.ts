@@ -10,7 +10,6 @@ export { createExternalSignIn, type ExternalSignIn, type SignInStep } from './ex
 export { createSmtpMailer, defaultMailFrom } from './mailer.client.ts';
 export { type ExternalProvider, OAUTH_STATE_TTL_MS, oauthStateCookieName } from './oauth-state.rules.ts';
 export {
-  type AdminResetLinks,
   createAdminResetLinks,
   createPasswordResetService,
   type PasswordResetService,

@@ -216,5 +216,3 @@ export function createAdminResetLinks(deps: { db: Db; publicUrl: string; now?: (
     },
   };
 }
-
-export type AdminResetLinks = ReturnType<typeof createAdminResetLinks>;
