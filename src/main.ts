@@ -15,6 +15,17 @@ import { connectsAsPrivileged, ensureOwnerRole } from './db/roles.ts';
 import type { App } from './http/shared/base-app.ts';
 import { markTreeInUse } from './lib/code-tree.ts';
 import { acquireHostLock } from './lib/host-lock.ts';
+import {
+  livePlatformProcesses,
+  overlap,
+  portFree,
+  refusedBesideLine,
+  refusedPortLine,
+  registerPlatformProcess,
+  secondPlatformCommand,
+  suggestPorts,
+  thisProcess,
+} from './lib/process-registry.ts';
 import { checkRedis } from './lib/redis.ts';
 import { tuneV8ForServing } from './lib/v8-tuning.ts';
 import { createPlatform, type Platform } from './platform.ts';
@@ -53,6 +64,42 @@ function nodeTooOld(): string | undefined {
     return `Node ${process.versions.node} is too old: the platform needs Node ${range} (package.json "engines"). Install a current Node LTS, or start it with npm start in a checkout with its development dependencies (npm install), which runs the repository's own Node 24`;
   }
   return undefined;
+}
+
+/**
+ * A start that would be a second platform on this DATA_DIR, or bind a port something else holds,
+ * stops here with one line, before it opens the database or touches an agent: a second backend on
+ * the data would adopt and redeploy the agents the first one runs (docs/configuration.md "Several
+ * platforms on one machine"). Run under the DATA_DIR's start-up lock, so of two starts at once the
+ * second sees the first's registration.
+ */
+async function claimDataDir(config: Config, mode: 'all' | 'web' | 'backend'): Promise<void> {
+  const me = thisProcess({
+    role: mode,
+    host: config.HOST,
+    webPort: config.WEB_PORT,
+    backendPort: config.BACKEND_PORT,
+    localAgents: config.HOSTING_DRIVER === 'local',
+  });
+  // the one that runs the agents first: it is the one a second backend would take them from
+  const others = livePlatformProcesses(config.DATA_DIR).sort((a, b) => Number(b.runsAgents) - Number(a.runsAgents));
+  for (const other of others) {
+    const why = overlap(me, other);
+    if (!why) continue;
+    const ports = await suggestPorts(config.HOST, config.WEB_PORT, config.BACKEND_PORT);
+    const command = secondPlatformCommand(ports, { dataDir: config.DATA_DIR, cwd: process.cwd() });
+    throw new ConfigError(refusedBesideLine(config.DATA_DIR, other, why, command));
+  }
+  const mine: [string, number][] = [];
+  if (mode !== 'backend') mine.push(['WEB_PORT', config.WEB_PORT]);
+  if (mode !== 'web') mine.push(['BACKEND_PORT', config.BACKEND_PORT]);
+  for (const [setting, port] of mine) {
+    const probe = await portFree(config.HOST, port);
+    if (probe.free) continue;
+    const command = secondPlatformCommand(await suggestPorts(config.HOST, config.WEB_PORT, config.BACKEND_PORT));
+    throw new ConfigError(refusedPortLine(setting, config.HOST, port, probe.code, command));
+  }
+  registerPlatformProcess(config.DATA_DIR, me);
 }
 
 function which(config: Config): 'all' | 'web' | 'backend' {
@@ -96,6 +143,7 @@ async function main() {
   let secrets: ReturnType<typeof resolveSecrets>;
   let embeddedPasswords: { superuser: string; owner: string; request: string } | undefined;
   try {
+    await claimDataDir(config, mode);
     // `npm start` with no INTERNAL_API_KEY: both apps run here and the web app must still reach the
     // backend, so generate a key once into DATA_DIR (0600) and give it to both. A backend started
     // alone keeps answering 500 `Server misconfigured` (§5): nobody else could know a generated key.
@@ -193,7 +241,12 @@ async function main() {
     if (stopping) return;
     const app = await build();
     running.apps.push(app);
-    await app.listen({ host: config.HOST, port });
+    await app.listen({ host: config.HOST, port }).catch((err: NodeJS.ErrnoException) => {
+      // taken since claimDataDir() found it free: still one line, not a trace
+      if (err.code === 'EADDRINUSE' || err.code === 'EACCES')
+        throw new ConfigError(`${name === 'web' ? 'WEB_PORT' : 'BACKEND_PORT'} ${port} on ${config.HOST}: ${err.message}`);
+      throw err;
+    });
     app.log.info({ app: name, url: `http://${config.HOST}:${port}` }, `${name} listening`);
   };
   if (mode !== 'backend') await listen(platform.buildWebApp, config.WEB_PORT, 'web');

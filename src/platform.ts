@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import type { Config } from './config/env.ts';
 import type { Secrets } from './config/secrets.ts';
 import type { Db } from './db/client.ts';
-import type { BotVerifier, CachedSession, SignatureVerifier } from './domains/accounts/index.ts';
+import { type BotVerifier, type CachedSession, createAdminResetLinks, type SignatureVerifier } from './domains/accounts/index.ts';
 import { createAdminService } from './domains/admin/index.ts';
 import { createConfigService } from './domains/agent-config/index.ts';
 import {
@@ -40,7 +40,7 @@ import { createBridgeService } from './domains/bridge/index.ts';
 import { createCalendarService } from './domains/calendar/index.ts';
 import { createChatService } from './domains/chat/index.ts';
 import { createFilesService } from './domains/files/index.ts';
-import { createHealthService, createOsMetrics, type SystemMetrics } from './domains/health/index.ts';
+import { createHealthService, createPlatformMetrics, type SystemMetrics } from './domains/health/index.ts';
 import { createHeartbeatService } from './domains/heartbeat/index.ts';
 import { createHostingMcpService } from './domains/hosting-mcp/index.ts';
 import type { StatusStore } from './domains/hosting-status/index.ts';
@@ -149,9 +149,10 @@ export function createPlatform(deps: PlatformDeps) {
     sessionCache,
     wallets: sessionWallet,
     ledger,
+    resetLinks: createAdminResetLinks({ db, publicUrl: config.PUBLIC_URL, ...(deps.now ? { now: deps.now } : {}) }),
     ...(deps.now ? { now: deps.now } : {}),
   });
-  const health = createHealthService({ metrics: deps.metrics ?? createOsMetrics() });
+  const health = createHealthService({ metrics: deps.metrics ?? createPlatformMetrics() });
   const workflows = createWorkflowsService({ db });
   // thresholds on balances and agents' spend, told by email and webhook (docs/payments.md "Spend alerts")
   const spendAlerts = createSpendAlerts({

@@ -82,7 +82,8 @@ export function createPaymentServices(o: {
     // the 402's `stripe.checkoutUrl`: a checkout for the plugin's price (credited to the wallet
     // when one is named, like a top-up; otherwise a plain card payment)
     checkout: deps.gatewayCheckout ?? (cardProcessor ? gatewayCheckout(cardProcessor, config.PUBLIC_URL, rateLimiter) : undefined),
-    logger: deps.logger,
+    // the platform's log (not only a test's): a failed plugin call must leave a line saying why
+    logger: log,
   });
   return { topUp, subscriptions, paymentSessions, gateway };
 }

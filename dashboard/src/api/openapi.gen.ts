@@ -19,6 +19,13 @@ export interface paths {
             "application/json": {
               status: "ok";
               health: "healthy" | "degraded" | "unhealthy";
+              reason: string;
+              checks: {
+                name: "cpu" | "memory";
+                status: "healthy" | "degraded" | "unhealthy";
+                percent: number;
+                reason: string;
+              }[];
               timestamp: string;
               cpu: {
                 percent: number;
@@ -33,6 +40,7 @@ export interface paths {
               process: {
                 rssBytes: number;
                 heapUsedBytes: number;
+                heapLimitBytes: number;
                 uptimeSeconds: number;
                 node: string;
               };
@@ -314,6 +322,89 @@ export interface paths {
                 createdAt: string;
                 balanceAfter: string;
               };
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        403: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        409: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/admin/users/{id}/reset-link": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: never;
+    post: {
+      parameters: {
+        query?: never;
+        path: {
+          id: string;
+        };
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              link: string;
+              email: string;
+              expiresAt: string;
             };
           };
         };
@@ -2968,6 +3059,116 @@ export interface paths {
     };
     put: never;
     post: never;
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/browse/git-init": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: never;
+    post: {
+      parameters: {
+        query?: {
+          agentId?: string;
+        };
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              ok: true;
+              initialized: boolean;
+              isGitRepo: boolean;
+              branch: string | null;
+              remote: string | null;
+              changes: {
+                status: string;
+                path: string;
+              }[];
+              hasChanges: boolean;
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        403: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        409: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        500: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        503: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
     delete: never;
     options: never;
     head: never;

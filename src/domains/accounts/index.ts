@@ -9,5 +9,10 @@ export { allowAllBotVerifier, type BotVerifier, createSiteverifyBotVerifier } fr
 export { createExternalSignIn, type ExternalSignIn, type SignInStep } from './external-signin.service.ts';
 export { createSmtpMailer, defaultMailFrom } from './mailer.client.ts';
 export { type ExternalProvider, OAUTH_STATE_TTL_MS, oauthStateCookieName } from './oauth-state.rules.ts';
-export { createPasswordResetService, type PasswordResetService, RESET_REQUESTED } from './password-reset.service.ts';
+export {
+  createAdminResetLinks,
+  createPasswordResetService,
+  type PasswordResetService,
+  RESET_REQUESTED,
+} from './password-reset.service.ts';
 export { createChainSignatureVerifier, type SignatureVerifier } from './siwe-verifier.client.ts';

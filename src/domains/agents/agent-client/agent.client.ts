@@ -342,8 +342,10 @@ export function createAgentClient(deps: AgentClientDeps) {
     },
 
     /**
-     * A non-streamed completion: the answer's text. Throws (a plain error) when the agent answers
-     * with an error status or without content, or cannot be reached within `timeoutMs`.
+     * A non-streamed completion: the answer's text. A refusal the agent passes on (its budget, a
+     * rate limit: RELAYED_REFUSALS) throws as the platform's error with its status and sentence;
+     * any other error status, an answer without content or no answer within `timeoutMs` throws a
+     * plain error.
      */
     async chatCompletion(
       t: AgentTarget,
@@ -357,7 +359,17 @@ export function createAgentClient(deps: AgentClientDeps) {
         signal: AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)]),
       });
       if (!res.ok) {
+        let refusal: AppError | undefined;
+        if (res.status >= 400 && res.status < 500) {
+          const body = (await res.json().catch(() => undefined)) as
+            | { error?: ({ message?: unknown } & RefusalDetails) | string }
+            | undefined;
+          const e = body?.error;
+          if (e && typeof e === 'object' && typeof e.message === 'string')
+            refusal = relayedRefusal(e.message, { retryAfter: res.headers.get('retry-after') ?? undefined, ...e });
+        }
         await res.body?.cancel().catch(() => {});
+        if (refusal) throw refusal;
         throw new Error(`agent gateway answered ${res.status}`);
       }
       const body = (await res.json()) as { choices?: { message?: { content?: unknown } }[] };
