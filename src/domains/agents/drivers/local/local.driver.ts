@@ -39,7 +39,9 @@
  * local-launch.service.ts; the state file, the folders and the per-agent queue are local-state.service.ts. This
  * file decides when: deploy, adopt, restart, suspend, stop, delete.
  */
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { freePort } from '../../../../db/embedded.ts';
 import type { Confinement } from '../../../../lib/confined-fs.ts';
@@ -76,6 +78,9 @@ import {
   portIsFree,
 } from './local-state.service.ts';
 
+/** The name a deleted agent's folder has while its files are removed (agent ids never start with a dot). */
+const DELETED_PREFIX = '.deleted-';
+
 type RunOptions = { env: Record<string, string>; timeoutMs: number; maxBuffer: number };
 
 export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
@@ -98,6 +103,9 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
 
   const serial = createSerialQueue();
   const store = createStateStore(root);
+  // folders of deleted agents a previous process had not finished removing (deleteNow)
+  for (const name of existsSync(root) ? readdirSync(root) : [])
+    if (name.startsWith(DELETED_PREFIX)) void rm(join(root, name), { recursive: true, force: true }).catch(() => {});
   const { dirs, readState, writeState } = store;
   // docs/agents.md "Disk": RLIMIT_FSIZE at the launch, disk use measured while agents run, process.log rotated
   const prlimit = findPrlimit();
@@ -300,7 +308,17 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     // stopped first, so nothing of the agent changes the tree while it is removed (rm never follows links)
     await stopAgent(agentId, readState(agentId));
     owned.delete(agentId);
-    rmSync(d.base, { recursive: true, force: true });
+    // gone from the agents' folders at once (a rename: no agent id starts with a dot), its files in
+    // the background: an OpenClaw agent's home holds thousands of files (compile cache, state), which
+    // take seconds to remove on a busy machine, and the delete is answered within the web app's 10 s backend call
+    const trash = join(root, `${DELETED_PREFIX}${agentId}-${randomBytes(4).toString('hex')}`);
+    try {
+      renameSync(d.base, trash);
+    } catch {
+      rmSync(d.base, { recursive: true, force: true });
+      return;
+    }
+    void rm(trash, { recursive: true, force: true }).catch(() => {});
   }
 
   /**
