@@ -46,6 +46,7 @@ import WebSocket from 'ws';
 import { type Config, loadConfig } from '../../src/config/env.ts';
 import { freePort } from '../../src/db/embedded.ts';
 import { probeHealthz } from '../../src/domains/agents/agent-client/health-probe.client.ts';
+import { findOnPath } from '../../src/domains/agents/drivers/local/containment/sandbox.service.ts';
 import { buildOpenClawConfig, OPENCLAW_ENV } from '../../src/domains/agents/drivers/openclaw-config.rules.ts';
 import type { App } from '../../src/http/shared/base-app.ts';
 import { decryptSecret } from '../../src/lib/crypto.ts';
@@ -339,13 +340,14 @@ describe('AGENT_RUNTIME=openclaw end to end (local driver, real OpenClaw)', () =
 
   it("it runs in its own network namespace: the platform's backend port reaches it, the web port and PostgreSQL do not", async (ctx) => {
     const state = driverState(agentId);
+    const nsenter = findOnPath('nsenter');
     // pasta's namespace needs root and Debian's passt (docs/security.md "Network"); without them the host's network is shared
-    if (!state.network) return ctx.skip();
+    if (!state.network || !nsenter) return ctx.skip();
     const pid = state.pid;
     expect(readlinkSync(`/proc/${pid}/ns/net`)).not.toBe(readlinkSync('/proc/self/ns/net'));
     const probe = (port: number) =>
       spawnSync(
-        'nsenter',
+        nsenter,
         [
           `--net=${state.network!.nsFile}`,
           '--',
