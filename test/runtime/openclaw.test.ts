@@ -2,7 +2,8 @@
  * AGENT_RUNTIME=openclaw in `npm test`, without OpenClaw installed (the real one, ~10 s and ~1 GB per
  * agent, is `npm run test:openclaw`, test/openclaw/; CI runs it as its own pass):
  *
- * - the local driver says clearly that OpenClaw is not installed, and makes no start attempt;
+ * - the local driver says clearly that OpenClaw is not installed, and makes no start attempt; a
+ *   deleted agent's folder left half-removed by a previous process goes at the next start;
  * - OpenClaw's OpenAI-compatible endpoint takes an agent target as `model` (`openclaw`,
  *   `openclaw/default`, `openclaw/<agentId>`; anything else is its 400 "Invalid `model`. Use
  *   `openclaw` or `openclaw/<agentId>`": OpenClaw's docs/gateway/openai-http-api.md "Agent-first
@@ -13,7 +14,7 @@
  *   stand-in gateway holding OpenClaw's contract (model names, bearer token, its SSE shape),
  *   started by the test's hosting driver with the deploy's own token.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -44,6 +45,18 @@ describe('local driver with AGENT_RUNTIME=openclaw', () => {
     const driver = createLocalDriver({ dataDir, runtime: 'openclaw', sandbox: testAgentSandbox() });
     await expect(driver.deploy(spec)).rejects.toBeInstanceOf(HostingUnavailableError);
     await expect(driver.deploy(spec)).rejects.toThrow(/npm run runtime:openclaw/);
+  });
+
+  it("a deleted agent's folder a previous process had not finished removing is removed at the next start, and is no agent", async () => {
+    // a delete renames the folder to .deleted-<id>-<random> and removes its files in the background
+    // (an OpenClaw home is thousands of files); a platform that stopped meanwhile left this
+    const trash = join(dataDir, 'agents', '.deleted-gone1-0badc0de');
+    mkdirSync(join(trash, 'home', '.cache', 'node-compile'), { recursive: true });
+    writeFileSync(join(trash, 'home', '.cache', 'node-compile', 'entry'), 'x');
+    const driver = createLocalDriver({ dataDir, runtime: 'openclaw', sandbox: testAgentSandbox() });
+    expect(await driver.status('gone1')).toEqual({ status: 'not_found' });
+    await driver.shutdown();
+    expect(existsSync(trash)).toBe(false);
   });
 });
 

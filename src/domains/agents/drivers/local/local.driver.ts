@@ -103,9 +103,16 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
 
   const serial = createSerialQueue();
   const store = createStateStore(root);
-  // folders of deleted agents a previous process had not finished removing (deleteNow)
-  for (const name of existsSync(root) ? readdirSync(root) : [])
-    if (name.startsWith(DELETED_PREFIX)) void rm(join(root, name), { recursive: true, force: true }).catch(() => {});
+  /** Deleted agents' folders being removed (deleteNow); shutdown waits for them. */
+  const removing = new Set<Promise<void>>();
+  const removeInBackground = (dir: string) => {
+    const done: Promise<void> = rm(dir, { recursive: true, force: true })
+      .catch(() => {})
+      .finally(() => removing.delete(done));
+    removing.add(done);
+  };
+  // folders of deleted agents a previous process had not finished removing
+  for (const name of existsSync(root) ? readdirSync(root) : []) if (name.startsWith(DELETED_PREFIX)) removeInBackground(join(root, name));
   const { dirs, readState, writeState } = store;
   // docs/agents.md "Disk": RLIMIT_FSIZE at the launch, disk use measured while agents run, process.log rotated
   const prlimit = findPrlimit();
@@ -318,7 +325,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       rmSync(d.base, { recursive: true, force: true });
       return;
     }
-    void rm(trash, { recursive: true, force: true }).catch(() => {});
+    removeInBackground(trash);
   }
 
   /**
@@ -454,6 +461,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       );
       owned.clear();
       await bridges.closeAll();
+      await Promise.all(removing);
       uidRange?.release();
     },
   };
