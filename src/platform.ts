@@ -34,6 +34,7 @@ import {
   createStoredPlans,
   createUsageReport,
   type ProviderName,
+  runtimeModel,
   type UsageStore,
 } from './domains/ai/index.ts';
 import { createBridgeService } from './domains/bridge/index.ts';
@@ -212,6 +213,9 @@ export function createPlatform(deps: PlatformDeps) {
   const agentClient = createAgentClient({
     targets: createAgentTargets({ db, secretsKey: deps.secrets.secretsEncryptionKey }),
     localSocket: (origin) => driver.localGatewaySocket?.(origin),
+    // OpenClaw's chat completions take its own model names (docs/agents.md "OpenClaw")
+    runtime: config.HOSTING_DRIVER === 'local' ? config.AGENT_RUNTIME : 'builtin',
+    runtimeModel: (model) => runtimeModel(ai.catalog, model),
   });
   const chat = createChatService({ agentClient, messages: createAgentMessages({ db }) });
   const agentsWeb = createAgentsWebService({

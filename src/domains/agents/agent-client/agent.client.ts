@@ -20,6 +20,7 @@ import WebSocket from 'ws';
 import { LIMITS } from '../../../config/limits.ts';
 import type { WordedCode } from '../../../lib/error-codes.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
+import { openClawModel, withOpenClawModel } from './agent-model.rules.ts';
 import { createCompletionText } from './completion-text.rules.ts';
 import type { AgentTarget, AgentTargets } from './targets.service.ts';
 
@@ -69,6 +70,9 @@ function relayedRefusal(message: string, details: RefusalDetails): AppError | un
     extra.retryAfter = Math.min(3600, Math.ceil(retryAfter));
   return new AppError(code, message.slice(0, 500), Object.keys(extra).length > 0 ? extra : undefined);
 }
+/** `headers` without `content-length` (any case): for a body this client changed. */
+const withoutContentLength = (headers: ForwardRequest['headers']) =>
+  Object.fromEntries(Object.entries(headers).filter(([name]) => name.toLowerCase() !== 'content-length'));
 const wsUrl = (t: AgentTarget) => `${t.baseUrl.replace(/^http/, 'ws')}/ws`;
 const bearer = (t: AgentTarget) => `Bearer ${t.token}`;
 const healthzUrl = (url: string) => (url.replace(/\/+$/, '').endsWith('/healthz') ? url : `${url.replace(/\/+$/, '')}/healthz`);
@@ -131,6 +135,14 @@ export type AgentClientDeps = {
    * own TCP forwarder, one relay less per request
    */
   localSocket?: (origin: string) => string | undefined;
+  /**
+   * What the agents run (the local driver's AGENT_RUNTIME; `builtin` elsewhere). An `openclaw`
+   * agent's `/v1/chat/completions` takes OpenClaw's agent targets as `model`, so the agent's own
+   * model (and the `default` alias) is sent as `openclaw/default` (agent-model.rules.ts)
+   */
+  runtime?: 'builtin' | 'openclaw';
+  /** the model id an agent's runtime is given for its model, as `GET …/v1/models` lists it (default: the model itself) */
+  runtimeModel?: (model: string) => string;
 };
 
 /**
@@ -160,6 +172,10 @@ export function createAgentClient(deps: AgentClientDeps) {
   // kept-alive connections for forwarded requests, made on first use (close() ends them)
   let dispatcher: Agent | undefined;
   const connect = connectorFor(deps.localSocket);
+  const openClaw = deps.runtime === 'openclaw';
+  /** The names that mean an agent's own model: the `default` alias is added by openClawModel. */
+  const ownModels = (t: AgentTarget) => [t.agent.model, deps.runtimeModel ? deps.runtimeModel(t.agent.model) : t.agent.model];
+  const isChatCompletions = (req: ForwardRequest) => req.method === 'POST' && req.path.split('?')[0] === '/v1/chat/completions';
 
   return {
     targets,
@@ -176,17 +192,22 @@ export function createAgentClient(deps: AgentClientDeps) {
     ): Promise<{ target: AgentTarget; response: Dispatcher.ResponseData }> {
       dispatcher ??= new Agent({ keepAliveTimeout: 30_000, connections: 256, pipelining: 1, ...(connect ? { connect } : {}) });
       const via = dispatcher;
-      const send = async (target: AgentTarget) => ({
-        target,
-        response: await undiciRequest(`${target.baseUrl}${req.path}`, {
-          method: req.method,
-          headers: { ...req.headers, authorization: bearer(target) },
-          body: req.body && req.body.length > 0 ? req.body : null,
-          dispatcher: via,
-          headersTimeout: forwardTimeoutMs,
-          bodyTimeout: forwardTimeoutMs,
-        }),
-      });
+      const send = async (target: AgentTarget) => {
+        const body = openClaw && isChatCompletions(req) ? withOpenClawModel(req.body, ownModels(target)) : req.body;
+        // a body of another length than the caller's (the model was renamed): undici sets its own
+        const headers = body === req.body ? req.headers : withoutContentLength(req.headers);
+        return {
+          target,
+          response: await undiciRequest(`${target.baseUrl}${req.path}`, {
+            method: req.method,
+            headers: { ...headers, authorization: bearer(target) },
+            body: body && body.length > 0 ? body : null,
+            dispatcher: via,
+            headersTimeout: forwardTimeoutMs,
+            bodyTimeout: forwardTimeoutMs,
+          }),
+        };
+      };
       try {
         return await send(await targets.byId(userId, agentId));
       } catch (err) {
@@ -299,11 +320,12 @@ export function createAgentClient(deps: AgentClientDeps) {
     ): Promise<string> {
       let res: Response;
       const abort = AbortSignal.any([AbortSignal.timeout(restTimeoutMs), ...(signal ? [signal] : [])]);
+      const model = openClaw ? openClawModel(input.model, ownModels(t)) : input.model;
       try {
         res = await fetch(`${t.baseUrl}/v1/chat/completions`, {
           method: 'POST',
           headers: { authorization: bearer(t), 'content-type': 'application/json', accept: 'text/event-stream' },
-          body: JSON.stringify({ messages: input.messages, stream: true, ...(input.model ? { model: input.model } : {}) }),
+          body: JSON.stringify({ messages: input.messages, stream: true, ...(model ? { model } : {}) }),
           signal: abort,
         });
       } catch (err) {

@@ -114,8 +114,12 @@ export function createLauncher(ctx: LauncherContext) {
       );
     // the package's bin is a Node script: run it with this Node (24), not whatever `node` is on PATH.
     // Port, bind and auth come from its configuration file (OPENCLAW_CONFIG_PATH) and the token from
-    // OPENCLAW_GATEWAY_TOKEN: nothing secret on a command line other users can read in /proc
-    return { file: realpathSync(process.execPath), args: [realpathSync(bin), 'gateway', 'run'] };
+    // OPENCLAW_GATEWAY_TOKEN: nothing secret on a command line other users can read in /proc.
+    // The flag is the one OpenClaw's launcher otherwise re-executes itself to add (OPENCLAW_ENV)
+    return {
+      file: realpathSync(process.execPath),
+      args: ['--disable-warning=ExperimentalWarning', realpathSync(bin), 'gateway', 'run'],
+    };
   }
 
   /** Read-only paths the runtime needs inside the sandbox: its code, and Node when it lives outside /usr. */

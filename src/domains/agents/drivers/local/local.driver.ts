@@ -39,7 +39,9 @@
  * local-launch.service.ts; the state file, the folders and the per-agent queue are local-state.service.ts. This
  * file decides when: deploy, adopt, restart, suspend, stop, delete.
  */
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { freePort } from '../../../../db/embedded.ts';
 import type { Confinement } from '../../../../lib/confined-fs.ts';
@@ -76,6 +78,9 @@ import {
   portIsFree,
 } from './local-state.service.ts';
 
+/** The name a deleted agent's folder has while its files are removed (agent ids never start with a dot). */
+const DELETED_PREFIX = '.deleted-';
+
 type RunOptions = { env: Record<string, string>; timeoutMs: number; maxBuffer: number };
 
 export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
@@ -98,6 +103,16 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
 
   const serial = createSerialQueue();
   const store = createStateStore(root);
+  /** Deleted agents' folders being removed (deleteNow); shutdown waits for them. */
+  const removing = new Set<Promise<void>>();
+  const removeInBackground = (dir: string) => {
+    const done: Promise<void> = rm(dir, { recursive: true, force: true })
+      .catch(() => {})
+      .finally(() => removing.delete(done));
+    removing.add(done);
+  };
+  // folders of deleted agents a previous process had not finished removing
+  for (const name of existsSync(root) ? readdirSync(root) : []) if (name.startsWith(DELETED_PREFIX)) removeInBackground(join(root, name));
   const { dirs, readState, writeState } = store;
   // docs/agents.md "Disk": RLIMIT_FSIZE at the launch, disk use measured while agents run, process.log rotated
   const prlimit = findPrlimit();
@@ -300,7 +315,17 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     // stopped first, so nothing of the agent changes the tree while it is removed (rm never follows links)
     await stopAgent(agentId, readState(agentId));
     owned.delete(agentId);
-    rmSync(d.base, { recursive: true, force: true });
+    // gone from the agents' folders at once (a rename: no agent id starts with a dot), its files in
+    // the background: an OpenClaw agent's home holds thousands of files (compile cache, state), which
+    // take seconds to remove on a busy machine, and the delete is answered within the web app's 10 s backend call
+    const trash = join(root, `${DELETED_PREFIX}${agentId}-${randomBytes(4).toString('hex')}`);
+    try {
+      renameSync(d.base, trash);
+    } catch {
+      rmSync(d.base, { recursive: true, force: true });
+      return;
+    }
+    removeInBackground(trash);
   }
 
   /**
@@ -436,6 +461,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       );
       owned.clear();
       await bridges.closeAll();
+      await Promise.all(removing);
       uidRange?.release();
     },
   };
