@@ -19,7 +19,12 @@ afterAll(() => t.close());
 describe('20 concurrent lifecycle calls on one agent', () => {
   it('8 rounds from a stopped agent: no 5xx; the agent ends in a state its unit agrees with', async () => {
     const u = await subscriber(t, 'network');
-    const prov = await t.web.inject({ method: 'POST', url: '/api/agents/provision', headers: { cookie: u.cookie }, payload: { name: 'Busy' } });
+    const prov = await t.web.inject({
+      method: 'POST',
+      url: '/api/agents/provision',
+      headers: { cookie: u.cookie },
+      payload: { name: 'Busy' },
+    });
     expect(prov.statusCode).toBe(201);
     const id = prov.json().agent.id as string;
     const backend = (method: string, path: string, body?: unknown) =>

@@ -35,6 +35,9 @@ export type ForwardRequest = {
 
 const agentFailed = (detail: string) => new AppError('AGENT_UNAVAILABLE', `The agent did not answer: ${detail}`);
 
+/** What to do next, after a failure that may be the agent's process gone: the platform checks it at once (docs/watchdog.md "Checks on demand"). */
+const NEXT_STEP = 'the platform is checking it now and restarts it if its process stopped: try again in a few seconds, or restart it';
+
 /**
  * The refusals an agent passes on from the platform's AI gateway (docs/agents.md "Model access"),
  * or makes itself (`AGENT_BUSY`), by the code of its error: the platform answers them with the
@@ -131,6 +134,12 @@ export type AgentClientDeps = {
    * own TCP forwarder, one relay less per request
    */
   localSocket?: (origin: string) => string | undefined;
+  /**
+   * Told when an agent could not be reached (AGENT_UNAVAILABLE: no connection, a broken or refused
+   * one, no answer in time): the platform has the watchdog check it at once, rate-limited per agent,
+   * rather than at its next probe.
+   */
+  onUnreachable?: (agentId: string) => void;
 };
 
 /**
@@ -160,6 +169,18 @@ export function createAgentClient(deps: AgentClientDeps) {
   // kept-alive connections for forwarded requests, made on first use (close() ends them)
   let dispatcher: Agent | undefined;
   const connect = connectorFor(deps.localSocket);
+  const tellUnreachable = (agentId: string) => {
+    try {
+      deps.onUnreachable?.(agentId);
+    } catch {
+      /* the check is best effort; the caller gets the refusal either way */
+    }
+  };
+  /** AGENT_UNAVAILABLE for an agent that could not be reached, after telling onUnreachable. */
+  const unreachable = (agentId: string, message: string) => {
+    tellUnreachable(agentId);
+    return new AppError('AGENT_UNAVAILABLE', message);
+  };
 
   return {
     targets,
@@ -197,7 +218,7 @@ export function createAgentClient(deps: AgentClientDeps) {
           return await send(await targets.byId(userId, agentId, { fresh: true }));
         } catch (retryErr) {
           if (isAppError(retryErr)) throw retryErr;
-          throw new AppError('AGENT_UNAVAILABLE', 'The agent could not be reached');
+          throw unreachable(agentId, `The agent could not be reached; ${NEXT_STEP}`);
         }
       }
     },
@@ -233,9 +254,13 @@ export function createAgentClient(deps: AgentClientDeps) {
         pendingBytes = 0;
       });
       upstream.on('close', (code, reason) => closeBoth(code, reason));
-      upstream.on('error', () => closeBoth(1011));
+      upstream.on('error', () => {
+        tellUnreachable(target.agent.id);
+        closeBoth(1011);
+      });
       upstream.on('unexpected-response', (_req, res) => {
         res.resume();
+        tellUnreachable(target.agent.id);
         closeBoth(1011);
       });
       // a message over the client's limit: ws has already closed the client's socket with 1009
@@ -280,10 +305,12 @@ export function createAgentClient(deps: AgentClientDeps) {
         });
         socket.on('unexpected-response', (_req, res) => {
           res.resume();
-          finish(new AppError('AGENT_UNAVAILABLE', `The agent's gateway refused the connection (${res.statusCode})`));
+          finish(unreachable(t.agent.id, `The agent's gateway refused the connection (${res.statusCode}); ${NEXT_STEP}`));
         });
-        socket.on('error', (err) => finish(new AppError('AGENT_UNAVAILABLE', `Could not reach the agent: ${err.message}`)));
-        socket.on('close', () => finish(new AppError('AGENT_UNAVAILABLE', 'The agent closed the connection without replying')));
+        socket.on('error', (err) => finish(unreachable(t.agent.id, `Could not reach the agent (${err.message}); ${NEXT_STEP}`)));
+        socket.on('close', () => {
+          if (!settled) finish(unreachable(t.agent.id, `The agent closed the connection without replying; ${NEXT_STEP}`));
+        });
       });
     },
 
@@ -307,7 +334,11 @@ export function createAgentClient(deps: AgentClientDeps) {
           signal: abort,
         });
       } catch (err) {
-        throw agentFailed((err as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable');
+        if (signal?.aborted) throw agentFailed('the request was cancelled');
+        throw unreachable(
+          t.agent.id,
+          `The agent did not answer: ${(err as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable'}; ${NEXT_STEP}`,
+        );
       }
       if (!res.ok || !res.body) {
         let detail = 'no explanation';
@@ -391,6 +422,7 @@ export function createAgentClient(deps: AgentClientDeps) {
           signal: AbortSignal.timeout(timeoutMs),
         });
       } catch (err) {
+        tellUnreachable(agentId);
         return {
           ok: false,
           error: (err as Error).name === 'TimeoutError' ? 'the agent did not answer in time' : 'the agent could not be reached',

@@ -7,6 +7,7 @@
  */
 import { LIMITS } from '../../../config/limits.ts';
 import { isUniqueViolation } from '../../../db/errors.ts';
+import type { AgentStatus } from '../../../db/schema.ts';
 import { decryptSecret } from '../../../lib/crypto.ts';
 import { notFound } from '../../../lib/errors.ts';
 import type { JobOutcome } from '../../../lib/jobs.ts';
@@ -33,8 +34,12 @@ export type { ClaimedJob } from './deployments.repo.ts';
 export type DeployResult = { skipped: true } | { skipped: false; health: ContainerStatus };
 
 export function createDeploymentJobs(deps: AgentsDeps) {
-  const { db, config, driver } = deps;
+  const { db, config, driver, locks } = deps;
   const hostingAvailable = () => config.configured.hosting;
+  const stillWanted = async (agentId: string, wanted: AgentStatus[]) => {
+    const a = await agentsRepo.findAgent(db.kysely, agentId);
+    return a !== undefined && wanted.includes(a.status);
+  };
   /**
    * The local driver's units are processes of this machine that its shutdown() stops with the
    * platform; remote drivers' units run on without it (docs/configuration.md "Starting and stopping").
@@ -135,51 +140,74 @@ export function createDeploymentJobs(deps: AgentsDeps) {
 
     /**
      * Runs one deploy job the worker holds: rotates the platform key, deploys with the agent's own
-     * credentials, waits for health (§4.12: poll every 2 s, 60 s overall) and marks it running.
-     * Throws on failure; the worker decides between retry and `error`.
+     * credentials and its stored configuration, waits for health (§4.12: poll every 2 s, 60 s
+     * overall) and marks it running. Throws on failure; the worker decides between retry and `error`.
+     *
+     * The deploy is a lifecycle transition (lifecycle-locks.service.ts): it is made only while the
+     * agent is still wanted (`provisioning`; `running` for a watchdog repair, `repair`), and the agent
+     * is marked running only if it still is, so a Stop that arrives meanwhile wins (its stop reaches
+     * the driver after this deploy) and the job ends without marking anything (`skipped`).
      */
-    async runJob(job: { agent_id: string; user_id: string }, signal?: AbortSignal): Promise<DeployResult> {
-      const agent = await agentsRepo.findAgent(db.kysely, job.agent_id);
-      if (!agent) return { skipped: true };
+    async runJob(
+      job: { agent_id: string; user_id: string },
+      signal?: AbortSignal,
+      options: { repair?: boolean } = {},
+    ): Promise<DeployResult> {
+      const wanted: AgentStatus[] = options.repair ? ['running'] : ['provisioning'];
       if (!hostingAvailable()) throw new HostingUnavailableError('hosting driver not configured');
-      const creds = await agentsRepo.getCredentials(db.kysely, agent.id);
-      if (!creds) throw new Error(`agent ${agent.id} has no credentials`);
-      const sandboxUid = await agentsRepo.sandboxUid(db.kysely, agent.id);
-      const platformKey = newPlatformKey();
-      await agentsRepo.setPlatformKey(db.kysely, agent.id, platformKey.hash, platformKey.prefix);
-      deps.platformKeyCache?.evictKey(agent.id); // the previous key dies with this deploy
-      const deployment = await driver.deploy({
-        agentId: agent.id,
-        userId: agent.user_id,
-        plan: agent.plan,
-        gatewayToken: decryptSecret(deps.secrets.secretsEncryptionKey, creds.gateway_token_enc),
-        platformApiKey: platformKey.key,
-        backendUrl: config.BACKEND_URL,
-        ...(sandboxUid !== undefined ? { sandboxUid } : {}),
-        // the agent itself gets its channel secrets in clear (channel-secrets.rules.ts)
-        config: {
-          ...openChannelSecrets((agent.config ?? {}) as Record<string, unknown>, deps.secrets.secretsEncryptionKey),
-          model: agent.model,
-          aiProvider: agent.ai_provider,
-          name: agent.name,
-        },
-        env: deps.runtimeEnv?.(agent, { platformApiKey: platformKey.key }) ?? {},
+      const started = await locks.run(job.agent_id, async () => {
+        const agent = await agentsRepo.findAgent(db.kysely, job.agent_id);
+        if (!agent || !wanted.includes(agent.status)) return undefined;
+        const creds = await agentsRepo.getCredentials(db.kysely, agent.id);
+        if (!creds) throw new Error(`agent ${agent.id} has no credentials`);
+        const sandboxUid = await agentsRepo.sandboxUid(db.kysely, agent.id);
+        const platformKey = newPlatformKey();
+        await agentsRepo.setPlatformKey(db.kysely, agent.id, platformKey.hash, platformKey.prefix);
+        deps.platformKeyCache?.evictKey(agent.id); // the previous key dies with this deploy
+        const deployment = driver.deploy({
+          agentId: agent.id,
+          userId: agent.user_id,
+          plan: agent.plan,
+          gatewayToken: decryptSecret(deps.secrets.secretsEncryptionKey, creds.gateway_token_enc),
+          platformApiKey: platformKey.key,
+          backendUrl: config.BACKEND_URL,
+          ...(sandboxUid !== undefined ? { sandboxUid } : {}),
+          // the agent itself gets its channel secrets in clear (channel-secrets.rules.ts)
+          config: {
+            ...openChannelSecrets((agent.config ?? {}) as Record<string, unknown>, deps.secrets.secretsEncryptionKey),
+            model: agent.model,
+            aiProvider: agent.ai_provider,
+            name: agent.name,
+          },
+          env: deps.runtimeEnv?.(agent, { platformApiKey: platformKey.key }) ?? {},
+        });
+        deployment.catch(() => {}); // awaited below, once the lock is let go
+        return { agent, deployment };
       });
+      if (!started) return { skipped: true };
+      const { agent } = started;
+      const deployment = await started.deployment;
       // §4.12: poll /healthz every 2 s, 60 s overall. Silent after that but alive is §3 `starting`:
       // the agent counts as running and the watchdog takes over; a dead unit fails the attempt.
       let health: ContainerStatus = deployment.status;
       if (health !== 'healthy') {
         health = (await waitForHealthy(deployment.url, signal ? { signal } : {})) ? 'healthy' : (await driver.status(agent.id)).status;
         if (signal?.aborted) throw signal.reason ?? new Error('aborted');
-        if (health === 'error' || health === 'stopped' || health === 'not_found') throw new Error(`agent failed to start (${health})`);
+        if (health === 'error' || health === 'stopped' || health === 'not_found') {
+          // stopped (or deleted) meanwhile: not a failure of the deploy
+          if (!(await stillWanted(agent.id, wanted))) return { skipped: true };
+          throw new Error(`agent failed to start (${health})`);
+        }
       }
-      await agentsRepo.updateAgent(db.kysely, agent.id, {
-        status: 'running',
-        gateway_url: deployment.url,
-        external_id: deployment.externalId,
-        started_at: new Date(),
-      });
-      return { skipped: false, health };
+      const marked = await locks.run(agent.id, () =>
+        agentsRepo.setStatusIf(db.kysely, agent.id, wanted, {
+          status: 'running',
+          gateway_url: deployment.url,
+          external_id: deployment.externalId,
+          started_at: new Date(),
+        }),
+      );
+      return marked ? { skipped: false, health } : { skipped: true };
     },
 
     /**
