@@ -423,7 +423,14 @@ export function createPlatform(deps: PlatformDeps) {
         await driver.shutdown().catch((err) => log.warn({ err }, 'hosting driver shutdown failed'));
         // where this process ran the deployment worker, agents stopped with it stop reading `running`
         if (workers)
-          await deployments.settleAfterShutdown().catch((err: Error) => log.warn({ error: err.message }, 'agent status not recorded'));
+          await deployments
+            .settleAfterShutdown()
+            .then(
+              (n) =>
+                n > 0 &&
+                log.info({ agents: n }, `stopped ${n} agent${n === 1 ? '' : 's'} with the platform; the next start starts them again`),
+            )
+            .catch((err: Error) => log.warn({ error: err.message }, 'agent status not recorded'));
       }
       await ai.close();
       await passwordReset.close();

@@ -185,4 +185,39 @@ describe('deployment worker', () => {
     expect(await deployments.settleAfterShutdown()).toBeGreaterThanOrEqual(1);
     expect(await status()).toBe('provisioning');
   });
+  it("start-up reconciliation names only processes that exist: a clean restart in one line, a killed platform's leftovers as such", async () => {
+    const [clean, orphan, stoppedGone, stoppedLeft] = await newJobs(4);
+    const first = createFakeDriver();
+    const w = createDeploymentWorker({
+      deployments: createDeploymentJobs({ db: t.db, config, secrets: TEST_SECRETS, locks: createLifecycleLocks(), driver: first }),
+    });
+    while (await w.runOnce());
+    const setStatus = (id: string, status: 'provisioning' | 'stopped') =>
+      t.db.kysely.updateTable('agents').set({ status }).where('id', '=', id).execute();
+    // the next platform's view: the clean stop marked its agent provisioning and left no process; a
+    // killed platform's agent still runs; a stopped agent's state file names a process long gone;
+    // another stopped agent's process was left running by a killed platform
+    await setStatus(clean!, 'provisioning');
+    await setStatus(stoppedGone!, 'stopped');
+    await setStatus(stoppedLeft!, 'stopped');
+    const next = createFakeDriver();
+    next.units.set(orphan!, { ...first.units.get(orphan!)! });
+    next.units.set(stoppedGone!, { ...first.units.get(stoppedGone!)!, status: 'stopped' });
+    next.units.set(stoppedLeft!, { ...first.units.get(stoppedLeft!)! });
+    const lines: { msg: string; agents: string[] }[] = [];
+    await createDeploymentJobs({ db: t.db, config, secrets: TEST_SECRETS, locks: createLifecycleLocks(), driver: next }).reconcile(
+      (msg, extra) => lines.push({ msg, agents: (extra.agents as string[] | undefined) ?? [String(extra.agentId)] }),
+    );
+    const naming = (id: string) => lines.filter((l) => l.agents.includes(id)).map((l) => l.msg);
+    expect(naming(clean!)).toEqual([expect.stringMatching(/^starting \d+ agents? again after a clean restart$/)]);
+    expect(naming(orphan!)).toEqual([
+      expect.stringMatching(/^replacing 1 agent process left running by a platform that was killed or crashed$/),
+    ]);
+    expect(naming(stoppedLeft!)).toEqual([
+      expect.stringMatching(/^stopped 1 agent process a platform that was killed or crashed left running for stopped agents$/),
+    ]);
+    expect(naming(stoppedGone!)).toEqual([]);
+    expect(next.calls.filter((c) => c.op === 'stop').map((c) => c.agentId)).toEqual([stoppedLeft]);
+    expect(lines.map((l) => l.msg).join('\n')).not.toMatch(/previous platform|redeploy queued/);
+  });
 });

@@ -33,6 +33,10 @@ export type { ClaimedJob } from './deployments.repo.ts';
 /** What one deploy run did: nothing (the agent is gone), or the agent's health when it was marked running. */
 export type DeployResult = { skipped: true } | { skipped: false; health: ContainerStatus };
 
+/** Driver states of a unit whose process (or container, pod, service) runs. */
+const UP = new Set<ContainerStatus>(['healthy', 'starting', 'running']);
+const count = (ids: string[], one: string, many = `${one}s`) => `${ids.length} ${ids.length === 1 ? one : many}`;
+
 export function createDeploymentJobs(deps: AgentsDeps) {
   const { db, config, driver, locks } = deps;
   const hostingAvailable = () => config.configured.hosting;
@@ -265,29 +269,56 @@ export function createDeploymentJobs(deps: AgentsDeps) {
      * platform, from the stored spec (the deploy stops the old process first), makes it one this
      * platform stops at shutdown. Processes left running for agents that are stopped or failed are
      * stopped. The partial unique index keeps N replicas starting together from enqueueing twice.
+     *
+     * What it logs names only processes that exist (docs/agents.md "Start-up and shutdown"): one line
+     * for the agents started again after a clean restart (the previous platform stopped them), one
+     * for those whose process had ended while no platform ran, and one for each kind of process a
+     * platform that was killed left behind. Returns how many agents it queued.
      */
     async reconcile(log?: (msg: string, extra: Record<string, unknown>) => void) {
       if (!hostingAvailable()) return 0;
-      const running = await agentsRepo.listAllAgents(db.kysely, { status: ['running', 'provisioning'], limit: 10_000 });
-      let n = 0;
-      for (const a of running) {
-        const s = unitsEndWithPlatform ? 'left by a previous platform' : await unitStatus(a.id);
-        if (s === 'healthy' || s === 'starting' || s === 'running') continue;
+      const wanted = await agentsRepo.listAllAgents(db.kysely, { status: ['running', 'provisioning'], limit: 10_000 });
+      const afterCleanStop: string[] = [];
+      const ended: string[] = [];
+      const leftRunning: string[] = [];
+      for (const a of wanted) {
+        const s = await unitStatus(a.id);
+        const runs = UP.has(s);
+        if (runs && !unitsEndWithPlatform) continue; // a remote unit runs on without the platform
         await deploymentsRepo.enqueueDeploy(db.kysely, a.id, a.user_id, LIMITS.deploymentMaxAttempts);
         await agentsRepo.updateAgent(db.kysely, a.id, { status: 'provisioning' });
-        n++;
-        log?.('agent redeploy queued', { agentId: a.id, was: s });
+        if (!unitsEndWithPlatform) log?.('agent redeploy queued: its unit is gone', { agentId: a.id, was: s });
+        // settleAfterShutdown() marked the agents a clean stop ended `provisioning`
+        else if (!runs) (a.status === 'provisioning' ? afterCleanStop : ended).push(a.id);
+        else leftRunning.push(a.id);
       }
-      if (n > 0) deps.onEnqueue?.();
+      const queued = afterCleanStop.length + ended.length + leftRunning.length;
+      if (afterCleanStop.length)
+        log?.(`starting ${count(afterCleanStop, 'agent')} again after a clean restart`, { agents: afterCleanStop });
+      if (ended.length)
+        log?.(`starting ${count(ended, 'agent')} again whose process had ended while the platform was not running`, { agents: ended });
+      if (leftRunning.length)
+        log?.(`replacing ${count(leftRunning, 'agent process', 'agent processes')} left running by a platform that was killed or crashed`, {
+          agents: leftRunning,
+        });
+      if (queued > 0) deps.onEnqueue?.();
       if (unitsEndWithPlatform && driver.stop) {
+        const stopped: string[] = [];
         for (const a of await agentsRepo.listAllAgents(db.kysely, { status: ['stopped', 'error'], limit: 10_000 })) {
-          const s = await unitStatus(a.id);
-          if (s !== 'healthy' && s !== 'starting' && s !== 'running' && s !== 'suspended') continue;
+          // only a process that exists: a stopped agent's state file may still name one long gone
+          if (!UP.has(await unitStatus(a.id))) continue;
           await driver.stop(a.id).catch(() => {});
-          log?.('agent process left running stopped', { agentId: a.id, status: a.status, was: s });
+          stopped.push(a.id);
         }
+        if (stopped.length)
+          log?.(
+            `stopped ${count(stopped, 'agent process', 'agent processes')} a platform that was killed or crashed left running for stopped agents`,
+            {
+              agents: stopped,
+            },
+          );
       }
-      return n;
+      return queued;
     },
 
     /**
