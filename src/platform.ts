@@ -24,6 +24,7 @@ import {
   createBackendClient,
   createDeploymentJobs,
   createHostingDriver,
+  createLifecycleLocks,
   createPlatformCounts,
   type HostingDriver,
 } from './domains/agents/index.ts';
@@ -190,6 +191,7 @@ export function createPlatform(deps: PlatformDeps) {
   // the backend's workers, once startWorkers() ran: the job runner's queues and the watchdog's probe loop
   let workers: ReturnType<typeof createBackendWorkers> | undefined;
   let noncePurge: NodeJS.Timeout | undefined;
+  let unwatchExits: (() => void) | undefined;
   // verified agent platform keys: the AI gateway checks one on every model call
   const agentKeyCache = createKeyCache<null>({ ttlMs: config.API_KEY_CACHE_TTL_MS, ...redisCache });
   const agentsDeps: AgentsDeps = {
@@ -202,6 +204,8 @@ export function createPlatform(deps: PlatformDeps) {
     runtimeEnv: (agent, { platformApiKey }) => agentModelEnv(ai, config.AGENT_GATEWAY_URL, agent, platformApiKey),
     platformKeyCache: agentKeyCache,
     onEnqueue: () => workers?.deployments.wake(),
+    // the lifecycle routes, the deployment jobs and the watchdog's repairs change one agent in turn
+    locks: createLifecycleLocks(),
   };
   // three services of the agents domain, each given to what uses it: records and lifecycle (the
   // backend's agent routes), deployment jobs (the worker and the deployment routes), and what
@@ -216,6 +220,9 @@ export function createPlatform(deps: PlatformDeps) {
     // OpenClaw's chat completions take its own model names (docs/agents.md "OpenClaw")
     runtime: config.HOSTING_DRIVER === 'local' ? config.AGENT_RUNTIME : 'builtin',
     runtimeModel: (model) => runtimeModel(ai.catalog, model),
+    // an agent that cannot be reached is checked at once (docs/watchdog.md "Checks on demand")
+    onUnreachable: (agentId) =>
+      void watchdog.checkSoon(agentId, 'unreachable').catch((err: Error) => log.warn({ agentId, err }, 'watchdog check request failed')),
   });
   const chat = createChatService({ agentClient, messages: createAgentMessages({ db }) });
   const agentsWeb = createAgentsWebService({
@@ -244,10 +251,11 @@ export function createPlatform(deps: PlatformDeps) {
   const watchdog = createWatchdogService({
     db,
     driver,
-    agents: createAgentDirectory(db),
+    agents: createAgentDirectory(db, agentsDeps.locks),
     settings: { ...watchdogSettingsFromConfig(config), ...deps.watchdogSettings },
     channels: watchdogChannels.map((c) => c.name),
-    redeploy: (agent, signal) => deployments.runJob(agent, signal),
+    redeploy: (agent, signal) => deployments.runJob(agent, signal, { repair: true }),
+    wake: () => workers?.watchdog?.wake(),
     containerHealth: { retries: config.CONTAINER_HEALTH_RETRIES, intervalMs: config.CONTAINER_HEALTH_INTERVAL_MS },
     hostingAvailable: () => config.configured.hosting,
   });
@@ -375,6 +383,12 @@ export function createPlatform(deps: PlatformDeps) {
         spendAlerts,
       });
       await workers.start();
+      // the platform sees an agent's process end itself, and has the watchdog check it at once
+      // rather than at its next probe (docs/watchdog.md "Checks on demand")
+      unwatchExits ??= driver.watchExits?.((agentId, exit) => {
+        log.warn({ agentId, ...exit }, 'agent process exited without being stopped');
+        void watchdog.checkSoon(agentId, 'exit').catch((err: Error) => log.warn({ agentId, err }, 'watchdog check request failed'));
+      });
     },
     /** the watchdog loop of this process, once startWorkers() ran (tests inspect its holder id) */
     get watchdogWorker() {
@@ -418,13 +432,21 @@ export function createPlatform(deps: PlatformDeps) {
       if (noncePurge) clearInterval(noncePurge);
       if (sessionExpiry) clearInterval(sessionExpiry);
       await securityEventsWorker?.stop();
+      unwatchExits?.();
       await workers?.stop();
       await undergroundBus.close();
       if (ownsDriver) {
         await driver.shutdown().catch((err) => log.warn({ err }, 'hosting driver shutdown failed'));
         // where this process ran the deployment worker, agents stopped with it stop reading `running`
         if (workers)
-          await deployments.settleAfterShutdown().catch((err: Error) => log.warn({ error: err.message }, 'agent status not recorded'));
+          await deployments
+            .settleAfterShutdown()
+            .then(
+              (n) =>
+                n > 0 &&
+                log.info({ agents: n }, `stopped ${n} agent${n === 1 ? '' : 's'} with the platform; the next start starts them again`),
+            )
+            .catch((err: Error) => log.warn({ error: err.message }, 'agent status not recorded'));
       }
       await ai.close();
       await passwordReset.close();

@@ -5,6 +5,8 @@
  *     released ones, and those of a backend that died: their lease ran out), so each agent is
  *     watched by exactly one backend at a time (`watchdog.leases`);
  *   - runs the checks of its own agents that are due (`watchdog.check` decides and writes).
+ * `wake()` polls at once: an agent was made due because its process exited or a call to it failed
+ * (watchdog.checkSoon), so the check does not wait for the next tick.
  * Leases are renewed every leaseMs/3 while the process lives; on stop they are released so
  * another backend takes the agents over at once.
  *
@@ -97,12 +99,16 @@ export function createWatchdogWorker(options: WatchdogWorkerOptions) {
     }
   }
 
+  let wakeAgain = false;
   function poll() {
     polling = pollOnce()
       .catch((err) => log.error({ err }, 'watchdog poll failed'))
       .finally(() => {
         polling = undefined;
-        schedulePoll();
+        if (wakeAgain && running) {
+          wakeAgain = false;
+          poll();
+        } else schedulePoll();
       });
   }
 
@@ -116,6 +122,16 @@ export function createWatchdogWorker(options: WatchdogWorkerOptions) {
     holderId: holder,
     /** one poll now (tests and benchmarks drive the loop with it) */
     pollOnce,
+    /** Polls now rather than at the next tick: an agent was made due (watchdog.checkSoon: its process exited, a call failed). */
+    wake() {
+      if (!running) return;
+      if (polling) {
+        wakeAgain = true;
+        return;
+      }
+      clearTimeout(pollTimer);
+      poll();
+    },
     async start() {
       if (running) return;
       running = true;

@@ -102,6 +102,36 @@ export const agentsRepo = {
     return db.selectFrom('agents').select(agentColumns).where('id', '=', id).executeTakeFirst();
   },
 
+  /**
+   * The agent's row, locked for the rest of the transaction (after the user's, `lockUser`: every
+   * lifecycle transaction takes the two in that order, so none waits for the other in reverse and
+   * PostgreSQL never has to break a deadlock, 40P01). FOR NO KEY UPDATE: inserts that reference the
+   * agent (a deployment job) are not blocked by it.
+   */
+  lockAgent(trx: Tx, id: string) {
+    return trx.selectFrom('agents').select(agentColumns).where('id', '=', id).forNoKeyUpdate().executeTakeFirst();
+  },
+
+  /**
+   * Sets the status (and what goes with it) only while the agent's status is one of `from`: a
+   * deployment marks its agent running only if nobody stopped it meanwhile. Owner connection (the
+   * deployment worker serves every user). Returns the row, or undefined when the status had moved on.
+   */
+  setStatusIf(
+    db: Kysely<DB>,
+    id: string,
+    from: AgentStatus[],
+    patch: { status: AgentStatus; gateway_url?: string; external_id?: string; started_at?: Date },
+  ) {
+    return db
+      .updateTable('agents')
+      .set({ ...patch, updated_at: sql`now()` })
+      .where('id', '=', id)
+      .where('status', 'in', from)
+      .returning(agentColumns)
+      .executeTakeFirst();
+  },
+
   /** The agent's own OS user on the local driver (migration 090): the drivers' business only, never in a view. */
   async sandboxUid(db: Conn, id: string): Promise<number | undefined> {
     const row = await db.selectFrom('agents').select('sandbox_uid').where('id', '=', id).executeTakeFirst();

@@ -35,3 +35,4 @@ export {
   HostingUnavailableError,
 } from './drivers/driver.contract.ts';
 export { createHostingDriver } from './drivers/driver-registry.service.ts';
+export { createLifecycleLocks } from './lifecycle-locks.service.ts';

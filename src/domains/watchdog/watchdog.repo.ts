@@ -141,6 +141,18 @@ export const watchdogRepo = {
     return r.rows;
   },
 
+  /**
+   * Makes an agent that is believed up (`starting`, `running`) due now, whoever holds it: its
+   * process exited, or a call to it failed. Agents already checked at the degraded interval, in a
+   * crash loop or stopped are left alone. True when it was moved.
+   */
+  async checkNow(db: Kysely<DB>, agentId: string): Promise<boolean> {
+    const r = await sql`
+      UPDATE agent_watchdog SET next_check_at = now()
+       WHERE agent_id = ${agentId} AND state IN ('starting', 'running') AND next_check_at > now()`.execute(db);
+    return Number(r.numAffectedRows ?? 0) > 0;
+  },
+
   /** Pushes the next check of an agent this holder has (e.g. while a repair runs). */
   async postpone(db: Kysely<DB>, holder: string, agentId: string, ms: number): Promise<boolean> {
     const r = await sql`

@@ -36,6 +36,9 @@ export type ForwardRequest = {
 
 const agentFailed = (detail: string) => new AppError('AGENT_UNAVAILABLE', `The agent did not answer: ${detail}`);
 
+/** What to do next, after a failure that may be the agent's process gone: the platform checks it at once (docs/watchdog.md "Checks on demand"). */
+const NEXT_STEP = 'the platform is checking it now and restarts it if its process stopped: try again in a few seconds, or restart it';
+
 /**
  * The refusals an agent passes on from the platform's AI gateway (docs/agents.md "Model access"),
  * or makes itself (`AGENT_BUSY`), by the code of its error: the platform answers them with the
@@ -143,6 +146,12 @@ export type AgentClientDeps = {
   runtime?: 'builtin' | 'openclaw';
   /** the model id an agent's runtime is given for its model, as `GET …/v1/models` lists it (default: the model itself) */
   runtimeModel?: (model: string) => string;
+  /**
+   * Told when an agent could not be reached (AGENT_UNAVAILABLE: no connection, a broken or refused
+   * one, no answer in time): the platform has the watchdog check it at once, rate-limited per agent,
+   * rather than at its next probe.
+   */
+  onUnreachable?: (agentId: string) => void;
 };
 
 /**
@@ -176,6 +185,18 @@ export function createAgentClient(deps: AgentClientDeps) {
   /** The names that mean an agent's own model: the `default` alias is added by openClawModel. */
   const ownModels = (t: AgentTarget) => [t.agent.model, deps.runtimeModel ? deps.runtimeModel(t.agent.model) : t.agent.model];
   const isChatCompletions = (req: ForwardRequest) => req.method === 'POST' && req.path.split('?')[0] === '/v1/chat/completions';
+  const tellUnreachable = (agentId: string) => {
+    try {
+      deps.onUnreachable?.(agentId);
+    } catch {
+      /* the check is best effort; the caller gets the refusal either way */
+    }
+  };
+  /** AGENT_UNAVAILABLE for an agent that could not be reached, after telling onUnreachable. */
+  const unreachable = (agentId: string, message: string) => {
+    tellUnreachable(agentId);
+    return new AppError('AGENT_UNAVAILABLE', message);
+  };
 
   return {
     targets,
@@ -218,7 +239,7 @@ export function createAgentClient(deps: AgentClientDeps) {
           return await send(await targets.byId(userId, agentId, { fresh: true }));
         } catch (retryErr) {
           if (isAppError(retryErr)) throw retryErr;
-          throw new AppError('AGENT_UNAVAILABLE', 'The agent could not be reached');
+          throw unreachable(agentId, `The agent could not be reached; ${NEXT_STEP}`);
         }
       }
     },
@@ -254,9 +275,13 @@ export function createAgentClient(deps: AgentClientDeps) {
         pendingBytes = 0;
       });
       upstream.on('close', (code, reason) => closeBoth(code, reason));
-      upstream.on('error', () => closeBoth(1011));
+      upstream.on('error', () => {
+        tellUnreachable(target.agent.id);
+        closeBoth(1011);
+      });
       upstream.on('unexpected-response', (_req, res) => {
         res.resume();
+        tellUnreachable(target.agent.id);
         closeBoth(1011);
       });
       // a message over the client's limit: ws has already closed the client's socket with 1009
@@ -301,10 +326,12 @@ export function createAgentClient(deps: AgentClientDeps) {
         });
         socket.on('unexpected-response', (_req, res) => {
           res.resume();
-          finish(new AppError('AGENT_UNAVAILABLE', `The agent's gateway refused the connection (${res.statusCode})`));
+          finish(unreachable(t.agent.id, `The agent's gateway refused the connection (${res.statusCode}); ${NEXT_STEP}`));
         });
-        socket.on('error', (err) => finish(new AppError('AGENT_UNAVAILABLE', `Could not reach the agent: ${err.message}`)));
-        socket.on('close', () => finish(new AppError('AGENT_UNAVAILABLE', 'The agent closed the connection without replying')));
+        socket.on('error', (err) => finish(unreachable(t.agent.id, `Could not reach the agent (${err.message}); ${NEXT_STEP}`)));
+        socket.on('close', () => {
+          if (!settled) finish(unreachable(t.agent.id, `The agent closed the connection without replying; ${NEXT_STEP}`));
+        });
       });
     },
 
@@ -329,7 +356,11 @@ export function createAgentClient(deps: AgentClientDeps) {
           signal: abort,
         });
       } catch (err) {
-        throw agentFailed((err as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable');
+        if (signal?.aborted) throw agentFailed('the request was cancelled');
+        throw unreachable(
+          t.agent.id,
+          `The agent did not answer: ${(err as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable'}; ${NEXT_STEP}`,
+        );
       }
       if (!res.ok || !res.body) {
         let detail = 'no explanation';
@@ -425,6 +456,7 @@ export function createAgentClient(deps: AgentClientDeps) {
           signal: AbortSignal.timeout(timeoutMs),
         });
       } catch (err) {
+        tellUnreachable(agentId);
         return {
           ok: false,
           error: (err as Error).name === 'TimeoutError' ? 'the agent did not answer in time' : 'the agent could not be reached',

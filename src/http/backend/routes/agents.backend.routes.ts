@@ -229,9 +229,9 @@ export const backendAgentsRoutes = (deps: {
             tags: ['agents'],
             summary: `${action[0]!.toUpperCase()}${action.slice(1)} an agent`,
             description:
-              `${userHeaderDoc} Per-agent lifecycle (§4.18, designed). \`start\` resumes a stopped unit, \`stop\` suspends it (status \`stopped\`), \`restart\` restarts it. ` +
-              'When the unit does not exist (never deployed, or gone) `start` and `restart` enqueue a deploy job and answer status `provisioning` with the job. ' +
-              '500 `Hosting unavailable` when the hosting platform cannot be reached. No body.',
+              `${userHeaderDoc} Per-agent lifecycle (§4.18, designed; docs/agents.md "Stop, suspend and restart"). \`stop\` ends every process of the agent and revokes its platform key, answering once they are gone (status \`stopped\`). ` +
+              '`restart` deploys it again from its stored record (a configuration saved since applies) and answers status `provisioning` with the deploy job; `start` does the same unless the agent already runs (then status `running`, no job). ' +
+              'Concurrent calls on one agent run in arrival order. 500 `Hosting unavailable` when the hosting platform cannot be reached. No body.',
             headers,
             params: agentIdParam,
             response: {
