@@ -18,8 +18,7 @@ COPY . .
 RUN node --disable-warning=ExperimentalWarning scripts/build-server.ts build/dist \
  && node scripts/build-dashboard.ts \
  && cp -rL dashboard/dist build/dashboard \
- && npm prune --omit=dev --no-audit --no-fund \
- && rm -rf node_modules/@foundry-rs
+ && npm prune --omit=dev --no-audit --no-fund
 
 # ---- runtime: production dependencies and the built trees only ----
 FROM node:24-bookworm-slim

@@ -13,7 +13,7 @@
  *   a   bare Fastify, same body (the baseline; first in every round)
  *   c   platform, GET /api/auth/session without a cookie (no database query: framework cost)
  *   b   platform, authenticated, as shipped: the 5 s in-process session cache
- *       (src/domains/accounts/session-cache.service.ts) in front of the prepared-statement lookup, LOG_LEVEL=warn
+ *       (src/lib/evicting-cache.ts) in front of the prepared-statement lookup, LOG_LEVEL=warn
  *   b-info  the same at LOG_LEVEL=info (pino JSON lines to /dev/null: serialization, not the terminal)
  *   d   platform, authenticated, session cache off: every request a cache miss, each with one of
  *       1000 sessions picked at random (as misses are in production: different tokens); misses of
@@ -31,10 +31,10 @@ import { resolveSecrets, storedSecret } from '../src/config/secrets.ts';
 import { createDb, type Db } from '../src/db/client.ts';
 import { type EmbeddedServer, startEmbeddedPostgres } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { createSessionCache } from '../src/domains/accounts/session-cache.service.ts';
 import type { App } from '../src/http/shared/base-app.ts';
 import { loggerOptions } from '../src/http/shared/logging.ts';
 import { randomToken, sha256 } from '../src/lib/crypto.ts';
+import { createSessionCache } from '../src/lib/evicting-cache.ts';
 import { createPlatform, type Platform } from '../src/platform.ts';
 import { type RunningServer, startBareFastify } from './lib/baseline.ts';
 import { loadSettings, measureRounds, type RoundsResult } from './lib/load.ts';

@@ -21,6 +21,7 @@ import { createAgentDirectory } from '../src/domains/agents/agent-records.servic
 import { treeUsage } from '../src/domains/agents/drivers/local/containment/proc.service.ts';
 import { FIRST_AGENT_UID } from '../src/domains/agents/drivers/local/containment/sandbox.service.ts';
 import { createLocalDriver } from '../src/domains/agents/drivers/local/local.driver.ts';
+import { createLifecycleLocks } from '../src/domains/agents/lifecycle-locks.service.ts';
 import { createWatchdogService, watchdogSettingsFromConfig } from '../src/domains/watchdog/watchdog.service.ts';
 import { createWatchdogWorker } from '../src/workers/watchdog.ts';
 import { type BenchOutput, round } from './lib/report.ts';
@@ -84,8 +85,14 @@ export async function run(): Promise<BenchOutput> {
 
     const driver = createLocalDriver({ dataDir: join(dir, 'agents-unused') });
     const settings = watchdogSettingsFromConfig(config);
-    const watchdog = createWatchdogService({ db, driver, agents: createAgentDirectory(db), settings, channels: [] });
-    const worker = createWatchdogWorker({ db, watchdog, channels: [] });
+    const watchdog = createWatchdogService({
+      db,
+      driver,
+      agents: createAgentDirectory(db, createLifecycleLocks()),
+      settings,
+      channels: [],
+    });
+    const worker = createWatchdogWorker({ watchdog, channels: [] });
 
     // idle: the same process doing nothing for a while (timers of the pool, GC)
     const idleS = Math.min(20, WINDOW_S);

@@ -6,6 +6,9 @@
  *                                       credit the account's wallet through the ledger; the journal
  *                                       names the operator account (not a person) as the admin.
  *                                       The same --request-id credits once (default: a new id).
+ *   npm run admin -- reset-link <email>  print a one-time link that sets a new password for the
+ *                                       account (valid 24 hours; the way to reset a password
+ *                                       without SMTP): hand it to the user yourself.
  * Uses DATABASE_URL when set; otherwise the embedded database in DATA_DIR: the running
  * platform's server when it is up (its port is in postmaster.pid), else a server started just
  * for this command.
@@ -18,6 +21,7 @@ import { resolveSecrets, storedSecret } from '../src/config/secrets.ts';
 import { createDb } from '../src/db/client.ts';
 import { EmbeddedPostgresError, type EmbeddedServer, embeddedClusterDir, startEmbeddedPostgres } from '../src/db/embedded.ts';
 import { migrate } from '../src/db/migrate.ts';
+import { createAdminResetLinks } from '../src/domains/accounts/password-reset.service.ts';
 import { OPERATOR_ID } from '../src/domains/admin/admin.repo.ts';
 import { type AdminService, createAdminService } from '../src/domains/admin/admin.service.ts';
 import { createLedgerService } from '../src/domains/payments/ledger/ledger.service.ts';
@@ -28,13 +32,19 @@ import { usdToMicros } from '../src/lib/money.ts';
 const USAGE = [
   'usage: npm run admin -- [--revoke] <email>',
   '       npm run admin -- credit <email> <usd> [note] [--request-id <id>]',
+  '       npm run admin -- reset-link <email>',
 ].join('\n');
 
 type Command =
   | { kind: 'grant'; email: string; isAdmin: boolean }
-  | { kind: 'credit'; email: string; amountMicros: number; note: string | null; requestId: string };
+  | { kind: 'credit'; email: string; amountMicros: number; note: string | null; requestId: string }
+  | { kind: 'reset-link'; email: string };
 
 function parse(argv: string[]): Command | undefined {
+  if (argv[0] === 'reset-link') {
+    if (argv.length !== 2 || !argv[1]!.includes('@')) return undefined;
+    return { kind: 'reset-link', email: argv[1]! };
+  }
   if (argv[0] === 'credit') {
     const args = argv.slice(1);
     const at = args.indexOf('--request-id');
@@ -69,6 +79,14 @@ async function run(admin: AdminService, cmd: Command): Promise<number> {
   if (!userId) {
     console.error(`No account with the email ${cmd.email}`);
     return 1;
+  }
+  if (cmd.kind === 'reset-link') {
+    const r = await admin.resetLink({ id: OPERATOR_ID, isAdmin: true }, userId);
+    console.log(
+      `Password reset link for ${r.email} (works once, until ${r.expiresAt}; their earlier links no longer work). ` +
+        `Give it to them yourself: ${r.link}`,
+    );
+    return 0;
   }
   const { credit, replayed } = await admin.creditUser({ id: OPERATOR_ID, isAdmin: true }, userId, cmd);
   console.log(
@@ -106,7 +124,8 @@ async function main(): Promise<number> {
       // the platform's own wallet key (environment, else DATA_DIR): a wallet a credit creates here opens there
       const encryptionKey = resolveSecrets(config).walletEncryptionKey;
       const wallets = createSessionWalletService({ db, config, encryptionKey, ledger });
-      return await run(createAdminService({ db, publicUrl: config.PUBLIC_URL, wallets, ledger }), cmd);
+      const resetLinks = createAdminResetLinks({ db, publicUrl: config.PUBLIC_URL });
+      return await run(createAdminService({ db, publicUrl: config.PUBLIC_URL, wallets, ledger, resetLinks }), cmd);
     } finally {
       await db.close();
     }

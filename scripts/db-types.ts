@@ -77,7 +77,11 @@ export function codegenArgs(url: string, outFile: string, verify = false): strin
 export function runCodegen(url: string, verify = false): { ok: boolean; output: string } {
   // the CLI's own file with this Node (its .bin shim would take whichever `node` is on PATH)
   const bin = join(ROOT, 'node_modules/kysely-codegen/dist/cli/bin.js');
-  const r = spawnSync(process.execPath, [bin, ...codegenArgs(url, DB_TYPES_FILE, verify)], { cwd: ROOT, encoding: 'utf8' });
+  const alias = join(ROOT, 'scripts/lib/typescript-alias.cjs');
+  const r = spawnSync(process.execPath, ['--require', alias, bin, ...codegenArgs(url, DB_TYPES_FILE, verify)], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  });
   // kysely-codegen tries TypeScript's parser on override strings (TypeScript 7 has no JS API) and
   // falls back to the text as written, which is what we want: drop that notice
   const output = `${r.stdout}${r.stderr}`

@@ -10,6 +10,9 @@
 # configuration schema is strict, so a newer one may refuse a key: try it with test:openclaw).
 #
 #   DATA_DIR=./data sh scripts/install-openclaw.sh      (npm run runtime:openclaw)
+#
+# Exit 3: the registry did not answer (said in one line); a complete install leaves
+# DATA_DIR/openclaw/.installed (OpenClaw's version), which an interrupted one does not.
 set -eu
 
 DATA_DIR="${DATA_DIR:-./data}"
@@ -25,11 +28,22 @@ if ! node -e 'const [a, b] = process.versions.node.split(".").map(Number); proce
   exit 1
 fi
 
+# an unreachable registry is said in one line, at once, rather than after npm's minutes of retries
+# (exit 3: .ci/run then skips its OpenClaw pass)
+if command -v timeout >/dev/null 2>&1 && ! timeout 30 npm view "openclaw@$VERSION" version >/dev/null 2>&1; then
+  echo "install-openclaw: the npm registry ($(npm config get registry)) did not answer for openclaw@$VERSION within 30 s (or has no such version)" >&2
+  exit 3
+fi
+
 mkdir -p "$TARGET"
+rm -f "$TARGET/.installed"
 [ -f "$TARGET/package.json" ] || printf '{ "name": "openclaw-runtime", "private": true }\n' > "$TARGET/package.json"
 npm install --prefix "$TARGET" --no-audit --no-fund "openclaw@$VERSION"
 
 BIN="$TARGET/node_modules/.bin/openclaw"
 if [ ! -e "$BIN" ]; then echo "install-openclaw: $BIN missing after install" >&2; exit 1; fi
-echo "OpenClaw $(node "$BIN" --version 2>/dev/null || echo '?') installed in $TARGET"
+INSTALLED="$(node "$BIN" --version)" || { echo "install-openclaw: $BIN --version failed" >&2; exit 1; }
+# a complete install (an interrupted one has no such file: .ci/run installs again)
+echo "$INSTALLED" > "$TARGET/.installed"
+echo "$INSTALLED installed in $TARGET"
 echo "Run agents with it: AGENT_RUNTIME=openclaw DATA_DIR=$DATA_DIR npm start"

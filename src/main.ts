@@ -4,7 +4,7 @@
  * `npm start -- web` / `npm start -- backend` (or APP=web|backend) runs one.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, realpathSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Config, ConfigError, integrationsOff, loadConfig } from './config/env.ts';
 import { resolveSecrets, storedSecret } from './config/secrets.ts';
@@ -15,6 +15,17 @@ import { connectsAsPrivileged, ensureOwnerRole } from './db/roles.ts';
 import type { App } from './http/shared/base-app.ts';
 import { markTreeInUse } from './lib/code-tree.ts';
 import { acquireHostLock } from './lib/host-lock.ts';
+import {
+  livePlatformProcesses,
+  overlap,
+  portFree,
+  refusedBesideLine,
+  refusedPortLine,
+  registerPlatformProcess,
+  secondPlatformCommand,
+  suggestPorts,
+  thisProcess,
+} from './lib/process-registry.ts';
 import { checkRedis } from './lib/redis.ts';
 import { tuneV8ForServing } from './lib/v8-tuning.ts';
 import { createPlatform, type Platform } from './platform.ts';
@@ -29,6 +40,68 @@ async function lockDataDir(dataDir: string) {
   });
 }
 
+/**
+ * Refuses a Node older than package.json's `engines` (the one place the minimum is written; README
+ * "Run it"): production dependencies need it (the kubernetes client's undici 22.19, cookie and
+ * content-disposition 22) and would fail later and less clearly. `npm start` in a checkout with its
+ * development dependencies runs the repository's own Node 24 whatever the system's is.
+ */
+function nodeTooOld(): string | undefined {
+  let range: string | undefined;
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { engines?: { node?: string } };
+    range = pkg.engines?.node;
+  } catch {
+    return undefined; // no package.json beside the code: nothing to hold it to
+  }
+  const min = /^>=\s*(\d+)\.(\d+)(?:\.(\d+))?$/.exec(range?.trim() ?? '');
+  if (!min) return undefined;
+  const want = min.slice(1).map((n) => Number(n ?? 0));
+  const have = process.versions.node.split('.').map(Number);
+  for (let i = 0; i < 3; i++) {
+    if (have[i] === want[i]) continue;
+    if (have[i]! > want[i]!) return undefined;
+    return `Node ${process.versions.node} is too old: the platform needs Node ${range} (package.json "engines"). Install a current Node LTS, or start it with npm start in a checkout with its development dependencies (npm install), which runs the repository's own Node 24`;
+  }
+  return undefined;
+}
+
+/**
+ * A start that would be a second platform on this DATA_DIR, or bind a port something else holds,
+ * stops here with one line, before it opens the database or touches an agent: a second backend on
+ * the data would adopt and redeploy the agents the first one runs (docs/configuration.md "Several
+ * platforms on one machine"). Run under the DATA_DIR's start-up lock, so of two starts at once the
+ * second sees the first's registration.
+ */
+async function claimDataDir(config: Config, mode: 'all' | 'web' | 'backend'): Promise<void> {
+  const me = thisProcess({
+    role: mode,
+    host: config.HOST,
+    webPort: config.WEB_PORT,
+    backendPort: config.BACKEND_PORT,
+    localAgents: config.HOSTING_DRIVER === 'local',
+  });
+  // the one that runs the agents first: it is the one a second backend would take them from
+  const others = livePlatformProcesses(config.DATA_DIR).sort((a, b) => Number(b.runsAgents) - Number(a.runsAgents));
+  for (const other of others) {
+    const why = overlap(me, other);
+    if (!why) continue;
+    const ports = await suggestPorts(config.HOST, config.WEB_PORT, config.BACKEND_PORT);
+    const command = secondPlatformCommand(ports, { dataDir: config.DATA_DIR, cwd: process.cwd() });
+    throw new ConfigError(refusedBesideLine(config.DATA_DIR, other, why, command));
+  }
+  const mine: [string, number][] = [];
+  if (mode !== 'backend') mine.push(['WEB_PORT', config.WEB_PORT]);
+  if (mode !== 'web') mine.push(['BACKEND_PORT', config.BACKEND_PORT]);
+  for (const [setting, port] of mine) {
+    const probe = await portFree(config.HOST, port);
+    if (probe.free) continue;
+    const command = secondPlatformCommand(await suggestPorts(config.HOST, config.WEB_PORT, config.BACKEND_PORT));
+    throw new ConfigError(refusedPortLine(setting, config.HOST, port, probe.code, command));
+  }
+  registerPlatformProcess(config.DATA_DIR, me);
+}
+
 function which(config: Config): 'all' | 'web' | 'backend' {
   const arg = process.argv[2];
   if (arg === 'web' || arg === 'backend' || arg === 'all') return arg;
@@ -37,6 +110,11 @@ function which(config: Config): 'all' | 'web' | 'backend' {
 }
 
 async function main() {
+  const tooOld = nodeTooOld();
+  if (tooOld) {
+    console.error(tooOld);
+    process.exit(1);
+  }
   tuneV8ForServing();
   let config: Config;
   let mode: 'all' | 'web' | 'backend';
@@ -65,6 +143,7 @@ async function main() {
   let secrets: ReturnType<typeof resolveSecrets>;
   let embeddedPasswords: { superuser: string; owner: string; request: string } | undefined;
   try {
+    await claimDataDir(config, mode);
     // `npm start` with no INTERNAL_API_KEY: both apps run here and the web app must still reach the
     // backend, so generate a key once into DATA_DIR (0600) and give it to both. A backend started
     // alone keeps answering 500 `Server misconfigured` (§5): nobody else could know a generated key.
@@ -126,10 +205,12 @@ async function main() {
   let url = config.DATABASE_URL;
   let requestUrl = config.DATABASE_REQUEST_URL;
   let privileged: Awaited<ReturnType<typeof connectsAsPrivileged>> | undefined;
+  let embedded: EmbeddedServer | undefined;
   if (!url) {
     const passwords = embeddedPasswords as NonNullable<typeof embeddedPasswords>; // made above when DATABASE_URL is unset
     running.embedded = startEmbeddedPostgres({ dataDir: config.DATA_DIR, password: passwords.superuser });
-    const superuserUrl = (await running.embedded).url;
+    embedded = await running.embedded;
+    const superuserUrl = embedded.url;
     if (stopping) return;
     // a stop signal during this shuts the server down under it: that is a stop, not a failure
     const roles = await ensureOwnerRole(superuserUrl, passwords.owner, passwords.request).catch((err: unknown) => {
@@ -160,13 +241,27 @@ async function main() {
     if (stopping) return;
     const app = await build();
     running.apps.push(app);
-    await app.listen({ host: config.HOST, port });
+    await app.listen({ host: config.HOST, port }).catch((err: NodeJS.ErrnoException) => {
+      // taken since claimDataDir() found it free: still one line, not a trace
+      if (err.code === 'EADDRINUSE' || err.code === 'EACCES')
+        throw new ConfigError(`${name === 'web' ? 'WEB_PORT' : 'BACKEND_PORT'} ${port} on ${config.HOST}: ${err.message}`);
+      throw err;
+    });
     app.log.info({ app: name, url: `http://${config.HOST}:${port}` }, `${name} listening`);
   };
   if (mode !== 'backend') await listen(platform.buildWebApp, config.WEB_PORT, 'web');
   if (mode !== 'web') await listen(platform.buildBackendApp, config.BACKEND_PORT, 'backend');
   if (stopping) return;
   const log = running.apps[0]?.log;
+  if (embedded) {
+    // where the data is and how to reach it, for an operator's own look (psql with the passwords
+    // of DATA_DIR/secrets.json) and backups (docs/production.md "Backups")
+    const port = new URL(embedded.url).port;
+    log?.info(
+      { database: 'embedded', host: '127.0.0.1', port: Number(port), dataDir: embedded.dataDir },
+      `embedded PostgreSQL on 127.0.0.1:${port}, data in ${embedded.dataDir} (npm run backup copies it while the platform runs)`,
+    );
+  }
   for (const line of secretWarnings) log?.warn(line);
   if (privileged && (privileged.superuser || privileged.bypassRls)) {
     log?.warn(

@@ -2,17 +2,19 @@
  * Wires the domains over explicit dependencies (docs/architecture.md rule 2). main.ts and the tests build the
  * platform through this one function; tests pass fakes for external services only.
  * Read top to bottom: every service with its dependencies; groups of services that belong together
- * (identity, payments, outside integrations, x402, Underground) are built in src/platform/.
+ * (identity, payments, outside integrations, x402, Underground, the backend's workers) are built in src/platform/.
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { pino } from 'pino';
 import type { Config } from './config/env.ts';
 import type { Secrets } from './config/secrets.ts';
 import type { Db } from './db/client.ts';
-import { type BotVerifier, createSessionCache, type SessionCache, type SignatureVerifier } from './domains/accounts/index.ts';
+import { type BotVerifier, type CachedSession, createAdminResetLinks, type SignatureVerifier } from './domains/accounts/index.ts';
 import { createAdminService } from './domains/admin/index.ts';
 import { createConfigService } from './domains/agent-config/index.ts';
 import {
+  type AgentsDeps,
+  createAgentCallbacks,
   createAgentClient,
   createAgentDirectory,
   createAgentMessages,
@@ -20,7 +22,9 @@ import {
   createAgentsWebService,
   createAgentTargets,
   createBackendClient,
+  createDeploymentJobs,
   createHostingDriver,
+  createLifecycleLocks,
   createPlatformCounts,
   type HostingDriver,
 } from './domains/agents/index.ts';
@@ -31,19 +35,21 @@ import {
   createStoredPlans,
   createUsageReport,
   type ProviderName,
+  runtimeModel,
   type UsageStore,
 } from './domains/ai/index.ts';
 import { createBridgeService } from './domains/bridge/index.ts';
 import { createCalendarService } from './domains/calendar/index.ts';
 import { createChatService } from './domains/chat/index.ts';
 import { createFilesService } from './domains/files/index.ts';
-import { createHealthService, createOsMetrics, type SystemMetrics } from './domains/health/index.ts';
+import { createHealthService, createPlatformMetrics, type SystemMetrics } from './domains/health/index.ts';
 import { createHeartbeatService } from './domains/heartbeat/index.ts';
 import { createHostingMcpService } from './domains/hosting-mcp/index.ts';
 import type { StatusStore } from './domains/hosting-status/index.ts';
-import { createKeyCache, createKeysService, type KeyProfile } from './domains/keys/index.ts';
+import { createKeysService, type KeyProfile } from './domains/keys/index.ts';
 import { type CardProcessor, createLedgerService, type PaidCallCheckout } from './domains/payments/index.ts';
 import { createSessionWalletService } from './domains/session-wallet/index.ts';
+import { createSpendAlerts } from './domains/spend-alerts/index.ts';
 import type { TradingClient } from './domains/trading/index.ts';
 import { createUnderground } from './domains/underground/index.ts';
 import { createStablecoinBalanceReader } from './domains/wallet/index.ts';
@@ -52,17 +58,16 @@ import { createWorkflowsService } from './domains/workflows/index.ts';
 import { buildBackendApp } from './http/backend/app.ts';
 import { loggerOptions } from './http/shared/logging.ts';
 import { buildWebApp } from './http/web/app.ts';
-import { createProviderMetrics } from './lib/metrics.ts';
+import { createKeyCache, createSessionCache, type SessionCache } from './lib/evicting-cache.ts';
+import { createJobMetrics, createProviderMetrics } from './lib/metrics.ts';
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
 import { createIdentityServices } from './platform/identity.ts';
 import { createIntegrationServices } from './platform/integrations.ts';
 import { createPaymentServices } from './platform/payments.ts';
 import { createUndergroundBus, type UndergroundBusTimings } from './platform/underground-bus.ts';
+import { createBackendWorkers } from './platform/workers.ts';
 import { createX402 } from './platform/x402.ts';
-import { createDeploymentWorker } from './workers/deployments.ts';
-import { createHeartbeatWorker } from './workers/heartbeats.ts';
 import { createSecurityEventsWorker } from './workers/security-events.ts';
-import { createWatchdogWorker } from './workers/watchdog.ts';
 
 export type PlatformDeps = {
   config: Config;
@@ -73,7 +78,7 @@ export type PlatformDeps = {
   rateLimiter?: RateLimiter;
   botVerifier?: BotVerifier;
   signatureVerifier?: SignatureVerifier;
-  sessionCache?: SessionCache;
+  sessionCache?: SessionCache<CachedSession>;
   metrics?: SystemMetrics;
   /** trading service client (default: HTTP client on TRADING_API_URL when set) */
   tradingClient?: TradingClient;
@@ -114,10 +119,10 @@ export function createPlatform(deps: PlatformDeps) {
 
   const redisCache = config.REDIS_URL ? { redisUrl: config.REDIS_URL, redisTimeoutMs: config.REDIS_TIMEOUT_MS } : {};
   const keyCache = createKeyCache<KeyProfile>({ ttlMs: config.API_KEY_CACHE_TTL_MS, ...redisCache });
-  const baseSessionCache = deps.sessionCache ?? createSessionCache(redisCache);
+  const baseSessionCache = deps.sessionCache ?? createSessionCache<CachedSession>(redisCache);
   // whatever changes a user enough to evict their sessions (plan, admin rights, revocation)
   // changes the profile their API keys validate to: evict both
-  const sessionCache: SessionCache = {
+  const sessionCache: SessionCache<CachedSession> = {
     ...baseSessionCache,
     evictUser(userId) {
       baseSessionCache.evictUser(userId);
@@ -126,7 +131,10 @@ export function createPlatform(deps: PlatformDeps) {
   };
   let securityEventsWorker: ReturnType<typeof createSecurityEventsWorker> | undefined;
   const keys = createKeysService({ db, config, cache: keyCache });
-  const { accounts, externalSignIn, passwordReset, securityEvents } = createIdentityServices({
+  // the runs of every job (docs/metrics.md), with METRICS_TOKEN: the web app's jobs on the web app, the backend's on the backend
+  const webJobMetrics = config.METRICS_TOKEN ? createJobMetrics() : undefined;
+  const backendJobMetrics = config.METRICS_TOKEN ? createJobMetrics() : undefined;
+  const { accounts, externalSignIn, passwordReset, securityEvents, mailer } = createIdentityServices({
     deps,
     log,
     rateLimiter,
@@ -143,10 +151,18 @@ export function createPlatform(deps: PlatformDeps) {
     sessionCache,
     wallets: sessionWallet,
     ledger,
+    resetLinks: createAdminResetLinks({ db, publicUrl: config.PUBLIC_URL, ...(deps.now ? { now: deps.now } : {}) }),
     ...(deps.now ? { now: deps.now } : {}),
   });
-  const health = createHealthService({ metrics: deps.metrics ?? createOsMetrics() });
+  const health = createHealthService({ metrics: deps.metrics ?? createPlatformMetrics() });
   const workflows = createWorkflowsService({ db });
+  // thresholds on balances and agents' spend, told by email and webhook (docs/payments.md "Spend alerts")
+  const spendAlerts = createSpendAlerts({
+    db,
+    mail: mailer ? (m) => mailer.send(m) : undefined,
+    allowPrivateWebhooks: config.UNDERGROUND_ALLOW_PRIVATE_WEBHOOKS,
+    publicUrl: config.PUBLIC_URL,
+  });
   const heartbeat = createHeartbeatService({ db, ...(deps.now ? { now: deps.now } : {}) });
   const bridge = createBridgeService({ db, ...(deps.now ? { now: deps.now } : {}) });
   // the outside services a user reaches through the platform (trading, hosting status, custodial wallets)
@@ -164,14 +180,21 @@ export function createPlatform(deps: PlatformDeps) {
     logger: deps.logger,
     now: deps.now,
     providerObserver: providerMetrics?.observer,
+    // AI_BILLING=balance: a user's model calls are paid from their session wallet's ledger balance
+    billing: {
+      addressOf: async (userId) => (await sessionWallet.address(userId)) ?? undefined,
+      charge: (trx, charges) => ledger.chargeUsage(trx, charges),
+    },
   });
   const ownsDriver = !deps.driver;
   const driver = deps.driver ?? createHostingDriver(config, { log: (level, message) => log[level]({ source: 'hosting' }, message) });
-  let worker: ReturnType<typeof createDeploymentWorker> | undefined;
+  // the backend's workers, once startWorkers() ran: the job runner's queues and the watchdog's probe loop
+  let workers: ReturnType<typeof createBackendWorkers> | undefined;
   let noncePurge: NodeJS.Timeout | undefined;
+  let unwatchExits: (() => void) | undefined;
   // verified agent platform keys: the AI gateway checks one on every model call
   const agentKeyCache = createKeyCache<null>({ ttlMs: config.API_KEY_CACHE_TTL_MS, ...redisCache });
-  const agents = createAgentsService({
+  const agentsDeps: AgentsDeps = {
     db,
     config,
     secrets: deps.secrets,
@@ -180,12 +203,26 @@ export function createPlatform(deps: PlatformDeps) {
     // platform key, metered against its owner's plan; never ROUTER_API_KEY nor any provider key (docs/agents.md "Model access")
     runtimeEnv: (agent, { platformApiKey }) => agentModelEnv(ai, config.AGENT_GATEWAY_URL, agent, platformApiKey),
     platformKeyCache: agentKeyCache,
-    onEnqueue: () => worker?.wake(),
-  });
+    onEnqueue: () => workers?.deployments.wake(),
+    // the lifecycle routes, the deployment jobs and the watchdog's repairs change one agent in turn
+    locks: createLifecycleLocks(),
+  };
+  // three services of the agents domain, each given to what uses it: records and lifecycle (the
+  // backend's agent routes), deployment jobs (the worker and the deployment routes), and what
+  // agents call back with their own key (the agent-key scope and its routes)
+  const agents = createAgentsService(agentsDeps);
+  const deployments = createDeploymentJobs(agentsDeps);
+  const agentCallbacks = createAgentCallbacks({ db, platformKeyCache: agentKeyCache });
   // every call to an agent's gateway (docs/architecture.md "Reaching an agent")
   const agentClient = createAgentClient({
     targets: createAgentTargets({ db, secretsKey: deps.secrets.secretsEncryptionKey }),
     localSocket: (origin) => driver.localGatewaySocket?.(origin),
+    // OpenClaw's chat completions take its own model names (docs/agents.md "OpenClaw")
+    runtime: config.HOSTING_DRIVER === 'local' ? config.AGENT_RUNTIME : 'builtin',
+    runtimeModel: (model) => runtimeModel(ai.catalog, model),
+    // an agent that cannot be reached is checked at once (docs/watchdog.md "Checks on demand")
+    onUnreachable: (agentId) =>
+      void watchdog.checkSoon(agentId, 'unreachable').catch((err: Error) => log.warn({ agentId, err }, 'watchdog check request failed')),
   });
   // an agent's stored conversation: chat and the gateway proxy store their turns through it
   const agentMessages = createAgentMessages({ db });
@@ -209,33 +246,26 @@ export function createPlatform(deps: PlatformDeps) {
   });
   let sessionExpiry: NodeJS.Timeout | undefined;
   const pools = { owner: db.pool, ...(db.requestPool && { request: db.requestPool }) };
-  const metrics = providerMetrics && { counts: createPlatformCounts(db), pools, provider: providerMetrics };
+  const metrics = providerMetrics && { counts: createPlatformCounts(db), pools, provider: providerMetrics, jobs: backendJobMetrics };
   const appOptions = deps.logger ? { logger: deps.logger } : {};
   // §3 watchdog: decisions in the service, the loop in a worker started with the other workers
   const watchdogChannels = channelsFromConfig(config);
   const watchdog = createWatchdogService({
     db,
     driver,
-    agents: createAgentDirectory(db),
+    agents: createAgentDirectory(db, agentsDeps.locks),
     settings: { ...watchdogSettingsFromConfig(config), ...deps.watchdogSettings },
     channels: watchdogChannels.map((c) => c.name),
-    redeploy: (agent, signal) => agents.runJob(agent, signal),
+    redeploy: (agent, signal) => deployments.runJob(agent, signal, { repair: true }),
+    wake: () => workers?.watchdog?.wake(),
     containerHealth: { retries: config.CONTAINER_HEALTH_RETRIES, intervalMs: config.CONTAINER_HEALTH_INTERVAL_MS },
     hostingAvailable: () => config.configured.hosting,
   });
-  let watchdogWorker: ReturnType<typeof createWatchdogWorker> | undefined;
-  // §4.12 heartbeats that fire: a schedule in PostgreSQL taken by the backends
-  let heartbeatWorker: ReturnType<typeof createHeartbeatWorker> | undefined;
   // §4.17 file explorer: one service behind the backend's key routes and the web app's session routes
   const files = createFilesService({ db, driver });
   const underground = createUnderground({ config, db, secrets: deps.secrets, ledger }); // §4.15 events, agent wallets, royalty splits
-  const { bus: undergroundBus, jobs: undergroundBusJobs } = createUndergroundBus({
-    config,
-    db,
-    log,
-    rateLimiter,
-    timings: deps.undergroundBus,
-  }); // §4.15 bus
+  // §4.15 bus: sending records the message and its delivery jobs, the worker delivers them
+  const undergroundBus = createUndergroundBus({ config, db, rateLimiter, onEnqueued: () => workers?.undergroundBus.wake() });
   // §4.6 calendar connections, when the OAuth client is configured
   const calendar = config.configured.calendar
     ? createCalendarService({
@@ -254,6 +284,8 @@ export function createPlatform(deps: PlatformDeps) {
       topUp,
       subscriptions,
       agents,
+      deployments,
+      agentCallbacks,
       agentsWeb,
       driver,
       watchdog,
@@ -274,12 +306,14 @@ export function createPlatform(deps: PlatformDeps) {
       paymentSessions,
       gateway,
       securityEvents,
+      spendAlerts,
     },
     buildWebApp: () =>
       buildWebApp(
         config,
         {
           usageReport: createUsageReport({ db, ...(deps.now ? { now: deps.now } : {}) }),
+          spendAlerts,
           files,
           ...(calendar ? { calendar } : {}),
           cdpWallets,
@@ -308,41 +342,64 @@ export function createPlatform(deps: PlatformDeps) {
           payments: { sessions: paymentSessions, gateway },
           securityEvents,
           x402: createX402({ config, db, ledger }),
+          jobMetrics: webJobMetrics,
         },
         appOptions,
       ),
     buildBackendApp: () =>
       buildBackendApp(
         config,
-        { agents, ai, keys, hostingMcp, watchdog, files, underground, undergroundBus, storedPlans: createStoredPlans({ db }), metrics },
+        {
+          agents,
+          deployments,
+          agentCallbacks,
+          ai,
+          keys,
+          hostingMcp,
+          watchdog,
+          files,
+          underground,
+          undergroundBus,
+          storedPlans: createStoredPlans({ db }),
+          metrics,
+        },
         appOptions,
       ),
-    /** Starts the deployment worker (backend processes): re-deploys agents that should run, then takes jobs. */
+    /**
+     * Starts the backend's workers (backend processes; docs/architecture.md "Workers"): the
+     * deployment jobs (after re-deploying the agents that should run), the watchdog, heartbeats
+     * and Underground bus deliveries.
+     */
     async startWorkers() {
       await driver.ready?.(); // a container driver's settings (KUBECONFIG, DOCKER_HOST) are checked before any job runs
-      worker ??= createDeploymentWorker({ db, agents, logger: log, ...(deps.workerPollMs ? { pollMs: deps.workerPollMs } : {}) });
-      await worker.start();
-      if (deps.watchdogEnabled !== false) {
-        watchdogWorker ??= createWatchdogWorker({ db, watchdog, channels: watchdogChannels, logger: log });
-        await watchdogWorker.start();
-      }
-      heartbeatWorker ??= createHeartbeatWorker({
-        db,
+      workers ??= createBackendWorkers({
+        deps,
+        config,
+        log,
+        metrics: backendJobMetrics,
+        deployments,
+        watchdog,
+        watchdogChannels,
+        heartbeat,
         agentClient,
-        logger: log,
-        pollMs: config.HEARTBEAT_POLL_MS,
-        timeoutMs: config.HEARTBEAT_TIMEOUT_MS,
+        bus: undergroundBus,
+        spendAlerts,
       });
-      await heartbeatWorker.start();
-      undergroundBusJobs.startWorker();
+      await workers.start();
+      // the platform sees an agent's process end itself, and has the watchdog check it at once
+      // rather than at its next probe (docs/watchdog.md "Checks on demand")
+      unwatchExits ??= driver.watchExits?.((agentId, exit) => {
+        log.warn({ agentId, ...exit }, 'agent process exited without being stopped');
+        void watchdog.checkSoon(agentId, 'exit').catch((err: Error) => log.warn({ agentId, err }, 'watchdog check request failed'));
+      });
     },
     /** the watchdog loop of this process, once startWorkers() ran (tests inspect its holder id) */
     get watchdogWorker() {
-      return watchdogWorker;
+      return workers?.watchdog;
     },
-    /** the heartbeat loop of this process, once startWorkers() ran */
+    /** the heartbeat job of this process, once startWorkers() ran */
     get heartbeatWorker() {
-      return heartbeatWorker;
+      return workers?.heartbeats;
     },
     /**
      * Jobs of the web app (every web replica may run them; each is idempotent): purge spent SIWE
@@ -353,9 +410,11 @@ export function createPlatform(deps: PlatformDeps) {
       securityEventsWorker ??= createSecurityEventsWorker({
         events: securityEvents,
         logger: log,
-        ...(deps.securityEvents?.pollMs ? { pollMs: deps.securityEvents.pollMs } : {}),
+        metrics: webJobMetrics?.observer,
+        pollMs: deps.securityEvents?.pollMs,
+        retryBaseMs: deps.securityEvents?.retryBaseMs,
       });
-      securityEventsWorker.start();
+      void securityEventsWorker.start();
       if (noncePurge) return;
       const purge = () => {
         void accounts.purgeExpiredNonces().catch((err) => log.warn({ err }, 'nonce purge failed'));
@@ -376,14 +435,21 @@ export function createPlatform(deps: PlatformDeps) {
       if (noncePurge) clearInterval(noncePurge);
       if (sessionExpiry) clearInterval(sessionExpiry);
       await securityEventsWorker?.stop();
-      await watchdogWorker?.stop();
-      await heartbeatWorker?.stop();
-      await undergroundBusJobs.close();
-      await worker?.stop();
+      unwatchExits?.();
+      await workers?.stop();
+      await undergroundBus.close();
       if (ownsDriver) {
         await driver.shutdown().catch((err) => log.warn({ err }, 'hosting driver shutdown failed'));
         // where this process ran the deployment worker, agents stopped with it stop reading `running`
-        if (worker) await agents.settleAfterShutdown().catch((err: Error) => log.warn({ error: err.message }, 'agent status not recorded'));
+        if (workers)
+          await deployments
+            .settleAfterShutdown()
+            .then(
+              (n) =>
+                n > 0 &&
+                log.info({ agents: n }, `stopped ${n} agent${n === 1 ? '' : 's'} with the platform; the next start starts them again`),
+            )
+            .catch((err: Error) => log.warn({ error: err.message }, 'agent status not recorded'));
       }
       await ai.close();
       await passwordReset.close();

@@ -190,6 +190,8 @@ const envSchema = z.object({
   HEARTBEAT_TIMEOUT_MS: positiveInt(120_000),
   // added (§4.15 Underground bus): deliver to agents' webhooks on private, loopback or link-local addresses (SSRF guard off)
   UNDERGROUND_ALLOW_PRIVATE_WEBHOOKS: bool(false),
+  /** added: how often the backend looks for spend alerts whose threshold was crossed (docs/payments.md "Spend alerts") */
+  SPEND_ALERTS_POLL_MS: positiveInt(30_000),
   // added (§4.15 Underground bus): messages per sending agent per minute; over it 429 with Retry-After
   UNDERGROUND_BUS_RATE_LIMIT: positiveInt(60),
   // added (§3 container health): /healthz probes before a running unit counts as `starting`, and the wait between them (§4.12: 2 s)
@@ -215,6 +217,18 @@ const envSchema = z.object({
   AI_CUSTOM_API_KEY: optionalString,
   /** added: the model id the custom provider serves (catalog id `custom/<AI_CUSTOM_MODEL>`) */
   AI_CUSTOM_MODEL: z.string().trim().min(1).max(200).default('default'),
+  /**
+   * `balance`: every model call of a platform user is priced, held and paid from the owner's ledger
+   * balance (docs/payments.md "Model calls from the balance"); `off` (a personal install): model
+   * calls are metered but not paid.
+   */
+  AI_BILLING: z.enum(['off', 'balance'], { error: 'must be off or balance' }).default('off'),
+  /**
+   * Operator prices for models the catalogue does not price (the custom provider's, a router's
+   * unknown ones): JSON, or the path of a JSON file, `{"<model id>": {"input": <USD per million
+   * input tokens>, "output": <USD per million output tokens>}}`. The admin page's prices win over it.
+   */
+  MODEL_PRICES: optionalString,
 
   // Payments and wallets
   STRIPE_SECRET_KEY: optionalString,
@@ -279,7 +293,9 @@ const envSchema = z.object({
 export type RawEnv = z.output<typeof envSchema>;
 
 /** The parsed configuration with derived values and "is X configured" flags. */
-export type Config = RawEnv & {
+export type Config = Omit<RawEnv, 'MODEL_PRICES'> & {
+  /** MODEL_PRICES, read and checked: model id → USD per million tokens */
+  MODEL_PRICES: Record<string, ModelPrice>;
   PUBLIC_URL: string;
   BACKEND_URL: string;
   /** where agents reach the AI gateway (AGENT_GATEWAY_URL or its default) */
@@ -309,6 +325,45 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+/** USD per million input and output tokens of one model (MODEL_PRICES, the admin page). */
+export type ModelPrice = { input: number; output: number };
+
+/** MODEL_PRICES as JSON or a file path; one clear line when it is neither or holds a bad price. */
+function parseModelPrices(value: string | undefined, cwd: string): Record<string, ModelPrice> {
+  if (value === undefined) return {};
+  let text = value;
+  if (!value.startsWith('{')) {
+    try {
+      text = readFileSync(resolve(cwd, value), 'utf8');
+    } catch (err) {
+      throw new ConfigError(`Invalid configuration: MODEL_PRICES names a file that cannot be read (${(err as Error).message})`);
+    }
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new ConfigError(
+      'Invalid configuration: MODEL_PRICES is not JSON (an object of model id → {input, output} USD per million tokens)',
+    );
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) {
+    throw new ConfigError('Invalid configuration: MODEL_PRICES must be an object of model id → {input, output} USD per million tokens');
+  }
+  const prices: Record<string, ModelPrice> = {};
+  for (const [id, p] of Object.entries(json)) {
+    const { input, output } = (p ?? {}) as { input?: unknown; output?: unknown };
+    const ok = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n) && n >= 0 && n <= 100_000;
+    if (id.length < 1 || id.length > 200 || !ok(input) || !ok(output)) {
+      throw new ConfigError(
+        `Invalid configuration: MODEL_PRICES["${id.slice(0, 80)}"] must be {"input": n, "output": n}, USD per million tokens between 0 and 100000`,
+      );
+    }
+    prices[id] = { input, output };
+  }
+  return prices;
+}
+
 /**
  * Reads `.env` from `cwd` (when present) under the real environment: real variables win.
  * Throws ConfigError with one line naming the variable and the problem.
@@ -331,10 +386,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { cwd?
     throw new ConfigError(`Invalid configuration: ${name} ${issue.message} (got ${JSON.stringify(merged[name] ?? '')})`);
   }
   const raw = parsed.data;
+  const modelPrices = parseModelPrices(raw.MODEL_PRICES, cwd);
   const publicUrl = (raw.PUBLIC_URL ?? `http://localhost:${raw.WEB_PORT}`).replace(/\/+$/, '');
   const backendUrl = (raw.BACKEND_URL ?? `http://127.0.0.1:${raw.BACKEND_PORT}`).replace(/\/+$/, '');
   return {
     ...raw,
+    MODEL_PRICES: modelPrices,
     PUBLIC_URL: publicUrl,
     BACKEND_URL: backendUrl,
     AGENT_GATEWAY_URL: (raw.AGENT_GATEWAY_URL ?? defaultModelGatewayUrl(raw, backendUrl)).replace(/\/+$/, ''),

@@ -130,13 +130,21 @@ export interface AgentWatchdogEvents {
   user_id: string;
 }
 
+export interface AiBillingTotals {
+  address: string;
+  cost_units: Generated<Numeric>;
+  updated_at: Generated<Timestamp>;
+}
+
 export interface AiUsage {
   agent_id: string | null;
+  billing_event: string | null;
   completion_tokens: number;
   cost: Generated<Numeric>;
   created_at: Generated<Timestamp>;
   id: Generated<number>;
   model: string;
+  priced: Generated<boolean>;
   prompt_tokens: number;
   provider: string;
   requests: Generated<number>;
@@ -305,6 +313,14 @@ export interface LinkedAccounts {
   user_id: string;
 }
 
+export interface ModelPrices {
+  input_per_m: Numeric;
+  model_id: string;
+  output_per_m: Numeric;
+  updated_at: Generated<Timestamp>;
+  updated_by: string | null;
+}
+
 export interface MppPayments {
   amount_micros: number;
   challenge_nonce: string;
@@ -377,6 +393,25 @@ export interface SiweNonces {
   created_at: Generated<Timestamp>;
   expires_at: Timestamp;
   nonce: string;
+}
+
+export interface SpendAlerts {
+  agent_id: string | null;
+  attempts: Generated<number>;
+  created_at: Generated<Timestamp>;
+  fired_at: Timestamp | null;
+  fired_value_usd: Numeric | null;
+  holder: string | null;
+  id: Generated<string>;
+  kind: string;
+  last_error: string | null;
+  lease_until: Timestamp | null;
+  period: Timestamp | null;
+  state: Generated<string>;
+  threshold_usd: Numeric;
+  updated_at: Generated<Timestamp>;
+  user_id: string;
+  webhook_url: string | null;
 }
 
 export interface SpendHolds {
@@ -571,6 +606,7 @@ export interface DB {
   agent_watchdog: AgentWatchdog;
   agent_watchdog_events: AgentWatchdogEvents;
   agents: Agents;
+  ai_billing_totals: AiBillingTotals;
   ai_usage: AiUsage;
   ai_usage_agent_monthly: AiUsageAgentMonthly;
   ai_usage_monthly: AiUsageMonthly;
@@ -587,6 +623,7 @@ export interface DB {
   hosting_status: HostingStatus;
   ledger_entries: LedgerEntries;
   linked_accounts: LinkedAccounts;
+  model_prices: ModelPrices;
   mpp_payments: MppPayments;
   password_reset_tokens: PasswordResetTokens;
   payment_sessions: PaymentSessions;
@@ -594,6 +631,7 @@ export interface DB {
   session_wallets: SessionWallets;
   sessions: Sessions;
   siwe_nonces: SiweNonces;
+  spend_alerts: SpendAlerts;
   spend_holds: SpendHolds;
   trading_keys: TradingKeys;
   underground_agent_wallets: UndergroundAgentWallets;

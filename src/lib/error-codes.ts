@@ -111,6 +111,16 @@ export const ERROR_CODES = {
   PROVIDER_UNAVAILABLE: { status: 503, summary: 'No configured provider can serve this model', body: 'PROVIDER_UNAVAILABLE' },
   QUOTA_EXCEEDED: { status: 429, summary: 'The monthly token quota is used up', body: 'QUOTA_EXCEEDED' },
   AGENT_BUDGET_EXCEEDED: { status: 429, summary: "The agent's monthly budget (USD) is used up", body: 'AGENT_BUDGET_EXCEEDED' },
+  BALANCE_TOO_LOW: {
+    status: 402,
+    summary: "AI_BILLING=balance: the owner's balance cannot cover the call's hold (its prompt and max_tokens at the model's price)",
+    body: 'BALANCE_TOO_LOW',
+  },
+  MODEL_UNPRICED: {
+    status: 403,
+    summary: 'AI_BILLING=balance: the model has no price (the operator sets one in MODEL_PRICES or on the admin page)',
+    body: 'MODEL_UNPRICED',
+  },
 
   // trading (§4.5)
   TRADING_KEY_REQUIRED: { status: 503, summary: 'No trading key: the user must add one' },

@@ -16,8 +16,8 @@ export type EvictionBus = { publish(message: string): void; close(): Promise<voi
 export const localOnlyBus: EvictionBus = { publish() {}, close: async () => {} };
 
 /**
- * The channels of the session cache and the API key cache (src/domains/accounts/session-cache.service.ts,
- * src/domains/keys/key-cache.service.ts) and their messages: `t:<session token hash>` (sign-out),
+ * The channels of the session cache and the API key cache (src/lib/evicting-cache.ts) and their
+ * messages: `t:<session token hash>` (sign-out),
  * `k:<API key id>` (key deleted), `u:<user id>` (every session and key of a user evicted: revoked,
  * or the user changed).
  */

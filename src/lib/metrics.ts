@@ -1,7 +1,7 @@
 /**
  * The backend's own metrics (docs/metrics.md), beside the HTTP ones of src/http/shared/metrics.ts:
  * agents by status and the deployment queue (read from PostgreSQL when scraped), database pool
- * usage, and AI provider latency and fallbacks (observed as they happen).
+ * usage, AI provider latency and fallbacks, and the runs of the job runner (observed as they happen).
  */
 
 import { createRequire } from 'node:module';
@@ -60,12 +60,43 @@ export function createProviderMetrics(): ProviderMetrics {
   };
 }
 
+/** How a run of a job ended, as the job runner (src/workers/job-runner.ts) reports it. */
+export type JobRunOutcome = 'succeeded' | 'retried' | 'failed' | 'released' | 'lost';
+
+/**
+ * Runs of the job runner (src/workers/job-runner.ts), by job kind and outcome. Like the provider
+ * metrics, created unregistered: the app of the process that runs the jobs registers them (the
+ * backend's jobs on the backend app, the web app's on the web app).
+ */
+export type JobMetrics = {
+  observer: { onJobRun(job: string, outcome: JobRunOutcome, seconds: number): void };
+  registerIn(registry: Registry): void;
+};
+
+export function createJobMetrics(): JobMetrics {
+  const runs = new (prom().Histogram)({
+    name: 'platform_job_run_duration_seconds',
+    help: 'Runs of queued jobs (deployments, heartbeats, bus deliveries, security events, watchdog notifications): time from claim to recorded outcome',
+    labelNames: ['job', 'outcome'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 30, 60, 120, 300],
+    registers: [],
+  });
+  return {
+    observer: { onJobRun: (job, outcome, seconds) => runs.observe({ job, outcome }, seconds) },
+    registerIn(registry) {
+      registry.registerMetric(runs);
+    },
+  };
+}
+
 export type BackendMetricSources = {
   /** bounded in time by its implementation; a failure leaves the database gauges empty for that scrape */
   counts: () => Promise<PlatformCounts>;
   /** the connection pools by name (owner, request) */
   pools: Record<string, pg.Pool>;
   provider?: ProviderMetrics | undefined;
+  /** the runs of the backend's jobs */
+  jobs?: JobMetrics | undefined;
 };
 
 /** Registers the backend's gauges on an app's registry; all of them are computed when scraped. */
@@ -140,4 +171,5 @@ export function registerBackendMetrics(registry: Registry, sources: BackendMetri
   poolGauge('platform_db_pool_waiting_clients', 'Queries waiting for a connection of the pool', (p) => p.waitingCount);
 
   sources.provider?.registerIn(registry);
+  sources.jobs?.registerIn(registry);
 }

@@ -3,9 +3,10 @@
  * sessions (§4.1), sign-in with an identity provider or a code host, password reset by email
  * (§4.18), and the security-event receivers (§6). platform.ts builds them through this one call.
  */
-import type { FastifyBaseLogger } from 'fastify';
+
 import {
   allowAllBotVerifier,
+  type CachedSession,
   createAccountsService,
   createChainSignatureVerifier,
   createExternalSignIn,
@@ -13,17 +14,18 @@ import {
   createSiteverifyBotVerifier,
   createSmtpMailer,
   defaultMailFrom,
-  type SessionCache,
 } from '../domains/accounts/index.ts';
 import { createRiscVerifier, createSecurityEventsService, riscConfigUrl } from '../domains/security-events/index.ts';
+import type { SessionCache } from '../lib/evicting-cache.ts';
+import type { Logger } from '../lib/logger.ts';
 import type { RateLimiter } from '../lib/rate-limiter.ts';
 import type { PlatformDeps } from '../platform.ts';
 
 export function createIdentityServices(o: {
   deps: PlatformDeps;
-  log: FastifyBaseLogger;
+  log: Logger;
   rateLimiter: RateLimiter;
-  sessionCache: SessionCache;
+  sessionCache: SessionCache<CachedSession>;
   /** a security event was recorded: wake the worker that acts on it */
   onSecurityEventRecorded: () => void;
   /** an address's owner took its account back (docs/identity.md "What a sign-in does"): its API keys go */
@@ -57,15 +59,17 @@ export function createIdentityServices(o: {
     secretsKey: deps.secrets.secretsEncryptionKey,
     ...(deps.now ? { now: deps.now } : {}),
   });
+  // the platform's mail (SMTP_URL): password resets, spend alerts
+  const mailer = config.SMTP_URL
+    ? createSmtpMailer({ url: config.SMTP_URL, from: config.MAIL_FROM ?? defaultMailFrom(config.PUBLIC_URL) })
+    : undefined;
   // password reset by email (docs/security.md "Password reset"): a 503 without SMTP_URL
   const passwordReset = createPasswordResetService({
     db,
     config,
     rateLimiter,
     logger: log,
-    mailer: config.SMTP_URL
-      ? createSmtpMailer({ url: config.SMTP_URL, from: config.MAIL_FROM ?? defaultMailFrom(config.PUBLIC_URL) })
-      : undefined,
+    mailer,
     revokeAllSessions: (userId) => accounts.revokeAllSessions(userId),
     ...(deps.now ? { now: deps.now } : {}),
   });
@@ -81,7 +85,6 @@ export function createIdentityServices(o: {
     }),
     logger: log,
     onRecorded: o.onSecurityEventRecorded,
-    ...(deps.securityEvents?.retryBaseMs !== undefined ? { retryBaseMs: deps.securityEvents.retryBaseMs } : {}),
   });
-  return { accounts, externalSignIn, passwordReset, securityEvents };
+  return { accounts, externalSignIn, passwordReset, securityEvents, mailer };
 }

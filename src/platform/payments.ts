@@ -3,8 +3,6 @@
  * subscriptions, pre-funded payment sessions, and the v1 gateway with its plugins and MPP. Every
  * balance moves through the ledger it is given. platform.ts builds them through this one call.
  */
-import type { FastifyBaseLogger } from 'fastify';
-import type { SessionCache } from '../domains/accounts/index.ts';
 import type { AgentClient } from '../domains/agents/index.ts';
 import type { AiService } from '../domains/ai/index.ts';
 import {
@@ -22,12 +20,14 @@ import {
   gatewayCheckout,
   type LedgerService,
 } from '../domains/payments/index.ts';
+import type { SessionCache } from '../lib/evicting-cache.ts';
+import type { Logger } from '../lib/logger.ts';
 import type { RateLimiter } from '../lib/rate-limiter.ts';
 import type { PlatformDeps } from '../platform.ts';
 
 export function createPaymentServices(o: {
   deps: PlatformDeps;
-  log: FastifyBaseLogger;
+  log: Logger;
   ledger: LedgerService;
   ai: AiService;
   agentClient: AgentClient;
@@ -82,7 +82,8 @@ export function createPaymentServices(o: {
     // the 402's `stripe.checkoutUrl`: a checkout for the plugin's price (credited to the wallet
     // when one is named, like a top-up; otherwise a plain card payment)
     checkout: deps.gatewayCheckout ?? (cardProcessor ? gatewayCheckout(cardProcessor, config.PUBLIC_URL, rateLimiter) : undefined),
-    logger: deps.logger,
+    // the platform's log (not only a test's): a failed plugin call must leave a line saying why
+    logger: log,
   });
   return { topUp, subscriptions, paymentSessions, gateway };
 }

@@ -1,51 +1,28 @@
 /**
- * Wiring of the Underground message bus (§4.15): the service behind POST /api/underground/bus/send
- * and the delivery worker every backend process runs beside its other workers (each job claimed
- * with a committed lease, so replicas share the work).
+ * Wiring of the Underground message bus (§4.15): the service behind POST /api/underground/bus/send.
+ * Its delivery jobs are delivered by the worker every backend process runs beside its other
+ * workers (src/workers/underground-bus.ts, started by src/platform.ts `startWorkers`).
  */
-import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/env.ts';
 import type { Db } from '../db/client.ts';
 import { createBusService } from '../domains/underground/index.ts';
 import type { RateLimiter } from '../lib/rate-limiter.ts';
-import { createUndergroundBusWorker } from '../workers/underground-bus.ts';
 
+/** Test timings of the delivery worker, in ms: its poll and the first retry's delay. */
 export type UndergroundBusTimings = { pollMs?: number; retryBaseMs?: number };
 
 export function createUndergroundBus(deps: {
   config: Config;
   db: Db;
-  log: FastifyBaseLogger;
   /** counts each sending agent's messages (UNDERGROUND_BUS_RATE_LIMIT), across replicas with REDIS_URL */
   rateLimiter: RateLimiter;
-  timings?: UndergroundBusTimings | undefined;
+  /** a delivery job was just written: wake this process's worker */
+  onEnqueued: () => void;
 }) {
-  let worker: ReturnType<typeof createUndergroundBusWorker> | undefined;
-  const bus = createBusService({
+  return createBusService({
     db: deps.db,
     allowPrivateWebhooks: deps.config.UNDERGROUND_ALLOW_PRIVATE_WEBHOOKS,
     sendRate: { limiter: deps.rateLimiter, perMinute: deps.config.UNDERGROUND_BUS_RATE_LIMIT },
-    logger: deps.log,
-    onEnqueued: () => worker?.wake(),
-    ...(deps.timings?.retryBaseMs ? { retryBaseMs: deps.timings.retryBaseMs } : {}),
+    onEnqueued: deps.onEnqueued,
   });
-  const jobs = {
-    /** Starts this process's delivery worker (backend processes). */
-    startWorker() {
-      worker ??= createUndergroundBusWorker({
-        bus,
-        logger: deps.log,
-        ...(deps.timings?.pollMs ? { pollMs: deps.timings.pollMs } : {}),
-      });
-      worker.start();
-    },
-    get worker() {
-      return worker;
-    },
-    async close() {
-      await worker?.stop();
-      await bus.close();
-    },
-  };
-  return { bus, jobs };
 }

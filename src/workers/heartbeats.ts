@@ -1,24 +1,26 @@
 /**
- * Heartbeats that fire (§4.12, §2 Heartbeat settings): every `pollMs` a backend takes the due,
- * enabled heartbeats from PostgreSQL (FOR UPDATE SKIP LOCKED, leased) and wakes each agent: a
- * POST to its gateway's `/v1/heartbeat` with its own gateway token, where the runtime runs its
- * heartbeat prompt through its model. The schedule lives in the settings row, not in timers, so
- * a platform restart neither loses a due heartbeat (it is still due, or its lease runs out and it
- * is taken again) nor doubles one: the run id is the agent and the scheduled time, and the
- * runtime answers a repeated run id from its memory instead of running the prompt again.
- * docs/watchdog.md ("Heartbeats") describes it.
+ * Heartbeats that fire (§4.12, §2 Heartbeat settings) on the job runner (./job-runner.ts): every
+ * `pollMs` a backend claims the due, enabled heartbeats from PostgreSQL (FOR UPDATE SKIP LOCKED,
+ * leased) and wakes each agent: a POST to its gateway's `/v1/heartbeat` with its own gateway token,
+ * where the runtime runs its heartbeat prompt through its model. The schedule lives in the
+ * settings row, not in timers, so a platform restart neither loses a due heartbeat (it is still
+ * due, or its lease runs out and it is claimed again) nor doubles one: the run id is the agent and
+ * the scheduled time, and the runtime answers a repeated run id from its memory instead of running
+ * the prompt again. A heartbeat that fails is recorded as failed, not retried: the next one comes
+ * at its frequency. docs/watchdog.md ("Heartbeats") describes it.
  */
-import { randomUUID } from 'node:crypto';
-import type { Db } from '../db/client.ts';
 import type { AgentClient } from '../domains/agents/index.ts';
-import { type DueHeartbeat, heartbeatScheduleRepo, parseFrequency } from '../domains/heartbeat/index.ts';
-import type { WorkerLogger } from './deployments.ts';
+import type { DueHeartbeat, HeartbeatRun, HeartbeatService } from '../domains/heartbeat/index.ts';
+import type { Logger } from '../lib/logger.ts';
+import type { JobMetrics } from '../lib/metrics.ts';
+import { createJobRunner, type JobKind } from './job-runner.ts';
 
 export type HeartbeatWorkerOptions = {
-  db: Db;
+  heartbeat: Pick<HeartbeatService, 'claimDue' | 'finish'>;
   /** the one client of agents' gateways (it owns the address and the token) */
   agentClient: Pick<AgentClient, 'heartbeat'>;
-  logger?: WorkerLogger;
+  logger?: Logger | undefined;
+  metrics?: JobMetrics['observer'] | undefined;
   /** how often due heartbeats are looked for (HEARTBEAT_POLL_MS) */
   pollMs: number;
   /** how long one agent may take to run its heartbeat (HEARTBEAT_TIMEOUT_MS) */
@@ -26,74 +28,41 @@ export type HeartbeatWorkerOptions = {
   holderId?: string;
   /** heartbeats run at once */
   batch?: number;
-  /** how long a taken heartbeat stays this process's (default: the timeout plus 30 s, so a live holder never loses one it runs) */
+  /** how long a claimed heartbeat stays this process's (default: the timeout plus 30 s, so a live holder never loses one it runs) */
   leaseMs?: number;
 };
 
-const silent: WorkerLogger = { info() {}, warn() {}, error() {} };
+export function heartbeatJob(options: HeartbeatWorkerOptions): JobKind<DueHeartbeat, HeartbeatRun> {
+  const log = options.logger;
+  return {
+    name: 'heartbeat',
+    pollMs: options.pollMs,
+    leaseMs: options.leaseMs ?? options.timeoutMs + 30_000,
+    concurrency: options.batch ?? 20,
+    claim: (c) => options.heartbeat.claimDue(c.holder, c.leaseMs, c.limit),
+    /** Wakes one agent; the run to record (an agent that does not answer is a value, not a throw). */
+    async run(h) {
+      if (h.agent_status !== 'running' || !h.gateway_url) {
+        return { status: 'skipped', error: h.agent_status === null ? 'no such agent' : `agent is ${h.agent_status}`, ran: false };
+      }
+      const runId = `${h.agent_id}:${h.next_heartbeat.toISOString()}`;
+      const r = await options.agentClient.heartbeat(h.user_id, h.agent_id, runId, options.timeoutMs);
+      return r.ok ? { status: 'ok', error: null, ran: true } : { status: 'failed', error: r.error, ran: false };
+    },
+    async finish(h, outcome, holder) {
+      const recorded = await options.heartbeat.finish(holder, h, outcome);
+      if (recorded && outcome.status === 'succeeded') {
+        const run = outcome.result;
+        if (run.status === 'ok') log?.info({ agentId: h.agent_id }, 'heartbeat ran');
+        else log?.warn({ agentId: h.agent_id, status: run.status, error: run.error }, 'heartbeat did not run');
+      }
+      return recorded;
+    },
+    attempt: () => 1,
+    describe: (h) => ({ agentId: h.agent_id }),
+  };
+}
 
 export function createHeartbeatWorker(options: HeartbeatWorkerOptions) {
-  const { db } = options;
-  const log = options.logger ?? silent;
-  const holder = options.holderId ?? `heartbeats-${randomUUID()}`;
-  const batch = options.batch ?? 20;
-  const leaseMs = options.leaseMs ?? options.timeoutMs + 30_000;
-  let running = false;
-  let timer: NodeJS.Timeout | undefined;
-  let current: Promise<unknown> | undefined;
-
-  /** Wakes one agent; the outcome to record. */
-  async function wake(h: DueHeartbeat): Promise<{ status: 'ok' | 'failed' | 'skipped'; error: string | null; ran: boolean }> {
-    if (h.agent_status !== 'running' || !h.gateway_url) {
-      return { status: 'skipped', error: h.agent_status === null ? 'no such agent' : `agent is ${h.agent_status}`, ran: false };
-    }
-    const runId = `${h.agent_id}:${h.next_heartbeat.toISOString()}`;
-    const r = await options.agentClient.heartbeat(h.user_id, h.agent_id, runId, options.timeoutMs);
-    return r.ok ? { status: 'ok', error: null, ran: true } : { status: 'failed', error: r.error, ran: false };
-  }
-
-  async function runOne(h: DueHeartbeat) {
-    const frequencyMs = parseFrequency(h.frequency) ?? 3 * 60 * 60 * 1000;
-    const outcome = await wake(h);
-    const recorded = await heartbeatScheduleRepo.finish(db.kysely, holder, h, { ...outcome, frequencyMs });
-    if (!recorded) log.warn({ agentId: h.agent_id }, 'heartbeat lease lost before its run was recorded');
-    else if (outcome.status === 'ok') log.info({ agentId: h.agent_id }, 'heartbeat ran');
-    else log.warn({ agentId: h.agent_id, status: outcome.status, error: outcome.error }, 'heartbeat did not run');
-  }
-
-  /** Takes the due heartbeats once and runs them; resolves when they are recorded. Returns how many. */
-  async function pollOnce(): Promise<number> {
-    const due = await heartbeatScheduleRepo.claimDue(db.kysely, holder, leaseMs, batch);
-    await Promise.all(due.map((h) => runOne(h).catch((err) => log.error({ err, agentId: h.agent_id }, 'heartbeat failed'))));
-    return due.length;
-  }
-
-  function schedule(delay: number) {
-    if (!running) return;
-    timer = setTimeout(() => {
-      current = pollOnce()
-        .catch((err) => log.error({ err }, 'heartbeat poll failed'))
-        .then((n) => schedule(n === batch ? 0 : options.pollMs));
-    }, delay);
-    timer.unref();
-  }
-
-  return {
-    holderId: holder,
-    pollOnce,
-    /** takes due heartbeats without running them (tests: a holder that dies before recording) */
-    claim: () => heartbeatScheduleRepo.claimDue(db.kysely, holder, leaseMs, batch),
-    /** wakes one agent without recording the run (tests: a holder that dies after the agent ran) */
-    wake,
-    async start() {
-      if (running) return;
-      running = true;
-      schedule(0);
-    },
-    async stop() {
-      running = false;
-      clearTimeout(timer);
-      await current;
-    },
-  };
+  return createJobRunner(heartbeatJob(options), { logger: options.logger, metrics: options.metrics, holder: options.holderId });
 }

@@ -4,8 +4,8 @@
  * signed-out or unknown cookie in the same batch gets 401; nothing is remembered between batches.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSessionCache } from '../../src/domains/accounts/session-cache.service.ts';
 import { createBatchLoader } from '../../src/lib/batch-loader.ts';
+import { createSessionCache } from '../../src/lib/evicting-cache.ts';
 import { signUp, startTestPlatform, type TestPlatform } from '../helpers/platform.ts';
 
 describe('batched session lookups (cache off: every request misses)', () => {

@@ -81,7 +81,7 @@ describe('POST /api/deployments in parallel (one agent)', () => {
 });
 
 describe('instance actions on many agents', () => {
-  it('POST /api/instance/:userId/restart restarts the agents concurrently, and reports each', async () => {
+  it('POST /api/instance/:userId/restart deploys every agent again, concurrently, and reports each', async () => {
     const u = await subscriber(t, 'network');
     const ids: string[] = [];
     for (let i = 0; i < 6; i++) {
@@ -96,29 +96,35 @@ describe('instance actions on many agents', () => {
     }
     for (const id of ids) await eventually(async () => (await inject('GET', `/api/agents/${id}`, u.id)).json().status === 'running');
 
-    // measure how many restarts are in flight at once: a sequential loop never has more than one
-    const original = t.driver.restart.bind(t.driver);
+    // a restart deploys each agent again from its stored record; every agent is answered at once,
+    // and their deployment jobs run side by side (the worker's concurrency)
+    const original = t.driver.deploy.bind(t.driver);
     let inFlight = 0;
     let maxInFlight = 0;
-    t.driver.restart = async (agentId: string) => {
+    const before = t.driver.deploys.length;
+    t.driver.deploy = async (spec) => {
       inFlight++;
       maxInFlight = Math.max(maxInFlight, inFlight);
       try {
-        // wait (bounded) until the others have arrived, so overlap does not depend on scheduling luck
-        for (let i = 0; i < 100 && inFlight < ids.length && maxInFlight < ids.length; i++) await new Promise((r) => setTimeout(r, 10));
-        return await original(agentId);
+        // wait (bounded) until others have arrived, so overlap does not depend on scheduling luck
+        for (let i = 0; i < 100 && inFlight < 2 && maxInFlight < 2; i++) await new Promise((r) => setTimeout(r, 10));
+        return await original(spec);
       } finally {
         inFlight--;
       }
     };
     try {
+      const started = Date.now();
       const res = await t.web.inject({ method: 'POST', url: `/api/instance/${u.id}/restart`, headers: { cookie: u.cookie }, payload: {} });
       expect(res.statusCode).toBe(200);
+      expect(Date.now() - started).toBeLessThan(2_000);
       expect(new Set(res.json().agents.map((a: { id: string }) => a.id))).toEqual(new Set(ids));
-      expect(res.json().agents.every((a: { status: string }) => a.status === 'running')).toBe(true);
-      expect(maxInFlight).toBe(ids.length);
+      expect(res.json().agents.every((a: { status: string }) => a.status === 'provisioning')).toBe(true);
+      for (const id of ids) await eventually(async () => (await inject('GET', `/api/agents/${id}`, u.id)).json().status === 'running');
+      expect(t.driver.deploys.length - before).toBe(ids.length);
+      expect(maxInFlight).toBeGreaterThan(1);
     } finally {
-      t.driver.restart = original;
+      t.driver.deploy = original;
     }
   });
 });

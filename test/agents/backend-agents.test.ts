@@ -200,8 +200,8 @@ describe('deployments (§4.18) and per-agent credentials', () => {
     expect(row.gateway_token_enc).not.toContain(spec.gatewayToken);
     expect(decryptSecret(TEST_SECRETS.secretsEncryptionKey, row.gateway_token_enc)).toBe(spec.gatewayToken);
     expect(row.platform_key_hash!.equals(sha256(spec.platformApiKey))).toBe(true);
-    expect(await t.platform.services.agents.verifyPlatformKey(spec.platformApiKey)).toEqual({ agentId: a.id, userId: alice });
-    expect(await t.platform.services.agents.verifyPlatformKey('apk_wrong')).toBeNull();
+    expect(await t.platform.services.agentCallbacks.verifyPlatformKey(spec.platformApiKey)).toEqual({ agentId: a.id, userId: alice });
+    expect(await t.platform.services.agentCallbacks.verifyPlatformKey('apk_wrong')).toBeNull();
 
     const other = await deployAndWait(alice, { name: 'Creds 2' });
     const spec2 = t.driver.deploys.find((s) => s.agentId === other.id)!;
@@ -232,12 +232,14 @@ describe('deployments (§4.18) and per-agent credentials', () => {
 });
 
 describe('lifecycle, logs, stats, runtime instances', () => {
-  it('stop suspends (revoking the key), start deploys again with a fresh key, restart restarts; a vanished unit is deployed again', async () => {
+  it('stop ends the unit (revoking the key); start and restart deploy again from the stored record with a fresh key; start of a running agent does nothing', async () => {
     const { id } = await deployAndWait(alice, { name: 'Cycle' });
     const firstKey = t.driver.deploys.findLast((s) => s.agentId === id)!.platformApiKey;
     const stop = await inject('POST', `/api/agents/${id}/stop`, alice);
     expect(stop.json()).toEqual({ id, action: 'stop', status: 'stopped', deployment: null });
-    expect(t.driver.units.get(id)!.status).toBe('suspended');
+    // the driver's stop, never its suspend (docs/agents.md "Stop, suspend and restart")
+    expect(t.driver.units.get(id)!.status).toBe('stopped');
+    expect(t.driver.calls.filter((c) => c.agentId === id && c.op === 'suspend')).toEqual([]);
     expect((await inject('GET', `/api/agents/${id}`, alice)).json().status).toBe('stopped');
 
     // a stopped agent's key is revoked (docs/agents.md "Model access"): starting deploys with a fresh one
@@ -247,14 +249,33 @@ describe('lifecycle, logs, stats, runtime instances', () => {
     });
     await eventually(async () => (await inject('GET', `/api/agents/${id}`, alice)).json().status === 'running');
     expect(t.driver.units.get(id)!.status).toBe('healthy');
-    expect(t.driver.deploys.findLast((s) => s.agentId === id)!.platformApiKey).not.toBe(firstKey);
-    expect((await inject('POST', `/api/agents/${id}/restart`, alice)).json()).toMatchObject({ action: 'restart', status: 'running' });
-    expect(t.driver.calls.filter((c) => c.agentId === id).map((c) => c.op)).toEqual(
-      expect.arrayContaining(['suspend', 'deploy', 'restart']),
-    );
+    const secondKey = t.driver.deploys.findLast((s) => s.agentId === id)!.platformApiKey;
+    expect(secondKey).not.toBe(firstKey);
+
+    // start of an agent that runs: nothing happens
+    const deploys = t.driver.deploys.length;
+    expect((await inject('POST', `/api/agents/${id}/start`, alice)).json()).toEqual({
+      id,
+      action: 'start',
+      status: 'running',
+      deployment: null,
+    });
+    expect(t.driver.deploys.length).toBe(deploys);
+
+    // restart: deployed again with the configuration stored now
+    await inject('PUT', `/api/agents/${id}`, alice, { config: { systemPrompt: 'new persona' } });
+    expect((await inject('POST', `/api/agents/${id}/restart`, alice)).json()).toMatchObject({
+      action: 'restart',
+      status: 'provisioning',
+      deployment: { action: 'deploy' },
+    });
+    await eventually(async () => (await inject('GET', `/api/agents/${id}`, alice)).json().status === 'running');
+    const redeployed = t.driver.deploys.findLast((s) => s.agentId === id)!;
+    expect(redeployed.config).toMatchObject({ systemPrompt: 'new persona' });
+    expect(redeployed.platformApiKey).not.toBe(secondKey);
 
     t.driver.units.delete(id);
-    const re = await inject('POST', `/api/agents/${id}/restart`, alice);
+    const re = await inject('POST', `/api/agents/${id}/start`, alice);
     expect(re.json()).toMatchObject({ status: 'provisioning', deployment: { action: 'deploy' } });
     await eventually(async () => t.driver.units.has(id) && (await inject('GET', `/api/agents/${id}`, alice)).json().status === 'running');
   });
@@ -320,7 +341,8 @@ describe('hosting unavailable (§4.12)', () => {
         error: 'Hosting unavailable',
         code: 'HOSTING_UNAVAILABLE',
       });
-      expect((await inject('POST', `/api/agents/${id}/restart`, alice)).statusCode).toBe(500);
+      // stop reaches the driver at once (a restart is a deployment job, retried while hosting is down)
+      expect((await inject('POST', `/api/agents/${id}/stop`, alice)).statusCode).toBe(500);
       expect((await inject('GET', `/api/agents/${id}`, alice)).statusCode).toBe(200);
       const inst = (await inject('GET', '/api/runtime-instances', alice)).json();
       expect(inst.instances.find((i: { agentId: string }) => i.agentId === id).containerStatus).toBeNull();

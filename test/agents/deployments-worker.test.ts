@@ -1,9 +1,10 @@
-/** Deployment jobs: FOR UPDATE SKIP LOCKED between workers, lease expiry after a crash, fencing. */
+/** Deployment jobs on the job runner: FOR UPDATE SKIP LOCKED between workers, lease expiry after a crash, fencing, a stop that gives the job back. */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertAgentRecord } from '../../src/domains/agents/agent-records.service.ts';
-import { createAgentsService } from '../../src/domains/agents/agents.backend.service.ts';
-import { agentsRepo } from '../../src/domains/agents/agents.repo.ts';
+import { deploymentsRepo } from '../../src/domains/agents/deployments/deployments.repo.ts';
+import { createDeploymentJobs } from '../../src/domains/agents/deployments/deployments.service.ts';
+import { createLifecycleLocks } from '../../src/domains/agents/lifecycle-locks.service.ts';
 import { createDeploymentWorker } from '../../src/workers/deployments.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { TEST_SECRETS } from '../helpers/platform.ts';
@@ -35,7 +36,7 @@ async function newJobs(n: number) {
         { userId, name: `job ${i}`, status: 'provisioning', plan: 'network' },
       ),
     );
-    await agentsRepo.enqueueDeploy(t.db.kysely, a.id, userId, 3);
+    await deploymentsRepo.enqueueDeploy(t.db.kysely, a.id, userId, 3);
     ids.push(a.id);
   }
   return ids;
@@ -45,12 +46,9 @@ describe('deployment worker', () => {
   it('two workers racing on the same queue deploy each agent exactly once', async () => {
     const driver = createFakeDriver();
     driver.deployDelayMs = 20;
-    const agents = createAgentsService({ db: t.db, config, secrets: TEST_SECRETS, driver });
+    const deployments = createDeploymentJobs({ db: t.db, config, secrets: TEST_SECRETS, locks: createLifecycleLocks(), driver });
     const ids = await newJobs(12);
-    const workers = [
-      createDeploymentWorker({ db: t.db, agents, workerId: 'w1' }),
-      createDeploymentWorker({ db: t.db, agents, workerId: 'w2' }),
-    ];
+    const workers = [createDeploymentWorker({ deployments, workerId: 'w1' }), createDeploymentWorker({ deployments, workerId: 'w2' })];
     // each worker drains with 3 concurrent loops: 6 takers compete for 12 jobs
     const drain = async (w: (typeof workers)[number]) => {
       while (await w.runOnce());
@@ -72,8 +70,8 @@ describe('deployment worker', () => {
 
   it('one active job per agent: enqueueing twice returns the same job', async () => {
     const [id] = await newJobs(1);
-    const a = await agentsRepo.enqueueDeploy(t.db.kysely, id!, userId, 3);
-    const b = await agentsRepo.enqueueDeploy(t.db.kysely, id!, userId, 3);
+    const a = await deploymentsRepo.enqueueDeploy(t.db.kysely, id!, userId, 3);
+    const b = await deploymentsRepo.enqueueDeploy(t.db.kysely, id!, userId, 3);
     expect(b.id).toBe(a.id);
     await t.db.kysely.deleteFrom('deployments').where('agent_id', '=', id!).execute();
   });
@@ -87,39 +85,64 @@ describe('deployment worker', () => {
       .where('agent_id', '=', id!)
       .execute();
     const driver = createFakeDriver();
-    const agents = createAgentsService({ db: t.db, config, secrets: TEST_SECRETS, driver });
-    const w = createDeploymentWorker({ db: t.db, agents, workerId: 'rescuer' });
-    expect(await w.runOnce()).toBe(true);
+    const deployments = createDeploymentJobs({ db: t.db, config, secrets: TEST_SECRETS, locks: createLifecycleLocks(), driver });
+    const w = createDeploymentWorker({ deployments, workerId: 'rescuer' });
+    expect(await w.runOnce()).toBe(1);
     const job = await t.db.kysely.selectFrom('deployments').selectAll().where('agent_id', '=', id!).executeTakeFirstOrThrow();
     expect(job).toMatchObject({ status: 'succeeded', attempts: 2 });
     expect(driver.deploys.map((s) => s.agentId)).toEqual([id]);
     // the dead worker cannot overwrite the outcome (fencing by locked_by)
-    expect(await agentsRepo.finishJob(t.db.kysely, job.id, 'dead-worker', { status: 'failed', error: 'late' })).toBe(false);
+    expect(await deployments.finish({ ...job, agent_id: id! }, 'dead-worker', { status: 'failed', error: 'late' })).toBe(false);
   });
 
   it('a job with a live lease is not taken by another worker; the holder renews it', async () => {
     const [id] = await newJobs(1);
-    const taken = await agentsRepo.takeJob(t.db.kysely, 'holder', 60_000);
+    const deployments = createDeploymentJobs({
+      db: t.db,
+      config,
+      secrets: TEST_SECRETS,
+      locks: createLifecycleLocks(),
+      driver: createFakeDriver(),
+    });
+    const [taken] = await deployments.claim('holder', 60_000, 4);
     expect(taken?.agent_id).toBe(id);
-    expect(await agentsRepo.takeJob(t.db.kysely, 'other', 60_000)).toBeUndefined();
-    expect(await agentsRepo.renewLease(t.db.kysely, taken!.id, 'holder', 60_000)).toBe(true);
-    expect(await agentsRepo.renewLease(t.db.kysely, taken!.id, 'other', 60_000)).toBe(false);
-    await agentsRepo.finishJob(t.db.kysely, taken!.id, 'holder', { status: 'succeeded' });
+    expect(await deployments.claim('other', 60_000, 4)).toEqual([]);
+    expect(await deployments.renew(taken!, 'holder', 60_000)).toBe(true);
+    expect(await deployments.renew(taken!, 'other', 60_000)).toBe(false);
+    expect(await deployments.finish(taken!, 'other', { status: 'succeeded', result: {} })).toBe(false);
+    expect(await deployments.finish(taken!, 'holder', { status: 'succeeded', result: {} })).toBe(true);
+  });
+
+  it('a worker stopped mid-deploy gives its job back: queued, due at once, the attempt not counted', async () => {
+    const [id] = await newJobs(1);
+    const driver = createFakeDriver();
+    // the unit is deployed but never answers /healthz: the deploy waits for health until the stop aborts it
+    const deploy = driver.deploy.bind(driver);
+    driver.deploy = async (spec) => ({ ...(await deploy(spec)), status: 'starting' });
+    const deployments = createDeploymentJobs({ db: t.db, config, secrets: TEST_SECRETS, locks: createLifecycleLocks(), driver });
+    const w = createDeploymentWorker({ deployments, workerId: 'leaving', pollMs: 10 });
+    await w.start();
+    const job = () => t.db.kysely.selectFrom('deployments').selectAll().where('agent_id', '=', id!).executeTakeFirstOrThrow();
+    await expect.poll(() => driver.deploys.some((d) => d.agentId === id), { timeout: 5000 }).toBe(true);
+    expect(await job()).toMatchObject({ status: 'running', attempts: 1, locked_by: 'leaving' });
+    await w.stop();
+    expect(await job()).toMatchObject({ status: 'queued', attempts: 0, locked_by: null, lease_until: null, last_error: 'worker stopped' });
+    await t.db.kysely.deleteFrom('deployments').where('agent_id', '=', id!).execute();
   });
 
   it('start-up reconciliation re-deploys agents marked running whose unit is gone', async () => {
     const [id] = await newJobs(1);
     const driver = createFakeDriver();
-    const agents = createAgentsService({ db: t.db, config, secrets: TEST_SECRETS, driver });
-    const w = createDeploymentWorker({ db: t.db, agents, workerId: 'first' });
+    const deployments = createDeploymentJobs({ db: t.db, config, secrets: TEST_SECRETS, locks: createLifecycleLocks(), driver });
+    const w = createDeploymentWorker({ deployments, workerId: 'first' });
     while (await w.runOnce());
     expect(driver.units.has(id!)).toBe(true);
 
     // "platform restart": a new driver that has no units
     const fresh = createFakeDriver();
-    const agents2 = createAgentsService({ db: t.db, config, secrets: TEST_SECRETS, driver: fresh });
-    expect(await agents2.reconcile()).toBeGreaterThanOrEqual(1);
-    const w2 = createDeploymentWorker({ db: t.db, agents: agents2, workerId: 'second' });
+    const deployments2 = createDeploymentJobs({ db: t.db, config, secrets: TEST_SECRETS, locks: createLifecycleLocks(), driver: fresh });
+    expect(await deployments2.reconcile()).toBeGreaterThanOrEqual(1);
+    const w2 = createDeploymentWorker({ deployments: deployments2, workerId: 'second' });
     while (await w2.runOnce());
     expect(fresh.units.has(id!)).toBe(true);
     expect((await t.db.kysely.selectFrom('agents').select('status').where('id', '=', id!).executeTakeFirstOrThrow()).status).toBe(
@@ -130,7 +153,9 @@ describe('deployment worker', () => {
   it('reconciliation: a local unit that still answers is launched again (the killed platform left it), a remote one is kept', async () => {
     const [id] = await newJobs(1);
     const first = createFakeDriver();
-    const w = createDeploymentWorker({ db: t.db, agents: createAgentsService({ db: t.db, config, secrets: TEST_SECRETS, driver: first }) });
+    const w = createDeploymentWorker({
+      deployments: createDeploymentJobs({ db: t.db, config, secrets: TEST_SECRETS, locks: createLifecycleLocks(), driver: first }),
+    });
     while (await w.runOnce());
     const status = async () =>
       (await t.db.kysely.selectFrom('agents').select('status').where('id', '=', id!).executeTakeFirstOrThrow()).status;
@@ -139,7 +164,7 @@ describe('deployment worker', () => {
     // a remote platform's unit runs on without the platform: nothing to do
     const remote = Object.assign(createFakeDriver(), { kind: 'render' as const });
     remote.units.set(id!, { ...first.units.get(id!)! });
-    await createAgentsService({ db: t.db, config, secrets: TEST_SECRETS, driver: remote }).reconcile();
+    await createDeploymentJobs({ db: t.db, config, secrets: TEST_SECRETS, locks: createLifecycleLocks(), driver: remote }).reconcile();
     expect(await status()).toBe('running');
     expect(remote.calls.filter((c) => c.agentId === id).map((c) => c.op)).toEqual(['status']);
 
@@ -147,17 +172,52 @@ describe('deployment worker', () => {
     // and `provisioning` until that deploy has it answering
     const local = createFakeDriver();
     local.units.set(id!, { ...first.units.get(id!)! });
-    const agents = createAgentsService({ db: t.db, config, secrets: TEST_SECRETS, driver: local });
-    expect(await agents.reconcile()).toBeGreaterThanOrEqual(1);
+    const deployments = createDeploymentJobs({ db: t.db, config, secrets: TEST_SECRETS, locks: createLifecycleLocks(), driver: local });
+    expect(await deployments.reconcile()).toBeGreaterThanOrEqual(1);
     expect(await status()).toBe('provisioning');
-    const w2 = createDeploymentWorker({ db: t.db, agents });
+    const w2 = createDeploymentWorker({ deployments });
     while (await w2.runOnce());
     expect(local.deploys.map((d) => d.agentId)).toContain(id);
     expect(await status()).toBe('running');
 
     // the platform stops and its agent's process with it: the agent no longer reads `running`
     local.units.get(id!)!.status = 'stopped';
-    expect(await agents.settleAfterShutdown()).toBeGreaterThanOrEqual(1);
+    expect(await deployments.settleAfterShutdown()).toBeGreaterThanOrEqual(1);
     expect(await status()).toBe('provisioning');
+  });
+  it("start-up reconciliation names only processes that exist: a clean restart in one line, a killed platform's leftovers as such", async () => {
+    const [clean, orphan, stoppedGone, stoppedLeft] = await newJobs(4);
+    const first = createFakeDriver();
+    const w = createDeploymentWorker({
+      deployments: createDeploymentJobs({ db: t.db, config, secrets: TEST_SECRETS, locks: createLifecycleLocks(), driver: first }),
+    });
+    while (await w.runOnce());
+    const setStatus = (id: string, status: 'provisioning' | 'stopped') =>
+      t.db.kysely.updateTable('agents').set({ status }).where('id', '=', id).execute();
+    // the next platform's view: the clean stop marked its agent provisioning and left no process; a
+    // killed platform's agent still runs; a stopped agent's state file names a process long gone;
+    // another stopped agent's process was left running by a killed platform
+    await setStatus(clean!, 'provisioning');
+    await setStatus(stoppedGone!, 'stopped');
+    await setStatus(stoppedLeft!, 'stopped');
+    const next = createFakeDriver();
+    next.units.set(orphan!, { ...first.units.get(orphan!)! });
+    next.units.set(stoppedGone!, { ...first.units.get(stoppedGone!)!, status: 'stopped' });
+    next.units.set(stoppedLeft!, { ...first.units.get(stoppedLeft!)! });
+    const lines: { msg: string; agents: string[] }[] = [];
+    await createDeploymentJobs({ db: t.db, config, secrets: TEST_SECRETS, locks: createLifecycleLocks(), driver: next }).reconcile(
+      (msg, extra) => lines.push({ msg, agents: (extra.agents as string[] | undefined) ?? [String(extra.agentId)] }),
+    );
+    const naming = (id: string) => lines.filter((l) => l.agents.includes(id)).map((l) => l.msg);
+    expect(naming(clean!)).toEqual([expect.stringMatching(/^starting \d+ agents? again after a clean restart$/)]);
+    expect(naming(orphan!)).toEqual([
+      expect.stringMatching(/^replacing 1 agent process left running by a platform that was killed or crashed$/),
+    ]);
+    expect(naming(stoppedLeft!)).toEqual([
+      expect.stringMatching(/^stopped 1 agent process a platform that was killed or crashed left running for stopped agents$/),
+    ]);
+    expect(naming(stoppedGone!)).toEqual([]);
+    expect(next.calls.filter((c) => c.op === 'stop').map((c) => c.agentId)).toEqual([stoppedLeft]);
+    expect(lines.map((l) => l.msg).join('\n')).not.toMatch(/previous platform|redeploy queued/);
   });
 });

@@ -70,6 +70,13 @@ export function createFakeDriver(): FakeDriver {
       if (!u) throw new AgentNotDeployedError(agentId);
       u.status = 'suspended';
     },
+    async stop(agentId) {
+      d.calls.push({ op: 'stop', agentId });
+      if (d.unreachable) throw new HostingUnavailableError('fake hosting down');
+      const u = d.units.get(agentId);
+      if (!u) throw new AgentNotDeployedError(agentId);
+      u.status = 'stopped';
+    },
     async resume(agentId) {
       d.calls.push({ op: 'resume', agentId });
       if (d.unreachable) throw new HostingUnavailableError('fake hosting down');

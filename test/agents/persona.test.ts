@@ -3,9 +3,10 @@
  * the live platform: real sockets, the real local driver with the built-in runtime, and the fake
  * OpenAI-compatible upstream that records what reaches the model. `systemPrompt` and the heartbeat
  * prompt are validated and round-trip through PUT/GET /api/agents/:id/config; after the agent's
- * next start the runtime sends the system prompt as the first system message of a chat (ahead of
+ * Restart the runtime sends the system prompt as the first system message of a chat (ahead of
  * the caller's own), of a WebSocket chat turn and of a heartbeat, whose user message is the
- * configured heartbeat prompt.
+ * configured heartbeat prompt. A Restart deploys the agent again from its stored configuration, so
+ * a prompt saved since applies from the next chat (docs/agents.md "Stop, suspend and restart").
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -130,11 +131,12 @@ describe('persona: systemPrompt and the heartbeat prompt', () => {
     expect((await api('other', 'GET', `/api/agents/${agentId}/models`)).status).toBe(404);
   }, 60_000);
 
-  it('after its next start the system prompt is the first message of every chat and heartbeat', async () => {
-    // the configuration is read when the agent is deployed: Stop, then Start deploys it again
+  it('after a Restart the system prompt saved since is the first message of every chat and heartbeat', async () => {
+    // the agent runs with the configuration it was deployed with (none); Restart deploys it again from the stored one
     const userId = (await api('owner', 'GET', '/api/auth/session')).body.user.id;
-    expect((await api('owner', 'POST', `/api/instance/${userId}/stop`, { agentId })).status).toBe(200);
-    expect((await api('owner', 'POST', `/api/instance/${userId}/start`, { agentId })).status).toBe(200);
+    const restart = await api('owner', 'POST', `/api/instance/${userId}/restart`, { agentId });
+    expect(restart.status).toBe(200);
+    expect(restart.body.agents).toEqual([{ id: agentId, status: 'provisioning' }]);
     const gateway = await runningAgent(agentId);
 
     live.upstream.reset();
@@ -188,4 +190,22 @@ describe('persona: systemPrompt and the heartbeat prompt', () => {
       { role: 'user', content: 'hello socket' },
     ]);
   }, 150_000);
+  it('a prompt changed on a running agent applies from its next Restart, not before', async () => {
+    const userId = (await api('owner', 'GET', '/api/auth/session')).body.user.id;
+    const ask = async () => {
+      live.upstream.reset();
+      const chat = await api('owner', 'POST', `/api/agents/${agentId}/v1/chat/completions`, {
+        messages: [{ role: 'user', content: 'Who?' }],
+      });
+      expect(chat.status).toBe(200);
+      return live.upstream.requests.find((r) => r.path.endsWith('/chat/completions'))!.body.messages[0];
+    };
+    const renamed = 'You are Grace, a patient teacher.';
+    expect((await api('owner', 'PUT', `/api/agents/${agentId}/config`, { systemPrompt: renamed })).status).toBe(200);
+    // saved, not applied: the running process keeps the prompt it was deployed with
+    expect(await ask()).toEqual({ role: 'system', content: persona });
+    expect((await api('owner', 'POST', `/api/instance/${userId}/restart`, { agentId })).status).toBe(200);
+    await runningAgent(agentId);
+    expect(await ask()).toEqual({ role: 'system', content: renamed });
+  }, 120_000);
 });

@@ -331,8 +331,12 @@ describe('one agent', () => {
       { id, status: 'provisioning' },
     ]);
     await eventually(async () => (await web('GET', `/api/agents/${id}`, owner.cookie)).json().agent?.status === 'running');
+    // a restart deploys it again from its stored record (a saved configuration applies: docs/agents.md "Stop, suspend and restart")
+    const deploys = t.driver.deploys.length;
     const noBody = await web('POST', `/api/instance/${owner.id}/restart`, owner.cookie);
-    expect(noBody.json(), noBody.body).toMatchObject({ agents: [{ id, status: 'running' }] });
+    expect(noBody.json(), noBody.body).toMatchObject({ agents: [{ id, status: 'provisioning' }] });
+    await eventually(async () => (await web('GET', `/api/agents/${id}`, owner.cookie)).json().agent?.status === 'running');
+    expect(t.driver.deploys.length).toBe(deploys + 1);
     expect((await web('POST', `/api/instance/${owner.id}/restart`)).statusCode).toBe(401);
   });
 

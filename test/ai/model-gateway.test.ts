@@ -335,6 +335,8 @@ describe('the owner’s plan and the agent’s limits', () => {
         completionTokens: 1_000_000,
         totalTokens: 2_000_000,
         cost: 1,
+        priced: true,
+        billTo: null,
         createdAt: new Date(),
       }),
     ]);

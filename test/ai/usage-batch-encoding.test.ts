@@ -27,6 +27,8 @@ it('writes awkward strings, nulls, exact costs and timestamps as recorded, rollu
       completionTokens: 4,
       totalTokens: 7,
       cost: 0.0000012345,
+      priced: true,
+      billTo: null,
       createdAt: at,
     },
     {
@@ -38,6 +40,8 @@ it('writes awkward strings, nulls, exact costs and timestamps as recorded, rollu
       completionTokens: 2,
       totalTokens: 3,
       cost: 0.1,
+      priced: true,
+      billTo: null,
       createdAt: at,
     },
   ];

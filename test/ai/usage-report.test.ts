@@ -24,6 +24,8 @@ const row = (userId: string, model: string, daysAgo: number, tokens: number, cos
     completionTokens: tokens / 2,
     totalTokens: tokens,
     cost,
+    priced: true,
+    billTo: null,
     createdAt: new Date(NOW.getTime() - daysAgo * 86_400_000),
   });
 

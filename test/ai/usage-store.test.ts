@@ -28,6 +28,8 @@ const row = (userId: string, tokens = 10, model = 'openai/gpt-4o-mini'): UsageRo
   completionTokens: tokens / 2,
   totalTokens: tokens,
   cost: tokens * 1e-6,
+  priced: true,
+  billTo: null,
   createdAt: NOW,
 });
 

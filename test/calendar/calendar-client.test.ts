@@ -43,3 +43,19 @@ it('a refused refresh carries the OAuth error and no token in its message', asyn
   expect(err.oauthError).toBe('invalid_grant');
   expect(err.message).not.toContain('1//not-a-refresh-token');
 });
+
+it('a refused code exchange carries the provider status and OAuth error and not the code; a 500 keeps its status', async () => {
+  const refused = (await client(2000)
+    .exchangeCode('4/not-a-code', 'http://127.0.0.1:1/api/calendar/callback')
+    .catch((e: unknown) => e)) as CalendarApiError;
+  expect(refused).toBeInstanceOf(CalendarApiError);
+  expect([refused.status, refused.oauthError]).toEqual([400, 'invalid_grant']);
+  expect(refused.message).not.toContain('4/not-a-code');
+  fake.knobs.failExchange = 'error';
+  const failed = (await client(2000)
+    .exchangeCode('4/any', 'http://127.0.0.1:1/api/calendar/callback')
+    .catch((e: unknown) => e)) as CalendarApiError;
+  delete fake.knobs.failExchange;
+  expect(failed).toBeInstanceOf(CalendarApiError);
+  expect(failed.status).toBe(500);
+});

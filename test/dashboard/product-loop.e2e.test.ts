@@ -192,21 +192,30 @@ describe.skipIf(!available)('the product loop in Chromium', () => {
     await page.context().close();
   }, 120_000);
 
-  it('Persona: the Configuration form sets a system prompt the model sees first after Stop and Start', async () => {
+  it('Persona: the Configuration form sets a system prompt the model sees first after the Restart it offers', async () => {
     const { page, errors } = await newPage(1440);
     await signIn(page);
     await page.goto(state.agentUrl!);
     await openTab(page, 'Configuration');
     await page.getByLabel('System prompt').fill('You are a careful ship captain.');
     await page.getByRole('button', { name: 'Save configuration' }).click();
-    await page.getByText(/^Saved\. The agent uses it from its next start/).waitFor();
+    await page.getByText(/^Saved\. Restart the agent to apply it\./).waitFor();
     await axe(page, 'agent configuration');
     await shot(page, 'agent-configuration-1440');
 
-    await openTab(page, 'Manage');
-    await page.getByRole('button', { name: 'Stop', exact: true }).click();
-    await page.locator('.agent-head > .badge', { hasText: 'stopped' }).first().waitFor({ timeout: 30_000 });
-    await page.getByRole('button', { name: 'Start', exact: true }).click();
+    // the notice's Restart deploys it again with what was saved
+    const deployments = () =>
+      live.database.db.kysely
+        .selectFrom('deployments')
+        .select('id')
+        .where('agent_id', '=', state.agentId!)
+        .where('status', '=', 'succeeded')
+        .execute()
+        .then((r) => r.length);
+    const before = await deployments();
+    await page.getByRole('button', { name: 'Restart', exact: true }).click();
+    await page.getByText(/^Restarting with the saved configuration/).waitFor();
+    await expect.poll(deployments, { timeout: 60_000 }).toBe(before + 1);
     await waitRunning(page);
     await openTab(page, 'Chat');
     await chat(page, 'who are you?');

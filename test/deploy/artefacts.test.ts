@@ -1,5 +1,6 @@
 /**
- * The Helm chart (docs/production.md "Helm chart") rendered and linted by a real helm, and every
+ * The Helm chart (docs/production.md "Helm chart") rendered and linted by the machine's helm (skipped
+ * with a message where there is none; chart-source.test.ts checks the sources without it), and every
  * object validated against the Kubernetes OpenAPI schemas (kubernetes-models). Settings it gives
  * the apps must be settings of src/config/env.ts. Its defaults for the agents' namespace: a
  * default-deny NetworkPolicy that lets agent pods (as the kubernetes driver makes them) talk only to
@@ -18,11 +19,11 @@ import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Secret } from 'kubernetes-models/v1/Secret';
 import { Service } from 'kubernetes-models/v1/Service';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { LIMITS } from '../../src/config/limits.ts';
 import { agentObjects } from '../../src/domains/agents/drivers/kubernetes/kubernetes-objects.rules.ts';
-import { helm } from './helm.ts';
+import { helm, helmAvailable } from './helm.ts';
 import { parseSettings, unknownSettings } from './settings.ts';
 
 const ROOT = join(import.meta.dirname, '../..');
@@ -135,8 +136,11 @@ const one = (objects: K8sObject[], kind: string, name: string) => {
   return found[0]!;
 };
 
-describe('Helm chart deploy/helm/agent-platform (rendered by helm)', () => {
-  const objects = render();
+describe.skipIf(!helmAvailable('the Helm chart rendered by helm'))('Helm chart deploy/helm/agent-platform (rendered by helm)', () => {
+  let objects: K8sObject[];
+  beforeAll(() => {
+    objects = render();
+  });
 
   it('passes helm lint --strict with the CI values', () => {
     const r = helm(['lint', CHART, '--strict', '-f', CI_VALUES]);
@@ -240,14 +244,45 @@ describe('Helm chart deploy/helm/agent-platform (rendered by helm)', () => {
         'INTERNAL_API_KEY',
         'METRICS_TOKEN',
         'REDIS_URL',
+        'ROUTER_API_KEY',
         'SECRETS_ENCRYPTION_KEY',
+        'SMTP_URL',
+        'STRIPE_SECRET_KEY',
         'WALLET_ENCRYPTION_KEY',
       ].sort(),
     );
+    // the model provider and the mail server are wired: agents have a model, password reset has SMTP
+    expect(config.ROUTER_BASE_URL).toBe(parse(readFileSync(CI_VALUES, 'utf8')).config.ROUTER_BASE_URL);
+    expect(config.configured.router).toBe(true);
+    expect(config.SMTP_URL).toMatch(/^smtps:\/\/[^:]+:[^@]+@/);
     // secrets never sit in the ConfigMap
-    expect(Object.keys(cm.data)).not.toContain('DATABASE_URL');
+    for (const name of Object.keys(secret.stringData)) expect(Object.keys(cm.data)).not.toContain(name);
     // and a name the code does not know is reported
     expect(unknownSettings({ KUBERNETES_NAMESPACES: 'agents' })).toEqual(['KUBERNETES_NAMESPACES']);
+  });
+
+  it('a secret setting put in config stops the render; an extra one in secret.values goes to the Secret; an empty one is left out', () => {
+    for (const name of [
+      'SMTP_URL',
+      'ROUTER_API_KEY',
+      'OPENAI_API_KEY',
+      'STRIPE_SECRET_KEY',
+      'STRIPE_WEBHOOK_SECRET',
+      'KV_REST_API_TOKEN',
+    ]) {
+      const r = helm(['template', 'rel', CHART, '--namespace', NAMESPACE, '-f', CI_VALUES, '--set', `config.${name}=leaked`]);
+      expect(r.status, name).not.toBe(0);
+      expect(r.stderr).toContain(`config.${name} is a secret: set secret.values.${name} instead`);
+    }
+    // a public key is not a secret
+    expect(one(render(['--set', 'config.CDP_IMPORT_PUBLIC_KEY=pem']), 'ConfigMap', 'rel-agent-platform').data.CDP_IMPORT_PUBLIC_KEY).toBe(
+      'pem',
+    );
+    const objs = render(['--set', 'secret.values.ANTHROPIC_API_KEY=sk-ant-x', '--set', 'secret.values.SMTP_URL=']);
+    const secret = one(objs, 'Secret', 'rel-agent-platform');
+    expect(secret.stringData.ANTHROPIC_API_KEY).toBe('sk-ant-x');
+    expect(secret.stringData).not.toHaveProperty('SMTP_URL');
+    expect(one(objs, 'ConfigMap', 'rel-agent-platform').data).not.toHaveProperty('ANTHROPIC_API_KEY');
   });
 
   it('RBAC: a Role in the agents namespace with exactly what the kubernetes driver uses, bound to the apps', () => {

@@ -1,17 +1,24 @@
 /**
  * compose.yaml's structure and the Dockerfiles' shape (docs/production.md "Compose", "Images"):
- * services, health checks, start order, settings that src/config/env.ts parses, the database
- * roles' passwords; base images, npm ci, the user, ports, command. The chart: artefacts.test.ts.
+ * services, health checks, start order, settings that src/config/env.ts parses (the model provider
+ * and SMTP named, secrets in secrets.env only), the database roles' passwords; base images, npm ci, the user, ports, command. The chart: artefacts.test.ts.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { LIMITS } from '../../src/config/limits.ts';
 import { argsOf, copiesFrom, execForm, readDockerfile } from './dockerfile.ts';
-import { parseSettings, readEnvFile, unknownSettings } from './settings.ts';
+import { isSecretSetting, parseSettings, readEnvFile, unknownSettings } from './settings.ts';
 
 const ROOT = join(import.meta.dirname, '../..');
+
+/** The example settings of the apps: plain ones (platform.env) and secrets (secrets.env). */
+const examples = () => ({
+  plain: readEnvFile(join(ROOT, 'deploy/compose/platform.env.example')),
+  secrets: readEnvFile(join(ROOT, 'deploy/compose/secrets.env.example')),
+});
 
 describe('compose.yaml', () => {
   const compose = parse(readFileSync(join(ROOT, 'compose.yaml'), 'utf8'));
@@ -40,13 +47,16 @@ describe('compose.yaml', () => {
     expect(services.web.depends_on.backend).toEqual({ condition: 'service_healthy' });
   });
 
-  it('the apps read settings of src/config/env.ts from platform.env, and they parse', () => {
+  it('the apps read settings of src/config/env.ts from platform.env and secrets.env, and they parse', () => {
     for (const app of ['web', 'backend']) {
-      expect(services[app].env_file).toEqual([{ path: 'platform.env', required: true }]);
+      expect(services[app].env_file).toEqual([
+        { path: 'platform.env', required: true },
+        { path: 'secrets.env', required: true },
+      ]);
       expect(unknownSettings(services[app].environment)).toEqual([]);
     }
-    const example = readEnvFile(join(ROOT, 'deploy/compose/platform.env.example'));
-    expect(unknownSettings(example)).toEqual([]);
+    const { plain, secrets } = examples();
+    expect(unknownSettings({ ...plain, ...secrets })).toEqual([]);
     for (const name of [
       'DATABASE_URL',
       'REDIS_URL',
@@ -55,16 +65,43 @@ describe('compose.yaml', () => {
       'SECRETS_ENCRYPTION_KEY',
       'METRICS_TOKEN',
     ])
-      expect(example[name], name).toBeTruthy();
-    expect(() => parseSettings({ ...example, ...services.web.environment })).not.toThrow();
+      expect(secrets[name], name).toBeTruthy();
+    expect(() => parseSettings({ ...plain, ...secrets, ...services.web.environment })).not.toThrow();
+  });
+
+  it('names the model provider and the SMTP server: agents have a model, password reset has mail', () => {
+    const { plain, secrets } = examples();
+    const config = parseSettings({ ...plain, ...secrets, ...services.backend.environment });
+    expect(plain.ROUTER_BASE_URL).toMatch(/^https:\/\//);
+    expect(config.ROUTER_BASE_URL).toBe(plain.ROUTER_BASE_URL);
+    expect(config.configured.router).toBe(true);
+    expect(config.SMTP_URL).toMatch(/^smtps?:\/\/[^:]+:[^@]+@/);
+    expect(Object.keys(secrets)).toEqual(
+      expect.arrayContaining(['ROUTER_API_KEY', 'SMTP_URL', 'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET']),
+    );
+  });
+
+  it('secrets are in secrets.env only, never in platform.env or compose.yaml; the files with real values are not committed', () => {
+    const { plain, secrets } = examples();
+    expect(Object.keys(plain).filter(isSecretSetting)).toEqual([]);
+    expect(Object.keys(secrets).filter((name) => !isSecretSetting(name))).toEqual([]);
+    for (const app of ['web', 'backend']) expect(Object.keys(services[app].environment).filter(isSecretSetting)).toEqual([]);
+    // the classification can fail: the secrets of the example are all refused in the plain file
+    expect(Object.keys(secrets).length).toBeGreaterThan(8);
+    // the copies with real values, where the comments say to put them, are ignored by git
+    const ignored = spawnSync('git', ['check-ignore', '--no-index', 'platform.env', 'secrets.env', 'postgres.env'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    });
+    expect(ignored.stdout.trim().split('\n')).toEqual(['platform.env', 'secrets.env', 'postgres.env']);
   });
 
   it('never runs agents unsandboxed: the local driver with AGENT_SANDBOX=bwrap, and the security options bwrap needs in a container', () => {
     // docs/production.md "Compose": the image's user is the backend's, so an unsandboxed agent could
     // read the backend's /proc environ (DATABASE_URL, INTERNAL_API_KEY, the encryption keys)
-    const example = readEnvFile(join(ROOT, 'deploy/compose/platform.env.example'));
+    const { plain, secrets } = examples();
     for (const app of ['web', 'backend']) {
-      const config = parseSettings({ ...example, ...services[app].environment });
+      const config = parseSettings({ ...plain, ...secrets, ...services[app].environment });
       expect([app, config.HOSTING_DRIVER, config.AGENT_SANDBOX]).toEqual([app, 'local', 'bwrap']);
       // a user namespace, mounts and a fresh /proc inside the container; nothing that raises privileges
       expect([app, [...services[app].security_opt].sort()]).toEqual([
@@ -81,7 +118,7 @@ describe('compose.yaml', () => {
     expect(existsSync(join(ROOT, mount.split(':')[0]))).toBe(true);
     expect(services.postgres.env_file).toEqual([{ path: 'postgres.env', required: true }]);
     const pg = readEnvFile(join(ROOT, 'deploy/compose/postgres.env.example'));
-    const app = readEnvFile(join(ROOT, 'deploy/compose/platform.env.example'));
+    const app = examples().secrets;
     const owner = new URL(app.DATABASE_URL!);
     const request = new URL(app.DATABASE_REQUEST_URL!);
     expect([owner.username, owner.password, owner.host]).toEqual(['platform_owner', pg.PLATFORM_OWNER_PASSWORD, 'postgres:5432']);

@@ -2,7 +2,7 @@
  * compose.yaml's database set-up on a real, empty PostgreSQL cluster (the embedded server's
  * binaries, as the postgres image would have it): deploy/compose/initdb.sh run the way the image's
  * entrypoint runs it (psql as POSTGRES_USER on POSTGRES_DB, with postgres.env's passwords), then
- * the platform's migrations as platform.env's DATABASE_URL (the owner role, not a superuser) and
+ * the platform's migrations as secrets.env's DATABASE_URL (the owner role, not a superuser) and
  * a query as its DATABASE_REQUEST_URL, which row-level security and the money tables' grants hold.
  */
 import { spawnSync } from 'node:child_process';
@@ -68,7 +68,7 @@ describe('compose: deploy/compose/initdb.sh on an empty cluster', () => {
     });
     expect(r.status, r.stderr).toBe(0);
 
-    const appEnv = readEnvFile(join(ROOT, 'deploy/compose/platform.env.example'));
+    const appEnv = readEnvFile(join(ROOT, 'deploy/compose/secrets.env.example'));
     const ownerUrl = toLocal(appEnv.DATABASE_URL!, admin);
     const requestUrl = toLocal(appEnv.DATABASE_REQUEST_URL!, admin);
     expect(await connectsAsPrivileged(ownerUrl)).toEqual({ role: 'platform_owner', superuser: false, bypassRls: false });

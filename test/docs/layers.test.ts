@@ -59,7 +59,6 @@ const MAY_IMPORT: Record<Layer, readonly Layer[]> = {
 const EXCEPTIONS: { from: Layer; to: string; why: string }[] = [
   { from: 'http/shared', to: 'src/db/errors.ts', why: 'the one error handler answers 503 for a database that is down' },
   { from: 'dashboard', to: 'src/config/limits.ts', why: 'the limits the pages show and check' },
-  { from: 'workers', to: 'src/db/client.ts', why: 'the type of the database handle the job loops are given' },
   { from: 'dashboard', to: 'src/lib/money.ts', why: 'micro-dollars as the wallet page shows them' },
   { from: 'dashboard', to: 'src/lib/prices.ts', why: 'the plugin prices the wallet page lists' },
 ];

@@ -17,15 +17,18 @@ const FILE_MAX = 400;
  * entry that fits FILE_MAX again fails too: take it off the list.
  */
 const OVER_FILE_MAX: Record<string, { lines: number; why: string }> = {
-  'src/config/env.ts': { lines: 403, why: 'the one zod schema of every setting, read top to bottom against docs/configuration.md' },
-  'src/domains/ai/model-gateway.service.ts': {
-    lines: 407,
-    why: "the model gateway's fallback chain, streamed and not, over one set of attempts and holds",
-  },
+  'src/config/env.ts': { lines: 460, why: 'the one zod schema of every setting, read top to bottom against docs/configuration.md' },
+  'src/platform.ts': { lines: 464, why: 'the composition root: every service with its dependencies, in one reading order' },
   'src/domains/agents/drivers/local/local.driver.ts': {
-    lines: 442,
+    lines: 520,
     why: "the local driver's lifecycle over one launch record; its containment is already in containment/",
   },
+  'src/domains/ai/catalog.service.ts': { lines: 409, why: 'mostly data: the default model table with prices and context windows' },
+  'src/domains/ai/model-gateway.service.ts': {
+    lines: 412,
+    why: "the model gateway's fallback chain, streamed and not, over one set of attempts and holds",
+  },
+  'src/domains/watchdog/watchdog.service.ts': { lines: 422, why: 'one state machine (§3) whose transitions and repairs are read together' },
 };
 
 function walk(dir: string): string[] {

@@ -106,18 +106,6 @@ describe.skipIf(skip)('sandboxed local agents: disk quota and process.log', () =
     expect(usage('agent-disk').usedBytes).toBeGreaterThan(QUOTA_MB * MiB);
     const pids = processesOfUid(UIDS['agent-disk']!);
     expect(pids.length).toBeGreaterThan(0);
-    await new Promise((r) => setTimeout(r, 2000));
-    console.log(
-      'DEBUG',
-      pids.map((p) => [
-        p,
-        fsizeOf(p),
-        readFileSync(`/proc/${p}/cgroup`, 'utf8')
-          .split('\n')
-          .filter((l) => l.includes('pids')),
-      ]),
-      usage('agent-disk'),
-    );
     await eventually(async () => pids.every((pid) => fsizeOf(pid)?.join(':') === '0:0'), 5_000);
     // what runs as the agent for the explorer (its git) is limited the same way
     const fsizeInRun = async () =>

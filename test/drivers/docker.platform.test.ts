@@ -72,10 +72,10 @@ describe('docker driver in the platform', () => {
     } finally {
       engine.down = false;
     }
-    // stop pauses the container (the driver's suspend); the engine says so
+    // stop stops the container (the driver's stop, never a pause that keeps its memory); the engine says so
     const stop = await t.backend.inject({ method: 'POST', url: `/api/agents/${agent.id}/stop`, headers });
     expect(stop.statusCode).toBe(200);
-    expect(c.State.Status).toBe('paused');
-    expect((await t.driver.status(agent.id)).status).toBe('suspended');
+    expect(c.State.Status).toBe('exited');
+    expect((await t.driver.status(agent.id)).status).toBe('stopped');
   }, 40_000);
 });

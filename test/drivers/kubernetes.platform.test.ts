@@ -70,9 +70,9 @@ describe('kubernetes driver in the platform', () => {
     } finally {
       k8s.down = false;
     }
-    // stop suspends the Deployment (replicas 0); the cluster says so
+    // stop scales the Deployment to 0 (the driver's stop); the cluster says so
     const stop = await t.backend.inject({ method: 'POST', url: `/api/agents/${agent.id}/stop`, headers });
     expect(stop.statusCode).toBe(200);
-    expect((await t.driver.status(agent.id)).status).toBe('suspended');
+    expect((await t.driver.status(agent.id)).status).toBe('stopped');
   }, 40_000);
 });

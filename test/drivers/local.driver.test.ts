@@ -1,18 +1,24 @@
 /**
  * The local driver running the built-in runtime as real child processes on real sockets: probes,
  * token auth and its lockout, chat through a fake OpenAI-compatible upstream (JSON, SSE and
- * WebSocket), the configuration file, logs and stats from the process, restart, suspend/resume,
- * re-adoption by a second driver instance, delete and shutdown.
+ * WebSocket), the configuration file, logs and stats from the process, restart, stop and
+ * suspend/resume (no process left, nothing frozen), re-adoption by a second driver instance, a
+ * crash told to watchExits() at once, delete and shutdown.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { containerHealth, waitForHealthy } from '../../src/domains/agents/agent-client/health-probe.client.ts';
-import { type AgentDeploySpec, AgentNotDeployedError, type HostingDriver } from '../../src/domains/agents/drivers/driver.contract.ts';
+import {
+  type AgentDeploySpec,
+  AgentNotDeployedError,
+  type HostingDriver,
+  type UnitExit,
+} from '../../src/domains/agents/drivers/driver.contract.ts';
 import { createHostingDriver } from '../../src/domains/agents/drivers/driver-registry.service.ts';
-import { isAlive, readEnviron } from '../../src/domains/agents/drivers/local/containment/proc.service.ts';
+import { isAlive, processesOfUid, readEnviron, readProcStat } from '../../src/domains/agents/drivers/local/containment/proc.service.ts';
 import { FIRST_AGENT_UID } from '../../src/domains/agents/drivers/local/containment/sandbox.service.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { localDriverConfig } from './local-config.ts';
@@ -62,7 +68,24 @@ const specB = (): AgentDeploySpec => ({
 const auth = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' });
 const chat = (url: string, token: string, body: unknown) =>
   fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: auth(token), body: JSON.stringify(body) });
-const pidOf = (agentId: string) => JSON.parse(readFileSync(join(dataDir, 'agents', agentId, 'driver-state.json'), 'utf8')).pid as number;
+const stateOf = (agentId: string) =>
+  JSON.parse(readFileSync(join(dataDir, 'agents', agentId, 'driver-state.json'), 'utf8')) as { pid: number; uid?: number };
+const pidOf = (agentId: string) => stateOf(agentId).pid;
+/**
+ * Every live process of the agent, as an operator would count them: its own uid's (sandboxed as
+ * root), else those whose environment names it; with their /proc state (a frozen one reads `T`).
+ */
+function processesOf(agentId: string, uid: number | undefined): { pid: number; state: string }[] {
+  const pids = uid !== undefined ? processesOfUid(uid) : [];
+  for (const name of readdirSync('/proc')) {
+    if (/^\d+$/.test(name) && readEnviron(Number(name))?.AGENT_ID === agentId) pids.push(Number(name));
+  }
+  return [...new Set(pids)]
+    .map((pid) => ({ pid, state: readProcStat(pid)?.state ?? 'gone' }))
+    .filter((p) => p.state !== 'gone' && p.state !== 'Z');
+}
+/** what watchExits() told */
+const exits: { agentId: string; exit: UnitExit; at: number }[] = [];
 
 async function until<T>(fn: () => Promise<T> | T, ok: (v: T) => boolean, timeoutMs = 5_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -98,6 +121,7 @@ beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'local-driver-'));
   upstream = await startFakeOpenAi({ apiKey: 'model-key' });
   driver = createHostingDriver(localDriverConfig(dataDir), { stopGraceMs: 3_000 });
+  driver.watchExits!((agentId, exit) => exits.push({ agentId, exit, at: Date.now() }));
   const [a, b] = await Promise.all([driver.deploy(specA()), driver.deploy(specB())]);
   urlA = a.url;
   expect(a.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
@@ -265,12 +289,28 @@ describe('local driver with the built-in runtime', () => {
     expect(res.status).toBe(200);
   });
 
-  it('suspends (process stopped, status suspended) and resumes', async () => {
+  it('stop and suspend leave no process of the agent (none frozen, none holding memory); restart and resume start a new one', async () => {
+    const { pid, uid } = stateOf('agent-a');
+    expect(processesOf('agent-a', uid).map((p) => p.pid)).toContain(pid);
+    await driver.stop!('agent-a');
+    expect(processesOf('agent-a', uid)).toEqual([]);
+    expect((await driver.status('agent-a')).status).toBe('stopped');
+    await driver.restart('agent-a');
+    expect(await waitForHealthy(urlA, { timeoutMs: 15_000, intervalMs: 100 })).toBe(true);
+
+    const running = pidOf('agent-a');
     await driver.suspend('agent-a');
+    // suspended = no process, its state on disk (docs/agents.md "Stop, suspend and restart"): never SIGSTOP
+    expect(isAlive(running)).toBe(false);
+    expect(processesOf('agent-a', uid)).toEqual([]);
     expect((await driver.status('agent-a')).status).toBe('suspended');
     await driver.resume('agent-a');
-    expect(await waitForHealthy(urlA, { timeoutMs: 5_000, intervalMs: 100 })).toBe(true);
+    expect(await waitForHealthy(urlA, { timeoutMs: 15_000, intervalMs: 100 })).toBe(true);
     expect((await driver.status('agent-a')).status).toBe('healthy');
+    expect(pidOf('agent-a')).not.toBe(running);
+    expect(processesOf('agent-a', uid).every((p) => p.state !== 'T' && p.state !== 't')).toBe(true);
+    // what the driver ended itself is no exit to report
+    expect(exits.filter((e) => e.agentId === 'agent-a')).toEqual([]);
   });
 
   it('a second platform instance re-adopts a running agent instead of restarting it', async () => {
@@ -301,9 +341,18 @@ describe('local driver with the built-in runtime', () => {
     expect(await waitForHealthy(changed.url, { timeoutMs: 15_000, intervalMs: 100 })).toBe(true);
   });
 
-  it('reports a crashed process as error, and restart without any launch spec as not deployed', async () => {
+  it('reports a crashed process as error, tells watchExits() at once, and restart without any launch spec as not deployed', async () => {
     const pid = pidOf('agent-b');
+    const killedAt = Date.now();
     process.kill(pid, 'SIGKILL');
+    const told = await until(
+      () => exits.find((e) => e.agentId === 'agent-b'),
+      (e) => e !== undefined,
+      10_000,
+    );
+    expect(told!.at - killedAt).toBeLessThan(10_000);
+    // the runtime's death, as the process the driver started (bwrap passes it on as 128 + 9) saw it
+    expect(told!.exit.signal === 'SIGKILL' || told!.exit.code === 137).toBe(true);
     expect(
       (
         await until(

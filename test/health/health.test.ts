@@ -79,6 +79,18 @@ describe('§4.12 GET /api/health (none)', () => {
     }
   });
 
+  it("a busy machine does not make the platform unhealthy: only the platform's own CPU and memory count, and nothing more is shown", async () => {
+    const busyHost = await startTestPlatform({}, { metrics: { ...metrics, host: () => ({ cpuPercent: 100, memoryPercent: 99 }) } });
+    try {
+      cpu = 10;
+      memory = 10;
+      const res = await busyHost.web.inject({ method: 'GET', url: '/api/health' });
+      expect(res.json()).toEqual({ status: 'ok', health: 'healthy', timestamp: expect.any(String) });
+    } finally {
+      await busyHost.close();
+    }
+  });
+
   it('the real OS metrics (no override) answer 200 with a valid health value', async () => {
     await withTestPlatform({}, async (t2) => {
       const res = await t2.web.inject({ method: 'GET', url: '/api/health' });
@@ -93,7 +105,8 @@ describe('§4.12 GET /api/admin/health (hardware fields, admins only)', () => {
   beforeAll(async () => {
     t = await startTestPlatform(
       { ADMIN_EMAILS: 'Root@Example.com, ops@example.com', ADMIN_EMAILS_REQUIRE_VERIFIED: 'false', REGISTER_RATE_LIMIT: '1000' },
-      { metrics: { cpuPercent: () => 72.34, memoryPercent: () => 40 } },
+      // the platform's own CPU degraded; the machine's CPU and memory far above any threshold (other programs)
+      { metrics: { cpuPercent: () => 72.34, memoryPercent: () => 40, host: () => ({ cpuPercent: 99, memoryPercent: 95 }) } },
     );
   });
   afterAll(() => t.close());
@@ -124,11 +137,19 @@ describe('§4.12 GET /api/admin/health (hardware fields, admins only)', () => {
     expect(body).toMatchObject({
       status: 'ok',
       health: 'degraded',
-      cpu: { percent: 72.3, cores: expect.any(Number), loadAverage: expect.any(Array) },
-      memory: { percent: 40, totalBytes: expect.any(Number), freeBytes: expect.any(Number) },
+      // the failing check, named, with what it measured; the other check passes
+      reason: expect.stringMatching(/^cpu degraded: the platform's event loop was busy 72\.3% of the time/),
+      checks: [
+        { name: 'cpu', status: 'degraded', percent: 72.3, reason: expect.any(String) },
+        { name: 'memory', status: 'healthy', percent: 40, reason: expect.any(String) },
+      ],
+      // the machine's, as information: 99% and 95% do not make the platform unhealthy
+      cpu: { percent: 99, cores: expect.any(Number), loadAverage: expect.any(Array) },
+      memory: { percent: 95, totalBytes: expect.any(Number), freeBytes: expect.any(Number) },
       process: {
         rssBytes: expect.any(Number),
         heapUsedBytes: expect.any(Number),
+        heapLimitBytes: expect.any(Number),
         uptimeSeconds: expect.any(Number),
         node: expect.stringMatching(/^v\d+/),
       },

@@ -12,8 +12,9 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgentClient } from '../../src/domains/agents/agent-client/agent.client.ts';
 import { createAgentTargets } from '../../src/domains/agents/agent-client/targets.service.ts';
+import { createHeartbeatService } from '../../src/domains/heartbeat/heartbeat.service.ts';
 import { DEFAULT_HEARTBEAT_PROMPT } from '../../src/runtime/gateway.ts';
-import { createHeartbeatWorker } from '../../src/workers/heartbeats.ts';
+import { createHeartbeatWorker, heartbeatJob } from '../../src/workers/heartbeats.ts';
 import { eventually } from '../agents/helpers.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.ts';
@@ -36,14 +37,23 @@ const settings = async () =>
   (await p.web.inject({ method: 'GET', url: `/api/heartbeat?agentId=${agentId}`, headers: { cookie } })).json().heartbeat;
 const save = (payload: object) =>
   p.web.inject({ method: 'POST', url: '/api/heartbeat', headers: { cookie }, payload: { agentId, ...payload } });
-const worker = (leaseMs = 300) =>
-  createHeartbeatWorker({
-    db: database.db,
-    agentClient: createAgentClient({ targets: createAgentTargets({ db: database.db, secretsKey: TEST_SECRETS.secretsEncryptionKey }) }),
-    pollMs: 50,
-    timeoutMs: 10_000,
-    leaseMs,
-  });
+/** what a backend's heartbeat worker is built from; a lease of 300 ms, so a dead holder's heartbeats come back quickly */
+const workerOptions = () => ({
+  heartbeat: createHeartbeatService({ db: database.db }),
+  agentClient: createAgentClient({ targets: createAgentTargets({ db: database.db, secretsKey: TEST_SECRETS.secretsEncryptionKey }) }),
+  pollMs: 50,
+  timeoutMs: 10_000,
+  leaseMs: 300,
+});
+const worker = () => createHeartbeatWorker(workerOptions());
+/** a holder that claims due heartbeats and then dies (its claim and its run, driven by hand; nothing recorded) */
+const dyingHolder = () => {
+  const job = heartbeatJob(workerOptions());
+  return {
+    claim: () => job.claim({ holder: 'dying-holder', leaseMs: 300, limit: 20 }),
+    run: (h: Parameters<typeof job.run>[0]) => job.run(h, new AbortController().signal),
+  };
+};
 
 beforeAll(async () => {
   database = await createTestDatabase();
@@ -126,16 +136,16 @@ describe('§4.12 heartbeats fire', () => {
       const before = heartbeatRequests().length;
       const runs = (await row()).runs;
       await makeDue();
-      const dead = worker();
+      const dead = dyingHolder();
       const [h] = await dead.claim();
       expect(h?.agent_id).toBe(agentId);
-      expect((await dead.wake(h!)).status).toBe('ok'); // ran, then the process died before recording
+      expect((await dead.run(h!)).status).toBe('ok'); // ran, then the process died before recording
       expect(heartbeatRequests()).toHaveLength(before + 1);
 
       const next = worker();
-      expect(await next.pollOnce()).toBe(0); // still leased by the dead holder
+      expect(await next.runOnce()).toBe(0); // still leased by the dead holder
       await sleep(350);
-      expect(await next.pollOnce()).toBe(1);
+      expect(await next.runOnce()).toBe(1);
       const r = await row();
       expect(r.runs).toBe(runs + 1);
       expect(r.last_run_status).toBe('ok');
@@ -145,16 +155,16 @@ describe('§4.12 heartbeats fire', () => {
     it('a holder that dies before the agent ran: the heartbeat is not lost', async () => {
       const before = heartbeatRequests().length;
       await makeDue();
-      expect(await worker().claim()).toHaveLength(1);
+      expect(await dyingHolder().claim()).toHaveLength(1);
       await sleep(350);
-      expect(await worker().pollOnce()).toBe(1);
+      expect(await worker().runOnce()).toBe(1);
       expect(heartbeatRequests()).toHaveLength(before + 1);
     }, 30_000);
 
     it('two workers polling at once run a due heartbeat once', async () => {
       const before = heartbeatRequests().length;
       await makeDue();
-      const counts = await Promise.all([worker().pollOnce(), worker().pollOnce(), worker().pollOnce()]);
+      const counts = await Promise.all([worker().runOnce(), worker().runOnce(), worker().runOnce()]);
       expect(counts.reduce((a, b) => a + b, 0)).toBe(1);
       expect(heartbeatRequests()).toHaveLength(before + 1);
     }, 30_000);

@@ -2,7 +2,7 @@
  * GET /metrics (docs/metrics.md): absent without METRICS_TOKEN (route and hook), 401 without the
  * token, and with it Prometheus text with request durations by route pattern, process metrics by
  * app, and on the backend the agents, deployment queue, pools and AI provider attempts (through
- * the fake OpenAI-compatible router over real HTTP).
+ * the fake OpenAI-compatible router over real HTTP), and the runs of queued jobs on the app that runs them.
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -230,5 +230,34 @@ describe('backend gauges', () => {
     // not on the web app's registry, and not labelled by model
     expect((await scrape(t.web)).body).not.toContain('platform_ai_provider');
     expect(text).not.toContain('deepseek');
+  });
+
+  it('time the runs of queued jobs by kind and outcome, on the app of the process that runs them', async () => {
+    await withTestPlatform({ METRICS_TOKEN: TOKEN, HEARTBEAT_POLL_MS: '20' }, async (p) => {
+      // a due heartbeat of an agent that does not exist: the heartbeat job runs it (skipped) and records it
+      const user = await signUp(p.web);
+      await p.database.db.kysely
+        .insertInto('heartbeat_settings')
+        .values({
+          user_id: user.id,
+          agent_id: 'no-such-agent',
+          frequency: '1h',
+          enabled: true,
+          next_heartbeat: new Date(Date.now() - 1000),
+        })
+        .execute();
+      await p.platform.startWorkers();
+      await expect
+        .poll(async () => sample((await scrape(p.backend)).body, 'platform_job_run_duration_seconds_count', { job: 'heartbeat' }), {
+          timeout: 5000,
+        })
+        .toBe(1);
+      const text = (await scrape(p.backend)).body;
+      expect(sample(text, 'platform_job_run_duration_seconds_count', { job: 'heartbeat', outcome: 'succeeded' })).toBe(1);
+      const row = await p.database.db.kysely.selectFrom('heartbeat_settings').selectAll().executeTakeFirstOrThrow();
+      expect(row).toMatchObject({ last_run_status: 'skipped', locked_by: null });
+      // the backend's jobs are not on the web app's registry
+      expect((await scrape(p.web)).body).not.toContain('job="heartbeat"');
+    });
   });
 });

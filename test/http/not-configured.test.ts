@@ -60,6 +60,7 @@ describe('GET /api/features', () => {
       calendar: false,
       passwordReset: false,
       x402: false,
+      modelBilling: false,
     });
   });
 
@@ -73,6 +74,7 @@ describe('GET /api/features', () => {
         CALENDAR_CLIENT_ID: 'calendar-client',
         CALENDAR_CLIENT_SECRET: 'calendar-secret',
         X402_GATEWAY_URL: 'http://127.0.0.1:9/x402',
+        AI_BILLING: 'balance',
       },
       async (p) => {
         const res = await p.web.inject({ method: 'GET', url: '/api/features' });
@@ -86,6 +88,7 @@ describe('GET /api/features', () => {
           calendar: true,
           passwordReset: false,
           x402: true,
+          modelBilling: true,
         });
       },
     );

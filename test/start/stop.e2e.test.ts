@@ -6,7 +6,9 @@
  *   exit code 0, no stack trace, the agent's processes and the embedded PostgreSQL gone.
  * - after a restart the agent reads `running` only once it answers again;
  * - a platform killed with SIGKILL leaves its agents (and its PostgreSQL) running: the next start
- *   takes them over, and that platform's clean stop ends them.
+ *   takes them over, and that platform's clean stop ends them;
+ * - the log names only processes that exist (docs/agents.md "Start-up and shutdown"): a clean
+ *   restart reads as one line, a killed platform's leftover as such.
  */
 import { chmodSync, mkdtempSync, readFileSync, readlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -118,6 +120,7 @@ describe('stopping npm start', () => {
       ROUTER_BASE_URL: upstream.url,
       ROUTER_API_KEY: 'router-test-key',
       AGENT_SANDBOX: testAgentSandbox(),
+      LOG_LEVEL: 'info', // the start-up and shutdown lines about agents are info
     };
     api = webClient(`http://127.0.0.1:${ports.web}`);
 
@@ -136,12 +139,16 @@ describe('stopping npm start', () => {
       process.kill(-platform.child.pid!, signal); // the whole group, as the terminal does
       expect(await platform.exited, `${signal}: ${platform.output()}`).toBe(0);
       expect(platform.output(), signal).not.toMatch(TROUBLE);
+      expect(platform.output()).toMatch(/stopped 1 agent with the platform/);
       expectAllStopped(agent);
       if (signal === 'SIGHUP') break;
       // the next start brings the agent back, and says `running` only once it answers (checked at
       // every read: the agent may already answer when the web app first does, then `running` is true)
       platform = await startAndWait();
       await watchStatusUntilRunning();
+      // a clean restart is one line, not a crash; nothing about processes that do not exist
+      expect(platform.output()).toMatch(/starting 1 agent again after a clean restart/);
+      expect(platform.output()).not.toMatch(/previous platform|left running|redeploy queued/);
     }
   }, 180_000);
 
@@ -156,6 +163,8 @@ describe('stopping npm start', () => {
 
     const next = await startAndWait();
     await watchStatusUntilRunning();
+    expect(next.output()).toMatch(/replacing 1 agent process left running by a platform that was killed or crashed/);
+    expect(next.output()).not.toMatch(/after a clean restart/);
     // launched again from the stored spec: the orphan is gone, one agent process runs
     await eventually(async () => !isAlive(orphan.pid), 20_000);
     const current = agentState();

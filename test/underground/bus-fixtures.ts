@@ -9,6 +9,7 @@ import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 
 import { afterAll, beforeAll } from 'vitest';
 import { type BusServiceOptions, createBusService } from '../../src/domains/underground/bus.service.ts';
 import { encryptSecret } from '../../src/lib/crypto.ts';
+import { createUndergroundBusWorker } from '../../src/workers/underground-bus.ts';
 import { type FakeWebhook, startFakeWebhook } from '../fakes/webhook.ts';
 import { startTestPlatform, TEST_SECRETS, type TestPlatform } from '../helpers/platform.ts';
 
@@ -21,9 +22,18 @@ export const keyA = privateKeyToAccount(generatePrivateKey());
 export const keyB = privateKeyToAccount(generatePrivateKey());
 export const stranger = privateKeyToAccount(generatePrivateKey());
 
-/** A delivery worker of its own, as a second backend process would run (retries after 20 ms). */
-export const newBus = (allowPrivate = true, retryBaseMs = 20, more: Partial<BusServiceOptions> = {}) =>
-  createBusService({ db: t.database.db, allowPrivateWebhooks: allowPrivate, retryBaseMs, ...more });
+/** A bus service and its delivery worker, as a second backend process would run them (retries after 20 ms). */
+export const newBus = (allowPrivate = true, retryBaseMs = 20, more: Partial<BusServiceOptions> = {}) => {
+  const service = createBusService({ db: t.database.db, allowPrivateWebhooks: allowPrivate, ...more });
+  const worker = createUndergroundBusWorker({ bus: service, retryBaseMs, pollMs: 20 });
+  return {
+    service,
+    worker,
+    /** claims one due job and delivers it, its outcome recorded; false when no job could be claimed */
+    processNext: async () => (await worker.runOnce()) > 0,
+    close: () => service.close(),
+  };
+};
 export const drain = async (bus = newBus()) => {
   while (await bus.processNext()) {}
   await bus.close();

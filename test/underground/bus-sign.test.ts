@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newPlatformKey } from '../../src/domains/agents/credentials.rules.ts';
 import { createBusService } from '../../src/domains/underground/bus.service.ts';
 import { decryptSecret } from '../../src/lib/crypto.ts';
+import { createUndergroundBusWorker } from '../../src/workers/underground-bus.ts';
 import { type FakeWebhook, startFakeWebhook } from '../fakes/webhook.ts';
 import { startTestPlatform, TEST_SECRETS, type TestPlatform } from '../helpers/platform.ts';
 import { canonicalHash } from './bus-fixtures.ts';
@@ -95,8 +96,9 @@ describe('POST /api/underground/bus/sign', () => {
     const sent = await t.backend.inject({ method: 'POST', url: '/api/underground/bus/send', payload: m });
     expect(sent.statusCode).toBe(200);
     expect(sent.json()).toMatchObject({ success: true, messageId: m.messageId, replayed: false, deliveries: 1 });
-    const bus = createBusService({ db: t.database.db, allowPrivateWebhooks: true, retryBaseMs: 20 });
-    while (await bus.processNext()) {}
+    const bus = createBusService({ db: t.database.db, allowPrivateWebhooks: true });
+    const worker = createUndergroundBusWorker({ bus, retryBaseMs: 20 });
+    while (await worker.runOnce()) {}
     await bus.close();
     expect(hook.received.map((r) => r.message)).toEqual([m]);
   });

@@ -3,8 +3,8 @@
 import { fetch as undiciFetch } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { createBusService } from '../../src/domains/underground/bus.service.ts';
-import { checkWebhookUrl, createGuardedDispatcher, isPublicAddress } from '../../src/domains/underground/bus-address-guard.service.ts';
 import { encryptSecret } from '../../src/lib/crypto.ts';
+import { checkWebhookUrl, createGuardedDispatcher, isPublicAddress } from '../../src/lib/webhook-guard.ts';
 import { startTestPlatform, TEST_SECRETS } from '../helpers/platform.ts';
 
 import { agents, deliveries, hookB, hookC, keyA, message, newBus, send, setupBusFixture, sign, t } from './bus-fixtures.ts';

@@ -11,7 +11,6 @@ import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/config/limits.ts';
-import { createUndergroundBusWorker } from '../../src/workers/underground-bus.ts';
 import { agents, deliveries, hookB, hookC, message, newBus, send, setupBusFixture, sign, t } from './bus-fixtures.ts';
 
 setupBusFixture();
@@ -50,8 +49,8 @@ describe('a webhook that never answers (tarpit)', () => {
   it('messages to the tarpit first, then one to another agent: that one arrives within a second, and the tarpit holds at most the per-host cap', async () => {
     // retries far away, so the tarpit's jobs are not retried during the test; the default 5 s timeout
     const bus = newBus(true, 60_000);
-    const worker = createUndergroundBusWorker({ bus, pollMs: 50 });
-    worker.start();
+    const worker = bus.worker;
+    await worker.start();
     try {
       const toTarpit = [];
       for (let i = 0; i < 5; i++) {
@@ -130,7 +129,7 @@ describe('a webhook that never answers (tarpit)', () => {
       const m = await sign(message({ to: agents.b }));
       expect((await send(m)).statusCode).toBe(200);
       // the claim commits; its worker dies before calling the webhook (the delivery is never run)
-      expect(await dying.claimNext()).toBeTypeOf('function');
+      expect(await dying.service.claim()).toHaveLength(1);
       expect(await deliveries(m.messageId)).toMatchObject([{ state: 'pending', attempts: 1, locked_by: expect.any(String) }]);
       expect(await other.processNext()).toBe(false); // leased
       await new Promise((r) => setTimeout(r, 400));

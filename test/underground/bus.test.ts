@@ -6,7 +6,6 @@
 
 import { describe, expect, it } from 'vitest';
 import { BUS_MESSAGE_MAX_AGE_MS } from '../../src/domains/underground/bus-message.rules.ts';
-import { createUndergroundBusWorker } from '../../src/workers/underground-bus.ts';
 
 import { agents, deliveries, drain, hookB, message, newBus, send, setupBusFixture, sign, stranger, t } from './bus-fixtures.ts';
 
@@ -107,8 +106,8 @@ describe('POST /api/underground/bus/send (§4.15)', () => {
     expect((await send(m)).statusCode).toBe(200); // this platform's own worker was never started
     expect(await deliveries(m.messageId)).toMatchObject([{ state: 'pending', attempts: 0 }]);
     const bus = newBus();
-    const worker = createUndergroundBusWorker({ bus, pollMs: 20 });
-    worker.start();
+    const worker = bus.worker;
+    await worker.start();
     await expect.poll(async () => (await deliveries(m.messageId))[0]?.state, { timeout: 5000 }).toBe('delivered');
     await worker.stop();
     await bus.close();

@@ -117,19 +117,25 @@ describe('local driver (real processes)', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('healthy, suspended, error (crashed), not_found', async () => {
+  it('healthy, stopped, suspended, error (crashed), not_found', async () => {
     const { agentId, owner } = await deployAgent(p, database.db);
     const h = () => health(p.backend, agentId, owner.id, bearer);
     expect((await h()).body.status).toBe('healthy');
+    // the owner's Stop ends the process: `stopped` (docs/agents.md "Stop, suspend and restart")
     expect(
       (await p.backend.inject({ method: 'POST', url: `/api/agents/${agentId}/stop`, headers: { ...bearer, 'x-user-id': owner.id } }))
         .statusCode,
     ).toBe(200);
-    expect((await h()).body.status).toBe('suspended');
+    expect((await h()).body.status).toBe('stopped');
     expect(
       (await p.backend.inject({ method: 'POST', url: `/api/agents/${agentId}/start`, headers: { ...bearer, 'x-user-id': owner.id } }))
         .statusCode,
     ).toBe(200);
+    await eventually(async () => (await h()).body.status === 'healthy', 15_000);
+    // the driver's suspend: no process either, marked suspended; resume starts it again
+    await p.driver.suspend(agentId);
+    expect((await h()).body.status).toBe('suspended');
+    await p.driver.resume(agentId);
     await eventually(async () => (await h()).body.status === 'healthy', 15_000);
     process.kill(pidOf(dataDir, agentId), 'SIGKILL');
     await eventually(async () => (await h()).body.status === 'error', 10_000);

@@ -19,6 +19,13 @@ export interface paths {
             "application/json": {
               status: "ok";
               health: "healthy" | "degraded" | "unhealthy";
+              reason: string;
+              checks: {
+                name: "cpu" | "memory";
+                status: "healthy" | "degraded" | "unhealthy";
+                percent: number;
+                reason: string;
+              }[];
               timestamp: string;
               cpu: {
                 percent: number;
@@ -33,6 +40,7 @@ export interface paths {
               process: {
                 rssBytes: number;
                 heapUsedBytes: number;
+                heapLimitBytes: number;
                 uptimeSeconds: number;
                 node: string;
               };
@@ -375,6 +383,89 @@ export interface paths {
     patch: never;
     trace: never;
   };
+  "/api/admin/users/{id}/reset-link": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: never;
+    post: {
+      parameters: {
+        query?: never;
+        path: {
+          id: string;
+        };
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              link: string;
+              email: string;
+              expiresAt: string;
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        403: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        409: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
   "/api/agents": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
     get: {
@@ -640,6 +731,82 @@ export interface paths {
         };
       };
     };
+    trace: never;
+  };
+  "/api/agents/{id}/alert": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: {
+      parameters: {
+        query?: never;
+        path: {
+          id: string;
+        };
+        header?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          "application/json": {
+            thresholdUsd: number | null;
+            webhookUrl?: (string | null);
+          };
+        };
+      };
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              alerts: {
+                kind: "balance" | "budget";
+                agentId: string | null;
+                thresholdUsd: number;
+                webhookUrl: string | null;
+                state: "armed" | "fired";
+                firedAt: string | null;
+                firedValueUsd: number | null;
+              }[];
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    post: never;
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
     trace: never;
   };
   "/api/agents/{id}/budget": {
@@ -1792,6 +1959,117 @@ export interface paths {
     patch: never;
     trace: never;
   };
+  "/api/alerts": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              alerts: {
+                kind: "balance" | "budget";
+                agentId: string | null;
+                thresholdUsd: number;
+                webhookUrl: string | null;
+                state: "armed" | "fired";
+                firedAt: string | null;
+                firedValueUsd: number | null;
+              }[];
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    put: never;
+    post: never;
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/alerts/balance": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          "application/json": {
+            thresholdUsd: number | null;
+            webhookUrl?: (string | null);
+          };
+        };
+      };
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              alerts: {
+                kind: "balance" | "budget";
+                agentId: string | null;
+                thresholdUsd: number;
+                webhookUrl: string | null;
+                state: "armed" | "fired";
+                firedAt: string | null;
+                firedValueUsd: number | null;
+              }[];
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    post: never;
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
   "/api/auth/codehost": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
     get: {
@@ -2781,6 +3059,116 @@ export interface paths {
     };
     put: never;
     post: never;
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/browse/git-init": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: never;
+    post: {
+      parameters: {
+        query?: {
+          agentId?: string;
+        };
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              ok: true;
+              initialized: boolean;
+              isGitRepo: boolean;
+              branch: string | null;
+              remote: string | null;
+              changes: {
+                status: string;
+                path: string;
+              }[];
+              hasChanges: boolean;
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        403: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        409: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        500: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        503: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
     delete: never;
     options: never;
     head: never;
@@ -4105,6 +4493,7 @@ export interface paths {
               calendar: boolean;
               passwordReset: boolean;
               x402: boolean;
+              modelBilling: boolean;
             };
           };
         };

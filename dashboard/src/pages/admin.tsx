@@ -9,6 +9,7 @@ import {
   Badge,
   Button,
   type Column,
+  CopyButton,
   DataTable,
   ErrorText,
   Field,
@@ -34,6 +35,8 @@ export function AdminPage() {
   const change = useAction();
   // the user whose wallet the credit form is open for
   const [crediting, setCrediting] = useState<AdminUser | null>(null);
+  // the user a password reset link was made for, and the link
+  const [resetFor, setResetFor] = useState<AdminUser | null>(null);
   if (!user?.isAdmin) return <ErrorText error={new Error('This page is for admins.')} />;
   const h = health.data;
   const update = (id: string, body: { plan?: Plan; isAdmin?: boolean }) =>
@@ -63,6 +66,8 @@ export function AdminPage() {
               </option>
             ))}
           </select>
+          {/* an admin's agents run on network whatever plan the account holds (docs/admin.md) */}
+          {u.isAdmin && u.plan !== 'network' && <span className="muted"> runs on Network as an admin</span>}
         </>
       ),
     },
@@ -81,12 +86,17 @@ export function AdminPage() {
     },
     { header: 'Joined', cell: (u) => formatDate(u.createdAt) },
     {
-      header: 'Wallet',
+      header: 'Actions',
       hideHeader: true,
       cell: (u) => (
-        <Button label={`Credit ${u.email}`} onClick={() => setCrediting(u)}>
-          Credit
-        </Button>
+        <>
+          <Button label={`Credit ${u.email}`} onClick={() => setCrediting(u)}>
+            Credit
+          </Button>{' '}
+          <Button label={`Password reset link for ${u.email}`} onClick={() => setResetFor(u)}>
+            Reset link
+          </Button>
+        </>
       ),
     },
   ];
@@ -96,32 +106,39 @@ export function AdminPage() {
         {health.loading && !h ? <Spinner /> : null}
         <ErrorText error={!h ? health.error : null} />
         {h && (
-          <dl className="stats">
-            <div>
-              <dt>Health</dt>
-              <dd>
-                <Badge value={h.health} />
-              </dd>
-            </div>
-            <div>
-              <dt>CPU</dt>
-              <dd>
-                {h.cpu.percent.toFixed(0)}% of {h.cpu.cores} cores
-              </dd>
-            </div>
-            <div>
-              <dt>Memory</dt>
-              <dd>{h.memory.percent.toFixed(0)}%</dd>
-            </div>
-            <div>
-              <dt>Platform process</dt>
-              <dd>{(h.process.rssBytes / 1048576).toFixed(0)} MB</dd>
-            </div>
-            <div>
-              <dt>Uptime</dt>
-              <dd>{(h.process.uptimeSeconds / 3600).toFixed(1)} h</dd>
-            </div>
-          </dl>
+          <>
+            <p>
+              <Badge value={h.health} /> <span className="health-reason">{h.reason}</span>
+            </p>
+            <dl className="stats">
+              {h.checks.map((c) => (
+                <div key={c.name} title={c.reason}>
+                  <dt>Platform {c.name === 'cpu' ? 'CPU (event loop)' : 'memory'}</dt>
+                  <dd>
+                    {c.percent.toFixed(0)}% <Badge value={c.status} />
+                  </dd>
+                </div>
+              ))}
+              <div>
+                <dt>Machine CPU (information)</dt>
+                <dd>
+                  {h.cpu.percent.toFixed(0)}% of {h.cpu.cores} cores
+                </dd>
+              </div>
+              <div>
+                <dt>Machine memory (information)</dt>
+                <dd>{h.memory.percent.toFixed(0)}%</dd>
+              </div>
+              <div>
+                <dt>Platform process</dt>
+                <dd>{(h.process.rssBytes / 1048576).toFixed(0)} MB</dd>
+              </div>
+              <div>
+                <dt>Uptime</dt>
+                <dd>{(h.process.uptimeSeconds / 3600).toFixed(1)} h</dd>
+              </div>
+            </dl>
+          </>
         )}
       </Section>
       <Section title="Users">
@@ -131,6 +148,7 @@ export function AdminPage() {
           <>
             <DataTable caption="Users" columns={columns} rows={users.data.users} rowKey={(u) => u.id} />
             {crediting && <CreditForm key={crediting.id} user={crediting} onClose={() => setCrediting(null)} />}
+            {resetFor && <ResetLink key={resetFor.id} user={resetFor} onClose={() => setResetFor(null)} />}
             <div className="row">
               <span className="muted">
                 {users.data.total === 0 ? 'No users' : `${offset + 1}–${Math.min(offset + PAGE, users.data.total)} of ${users.data.total}`}
@@ -146,6 +164,45 @@ export function AdminPage() {
         )}
       </Section>
     </>
+  );
+}
+
+/**
+ * A one-time password reset link for a user, made on request (POST /api/admin/users/:id/reset-link)
+ * and shown to the admin to pass on: the way to reset a password without email (docs/admin.md).
+ */
+function ResetLink({ user, onClose }: { user: AdminUser; onClose: () => void }) {
+  const [issued, setIssued] = useState<{ link: string; expiresAt: string } | null>(null);
+  const action = useAction();
+  const ref = useRef<HTMLElement>(null);
+  useEffect(() => {
+    ref.current?.scrollIntoView({ block: 'center' });
+  }, []);
+  const make = () =>
+    action.run(async () => {
+      setIssued(await call(api.POST('/api/admin/users/{id}/reset-link', { params: { path: { id: user.id } } })));
+    });
+  return (
+    <section className="card" aria-labelledby={`reset-${user.id}`} ref={ref}>
+      <h3 id={`reset-${user.id}`}>Password reset link for {user.email}</h3>
+      <p className="muted">
+        The link sets a new password for this account, once, within 24 hours; making a new one stops the earlier ones. Nothing is mailed:
+        give it to the user yourself, by a channel you trust (whoever opens it can set the password).
+      </p>
+      {issued && (
+        <Notice kind="success">
+          <code className="reset-link address">{issued.link}</code> <CopyButton text={issued.link} label="Copy link" /> Works until{' '}
+          {formatDate(issued.expiresAt)}.
+        </Notice>
+      )}
+      <div className="row">
+        <Button kind="primary" busy={action.busy} onClick={() => void make()}>
+          {issued ? 'Make a new link' : 'Make a link'}
+        </Button>
+        <Button onClick={onClose}>Close</Button>
+      </div>
+      <ErrorText error={action.error} />
+    </section>
   );
 }
 

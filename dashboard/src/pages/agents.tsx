@@ -4,6 +4,7 @@ import { LIMITS } from '../../../src/config/limits.ts';
 import { api, call } from '../api/client.ts';
 import { navigate } from '../router.ts';
 import { Badge, Button, DataTable, Empty, ErrorText, Field, formatDate, Link, Section, Spinner, useAction, useData } from '../ui.tsx';
+import { shownStatus } from './agent/types.ts';
 
 export const MODELS = ['claude-opus-4-6', 'gpt-4', 'custom'] as const;
 export const TIERS = [
@@ -51,7 +52,7 @@ export function AgentsPage() {
             rowKey={(a) => a.id}
             columns={[
               { header: 'Name', cell: (a) => <Link href={`/dashboard/agents/${encodeURIComponent(a.id)}`}>{a.name}</Link> },
-              { header: 'Status', cell: (a) => <Badge value={a.status} /> },
+              { header: 'Status', cell: (a) => <Badge value={shownStatus(a)} /> },
               { header: 'Watchdog', cell: (a) => (a.watchdog ? <Badge value={a.watchdog.state} /> : <span className="muted">—</span>) },
               { header: 'Model', cell: (a) => a.model },
               { header: 'Created', cell: (a) => formatDate(a.createdAt) },

@@ -152,7 +152,8 @@ export function LoginPage() {
           </p>
         ) : (
           <p className="hint">
-            Forgot your password? Ask the operator of this platform to reset it (there is no email reset on this server).
+            Forgot your password? Ask the operator of this platform for a password reset link: they can make one for your account (there is
+            no email reset on this server).
           </p>
         )}
       </div>

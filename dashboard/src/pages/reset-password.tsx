@@ -47,7 +47,7 @@ function RequestLink() {
     <>
       <h1>Reset your password</h1>
       {features && !features.passwordReset ? (
-        <Notice kind="warning">Password reset by email is not set up on this server: ask its operator to reset your password.</Notice>
+        <Notice kind="warning">Password reset by email is not set up on this server: ask its operator for a password reset link.</Notice>
       ) : sent ? (
         <Notice kind="success">{sent}</Notice>
       ) : (

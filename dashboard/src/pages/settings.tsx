@@ -9,12 +9,27 @@ import { useFeatures } from '../features.ts';
 import { useSession } from '../session.tsx';
 import { Button, DataTable, Empty, ErrorText, Field, formatDate, Notice, Section, Spinner, useAction, useData } from '../ui.tsx';
 
-export const PLANS = [
-  { value: 'solo', label: 'Solo', agents: '1 agent' },
-  { value: 'collective', label: 'Collective', agents: '3 agents' },
-  { value: 'label', label: 'Label', agents: '10 agents' },
-  { value: 'network', label: 'Network', agents: 'unlimited agents' },
-] as const;
+const planLabel = (plan: string) => plan[0]!.toUpperCase() + plan.slice(1);
+
+/**
+ * How many agents an account may have, as provisioning counts them (docs/agents.md "Agent
+ * limits"): the web app's limit for the plan read as a tier, and the backend's limit for the plan
+ * the agents run on, whichever is lower; an admin's agents run on network with the admin limit.
+ */
+export function agentLimit(plan: string, isAdmin: boolean): number {
+  if (isAdmin) return LIMITS.webAgentLimits.enterprise!;
+  const tier = ({ solo: 'starter', collective: 'pro', label: 'enterprise', network: 'enterprise' } as Record<string, string>)[plan];
+  const web = (tier && LIMITS.webAgentLimits[tier]) || LIMITS.webAgentLimitDefault;
+  return Math.min(web, LIMITS.backendAgentLimits[plan] ?? web);
+}
+
+const agentsText = (n: number) => `${n} agent${n === 1 ? '' : 's'}`;
+
+export const PLANS = (['solo', 'collective', 'label', 'network'] as const).map((value) => ({
+  value,
+  label: value[0]!.toUpperCase() + value.slice(1),
+  agents: agentsText(agentLimit(value, false)),
+}));
 
 const PROVIDER_LABELS: Record<string, string> = { idp: 'Identity provider', codehost: 'Code host' };
 
@@ -47,7 +62,8 @@ function LinkedAccounts() {
 
 export function SettingsPage() {
   const me = useData(() => call(api.GET('/api/user')));
-  const { refresh } = useSession();
+  const agents = useData(() => call(api.GET('/api/agents')));
+  const { user: session, refresh } = useSession();
   const [name, setName] = useState<string | null>(null);
   const [nameError, setNameError] = useState<string>();
   const [saved, setSaved] = useState(false);
@@ -57,6 +73,10 @@ export function SettingsPage() {
   if (me.loading && !me.data) return <Spinner />;
   if (!me.data) return <ErrorText error={me.error} />;
   const u = me.data;
+  // the plan the platform applies: an admin's agents run on network whatever the account's plan
+  const isAdmin = session?.isAdmin === true;
+  const applied: string = isAdmin ? 'network' : u.plan;
+  const limit = agentLimit(u.plan, isAdmin);
   const n = name ?? u.name;
   const submit = async (e: FormEvent) => {
     e.preventDefault();
@@ -105,14 +125,23 @@ export function SettingsPage() {
       <LinkedAccounts />
       <Section title="Plan">
         <p>
-          Your plan: <strong>{u.plan}</strong>
+          Your plan: <strong>{planLabel(applied)}</strong>
+          {isAdmin && applied !== u.plan ? ` (admins run on Network; your account's own plan is ${planLabel(u.plan)})` : ''}
+          {' · '}
+          {agents.data ? (
+            <span>
+              {agents.data.agents.length} of {agentsText(limit)}
+            </span>
+          ) : (
+            <span>{agentsText(limit)}</span>
+          )}
         </p>
         <div className="plans">
           {PLANS.map((p) => (
-            <div key={p.value} className={`plan${p.value === u.plan ? ' plan-current' : ''}`}>
+            <div key={p.value} className={`plan${p.value === applied ? ' plan-current' : ''}`}>
               <h3>{p.label}</h3>
               <p className="muted">{p.agents}</p>
-              {p.value === u.plan ? (
+              {p.value === applied ? (
                 <span className="muted">Current plan</span>
               ) : !features?.cardPayments ? null : (
                 <Button

@@ -4,12 +4,14 @@
  * processor; `?top_up=success|cancelled` after the processor's checkout) and payment sessions. A
  * payment session id is a bearer secret: shown once after opening, kept only in this page's memory.
  */
+
 import { type FormEvent, useState } from 'react';
 import { MICROS_PER_USD, microsToUsd } from '../../../src/lib/money.ts';
 import { PLUGIN_PRICES } from '../../../src/lib/prices.ts';
 import { api, call } from '../api/client.ts';
 import { useFeatures } from '../features.ts';
 import { useLocation } from '../router.ts';
+import { SpendAlert } from '../spend-alert.tsx';
 import {
   Badge,
   Button,
@@ -97,7 +99,9 @@ export function WalletPage() {
               </div>
             </dl>
             <p className="muted">
-              Your balance pays for gateway calls (POST /api/v1/gateway with your session or an API key): ${AGENT_CALL_USD} per agent call.
+              {features?.modelBilling
+                ? `Your balance pays for your agents' model calls (at each model's price) and for gateway calls: $${AGENT_CALL_USD} per agent call.`
+                : `Your balance pays for gateway calls (POST /api/v1/gateway with your session or an API key): $${AGENT_CALL_USD} per agent call.`}
             </p>
           </>
         )}
@@ -113,6 +117,7 @@ export function WalletPage() {
           <p className="muted">To add to your balance, ask an admin of this server for a credit.</p>
         )}
       </Section>
+      {address && <SpendAlert />}
       {address && <Journal address={address} />}
       {address && features?.chainBalances && <Balances address={address} />}
       {address && features?.cardPayments && <TopUp address={address} />}

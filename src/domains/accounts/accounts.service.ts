@@ -15,6 +15,7 @@ import { isUniqueViolation } from '../../db/errors.ts';
 import { createBatchLoader } from '../../lib/batch-loader.ts';
 import { randomToken, sha256, sha256Base64url } from '../../lib/crypto.ts';
 import { badRequest, conflict, forbidden, notFound, serviceUnavailable, tooManyRequests, unauthorized } from '../../lib/errors.ts';
+import type { SessionCache } from '../../lib/evicting-cache.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
 import { accountsRepo } from './accounts.repo.ts';
 import { isAdminUser } from './admin.rules.ts';
@@ -22,7 +23,6 @@ import type { BotVerifier } from './bot-verifier.client.ts';
 import { createLoginThrottle, type LoginThrottleConfig } from './login-throttle.service.ts';
 import type { ExternalProvider } from './oauth-state.rules.ts';
 import { COMMON_PASSWORD_MESSAGE, isCommonPassword } from './password-policy.rules.ts';
-import type { SessionCache } from './session-cache.service.ts';
 import { createNonceMinter } from './siwe-nonce.rules.ts';
 import { checkSiweMessage, SignatureServiceUnavailableError, type SignatureVerifier } from './siwe-verifier.client.ts';
 
@@ -54,6 +54,19 @@ export function passwordClearedNotice(provider: ExternalProvider): AccountNotice
       'whoever registered it may have made them.',
   };
 }
+/**
+ * What the session cache (src/lib/evicting-cache.ts) keeps of a session: its user as the session
+ * answer shows it. `notice`: the provider whose first proof cleared a pre-registered password (a
+ * one-time dashboard notice), or null.
+ */
+export type CachedSession = {
+  id: string;
+  name: string;
+  email: string;
+  isAdmin: boolean;
+  notice?: ExternalProvider | null;
+  expiresAt: number;
+};
 export type RequestMeta = { ip: string; userAgent: string | null };
 export type NewSession = { token: string; expiresAt: Date; user: { id: string; name: string } };
 
@@ -88,8 +101,8 @@ export type AccountsDeps = {
   signatureVerifier: SignatureVerifier;
   /** 32-byte key the SIWE nonce HMAC key is derived from (SECRETS_ENCRYPTION_KEY); default: random per process */
   nonceSecret?: Buffer;
-  /** cookie-token → user cache in front of the session lookup (session-cache.service.ts); none: always query */
-  sessionCache?: SessionCache;
+  /** cookie-token → user cache in front of the session lookup (src/lib/evicting-cache.ts); none: always query */
+  sessionCache?: SessionCache<CachedSession>;
   now?: () => Date;
 };
 

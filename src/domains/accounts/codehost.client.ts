@@ -4,7 +4,11 @@
  * `${CODEHOST_URL}/login/oauth/access_token` (JSON answer), then read `${CODEHOST_API_URL}/user`
  * and `/user/emails`. OAuth apps take no PKCE or nonce: `state` (bound to the browser by the
  * sealed cookie, ./oauth-state.ts) is what ties the callback to the sign-in we started.
+ *
+ * The exchange is openid-client's plain OAuth 2 code grant, on endpoints given by hand (a code host
+ * publishes no discovery document); the identity comes from its REST API, not an ID token.
  */
+import * as oauth from 'openid-client';
 
 export type CodehostSettings = {
   url: string;
@@ -28,13 +32,32 @@ export class CodehostTokenError extends Error {}
 
 const trimSlash = (u: string) => u.replace(/\/+$/, '');
 
-export function createCodehostClient(settings: CodehostSettings, fetchImpl: typeof fetch = fetch) {
+/** Why the token endpoint gave no token, in a few words and never the code: its OAuth error when it named one. */
+function refusal(err: unknown): string {
+  // GitHub answers 200 with {error: 'bad_verification_code'} for a refused code; other servers a 4xx {error}
+  const body = err instanceof oauth.ClientError && (err.cause as { cause?: { body?: { error?: unknown } } } | undefined)?.cause?.body;
+  if (body && typeof body.error === 'string') return body.error.slice(0, 100);
+  if (err instanceof oauth.ResponseBodyError) return err.error.slice(0, 100);
+  return (err as Error).message;
+}
+
+export function createCodehostClient(settings: CodehostSettings) {
   const base = trimSlash(settings.url);
   const api = trimSlash(settings.apiUrl);
-  const timeout = () => AbortSignal.timeout(settings.timeoutMs ?? 10_000);
+  const timeoutMs = settings.timeoutMs ?? 10_000;
+  const timeout = () => AbortSignal.timeout(timeoutMs);
+  const server = new oauth.Configuration(
+    { issuer: base, authorization_endpoint: `${base}/login/oauth/authorize`, token_endpoint: `${base}/login/oauth/access_token` },
+    settings.clientId,
+    undefined,
+    // the secret in the form body, as GitHub's OAuth apps take it
+    oauth.ClientSecretPost(settings.clientSecret),
+  );
+  server.timeout = timeoutMs / 1000;
+  if (base.startsWith('http:')) oauth.allowInsecureRequests(server); // a local code host (tests, development)
 
   async function getJson(path: string, accessToken: string): Promise<unknown> {
-    const res = await fetchImpl(`${api}${path}`, {
+    const res = await fetch(`${api}${path}`, {
       headers: { accept: 'application/json', authorization: `Bearer ${accessToken}`, 'user-agent': 'agent-platform' },
       signal: timeout(),
     });
@@ -56,27 +79,14 @@ export function createCodehostClient(settings: CodehostSettings, fetchImpl: type
     },
 
     async exchange(code: string): Promise<CodehostIdentity> {
-      let token: { access_token?: unknown; refresh_token?: unknown; error?: unknown };
+      // the callback as the code host called it; its state was checked against the sealed cookie already
+      const callback = new URL(settings.redirectUri);
+      callback.searchParams.set('code', code);
+      let token: oauth.TokenEndpointResponse;
       try {
-        const res = await fetchImpl(`${base}/login/oauth/access_token`, {
-          method: 'POST',
-          headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({
-            client_id: settings.clientId,
-            client_secret: settings.clientSecret,
-            code,
-            redirect_uri: settings.redirectUri,
-          }),
-          signal: timeout(),
-        });
-        token = (await res.json()) as typeof token;
-        if (!res.ok) throw new Error(`token endpoint answered ${res.status}`);
+        token = await oauth.authorizationCodeGrant(server, callback);
       } catch (err) {
-        throw new CodehostTokenError((err as Error).message, { cause: err });
-      }
-      // GitHub answers 200 with {error: 'bad_verification_code'} for a refused code
-      if (typeof token.access_token !== 'string' || !token.access_token) {
-        throw new CodehostTokenError(typeof token.error === 'string' ? token.error.slice(0, 100) : 'no access token');
+        throw new CodehostTokenError(refusal(err), { cause: err });
       }
       const accessToken = token.access_token;
       const user = (await getJson('/user', accessToken)) as { id?: unknown; name?: unknown; login?: unknown };
@@ -91,7 +101,7 @@ export function createCodehostClient(settings: CodehostSettings, fetchImpl: type
         subject: String(user.id),
         email: (primary?.email as string | undefined) ?? null,
         name: typeof user.name === 'string' && user.name ? user.name : typeof user.login === 'string' ? user.login : null,
-        refreshToken: typeof token.refresh_token === 'string' && token.refresh_token ? token.refresh_token : null,
+        refreshToken: token.refresh_token || null,
       };
     },
   };

@@ -4,12 +4,16 @@
  * layers and domains may import from it.
  */
 export { loginBody, profile, profileBody, registerBody, signedIn, walletBody } from './accounts.schemas.ts';
-export { type AccountsService, createAccountsService, type NewSession, type SessionUser } from './accounts.service.ts';
+export { type AccountsService, type CachedSession, createAccountsService, type NewSession, type SessionUser } from './accounts.service.ts';
 export { type AdminFacts, isAdminUser } from './admin.rules.ts';
 export { allowAllBotVerifier, type BotVerifier, createSiteverifyBotVerifier } from './bot-verifier.client.ts';
 export { createExternalSignIn, type ExternalSignIn, type SignInStep } from './external-signin.service.ts';
 export { createSmtpMailer, defaultMailFrom } from './mailer.client.ts';
 export { type ExternalProvider, OAUTH_STATE_TTL_MS, oauthStateCookieName } from './oauth-state.rules.ts';
-export { createPasswordResetService, type PasswordResetService, RESET_REQUESTED } from './password-reset.service.ts';
-export { createSessionCache, type SessionCache } from './session-cache.service.ts';
+export {
+  createAdminResetLinks,
+  createPasswordResetService,
+  type PasswordResetService,
+  RESET_REQUESTED,
+} from './password-reset.service.ts';
 export { createChainSignatureVerifier, type SignatureVerifier } from './siwe-verifier.client.ts';

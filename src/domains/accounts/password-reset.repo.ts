@@ -24,17 +24,31 @@ export const passwordResetRepo = {
     return trx.selectFrom('users').select('id').where('id', '=', userId).forNoKeyUpdate().executeTakeFirst();
   },
 
-  /** Whether a live link of the user expires after `after` (one mailed recently: its expiry tells when). */
-  async hasLiveLinkExpiringAfter(db: Conn, userId: string, after: Date): Promise<boolean> {
+  /**
+   * Whether a live link of the user expires after `after` and no later than `latest` (one mailed
+   * recently: its expiry tells when; an admin's link expires later than any mailed one).
+   */
+  async hasLiveLinkExpiringBetween(db: Conn, userId: string, after: Date, latest: Date): Promise<boolean> {
     const row = await db
       .selectFrom('password_reset_tokens')
       .select('id')
       .where('user_id', '=', userId)
       .where('used_at', 'is', null)
       .where('expires_at', '>', after)
+      .where('expires_at', '<=', latest)
       .limit(1)
       .executeTakeFirst();
     return row !== undefined;
+  },
+
+  /** The user row locked (as lockUser), with its email and whether it has a password or a proved address. */
+  lockUserWithFacts(trx: Tx, userId: string) {
+    return trx
+      .selectFrom('users')
+      .select(['id', 'email', 'email_verified', sql<boolean>`password_hash is not null`.as('has_password')])
+      .where('id', '=', userId)
+      .forNoKeyUpdate()
+      .executeTakeFirst();
   },
 
   insertToken(db: Conn, row: { userId: string; tokenHash: Buffer; expiresAt: Date }) {

@@ -25,6 +25,7 @@ import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { randomToken, sha256, sha256Hex } from '../../lib/crypto.ts';
 import { AppError, badRequest, tooManyRequests } from '../../lib/errors.ts';
+import type { Logger } from '../../lib/logger.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
 import type { Mailer } from './mailer.client.ts';
 import { COMMON_PASSWORD_MESSAGE, isCommonPassword } from './password-policy.rules.ts';
@@ -33,7 +34,8 @@ import { passwordResetRepo as repo } from './password-reset.repo.ts';
 // argon2id (OWASP), as at sign-up; @node-rs/argon2's Algorithm enum is a const enum, so by value
 const ARGON2ID = 2;
 
-export const RESET_NOT_SET_UP = 'Password reset by email is not set up on this server: ask its operator to reset your password.';
+export const RESET_NOT_SET_UP =
+  'Password reset by email is not set up on this server: ask its operator for a password reset link (they can make one for your account).';
 export const RESET_REQUESTED =
   'If an account uses this email, a link to set a new password is on its way. It works once, within 30 minutes. ' +
   'A new link is mailed at most once every 10 minutes: if one came a moment ago, use that one.';
@@ -43,10 +45,14 @@ export const RESET_TOKEN_ERRORS = {
   expired: 'This password reset link has expired. Request a new one.',
 } as const;
 
+/**
+ * How long a link an admin issues works (docs/admin.md "A password reset link without email"):
+ * longer than a mailed one, because the admin passes it on by hand.
+ */
+export const ADMIN_RESET_LINK_TTL_MS = 24 * 60 * 60 * 1000;
+
 /** A spent or expired link is kept this long after its expiry, so a late click is told why it failed. */
 const KEEP_EXPIRED_MS = 24 * 60 * 60 * 1000;
-
-type Log = { warn(obj: object, msg: string): void };
 
 export type PasswordResetDeps = {
   db: Db;
@@ -56,7 +62,7 @@ export type PasswordResetDeps = {
   rateLimiter: RateLimiter;
   /** ends every session of a user in every replica's cache (accounts.revokeAllSessions) */
   revokeAllSessions(userId: string): Promise<void>;
-  logger: Log;
+  logger: Logger;
   now?: () => Date;
 };
 
@@ -87,9 +93,13 @@ export function createPasswordResetService(deps: PasswordResetDeps) {
     const at = now().getTime();
     const created = await db.kysely.transaction().execute(async (trx) => {
       await repo.lockUser(trx, user.id);
-      // a link mailed less than passwordResetResendMs ago expires later than this: it is still live, in the same mailbox
+      // a link mailed less than passwordResetResendMs ago expires later than this: it is still live, in
+      // the same mailbox. One expiring well after any mailed link could (an admin's, 24 h) was never
+      // mailed and does not count; "well after" leaves room for a request that took its time `at`
+      // before it queued on the lock behind the one that mailed.
       const recent = new Date(at + LIMITS.passwordResetTokenTtlMs - LIMITS.passwordResetResendMs);
-      if (await repo.hasLiveLinkExpiringAfter(trx, user.id, recent)) return false;
+      const latest = new Date(at + LIMITS.passwordResetTokenTtlMs + LIMITS.passwordResetResendMs);
+      if (await repo.hasLiveLinkExpiringBetween(trx, user.id, recent, latest)) return false;
       await repo.insertToken(trx, { userId: user.id, tokenHash, expiresAt: new Date(at + LIMITS.passwordResetTokenTtlMs) });
       return true;
     });
@@ -176,3 +186,32 @@ export function createPasswordResetService(deps: PasswordResetDeps) {
 }
 
 export type PasswordResetService = ReturnType<typeof createPasswordResetService>;
+
+/**
+ * A password reset link an admin issues and hands over, for a server without SMTP (or a user whose
+ * mail does not arrive): `npm run admin -- reset-link <email>` and POST
+ * /api/admin/users/:id/reset-link (docs/admin.md). The same links as the mailed ones (256 random
+ * bits, single use, stored only as a hash, confirmed by POST /api/auth/password-reset/confirm),
+ * valid ADMIN_RESET_LINK_TTL_MS; issuing one spends the user's earlier links, so only the newest
+ * works. A wallet account (no password and no proved address) has no password to reset: 409.
+ */
+export function createAdminResetLinks(deps: { db: Db; publicUrl: string; now?: () => Date }) {
+  const now = deps.now ?? (() => new Date());
+  return {
+    async issue(userId: string): Promise<{ link: string; email: string; expiresAt: string }> {
+      const token = randomToken(32);
+      const at = now();
+      const expiresAt = new Date(at.getTime() + ADMIN_RESET_LINK_TTL_MS);
+      const email = await deps.db.kysely.transaction().execute(async (trx) => {
+        const user = await repo.lockUserWithFacts(trx, userId);
+        if (!user) throw new AppError('NOT_FOUND', 'User not found');
+        if (!user.has_password && !user.email_verified)
+          throw new AppError('CONFLICT', 'This account signs in with a wallet: it has no password to reset');
+        await repo.spendAllOf(trx, userId, at);
+        await repo.insertToken(trx, { userId, tokenHash: sha256(token), expiresAt });
+        return user.email;
+      });
+      return { link: `${deps.publicUrl}/reset-password?token=${token}`, email, expiresAt: expiresAt.toISOString() };
+    },
+  };
+}

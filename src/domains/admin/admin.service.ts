@@ -2,7 +2,8 @@
  * Admin rights and plans (docs/admin.md). A new instance has no admin: each start prints a
  * one-time setup link until someone opens it signed in; that account becomes the first admin.
  * Admins list users and set their plan (the way plans change without a card processor) and admin
- * flag, and credit a user's wallet (money without a card processor). `npm run admin`
+ * flag, credit a user's wallet (money without a card processor), and issue a password reset
+ * link to hand over (a reset without SMTP). `npm run admin`
  * (scripts/admin.ts) does the same from a shell.
  */
 import { randomBytes } from 'node:crypto';
@@ -77,6 +78,12 @@ const view = (u: {
  */
 export type SessionEvictor = { evictUser(userId: string): void };
 
+/**
+ * Issues a one-time password reset link for a user (the accounts domain's createAdminResetLinks):
+ * declared here for the same reason as SessionEvictor.
+ */
+export type ResetLinkIssuer = { issue(userId: string): Promise<{ link: string; email: string; expiresAt: string }> };
+
 /** `sessionCache`: a changed admin flag must not wait for cached sessions (5 s) to expire. */
 export function createAdminService(deps: {
   db: Db;
@@ -86,6 +93,8 @@ export function createAdminService(deps: {
   wallets: Pick<SessionWalletService, 'ensureAddress' | 'address'>;
   /** the one way money moves (docs/payments.md "The ledger") */
   ledger: Pick<LedgerService, 'credit' | 'entry'>;
+  /** password reset links an admin hands over (docs/admin.md "A password reset link without email") */
+  resetLinks: ResetLinkIssuer;
   now?: () => Date;
 }) {
   const { db } = deps;
@@ -199,6 +208,15 @@ export function createAdminService(deps: {
           balanceAfter: microsToUsd(entry.balanceAfterMicros),
         },
       };
+    },
+
+    /**
+     * A one-time link that sets a new password for the user, for the admin to hand over (the way
+     * to reset a password without SMTP). 404 for an unknown user, 409 for a wallet account.
+     */
+    async resetLink(actor: AdminActor, userId: string) {
+      requireAdmin(actor);
+      return deps.resetLinks.issue(userId);
     },
 
     /** `npm run admin -- credit <email> <usd> [note]`: the user's id, or undefined for an unknown email. */

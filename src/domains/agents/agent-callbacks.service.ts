@@ -1,8 +1,10 @@
 /**
  * What agents call back with their own platform key (never INTERNAL_API_KEY): storing the chat
- * messages they report, and telling which agent a key belongs to. Part of the agents service.
+ * messages they report, and telling which agent a key belongs to. Built in src/platform.ts and given
+ * to the agent-key scope and the callback routes (src/http/backend/routes/agent-callbacks.routes.ts).
  */
 import { sha256Hex } from '../../lib/crypto.ts';
+import { agentMessagesRepo } from './agent-messages.repo.ts';
 import type { AgentsDeps } from './agent-records.service.ts';
 import { agentsRepo } from './agents.repo.ts';
 import { PLATFORM_KEY_PREFIX } from './credentials.rules.ts';
@@ -30,7 +32,7 @@ export function createAgentCallbacks(deps: Pick<AgentsDeps, 'db' | 'platformKeyC
     ): Promise<{ agentId: string; stored: number }> {
       await db.withUser(caller.userId, async (trx) => {
         for (const m of messages) {
-          await agentsRepo.insertMessage(trx, {
+          await agentMessagesRepo.insertMessage(trx, {
             agentId: caller.agentId,
             userId: caller.userId,
             sender: m.sender,
@@ -48,7 +50,7 @@ export function createAgentCallbacks(deps: Pick<AgentsDeps, 'db' | 'platformKeyC
      * The agent a per-agent platform key belongs to, or null (for routes agents call back, and the
      * AI gateway on every model call). A verified key is cached for API_KEY_CACHE_TTL_MS so a call
      * costs no database read; rotating, revoking (stop) or deleting evicts it at once, in every
-     * replica with REDIS_URL (the same cache and guarantees as `sk_` keys, keys/key-cache.service.ts).
+     * replica with REDIS_URL (the same cache and guarantees as `sk_` keys, src/lib/evicting-cache.ts).
      * The answer is given at once (no promise) when the format is wrong or the key is cached: the
      * gateway's hook then decides without a promise (docs/benchmarks.md "AI proxy"); a promise only
      * for the database read.
@@ -66,3 +68,5 @@ export function createAgentCallbacks(deps: Pick<AgentsDeps, 'db' | 'platformKeyC
     },
   };
 }
+
+export type AgentCallbacks = ReturnType<typeof createAgentCallbacks>;

@@ -4,7 +4,7 @@
  * so they store through the agents domain instead of reading its repository (docs/architecture.md rule 1).
  */
 import type { Db } from '../../db/client.ts';
-import { agentsRepo } from './agents.repo.ts';
+import { agentMessagesRepo } from './agent-messages.repo.ts';
 
 /** One exchange to store: the last question and the whole answer (each already cut to what is kept). */
 export type Turn = { agentId: string; question: string; askedAt: Date; answer: string; responseMs: number; platform?: string };
@@ -18,8 +18,8 @@ export function createAgentMessages(deps: { db: Db }) {
     async recordTurn(userId: string, turn: Turn): Promise<void> {
       await deps.db.withUser(userId, async (trx) => {
         const base = { agentId: turn.agentId, userId, platform: turn.platform ?? 'api' };
-        await agentsRepo.insertMessage(trx, { ...base, sender: 'user', content: turn.question, createdAt: turn.askedAt });
-        await agentsRepo.insertMessage(trx, { ...base, sender: 'agent', content: turn.answer, responseMs: turn.responseMs });
+        await agentMessagesRepo.insertMessage(trx, { ...base, sender: 'user', content: turn.question, createdAt: turn.askedAt });
+        await agentMessagesRepo.insertMessage(trx, { ...base, sender: 'agent', content: turn.answer, responseMs: turn.responseMs });
       });
     },
   };

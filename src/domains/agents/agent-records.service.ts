@@ -11,11 +11,13 @@ import type { Db, Tx } from '../../db/client.ts';
 import type { AgentStatus } from '../../db/schema.ts';
 import { encryptSecret } from '../../lib/crypto.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
-import type { KeyCache } from '../keys/index.ts';
-import { type AgentRow, agentsRepo, type JobRow } from './agents.repo.ts';
+import type { KeyCache } from '../../lib/evicting-cache.ts';
+import { type AgentRow, agentsRepo } from './agents.repo.ts';
 import { maskChannelSecrets, sealChannelSecrets } from './channel-secrets.rules.ts';
 import { newAgentId, newGatewayToken } from './credentials.rules.ts';
+import type { JobRow } from './deployments/deployments.repo.ts';
 import type { HostingDriver } from './drivers/driver.contract.ts';
+import type { LifecycleLocks } from './lifecycle-locks.service.ts';
 
 export const BACKEND_DEFAULT_PLAN = 'label';
 
@@ -33,6 +35,8 @@ export type AgentsDeps = {
   platformKeyCache?: KeyCache<null> | undefined;
   /** Called after a job is enqueued, so an in-process worker takes it without waiting for its poll. */
   onEnqueue?: () => void;
+  /** one lifecycle transition of an agent at a time, shared by the lifecycle, the deployment jobs and the watchdog */
+  locks: LifecycleLocks;
 };
 
 export type LifecycleAction = 'start' | 'stop' | 'restart';
@@ -132,12 +136,46 @@ export async function findOwnAgent(db: Db, userId: string, id: string): Promise<
   return a;
 }
 
+/**
+ * A lifecycle transaction of the user's agent: the user's row, then the agent's, are locked first,
+ * always in that order (as POST /api/deployments and provisioning do), so concurrent lifecycle calls,
+ * deployments and provisions of one user queue behind each other instead of deadlocking (40P01).
+ * 404 for a missing or foreign agent.
+ */
+export function lockedAgentTransaction<T>(
+  db: Db,
+  userId: string,
+  agentId: string,
+  fn: (trx: Tx, agent: AgentRow) => Promise<T>,
+): Promise<T> {
+  return db.withUser(userId, async (trx) => {
+    if (!(await agentsRepo.lockUser(trx, userId))) throw notFound('Agent not found');
+    const agent = await agentsRepo.lockAgent(trx, agentId);
+    if (!agent) throw notFound('Agent not found');
+    return fn(trx, agent);
+  });
+}
+
 /** What other domains may ask of agents (the watchdog's WatchdogAgents), without their repository. */
-export function createAgentDirectory(db: Db) {
+export function createAgentDirectory(db: Db, locks: LifecycleLocks) {
   return {
     findOwn: (userId: string, agentId: string) => findOwnAgent(db, userId, agentId),
     async setGatewayUrl(agentId: string, url: string): Promise<void> {
       await agentsRepo.updateAgent(db.kysely, agentId, { gateway_url: url });
+    },
+    /**
+     * Starts `relaunch` (a repair's restart) only while the agent is still meant to run (status
+     * `running`), as one lifecycle transition: after a Stop it does nothing, and a Stop after it
+     * stops what it started. Resolves with the relaunch under way (`done`), or undefined when skipped.
+     */
+    relaunchIfRunning(agentId: string, relaunch: () => Promise<void>): Promise<{ done: Promise<void> } | undefined> {
+      return locks.run(agentId, async () => {
+        const agent = await agentsRepo.findAgent(db.kysely, agentId);
+        if (agent?.status !== 'running') return undefined;
+        const done = relaunch();
+        done.catch(() => {}); // the caller awaits it (and sees its failure) once the lock is let go
+        return { done };
+      });
     },
   };
 }

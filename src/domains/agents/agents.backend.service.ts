@@ -1,14 +1,14 @@
 /**
  * The backend side of agents (§4.7 backend rows, lifecycle, logs, stats, runtime instances). The
- * web app reaches these through the backend HTTP API (agents.web.service.ts). Composed of files of
- * one concern each: records and views (agent-records.service.ts), deployment jobs and reconciliation
- * (deployments.service.ts; the worker calls `runJob`), and what agents call back with their own key
- * (agent-callbacks.service.ts).
+ * web app reaches these through the backend HTTP API (agents.web.service.ts). Records and views
+ * are agent-records.service.ts. Two services of the domain are built beside this one and passed
+ * on their own: deployment jobs and reconciliation (deployments/deployments.service.ts, given to
+ * the worker and the deployment routes) and what agents call back with their own key
+ * (agent-callbacks.service.ts, given to its route module).
  */
 import { LIMITS } from '../../config/limits.ts';
 import type { AgentStatus } from '../../db/schema.ts';
 import { notFound } from '../../lib/errors.ts';
-import { createAgentCallbacks } from './agent-callbacks.service.ts';
 import {
   type AgentsDeps,
   BACKEND_DEFAULT_PLAN,
@@ -20,16 +20,20 @@ import {
   insertAgentRecord,
   type LifecycleAction,
   limitReached,
+  lockedAgentTransaction,
 } from './agent-records.service.ts';
-import { type AgentRow, agentsRepo } from './agents.repo.ts';
+import { agentsRepo } from './agents.repo.ts';
 import { maskChannelSecrets, sealChannelSecrets } from './channel-secrets.rules.ts';
-import { createDeploymentJobs } from './deployments/deployments.service.ts';
+import { deploymentsRepo } from './deployments/deployments.repo.ts';
 import { AgentNotDeployedError, type ContainerStatus, HostingUnavailableError } from './drivers/driver.contract.ts';
 
 export type { AgentsDeps, LifecycleAction } from './agent-records.service.ts';
 
+/** Driver states of a unit that runs. */
+const UP = new Set<ContainerStatus>(['healthy', 'starting', 'running']);
+
 export function createAgentsService(deps: AgentsDeps) {
-  const { db, config, driver } = deps;
+  const { db, config, driver, locks } = deps;
   const hostingAvailable = () => config.configured.hosting;
 
   /** Runs a driver call; hosting failures become 500 `Hosting unavailable` (§4.12). */
@@ -72,19 +76,45 @@ export function createAgentsService(deps: AgentsDeps) {
     });
   }
 
-  async function enqueue(agent: AgentRow) {
-    const job = await db.withUser(agent.user_id, async (trx) => {
-      await agentsRepo.updateAgent(trx, agent.id, { status: 'provisioning' });
-      return agentsRepo.enqueueDeploy(trx, agent.id, agent.user_id, LIMITS.deploymentMaxAttempts);
+  /**
+   * Start and Restart: the agent is deployed again from its stored record (configuration, model,
+   * plan; a fresh platform key), by a deployment job; one already queued or running is joined.
+   */
+  async function redeploy(userId: string, id: string) {
+    // the record only: the job's deploy is the transition that reaches the driver
+    const job = await lockedAgentTransaction(db, userId, id, async (trx) => {
+      await agentsRepo.updateAgent(trx, id, { status: 'provisioning' });
+      return deploymentsRepo.enqueueDeploy(trx, id, userId, LIMITS.deploymentMaxAttempts);
     });
     deps.onEnqueue?.();
     return job;
   }
 
+  /**
+   * Stop: `stopped` in the record, the platform key revoked, and the driver told to end the unit,
+   * as one transition; then the wait until it has (docs/agents.md "Stop, suspend and restart").
+   */
+  async function stop(userId: string, id: string) {
+    const stopping = await locks.run(id, async () => {
+      await lockedAgentTransaction(db, userId, id, async (trx) => {
+        await agentsRepo.updateAgent(trx, id, { status: 'stopped' });
+        await agentsRepo.revokePlatformKey(trx, id);
+      });
+      deps.platformKeyCache?.evictKey(id);
+      // every process of the agent ends (the local driver: SIGTERM, then SIGKILL after its grace
+      // period); a driver without a separate stop (Render) suspends the service, which runs nothing
+      const done = driver.stop ? driver.stop(id) : driver.suspend(id);
+      done.catch(() => {}); // awaited below, once the lock is let go
+      return { done };
+    });
+    await stopping.done.catch((err: unknown) => {
+      // nothing deployed: nothing to end
+      if (!(err instanceof AgentNotDeployedError)) throw err;
+    });
+  }
+
   return {
     hostingAvailable,
-    ...createDeploymentJobs(deps),
-    ...createAgentCallbacks(deps),
 
     /** §4.7 backend GET /api/agents. */
     async list(userId: string) {
@@ -160,48 +190,40 @@ export function createAgentsService(deps: AgentsDeps) {
      * stops working everywhere); driver cleanup is best effort; unknown ids succeed.
      */
     async remove(userId: string, id: string, log?: (err: unknown) => void) {
-      const existed = await db.withUser(userId, (trx) => agentsRepo.deleteAgent(trx, id));
-      if (existed) deps.platformKeyCache?.evictKey(id);
-      // only the owner's agent is cleaned up on the hosting side: an id alone never reaches the driver
-      if (existed && hostingAvailable()) await driver.delete(id).catch((err) => log?.(err));
+      // a transition like the others: a deployment that started before it is deleted with the unit,
+      // one after it finds no agent (never a process for a deleted agent)
+      const removing = await locks.run(id, async () => {
+        const existed = await db.withUser(userId, (trx) => agentsRepo.deleteAgent(trx, id));
+        if (existed) deps.platformKeyCache?.evictKey(id);
+        // only the owner's agent is cleaned up on the hosting side: an id alone never reaches the driver
+        if (!existed || !hostingAvailable()) return undefined;
+        const done = driver.delete(id);
+        done.catch(() => {}); // awaited below
+        return { done };
+      });
+      await removing?.done.catch((err) => log?.(err));
       return { id, deleted: true as const };
     },
 
     /**
-     * Per-agent lifecycle (§4.18, designed): `stop` suspends and revokes the agent's platform key
-     * (its credential for callbacks and the AI gateway, docs/agents.md "Model access"); `start` or
-     * `restart` of a stopped agent deploys it again, which issues a fresh key; otherwise `start`
-     * resumes and `restart` restarts (deploying when the unit is gone).
+     * Per-agent lifecycle (§4.18, designed; docs/agents.md "Stop, suspend and restart"): `stop` ends
+     * every process of the agent and revokes its platform key (its credential for callbacks and the AI
+     * gateway, docs/agents.md "Model access"); `restart` deploys it again from its stored record (so a
+     * configuration saved since applies), with a fresh key; `start` does the same unless it already
+     * runs. Calls on one agent are transitions in arrival order (lifecycle-locks.service.ts).
      */
     async lifecycle(userId: string, id: string, action: LifecycleAction) {
       const agent = await ownAgent(userId, id);
       return viaDriver(async () => {
-        const unit = (await driver.status(id)).status;
-        const gone = unit === 'not_found' || unit === 'error';
         if (action === 'stop') {
-          if (!gone) await driver.suspend(id);
-          await db.withUser(userId, async (trx) => {
-            await agentsRepo.updateAgent(trx, id, { status: 'stopped' });
-            await agentsRepo.revokePlatformKey(trx, id);
-          });
-          deps.platformKeyCache?.evictKey(id);
+          await stop(userId, id);
           return { id, action, status: 'stopped' as AgentStatus, deployment: null };
         }
-        if (gone || agent.status === 'pending' || agent.status === 'error' || agent.status === 'stopped') {
-          const job = await enqueue(agent);
-          return { id, action, status: 'provisioning' as AgentStatus, deployment: deploymentView(job) };
+        if (action === 'start' && agent.status === 'running' && UP.has((await driver.status(id)).status)) {
+          return { id, action, status: 'running' as AgentStatus, deployment: null };
         }
-        try {
-          if (action === 'start') await driver.resume(id);
-          else await driver.restart(id);
-        } catch (err) {
-          // the driver has no unit or launch spec (e.g. a local process gone with a platform restart): deploy again
-          if (!(err instanceof AgentNotDeployedError)) throw err;
-          const job = await enqueue(agent);
-          return { id, action, status: 'provisioning' as AgentStatus, deployment: deploymentView(job) };
-        }
-        await db.withUser(userId, (trx) => agentsRepo.updateAgent(trx, id, { status: 'running', started_at: new Date() }));
-        return { id, action, status: 'running' as AgentStatus, deployment: null };
+        const job = await redeploy(userId, id);
+        return { id, action, status: 'provisioning' as AgentStatus, deployment: deploymentView(job) };
       });
     },
 

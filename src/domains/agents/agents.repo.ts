@@ -1,13 +1,14 @@
 /**
- * SQL of the agents domain. Everything done for a user runs in the RLS-bound transaction from
- * `db.withUser` (pass the `Tx`). The deployment worker, the start-up reconciliation and the
+ * SQL of the agents' records and credentials. Everything done for a user runs in the RLS-bound
+ * transaction from `db.withUser` (pass the `Tx`). The start-up reconciliation, the metrics and the
  * platform-key lookup work across users by design and run on the owner connection (`Kysely<DB>`);
- * those functions say so.
- * Length (~320 lines): every query on the agents tables, kept in one repository by the SQL-only-in-repositories rule.
+ * those functions say so. The deployment queue is deployments/deployments.repo.ts, the stored
+ * conversations agent-messages.repo.ts.
  */
 import { type Kysely, sql } from 'kysely';
 import type { Tx } from '../../db/client.ts';
 import type { AgentStatus, DB } from '../../db/schema.ts';
+import { deploymentsRepo } from './deployments/deployments.repo.ts';
 
 type Conn = Kysely<DB> | Tx;
 
@@ -35,7 +36,6 @@ export const agentColumns = [
 ] as const;
 
 export type AgentRow = NonNullable<Awaited<ReturnType<typeof agentsRepo.findAgent>>>;
-export type JobRow = NonNullable<Awaited<ReturnType<typeof agentsRepo.getJob>>>;
 
 export const agentsRepo = {
   /**
@@ -100,6 +100,36 @@ export const agentsRepo = {
 
   findAgent(db: Conn, id: string) {
     return db.selectFrom('agents').select(agentColumns).where('id', '=', id).executeTakeFirst();
+  },
+
+  /**
+   * The agent's row, locked for the rest of the transaction (after the user's, `lockUser`: every
+   * lifecycle transaction takes the two in that order, so none waits for the other in reverse and
+   * PostgreSQL never has to break a deadlock, 40P01). FOR NO KEY UPDATE: inserts that reference the
+   * agent (a deployment job) are not blocked by it.
+   */
+  lockAgent(trx: Tx, id: string) {
+    return trx.selectFrom('agents').select(agentColumns).where('id', '=', id).forNoKeyUpdate().executeTakeFirst();
+  },
+
+  /**
+   * Sets the status (and what goes with it) only while the agent's status is one of `from`: a
+   * deployment marks its agent running only if nobody stopped it meanwhile. Owner connection (the
+   * deployment worker serves every user). Returns the row, or undefined when the status had moved on.
+   */
+  setStatusIf(
+    db: Kysely<DB>,
+    id: string,
+    from: AgentStatus[],
+    patch: { status: AgentStatus; gateway_url?: string; external_id?: string; started_at?: Date },
+  ) {
+    return db
+      .updateTable('agents')
+      .set({ ...patch, updated_at: sql`now()` })
+      .where('id', '=', id)
+      .where('status', 'in', from)
+      .returning(agentColumns)
+      .executeTakeFirst();
   },
 
   /** The agent's own OS user on the local driver (migration 090): the drivers' business only, never in a view. */
@@ -170,100 +200,6 @@ export const agentsRepo = {
     return db.selectFrom('agent_credentials').select(['agent_id', 'user_id']).where('platform_key_hash', '=', hash).executeTakeFirst();
   },
 
-  /**
-   * Enqueues a deploy job unless one is already queued or running for the agent (the partial
-   * unique index decides races); returns the active job either way.
-   */
-  async enqueueDeploy(db: Conn, agentId: string, userId: string, maxAttempts: number) {
-    // the active job that made the insert do nothing may finish before the select below runs (each
-    // statement sees its own snapshot): then no active job exists any more and the insert is tried again
-    for (let attempt = 0; ; attempt++) {
-      const inserted = await db
-        .insertInto('deployments')
-        .values({ agent_id: agentId, user_id: userId, max_attempts: maxAttempts })
-        .onConflict((oc) => oc.column('agent_id').where('status', 'in', ['queued', 'running']).doNothing())
-        .returningAll()
-        .executeTakeFirst();
-      if (inserted) return inserted;
-      const active = await db
-        .selectFrom('deployments')
-        .selectAll()
-        .where('agent_id', '=', agentId)
-        .where('status', 'in', ['queued', 'running'])
-        .executeTakeFirst();
-      if (active) return active;
-      if (attempt >= 5) throw new Error(`could not enqueue a deployment for agent ${agentId}`);
-    }
-  },
-
-  getJob(db: Conn, id: string) {
-    return db.selectFrom('deployments').selectAll().where('id', '=', id).executeTakeFirst();
-  },
-
-  /**
-   * Owner connection (the worker serves every user). Takes the oldest due job — queued and due,
-   * or running with an expired lease (its worker died) — skipping rows another worker holds, and
-   * leases it to `workerId` in the same statement.
-   */
-  async takeJob(db: Kysely<DB>, workerId: string, leaseMs: number) {
-    const r = await sql<DB['deployments'] & { id: string; attempts: number; max_attempts: number; agent_id: string; user_id: string }>`
-      UPDATE deployments d
-         SET status = 'running', attempts = d.attempts + 1, locked_by = ${workerId},
-             lease_until = now() + make_interval(secs => ${leaseMs / 1000}), updated_at = now()
-       WHERE d.id = (
-         SELECT id FROM deployments
-          WHERE (status = 'queued' AND run_after <= now()) OR (status = 'running' AND lease_until < now())
-          ORDER BY run_after
-          FOR UPDATE SKIP LOCKED
-          LIMIT 1)
-      RETURNING d.id, d.agent_id, d.user_id, d.attempts, d.max_attempts`.execute(db);
-    return r.rows[0] as { id: string; agent_id: string; user_id: string; attempts: number; max_attempts: number } | undefined;
-  },
-
-  /** Extends the lease while the holder still owns the job; false when another worker took it over. */
-  async renewLease(db: Kysely<DB>, jobId: string, workerId: string, leaseMs: number): Promise<boolean> {
-    const r = await db
-      .updateTable('deployments')
-      .set({ lease_until: sql`now() + make_interval(secs => ${leaseMs / 1000})`, updated_at: sql`now()` })
-      .where('id', '=', jobId)
-      .where('locked_by', '=', workerId)
-      .where('status', '=', 'running')
-      .executeTakeFirst();
-    return Number(r.numUpdatedRows) > 0;
-  },
-
-  /** Finishes a job the worker still holds (fencing by `locked_by`); false when it lost the lease. */
-  async finishJob(
-    db: Conn,
-    jobId: string,
-    workerId: string,
-    outcome: {
-      status: 'succeeded' | 'failed' | 'queued';
-      error?: string;
-      retryInMs?: number /** give the attempt back (the worker was stopped, the job did not fail) */;
-      uncount?: boolean;
-    },
-  ): Promise<boolean> {
-    const r = await db
-      .updateTable('deployments')
-      .set({
-        ...(outcome.uncount ? { attempts: sql`greatest(attempts - 1, 0)` } : {}),
-        status: outcome.status,
-        last_error: outcome.error ?? null,
-        locked_by: null,
-        lease_until: null,
-        updated_at: sql`now()`,
-        ...(outcome.status === 'queued'
-          ? { run_after: sql`now() + make_interval(secs => ${(outcome.retryInMs ?? 0) / 1000})` }
-          : { finished_at: sql`now()` }),
-      })
-      .where('id', '=', jobId)
-      .where('locked_by', '=', workerId)
-      .where('status', '=', 'running')
-      .executeTakeFirst();
-    return Number(r.numUpdatedRows) > 0;
-  },
-
   /** Owner connection: agents the platform believes are running (start-up reconciliation, instance listing). */
   listAllAgents(db: Kysely<DB>, filter: { status?: AgentStatus[]; limit: number; offset?: number }) {
     let q = db
@@ -274,67 +210,6 @@ export const agentsRepo = {
       .offset(filter.offset ?? 0);
     if (filter.status) q = q.where('status', 'in', filter.status);
     return q.execute();
-  },
-
-  insertMessage(
-    trx: Tx,
-    m: {
-      agentId: string;
-      userId: string;
-      sender: 'user' | 'agent' | 'system';
-      content: string;
-      platform?: string;
-      responseMs?: number | null;
-      failed?: boolean;
-      /** when it was said (default: now); the order of a history is the order of storing (`seq`) */
-      createdAt?: Date;
-    },
-  ) {
-    return trx
-      .insertInto('agent_messages')
-      .values({
-        agent_id: m.agentId,
-        user_id: m.userId,
-        sender: m.sender,
-        content: m.content,
-        ...(m.platform ? { platform: m.platform } : {}),
-        response_ms: m.responseMs ?? null,
-        failed: m.failed ?? false,
-        ...(m.createdAt ? { created_at: m.createdAt } : {}),
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
-  },
-
-  async listMessages(trx: Tx, agentId: string, limit: number, offset: number) {
-    const [rows, total] = await Promise.all([
-      trx
-        .selectFrom('agent_messages')
-        .selectAll()
-        .where('agent_id', '=', agentId)
-        // stored order, not time: a turn is stored question first (migration 100)
-        .orderBy('seq', 'desc')
-        .limit(limit)
-        .offset(offset)
-        .execute(),
-      trx
-        .selectFrom('agent_messages')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('agent_id', '=', agentId)
-        .executeTakeFirstOrThrow(),
-    ]);
-    return { rows, total: total.n };
-  },
-
-  /** Reply metrics for stats: counts, last-hour rate, mean response time, failure count. */
-  async messageStats(trx: Tx, agentId: string) {
-    const r = await sql<{ processed: number; last_hour: number; avg_ms: number | null; failed: number }>`
-      SELECT count(*)::int AS processed,
-             count(*) FILTER (WHERE created_at > now() - interval '1 hour')::int AS last_hour,
-             avg(response_ms)::float8 AS avg_ms,
-             count(*) FILTER (WHERE failed)::int AS failed
-        FROM agent_messages WHERE agent_id = ${agentId} AND sender = 'agent'`.execute(trx);
-    return r.rows[0]!;
   },
 
   /**
@@ -350,10 +225,8 @@ export const agentsRepo = {
         .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
         .groupBy('status')
         .execute();
-      const queue = await sql<{ queued: number; oldest_seconds: number | null }>`
-        SELECT count(*)::int AS queued, extract(epoch FROM now() - min(created_at))::float8 AS oldest_seconds
-          FROM deployments WHERE status = 'queued'`.execute(trx);
-      return { agents, queued: queue.rows[0]!.queued, oldestQueuedSeconds: queue.rows[0]!.oldest_seconds };
+      const queue = await deploymentsRepo.queueStats(trx);
+      return { agents, ...queue };
     });
   },
 };

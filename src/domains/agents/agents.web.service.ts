@@ -11,6 +11,8 @@ import type { Secrets } from '../../config/secrets.ts';
 import type { Db } from '../../db/client.ts';
 import { codeForBody } from '../../lib/error-codes.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
+import type { Logger } from '../../lib/logger.ts';
+import { agentMessagesRepo } from './agent-messages.repo.ts';
 import { findOwnAgent, insertAgentRecord, type LifecycleAction } from './agent-records.service.ts';
 import { type AgentRow, agentsRepo } from './agents.repo.ts';
 import { type BackendClient, type BackendResponse, BackendUnreachableError } from './backend.client.ts';
@@ -35,7 +37,7 @@ export type AgentsWebDeps = {
   config: Pick<Config, 'AGENTS_DOMAIN' | 'PUBLIC_URL' | 'configured'>;
   secrets: Pick<Secrets, 'secretsEncryptionKey'>;
   backend: BackendClient;
-  log?: { warn(obj: object, msg: string): void };
+  log?: Logger;
 };
 
 export function createAgentsWebService(deps: AgentsWebDeps) {
@@ -245,7 +247,7 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
     /** §4.7 messages: stored chat messages, newest first in the order said (question before answer; migration 100). */
     async messages(user: WebUser, id: string, q: { limit: number; offset: number }) {
       await ownAgent(user.id, id);
-      const { rows, total } = await db.withUser(user.id, (trx) => agentsRepo.listMessages(trx, id, q.limit, q.offset));
+      const { rows, total } = await db.withUser(user.id, (trx) => agentMessagesRepo.listMessages(trx, id, q.limit, q.offset));
       return {
         messages: rows.map((m) => ({
           id: m.id,
@@ -274,7 +276,7 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
         failed?: boolean;
       },
     ) {
-      return db.withUser(userId, (trx) => agentsRepo.insertMessage(trx, { ...m, userId }));
+      return db.withUser(userId, (trx) => agentMessagesRepo.insertMessage(trx, { ...m, userId }));
     },
 
     /**
@@ -284,7 +286,7 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
      */
     async stats(user: WebUser, id: string) {
       const agent = await ownAgent(user.id, id);
-      const m = await db.withUser(user.id, (trx) => agentsRepo.messageStats(trx, id));
+      const m = await db.withUser(user.id, (trx) => agentMessagesRepo.messageStats(trx, id));
       let live: Record<string, unknown> | null = null;
       try {
         const r = await backend.call('GET', path(id, '/stats'), { userId: user.id, timeoutMs: LIMITS.backendCallTimeoutMs });

@@ -3,7 +3,7 @@
  * The domain's front door (docs/architecture.md "Layers and what each may import"): what other
  * layers and domains may import from it.
  */
-export type { AgentCaller } from './agent-callbacks.service.ts';
+export { type AgentCallbacks, type AgentCaller, createAgentCallbacks } from './agent-callbacks.service.ts';
 export { type AgentClient, type ChatMessage, createAgentClient } from './agent-client/agent.client.ts';
 export { CHAT_BODY_MAX_DEPTH } from './agent-client/agent-model.rules.ts';
 export { type AgentProxy, createAgentProxy, PROXY_SOCKET_LIMITS } from './agent-client/agent-proxy.service.ts';
@@ -11,7 +11,7 @@ export { containerHealth, probeHealthz } from './agent-client/health-probe.clien
 export { STORED_ANSWER_MAX_CHARS } from './agent-client/proxied-turn.rules.ts';
 export { type AgentTarget, createAgentTargets } from './agent-client/targets.service.ts';
 export { type AgentMessages, createAgentMessages, type Turn } from './agent-messages.service.ts';
-export { createAgentDirectory, findOwnAgent } from './agent-records.service.ts';
+export { type AgentsDeps, createAgentDirectory, findOwnAgent } from './agent-records.service.ts';
 export {
   agentIdParam,
   agentListItem,
@@ -45,6 +45,7 @@ export { type AgentsWebService, createAgentsWebService, type WebUser } from './a
 export { createPlatformCounts } from './agents-metrics.service.ts';
 export { createBackendClient } from './backend.client.ts';
 export { maskChannelSecrets, sealChannelSecrets } from './channel-secrets.rules.ts';
+export { type ClaimedJob, createDeploymentJobs, type DeploymentJobs, type DeployResult } from './deployments/deployments.service.ts';
 export {
   AgentNotDeployedError,
   type AgentWorkspace,
@@ -53,3 +54,4 @@ export {
   HostingUnavailableError,
 } from './drivers/driver.contract.ts';
 export { createHostingDriver } from './drivers/driver-registry.service.ts';
+export { createLifecycleLocks } from './lifecycle-locks.service.ts';

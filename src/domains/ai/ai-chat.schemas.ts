@@ -253,6 +253,21 @@ export const chatResponse = z.object({
 export const planError = z
   .object({ success: z.literal(false), error: z.string(), code: z.enum(['PLAN_REQUIRED', 'SUBSCRIPTION_REQUIRED']) })
   .describe('402: `PLAN_REQUIRED` (x-user-plan missing or unrecognized) or `SUBSCRIPTION_REQUIRED`');
+/** POST /api/ai/chat's 402: the plan refusals, or (AI_BILLING=balance) a platform user's balance that cannot cover the call. */
+export const chatPaymentError = z
+  .object({
+    success: z.literal(false).optional(),
+    error: z.string(),
+    code: z.enum(['PLAN_REQUIRED', 'SUBSCRIPTION_REQUIRED', 'BALANCE_TOO_LOW']),
+    balanceUsd: z.number().optional(),
+    holdUsd: z.number().optional(),
+    heldUsd: z.number().optional(),
+  })
+  .describe(
+    '402: `PLAN_REQUIRED` (x-user-plan missing or unrecognized) or `SUBSCRIPTION_REQUIRED` (`success:false`); with AI_BILLING=balance, ' +
+      "`BALANCE_TOO_LOW` when a platform user's balance cannot cover the call's hold (its prompt and max_tokens at the model's price), " +
+      'with `balanceUsd`, `holdUsd` and `heldUsd` (docs/payments.md "Model calls from the balance")',
+  );
 export const restrictedError = z
   .object({
     success: z.literal(false).optional(),

@@ -2,9 +2,10 @@
  * The AI layer's limits: per-IP fixed windows (§8 AI_RATE_LIMIT, §4.10 DEMO_RATE_LIMIT) and the
  * monthly token quota per plan (§4.9, when AI_QUOTA_ENFORCE is on). Part of the AI layer.
  */
-import type { FastifyBaseLogger } from 'fastify';
+
 import type { Config } from '../../config/env.ts';
 import { AppError } from '../../lib/errors.ts';
+import type { Logger } from '../../lib/logger.ts';
 import type { RateDecision, RateLimiter } from '../../lib/rate-limiter.ts';
 import { type AiActor, monthlyQuota } from './plan.rules.ts';
 import type { UsageStore } from './usage-store.service.ts';
@@ -23,7 +24,7 @@ export function createAiLimits(deps: {
   rateLimiter: RateLimiter;
   usage: UsageStore;
   now: () => Date;
-  logger?: FastifyBaseLogger | undefined;
+  logger?: Logger | undefined;
 }) {
   const { config, usage, now, logger } = deps;
 

@@ -15,6 +15,10 @@ export type UsageRow = {
   totalTokens: number;
   /** USD */
   cost: number;
+  /** the model had a price (false: metered at $0 for want of one, migration 220) */
+  priced: boolean;
+  /** AI_BILLING=balance: the wallet address that pays this call, else null */
+  billTo: string | null;
   createdAt: Date;
 };
 
@@ -33,9 +37,14 @@ export type UsageEntry = {
   totalTokens: number;
   /** USD in units of 1e-10 (the column's scale), an integer: each call's cost rounded once, then summed exactly */
   costUnits: number;
+  priced: boolean;
+  billTo: string | null;
   /** the first call's time */
   createdAt: Date;
 };
+
+/** A batch's charge to one wallet (AI_BILLING=balance): the cost of its rows billed to that address, and the journal id that pays it. */
+export type UsageCharge = { address: string; costUnits: number; eventId: string };
 
 /** A call's USD cost in the integer units of UsageEntry.costUnits (a cost that is not a finite number ≥ 0 counts 0). */
 export const costUnitsOf = (usd: number): number => (usd > 0 && Number.isFinite(usd) ? Math.round(usd * 1e10) : 0);
@@ -51,6 +60,8 @@ export const entryOf = (row: UsageRow): UsageEntry => ({
   completionTokens: row.completionTokens,
   totalTokens: row.totalTokens,
   costUnits: costUnitsOf(row.cost),
+  priced: row.priced,
+  billTo: row.billTo,
   createdAt: row.createdAt,
 });
 
@@ -76,45 +87,15 @@ export type UsageBucket = {
 /** First day of the UTC month of `d`, as `YYYY-MM-01`. */
 export const monthOf = (d: Date) => `${d.getUTCFullYear()}-${String(d.getUTCMonth() + 1).padStart(2, '0')}-01`;
 
-export const aiRepo = {
-  /**
-   * Inserts a batch of usage entries and adds them to the monthly rollups (per user and model, and per
-   * agent for the agents' budgets) in one statement, so they can never disagree; the same statement
-   * takes away the spend holds of those calls (`releases`, migration 205), so what a cap counts
-   * (spent + held) never drops below the truth for a moment. Rows are grouped and ordered before the
-   * upsert, so concurrent batches
-   * lock rollup rows in the same order (no deadlock). A named prepared statement: PostgreSQL plans
-   * it once per connection, and building it costs no query compilation in Node, which matters
-   * because it runs beside every AI request (docs/benchmarks.md). The batch travels as one JSON
-   * parameter: JSON.stringify is native, where one array per column went through pg's JavaScript
-   * array-literal encoder (escapeElement), the largest cost of usage recording in the proxy's CPU
-   * profile at concurrency 64. Cost goes as exact decimal text, never a JSON float.
-   */
-  async insertUsage(pool: Pool, entries: UsageEntry[], releases: SpendHold[] = [], holder: string | null = null): Promise<void> {
-    if (entries.length === 0 && releases.length === 0) return;
-    const batch = entries.map((r) => ({
-      user_id: r.userId,
-      agent_id: r.agentId,
-      model: r.model,
-      provider: r.provider,
-      requests: r.requests,
-      prompt_tokens: r.promptTokens,
-      completion_tokens: r.completionTokens,
-      total_tokens: r.totalTokens,
-      cost: unitsToDecimal(r.costUnits),
-      created_at: r.createdAt.toISOString(),
-    }));
-    const released = releases.map((h) => ({ scope: h.scope, period: h.period, amount: unitsToDecimal(h.units) }));
-    await pool.query({
-      name: 'ai_insert_usage',
-      text: `
+/** The usage write (aiRepo.insertUsage): rows, both rollups and the released holds in one statement. */
+const INSERT_USAGE = `
       WITH r AS (
         SELECT * FROM json_to_recordset($1::json)
           AS r(user_id text, agent_id text, model text, provider text, requests int, prompt_tokens int, completion_tokens int,
-               total_tokens int, cost numeric, created_at timestamptz)
+               total_tokens int, cost numeric, priced boolean, billing_event text, created_at timestamptz)
       ), ins AS (
-        INSERT INTO ai_usage (user_id, agent_id, model, provider, requests, prompt_tokens, completion_tokens, total_tokens, cost, created_at)
-        SELECT user_id, agent_id, model, provider, requests, prompt_tokens, completion_tokens, total_tokens, cost, created_at FROM r
+        INSERT INTO ai_usage (user_id, agent_id, model, provider, requests, prompt_tokens, completion_tokens, total_tokens, cost, priced, billing_event, created_at)
+        SELECT user_id, agent_id, model, provider, requests, prompt_tokens, completion_tokens, total_tokens, cost, priced, billing_event, created_at FROM r
       ), agent AS (
         INSERT INTO ai_usage_agent_monthly AS a (agent_id, month, user_id, requests, prompt_tokens, completion_tokens, total_tokens, cost)
         SELECT agent_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, min(user_id),
@@ -141,9 +122,61 @@ export const aiRepo = {
         prompt_tokens = m.prompt_tokens + EXCLUDED.prompt_tokens,
         completion_tokens = m.completion_tokens + EXCLUDED.completion_tokens,
         total_tokens = m.total_tokens + EXCLUDED.total_tokens,
-        cost = m.cost + EXCLUDED.cost`,
-      values: [JSON.stringify(batch), released.length > 0 ? JSON.stringify(released) : '[]', holder],
-    });
+        cost = m.cost + EXCLUDED.cost`;
+
+/** INSERT_USAGE for kysely: its text cut at the `$n` placeholders, the n of each (the billing transaction's statement). */
+const INSERT_USAGE_PARTS = INSERT_USAGE.split(/\$(\d)/);
+const insertUsageOn = (trx: Kysely<DB>, values: (string | null)[]) => {
+  const texts = INSERT_USAGE_PARTS.filter((_, i) => i % 2 === 0);
+  const params = INSERT_USAGE_PARTS.filter((_, i) => i % 2 === 1).map((n) => values[Number(n) - 1] ?? null);
+  return sql(Object.assign([...texts], { raw: [...texts] }) as unknown as TemplateStringsArray, ...params).execute(trx);
+};
+
+export const aiRepo = {
+  /**
+   * Inserts a batch of usage entries and adds them to the monthly rollups (per user and model, and per
+   * agent for the agents' budgets) in one statement, so they can never disagree; the same statement
+   * takes away the spend holds of those calls (`releases`, migration 205), so what a cap counts
+   * (spent + held) never drops below the truth for a moment. Rows are grouped and ordered before the
+   * upsert, so concurrent batches
+   * lock rollup rows in the same order (no deadlock). A named prepared statement: PostgreSQL plans
+   * it once per connection, and building it costs no query compilation in Node, which matters
+   * because it runs beside every AI request (docs/benchmarks.md). The batch travels as one JSON
+   * parameter: JSON.stringify is native, where one array per column went through pg's JavaScript
+   * array-literal encoder (escapeElement), the largest cost of usage recording in the proxy's CPU
+   * profile at concurrency 64. Cost goes as exact decimal text, never a JSON float.
+   */
+  async insertUsage(
+    pool: Pool,
+    entries: UsageEntry[],
+    releases: SpendHold[] = [],
+    holder: string | null = null,
+    billingEvent?: (address: string) => string,
+    trx?: Kysely<DB>,
+  ): Promise<void> {
+    if (entries.length === 0 && releases.length === 0) return;
+    const batch = entries.map((r) => ({
+      user_id: r.userId,
+      agent_id: r.agentId,
+      model: r.model,
+      provider: r.provider,
+      requests: r.requests,
+      prompt_tokens: r.promptTokens,
+      completion_tokens: r.completionTokens,
+      total_tokens: r.totalTokens,
+      cost: unitsToDecimal(r.costUnits),
+      priced: r.priced,
+      billing_event: r.billTo && billingEvent ? billingEvent(r.billTo) : null,
+      created_at: r.createdAt.toISOString(),
+    }));
+    const released = releases.map((h) => ({ scope: h.scope, period: h.period, amount: unitsToDecimal(h.units) }));
+    const values = [JSON.stringify(batch), released.length > 0 ? JSON.stringify(released) : '[]', holder];
+    // in a billing transaction (usage-store.service.ts) the statement runs on its connection
+    if (trx) {
+      await insertUsageOn(trx, values);
+      return;
+    }
+    await pool.query({ name: 'ai_insert_usage', text: INSERT_USAGE, values });
   },
 
   /** Tokens used by `userId` in the UTC month containing `at` (from the rollup). */

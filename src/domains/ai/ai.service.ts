@@ -6,19 +6,22 @@
  * and their monthly budgets (agent-budgets.service.ts).
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from '../../config/env.ts';
+import type { Kysely } from 'kysely';
+import type { Config, ModelPrice } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
+import type { DB } from '../../db/schema.ts';
 import type { CallSignal } from '../../lib/cancellation.ts';
 import { AppError, badRequest, notFound } from '../../lib/errors.ts';
+import type { Logger } from '../../lib/logger.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
 import { createAgentBudgets } from './agent-budgets.service.ts';
-import type { SpendHold } from './ai.repo.ts';
+import type { SpendHold, UsageCharge } from './ai.repo.ts';
 import { createAiLimits } from './ai-limits.service.ts';
 import { type CatalogModel, createCatalog, toPublicModel } from './catalog.service.ts';
 import { createDemoChat } from './demo-chat.service.ts';
-import { createModelGateway } from './model-gateway.service.ts';
+import { createModelGateway, estimatedUsage, pricedOnly } from './model-gateway.service.ts';
+import { createModelPrices, PRICES_RELOAD_MS } from './model-prices.service.ts';
 import { createModelRouting, type ProviderObserver, type Served } from './model-routing.service.ts';
 import { type AiActor, applyAlgorithmMode, type TaskType } from './plan.rules.ts';
 import {
@@ -31,7 +34,7 @@ import {
   type Usage,
 } from './providers/provider.contract.ts';
 import { createProviders } from './providers/provider-registry.service.ts';
-import { createSpendHolds } from './spend-holds.service.ts';
+import { createSpendGuard, createSpendHolds, mostCost } from './spend-holds.service.ts';
 import { createUsageStore, type UsageStore } from './usage-store.service.ts';
 
 export type ChatInput = {
@@ -70,10 +73,17 @@ export type AiServiceDeps = {
   /** provider overrides (tests); the configured adapters are the defaults */
   providers?: Partial<Record<ProviderName, ChatProvider>> | undefined;
   usage?: UsageStore | undefined;
-  logger?: FastifyBaseLogger | undefined;
+  logger?: Logger | undefined;
   now?: (() => Date) | undefined;
   /** told about every provider attempt and fallback (docs/metrics.md); none: no cost */
   providerObserver?: ProviderObserver | undefined;
+  /**
+   * AI_BILLING=balance (docs/payments.md "Model calls from the balance"): a user's wallet address,
+   * and the ledger's charge that pays a batch of usage inside its write.
+   */
+  billing?:
+    | { addressOf(userId: string): Promise<string | undefined>; charge(trx: Kysely<DB>, charges: UsageCharge[]): Promise<void> }
+    | undefined;
 };
 
 const round = (n: number) => Number(n.toFixed(10));
@@ -84,8 +94,22 @@ export function createAiService(deps: AiServiceDeps) {
   const providers = createProviders(config, deps.providers);
   const catalog = createCatalog(config, providers);
   const holds = createSpendHolds({ pool: deps.db.pool, logger });
-  const usage = deps.usage ?? createUsageStore({ db: deps.db, logger, holds });
-  const budgets = createAgentBudgets({ db: deps.db, usage, holds, now });
+  const billing = config.AI_BILLING === 'balance' ? deps.billing : undefined;
+  if (config.AI_BILLING === 'balance' && !billing) throw new Error('AI_BILLING=balance needs the ledger (billing deps)');
+  const usage = deps.usage ?? createUsageStore({ db: deps.db, logger, holds, billing });
+  const guard = createSpendGuard({ db: deps.db, holds, usage, billing, now });
+  const budgets = createAgentBudgets({ db: deps.db, usage, forget: guard.forget, now });
+  // the operator's prices (MODEL_PRICES now, the admin page's from the database, again every PRICES_RELOAD_MS)
+  const prices = createModelPrices({ db: deps.db, config });
+  catalog.setPrices(config.MODEL_PRICES);
+  const reloadPrices = () =>
+    prices.load().then(
+      (p) => catalog.setPrices(p),
+      (err: unknown) => logger?.warn({ err: (err as Error).message }, "model prices: reading the admin page's prices failed"),
+    );
+  void reloadPrices();
+  const pricesTimer = setInterval(reloadPrices, PRICES_RELOAD_MS);
+  pricesTimer.unref();
   let refreshing: Promise<unknown> | undefined;
   const routing = createModelRouting({ catalog, config, logger, observer: deps.providerObserver });
   const { attemptsFor, resolveModel, selectFor, withFallback } = routing;
@@ -109,7 +133,7 @@ export function createAiService(deps: AiServiceDeps) {
     return iso;
   };
 
-  const record = (userId: string, agentId: string | null | undefined, m: CatalogModel, u: Usage, hold?: SpendHold) =>
+  const record = (userId: string, agentId: string | null | undefined, m: CatalogModel, u: Usage, held?: readonly SpendHold[]) =>
     usage.record(
       {
         userId,
@@ -120,17 +144,47 @@ export function createAiService(deps: AiServiceDeps) {
         completionTokens: u.completion_tokens,
         totalTokens: u.total_tokens,
         cost: costOf(m, u),
+        priced: m.priced,
+        billTo: billedTo(held),
         createdAt: now(),
       },
-      hold,
+      held,
     );
+  /** the wallet a call's holds name (its balance hold), which pays its usage */
+  const billedTo = (held: readonly SpendHold[] | undefined): string | null => {
+    if (!held) return null;
+    for (const h of held) if (h.scope.startsWith('balance:')) return h.scope.slice('balance:'.length);
+    return null;
+  };
 
   /** The model (plan rules), then the quota: a promise only where there is a quota to read (not network, admins, AI_QUOTA_ENFORCE off). */
   function prepare(actor: AiActor, input: ChatInput) {
     const model = resolveModel(actor, input.model, input.taskType);
     const quota = quotaApplies(actor) ? enforceQuota(actor) : undefined;
     const messages = input.algorithmMode ? applyAlgorithmMode(input.messages) : input.messages;
-    return { attempts: attemptsFor(model), messages, quota };
+    let attempts = attemptsFor(model);
+    // a platform user's call is capped (its agent's budget) and, billing on, paid from their balance
+    const billable = actor.billable === true;
+    if (billable && guard.billing) attempts = pricedOnly(attempts);
+    const hold = () =>
+      billable
+        ? guard.hold({ userId: actor.userId, agentId: input.agentId }, () => mostCost(attempts, messages, input.max_tokens))
+        : undefined;
+    return { attempts, messages, quota, hold };
+  }
+
+  /** Runs `call` once the quota and the holds allow it; the holds go back when it fails. */
+  function gated<T>(p: ReturnType<typeof prepare>, call: (held: readonly SpendHold[] | undefined) => Promise<T>): Promise<T> {
+    const start = () => {
+      const holding = p.hold();
+      const run = (held: readonly SpendHold[] | undefined) =>
+        call(held).catch((err: unknown) => {
+          if (held) usage.release(held);
+          throw err;
+        });
+      return holding ? holding.then(run) : run(undefined);
+    };
+    return p.quota ? p.quota.then(start) : start();
   }
 
   const params = (
@@ -223,10 +277,10 @@ export function createAiService(deps: AiServiceDeps) {
       } catch (err) {
         return Promise.reject(err);
       }
-      const { attempts, messages, quota } = prepared;
-      const answer = ({ model, result, release }: Served<ChatResult>): ChatResponse => {
+      const { attempts, messages } = prepared;
+      const answer = (held: readonly SpendHold[] | undefined, { model, result, release }: Served<ChatResult>): ChatResponse => {
         release();
-        record(actor.userId, input.agentId, model, result.usage);
+        record(actor.userId, input.agentId, model, result.usage, held);
         return {
           id: responseId(result),
           model: model.id,
@@ -236,8 +290,9 @@ export function createAiService(deps: AiServiceDeps) {
           timestamp: isoNow(),
         };
       };
-      const served = () => withFallback(attempts, signal, (m, s) => providers[m.provider].chat(params(input, m, messages, s))).then(answer);
-      return quota ? quota.then(served) : served();
+      return gated(prepared, (held) =>
+        withFallback(attempts, signal, (m, s) => providers[m.provider].chat(params(input, m, messages, s))).then((r) => answer(held, r)),
+      );
     },
 
     /**
@@ -245,24 +300,32 @@ export function createAiService(deps: AiServiceDeps) {
      * byte reaches the client); aborting `signal` mid-stream aborts the upstream request.
      */
     async chatStream(actor: AiActor, input: ChatInput, signal: CallSignal): Promise<ChatStream> {
-      const { attempts, messages, quota } = prepare(actor, input);
-      if (quota) await quota;
-      const opened = await withFallback(attempts, signal, (m, s) => providers[m.provider].stream(params(input, m, messages, s)));
+      const prepared = prepare(actor, input);
+      const { attempts, messages } = prepared;
+      let held: readonly SpendHold[] | undefined;
+      const opened = await gated(prepared, (h) => {
+        held = h;
+        return withFallback(attempts, signal, (m, s) => providers[m.provider].stream(params(input, m, messages, s)));
+      });
       const { model, result: upstream, release } = opened;
       const events = (async function* () {
         let content = '';
+        let recorded = false;
         try {
           for await (const ev of upstream as AsyncIterable<StreamEvent>) {
             if (ev.type === 'delta') {
               content += ev.text;
               yield ev;
             } else {
-              record(actor.userId, input.agentId, model, ev.usage);
+              recorded = true;
+              record(actor.userId, input.agentId, model, ev.usage, held);
               yield { type: 'done' as const, usage: ev.usage, content };
             }
           }
         } finally {
           release();
+          // a stream cut short is billed from its length, as the model gateway bills one (never free)
+          if (!recorded) record(actor.userId, input.agentId, model, estimatedUsage(messages, content.length), held);
         }
       })();
       return { id: `chatcmpl-${randomUUID()}`, model: model.id, provider: model.provider, events };
@@ -280,15 +343,23 @@ export function createAiService(deps: AiServiceDeps) {
       enforceQuota,
       quotaApplies,
       record,
-      hold: budgets.hold,
+      guard,
       release: usage.release,
       now,
     }),
-    /** agents' monthly budgets: the gateway's holds and the owner's view (docs/agents.md "Usage and budgets") */
+    /** agents' monthly budgets: the owner's view and settings (docs/agents.md "Usage and budgets") */
     budgets,
+    /** the operator's model prices (the admin page; docs/payments.md "Model calls from the balance") */
+    prices: {
+      ...prices,
+      /** sets a price and applies it in this process at once (other replicas within PRICES_RELOAD_MS) */
+      set: (adminId: string, modelId: string, p: ModelPrice) => prices.set(adminId, modelId, p).then(reloadPrices),
+      remove: (modelId: string) => prices.remove(modelId).then(reloadPrices),
+    },
 
     async close() {
       await refreshing;
+      clearInterval(pricesTimer);
       await usage.close();
       holds.close();
       await Promise.allSettled(Object.values(providers).map((p) => p.close()));

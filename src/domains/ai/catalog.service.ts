@@ -7,7 +7,7 @@
  * models use `<provider>/<provider's model id>`, so an id always names exactly one route.
  * Length (~370 lines): mostly data, the default model table with prices and context windows.
  */
-import type { Config } from '../../config/env.ts';
+import type { Config, ModelPrice } from '../../config/env.ts';
 import type { ChatProvider, ProviderName, RemoteModel } from './providers/provider.contract.ts';
 
 export type CatalogModel = {
@@ -24,11 +24,17 @@ export type CatalogModel = {
   available: boolean;
   /** the id sent upstream (not part of the public shape) */
   upstreamId: string;
+  /**
+   * Whether the costs are a price someone set (the catalogue, the router's list, MODEL_PRICES, the
+   * admin page) rather than 0 for want of one: with AI_BILLING=balance an unpriced model is refused,
+   * and the Usage page says "unpriced" (not part of the public shape, §4.9).
+   */
+  priced: boolean;
 };
 
-export type PublicModel = Omit<CatalogModel, 'upstreamId'>;
+export type PublicModel = Omit<CatalogModel, 'upstreamId' | 'priced'>;
 
-type Spec = Omit<CatalogModel, 'available' | 'upstreamId' | 'provider'> & { upstreamId?: string };
+type Spec = Omit<CatalogModel, 'available' | 'upstreamId' | 'provider' | 'priced'> & { upstreamId?: string };
 
 const perM = (usd: number) => usd / 1_000_000;
 
@@ -256,31 +262,54 @@ export type Catalog = {
   /** merges the router's `/models` into the catalog; throws when the router cannot be reached */
   refresh(signal?: AbortSignal): Promise<number>;
   lastRefreshAt(): number | undefined;
+  /**
+   * The operator's prices (MODEL_PRICES, then the admin page's, which win), USD per million tokens:
+   * they replace the catalogue's own for the models named, now and after every refresh.
+   */
+  setPrices(prices: Record<string, ModelPrice>): void;
 };
 
 export function createCatalog(config: Pick<Config, 'AI_CUSTOM_MODEL'>, providers: Record<ProviderName, ChatProvider>): Catalog {
   const available = (p: ProviderName) => providers[p].configured;
-  const build = (provider: ProviderName, s: Spec): CatalogModel => ({
+  const build = (provider: ProviderName, s: Spec, priced = true): CatalogModel => ({
     ...s,
     tags: [...s.tags],
     provider,
     upstreamId: s.upstreamId ?? upstreamOf(provider, s.id),
     available: false,
+    priced,
   });
   const models: CatalogModel[] = [
     ...ROUTER_MODELS.map((s) => build('router', s)),
     ...DIRECT_MODELS.map((s) => build(s.provider, s)),
-    build('custom', {
-      id: `custom/${config.AI_CUSTOM_MODEL}`,
-      upstreamId: config.AI_CUSTOM_MODEL,
-      name: `Custom (${config.AI_CUSTOM_MODEL})`,
-      description: 'Operator-configured OpenAI-compatible endpoint (AI_CUSTOM_BASE_URL); outside the fallback chain',
-      tags: ['general'],
-      inputCost: 0,
-      outputCost: 0,
-      contextWindow: 128_000,
-    }),
+    build(
+      'custom',
+      {
+        id: `custom/${config.AI_CUSTOM_MODEL}`,
+        upstreamId: config.AI_CUSTOM_MODEL,
+        name: `Custom (${config.AI_CUSTOM_MODEL})`,
+        description: 'Operator-configured OpenAI-compatible endpoint (AI_CUSTOM_BASE_URL); outside the fallback chain',
+        tags: ['general'],
+        inputCost: 0,
+        outputCost: 0,
+        contextWindow: 128_000,
+      },
+      false,
+    ),
   ];
+  /** each model's own price (the catalogue's or the router's), under the operator's */
+  const own = new Map<string, Pick<CatalogModel, 'inputCost' | 'outputCost' | 'priced'>>(
+    models.map((m) => [m.id, { inputCost: m.inputCost, outputCost: m.outputCost, priced: m.priced }]),
+  );
+  let operatorPrices: Record<string, ModelPrice> = {};
+  const applyPrices = () => {
+    for (const m of models) {
+      const set = Object.hasOwn(operatorPrices, m.id) ? operatorPrices[m.id] : undefined;
+      const base = own.get(m.id) ?? { inputCost: m.inputCost, outputCost: m.outputCost, priced: m.priced };
+      if (set) Object.assign(m, { inputCost: perM(set.input), outputCost: perM(set.output), priced: true });
+      else Object.assign(m, base);
+    }
+  };
   const index = new Map<string, CatalogModel>();
   /**
    * What callers get: each model with `available` filled in, made once and handed out again while
@@ -337,11 +366,13 @@ export function createCatalog(config: Pick<Config, 'AI_CUSTOM_MODEL'>, providers
         if (known && known.provider === 'router') {
           if (r.name) known.name = r.name;
           if (r.description) known.description = r.description;
-          if (r.inputCost !== undefined) known.inputCost = r.inputCost;
-          if (r.outputCost !== undefined) known.outputCost = r.outputCost;
+          const base = own.get(known.id)!;
+          if (r.inputCost !== undefined) base.inputCost = r.inputCost;
+          if (r.outputCost !== undefined) base.outputCost = r.outputCost;
           if (r.contextWindow) known.contextWindow = r.contextWindow;
         } else if (!known) {
-          fresh.push({
+          const priced = r.inputCost !== undefined && r.outputCost !== undefined;
+          const m: CatalogModel = {
             id: r.id,
             upstreamId: r.id,
             name: r.name ?? r.id,
@@ -352,18 +383,27 @@ export function createCatalog(config: Pick<Config, 'AI_CUSTOM_MODEL'>, providers
             outputCost: r.outputCost ?? 0,
             contextWindow: r.contextWindow ?? 0,
             available: false,
-          });
+            priced,
+          };
+          own.set(m.id, { inputCost: m.inputCost, outputCost: m.outputCost, priced });
+          fresh.push(m);
           added++;
         }
       }
       // appended after the configured router models, so plan order (first N) never changes
       models.splice(lastRouter + 1, 0, ...fresh);
+      applyPrices();
       reindex();
       refreshedAt = Date.now();
       return added;
     },
     lastRefreshAt: () => refreshedAt,
+    setPrices(prices) {
+      operatorPrices = { ...prices };
+      applyPrices();
+      reindex();
+    },
   };
 }
 
-export const toPublicModel = ({ upstreamId: _u, ...m }: CatalogModel): PublicModel => m;
+export const toPublicModel = ({ upstreamId: _u, priced: _p, ...m }: CatalogModel): PublicModel => m;

@@ -10,6 +10,7 @@ export {
   aiHealthFailed,
   catalogQuery,
   chatBody,
+  chatPaymentError,
   chatResponse,
   chatResponseJson,
   costEstimate,

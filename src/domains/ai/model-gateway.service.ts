@@ -33,6 +33,7 @@ import {
   type Usage,
 } from './providers/provider.contract.ts';
 import { REQUEST_FAULTS } from './providers/provider-http.client.ts';
+import { mostCost, type SpendGuard } from './spend-holds.service.ts';
 
 /** The model id that means "the plan's pick for general tasks" (§4.9 task selection). */
 export const AUTO_MODEL = 'auto';
@@ -72,27 +73,24 @@ const estimateTokens = (chars: number) => Math.ceil(chars / 4);
  * The usage to bill when the provider reported none: a stream the agent aborted, or an upstream
  * that ignores `stream_options`. Without it an agent could cut every stream short and pay nothing.
  */
-function estimatedUsage(messages: unknown, completionChars: number): Usage {
+export function estimatedUsage(messages: unknown, completionChars: number): Usage {
   const prompt = estimateTokens(JSON.stringify(messages).length);
   const completion = estimateTokens(completionChars);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
 /**
- * The most a call can cost, in 1e-10 USD units, at the dearest model it may fall back to: the
- * prompt at about 3 characters a token (fewer than the 4 usage estimates use, so the hold is not
- * short for dense text), plus its output limit (`max_tokens`, else what the model's context
- * window leaves after the prompt).
+ * With AI_BILLING=balance, the attempts whose model has a price (a fallback nobody priced is
+ * skipped); none left: refused, naming the setting that prices it (never served free).
  */
-function mostCost(attempts: readonly CatalogModel[], req: AgentChatRequest): number {
-  const prompt = Math.ceil(JSON.stringify(req.messages).length / 3);
-  const asked = num(req.fields.max_tokens) ?? num(req.fields.max_completion_tokens);
-  let most = 0;
-  for (const m of attempts) {
-    const output = asked ?? Math.max(m.contextWindow - prompt, LIMITS.aiHoldMinOutputTokens);
-    most = Math.max(most, prompt * m.inputCost + output * m.outputCost);
-  }
-  return Math.ceil(most * 1e10);
+export function pricedOnly(attempts: CatalogModel[]): CatalogModel[] {
+  const priced = attempts.filter((m) => m.priced);
+  if (priced.length > 0) return priced;
+  throw new AppError(
+    'MODEL_UNPRICED',
+    `Model ${attempts[0]?.id ?? ''} has no price, so it cannot be paid from the balance: the operator prices it in ` +
+      'MODEL_PRICES or on the admin page (Models).',
+  );
 }
 
 /** Characters of what a streamed delta or a message carries (content and tool call arguments). */
@@ -156,20 +154,20 @@ export function createModelGateway(deps: {
   enforceQuota: (actor: AiActor) => Promise<void>;
   /** whether enforceQuota has anything to check for the actor */
   quotaApplies: (actor: AiActor) => boolean;
-  record: (userId: string, agentId: string, m: CatalogModel, u: Usage, hold?: SpendHold) => void;
+  record: (userId: string, agentId: string, m: CatalogModel, u: Usage, holds?: readonly SpendHold[]) => void;
   /**
    * Holds the most a call can cost (1e-10 USD units, asked only when there is a cap) against the
    * agent's caps before it starts; undefined (not a promise) when nothing caps the agent.
    */
-  hold: (agentId: string, units: () => number) => Promise<SpendHold | undefined> | undefined;
-  /** gives back the hold of a call that ended without usage */
-  release: (hold: SpendHold) => void;
+  guard: Pick<SpendGuard, 'hold' | 'billing'>;
+  /** gives back the holds of a call that ended without usage */
+  release: (holds: readonly SpendHold[]) => void;
   now: () => Date;
 }) {
   const { config, catalog, providers, limitNow, enforceQuota, quotaApplies, record, now } = deps;
   const { attemptsFor, resolveModel, withFallback } = deps.routing;
 
-  type Prepared = { attempts: CatalogModel[]; textOf: (m: CatalogModel) => ChatMessage[] | null; hold?: SpendHold | undefined };
+  type Prepared = { attempts: CatalogModel[]; textOf: (m: CatalogModel) => ChatMessage[] | null; hold?: readonly SpendHold[] | undefined };
   /**
    * The plan's checks, then the attempts with the text messages each needs (null: passthrough).
    * A request that cannot be said as text is refused here, before any attempt runs. Answers at once
@@ -177,13 +175,20 @@ export function createModelGateway(deps: {
    */
   function prepare(actor: AiActor, agentId: string, req: AgentChatRequest): Prepared | Promise<Prepared> {
     const model = resolveModel(actor, req.model === AUTO_MODEL ? undefined : req.model, 'general');
-    if (quotaApplies(actor)) return enforceQuota(actor).then(() => held(agentId, plan(model, req), req));
-    return held(agentId, plan(model, req), req);
+    if (quotaApplies(actor)) return enforceQuota(actor).then(() => held(actor, agentId, plan(model, req), req));
+    return held(actor, agentId, plan(model, req), req);
   }
 
-  /** The plan with the call's hold against the agent's caps, once there is one (docs/agents.md "Usage and budgets"). */
-  function held(agentId: string, prepared: Prepared, req: AgentChatRequest): Prepared | Promise<Prepared> {
-    const hold = deps.hold(agentId, () => mostCost(prepared.attempts, req));
+  /**
+   * The plan with the call's holds against the caps it is under (docs/agents.md "Usage and
+   * budgets"): the agent's budget, and with billing on the owner's balance, when only priced
+   * models may serve it.
+   */
+  function held(actor: AiActor, agentId: string, prepared: Prepared, req: AgentChatRequest): Prepared | Promise<Prepared> {
+    if (deps.guard.billing) prepared.attempts = pricedOnly(prepared.attempts);
+    const hold = deps.guard.hold({ userId: actor.userId, agentId }, () =>
+      mostCost(prepared.attempts, req.messages, num(req.fields.max_tokens) ?? num(req.fields.max_completion_tokens)),
+    );
     if (!hold) return prepared;
     return hold.then((h) => {
       prepared.hold = h;

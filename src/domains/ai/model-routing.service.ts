@@ -3,11 +3,12 @@
  * per-provider fallback chain, and running attempts with their own timeouts and the client's
  * abort. Part of the AI layer (ai.service.ts composes it).
  */
-import type { FastifyBaseLogger } from 'fastify';
+
 import type { Config } from '../../config/env.ts';
 import { type CallSignal, Cancellation } from '../../lib/cancellation.ts';
 import { createDeadlineList } from '../../lib/deadline-list.ts';
 import { AppError, notFound } from '../../lib/errors.ts';
+import type { Logger } from '../../lib/logger.ts';
 import { type Catalog, type CatalogModel, PROVIDER_CHAIN } from './catalog.service.ts';
 import { type AiActor, allowedModelIds, selectModel, type TaskType } from './plan.rules.ts';
 import { ProviderError } from './providers/provider.contract.ts';
@@ -38,7 +39,7 @@ export type Served<T> = { model: CatalogModel; result: T; release: () => void; s
 export function createModelRouting(deps: {
   catalog: Catalog;
   config: Pick<Config, 'AI_TIMEOUT_MS'>;
-  logger?: FastifyBaseLogger | undefined;
+  logger?: Logger | undefined;
   observer?: ProviderObserver | undefined;
 }) {
   const { catalog, config, logger, observer } = deps;

@@ -30,6 +30,12 @@ export type AiActor = {
   plan: Plan;
   /** ADMIN_EMAILS member: network-level access, plan and subscription checks bypassed */
   isAdmin: boolean;
+  /**
+   * A platform user (their stored plan decided): their calls are capped and, with
+   * AI_BILLING=balance, paid from their balance. A caller under the §4.9 header rules is the
+   * operator's own tooling: metered, never billed.
+   */
+  billable?: boolean;
 };
 
 export type PlanCheck = { ok: true; actor: AiActor } | { ok: false; code: 'PLAN_REQUIRED' | 'SUBSCRIPTION_REQUIRED'; error: string };
@@ -104,11 +110,11 @@ export function checkStoredPlan(
       email_verified: stored.emailVerified,
       password_predates_verification: stored.passwordPredatesVerification,
     });
-  if (admin) return { ok: true, actor: { ...base, plan: 'network', isAdmin: true } };
+  if (admin) return { ok: true, actor: { ...base, plan: 'network', isAdmin: true, billable: true } };
   if (options.subscriptionsRequired && stored.subscriptionStatus !== 'active') {
     return { ok: false, code: 'SUBSCRIPTION_REQUIRED', error: 'An active subscription is required' };
   }
-  return { ok: true, actor: { ...base, plan: stored.plan, isAdmin: false } };
+  return { ok: true, actor: { ...base, plan: stored.plan, isAdmin: false, billable: true } };
 }
 
 /** §2: the first N router models in plan order; `null` means every model (network, admins). */

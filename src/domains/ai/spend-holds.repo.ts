@@ -1,21 +1,35 @@
 /** SQL of spend holds (migration 205; docs/agents.md "Usage and budgets"). Owner connection only. */
 import type { Pool } from 'pg';
 
-/** What hold_agent_budget answered; numeric columns as text. */
-export type AgentBudgetHoldRow = { admitted: boolean; budget: string | null; spent: string | null; held: string | null };
+/** What hold_spend answered (migration 220); numeric columns as text. */
+export type SpendHoldRow = {
+  /** 'budget' or 'balance' when a cap refused; null when every cap admitted (and the holds are taken) */
+  refused: 'budget' | 'balance' | null;
+  /** the agent's budget (null: none), its month's recorded cost and its holds in flight */
+  budget: string | null;
+  spent: string | null;
+  budget_held: string | null;
+  /** the wallet's balance (micro-USD) and its holds in flight, when the balance was asked */
+  balance_micros: string | null;
+  balance_held: string | null;
+};
 
 export const spendHoldsRepo = {
   /**
-   * Holds `amount` USD (exact decimal text) of an agent's monthly budget for this process, if the
-   * month's cost plus every live hold is below the budget (migration 205). A named prepared
-   * statement: it runs before every model call of an agent with a budget.
+   * Holds `amount` USD (exact decimal text) for this process against the agent's budget (when it
+   * has one) and the wallet's balance (when `address` is given), all or nothing, one statement
+   * (migration 220). A named prepared statement: it runs before every capped or billed model call.
    */
-  async holdAgentBudget(pool: Pool, agentId: string, period: string, holder: string, amount: string, ttlMs: number) {
-    const r = await pool.query<AgentBudgetHoldRow>({
-      name: 'ai_hold_agent_budget',
-      text: `SELECT admitted, budget::text AS budget, spent::text AS spent, held::text AS held
-             FROM hold_agent_budget($1, $2::date, $3::uuid, $4::numeric, make_interval(secs => $5::double precision / 1000))`,
-      values: [agentId, period, holder, amount, ttlMs],
+  async hold(
+    pool: Pool,
+    o: { agentId: string | null; address: string | null; period: string; holder: string; amount: string; ttlMs: number },
+  ): Promise<SpendHoldRow> {
+    const r = await pool.query<SpendHoldRow>({
+      name: 'ai_hold_spend',
+      text: `SELECT refused, budget::text AS budget, spent::text AS spent, budget_held::text AS budget_held,
+                    balance_micros::text AS balance_micros, balance_held::text AS balance_held
+             FROM hold_spend($1, $2, $3::date, $4::uuid, $5::numeric, make_interval(secs => $6::double precision / 1000))`,
+      values: [o.agentId, o.address, o.period, o.holder, o.amount, o.ttlMs],
     });
     return r.rows[0]!;
   },

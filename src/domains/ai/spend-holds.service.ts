@@ -9,11 +9,16 @@
  * crash), so a dead process never keeps a budget blocked.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyBaseLogger } from 'fastify';
 import type { Pool } from 'pg';
 import { LIMITS } from '../../config/limits.ts';
-import type { SpendHold } from './ai.repo.ts';
+import type { Db } from '../../db/client.ts';
+import { AppError } from '../../lib/errors.ts';
+import type { Logger } from '../../lib/logger.ts';
+import { budgetExceeded, formatUsd, round6 } from './agent-budgets.service.ts';
+import { monthOf, type SpendHold, unitsToDecimal } from './ai.repo.ts';
+import type { CatalogModel } from './catalog.service.ts';
 import { spendHoldsRepo } from './spend-holds.repo.ts';
+import type { UsageStore } from './usage-store.service.ts';
 
 export type SpendHolds = {
   /** this process's holder id (the usage writer releases under it) */
@@ -26,7 +31,7 @@ export type SpendHolds = {
   close(): void;
 };
 
-export function createSpendHolds(deps: { pool: Pool; logger?: FastifyBaseLogger | undefined; ttlMs?: number }): SpendHolds {
+export function createSpendHolds(deps: { pool: Pool; logger?: Logger | undefined; ttlMs?: number }): SpendHolds {
   const ttlMs = deps.ttlMs ?? LIMITS.spendHoldTtlMs;
   const holder = randomUUID();
   /** units held per scope and period and not yet released */
@@ -69,4 +74,139 @@ export function createSpendHolds(deps: { pool: Pool; logger?: FastifyBaseLogger 
     },
     close: stop,
   };
+}
+
+/** How long "this agent has no budget" is believed without asking (ms): the delay before a budget set in another replica applies. */
+const NO_BUDGET_TTL_MS = 5_000;
+/** Entries before a cache is emptied. */
+const CACHE_MAX = 50_000;
+
+/** Who a model call is for: the owner, and the agent when an agent makes it. */
+export type SpendCaller = { userId: string; agentId?: string | null | undefined };
+
+/**
+ * The one check every model call passes before a provider is contacted (docs/agents.md "Usage and
+ * budgets", docs/payments.md "Model calls from the balance"): its most possible cost is held
+ * against each cap it is under — the agent's monthly budget, and with AI_BILLING=balance the
+ * owner's balance — in one statement, all or nothing. The holds go back with the call's usage
+ * (usage-store.service.ts), whose write also pays the real cost from the balance.
+ */
+export function createSpendGuard(deps: {
+  db: Pick<Db, 'pool'>;
+  holds: Pick<SpendHolds, 'holder' | 'ttlMs' | 'taken'>;
+  usage: Pick<UsageStore, 'written' | 'pendingAgentCost'>;
+  /** AI_BILLING=balance: the owner's wallet address (undefined: the user has none yet) */
+  billing?: { addressOf(userId: string): Promise<string | undefined> } | undefined;
+  now: () => Date;
+}) {
+  const { db, holds, usage, billing, now } = deps;
+  /** agents known to have no budget, and since when */
+  const noBudget = new Map<string, number>();
+  /**
+   * users' wallet addresses: an address, once a wallet exists, never changes; "no wallet yet" is
+   * not kept (a credit creates one, and the next call must find it)
+   */
+  const wallets = new Map<string, string>();
+
+  const addressOf = async (userId: string): Promise<string | null> => {
+    const hit = wallets.get(userId);
+    if (hit) return hit;
+    const address = (await billing!.addressOf(userId))?.toLowerCase();
+    if (!address) return null;
+    if (wallets.size >= CACHE_MAX) wallets.clear();
+    wallets.set(userId, address);
+    return address;
+  };
+
+  const take = async (caller: SpendCaller, units: number): Promise<SpendHold[] | undefined> => {
+    const agentId = caller.agentId ?? null;
+    const address = billing ? await addressOf(caller.userId) : null;
+    if (billing && !address) throw balanceTooLow(0, units / 1e10, 0);
+    // ended calls of these caps whose holds still wait in the usage window are written first, so a
+    // new call is judged on what they cost, not on what they held
+    const agentScope = agentId ? `agent:${agentId}` : undefined;
+    const balanceScope = address ? `balance:${address}` : undefined;
+    const pending = [agentScope && usage.written(agentScope), balanceScope && usage.written(balanceScope)].filter(Boolean);
+    if (pending.length > 0) await Promise.all(pending);
+    const period = monthOf(now());
+    const row = await spendHoldsRepo.hold(db.pool, {
+      agentId,
+      address,
+      period,
+      holder: holds.holder,
+      amount: unitsToDecimal(units),
+      ttlMs: holds.ttlMs,
+    });
+    if (agentId && row.budget === null) {
+      if (noBudget.size >= CACHE_MAX) noBudget.clear();
+      noBudget.set(agentId, Date.now());
+    } else if (agentId) noBudget.delete(agentId);
+    if (row.refused === 'budget') {
+      throw budgetExceeded(Number(row.budget), round6(Number(row.spent) + usage.pendingAgentCost(agentId!, period)), period);
+    }
+    if (row.refused === 'balance') throw balanceTooLow(Number(row.balance_micros) / 1e6, units / 1e10, Number(row.balance_held));
+    const taken: SpendHold[] = [];
+    if (agentScope && row.budget !== null) taken.push({ scope: agentScope, period, units });
+    if (balanceScope) taken.push({ scope: balanceScope, period, units });
+    for (const h of taken) holds.taken(h);
+    return taken.length > 0 ? taken : undefined;
+  };
+
+  return {
+    /** Whether model calls are paid from the balance (AI_BILLING=balance). */
+    billing: billing !== undefined,
+
+    /**
+     * Holds the call's most possible cost (`units()`, 1e-10 USD, asked only when there is a cap)
+     * against every cap the caller is under; resolves to the holds to give back with the call's
+     * usage (undefined: nothing capped it). Rejects with AGENT_BUDGET_EXCEEDED (429) or
+     * BALANCE_TOO_LOW (402). Undefined, not a promise, when nothing can cap the call: billing off
+     * and no agent, or an agent known to have no budget (the common call: the gateway then waits
+     * for nothing and estimates nothing, docs/benchmarks.md "AI proxy").
+     */
+    hold(caller: SpendCaller, units: () => number): Promise<SpendHold[] | undefined> | undefined {
+      if (!billing) {
+        if (!caller.agentId) return undefined;
+        const at = noBudget.get(caller.agentId);
+        if (at !== undefined && Date.now() - at < NO_BUDGET_TTL_MS) return undefined;
+      }
+      return take(caller, units());
+    },
+
+    /** An agent's budget changed in this process: ask the database on its next call. */
+    forget(agentId: string): void {
+      noBudget.delete(agentId);
+    },
+  };
+}
+
+export type SpendGuard = ReturnType<typeof createSpendGuard>;
+
+/** The refusal of a call the owner's balance cannot cover: 402 with what it holds and what the call would hold. */
+const balanceTooLow = (balanceUsd: number, holdUsd: number, heldUsd: number) =>
+  new AppError(
+    'BALANCE_TOO_LOW',
+    balanceUsd <= 0 && heldUsd <= 0
+      ? `Model calls are paid from your balance, which is empty: this call would hold up to ${formatUsd(holdUsd)}. ` +
+          'Add credit on the Wallet page (or ask an admin for credit).'
+      : `Your balance of ${formatUsd(balanceUsd)} cannot cover this call: it would hold up to ${formatUsd(holdUsd)} ` +
+          `(its prompt and max_tokens at the model's price)${heldUsd > 0 ? `, and calls in flight hold ${formatUsd(heldUsd)}` : ''}. ` +
+          'Add credit on the Wallet page, or ask for fewer tokens (max_tokens).',
+    { balanceUsd, holdUsd: round6(holdUsd), heldUsd: round6(heldUsd) },
+  );
+
+/**
+ * The most a call can cost, in 1e-10 USD units, at the dearest model it may fall back to: the
+ * prompt at about 3 characters a token (fewer than the 4 usage estimates use, so the hold is not
+ * short for dense text), plus its output limit (`max_tokens`, else what the model's context
+ * window leaves after the prompt, at least LIMITS.aiHoldMinOutputTokens).
+ */
+export function mostCost(attempts: readonly CatalogModel[], messages: unknown, maxTokens: number | undefined): number {
+  const prompt = Math.ceil(JSON.stringify(messages).length / 3);
+  let most = 0;
+  for (const m of attempts) {
+    const output = maxTokens ?? Math.max(m.contextWindow - prompt, LIMITS.aiHoldMinOutputTokens);
+    most = Math.max(most, prompt * m.inputCost + output * m.outputCost);
+  }
+  return Math.ceil(most * 1e10);
 }

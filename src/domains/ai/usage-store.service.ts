@@ -19,17 +19,20 @@
  * every call as held or as spent, never neither; `written(scope)` lets a new hold wait for an
  * agent's ended calls to be written.
  */
-import type { FastifyBaseLogger } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
-import { aiRepo, costUnitsOf, entryOf, monthOf, type SpendHold, type UsageEntry, type UsageRow } from './ai.repo.ts';
+import type { DB } from '../../db/schema.ts';
+import type { Logger } from '../../lib/logger.ts';
+import { aiRepo, costUnitsOf, entryOf, monthOf, type SpendHold, type UsageCharge, type UsageEntry, type UsageRow } from './ai.repo.ts';
 import type { SpendHolds } from './spend-holds.service.ts';
 
 export type UsageStore = {
-  /** a call's usage; its spend hold (if it had one) is taken away when the row is written */
-  record(row: UsageRow, hold?: SpendHold): void;
-  /** the hold of a call that ended without usage (refused, failed): taken away with the next batch */
-  release(hold: SpendHold): void;
+  /** a call's usage; its spend holds (if it had any) are taken away when the row is written */
+  record(row: UsageRow, holds?: readonly SpendHold[]): void;
+  /** the holds of a call that ended without usage (refused, failed): taken away with the next batch */
+  release(holds: readonly SpendHold[]): void;
   /**
    * Undefined when no hold of `scope` waits to be written; otherwise a promise that resolves once
    * those holds (and their calls' costs) are written, so a new hold counts costs, not holds, of
@@ -63,9 +66,14 @@ type Queued = UsageEntry & { key: string };
 
 export function createUsageStore(deps: {
   db: Pick<Db, 'kysely' | 'pool'>;
-  logger?: FastifyBaseLogger | undefined;
+  logger?: Logger | undefined;
   /** the process's spend holds, released by the same statements that write the usage (migration 205) */
   holds?: SpendHolds | undefined;
+  /**
+   * AI_BILLING=balance: pays a batch's billed rows from their wallets inside the transaction that
+   * writes them (the ledger service), so usage and journal commit together.
+   */
+  billing?: { charge(trx: Kysely<DB>, charges: UsageCharge[]): Promise<void> } | undefined;
   /** longest a row waits before its batch is written (default LIMITS.aiUsageFlushMs) */
   flushDelayMs?: number;
 }): UsageStore {
@@ -86,9 +94,11 @@ export function createUsageStore(deps: {
   let releaseSeq = 0;
   let writtenSeq = 0;
   const lastSeqOf = new Map<string, number>();
-  const queueRelease = (hold: SpendHold) => {
-    releases.push(hold);
-    lastSeqOf.set(hold.scope, ++releaseSeq);
+  const queueRelease = (holds: readonly SpendHold[]) => {
+    for (const hold of holds) {
+      releases.push(hold);
+      lastSeqOf.set(hold.scope, ++releaseSeq);
+    }
   };
 
   /**
@@ -112,7 +122,7 @@ export function createUsageStore(deps: {
       const last = left === 0;
       writing = batch;
       try {
-        await aiRepo.insertUsage(deps.db.pool, batch, last ? freed : [], deps.holds?.holder ?? null);
+        await write(batch, last ? freed : []);
         if (last) {
           deps.holds?.released(freed);
           writtenSeq = upTo;
@@ -127,6 +137,22 @@ export function createUsageStore(deps: {
       }
       if (last) break;
     }
+  };
+
+  /** One batch: its rows and rollups, the holds it gives back, and (billing on) its charges, together. */
+  const write = async (batch: Queued[], freed: SpendHold[]) => {
+    const holder = deps.holds?.holder ?? null;
+    const billed = deps.billing ? batch.filter((e) => e.billTo !== null) : [];
+    if (billed.length === 0) return aiRepo.insertUsage(deps.db.pool, batch, freed, holder);
+    const batchId = randomUUID();
+    const eventOf = (address: string) => `ai_usage:${batchId}:${address}`;
+    const byAddress = new Map<string, number>();
+    for (const e of billed) byAddress.set(e.billTo!, (byAddress.get(e.billTo!) ?? 0) + e.costUnits);
+    const charges = [...byAddress].map(([address, costUnits]) => ({ address, costUnits, eventId: eventOf(address) }));
+    await deps.db.kysely.transaction().execute(async (trx) => {
+      await aiRepo.insertUsage(deps.db.pool, batch, freed, holder, eventOf, trx);
+      await deps.billing!.charge(trx, charges);
+    });
   };
 
   const kick = () => {
@@ -152,9 +178,9 @@ export function createUsageStore(deps: {
   };
 
   return {
-    release(hold) {
+    release(holds) {
       opening();
-      queueRelease(hold);
+      queueRelease(holds);
       schedule();
     },
     written(scope) {
@@ -168,11 +194,11 @@ export function createUsageStore(deps: {
         }
       })();
     },
-    record(row, hold) {
+    record(row, holds) {
       opening();
-      if (hold) queueRelease(hold);
+      if (holds) queueRelease(holds);
       const cost = costUnitsOf(row.cost);
-      const key = `${row.userId}\u0000${row.agentId ?? '\u0001'}\u0000${row.model}\u0000${row.provider}\u0000${Math.floor(row.createdAt.getTime() / DAY_MS)}`;
+      const key = `${row.userId}\u0000${row.agentId ?? '\u0001'}\u0000${row.model}\u0000${row.provider}\u0000${Math.floor(row.createdAt.getTime() / DAY_MS)}\u0000${row.priced ? 1 : 0}${row.billTo ?? ''}`;
       const e = open.get(key);
       if (e && e.requests < ENTRY_MAX_REQUESTS && e.costUnits + cost <= ENTRY_MAX_COST_UNITS) {
         e.requests += 1;
@@ -180,7 +206,7 @@ export function createUsageStore(deps: {
         e.completionTokens += row.completionTokens;
         e.totalTokens += row.totalTokens;
         e.costUnits += cost;
-        if (hold) schedule();
+        if (holds) schedule();
         return; // its batch is already scheduled
       }
       const entry: Queued = Object.assign(entryOf(row), { key });

@@ -1,10 +1,12 @@
 /**
- * The calendar provider over HTTP (§4.6): the OAuth 2.0 token endpoint (CALENDAR_TOKEN_URL) and the
- * Google Calendar API v3 REST shapes (CALENDAR_API_URL). Only the fields the platform uses are
- * typed. Every failure becomes a `CalendarApiError` carrying the provider's status (0 when it was
- * unreachable, timed out or answered something unreadable); the service decides what it means.
- * Tokens and codes are never put in an error message or a log line.
+ * The calendar provider over HTTP (§4.6): the OAuth 2.0 token endpoint (CALENDAR_TOKEN_URL, through
+ * openid-client's plain OAuth 2 code and refresh grants) and the Google Calendar API v3 REST shapes
+ * (CALENDAR_API_URL). Only the fields the platform uses are typed. Every failure becomes a
+ * `CalendarApiError` carrying the provider's status (0 when it was unreachable, timed out or
+ * answered something unreadable); the service decides what it means. Tokens and codes are never put
+ * in an error message or a log line.
  */
+import * as oauth from 'openid-client';
 import { LIMITS } from '../../config/limits.ts';
 
 export class CalendarApiError extends Error {
@@ -64,25 +66,38 @@ export function createCalendarClient(cfg: CalendarClientConfig) {
     }
   }
 
-  /** RFC 6749 §4.1.3 and §6: a form POST with the client's credentials in the body (as Google takes them). */
-  async function token(what: string, params: Record<string, string>): Promise<TokenSet> {
-    const res = await call(what, cfg.tokenUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-      body: new URLSearchParams({ ...params, client_id: cfg.clientId, client_secret: cfg.clientSecret }),
-    });
-    type TokenBody = { access_token?: unknown; refresh_token?: unknown; expires_in?: unknown; error?: unknown };
-    let body: TokenBody = {};
+  // RFC 6749 §4.1.3 and §6 on the provider's token endpoint, the client's credentials in the form
+  // body (as Google takes them); no discovery document is read
+  const tokenEndpoint = new URL(cfg.tokenUrl);
+  const server = new oauth.Configuration(
+    { issuer: tokenEndpoint.origin, token_endpoint: tokenEndpoint.href },
+    cfg.clientId,
+    undefined,
+    oauth.ClientSecretPost(cfg.clientSecret),
+  );
+  server.timeout = timeoutMs / 1000;
+  if (tokenEndpoint.protocol === 'http:') oauth.allowInsecureRequests(server); // a local provider (tests, development)
+
+  /** The provider's status and OAuth error of a failed token request; 0 when there was no usable answer. */
+  function tokenError(what: string, err: unknown): CalendarApiError {
+    if (err instanceof oauth.ResponseBodyError) return new CalendarApiError(err.status, what, err.error);
+    if (err instanceof oauth.WWWAuthenticateChallengeError) return new CalendarApiError(err.status, what);
+    // an error status whose body names no OAuth error
+    const cause = err instanceof oauth.ClientError ? err.cause : undefined;
+    if (cause instanceof Response) return new CalendarApiError(cause.status, what);
+    return new CalendarApiError(0, what);
+  }
+
+  async function token(what: string, grant: () => Promise<oauth.TokenEndpointResponse>): Promise<TokenSet> {
+    let body: oauth.TokenEndpointResponse;
     try {
-      body = ((await res.json()) ?? {}) as TokenBody;
-    } catch {
-      if (res.ok) throw new CalendarApiError(0, what);
+      body = await grant();
+    } catch (err) {
+      throw tokenError(what, err);
     }
-    if (!res.ok) throw new CalendarApiError(res.status, what, typeof body.error === 'string' ? body.error : undefined);
-    if (typeof body.access_token !== 'string' || !body.access_token) throw new CalendarApiError(0, what);
     return {
       accessToken: body.access_token,
-      refreshToken: typeof body.refresh_token === 'string' && body.refresh_token ? body.refresh_token : undefined,
+      refreshToken: body.refresh_token || undefined,
       expiresInSec: typeof body.expires_in === 'number' && body.expires_in > 0 ? body.expires_in : 3600,
     };
   }
@@ -109,9 +124,13 @@ export function createCalendarClient(cfg: CalendarClientConfig) {
   const events = (calendarId: string) => `/calendars/${encodeURIComponent(calendarId)}/events`;
 
   return {
-    exchangeCode: (code: string, redirectUri: string) =>
-      token('code exchange', { grant_type: 'authorization_code', code, redirect_uri: redirectUri }),
-    refresh: (refreshToken: string) => token('token refresh', { grant_type: 'refresh_token', refresh_token: refreshToken }),
+    exchangeCode(code: string, redirectUri: string) {
+      // the callback as the provider called it; its state was checked by the service already
+      const callback = new URL(redirectUri);
+      callback.searchParams.set('code', code);
+      return token('code exchange', () => oauth.authorizationCodeGrant(server, callback));
+    },
+    refresh: (refreshToken: string) => token('token refresh', () => oauth.refreshTokenGrant(server, refreshToken)),
 
     /** GET calendars/primary: the primary calendar's id and timezone. */
     primaryCalendar: (accessToken: string) =>

@@ -9,6 +9,7 @@ import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { decryptSecret, encryptSecret } from '../../lib/crypto.ts';
 import { AppError, badRequest, notFound } from '../../lib/errors.ts';
+import type { Logger } from '../../lib/logger.ts';
 import { type ApiEvent, CalendarApiError, type CalendarClient, createCalendarClient, type EventWrite } from './calendar.client.ts';
 import { type ConnectionRow, calendarRepo } from './calendar.repo.ts';
 import type { CreateEventInput, EventView, UpdateEventInput } from './calendar.schemas.ts';
@@ -27,7 +28,7 @@ export type CalendarDeps = {
   /** SECRETS_ENCRYPTION_KEY: seals the tokens and keys the state's HMAC */
   secretsKey: Buffer;
   now?: () => number;
-  log?: { warn(obj: object, msg: string): void };
+  log?: Logger;
 };
 
 /** What the callback redirects to (§4.6): `connected=true` or one `error` value. */

@@ -1,5 +1,5 @@
 /**
- * §4.17 file explorer: what each of its seven routes takes and answers, written once for both apps
+ * §4.17 file explorer: what each of its routes (§4.17's seven and git-init) takes and answers, written once for both apps
  * (the backend with its key, the web app with the owner's session; docs/agents.md "File explorer"),
  * so parameters, limits, bodies and documented answers cannot drift apart between them. The route
  * modules add who may call (tags, headers, the error responses of their scope) and one service call each.
@@ -65,6 +65,22 @@ export const BROWSE_ROUTES = {
     response: {
       200: z.object({
         ok: z.literal(true),
+        isGitRepo: z.boolean(),
+        branch: z.string().nullable(),
+        remote: z.string().nullable(),
+        changes: z.array(z.object({ status: z.string(), path: z.string() })),
+        hasChanges: z.boolean(),
+      }),
+    },
+  },
+  gitInit: {
+    summary: 'Makes the workspace a git repository (file explorer)',
+    description: `Not in §4.17; our addition (docs/agents.md "File explorer"): \`git init\` (branch \`main\`) in the workspace, and a \`.gitignore\` naming \`logs/\`, \`openclaw.json\` and \`node_modules/\` (the runtime's logs and configuration are the platform's, not the agent's work) unless the workspace has one. A workspace that is a repository already is left as it is (\`initialized\` false). Answers the git status after, as GET /git-status does. 409 while the workspace is over its disk quota.${GIT_AS_AGENT}`,
+    querystring: z.object(agentQuery),
+    response: {
+      200: z.object({
+        ok: z.literal(true),
+        initialized: z.boolean().describe('true when this call made the workspace a repository'),
         isGitRepo: z.boolean(),
         branch: z.string().nullable(),
         remote: z.string().nullable(),

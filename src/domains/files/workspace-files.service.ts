@@ -44,6 +44,20 @@ export type TreeNode = { type: 'file' | 'folder'; name: string; path: string; ch
 
 const traversal = () => badRequest('Invalid path: it must be relative and stay inside the workspace');
 
+/**
+ * What "Initialise a repository" puts in a new repository's .gitignore (docs/agents.md "File
+ * explorer"): the runtime's logs and its configuration (openclaw.json, which names host paths of the
+ * workspace) are the platform's bookkeeping, not the agent's work, so "Commit all changes" leaves
+ * them out; node_modules is what every project ignores. An existing .gitignore is kept as it is.
+ */
+export const GITIGNORE_ON_INIT = [
+  '# written by the platform when the repository was initialised from the file explorer',
+  'logs/',
+  'openclaw.json',
+  'node_modules/',
+  '',
+].join('\n');
+
 /** Linux's PATH_MAX less its NUL: the longest path the kernel takes, in bytes. */
 const PATH_MAX_BYTES = 4095;
 
@@ -160,6 +174,21 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
         .slice(0, 500)}`,
     );
 
+  /** §4.17 GET /git-status */
+  async function gitStatus() {
+    if (!(await isRepo())) return { ok: true as const, isGitRepo: false, branch: null, remote: null, changes: [], hasChanges: false };
+    const branch = (await git(['symbolic-ref', '--short', '-q', 'HEAD']).catch(() => '')).trim() || null;
+    const remote = (await git(['remote', 'get-url', 'origin']).catch(() => '')).trim() || null;
+    const porcelain = await git(['status', '--porcelain=v1', '-z']).catch((err) => {
+      throw gitFailed('git status', err);
+    });
+    const changes = porcelain
+      .split('\0')
+      .filter((l) => l.length > 3)
+      .map((l) => ({ status: l.slice(0, 2).trim(), path: l.slice(3) }));
+    return { ok: true as const, isGitRepo: true, branch, remote, changes, hasChanges: changes.length > 0 };
+  }
+
   return {
     /** §4.17 GET /tree: folders first, then files, each alphabetical; excluded folders left out; symlinks are listed, never followed. */
     async tree(requested: number = FILE_LIMITS.treeDepthDefault) {
@@ -227,18 +256,32 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
     },
 
     /** §4.17 GET /git-status */
-    async gitStatus() {
-      if (!(await isRepo())) return { ok: true as const, isGitRepo: false, branch: null, remote: null, changes: [], hasChanges: false };
-      const branch = (await git(['symbolic-ref', '--short', '-q', 'HEAD']).catch(() => '')).trim() || null;
-      const remote = (await git(['remote', 'get-url', 'origin']).catch(() => '')).trim() || null;
-      const porcelain = await git(['status', '--porcelain=v1', '-z']).catch((err) => {
-        throw gitFailed('git status', err);
+    gitStatus,
+
+    /**
+     * POST /git-init (docs/agents.md "File explorer"): makes the workspace a repository (branch
+     * `main`), as the agent inside its sandbox, with a .gitignore for the platform's bookkeeping
+     * when it has none. A workspace that is one already is left as it is. Answers the status after,
+     * with `initialized` true when this call made it one.
+     */
+    async gitInit() {
+      if (await isRepo()) return { ...(await gitStatus()), initialized: false };
+      const hasIgnore = await openConfinedFile(c, ['.gitignore']).then(
+        async ({ fh }) => {
+          await fh.close();
+          return true;
+        },
+        (err: unknown) => {
+          if (err instanceof ConfinedPathError && err.kind === 'missing') return false;
+          return refused(err);
+        },
+      );
+      if (!hasIgnore) await checkQuota('.gitignore', Buffer.byteLength(GITIGNORE_ON_INIT));
+      await git(['-c', 'init.defaultBranch=main', 'init', '-q']).catch((err) => {
+        throw gitFailed('git init', err);
       });
-      const changes = porcelain
-        .split('\0')
-        .filter((l) => l.length > 3)
-        .map((l) => ({ status: l.slice(0, 2).trim(), path: l.slice(3) }));
-      return { ok: true as const, isGitRepo: true, branch, remote, changes, hasChanges: changes.length > 0 };
+      if (!hasIgnore) await writeConfinedFile(c, ['.gitignore'], GITIGNORE_ON_INIT).catch(refused);
+      return { ...(await gitStatus()), initialized: true };
     },
 
     /** §4.17 GET /git-diff */

@@ -3,4 +3,4 @@
  * The domain's front door (docs/architecture.md "Layers and what each may import"): what other
  * layers and domains may import from it.
  */
-export { createHealthService, createOsMetrics, type HealthService, type SystemMetrics } from './health.service.ts';
+export { createHealthService, createPlatformMetrics, type HealthService, type SystemMetrics } from './health.service.ts';

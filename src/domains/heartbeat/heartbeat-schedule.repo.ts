@@ -66,4 +66,12 @@ export const heartbeatScheduleRepo = {
        WHERE user_id = ${h.user_id} AND agent_id = ${h.agent_id} AND locked_by = ${holder}`.execute(db);
     return Number(r.numAffectedRows ?? 0) > 0;
   },
+
+  /** Gives a taken heartbeat back unrun (its worker is stopping): due at once for any holder. */
+  async release(db: Kysely<DB>, holder: string, h: Pick<DueHeartbeat, 'user_id' | 'agent_id'>): Promise<boolean> {
+    const r = await sql`
+      UPDATE heartbeat_settings SET locked_by = NULL, lease_until = NULL
+       WHERE user_id = ${h.user_id} AND agent_id = ${h.agent_id} AND locked_by = ${holder}`.execute(db);
+    return Number(r.numAffectedRows ?? 0) > 0;
+  },
 };

@@ -1,11 +1,15 @@
 /**
- * Per-agent heartbeat settings (§2 Heartbeat settings, §4.12). A setting is the user's own
- * (keyed by user and agent, under row-level security); saving one requires owning the agent.
+ * Per-agent heartbeat settings (§2 Heartbeat settings, §4.12), and the schedule the worker runs
+ * (src/workers/heartbeats.ts). A setting is the user's own (keyed by user and agent, under
+ * row-level security); saving one requires owning the agent. The schedule is those rows: the
+ * worker claims the due ones (leased, across users) and records each run here.
  */
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { badRequest, notFound } from '../../lib/errors.ts';
+import type { JobOutcome } from '../../lib/jobs.ts';
 import { heartbeatRepo } from './heartbeat.repo.ts';
+import { type DueHeartbeat, heartbeatScheduleRepo } from './heartbeat-schedule.repo.ts';
 
 const UNIT_MS = { m: 60_000, h: 60 * 60_000, d: 24 * 60 * 60_000 } as const;
 const FREQUENCY = /^([1-9][0-9]{0,5})([mhd])$/;
@@ -30,7 +34,12 @@ export function requireAgentId(value: unknown): string {
 export type Heartbeat = { frequency: string; enabled: boolean; lastHeartbeat: string | null; nextHeartbeat: string | null };
 export type SavedHeartbeat = Heartbeat & { agentId: string; lastUpdated: string };
 
+/** What waking an agent for one heartbeat came to: `ran` when the agent ran its heartbeat prompt. */
+export type HeartbeatRun = { status: 'ok' | 'failed' | 'skipped'; error: string | null; ran: boolean };
+
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
+/** a stored frequency is checked on save; a row written otherwise falls back to the default 3 h */
+const frequencyMs = (frequency: string) => parseFrequency(frequency) ?? 3 * 60 * 60 * 1000;
 
 export function createHeartbeatService(deps: { db: Db; now?: () => Date }) {
   const { db } = deps;
@@ -87,6 +96,25 @@ export function createHeartbeatService(deps: { db: Db; now?: () => Date }) {
     async remove(userId: string, agentIdInput: unknown): Promise<void> {
       const agentId = requireAgentId(agentIdInput);
       await db.withUser(userId, (trx) => heartbeatRepo.remove(trx, agentId));
+    },
+
+    /**
+     * The worker's claim (owner connection: scheduling is system work across users): up to `limit`
+     * enabled heartbeats that are due and not leased (or whose lease ran out), leased to `holder`.
+     */
+    claimDue(holder: string, leaseMs: number, limit: number): Promise<DueHeartbeat[]> {
+      return heartbeatScheduleRepo.claimDue(db.kysely, holder, leaseMs, limit);
+    },
+
+    /**
+     * Records a run `holder` still leases (false, nothing written, when it lost the lease): the
+     * agent's answer, or a run that failed; the next heartbeat is due a frequency after the
+     * scheduled time. A heartbeat given back by a stopping worker is due again at once.
+     */
+    finish(holder: string, h: DueHeartbeat, outcome: JobOutcome<HeartbeatRun>): Promise<boolean> {
+      if (outcome.status === 'released') return heartbeatScheduleRepo.release(db.kysely, holder, h);
+      const run: HeartbeatRun = outcome.status === 'succeeded' ? outcome.result : { status: 'failed', error: outcome.error, ran: false };
+      return heartbeatScheduleRepo.finish(db.kysely, holder, h, { ...run, frequencyMs: frequencyMs(h.frequency) });
     },
   };
 }

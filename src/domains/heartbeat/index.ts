@@ -4,5 +4,5 @@
  * layers and domains may import from it.
  */
 
-export { createHeartbeatService, type HeartbeatService, parseFrequency } from './heartbeat.service.ts';
-export { type DueHeartbeat, heartbeatScheduleRepo } from './heartbeat-schedule.repo.ts';
+export { createHeartbeatService, type HeartbeatRun, type HeartbeatService } from './heartbeat.service.ts';
+export type { DueHeartbeat } from './heartbeat-schedule.repo.ts';

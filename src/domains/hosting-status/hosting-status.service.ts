@@ -3,11 +3,12 @@
  * keeps the latest in our database (for the dashboard) and, when configured, in the key-value
  * store under a fixed key with a 7-day TTL (§8).
  */
-import type { FastifyBaseLogger } from 'fastify';
+
 import type { Config } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { safeEqual } from '../../lib/crypto.ts';
+import type { Logger } from '../../lib/logger.ts';
 import { hostingStatusRepo } from './hosting-status.repo.ts';
 import type { StatusStore } from './status-store.client.ts';
 
@@ -69,7 +70,7 @@ export type HostingStatusDeps = {
   config: Pick<Config, 'HOSTING_WEBHOOK_SECRET'>;
   /** undefined when KV_REST_API_URL / KV_REST_API_TOKEN are unset: the record is returned, not stored there */
   store: StatusStore | undefined;
-  logger?: FastifyBaseLogger | undefined;
+  logger?: Logger | undefined;
   now?: () => Date;
 };
 

@@ -3,6 +3,5 @@
  * The domain's front door (docs/architecture.md "Layers and what each may import"): what other
  * layers and domains may import from it.
  */
-export { createKeyCache, type KeyCache } from './key-cache.service.ts';
 export { invalidKey, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from './keys.schemas.ts';
 export { createKeysService, type KeyProfile, type KeysService } from './keys.service.ts';

@@ -15,9 +15,9 @@ import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { sha256, sha256Hex } from '../../lib/crypto.ts';
 import { badRequest, notFound } from '../../lib/errors.ts';
+import type { KeyCache } from '../../lib/evicting-cache.ts';
 import { UUID_PATTERN } from '../../lib/ids.ts';
 import { isAdminUser } from '../accounts/index.ts';
-import type { KeyCache } from './key-cache.service.ts';
 import { keysRepo } from './keys.repo.ts';
 
 export const API_KEY_PREFIX = 'sk_';
@@ -66,7 +66,7 @@ const toSummary = (r: { id: string; name: string; prefix: string; created_at: Da
 export type KeysDeps = {
   db: Db;
   config: Pick<Config, 'ADMIN_EMAILS' | 'ADMIN_EMAILS_REQUIRE_VERIFIED'>;
-  /** verified keys (key-cache.service.ts); without one every validation reads the database */
+  /** verified keys (src/lib/evicting-cache.ts); without one every validation reads the database */
   cache?: KeyCache<KeyProfile>;
   now?: () => number;
 };

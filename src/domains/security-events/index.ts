@@ -4,5 +4,5 @@
  * layers and domains may import from it.
  */
 
-export { createSecurityEventsService, EVENTS_SUPPORTED, type SecurityEventsService } from './risc.service.ts';
+export { type ClaimedSecurityEvent, createSecurityEventsService, EVENTS_SUPPORTED, type SecurityEventsService } from './risc.service.ts';
 export { createRiscVerifier, riscConfigUrl } from './risc-verifier.client.ts';

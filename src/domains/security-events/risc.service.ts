@@ -3,18 +3,22 @@
  *
  * Receiving and acting are split so the work after the 202 is durable: `receive` verifies the
  * token (risc-verifier.client.ts), records the event under its `jti` in risc_events in one statement and
- * returns; the worker (src/workers/security-events.ts) calls `processNext`, which takes a pending
- * event with FOR UPDATE SKIP LOCKED, acts on it and marks it done in the same transaction. An
- * event recorded just before a crash stays pending and is acted on by whichever process polls next.
+ * returns; the worker (src/workers/security-events.ts) claims a pending event (`claimDue`: FOR
+ * UPDATE SKIP LOCKED in a transaction the claim keeps open), acts on it (`act`) and records the
+ * outcome in that same transaction (`finish`), which then commits. An event recorded just before
+ * a crash stays pending and is acted on by whichever process polls next.
  *
  * Every action is idempotent (sessions deleted, a flag set or cleared, stored tokens dropped): a
  * process that dies after acting and before committing `done` leaves the event pending, and acting
  * on it again changes nothing more.
  */
 import { createHash } from 'node:crypto';
-import { LIMITS } from '../../config/limits.ts';
+import type { ControlledTransaction } from 'kysely';
 import type { Db } from '../../db/client.ts';
+import type { DB } from '../../db/schema.ts';
 import { badRequest } from '../../lib/errors.ts';
+import type { JobOutcome } from '../../lib/jobs.ts';
+import { type Logger, silentLogger } from '../../lib/logger.ts';
 import type { AccountsService } from '../accounts/index.ts';
 import { type RiscEventRow, riscRepo } from './risc.repo.ts';
 import type { RiscVerifier } from './risc-verifier.client.ts';
@@ -44,25 +48,20 @@ export const EVENTS_SUPPORTED = [
 /** §6 legacy receiver: these revoke every session; account-enabled does nothing; others are ignored. */
 export const LEGACY_REVOKING_EVENTS = ['account-compromised', 'account-disabled', 'sessions-revoked', 'identifier-changed'] as const;
 
-export type SecurityEventsLogger = {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-};
-
 export type SecurityEventsDeps = {
   db: Db;
   verifier: RiscVerifier;
   /** ends every session of a user in every app instance (the session cache's eviction bus) */
   accounts: Pick<AccountsService, 'revokeAllSessions'>;
-  logger?: SecurityEventsLogger;
+  logger?: Logger;
   /** an event was recorded: the worker of this process may look at once */
   onRecorded?: () => void;
-  /** a failed event is tried again after this, doubling (default LIMITS.riscRetryBaseMs) */
-  retryBaseMs?: number;
-  maxAttempts?: number;
 };
 
 type Outcome = { event: string; userIds: string[]; action: string };
+
+/** A pending event the worker claimed: its row is locked by a transaction the service holds until `finish`. */
+export type ClaimedSecurityEvent = Readonly<RiscEventRow>;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const str = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined);
@@ -71,9 +70,9 @@ const eventName = (type: string) => type.slice(type.lastIndexOf('/') + 1);
 
 export function createSecurityEventsService(deps: SecurityEventsDeps) {
   const { db, verifier } = deps;
-  const log: SecurityEventsLogger = deps.logger ?? { info() {}, warn() {} };
-  const retryBaseMs = deps.retryBaseMs ?? LIMITS.riscRetryBaseMs;
-  const maxAttempts = deps.maxAttempts ?? LIMITS.riscMaxAttempts;
+  const log = deps.logger ?? silentLogger;
+  /** the transaction holding each claimed event's row lock, until its outcome is recorded */
+  const held = new WeakMap<ClaimedSecurityEvent, ControlledTransaction<DB>>();
 
   async function record(e: Parameters<typeof riscRepo.record>[1]): Promise<{ duplicate: boolean }> {
     const inserted = await riscRepo.record(db.kysely, e);
@@ -186,26 +185,51 @@ export function createSecurityEventsService(deps: SecurityEventsDeps) {
     },
 
     /**
-     * Takes one due event and acts on it (the worker's step); false when none was due. A failure
-     * puts it back for a later attempt (doubling delays), and after the last attempt marks it failed.
+     * The worker's claim: the oldest due pending event, locked FOR UPDATE SKIP LOCKED (no other
+     * worker takes it) by a transaction that stays open until `finish`; none when nothing is due.
+     * No lease: the row lock is the claim, and it ends with the transaction (or its connection).
      */
-    async processNext(): Promise<boolean> {
-      return db.kysely.transaction().execute(async (trx) => {
+    async claimDue(): Promise<ClaimedSecurityEvent[]> {
+      const trx = await db.kysely.startTransaction().execute();
+      try {
         const row = await riscRepo.takeDue(trx);
-        if (!row) return false;
-        try {
-          const outcome = await act(row);
-          await riscRepo.markDone(trx, row.jti, outcome);
-          log.info({ jti: row.jti, outcome }, 'security event processed');
-        } catch (err) {
-          const attempt = row.attempts + 1;
-          const retryInMs = attempt >= maxAttempts ? null : retryBaseMs * 2 ** (attempt - 1);
-          const message = err instanceof Error ? err.message : String(err);
-          await riscRepo.markFailed(trx, row.jti, message, retryInMs);
-          log.warn({ jti: row.jti, attempt, retryInMs, error: message }, 'security event processing failed');
+        if (!row) {
+          await trx.rollback().execute();
+          return [];
         }
+        held.set(row, trx);
+        return [row];
+      } catch (err) {
+        await trx.rollback().execute();
+        throw err;
+      }
+    },
+
+    /** Acts on a claimed event (§6's table); throws when an action fails. */
+    act,
+
+    /**
+     * Records the outcome in the claim's transaction and commits it: done; pending again after a
+     * backoff; failed for good after the last attempt; or, given back by a stopping worker,
+     * pending as it was (nothing written).
+     */
+    async finish(event: ClaimedSecurityEvent, outcome: JobOutcome<Outcome[]>): Promise<boolean> {
+      const trx = held.get(event);
+      if (!trx) return false;
+      held.delete(event);
+      try {
+        if (outcome.status === 'succeeded') {
+          await riscRepo.markDone(trx, event.jti, outcome.result);
+          log.info({ jti: event.jti, outcome: outcome.result }, 'security event processed');
+        } else if (outcome.status !== 'released') {
+          await riscRepo.markFailed(trx, event.jti, outcome.error, outcome.status === 'retry' ? outcome.retryInMs : null);
+        }
+        await trx.commit().execute();
         return true;
-      });
+      } catch (err) {
+        await trx.rollback().execute();
+        throw err;
+      }
     },
   };
 }

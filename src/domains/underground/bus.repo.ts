@@ -181,18 +181,19 @@ export const busRepo = {
   },
 
   /** The webhook took it (fenced by the claim's token: nothing changes when the claim was lost). */
-  markDelivered(db: Conn, id: number, token: string) {
-    return db
+  async markDelivered(db: Conn, id: number, token: string): Promise<boolean> {
+    const r = await db
       .updateTable('underground_bus_deliveries')
       .set({ state: 'delivered', last_error: null, delivered_at: sql<Date>`now()`, locked_by: null, lease_until: null })
       .where('id', '=', id)
       .where('locked_by', '=', token)
-      .execute();
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
   },
 
   /** A failed attempt: pending again after `retryInMs`, or failed for good after the last one (fenced by the token). */
-  markFailed(db: Conn, id: number, token: string, error: string, retryInMs: number | null) {
-    return db
+  async markFailed(db: Conn, id: number, token: string, error: string, retryInMs: number | null): Promise<boolean> {
+    const r = await db
       .updateTable('underground_bus_deliveries')
       .set({
         state: retryInMs === null ? 'failed' : 'pending',
@@ -203,16 +204,18 @@ export const busRepo = {
       })
       .where('id', '=', id)
       .where('locked_by', '=', token)
-      .execute();
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
   },
 
   /** Gives a claim back (its worker is stopping and aborted the call): the attempt is not counted, the job is due at once. */
-  release(db: Conn, id: number, token: string) {
-    return db
+  async release(db: Conn, id: number, token: string): Promise<boolean> {
+    const r = await db
       .updateTable('underground_bus_deliveries')
       .set({ attempts: sql<number>`greatest(attempts - 1, 0)`, locked_by: null, lease_until: null })
       .where('id', '=', id)
       .where('locked_by', '=', token)
-      .execute();
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
   },
 };

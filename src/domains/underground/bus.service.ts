@@ -6,12 +6,14 @@
  * recipient. A sending agent sends at most UNDERGROUND_BUS_RATE_LIMIT messages a minute (counted
  * once its signature is verified, so nobody else can spend an agent's allowance; replays are free).
  *
- * The jobs are delivered by src/workers/underground-bus.ts through `claimNext`: the claim is a
- * committed lease on the job (./bus.repo.ts `claimDue`), the webhook is called with no transaction
- * or pool connection held, for at most LIMITS.undergroundBusDeliveryTimeoutMs, and the outcome is
- * a second short write. Many jobs are delivered at once, at most two per target host, so a webhook
- * that never answers delays only its own deliveries. Retries back off exponentially; deliveries go
- * only to global unicast addresses unless the operator allows private ones (./bus-address-guard.ts).
+ * The jobs are delivered by src/workers/underground-bus.ts (the job runner) through `claim`,
+ * `deliver` and `finish`: the claim is a committed lease on the job (./bus.repo.ts `claimDue`), the
+ * webhook is called with no transaction or pool connection held, for at most
+ * LIMITS.undergroundBusDeliveryTimeoutMs, and the outcome is a second short write. Many jobs are
+ * delivered at once, at most two per target host, so a webhook that never answers delays only its
+ * own deliveries. Retries back off exponentially (BUS_RETRY_BASE_MS doubling, at most
+ * BUS_MAX_BACKOFF_MS, BUS_MAX_ATTEMPTS attempts); deliveries go only to global unicast addresses
+ * unless the operator allows private ones (./bus-address-guard.ts).
  */
 import { randomUUID } from 'node:crypto';
 // undici's own fetch: Node's global fetch may bundle another undici version than the dispatcher's
@@ -19,17 +21,21 @@ import { fetch as fetchWithDispatcher } from 'undici';
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import { AppError, badRequest, conflict, tooManyRequests, unauthorized } from '../../lib/errors.ts';
+import type { JobOutcome } from '../../lib/jobs.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
+import { checkWebhookTarget, checkWebhookUrl, createGuardedDispatcher, WebhookAddressError } from '../../lib/webhook-guard.ts';
 import { busRepo, type DeliveryRow } from './bus.repo.ts';
-import { checkWebhookTarget, checkWebhookUrl, createGuardedDispatcher, WebhookAddressError } from './bus-address-guard.service.ts';
 import { type AgentMessage, BUS_MESSAGE_MAX_AGE_MS, messageHash, recoverSigner } from './bus-message.rules.ts';
 import { amplificationRecipients, checkBookingPayload, negotiate } from './bus-steps.service.ts';
 
 /** Delivery attempts before a job is marked failed for good (about an hour of backoff with the defaults). */
 export const BUS_MAX_ATTEMPTS = 10;
-const MAX_BACKOFF_MS = 30 * 60_000;
+/** The first retry's delay; attempt n waits BUS_RETRY_BASE_MS * 2^(n-1), at most BUS_MAX_BACKOFF_MS. */
+export const BUS_RETRY_BASE_MS = 5_000;
+export const BUS_MAX_BACKOFF_MS = 30 * 60_000;
 
-export type BusLogger = { warn(obj: object, msg: string): void; info?(obj: object, msg: string): void };
+/** A delivery job the worker claimed; `token` fences its outcome (a worker that lost the claim changes nothing). */
+export type ClaimedDelivery = { job: DeliveryRow; token: string };
 
 export type BusServiceOptions = {
   db: Db;
@@ -42,13 +48,10 @@ export type BusServiceOptions = {
    * that only delivers, as the tests' extra workers).
    */
   sendRate?: { limiter: RateLimiter; perMinute: number };
-  /** first retry delay; attempt n waits retryBaseMs * 2^(n-1), capped at 30 minutes (default 5 s) */
-  retryBaseMs?: number;
   /** one webhook call, connect to answer (default LIMITS.undergroundBusDeliveryTimeoutMs) */
   deliveryTimeoutMs?: number;
   /** how long a claim holds a job before another worker may take it (default LIMITS.undergroundBusLeaseMs; keep it well above the timeout) */
   leaseMs?: number;
-  logger?: BusLogger;
   /** a delivery job was just written (the worker of this process wakes) */
   onEnqueued?: () => void;
 };
@@ -58,7 +61,6 @@ export type SendResult = { success: true; messageId: string; replayed: boolean; 
 export function createBusService(options: BusServiceOptions) {
   const { db } = options;
   const now = options.now ?? (() => new Date());
-  const retryBaseMs = options.retryBaseMs ?? 5_000;
   const timeoutMs = options.deliveryTimeoutMs ?? LIMITS.undergroundBusDeliveryTimeoutMs;
   const leaseMs = options.leaseMs ?? LIMITS.undergroundBusLeaseMs;
   const dispatcher = createGuardedDispatcher(options.allowPrivateWebhooks, timeoutMs);
@@ -144,11 +146,10 @@ export function createBusService(options: BusServiceOptions) {
   }
 
   /**
-   * One claimed job: the webhook call with no transaction open, then its outcome in one short
-   * statement fenced by the claim's token (a worker that lost its lease changes nothing). When
-   * `stopping` aborts the call, the claim is given back and the attempt not counted.
+   * One claimed job's webhook call, with no transaction open; throws why it failed (its outcome is
+   * `finish`'s). `stopping` aborts the call (the worker then gives the claim back).
    */
-  async function deliver(job: DeliveryRow, token: string, stopping?: AbortSignal): Promise<void> {
+  async function deliver({ job }: ClaimedDelivery, stopping?: AbortSignal): Promise<void> {
     const attempt = job.attempts;
     const timeout = AbortSignal.timeout(timeoutMs);
     let error: string | undefined;
@@ -171,25 +172,10 @@ export function createBusService(options: BusServiceOptions) {
       await res.body?.cancel().catch(() => {});
       if (res.status < 200 || res.status >= 300) error = `webhook answered ${res.status}`;
     } catch (err) {
-      if (stopping?.aborted && !timeout.aborted) return void (await busRepo.release(db.kysely, job.id, token));
+      if (stopping?.aborted && !timeout.aborted) throw err;
       error = failure(err);
     }
-    if (error === undefined) return void (await busRepo.markDelivered(db.kysely, job.id, token));
-    const retryIn = attempt >= BUS_MAX_ATTEMPTS ? null : Math.min(retryBaseMs * 2 ** (attempt - 1), MAX_BACKOFF_MS);
-    options.logger?.warn({ messageId: job.message_id, attempt, reason: error, retryInMs: retryIn }, 'underground bus delivery failed');
-    await busRepo.markFailed(db.kysely, job.id, token, error, retryIn);
-  }
-
-  /** Commits a claim on the oldest due job whose target host has a free slot; its token fences the outcome. */
-  async function claim(): Promise<{ job: DeliveryRow; token: string } | undefined> {
-    const token = randomUUID();
-    const job = await busRepo.claimDue(db.kysely, {
-      token,
-      leaseMs,
-      perTargetCap: LIMITS.undergroundBusMaxInFlightPerTarget,
-      maxAttempts: BUS_MAX_ATTEMPTS,
-    });
-    return job && { job, token };
+    if (error !== undefined) throw new Error(error);
   }
 
   return {
@@ -213,21 +199,38 @@ export function createBusService(options: BusServiceOptions) {
     },
 
     /**
-     * For the worker: commits a claim on the oldest due job (a lease, ./bus.repo.ts `claimDue`) and
-     * returns its delivery, or undefined when no job can be claimed. `stopping` aborting gives an
-     * unfinished delivery back.
+     * For the worker: commits a claim on the oldest due job whose target host has a free slot (a
+     * lease of `leaseMs` under a fresh token, ./bus.repo.ts `claimDue`); none when no job can be claimed.
      */
-    async claimNext(stopping?: AbortSignal): Promise<(() => Promise<void>) | undefined> {
-      const claimed = await claim();
-      return claimed && (() => deliver(claimed.job, claimed.token, stopping));
+    async claim(): Promise<ClaimedDelivery[]> {
+      const token = randomUUID();
+      const job = await busRepo.claimDue(db.kysely, {
+        token,
+        leaseMs,
+        perTargetCap: LIMITS.undergroundBusMaxInFlightPerTarget,
+        maxAttempts: BUS_MAX_ATTEMPTS,
+      });
+      return job ? [{ job, token }] : [];
     },
 
-    /** Claims and delivers the oldest due job; false when none could be claimed. */
-    async processNext(): Promise<boolean> {
-      const claimed = await claim();
-      if (!claimed) return false;
-      await deliver(claimed.job, claimed.token);
-      return true;
+    deliver,
+
+    /**
+     * Records a claimed job's outcome in one short statement fenced by its token (false, nothing
+     * written, when the claim was lost): delivered; pending again after a backoff; failed for good;
+     * or given back by a stopping worker, due at once with its attempt not counted.
+     */
+    finish({ job, token }: ClaimedDelivery, outcome: JobOutcome<unknown>): Promise<boolean> {
+      switch (outcome.status) {
+        case 'succeeded':
+          return busRepo.markDelivered(db.kysely, job.id, token);
+        case 'retry':
+          return busRepo.markFailed(db.kysely, job.id, token, outcome.error, outcome.retryInMs);
+        case 'failed':
+          return busRepo.markFailed(db.kysely, job.id, token, outcome.error, null);
+        case 'released':
+          return busRepo.release(db.kysely, job.id, token);
+      }
     },
 
     async close() {

@@ -4,7 +4,14 @@
  * layers and domains may import from it.
  */
 
-export { BUS_MAX_ATTEMPTS, type BusService, createBusService } from './bus.service.ts';
+export {
+  BUS_MAX_ATTEMPTS,
+  BUS_MAX_BACKOFF_MS,
+  BUS_RETRY_BASE_MS,
+  type BusService,
+  type ClaimedDelivery,
+  createBusService,
+} from './bus.service.ts';
 export { BUS_MESSAGE_MAX_AGE_MS } from './bus-message.rules.ts';
 export type { BusSigner } from './bus-signer.rules.ts';
 export { AMPLIFY_MAX_RECIPIENTS, BOOKING_ACTIONS, BOOKING_MAX_PRICE_USDC, BOOKING_MAX_ROUNDS } from './bus-steps.service.ts';

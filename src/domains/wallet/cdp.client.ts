@@ -10,9 +10,12 @@
  *   PKCS#8 DER), claims `{iat, nbf, jti, uris, reqHash}` where reqHash is the SHA-256 of the body
  *   with its keys sorted;
  * - imported private keys are sent encrypted with CDP's RSA public key (OAEP, SHA-256), never clear.
+ * The JWTs are signed by `jose`; node:crypto reads the keys (a SEC1 or PKCS#8 PEM, a raw Ed25519
+ * seed, a DER wallet key: more forms than jose's importers take).
  * Tests point CDP_API_URL at a local server speaking the same protocol (test/fakes/cdp-api.ts).
  */
-import { constants, createHash, createPrivateKey, type KeyObject, publicEncrypt, randomBytes, sign } from 'node:crypto';
+import { constants, createHash, createPrivateKey, type KeyObject, publicEncrypt, randomBytes } from 'node:crypto';
+import { type JWTPayload, SignJWT } from 'jose';
 
 export type CdpAccount = { address: string; name: string };
 
@@ -46,8 +49,6 @@ EXIUW5mGS06YxfSUsxHzL9Tj00+GMm/Gvl0+4/+Vn8IXVHjQOSPNEy3EnqCiH/OW
 8v0IMC32CeGrX7mGbU+MzlsCAwEAAQ==
 -----END PUBLIC KEY-----`;
 
-const b64url = (b: Buffer | string) => Buffer.from(b).toString('base64url');
-
 /** JSON with object keys sorted at every level (the reqHash input). */
 export function sortedJson(value: unknown): string {
   const sort = (v: unknown): unknown =>
@@ -72,12 +73,8 @@ function apiKey(secret: string): { key: KeyObject; alg: 'ES256' | 'EdDSA' } {
   return { key: createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }), alg: 'EdDSA' };
 }
 
-function jwt(header: Record<string, unknown>, claims: Record<string, unknown>, key: KeyObject, alg: 'ES256' | 'EdDSA'): string {
-  const input = `${b64url(JSON.stringify({ ...header, alg }))}.${b64url(JSON.stringify(claims))}`;
-  const signature =
-    alg === 'ES256' ? sign('sha256', Buffer.from(input), { key, dsaEncoding: 'ieee-p1363' }) : sign(null, Buffer.from(input), key);
-  return `${input}.${b64url(signature)}`;
-}
+const jwt = (header: Record<string, string>, claims: JWTPayload, key: KeyObject, alg: 'ES256' | 'EdDSA') =>
+  new SignJWT(claims).setProtectedHeader({ ...header, alg }).sign(key);
 
 export function createCdpClient(options: {
   apiUrl: string;
@@ -111,14 +108,14 @@ export function createCdpClient(options: {
     const uri = `POST ${base.host}${fullPath}`;
     const { signer, walletKey } = loadKeys();
     const now = Math.floor(Date.now() / 1000);
-    const authorization = jwt(
+    const authorization = await jwt(
       { kid: options.apiKeyId, typ: 'JWT', nonce: randomBytes(8).toString('hex') },
       { sub: options.apiKeyId, iss: 'cdp', aud: ['cdp_service'], nbf: now, exp: now + 120, uris: [uri] },
       signer.key,
       signer.alg,
     );
     if (!walletKey) throw new CdpError('CDP_WALLET_SECRET is not set: account writes need the wallet secret', undefined);
-    const walletAuth = jwt(
+    const walletAuth = await jwt(
       { typ: 'JWT' },
       {
         iat: now,

@@ -141,6 +141,18 @@ export const watchdogRepo = {
     return r.rows;
   },
 
+  /**
+   * Makes an agent that is believed up (`starting`, `running`) due now, whoever holds it: its
+   * process exited, or a call to it failed. Agents already checked at the degraded interval, in a
+   * crash loop or stopped are left alone. True when it was moved.
+   */
+  async checkNow(db: Kysely<DB>, agentId: string): Promise<boolean> {
+    const r = await sql`
+      UPDATE agent_watchdog SET next_check_at = now()
+       WHERE agent_id = ${agentId} AND state IN ('starting', 'running') AND next_check_at > now()`.execute(db);
+    return Number(r.numAffectedRows ?? 0) > 0;
+  },
+
   /** Pushes the next check of an agent this holder has (e.g. while a repair runs). */
   async postpone(db: Kysely<DB>, holder: string, agentId: string, ms: number): Promise<boolean> {
     const r = await sql`
@@ -244,6 +256,13 @@ export const watchdogRepo = {
          SET status = ${outcome.retryInMs === null ? 'failed' : 'pending'}, last_error = ${outcome.error.slice(0, 500)},
              next_attempt_at = now() + make_interval(secs => ${secs(outcome.retryInMs ?? 0)})
        WHERE id = ${id}`.execute(db);
+  },
+
+  /** Gives a taken notification back unsent (its sender is stopping): due at once, the attempt not counted. */
+  async releaseNotification(db: Kysely<DB>, id: number) {
+    await sql`
+      UPDATE watchdog_notifications SET attempts = greatest(attempts - 1, 0), next_attempt_at = now()
+       WHERE id = ${id} AND status = 'pending'`.execute(db);
   },
 
   /** The owner's view of one agent's watchdog row (inside withUser). */

@@ -3,7 +3,8 @@
  * agent probes it and moves it through starting → running → degraded → repairing → crash_loop,
  * repairing it through the hosting driver (stop the gateway, wait, start it, wait for health,
  * verify). State, history and notifications are written to PostgreSQL by watchdog.repo.ts; the
- * loop that decides which agents this process checks is src/workers/watchdog.ts.
+ * loop that decides which agents this process checks is src/workers/watchdog.ts, through `leases`
+ * and `outbox` (watchdog-work.service.ts).
  * docs/watchdog.md describes the states and the repair.
  * Length (~360 lines): one state machine (§3) whose transitions, repair attempts and notifications must be read
  * together; its persistence is watchdog.repo.ts and its probes live in the drivers.
@@ -22,6 +23,7 @@ import {
 import type { NotificationChannelName, WatchdogNotice } from './notifier.client.ts';
 import { type CheckPatch, type DueAgent, type NewEvent, watchdogRepo } from './watchdog.repo.ts';
 import type { WatchdogState } from './watchdog.types.ts';
+import { createWatchdogWork } from './watchdog-work.service.ts';
 
 /** Every timing and threshold of the watchdog, in milliseconds where it is a time. */
 export type WatchdogSettings = {
@@ -67,6 +69,9 @@ export function watchdogSettingsFromConfig(config: Config): WatchdogSettings {
   };
 }
 
+/** A failed call to an agent makes it due at most this often (per agent and process): a chat retried in a loop is one check. */
+export const CHECK_SOON_GAP_MS = 10_000;
+
 /** Container states that mean the agent's process is gone: each sighting is a crash. */
 const CRASHED = new Set<ContainerStatus>(['error', 'stopped', 'not_found']);
 
@@ -83,6 +88,12 @@ export type WatchdogAgents = {
   findOwn(userId: string, agentId: string): Promise<unknown>;
   /** records where the agent's gateway answers now (the driver may have moved it) */
   setGatewayUrl(agentId: string, url: string): Promise<void>;
+  /**
+   * Starts a repair's relaunch only while the agent is still meant to run, as one lifecycle
+   * transition with the owner's Stop and Restart (the agents domain's lifecycle locks): undefined
+   * when it no longer is (nothing started).
+   */
+  relaunchIfRunning(agentId: string, relaunch: () => Promise<void>): Promise<{ done: Promise<void> } | undefined>;
 };
 
 export type WatchdogDeps = {
@@ -92,8 +103,13 @@ export type WatchdogDeps = {
   settings: WatchdogSettings;
   /** names of the notification channels configured (an outbox row is written per channel) */
   channels: NotificationChannelName[];
-  /** deploys the agent again when the driver has nothing to restart (a local process gone with a platform restart) */
-  redeploy?: (agent: { agent_id: string; user_id: string }, signal?: AbortSignal) => Promise<unknown>;
+  /**
+   * deploys the agent again when the driver has nothing to restart (a local process gone with a
+   * platform restart), only while it is meant to run (`skipped` otherwise)
+   */
+  redeploy?: (agent: { agent_id: string; user_id: string }, signal?: AbortSignal) => Promise<{ skipped: boolean }>;
+  /** tells this process's watchdog loop that an agent was made due (checkSoon), so it polls now */
+  wake?: () => void;
   /** §3 container health: probes before a running unit counts as `starting`, and the wait between them */
   containerHealth?: { retries: number; intervalMs: number };
   /** false when no hosting driver is configured (container health answers 500 `Hosting unavailable`) */
@@ -133,6 +149,7 @@ function noticeEvent(e: NewEvent): string {
 
 export function createWatchdogService(deps: WatchdogDeps) {
   const { db, driver, settings: s } = deps;
+  const work = createWatchdogWork({ db, leaseMs: s.leaseMs });
 
   async function probe(agent: DueAgent): Promise<Probe> {
     // the cheap path: the gateway URL the driver reported at deploy answers /healthz (§4.12, 5 s timeout)
@@ -188,15 +205,19 @@ export function createWatchdogService(deps: WatchdogDeps) {
   async function runRepair(
     agent: DueAgent,
     signal?: AbortSignal,
-  ): Promise<{ ok: boolean; detail: string; crashed: boolean; url?: string | undefined }> {
+  ): Promise<{ ok: boolean; detail: string; crashed: boolean; skipped?: boolean; url?: string | undefined }> {
+    const stoppedMeanwhile = { ok: false, crashed: false, skipped: true, detail: 'the agent was stopped meanwhile: no repair' };
     try {
       if (driver.stop) await driver.stop(agent.agent_id);
       await sleep(s.repairStopWaitMs, signal);
+      // the owner may have stopped it meanwhile: a repair never starts an agent that is not meant to run
+      const relaunched = await deps.agents.relaunchIfRunning(agent.agent_id, () => driver.restart(agent.agent_id));
+      if (!relaunched) return stoppedMeanwhile;
       try {
-        await driver.restart(agent.agent_id);
+        await relaunched.done;
       } catch (err) {
         if (!(err instanceof AgentNotDeployedError) || !deps.redeploy) throw err;
-        await deps.redeploy(agent, signal);
+        if ((await deps.redeploy(agent, signal)).skipped) return stoppedMeanwhile;
       }
       // verify: /healthz every interval until the verify timeout; a process that died again fails at once
       const deadline = Date.now() + s.repairVerifyTimeoutMs;
@@ -293,6 +314,8 @@ export function createWatchdogService(deps: WatchdogDeps) {
     const r = await runRepair(agent, signal);
     // this process is shutting down: the repair was cut short, not failed; the next holder goes on
     if (signal?.aborted) return null;
+    // its owner stopped it: not a failed attempt; the next sync takes it off the watch (`stopped`)
+    if (r.skipped) return write({ nextCheckInMs: s.degradedIntervalMs, error: r.detail });
     events.push({ kind: 'repair', attempt, ok: r.ok, detail: r.detail, notify: true });
     if (r.ok) {
       await refreshUrl(agent.agent_id, r.url, agent.gateway_url);
@@ -308,9 +331,34 @@ export function createWatchdogService(deps: WatchdogDeps) {
     return write({ nextCheckInMs: (state as WatchdogState) === 'crash_loop' ? s.checkIntervalMs : s.degradedIntervalMs, error: r.detail });
   }
 
+  // when each agent was last asked to be checked soon (checkSoon's rate limit, per process)
+  const soonAsked = new Map<string, number>();
+
   return {
     settings: s,
     check,
+
+    /**
+     * Checks the agent at the watchdog's next poll rather than at its next interval (docs/watchdog.md
+     * "Checks on demand"): its process exited (`exit`, always), or a call to it failed
+     * (`unreachable`, at most once per CHECK_SOON_GAP_MS per agent in this process, however many
+     * calls fail). Only an agent believed up is moved; whichever backend holds it checks it.
+     */
+    async checkSoon(agentId: string, reason: 'exit' | 'unreachable'): Promise<boolean> {
+      const now = Date.now();
+      if (reason === 'unreachable') {
+        if (now - (soonAsked.get(agentId) ?? 0) < CHECK_SOON_GAP_MS) return false;
+        if (soonAsked.size >= 10_000) for (const [id, at] of soonAsked) if (now - at >= CHECK_SOON_GAP_MS) soonAsked.delete(id);
+        soonAsked.set(agentId, now);
+      }
+      const moved = await watchdogRepo.checkNow(db.kysely, agentId);
+      if (moved) deps.wake?.();
+      return moved;
+    },
+    /** which agents this backend watches (the worker's adopt, due, renew, release: watchdog-work.service.ts) */
+    leases: work.leases,
+    /** the §6 notification outbox the worker sends */
+    outbox: work.outbox,
 
     /** The owner's view: current state and the newest `limit` history rows (404 for another user's agent). */
     async view(userId: string, agentId: string, limit: number) {

@@ -1,7 +1,7 @@
 /** The backend app ({backend_url}): bearer-key API for agents, deployments, the AI layer. */
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../../config/env.ts';
-import type { AgentsService } from '../../domains/agents/index.ts';
+import type { AgentCallbacks, AgentsService, DeploymentJobs } from '../../domains/agents/index.ts';
 import type { AiService, StoredPlans } from '../../domains/ai/index.ts';
 import type { FilesService } from '../../domains/files/index.ts';
 import type { HostingMcpService } from '../../domains/hosting-mcp/index.ts';
@@ -20,7 +20,7 @@ import { aiRoutes } from './routes/ai.routes.ts';
 import { browseRoutes } from './routes/browse.backend.routes.ts';
 import { backendHealthRoutes } from './routes/health.backend.routes.ts';
 import { hostingMcpRoutes } from './routes/hosting-mcp.routes.ts';
-import { metricsRoutes } from './routes/metrics.backend.routes.ts';
+import { backendMetricsRoutes } from './routes/metrics.backend.routes.ts';
 import { modelGatewayRoutes } from './routes/model-gateway.routes.ts';
 import { undergroundRoutes } from './routes/underground.routes.ts';
 import { undergroundBusRoutes } from './routes/underground-bus.routes.ts';
@@ -31,6 +31,10 @@ export type BackendServices = {
   /** stored plans for the AI plan middleware (x-user-id naming a platform user) */
   storedPlans?: StoredPlans;
   agents: AgentsService;
+  /** §4.18 deployments: requested and read by the agent routes (the worker runs them) */
+  deployments: DeploymentJobs;
+  /** what agents call back with their own platform key (the agentKey scope and its routes) */
+  agentCallbacks: AgentCallbacks;
   ai: AiService;
   keys: KeysService;
   hostingMcp: HostingMcpService;
@@ -82,13 +86,13 @@ export async function buildBackendApp(
     app,
     {
       public: null,
-      agentKey: registerAgentKeyAuth(app, (key) => services.agents.verifyPlatformKey(key)),
+      agentKey: registerAgentKeyAuth(app, (key) => services.agentCallbacks.verifyPlatformKey(key)),
       bearer: createBearerAuth(config.INTERNAL_API_KEY),
       metrics: metrics?.auth ?? null,
     },
     [
       backendHealthRoutes({ config }),
-      agentCallbackRoutes({ agents: services.agents }),
+      agentCallbackRoutes({ callbacks: services.agentCallbacks }),
       // the AI gateway agents reach at AGENT_GATEWAY_URL with their own key (docs/agents.md "Model access")
       services.storedPlans &&
         modelGatewayRoutes({
@@ -98,7 +102,11 @@ export async function buildBackendApp(
           subscriptionsRequired: config.configured.stripe,
         }),
       // §4.7 backend agents, §4.18 deployments, lifecycle and runtime instances
-      backendAgentsRoutes({ agents: services.agents, ...(services.watchdog ? { watchdog: services.watchdog } : {}) }),
+      backendAgentsRoutes({
+        agents: services.agents,
+        deployments: services.deployments,
+        ...(services.watchdog ? { watchdog: services.watchdog } : {}),
+      }),
       services.watchdog && backendWatchdogRoutes({ watchdog: services.watchdog }),
       // §4.9 AI: its plugin is the scope of its per-IP limit, exactly /api/ai/*
       aiRoutes({
@@ -115,7 +123,7 @@ export async function buildBackendApp(
       services.underground && undergroundRoutes(services.underground),
       // §4.15 bus send: public scope, the message's signature authenticates it
       services.undergroundBus && undergroundBusRoutes({ bus: services.undergroundBus }),
-      metrics && metricsRoutes(metrics),
+      metrics && backendMetricsRoutes(metrics),
     ],
   );
   return app;

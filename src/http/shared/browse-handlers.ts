@@ -1,5 +1,5 @@
 /**
- * The seven §4.17 file-explorer routes (docs/agents.md "File explorer"), declared once for both
+ * The seven §4.17 file-explorer routes and git-init (docs/agents.md "File explorer"), declared once for both
  * apps: the backend serves them to the bearer key with the acting user of `x-user-id`, the web app
  * to the owner's session. Both use the same paths under `/api/browse`, the same schemas
  * (files.schemas.ts), statuses and error texts, and the one files service; an app's route module
@@ -61,6 +61,10 @@ export function registerBrowseRoutes(app: App, options: BrowseRouteOptions): voi
   app.get('/git-status', {
     schema: { ...common, ...R.gitStatus, response: { ...R.gitStatus.response, ...gitErrors } },
     handler: async (request) => (await files(request)).gitStatus(),
+  });
+  app.post('/git-init', {
+    schema: { ...common, ...R.gitInit, response: { ...R.gitInit.response, ...gitErrors } },
+    handler: async (request) => (await files(request)).gitInit(),
   });
   app.get('/git-diff', {
     schema: { ...common, ...R.gitDiff, response: { ...R.gitDiff.response, ...gitErrors } },

@@ -62,7 +62,8 @@ export function registerErrorHandler(
       // an integration that is not configured is an answer the operator chose, not a failure:
       // one calm line naming it, no stack trace (docs/configuration.md "Integrations not configured")
       if (isNotConfigured(err)) request.log.warn({ code: err.id, status: err.status }, err.message);
-      else if (err.status >= 500) request.log.error({ err }, 'request failed');
+      // every 5xx leaves one line that says why, in its message (readable at a terminal) and in `err`
+      else if (err.status >= 500) request.log.error({ err, code: err.id }, `request failed (${err.status} ${err.id}): ${err.message}`);
       return sendError(reply, err);
     }
     const known = frameworkError(err);
@@ -73,7 +74,7 @@ export function registerErrorHandler(
       request.log.warn({ code: (err as { code?: string }).code, message: err.message }, 'database unavailable');
       return sendError(reply, serviceUnavailable('Database unavailable, try again shortly'));
     }
-    request.log.error({ err }, 'unhandled error');
+    request.log.error({ err }, `unhandled error (500): ${err.message}`);
     return sendError(reply, new AppError('UNEXPECTED', 'Internal server error'));
   });
 

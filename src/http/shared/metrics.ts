@@ -88,7 +88,7 @@ export function createAppMetrics(name: 'web' | 'backend', token: string): AppMet
 
 /**
  * Declares GET /metrics on `app`, a plugin of the `metrics` scope (whose hook is `AppMetrics.auth`).
- * Each app's route module (routes/metrics.web.routes.ts) calls it, so the route map names that module.
+ * Each app's route module (routes/metrics.web.routes.ts, routes/metrics.backend.routes.ts) calls it, so the route map names that module.
  */
 export function declareMetricsRoute(app: App, metrics: AppMetrics): void {
   app.get('/metrics', {

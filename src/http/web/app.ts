@@ -19,6 +19,7 @@ import { createLiveLogs } from '../../domains/logs/index.ts';
 import type { PaidCallsService, PaymentSessionsService, SubscriptionsService, TopUpService } from '../../domains/payments/index.ts';
 import type { SecurityEventsService } from '../../domains/security-events/index.ts';
 import type { SessionWalletService } from '../../domains/session-wallet/index.ts';
+import type { SpendAlerts } from '../../domains/spend-alerts/index.ts';
 import type { TradingService } from '../../domains/trading/index.ts';
 import type { CdpWalletsService, StablecoinBalanceReader } from '../../domains/wallet/index.ts';
 import type { WatchdogService } from '../../domains/watchdog/index.ts';
@@ -26,6 +27,7 @@ import type { WorkflowsService } from '../../domains/workflows/index.ts';
 import type { X402Service } from '../../domains/x402/index.ts';
 import { sha256Base64url } from '../../lib/crypto.ts';
 import { createStreamRevoker } from '../../lib/eviction-bus.ts';
+import type { JobMetrics } from '../../lib/metrics.ts';
 import { type App, createBaseApp } from '../shared/base-app.ts';
 import { createBridgeAuth } from '../shared/bridge-auth.ts';
 import { createAppMetrics } from '../shared/metrics.ts';
@@ -38,6 +40,7 @@ import { agentCloneRoutes } from './routes/agent-clone.routes.ts';
 import { agentProxyRoutes } from './routes/agent-proxy.routes.ts';
 import { agentUsageRoutes } from './routes/agent-usage.routes.ts';
 import { agentsRoutes } from './routes/agents.web.routes.ts';
+import { alertsRoutes } from './routes/alerts.routes.ts';
 import { billingRoutes } from './routes/billing.routes.ts';
 import { bridgeRoutes } from './routes/bridge.routes.ts';
 import { browseWebRoutes } from './routes/browse.web.routes.ts';
@@ -55,7 +58,7 @@ import { identityRoutes } from './routes/identity.routes.ts';
 import { instanceRoutes } from './routes/instance.routes.ts';
 import { keysRoutes } from './routes/keys.routes.ts';
 import { logsRoutes } from './routes/logs.routes.ts';
-import { metricsRoutes } from './routes/metrics.web.routes.ts';
+import { webMetricsRoutes } from './routes/metrics.web.routes.ts';
 import { paidCallsRoutes } from './routes/paid-calls.routes.ts';
 import { passwordResetRoutes } from './routes/password-reset.routes.ts';
 import { paymentSessionsRoutes } from './routes/payment-sessions.routes.ts';
@@ -115,10 +118,15 @@ export type WebServices = {
   securityEvents?: SecurityEventsService;
   /** §4.11 x402 gateway proxy (without X402_GATEWAY_URL its routes answer 503) */
   x402?: X402Service;
+  /** spend alerts (docs/payments.md "Spend alerts") */
+  spendAlerts?: SpendAlerts;
+  /** the runs of the web app's jobs (security events) at GET /metrics, when METRICS_TOKEN is set (docs/metrics.md) */
+  jobMetrics?: JobMetrics | undefined;
 };
 
 export async function buildWebApp(config: Config, services: WebServices, options: { logger?: FastifyBaseLogger } = {}): Promise<App> {
   const metrics = config.METRICS_TOKEN ? createAppMetrics('web', config.METRICS_TOKEN) : undefined;
+  if (metrics) services.jobMetrics?.registerIn(metrics.registry);
   const app = await createBaseApp({
     title: 'Agent platform — web API',
     description:
@@ -271,12 +279,13 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.securityEvents && securityEventsRoutes({ events: services.securityEvents }),
     services.usageReport && usageRoutes({ report: services.usageReport }),
     services.usageReport && agentUsageRoutes({ report: services.usageReport, budgets: services.ai.budgets }),
+    services.spendAlerts && alertsRoutes({ alerts: services.spendAlerts }),
     services.files && browseWebRoutes({ files: services.files }),
     calendarRoutes({ calendar: services.calendar, session, secure: config.secureCookies }),
     services.x402 && x402Routes({ x402: services.x402 }),
     // the dashboard (dashboard/, docs/dashboard.md): static pages, hidden from the OpenAPI description
     dashboardRoutes({ distDir: config.DASHBOARD_DIR }),
-    metrics && metricsRoutes(metrics),
+    metrics && webMetricsRoutes(metrics),
   ]);
   return app;
 }

@@ -6,11 +6,16 @@
 import { type FormEvent, useState } from 'react';
 import { LIMITS } from '../../../../src/config/limits.ts';
 import { api, call } from '../../api/client.ts';
+import { useSession } from '../../session.tsx';
 import { Button, ErrorText, Field, formatDate, Notice, parseJsonObject, Section, Spinner, useAction, useData } from '../../ui.tsx';
 
 type Json = Record<string, unknown>;
 
-const APPLIES = 'The agent reads its configuration when it starts: changes apply after Stop, then Start on the Manage tab.';
+const APPLIES =
+  'The agent reads its configuration when it is deployed: a change applies when you restart it (Restart deploys it again with what is saved). The heartbeat schedule (Every, Enabled) applies at once.';
+
+/** What a save changed: something the agent reads at its next deploy (`restart`), or only the schedule, applied at once (`live`). */
+type SaveOutcome = 'restart' | 'live';
 
 function validateFrequency(f: string): string | undefined {
   const m = /^(\d{1,6})([mhd])$/.exec(f.trim());
@@ -50,17 +55,18 @@ export function AgentConfig({ agentId }: { agentId: string }) {
     async () => (await call(api.GET('/api/agents/{id}/models', { params: { path: { id: agentId } } }))).models,
     [agentId],
   );
-  const [saved, setSaved] = useState(false);
+  const [saved, setSaved] = useState<SaveOutcome>();
   if ((cfg.loading && !cfg.data) || (hb.loading && !hb.data)) return <Spinner />;
   if (!cfg.data || !hb.data) return <ErrorText error={cfg.error ?? hb.error} />;
   // the forms are keyed on what they show, so a reload after a save starts them afresh
-  const reload = async () => {
-    setSaved(true);
+  const reload = async (outcome: SaveOutcome) => {
+    setSaved(outcome);
     await Promise.all([cfg.reload(), hb.reload()]);
   };
   return (
     <>
-      {saved && <Notice kind="success">Saved. The agent uses it from its next start (Stop, then Start).</Notice>}
+      {saved === 'restart' && <RestartToApply agentId={agentId} />}
+      {saved === 'live' && <Notice kind="success">Saved and applied.</Notice>}
       <PersonaForm
         key={JSON.stringify([cfg.data, hb.data])}
         agentId={agentId}
@@ -69,13 +75,45 @@ export function AgentConfig({ agentId }: { agentId: string }) {
         models={models.data ?? []}
         modelsError={models.error}
         onSaved={reload}
-        onEdit={() => setSaved(false)}
+        onEdit={() => setSaved(undefined)}
       />
       <details className="advanced-json">
         <summary>Advanced (JSON)</summary>
-        <JsonEditor key={JSON.stringify(cfg.data)} agentId={agentId} config={cfg.data} onSaved={reload} onEdit={() => setSaved(false)} />
+        <JsonEditor
+          key={JSON.stringify(cfg.data)}
+          agentId={agentId}
+          config={cfg.data}
+          onSaved={reload}
+          onEdit={() => setSaved(undefined)}
+        />
       </details>
     </>
+  );
+}
+
+/** After a save the running agent does not read yet: say so, and offer the Restart that applies it. */
+function RestartToApply({ agentId }: { agentId: string }) {
+  const { user } = useSession();
+  const restart = useAction();
+  const [restarted, setRestarted] = useState(false);
+  if (restarted)
+    return <Notice kind="success">Restarting with the saved configuration: the agent reads provisioning until it answers again.</Notice>;
+  return (
+    <Notice kind="info">
+      Saved. Restart the agent to apply it.{' '}
+      <Button
+        busy={restart.busy}
+        onClick={async () => {
+          const ok = await restart.run(() =>
+            call(api.POST('/api/instance/{userId}/restart', { params: { path: { userId: user!.id } }, body: { agentId } })),
+          );
+          if (ok) setRestarted(true);
+        }}
+      >
+        Restart
+      </Button>
+      <ErrorText error={restart.error} />
+    </Notice>
   );
 }
 
@@ -85,7 +123,7 @@ function PersonaForm(props: {
   heartbeat: { frequency: string; enabled: boolean; lastHeartbeat: string | null; nextHeartbeat: string | null };
   models: { id: string; name: string }[];
   modelsError: unknown;
-  onSaved: () => Promise<void>;
+  onSaved: (outcome: SaveOutcome) => Promise<void>;
   onEdit: () => void;
 }) {
   const { agentId, config, heartbeat } = props;
@@ -113,12 +151,16 @@ function PersonaForm(props: {
     body = write(body, 'agents.defaults.model', model);
     body = write(body, 'agents.defaults.heartbeat.prompt', heartbeatPrompt.trim() ? heartbeatPrompt : '');
     const scheduleChanged = frequency.trim() !== heartbeat.frequency || enabled !== heartbeat.enabled;
+    const configChanged =
+      systemPrompt !== text(config.systemPrompt) ||
+      model !== text(read(config, 'agents.defaults.model')) ||
+      heartbeatPrompt !== text(read(config, 'agents.defaults.heartbeat.prompt'));
     const ok = await action.run(async () => {
-      await call(api.PUT('/api/agents/{id}/config', { params: { path: { id: agentId } }, body }));
+      if (configChanged) await call(api.PUT('/api/agents/{id}/config', { params: { path: { id: agentId } }, body }));
       // saving the schedule restarts its clock (§4.12): only when it changed
       if (scheduleChanged) await call(api.POST('/api/heartbeat', { body: { agentId, frequency: frequency.trim(), enabled } }));
     });
-    if (ok) await props.onSaved();
+    if (ok) await props.onSaved(configChanged ? 'restart' : 'live');
   };
 
   return (
@@ -199,7 +241,7 @@ function PersonaForm(props: {
 }
 
 /** The stored configuration as JSON (what the form edits, and every other §2 key). */
-function JsonEditor(props: { agentId: string; config: Json; onSaved: () => Promise<void>; onEdit: () => void }) {
+function JsonEditor(props: { agentId: string; config: Json; onSaved: (outcome: SaveOutcome) => Promise<void>; onEdit: () => void }) {
   const { agentId, config, onSaved } = props;
   const [value, setValue] = useState(JSON.stringify(config, null, 2));
   const [parseError, setParseError] = useState<string>();
@@ -215,7 +257,7 @@ function JsonEditor(props: { agentId: string; config: Json; onSaved: () => Promi
     const ok = await action.run(async () => {
       await call(api.PUT('/api/agents/{id}/config', { params: { path: { id: agentId } }, body: result.value }));
     });
-    if (ok) await onSaved();
+    if (ok) await onSaved('restart');
   };
   return (
     <div className="advanced-json-body">

@@ -235,12 +235,7 @@ function Git({ agentId, version, onCommitted }: { agentId: string; version: numb
       ) : (
         <ErrorText error={status.error} />
       )}
-      {status.data && !status.data.isGitRepo && (
-        <Notice kind="info">
-          The workspace is not a git repository, so there is no status or diff to show. Run <code>git init</code> in the workspace (the
-          agent can) to track its changes.
-        </Notice>
-      )}
+      {status.data && !status.data.isGitRepo && <GitInit agentId={agentId} onInitialised={status.reload} />}
       {status.data?.isGitRepo && (
         <>
           <p className="muted">
@@ -269,6 +264,32 @@ function Git({ agentId, version, onCommitted }: { agentId: string; version: numb
         </>
       )}
     </Section>
+  );
+}
+
+/**
+ * A workspace that is not a repository yet: one button makes it one (POST /api/browse/git-init, git
+ * run as the agent in its sandbox), with a .gitignore that leaves the runtime's logs and
+ * configuration out of commits.
+ */
+function GitInit({ agentId, onInitialised }: { agentId: string; onInitialised: () => Promise<void> }) {
+  const action = useAction();
+  const init = () =>
+    action.run(async () => {
+      await call(api.POST('/api/browse/git-init', { params: { query: { agentId } } }));
+      await onInitialised();
+    });
+  return (
+    <>
+      <Notice kind="info">
+        The workspace is not a git repository yet, so there is no status or diff to show. Initialise one to track the agent's changes and
+        commit them here; its <code>.gitignore</code> leaves out the runtime's <code>logs/</code> and <code>openclaw.json</code>.
+      </Notice>
+      <Button kind="primary" busy={action.busy} onClick={() => void init()}>
+        Initialise a repository
+      </Button>
+      <ErrorText error={action.error} />
+    </>
   );
 }
 

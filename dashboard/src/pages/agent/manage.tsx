@@ -1,4 +1,7 @@
-/** The Manage tab: rename, start / stop / restart, delete (§4.7). */
+/**
+ * The Manage tab: rename, start / stop / restart, delete (§4.7). Stop ends the agent's processes;
+ * Start and Restart deploy it again from its saved configuration (docs/agents.md "Stop, suspend and restart").
+ */
 import { type FormEvent, useState } from 'react';
 import { LIMITS } from '../../../../src/config/limits.ts';
 import { api, call } from '../../api/client.ts';
@@ -7,6 +10,15 @@ import { useSession } from '../../session.tsx';
 import { Button, ErrorText, Field, Notice, Section, useAction } from '../../ui.tsx';
 import { validateAgentName } from '../agents.tsx';
 import type { Agent } from './types.ts';
+
+/** What a lifecycle action did, in the words of docs/agents.md "Stop, suspend and restart". */
+function outcome(action: 'start' | 'stop' | 'restart', status: string | undefined): string {
+  if (action === 'stop') return 'Stopped: its processes have ended and it holds no memory. Start deploys it again.';
+  if (status === 'running') return 'It is already running.';
+  return action === 'restart'
+    ? 'Restarting with the saved configuration: it reads provisioning until it answers again.'
+    : 'Starting with the saved configuration: it reads provisioning until it answers.';
+}
 
 export function Manage({ agent, onChanged }: { agent: Agent; onChanged: () => Promise<void> }) {
   const { user } = useSession();
@@ -32,8 +44,13 @@ export function Manage({ agent, onChanged }: { agent: Agent; onChanged: () => Pr
   const act = async (action: 'start' | 'stop' | 'restart') => {
     setDone(undefined);
     const path = `/api/instance/{userId}/${action}` as '/api/instance/{userId}/start';
-    if (await lifecycle.run(() => call(api.POST(path, { params: { path: { userId: user!.id } }, body: { agentId: agent.id } })))) {
-      setDone(`${action[0]!.toUpperCase()}${action.slice(1)} requested.`);
+    let status: string | undefined;
+    const ok = await lifecycle.run(async () => {
+      const r = await call(api.POST(path, { params: { path: { userId: user!.id } }, body: { agentId: agent.id } }));
+      status = r.agents[0]?.status;
+    });
+    if (ok) {
+      setDone(outcome(action, status));
       await onChanged();
     }
   };

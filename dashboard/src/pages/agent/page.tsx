@@ -14,6 +14,7 @@ import { Files } from './files.tsx';
 import { Health } from './health.tsx';
 import { Logs } from './logs.tsx';
 import { Manage } from './manage.tsx';
+import { shownStatus } from './types.ts';
 import { Usage } from './usage.tsx';
 
 const ALL_TABS = ['Chat', 'Connect', 'Logs', 'Files', 'Usage', 'Commerce', 'Health', 'Configuration', 'Manage'] as const;
@@ -49,7 +50,7 @@ export function AgentPage({ id }: { id: string }) {
     <>
       <div className="agent-head">
         <h1 className="agent-name">{a.name}</h1>
-        <Badge value={a.status} />
+        <Badge value={shownStatus(a)} />
         {a.watchdog && (
           <span className="muted">
             watchdog <Badge value={a.watchdog.state} />

@@ -6,6 +6,7 @@
  */
 import { type FormEvent, useEffect, useState } from 'react';
 import { api, call } from '../../api/client.ts';
+import { SpendAlert } from '../../spend-alert.tsx';
 import { Button, DataTable, Empty, ErrorText, Field, formatUsd, Notice, Section, Spinner, useAction, useData } from '../../ui.tsx';
 import { Chart, PeriodSelect, Totals } from '../usage.tsx';
 
@@ -21,6 +22,7 @@ export function Usage({ agentId }: { agentId: string }) {
   return (
     <>
       {u && <Budget agentId={agentId} budget={u.budget} onSaved={usage.reload} />}
+      {u && <SpendAlert agentId={agentId} />}
       <Section title="Usage" actions={<PeriodSelect days={days} onChange={setDays} />}>
         {usage.loading && !u ? <Spinner /> : null}
         <ErrorText error={!u ? usage.error : null} />
@@ -121,16 +123,16 @@ function Budget({ agentId, budget, onSaved }: { agentId: string; budget: BudgetS
         <Field
           label="Monthly budget (USD)"
           error={fieldError}
-          hint="Model calls through the platform are refused once this month's cost reaches it. Calls already running may go slightly over."
+          hint="Model calls through the platform are refused once this month's cost reaches it. Each call holds what it may cost while it runs, so calls at once go over by at most one call."
         >
           {({ id, describedBy, invalid }) => (
             <input
               id={id}
               type="number"
               inputMode="decimal"
-              min="0.01"
+              min="0.000001"
               max={BUDGET_MAX}
-              step="0.01"
+              step="any"
               value={value}
               onChange={(e) => setValue(e.target.value)}
               aria-describedby={describedBy}

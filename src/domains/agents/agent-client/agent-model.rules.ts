@@ -6,7 +6,8 @@
  *
  * The model named here is the one the agent's runtime is given (a provisioning model the platform's
  * model catalogue does not know runs as `auto`, docs/agents.md "Model access"), so an id read from
- * the list and sent back is accepted.
+ * the list and sent back is accepted. An OpenClaw agent names models its own way: the agent
+ * client sends it `openclaw/default` for them (`withOpenClawModel` below).
  */
 import { LIMITS } from '../../../config/limits.ts';
 
@@ -37,6 +38,52 @@ export function withAgentModel(body: Buffer | null, model: string): Buffer | nul
   const named = (parsed as { model?: unknown }).model;
   if (named !== undefined && named !== null && named !== '' && named !== DEFAULT_MODEL_ALIAS) return body;
   return Buffer.from(JSON.stringify({ ...parsed, model }));
+}
+
+/**
+ * OpenClaw's OpenAI-compatible endpoint (docs/agents.md "OpenClaw") takes `model` as an agent
+ * target, not a provider model: `openclaw`, `openclaw/default` (the configured default agent: a
+ * platform agent is one OpenClaw agent, its default), `openclaw/<agentId>`, `openclaw:<agentId>` or
+ * `agent:<agentId>`; anything else is its 400 "Invalid `model`. Use `openclaw` or
+ * `openclaw/<agentId>`". The model OpenClaw then calls is the one its configuration names
+ * (`agents.defaults.model`, the agent's own model on the platform's AI gateway).
+ */
+const OPENCLAW_DEFAULT_TARGET = 'openclaw/default';
+
+/** Whether `model` is one of OpenClaw's agent targets (its own syntax check, OpenClaw 2026.9.6 `isOpenClawAgentModelId`). */
+function isOpenClawTarget(model: string): boolean {
+  const m = model.trim();
+  return /^openclaw$/i.test(m) || /^(openclaw[:/]|agent:)[a-z0-9][a-z0-9_-]{0,63}$/i.test(m);
+}
+
+/**
+ * The model an OpenClaw agent is asked for when a caller names `agentModels` (the `default` alias,
+ * the agent's model as the platform lists it, its provisioned name), or none: OpenClaw's default
+ * agent target. An OpenClaw target passes as it is; any other model too, for OpenClaw to refuse
+ * with its own message (which says what it accepts).
+ */
+export function openClawModel(named: unknown, agentModels: readonly string[]): unknown {
+  if (named === undefined || named === null || named === '') return OPENCLAW_DEFAULT_TARGET;
+  if (typeof named !== 'string' || isOpenClawTarget(named)) return named;
+  return named === DEFAULT_MODEL_ALIAS || agentModels.includes(named) ? OPENCLAW_DEFAULT_TARGET : named;
+}
+
+/**
+ * A chat completions body for an OpenClaw agent: its `model` through `openClawModel`. A body that
+ * is not a JSON object passes as it came (OpenClaw refuses it).
+ */
+export function withOpenClawModel(body: Buffer | null, agentModels: readonly string[]): Buffer | null {
+  if (!body || body.length === 0) return body;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    return body;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return body;
+  const named = (parsed as { model?: unknown }).model;
+  const model = openClawModel(named, agentModels);
+  return model === named ? body : Buffer.from(JSON.stringify({ ...parsed, model }));
 }
 
 /**

@@ -19,9 +19,10 @@ import { connect as netConnect } from 'node:net';
 import { Agent, buildConnector, type Dispatcher, request as undiciRequest } from 'undici';
 import WebSocket from 'ws';
 import { LIMITS } from '../../../config/limits.ts';
-import type { WordedCode } from '../../../lib/error-codes.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
+import { openClawModel, withOpenClawModel } from './agent-model.rules.ts';
 import { createCompletionText } from './completion-text.rules.ts';
+import { type RefusalDetails, relayedRefusal } from './relayed-refusal.rules.ts';
 import { pipeSocket, type SocketPipeLimits } from './socket-pipe.client.ts';
 import type { AgentTarget, AgentTargets } from './targets.service.ts';
 
@@ -37,40 +38,12 @@ export type ForwardRequest = {
 
 const agentFailed = (detail: string) => new AppError('AGENT_UNAVAILABLE', `The agent did not answer: ${detail}`);
 
-/**
- * The refusals an agent passes on from the platform's AI gateway (docs/agents.md "Model access"),
- * or makes itself (`AGENT_BUSY`), by the code of its error: the platform answers them with the
- * status the agent's own route gives them (403, 429, 402), not as a failure of the agent. The code
- * is mapped to the catalogue, never taken as a status, so an agent cannot make the platform answer
- * anything else. Any other error of the agent stays a 5xx.
- */
-const RELAYED_REFUSALS: Readonly<Record<string, WordedCode>> = {
-  model_restricted: 'MODEL_RESTRICTED',
-  budget_exceeded: 'AGENT_BUDGET_EXCEEDED',
-  insufficient_quota: 'QUOTA_EXCEEDED',
-  rate_limit_exceeded: 'AI_RATE_LIMITED',
-  subscription_required: 'SUBSCRIPTION_REQUIRED',
-  AGENT_BUSY: 'TOO_MANY_REQUESTS',
-};
-/** How many allowed models a relayed `model_restricted` names at most (a plan has a handful). */
-const RELAYED_MODELS_MAX = 200;
+/** What to do next, after a failure that may be the agent's process gone: the platform checks it at once (docs/watchdog.md "Checks on demand"). */
+const NEXT_STEP = 'the platform is checking it now and restarts it if its process stopped: try again in a few seconds, or restart it';
 
-type RefusalDetails = { code?: unknown; allowedModels?: unknown; retryAfter?: unknown };
-
-/** The agent's refusal (`message`, cut to 500 characters) as the platform's error; undefined when its code names none. */
-function relayedRefusal(message: string, details: RefusalDetails): AppError | undefined {
-  const code =
-    typeof details.code === 'string' && Object.hasOwn(RELAYED_REFUSALS, details.code) ? RELAYED_REFUSALS[details.code] : undefined;
-  if (!code) return undefined;
-  const extra: Record<string, unknown> = {};
-  const models = details.allowedModels;
-  if (code === 'MODEL_RESTRICTED' && Array.isArray(models) && models.every((m) => typeof m === 'string'))
-    extra.allowedModels = models.slice(0, RELAYED_MODELS_MAX);
-  const retryAfter = Number(details.retryAfter);
-  if (details.retryAfter !== undefined && Number.isFinite(retryAfter) && retryAfter > 0)
-    extra.retryAfter = Math.min(3600, Math.ceil(retryAfter));
-  return new AppError(code, message.slice(0, 500), Object.keys(extra).length > 0 ? extra : undefined);
-}
+/** `headers` without `content-length` (any case): for a body this client changed. */
+const withoutContentLength = (headers: ForwardRequest['headers']) =>
+  Object.fromEntries(Object.entries(headers).filter(([name]) => name.toLowerCase() !== 'content-length'));
 const wsUrl = (t: AgentTarget) => `${t.baseUrl.replace(/^http/, 'ws')}/ws`;
 const bearer = (t: AgentTarget) => `Bearer ${t.token}`;
 const healthzUrl = (url: string) => (url.replace(/\/+$/, '').endsWith('/healthz') ? url : `${url.replace(/\/+$/, '')}/healthz`);
@@ -104,6 +77,20 @@ export type AgentClientDeps = {
    * own TCP forwarder, one relay less per request
    */
   localSocket?: (origin: string) => string | undefined;
+  /**
+   * What the agents run (the local driver's AGENT_RUNTIME; `builtin` elsewhere). An `openclaw`
+   * agent's `/v1/chat/completions` takes OpenClaw's agent targets as `model`, so the agent's own
+   * model (and the `default` alias) is sent as `openclaw/default` (agent-model.rules.ts)
+   */
+  runtime?: 'builtin' | 'openclaw';
+  /** the model id an agent's runtime is given for its model, as `GET …/v1/models` lists it (default: the model itself) */
+  runtimeModel?: (model: string) => string;
+  /**
+   * Told when an agent could not be reached (AGENT_UNAVAILABLE: no connection, a broken or refused
+   * one, no answer in time): the platform has the watchdog check it at once, rate-limited per agent,
+   * rather than at its next probe.
+   */
+  onUnreachable?: (agentId: string) => void;
 };
 
 /**
@@ -133,6 +120,22 @@ export function createAgentClient(deps: AgentClientDeps) {
   // kept-alive connections for forwarded requests, made on first use (close() ends them)
   let dispatcher: Agent | undefined;
   const connect = connectorFor(deps.localSocket);
+  const openClaw = deps.runtime === 'openclaw';
+  /** The names that mean an agent's own model: the `default` alias is added by openClawModel. */
+  const ownModels = (t: AgentTarget) => [t.agent.model, deps.runtimeModel ? deps.runtimeModel(t.agent.model) : t.agent.model];
+  const isChatCompletions = (req: ForwardRequest) => req.method === 'POST' && req.path.split('?')[0] === '/v1/chat/completions';
+  const tellUnreachable = (agentId: string) => {
+    try {
+      deps.onUnreachable?.(agentId);
+    } catch {
+      /* the check is best effort; the caller gets the refusal either way */
+    }
+  };
+  /** AGENT_UNAVAILABLE for an agent that could not be reached, after telling onUnreachable. */
+  const unreachable = (agentId: string, message: string) => {
+    tellUnreachable(agentId);
+    return new AppError('AGENT_UNAVAILABLE', message);
+  };
 
   return {
     targets,
@@ -149,17 +152,22 @@ export function createAgentClient(deps: AgentClientDeps) {
     ): Promise<{ target: AgentTarget; response: Dispatcher.ResponseData }> {
       dispatcher ??= new Agent({ keepAliveTimeout: 30_000, connections: 256, pipelining: 1, ...(connect ? { connect } : {}) });
       const via = dispatcher;
-      const send = async (target: AgentTarget) => ({
-        target,
-        response: await undiciRequest(`${target.baseUrl}${req.path}`, {
-          method: req.method,
-          headers: { ...req.headers, authorization: bearer(target) },
-          body: req.body && req.body.length > 0 ? req.body : null,
-          dispatcher: via,
-          headersTimeout: forwardTimeoutMs,
-          bodyTimeout: forwardTimeoutMs,
-        }),
-      });
+      const send = async (target: AgentTarget) => {
+        const body = openClaw && isChatCompletions(req) ? withOpenClawModel(req.body, ownModels(target)) : req.body;
+        // a body of another length than the caller's (the model was renamed): undici sets its own
+        const headers = body === req.body ? req.headers : withoutContentLength(req.headers);
+        return {
+          target,
+          response: await undiciRequest(`${target.baseUrl}${req.path}`, {
+            method: req.method,
+            headers: { ...headers, authorization: bearer(target) },
+            body: body && body.length > 0 ? body : null,
+            dispatcher: via,
+            headersTimeout: forwardTimeoutMs,
+            bodyTimeout: forwardTimeoutMs,
+          }),
+        };
+      };
       try {
         return await send(await targets.byId(userId, agentId));
       } catch (err) {
@@ -170,7 +178,7 @@ export function createAgentClient(deps: AgentClientDeps) {
           return await send(await targets.byId(userId, agentId, { fresh: true }));
         } catch (retryErr) {
           if (isAppError(retryErr)) throw retryErr;
-          throw new AppError('AGENT_UNAVAILABLE', 'The agent could not be reached');
+          throw unreachable(agentId, `The agent could not be reached; ${NEXT_STEP}`);
         }
       }
     },
@@ -180,7 +188,11 @@ export function createAgentClient(deps: AgentClientDeps) {
      * `close` ends both (the caller's revocation).
      */
     pipeSocket: (client: WebSocket, target: AgentTarget, limits: SocketPipeLimits) =>
-      pipeSocket(client, { url: wsUrl(target), authorization: bearer(target) }, limits),
+      pipeSocket(
+        client,
+        { url: wsUrl(target), authorization: bearer(target), onUnreachable: () => tellUnreachable(target.agent.id) },
+        limits,
+      ),
 
     /** §4.8: one WebSocket, one chat frame, the first reply or error frame, then close. */
     wsChat(t: AgentTarget, message: string, sessionKey: string): Promise<string> {
@@ -218,10 +230,12 @@ export function createAgentClient(deps: AgentClientDeps) {
         });
         socket.on('unexpected-response', (_req, res) => {
           res.resume();
-          finish(new AppError('AGENT_UNAVAILABLE', `The agent's gateway refused the connection (${res.statusCode})`));
+          finish(unreachable(t.agent.id, `The agent's gateway refused the connection (${res.statusCode}); ${NEXT_STEP}`));
         });
-        socket.on('error', (err) => finish(new AppError('AGENT_UNAVAILABLE', `Could not reach the agent: ${err.message}`)));
-        socket.on('close', () => finish(new AppError('AGENT_UNAVAILABLE', 'The agent closed the connection without replying')));
+        socket.on('error', (err) => finish(unreachable(t.agent.id, `Could not reach the agent (${err.message}); ${NEXT_STEP}`)));
+        socket.on('close', () => {
+          if (!settled) finish(unreachable(t.agent.id, `The agent closed the connection without replying; ${NEXT_STEP}`));
+        });
       });
     },
 
@@ -237,15 +251,20 @@ export function createAgentClient(deps: AgentClientDeps) {
     ): Promise<string> {
       let res: Response;
       const abort = AbortSignal.any([AbortSignal.timeout(restTimeoutMs), ...(signal ? [signal] : [])]);
+      const model = openClaw ? openClawModel(input.model, ownModels(t)) : input.model;
       try {
         res = await fetch(`${t.baseUrl}/v1/chat/completions`, {
           method: 'POST',
           headers: { authorization: bearer(t), 'content-type': 'application/json', accept: 'text/event-stream' },
-          body: JSON.stringify({ messages: input.messages, stream: true, ...(input.model ? { model: input.model } : {}) }),
+          body: JSON.stringify({ messages: input.messages, stream: true, ...(model ? { model } : {}) }),
           signal: abort,
         });
       } catch (err) {
-        throw agentFailed((err as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable');
+        if (signal?.aborted) throw agentFailed('the request was cancelled');
+        throw unreachable(
+          t.agent.id,
+          `The agent did not answer: ${(err as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable'}; ${NEXT_STEP}`,
+        );
       }
       if (!res.ok || !res.body) {
         let detail = 'no explanation';
@@ -280,8 +299,10 @@ export function createAgentClient(deps: AgentClientDeps) {
     },
 
     /**
-     * A non-streamed completion: the answer's text. Throws (a plain error) when the agent answers
-     * with an error status or without content, or cannot be reached within `timeoutMs`.
+     * A non-streamed completion: the answer's text. A refusal the agent passes on (its budget, a
+     * rate limit: RELAYED_REFUSALS) throws as the platform's error with its status and sentence;
+     * any other error status, an answer without content or no answer within `timeoutMs` throws a
+     * plain error.
      */
     async chatCompletion(
       t: AgentTarget,
@@ -295,7 +316,17 @@ export function createAgentClient(deps: AgentClientDeps) {
         signal: AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)]),
       });
       if (!res.ok) {
+        let refusal: AppError | undefined;
+        if (res.status >= 400 && res.status < 500) {
+          const body = (await res.json().catch(() => undefined)) as
+            | { error?: ({ message?: unknown } & RefusalDetails) | string }
+            | undefined;
+          const e = body?.error;
+          if (e && typeof e === 'object' && typeof e.message === 'string')
+            refusal = relayedRefusal(e.message, { retryAfter: res.headers.get('retry-after') ?? undefined, ...e });
+        }
         await res.body?.cancel().catch(() => {});
+        if (refusal) throw refusal;
         throw new Error(`agent gateway answered ${res.status}`);
       }
       const body = (await res.json()) as { choices?: { message?: { content?: unknown } }[] };
@@ -329,6 +360,7 @@ export function createAgentClient(deps: AgentClientDeps) {
           signal: AbortSignal.timeout(timeoutMs),
         });
       } catch (err) {
+        tellUnreachable(agentId);
         return {
           ok: false,
           error: (err as Error).name === 'TimeoutError' ? 'the agent did not answer in time' : 'the agent could not be reached',

@@ -39,11 +39,12 @@ function relay(from: WebSocket, to: WebSocket, unwrittenBytes: number, early: (d
  * Pipes `client` to a new WebSocket on `agent.url`: messages pass through as they are, within
  * `limits` (what the client sends before the agent's socket opens waits, bounded: more closes both
  * with 1013; a reader that falls behind pauses the other side). Either side closing closes the
- * other; `close` ends both (the caller's revocation).
+ * other; `close` ends both (the caller's revocation). An agent that cannot be reached, or refuses
+ * the socket, is told to `agent.onUnreachable`.
  */
 export function pipeSocket(
   client: WebSocket,
-  agent: { url: string; authorization: string },
+  agent: { url: string; authorization: string; onUnreachable?: () => void },
   limits: SocketPipeLimits,
 ): { close(code: number, reason: string): void } {
   const upstream = new WebSocket(agent.url, { headers: { authorization: agent.authorization }, maxPayload: limits.agentMessageBytes });
@@ -70,9 +71,13 @@ export function pipeSocket(
     pendingBytes = 0;
   });
   upstream.on('close', (code, reason) => closeBoth(code, reason));
-  upstream.on('error', () => closeBoth(1011));
+  upstream.on('error', () => {
+    agent.onUnreachable?.();
+    closeBoth(1011);
+  });
   upstream.on('unexpected-response', (_req, res) => {
     res.resume();
+    agent.onUnreachable?.();
     closeBoth(1011);
   });
   // a message over the client's limit: ws has already closed the client's socket with 1009

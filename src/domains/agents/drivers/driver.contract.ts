@@ -1,7 +1,8 @@
 // Changes since first defined (all additive): AgentStats gained optional runtime counters
 // (messagesProcessed, messagesFailed, averageResponseTimeMs); AgentNotDeployedError added; deploy()
 // documented as idempotent (re-adopts a live unit launched with the same spec) — call it on platform
-// start for every agent marked running.
+// start for every agent marked running; watchExits() added (optional), and stop()/suspend() documented as
+// ending the unit's processes (the owner's Stop calls stop()).
 /**
  * One interface over every place an agent can run (docs/architecture.md rule 4): the local driver (a child
  * process per agent running src/runtime), the Render REST API, the Docker Engine API and the Kubernetes API.
@@ -101,13 +102,23 @@ export interface HostingDriver {
   deploy(spec: AgentDeploySpec): Promise<Deployment>;
   /** Current state as the hosting platform sees it; `not_found` when it has no such unit. */
   status(agentId: string): Promise<{ status: ContainerStatus; url?: string }>;
-  /** Throws AgentNotDeployedError when there is nothing to restart/resume (never deployed, or a local process gone after a platform restart: deploy again). */
+  /**
+   * Starts the unit again from the launch it was deployed with (the watchdog's repair; a new
+   * configuration needs deploy()). Throws AgentNotDeployedError when there is nothing to
+   * restart/resume (never deployed, or a local process gone after a platform restart: deploy again).
+   */
   restart(agentId: string): Promise<void>;
+  /**
+   * Takes the unit out of service, keeping what resume() needs to bring it back. The local driver
+   * ends its processes (nothing runs, its state stays on disk: docs/agents.md "Stop, suspend and
+   * restart"); Render suspends the service; Docker pauses the container; Kubernetes scales to 0.
+   */
   suspend(agentId: string): Promise<void>;
   /**
-   * Optional: stops the unit's gateway process but keeps what restart() needs to start it again
-   * (the watchdog's §3 repair kills the gateway, waits, then restarts it). Drivers whose platform
-   * replaces the instance on restart (Render) leave it out; the repair then only restarts.
+   * Optional: ends every process of the unit but keeps what restart() needs to start it again:
+   * the owner's Stop, and the watchdog's §3 repair (kill the gateway, wait, restart it). Drivers
+   * whose platform replaces the instance on restart (Render) leave it out; Stop then suspends and the
+   * repair only restarts.
    */
   stop?(agentId: string): Promise<void>;
   resume(agentId: string): Promise<void>;
@@ -132,9 +143,19 @@ export interface HostingDriver {
    * directly; undefined for any other origin.
    */
   localGatewaySocket?(origin: string): string | undefined;
+  /**
+   * Optional (local driver): calls `listener` within seconds when a unit's process ends without the
+   * platform stopping it (a crash, a kill, an exit of its own): at once for the processes it
+   * started, by polling for those it adopted from a previous platform process. The platform has
+   * the watchdog check the agent at once (docs/watchdog.md "Checks on demand"). Returns the unsubscribe.
+   */
+  watchExits?(listener: (agentId: string, exit: UnitExit) => void): () => void;
   /** Stops what this process owns on platform shutdown (local: child processes); remote drivers do nothing. */
   shutdown(): Promise<void>;
 }
+
+/** How a unit's process ended: its exit code, or the signal that ended it (null when not known, e.g. an adopted process). */
+export type UnitExit = { code: number | null; signal: string | null };
 
 export type DriverKind = 'local' | 'render' | 'docker' | 'kubernetes';
 

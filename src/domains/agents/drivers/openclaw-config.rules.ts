@@ -39,6 +39,16 @@ export const OPENCLAW_ENV: Record<string, string> = {
   OPENCLAW_DISABLE_BONJOUR: '1',
   DO_NOT_TRACK: '1',
   NO_COLOR: '1', // plain lines in logs/process.log, which logs() shows as they are
+  // One process, the one the platform started and tracks (OpenClaw's docs/gateway/embedding.md): no
+  // hand-off of a restart or update to a detached child. With the launcher's other re-executions
+  // off too (the local driver's node flag and the marker below), a stop's SIGTERM reaches the
+  // gateway itself, whose shutdown (state closed) takes under a second; a launcher in between
+  // forwarded it late, and a stop outlasted the web app's 10 s backend call
+  OPENCLAW_NO_RESPAWN: '1',
+  // OpenClaw's launcher re-executes itself to move Node's compile cache below
+  // <NODE_COMPILE_CACHE>/openclaw/<version>/; this marker (its own, for the re-executed child)
+  // says the process already runs with the cache the platform chose (the agent's home)
+  OPENCLAW_PACKAGED_COMPILE_CACHE_RESPAWNED: '1',
 };
 
 export type OpenClawConfigOptions = {

@@ -10,7 +10,7 @@ import { type Kysely, sql } from 'kysely';
 import type { Db } from '../../../db/client.ts';
 import type { DB } from '../../../db/schema.ts';
 import { AppError, badRequest } from '../../../lib/errors.ts';
-import type { SessionCache } from '../../accounts/index.ts';
+import type { SessionCache } from '../../../lib/evicting-cache.ts';
 import type { CardEvent, CardProcessor } from './card-processor.contract.ts';
 
 export const PLANS = ['solo', 'collective', 'label', 'network'] as const;

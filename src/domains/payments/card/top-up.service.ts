@@ -8,6 +8,7 @@
  */
 import { LIMITS } from '../../../config/limits.ts';
 import { AppError, badRequest } from '../../../lib/errors.ts';
+import type { Logger } from '../../../lib/logger.ts';
 import { createMemoryRateLimiter, type RateLimiter } from '../../../lib/rate-limiter.ts';
 import type { LedgerService } from '../ledger/ledger.service.ts';
 import type { PaidCallCheckout } from '../paid-calls/paid-calls.service.ts';
@@ -24,7 +25,7 @@ export function createTopUpService(deps: {
   processor: CardProcessor | undefined;
   ledger: Pick<LedgerService, 'credit'>;
   publicUrl: string;
-  logger?: { warn(obj: object, msg: string): void } | undefined;
+  logger?: Logger | undefined;
 }) {
   const notConfigured = () => new AppError('PROCESSOR_NOT_CONFIGURED', 'Card payments are not configured (STRIPE_SECRET_KEY)');
   return {

@@ -51,6 +51,30 @@ export const ledgerRepo = {
   },
 
   /**
+   * Adds a batch's model-call cost (1e-10 USD) to the wallet's running total (migration 220) and
+   * debits the micro-dollars that total crossed, at most what the balance holds (a call's hold
+   * covered its cost, so it does unless an estimate was short), under `eventId`. Returns the
+   * micro-dollars debited (0: the batch crossed no whole micro-dollar; the next one pays it).
+   */
+  async chargeUsage(db: Q, c: { address: string; costUnits: number; eventId: string }): Promise<number> {
+    const t = await sql<{ micros: string }>`
+      INSERT INTO ai_billing_totals AS t (address, cost_units) VALUES (${c.address}, ${String(c.costUnits)}::numeric)
+      ON CONFLICT (address) DO UPDATE SET cost_units = t.cost_units + EXCLUDED.cost_units, updated_at = now()
+      RETURNING (floor(t.cost_units / 10000) - floor((t.cost_units - ${String(c.costUnits)}::numeric) / 10000))::text AS micros`.execute(
+      db,
+    );
+    const crossed = Number(t.rows[0]!.micros);
+    if (crossed <= 0) return 0;
+    const r = await sql<{ debited: string }>`
+      WITH w AS (SELECT least(${crossed}::bigint, coalesce((SELECT balance_micros FROM wallet_balances WHERE address = ${c.address} FOR UPDATE), 0)) AS amount)
+      INSERT INTO ledger_entries (kind, address, wallet_delta, event_id, source)
+      SELECT 'debit', ${c.address}, -w.amount, ${c.eventId}, 'ai_usage' FROM w WHERE w.amount > 0
+      ON CONFLICT (event_id) DO NOTHING
+      RETURNING (-wallet_delta)::text AS debited`.execute(db);
+    return Number(r.rows[0]?.debited ?? 0);
+  },
+
+  /**
    * What the wallet's rows of these sources took from it since midnight UTC (debits minus
    * refunds), by the database's clock: a daily spending cap's measure.
    */

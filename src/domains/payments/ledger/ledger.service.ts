@@ -52,6 +52,7 @@ function describe(row: { kind: string; source: string | null; plugin: string | n
   if (source.startsWith('gateway:')) return `Gateway call: ${source.slice('gateway:'.length)}`;
   if (source === 'underground_split') return row.kind === 'credit' ? 'Royalty split received' : 'Royalty split paid';
   if (source === 'x402_pay') return 'x402 payment';
+  if (source === 'ai_usage') return 'Model usage';
   if (source === 'x402_refund') return 'Refund: the x402 payment did not go through';
   if (row.kind === 'session_open') return 'Payment session opened';
   if (row.kind === 'session_close') return 'Payment session closed: remainder returned';
@@ -155,6 +156,22 @@ export function createLedgerService(deps: { db: Db }) {
 
     tryDebit,
     transfer,
+
+    /**
+     * Pays model usage from wallets (AI_BILLING=balance, docs/payments.md "Model calls from the
+     * balance") inside the transaction `trx` that writes the usage rows, so both commit together.
+     * Each charge is a batch's cost for one wallet in 1e-10 USD; the journal's debit (source
+     * `ai_usage`, id `eventId`, which the usage rows carry) is the micro-dollars the wallet's
+     * running total crossed. Wallets in address order: two writers never lock them crosswise.
+     */
+    async chargeUsage(trx: Kysely<DB>, charges: { address: string; costUnits: number; eventId: string }[]): Promise<void> {
+      const sorted = [...charges].sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+      for (const c of sorted) {
+        const address = normalizeAddress(c.address);
+        if (!address || !Number.isSafeInteger(c.costUnits) || c.costUnits < 0) throw badRequest('Invalid usage charge');
+        if (c.costUnits > 0) await ledgerRepo.chargeUsage(trx, { address, costUnits: c.costUnits, eventId: c.eventId });
+      }
+    },
 
     /**
      * `tryDebit` for a caller that answers a short balance as is: 402 `insufficient_balance` with

@@ -8,10 +8,10 @@
  * balance of their wallet (top-ups, §4.4); everyone else gets the 402 challenge.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyBaseLogger } from 'fastify';
 import type { Db } from '../../../db/client.ts';
 import { ERROR_CODES, type FixedTextCode } from '../../../lib/error-codes.ts';
 import { badRequest, isAppError } from '../../../lib/errors.ts';
+import type { Logger } from '../../../lib/logger.ts';
 import { microsToUsd, normalizeAddress } from '../../../lib/money.ts';
 import type { AiActor } from '../../ai/index.ts';
 import type { LedgerService } from '../ledger/ledger.service.ts';
@@ -94,7 +94,7 @@ export function createPaidCallsService(deps: {
   sessions: PaymentSessionsService;
   mpp: MppMethod;
   checkout?: PaidCallCheckout | undefined;
-  logger?: FastifyBaseLogger | undefined;
+  logger?: Logger | undefined;
 }) {
   const { plugins, sessions, ledger } = deps;
 
@@ -240,9 +240,14 @@ export function createPaidCallsService(deps: {
       } catch (err) {
         // the plugin did not answer: the charge goes back (once)
         await refund().catch((e) => deps.logger?.error({ err: e }, 'gateway refund failed'));
-        if (isAppError(err) && err.status < 500 && err.status !== 402) throw err;
+        // A refusal is the caller's answer, not a failure: the agent's monthly budget or a rate limit
+        // (429), a plan or balance the model call needs (402), passed on with its status and its
+        // sentence (docs/payments.md "When a paid call is refused").
+        if (isAppError(err) && err.status < 500) throw err;
+        // a failure, whatever its kind, is one line in the log saying why: the body keeps it generic
+        const reason = (err as Error).message;
+        deps.logger?.error({ plugin: plugin.id, reason }, `gateway plugin ${plugin.id} failed (the charge was given back): ${reason}`);
         if (isAppError(err) && err.status === 502) return fail('NO_PLUGIN', err.extra ?? {});
-        deps.logger?.warn({ err: (err as Error).message, plugin: plugin.id }, 'gateway plugin failed');
         return fail('PLUGIN_FAILED', { message: 'The plugin failed; nothing was charged' });
       }
     },

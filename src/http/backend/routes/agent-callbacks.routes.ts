@@ -4,7 +4,7 @@
  * which agents never receive (docs/architecture.md rule 6).
  */
 import { z } from 'zod';
-import type { AgentsService } from '../../../domains/agents/index.ts';
+import type { AgentCallbacks } from '../../../domains/agents/index.ts';
 import { callingAgent } from '../../shared/agent-key-auth.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
@@ -25,7 +25,7 @@ const message = z.object({
 });
 
 /** Mounted in the backend's agentKey scope (../../shared/agent-key-auth.ts): the key is checked before the body is read. */
-export const agentCallbackRoutes = (deps: { agents: AgentsService }): RouteModule<'agentKey'> => ({
+export const agentCallbackRoutes = (deps: { callbacks: Pick<AgentCallbacks, 'recordAgentMessages'> }): RouteModule<'agentKey'> => ({
   prefix: '/api/agent-callbacks',
   agentKey: async (app) => {
     app.post('/messages', {
@@ -45,7 +45,7 @@ export const agentCallbackRoutes = (deps: { agents: AgentsService }): RouteModul
         response: { 201: z.object({ agentId: z.string(), stored: z.number() }), 400: errorSchema, 401: errorSchema },
       },
       handler: async (request, reply) =>
-        reply.code(201).send(await deps.agents.recordAgentMessages(callingAgent(request), request.body.messages)),
+        reply.code(201).send(await deps.callbacks.recordAgentMessages(callingAgent(request), request.body.messages)),
     });
   },
 });

@@ -20,6 +20,7 @@ import {
   agentRecord,
   createAgentBody,
   createdAgent,
+  type DeploymentJobs,
   deploymentBody,
   deploymentJob,
   driverLogLine,
@@ -45,8 +46,12 @@ const headers = documentedHeaders({ 'x-user-id': 'Acting user (user id, UUID_PAT
 const agentObject = agentRecord.extend({ watchdog: watchdogStateSchema.optional() });
 const common = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 500: errorSchema };
 
-export const backendAgentsRoutes = (deps: { agents: AgentsService; watchdog?: WatchdogService }): RouteModule<'bearer'> => {
-  const { agents } = deps;
+export const backendAgentsRoutes = (deps: {
+  agents: AgentsService;
+  deployments: Pick<DeploymentJobs, 'requestDeployment' | 'getDeployment'>;
+  watchdog?: WatchdogService;
+}): RouteModule<'bearer'> => {
+  const { agents, deployments } = deps;
 
   return {
     prefix: '/api',
@@ -134,9 +139,9 @@ export const backendAgentsRoutes = (deps: { agents: AgentsService; watchdog?: Wa
             tags: ['agents'],
             summary: `${action[0]!.toUpperCase()}${action.slice(1)} an agent`,
             description:
-              `${userHeaderDoc} Per-agent lifecycle (§4.18, designed). \`start\` resumes a stopped unit, \`stop\` suspends it (status \`stopped\`), \`restart\` restarts it. ` +
-              'When the unit does not exist (never deployed, or gone) `start` and `restart` enqueue a deploy job and answer status `provisioning` with the job. ' +
-              '500 `Hosting unavailable` when the hosting platform cannot be reached. No body.',
+              `${userHeaderDoc} Per-agent lifecycle (§4.18, designed; docs/agents.md "Stop, suspend and restart"). \`stop\` ends every process of the agent and revokes its platform key, answering once they are gone (status \`stopped\`). ` +
+              '`restart` deploys it again from its stored record (a configuration saved since applies) and answers status `provisioning` with the deploy job; `start` does the same unless the agent already runs (then status `running`, no job). ' +
+              'Concurrent calls on one agent run in arrival order. 500 `Hosting unavailable` when the hosting platform cannot be reached. No body.',
             headers,
             params: agentIdParam,
             response: {
@@ -191,7 +196,7 @@ export const backendAgentsRoutes = (deps: { agents: AgentsService; watchdog?: Wa
         handler: async (request, reply) => {
           const userId = actingUser(request, request.body.userId);
           const { userId: _ignored, ...input } = request.body;
-          return reply.code(202).send(await agents.requestDeployment({ ...input, userId }));
+          return reply.code(202).send(await deployments.requestDeployment({ ...input, userId }));
         },
       });
 
@@ -204,7 +209,7 @@ export const backendAgentsRoutes = (deps: { agents: AgentsService; watchdog?: Wa
           params: z.object({ id: z.string().regex(UUID_PATTERN, { error: 'Invalid deployment id' }) }),
           response: { 200: deploymentJob, ...common },
         },
-        handler: async (request) => agents.getDeployment(actingUser(request), request.params.id),
+        handler: async (request) => deployments.getDeployment(actingUser(request), request.params.id),
       });
 
       app.get('/runtime-instances', {

@@ -17,6 +17,7 @@ import {
   aiHealthFailed,
   catalogQuery,
   chatBody,
+  chatPaymentError,
   chatResponse,
   chatResponseJson,
   checkPlan,
@@ -205,7 +206,7 @@ export const aiRoutes = (deps: {
         response: {
           200: chatResponse,
           400: errorSchema,
-          402: planError,
+          402: chatPaymentError,
           403: restrictedError,
           404: errorSchema,
           429: errorSchema,

@@ -2,7 +2,7 @@
 import { type AppMetrics, declareMetricsRoute } from '../../shared/metrics.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 
-export const metricsRoutes = (metrics: AppMetrics): RouteModule<'metrics'> => ({
+export const backendMetricsRoutes = (metrics: AppMetrics): RouteModule<'metrics'> => ({
   prefix: '',
   metrics: async (app) => declareMetricsRoute(app, metrics),
 });

@@ -1,7 +1,7 @@
 /**
  * Admin endpoints (docs/admin.md; §5 "Admin check" with proof instead of a claimed email):
- * the first-admin setup link, the users list with plan and admin changes, and an admin's credit
- * to a user's wallet (docs/payments.md "Credits by an admin"). Admin-only routes
+ * the first-admin setup link, the users list with plan and admin changes, an admin's credit
+ * to a user's wallet (docs/payments.md "Credits by an admin"), and a password reset link to hand over. Admin-only routes
  * answer 401 without a session and 403 `ADMIN_REQUIRED` for other users (§5).
  */
 
@@ -118,6 +118,40 @@ export const adminRoutes = (deps: { admin: AdminService }): RouteModule<'session
         handler: async (request) => {
           const user = currentUser(request);
           return deps.admin.updateUser(user, request.params.id, request.body);
+        },
+      });
+
+      app.post('/users/:id/reset-link', {
+        schema: {
+          tags: ['admin'],
+          summary: 'A one-time password reset link for a user, to hand over (admins)',
+          description:
+            'The way to reset a password without SMTP (docs/admin.md "A password reset link without email"): answers a link to the ' +
+            'dashboard page `/reset-password?token=…` that sets a new password for the user, exactly like a mailed reset link ' +
+            '(single use, stored only as a hash; POST /api/auth/password-reset/confirm spends it and signs the user out everywhere), ' +
+            "but valid 24 hours and shown to the admin, who passes it on by a channel they trust. Issuing one makes the user's " +
+            'earlier links stop working. Nothing is mailed. Logged with the admin and the user (never the link). 401 signed out, ' +
+            '403 `ADMIN_REQUIRED` for non-admins, 404 for an unknown user, 409 for a wallet account (it has no password).',
+          params: z.object({ id: z.uuid({ error: 'Invalid user id' }) }),
+          response: {
+            200: z.object({
+              link: z.string().describe('PUBLIC_URL + `/reset-password?token=…`: works once'),
+              email: z.string().describe('the account the link is for'),
+              expiresAt: z.string().describe('when the link stops working'),
+            }),
+            400: errorSchema,
+            401: errorSchema,
+            403: errorSchema,
+            404: errorSchema,
+            409: errorSchema,
+          },
+        },
+        handler: async (request) => {
+          const user = currentUser(request);
+          const issued = await deps.admin.resetLink(user, request.params.id);
+          // who handed out a way into whose account: the link itself never reaches the log
+          request.log.info({ admin: user.id, user: request.params.id }, 'admin issued a password reset link');
+          return issued;
         },
       });
 

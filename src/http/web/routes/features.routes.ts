@@ -26,11 +26,16 @@ const features = z.object({
       'SMTP_URL is set: a forgotten password can be reset by email (POST /api/auth/password-reset/request); otherwise the operator resets it',
     ),
   x402: z.boolean().describe('X402_GATEWAY_URL is set: the x402 gateway proxy (§4.11, GET and POST /api/x402)'),
+  modelBilling: z
+    .boolean()
+    .describe('AI_BILLING=balance: model calls are paid from the balance (docs/payments.md "Model calls from the balance")'),
 });
 
 export type Features = z.infer<typeof features>;
 
-export function featuresOf(config: Pick<Config, 'configured' | 'TEMPO_RPC_URL' | 'SMTP_URL' | 'X402_GATEWAY_URL'>): Features {
+export function featuresOf(
+  config: Pick<Config, 'configured' | 'TEMPO_RPC_URL' | 'SMTP_URL' | 'X402_GATEWAY_URL' | 'AI_BILLING'>,
+): Features {
   return {
     cardPayments: config.configured.stripe,
     chainBalances: config.TEMPO_RPC_URL !== undefined,
@@ -40,6 +45,7 @@ export function featuresOf(config: Pick<Config, 'configured' | 'TEMPO_RPC_URL' |
     calendar: config.configured.calendar,
     passwordReset: config.SMTP_URL !== undefined,
     x402: config.X402_GATEWAY_URL !== undefined,
+    modelBilling: config.AI_BILLING === 'balance',
   };
 }
 

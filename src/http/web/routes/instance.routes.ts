@@ -3,7 +3,8 @@
  * shown; designed here). POST with an optional JSON body `{agentId}`. The session user must be
  * :userId — another user's id answers 404, as if it did not exist. Without `agentId` the action
  * applies to every agent of the user. Each action goes to the backend's per-agent lifecycle
- * route: `start` resumes (or deploys when the unit is gone), `stop` suspends, `restart` restarts.
+ * route: `stop` ends the agent's processes, `start` and `restart` deploy it again from its stored
+ * configuration (`start` only when it does not run).
  */
 
 import { z } from 'zod';
@@ -23,7 +24,7 @@ export const instanceRoutes = (deps: { agents: AgentsWebService }): RouteModule<
             summary: `${action[0]!.toUpperCase()}${action.slice(1)} the user's agents`,
             description:
               'The session user must be `:userId` (404 otherwise). Optional body `{agentId}` limits the action to one agent; without it every agent of the user is acted on. ' +
-              '`start` resumes a stopped agent (deploying it again when its unit is gone: status `provisioning`), `stop` suspends (status `stopped`), `restart` restarts. ' +
+              '`stop` ends every process of the agent (status `stopped`, once they are gone); `restart` deploys it again from its saved configuration (status `provisioning` until it answers again), and `start` does the same unless it already runs (status `running`). ' +
               '500 when the backend or hosting platform cannot be reached.',
             params: z.object({ userId: z.string().min(1).max(200) }),
             body: z

@@ -11,7 +11,7 @@ import { LIMITS } from '../../../../config/limits.ts';
 import { sha256Hex } from '../../../../lib/crypto.ts';
 import { probeHealthz } from '../../agent-client/health-probe.client.ts';
 import { agentEnvironment, PLATFORM_SECRET_ENV, planResources } from '../agent-env.rules.ts';
-import { type AgentDeploySpec, HostingUnavailableError } from '../driver.contract.ts';
+import { type AgentDeploySpec, HostingUnavailableError, type UnitExit } from '../driver.contract.ts';
 import { buildOpenClawConfig, OPENCLAW_ENV } from '../openclaw-config.rules.ts';
 import { type AgentCgroups, enter } from './containment/agent-cgroup.service.ts';
 import { diskQuotaBytes, withFileSizeLimit } from './containment/agent-disk.service.ts';
@@ -72,6 +72,8 @@ export type LauncherContext = {
   bridges: LoopbackBridges;
   /** util-linux prlimit, which starts the agent with RLIMIT_FSIZE = its disk quota (agent-disk.service.ts); undefined: not found */
   prlimit: string | undefined;
+  /** a child ended without the driver stopping it (local.driver.ts tells the platform: watchExits) */
+  onExit?: (agentId: string, exit: UnitExit) => void;
 };
 
 /** The descriptor the built-in runtime's gateway socket has in the agent (0–2 stdio, 3 bwrap's arguments). */
@@ -114,8 +116,12 @@ export function createLauncher(ctx: LauncherContext) {
       );
     // the package's bin is a Node script: run it with this Node (24), not whatever `node` is on PATH.
     // Port, bind and auth come from its configuration file (OPENCLAW_CONFIG_PATH) and the token from
-    // OPENCLAW_GATEWAY_TOKEN: nothing secret on a command line other users can read in /proc
-    return { file: realpathSync(process.execPath), args: [realpathSync(bin), 'gateway', 'run'] };
+    // OPENCLAW_GATEWAY_TOKEN: nothing secret on a command line other users can read in /proc.
+    // The flag is the one OpenClaw's launcher otherwise re-executes itself to add (OPENCLAW_ENV)
+    return {
+      file: realpathSync(process.execPath),
+      args: ['--disable-warning=ExperimentalWarning', realpathSync(bin), 'gateway', 'run'],
+    };
   }
 
   /** Read-only paths the runtime needs inside the sandbox: its code, and Node when it lives outside /usr. */
@@ -259,8 +265,10 @@ export function createLauncher(ctx: LauncherContext) {
     child.unref();
     const entry: Owned = { env, uid, child };
     owned.set(agentId, entry);
-    child.on('exit', (code) => {
-      if (owned.get(agentId) === entry) entry.exitCode = code;
+    child.on('exit', (code, signal) => {
+      if (owned.get(agentId) !== entry) return;
+      entry.exitCode = code;
+      if (!entry.stopping) ctx.onExit?.(agentId, { code, signal });
     });
     child.on('error', () => {});
     // in the sandbox the runtime is a grandchild (bwrap, its PID-namespace init, then the runtime): the

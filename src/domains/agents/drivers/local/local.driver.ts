@@ -30,8 +30,17 @@
  * the next platform process re-adopts them through the state file (the pid is alive with the start
  * time recorded, the launch hash matches the spec and /healthz answers) when deploy() is called with
  * the same token and configuration, and otherwise replaces them. shutdown() stops what this instance
- * started or adopted. suspend() stops the process group with SIGSTOP (no CPU, survives a platform
- * restart) and resume() continues it.
+ * started or adopted.
+ *
+ * stop() and suspend() both end every process of the agent (SIGTERM, then SIGKILL after the grace
+ * period) and keep its folder and state file: a stopped or suspended agent runs nothing and holds no
+ * memory (docs/agents.md "Stop, suspend and restart"); suspend() also marks the state `suspended`,
+ * and resume() launches it again from the launch it remembers, as restart() does. Nothing here
+ * freezes a process (SIGSTOP): a frozen agent would keep its memory while reading as stopped.
+ *
+ * A process that ends without the driver stopping it is told to watchExits() listeners at once (the
+ * child's exit event; a process adopted from an earlier platform process is polled every
+ * ADOPTED_POLL_MS), so the platform sees a crash in seconds rather than at the watchdog's next probe.
  *
  * logs() and stats() read files and /proc without touching the process: local-observe.service.ts.
  *
@@ -39,7 +48,9 @@
  * local-launch.service.ts; the state file, the folders and the per-agent queue are local-state.service.ts. This
  * file decides when: deploy, adopt, restart, suspend, stop, delete.
  */
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { freePort } from '../../../../db/embedded.ts';
 import type { Confinement } from '../../../../lib/confined-fs.ts';
@@ -56,13 +67,14 @@ import {
   type HostingDriver,
   HostingUnavailableError,
   type LogLine,
+  type UnitExit,
 } from '../driver.contract.ts';
 import { detectCgroups } from './containment/agent-cgroup.service.ts';
 import { createDiskWatch, diskQuotaBytes, findPrlimit, withFileSizeLimit } from './containment/agent-disk.service.ts';
 import { createLoopbackBridges } from './containment/agent-loopback.service.ts';
 import { closeAgentNetworks, detectNetwork } from './containment/agent-network.service.ts';
 import { agentUid, claimUidRange } from './containment/agent-uids.service.ts';
-import { agentProcesses, isStopped, processesOfUid, signalGroup, stopProcess } from './containment/proc.service.ts';
+import { agentProcesses, isAlive, processesOfUid, stopProcess } from './containment/proc.service.ts';
 import { detectSandbox, FIRST_AGENT_UID, runInSandbox, type SandboxReport } from './containment/sandbox.service.ts';
 import { createLauncher, movePort } from './local-launch.service.ts';
 import { createStatsReader, readAgentLogs } from './local-observe.service.ts';
@@ -76,7 +88,13 @@ import {
   portIsFree,
 } from './local-state.service.ts';
 
+/** The name a deleted agent's folder has while its files are removed (agent ids never start with a dot). */
+const DELETED_PREFIX = '.deleted-';
+
 type RunOptions = { env: Record<string, string>; timeoutMs: number; maxBuffer: number };
+
+/** How often a process adopted from an earlier platform process (not a child of this one) is looked at, to see it end. */
+const ADOPTED_POLL_MS = 2_000;
 
 export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   const runtime = options.runtime ?? 'builtin';
@@ -98,6 +116,16 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
 
   const serial = createSerialQueue();
   const store = createStateStore(root);
+  /** Deleted agents' folders being removed (deleteNow); shutdown waits for them. */
+  const removing = new Set<Promise<void>>();
+  const removeInBackground = (dir: string) => {
+    const done: Promise<void> = rm(dir, { recursive: true, force: true })
+      .catch(() => {})
+      .finally(() => removing.delete(done));
+    removing.add(done);
+  };
+  // folders of deleted agents a previous process had not finished removing
+  for (const name of existsSync(root) ? readdirSync(root) : []) if (name.startsWith(DELETED_PREFIX)) removeInBackground(join(root, name));
   const { dirs, readState, writeState } = store;
   // docs/agents.md "Disk": RLIMIT_FSIZE at the launch, disk use measured while agents run, process.log rotated
   const prlimit = findPrlimit();
@@ -170,6 +198,27 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     await stopAgent(agentId, readState(agentId));
     throw new AppError('AGENT_SANDBOX_NOT_CONFIGURED', sandbox.refused);
   }
+  // watchExits(): processes that end without the driver stopping them
+  const exitListeners = new Set<(agentId: string, exit: UnitExit) => void>();
+  const tellExit = (agentId: string, exit: UnitExit) => {
+    for (const listener of exitListeners) {
+      try {
+        listener(agentId, exit);
+      } catch {
+        /* a listener's failure is its own */
+      }
+    }
+  };
+  // an adopted process is not our child: no exit event, so it is looked at every ADOPTED_POLL_MS
+  let adoptedPoll: NodeJS.Timeout | undefined;
+  const pollAdopted = () => {
+    for (const [agentId, entry] of owned) {
+      if (entry.child || entry.stopping || entry.exitCode !== undefined || entry.pid === undefined || isAlive(entry.pid)) continue;
+      entry.exitCode = null;
+      tellExit(agentId, { code: null, signal: null });
+    }
+  };
+
   const { launch, envFor, launchHash, waitUntilListening } = createLauncher({
     options,
     runtime,
@@ -181,6 +230,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     cgroups,
     bridges,
     prlimit,
+    onExit: tellExit,
   });
 
   /** The previous port when it is free again (a stable URL across restarts), else a new free one. */
@@ -247,7 +297,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       const crashed = entry?.child !== undefined && !entry.stopping && entry.exitCode !== 0;
       return { status: crashed ? 'error' : state.suspended ? 'suspended' : 'stopped', url: state.url };
     }
-    if (state.suspended || isStopped(pid)) return { status: 'suspended', url: state.url };
+    // a process that lives is running, answering or not (one frozen by someone else is a hung gateway: the watchdog repairs it)
     return { status: (await probeHealthz(state.url, probeMs)) ? 'healthy' : 'running', url: state.url };
   }
 
@@ -274,25 +324,21 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     return { externalId: `local-${state.pid}`, url: state.url, status: 'starting' };
   }
 
+  /** No process, its state on disk, marked suspended: resume() launches it again. */
   async function suspendNow(agentId: string): Promise<void> {
     const state = readState(agentId);
     if (!state) throw new AgentNotDeployedError(`agent ${agentId} is not deployed`);
-    const pid = liveAgentPid(state);
-    if (pid) signalGroup(pid, 'SIGSTOP');
+    await stopAgent(agentId, state);
     writeState({ ...state, suspended: true });
   }
 
+  /** Running already: nothing to do; else launched again from the launch it remembers (as restart()). */
   async function resumeNow(agentId: string): Promise<void> {
     await refuseUnsandboxed(agentId);
     const state = readState(agentId);
     if (!state) throw new AgentNotDeployedError(`agent ${agentId} is not deployed`);
-    const pid = liveAgentPid(state);
-    if (pid) {
-      signalGroup(pid, 'SIGCONT');
-      writeState({ ...state, suspended: false });
-      return;
-    }
-    await relaunch(agentId); // the process is gone (platform restart, crash): start it again
+    if (liveAgentPid(state) && !state.suspended) return;
+    await relaunch(agentId);
   }
 
   async function deleteNow(agentId: string): Promise<void> {
@@ -300,7 +346,17 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     // stopped first, so nothing of the agent changes the tree while it is removed (rm never follows links)
     await stopAgent(agentId, readState(agentId));
     owned.delete(agentId);
-    rmSync(d.base, { recursive: true, force: true });
+    // gone from the agents' folders at once (a rename: no agent id starts with a dot), its files in
+    // the background: an OpenClaw agent's home holds thousands of files (compile cache, state), which
+    // take seconds to remove on a busy machine, and the delete is answered within the web app's 10 s backend call
+    const trash = join(root, `${DELETED_PREFIX}${agentId}-${randomBytes(4).toString('hex')}`);
+    try {
+      renameSync(d.base, trash);
+    } catch {
+      rmSync(d.base, { recursive: true, force: true });
+      return;
+    }
+    removeInBackground(trash);
   }
 
   /**
@@ -370,7 +426,10 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       return serial(agentId, () => relaunch(agentId));
     },
 
-    /** Stops the process; restart() starts it again from the launch it remembers (the watchdog's repair). */
+    /**
+     * Ends every process of the agent (the owner's Stop; the watchdog's repair); restart() starts
+     * it again from the launch it remembers.
+     */
     stop(agentId: string): Promise<void> {
       dirs(agentId);
       return serial(agentId, () => stopAgent(agentId, readState(agentId)));
@@ -389,6 +448,21 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
     delete(agentId: string): Promise<void> {
       dirs(agentId);
       return serial(agentId, () => deleteNow(agentId));
+    },
+
+    watchExits(listener: (agentId: string, exit: UnitExit) => void): () => void {
+      exitListeners.add(listener);
+      if (!adoptedPoll) {
+        adoptedPoll = setInterval(pollAdopted, ADOPTED_POLL_MS);
+        adoptedPoll.unref();
+      }
+      return () => {
+        exitListeners.delete(listener);
+        if (exitListeners.size === 0) {
+          clearInterval(adoptedPoll);
+          adoptedPoll = undefined;
+        }
+      };
     },
 
     async logs(agentId: string, opts: { limit: number; level?: string }): Promise<LogLine[]> {
@@ -424,6 +498,9 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
      * another platform instance on the same DATA_DIR started since is left to that instance.
      */
     async shutdown(): Promise<void> {
+      clearInterval(adoptedPoll);
+      adoptedPoll = undefined;
+      exitListeners.clear();
       await disk.stop();
       await Promise.all(
         [...owned.entries()].map(([agentId, entry]) =>
@@ -436,6 +513,7 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
       );
       owned.clear();
       await bridges.closeAll();
+      await Promise.all(removing);
       uidRange?.release();
     },
   };

@@ -54,12 +54,6 @@ export function isAlive(pid: number | undefined): boolean {
   return stat ? stat.state !== 'Z' && stat.state !== 'X' : true;
 }
 
-/** true when the process is stopped by a signal (SIGSTOP: the local driver's "suspended"). */
-export function isStopped(pid: number): boolean {
-  const s = readProcStat(pid)?.state;
-  return s === 'T' || s === 't';
-}
-
 /**
  * The environment a process was started with (readable for our own user's processes). Read into an
  * object without a prototype: the process wrote these names, and `__proto__=…` must be a name like
@@ -195,7 +189,7 @@ export function readComm(pid: number): string | undefined {
  * the sandbox the leader is bwrap and `pid` the runtime inside it), falling back to the pid. Never
  * to this process's own group.
  */
-export function signalGroup(pid: number, signal: NodeJS.Signals): void {
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
   const group = readProcStat(pid)?.pgrp ?? pid;
   const own = readProcStat(process.pid)?.pgrp;
   try {
@@ -223,7 +217,7 @@ export async function stopProcess(pid: number, graceMs: number): Promise<void> {
       /* gone */
     }
   }
-  signalGroup(pid, 'SIGCONT'); // a suspended (SIGSTOPped) process only acts on SIGTERM once continued
+  signalGroup(pid, 'SIGCONT'); // a process someone froze (SIGSTOP) only acts on SIGTERM once continued
   const deadline = Date.now() + graceMs;
   while (Date.now() < deadline) {
     if (!isAlive(pid)) return;

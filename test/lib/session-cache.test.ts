@@ -1,6 +1,6 @@
-/** The session cache may be lost but never be wrong for longer than its TTL (session-cache.service.ts). */
+/** The session cache may be lost but never be wrong for longer than its TTL (src/lib/evicting-cache.ts). */
 import { describe, expect, it } from 'vitest';
-import { createSessionCache } from './session-cache.service.ts';
+import { createSessionCache } from '../../src/lib/evicting-cache.ts';
 
 const user = (id: string, expiresAt: number) => ({ id, name: id, email: `${id}@example.com`, isAdmin: false, expiresAt });
 

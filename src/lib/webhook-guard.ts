@@ -1,8 +1,9 @@
 /**
- * Where the Underground bus may deliver (SSRF guard). An agent's webhook URL is chosen by its owner,
- * so without this guard any user could make the backend POST into its own network (metadata
- * services, databases' HTTP ports, the other app). Unless UNDERGROUND_ALLOW_PRIVATE_WEBHOOKS is set,
- * a webhook is refused when its host is, or resolves to, any address that is not global unicast:
+ * Where the platform may POST a webhook a user chose (SSRF guard): the Underground bus's agent
+ * webhooks and the spend alerts' webhooks. The URL is chosen by a user, so without this guard any
+ * user could make the platform POST into its own network (metadata services, databases' HTTP
+ * ports, the other app). Unless the caller allows private targets (UNDERGROUND_ALLOW_PRIVATE_WEBHOOKS,
+ * for tests and closed networks), a webhook is refused when its host is, or resolves to, any address that is not global unicast:
  * every resolved address is checked, not the first. At delivery the connection is made through a
  * lookup that checks again and connects only to the addresses it checked, so a name that resolves
  * to a public address when the message is accepted and to a private one later (DNS rebinding) is

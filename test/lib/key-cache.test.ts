@@ -1,6 +1,6 @@
-/** key-cache.service.ts: TTL, evictions by key and by user, bound, TTL 0, evictions across replicas through Redis. */
+/** The API key cache (src/lib/evicting-cache.ts): TTL, evictions by key and by user, bound, TTL 0, evictions across replicas through Redis. */
 import { describe, expect, it } from 'vitest';
-import { createKeyCache } from './key-cache.service.ts';
+import { createKeyCache } from '../../src/lib/evicting-cache.ts';
 
 const entry = (keyId: string, userId: string) => ({ keyId, userId, profile: { plan: 'solo' } });
 

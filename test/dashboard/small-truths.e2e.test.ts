@@ -1,0 +1,140 @@
+/**
+ * What the dashboard says is true, in a real browser (Debian's Chromium through playwright-core,
+ * the whole platform on real sockets with real local agents: test/helpers/live-platform.ts):
+ * - without SMTP the sign-in page tells a user to ask the operator for a password reset link, and
+ *   the Admin page makes one ("Reset link") that sets the user's new password (docs/admin.md);
+ * - the Admin page's health says why it reads what it reads, and the machine's load is information;
+ * - Settings shows the plan the platform applies (an admin runs on Network) and the agent count;
+ * - the Files tab of a new agent, whose workspace is not a repository, offers "Initialise a
+ *   repository", which makes it one with the runtime's logs and openclaw.json ignored.
+ * Every page passes axe. Skips without Chromium.
+ */
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectAccessible as axe, buildDashboardForTest, chromiumAvailable, launchChromium, openPage } from '../helpers/browser.ts';
+import { type LivePlatform, startLivePlatform } from '../helpers/live-platform.ts';
+
+const available = chromiumAvailable('small truths browser test');
+const PASSWORD = 'correct horse battery staple';
+const ADMIN = 'truth-admin@example.com';
+const USER = 'truth-user@example.com';
+
+let live: LivePlatform;
+let browser: Browser;
+let dashboard: { dir: string; remove: () => void } | undefined;
+const state: { agentUrl?: string } = {};
+
+const newPage = () => openPage(browser, live.webUrl, { width: 1440, clipboard: true });
+
+async function signIn(page: Page, email = ADMIN, password = PASSWORD) {
+  await page.goto('/login');
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await page.waitForURL(/\/dashboard/);
+}
+
+async function provision(page: Page, name: string) {
+  await page.goto('/dashboard');
+  await page.getByLabel('Name', { exact: true }).fill(name);
+  await page.getByRole('button', { name: 'Provision' }).click();
+  await page.waitForURL('**/dashboard/agents/**');
+  await page.locator('.agent-head > .badge', { hasText: 'running' }).first().waitFor({ timeout: 60_000 });
+  return page.url();
+}
+
+describe.skipIf(!available)('the dashboard tells the truth', () => {
+  beforeAll(async () => {
+    dashboard = await buildDashboardForTest();
+    // no SMTP_URL: the server the reset link is for
+    live = await startLivePlatform({ DASHBOARD_DIR: dashboard.dir, REGISTER_RATE_LIMIT: '100' });
+    browser = await launchChromium();
+  }, 180_000);
+  afterAll(async () => {
+    await browser?.close();
+    await live?.close();
+    dashboard?.remove();
+  });
+
+  it('no SMTP: the sign-in page says to ask the operator for a reset link; the Admin page makes one, and it sets the password', async () => {
+    const { page, errors } = await newPage();
+    await page.goto('/login');
+    await page.getByText('Ask the operator of this platform for a password reset link').waitFor();
+    await page.getByRole('button', { name: 'Create an account' }).click();
+    await page.getByLabel('Email').fill(ADMIN);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.waitForURL('**/dashboard');
+    await page.goto((await live.running()!.platform.services.admin.setupLinkIfNoAdmin())!);
+    await page.getByRole('heading', { name: 'You are the admin' }).waitFor();
+    const reg = await fetch(`${live.webUrl}/api/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: USER, password: 'the password they forgot' }),
+    });
+    expect(reg.status).toBe(201);
+
+    await page.goto('/dashboard/admin');
+    await page.getByRole('heading', { name: 'Server health' }).waitFor();
+    // the verdict comes with its reason, and the machine's load is labelled as information
+    await expect.poll(() => page.locator('.health-reason').textContent()).toMatch(/platform's/);
+    await page.getByText('Machine CPU (information)').waitFor();
+    await page.getByText('Platform CPU (event loop)').waitFor();
+
+    await page.getByRole('button', { name: `Password reset link for ${USER}` }).click();
+    await page.getByRole('heading', { name: `Password reset link for ${USER}` }).waitFor();
+    await page.getByRole('button', { name: 'Make a link' }).click();
+    const link = (await page.locator('code.reset-link').textContent())!;
+    expect(link).toMatch(new RegExp(`^${live.webUrl}/reset-password\\?token=[A-Za-z0-9_-]{43}$`));
+    await axe(page, 'admin with a reset link');
+    expect(errors).toEqual([]);
+    await page.context().close();
+
+    // the user opens it, signed out, and sets a new password that signs in
+    const user = await newPage();
+    await user.page.goto(link);
+    await user.page.getByRole('heading', { name: 'Set a new password' }).waitFor();
+    await user.page.getByLabel('New password').fill('a password set from the link');
+    await user.page.getByRole('button', { name: 'Set new password' }).click();
+    await user.page.getByRole('heading', { name: 'Password changed' }).waitFor();
+    await signIn(user.page, USER, 'a password set from the link');
+    expect(user.errors).toEqual([]);
+    await user.page.context().close();
+  }, 240_000);
+
+  it('Settings: an admin with two agents reads the plan the platform applies (Network) and "2 of 100 agents"', async () => {
+    const { page, errors } = await newPage();
+    await signIn(page);
+    state.agentUrl = await provision(page, 'truth-one');
+    await provision(page, 'truth-two');
+    await page.goto('/dashboard/settings');
+    const plan = page.locator('p', { hasText: 'Your plan:' });
+    await expect
+      .poll(() => plan.textContent())
+      .toMatch(/^Your plan: Network \(admins run on Network; your account's own plan is Solo\) · 2 of 100 agents$/);
+    await page.locator('.plan-current', { hasText: 'Network' }).waitFor();
+    await axe(page, 'settings');
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 240_000);
+
+  it('Files: a new agent\'s workspace offers "Initialise a repository"; afterwards its git status shows, logs and openclaw.json ignored', async () => {
+    const { page, errors } = await newPage();
+    await signIn(page);
+    await page.goto(state.agentUrl!);
+    await page.getByRole('tab', { name: 'Files', exact: true }).click();
+    await page.getByText('The workspace is not a git repository yet').waitFor();
+    await axe(page, 'files before git init');
+    await page.getByRole('button', { name: 'Initialise a repository' }).click();
+    await page.getByText(/^Branch main · no remote$/).waitFor();
+    const changes = page.locator('.git-changes li');
+    await expect.poll(() => changes.allTextContents()).toContainEqual(expect.stringContaining('.gitignore'));
+    const listed = (await changes.allTextContents()).join('\n');
+    expect(listed).not.toMatch(/logs\/|openclaw\.json/);
+    await page.getByRole('button', { name: 'Commit all changes' }).click();
+    await page.getByText(/^Committed [0-9a-f]{7}\.$/).waitFor();
+    await axe(page, 'files after git init');
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 180_000);
+});
