@@ -27,9 +27,9 @@ import { loadConfig } from '../src/config/env.ts';
 import { resolveSecrets } from '../src/config/secrets.ts';
 import { createDb, type Db } from '../src/db/client.ts';
 import { freePort } from '../src/db/embedded.ts';
+import { chatBody, chatResponse } from '../src/domains/ai/ai-chat.schemas.ts';
 import { checkPlan } from '../src/domains/ai/plan.rules.ts';
 import type { UsageStore } from '../src/domains/ai/usage-store.service.ts';
-import { chatBody, chatResponse } from '../src/http/backend/routes/ai.routes.ts';
 import type { App } from '../src/http/shared/base-app.ts';
 import { loggerOptions } from '../src/http/shared/logging.ts';
 import { secretMatcher } from '../src/lib/crypto.ts';
@@ -52,6 +52,7 @@ export type Target = { key: string; url: string; headers: Record<string, string>
 
 /** Load client, run as `node --input-type=module -e` in ROOT so it resolves undici. */
 const CLIENT = `
+import { Pool } from 'undici';
 const o = JSON.parse(process.argv[1]);
 const u = new URL(o.url);
 const pool = new Pool(u.origin, { connections: o.concurrency, pipelining: 1 });

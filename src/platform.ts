@@ -224,7 +224,9 @@ export function createPlatform(deps: PlatformDeps) {
     onUnreachable: (agentId) =>
       void watchdog.checkSoon(agentId, 'unreachable').catch((err: Error) => log.warn({ agentId, err }, 'watchdog check request failed')),
   });
-  const chat = createChatService({ agentClient, messages: createAgentMessages({ db }) });
+  // an agent's stored conversation: chat and the gateway proxy store their turns through it
+  const agentMessages = createAgentMessages({ db });
+  const chat = createChatService({ agentClient, messages: agentMessages });
   const agentsWeb = createAgentsWebService({
     db,
     config,
@@ -317,6 +319,7 @@ export function createPlatform(deps: PlatformDeps) {
           cdpWallets,
           chat,
           agentClient,
+          agentMessages,
           stablecoinBalances: createStablecoinBalanceReader({ rpcUrl: config.TEMPO_RPC_URL, testnet: config.TEMPO_TESTNET }),
           admin,
           topUp,

@@ -6,8 +6,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { safeParse } from 'zod/v4/core';
-import { fastChatBody } from '../../src/domains/ai/ai-chat.schemas.ts';
-import { chatBody } from '../../src/http/backend/routes/ai.routes.ts';
+import { chatBody, fastChatBody } from '../../src/domains/ai/ai-chat.schemas.ts';
 import { chatBodyMutations, validChatBody } from './body-mutations.ts';
 
 const valid = validChatBody;

@@ -7,8 +7,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { safeEncode, safeParse } from 'zod/v4/core';
-import { fastCompletionBody, fastCompletionJson } from '../../src/domains/ai/model-gateway.schemas.ts';
-import { completion, completionBody } from '../../src/http/backend/routes/model-gateway.routes.ts';
+import { completion, completionBody, fastCompletionBody, fastCompletionJson } from '../../src/domains/ai/model-gateway.schemas.ts';
 import { chatBodyMutations, validChatBody } from './body-mutations.ts';
 
 const FIELDS = Object.keys(completionBody.shape);

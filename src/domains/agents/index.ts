@@ -5,23 +5,42 @@
  */
 export { type AgentCallbacks, type AgentCaller, createAgentCallbacks } from './agent-callbacks.service.ts';
 export { type AgentClient, type ChatMessage, createAgentClient } from './agent-client/agent.client.ts';
-export { agentModelList, CHAT_BODY_MAX_DEPTH, tooDeepChatBody, withAgentModel } from './agent-client/agent-model.rules.ts';
-export { createCompletionText } from './agent-client/completion-text.rules.ts';
+export { CHAT_BODY_MAX_DEPTH } from './agent-client/agent-model.rules.ts';
+export { type AgentProxy, createAgentProxy, PROXY_SOCKET_LIMITS } from './agent-client/agent-proxy.service.ts';
 export { containerHealth, probeHealthz } from './agent-client/health-probe.client.ts';
-export {
-  CONTAINMENT_HEADERS,
-  DROP_REQUEST,
-  dropResponseHeader,
-  isInert,
-  proxiedLocation,
-  REDIRECT_STATUSES,
-} from './agent-client/proxy-headers.rules.ts';
+export { STORED_ANSWER_MAX_CHARS } from './agent-client/proxied-turn.rules.ts';
 export { type AgentTarget, createAgentTargets } from './agent-client/targets.service.ts';
 export { type AgentMessages, createAgentMessages, type Turn } from './agent-messages.service.ts';
 export { type AgentsDeps, createAgentDirectory, findOwnAgent } from './agent-records.service.ts';
+export {
+  agentIdParam,
+  agentListItem,
+  agentRecord,
+  createAgentBody,
+  createdAgent,
+  deploymentBody,
+  deploymentJob,
+  driverLogLine,
+  driverLogsQuery,
+  driverStats,
+  instancesQuery,
+  runtimeInstances,
+  updateAgentBody,
+  updatedAgent,
+} from './agents.backend.schemas.ts';
 export { type AgentsService, createAgentsService } from './agents.backend.service.ts';
 export { agentsRepo } from './agents.repo.ts';
 export { agentName, configObject } from './agents.schemas.ts';
+export {
+  agentMessagesPage,
+  agentStats,
+  messagesQuery,
+  provisionBody,
+  provisioned,
+  renamedAgent,
+  webAgent,
+  webLogsQuery,
+} from './agents.web.schemas.ts';
 export { type AgentsWebService, createAgentsWebService, type WebUser } from './agents.web.service.ts';
 export { createPlatformCounts } from './agents-metrics.service.ts';
 export { createBackendClient } from './backend.client.ts';

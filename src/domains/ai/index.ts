@@ -5,12 +5,39 @@
  */
 export { AGENT_BUDGET_MAX_USD, AGENT_BUDGET_MIN_USD, type AgentBudgets } from './agent-budgets.service.ts';
 export { type AiService, createAiService } from './ai.service.ts';
-export { fastChatBody, stringHeaders } from './ai-chat.schemas.ts';
+export {
+  aiHealth,
+  aiHealthFailed,
+  catalogQuery,
+  chatBody,
+  chatPaymentError,
+  chatResponse,
+  chatResponseJson,
+  costEstimate,
+  estimateBody,
+  fastChatBody,
+  modelCatalog,
+  PLAN_HEADERS,
+  PLAN_HEADERS_DOC,
+  planError,
+  providerModels,
+  restrictedError,
+  selectBody,
+  selectedModel,
+  stringHeaders,
+} from './ai-chat.schemas.ts';
 export { settleVerdict } from './ai-limits.service.ts';
 export { DEMO_UNAVAILABLE } from './demo-chat.service.ts';
-export { type Completion, fastCompletionBody, fastCompletionJson } from './model-gateway.schemas.ts';
+export {
+  type Completion,
+  completion,
+  completionBody,
+  fastCompletionBody,
+  fastCompletionJson,
+  modelList,
+} from './model-gateway.schemas.ts';
 export { AUTO_MODEL, agentModelEnv, runtimeModel } from './model-gateway.service.ts';
-export { type AiActor, checkPlan, checkStoredPlan, type StoredPlan, SUBSCRIPTION_HEADER, TASK_TYPES } from './plan.rules.ts';
+export { type AiActor, checkPlan, checkStoredPlan, type StoredPlan } from './plan.rules.ts';
 export { type ChatProvider, PROVIDER_NAMES, type ProviderName } from './providers/provider.contract.ts';
 export { createStoredPlans, type StoredPlans } from './stored-plans.service.ts';
 export { createUsageReport, USAGE_DAYS_MAX, type UsageReportFn } from './usage-report.service.ts';

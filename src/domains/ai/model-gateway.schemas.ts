@@ -1,6 +1,7 @@
 /**
- * The body check and the answer's serializer of the agents' AI gateway (POST
- * /api/agent-gateway/v1/chat/completions). The body: a hand-written check in front of the zod schema, for the hot path (docs/benchmarks.md "AI proxy"),
+ * The schemas of the model gateway agents call (src/http/backend/routes/model-gateway.routes.ts):
+ * the zod schemas of its requests and answers (below), and for POST
+ * /api/agent-gateway/v1/chat/completions the body check and the answer's serializer. The body: a hand-written check in front of the zod schema, for the hot path (docs/benchmarks.md "AI proxy"),
  * as ai-chat.schemas.ts does for POST /api/ai/chat. It vouches only for the common body (text
  * messages, model, sampling and token fields, stream, user) and returns exactly what zod would
  * (unknown fields dropped, `model` trimmed, fields in the schema's order, each message as it came);
@@ -8,7 +9,10 @@
  * writes, without its validating copy of every choice; anything that does not match goes to zod
  * (test/ai/gateway-validation.test.ts compares both ways with zod).
  */
+import { z } from 'zod';
+import { MODEL_GATEWAY_PATH } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
+import { AUTO_MODEL } from './model-gateway.service.ts';
 
 const ROLES: ReadonlySet<unknown> = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
 
@@ -129,3 +133,138 @@ export function fastCompletionJson(r: Completion): string | undefined {
     system_fingerprint: r.system_fingerprint,
   });
 }
+
+/* The zod schemas: the request's allow-list, the answer, and the model list. */
+
+const MESSAGES_REQUIRED = 'messages must be a non-empty array';
+const tokenCount = (name: string) =>
+  z
+    .number({ error: `${name} must be a positive integer` })
+    .int({ error: `${name} must be a positive integer` })
+    .min(1, { error: `${name} must be a positive integer` })
+    .max(1_000_000, { error: `${name} is too large` })
+    .nullish();
+const penalty = (name: string) =>
+  z
+    .number({ error: `${name} must be a number` })
+    .min(-2, { error: `${name} must be between -2 and 2` })
+    .max(2, { error: `${name} must be between -2 and 2` })
+    .nullish();
+
+/**
+ * An OpenAI chat-completions request. What is passed on to the provider is this allow-list:
+ * fields a provider would bill or route by outside the plan (a router's `models` fallback list,
+ * `provider`, `plugins`) are dropped, like anything else not listed. (test/ai/gateway-validation.test.ts
+ * compares it with the fast check above.)
+ */
+export const completionBody = z.object(
+  {
+    model: z
+      .string({ error: 'model must be a string' })
+      .trim()
+      .min(1, { error: 'model must not be empty' })
+      .max(200, { error: 'model is too long' })
+      .optional()
+      .describe(`a model of the owner's plan (GET ${MODEL_GATEWAY_PATH}/models), or \`${AUTO_MODEL}\`/omitted for the plan's pick`),
+    messages: z
+      .array(
+        z.looseObject(
+          {
+            role: z.enum(['system', 'developer', 'user', 'assistant', 'tool'], {
+              error: 'each message role must be system, developer, user, assistant or tool',
+            }),
+            content: z
+              .union(
+                [
+                  z
+                    .string()
+                    .max(LIMITS.aiMaxMessageChars, { error: `message content must be at most ${LIMITS.aiMaxMessageChars} characters` }),
+                  z.array(z.looseObject({ type: z.string() })).max(100),
+                  z.null(),
+                ],
+                { error: 'message content must be a string, an array of content parts or null' },
+              )
+              .optional(),
+          },
+          { error: 'each message must be an object with a role' },
+        ),
+        { error: MESSAGES_REQUIRED },
+      )
+      .min(1, { error: MESSAGES_REQUIRED })
+      .max(LIMITS.aiMaxMessages, { error: `at most ${LIMITS.aiMaxMessages} messages` })
+      .describe('as OpenAI takes them: tool calls, tool results and content parts are passed on as they are'),
+    stream: z.boolean({ error: 'stream must be a boolean' }).nullish().describe('true: Server-Sent Events, ending with `data: [DONE]`'),
+    stream_options: z
+      .object({ include_usage: z.boolean({ error: 'stream_options.include_usage must be a boolean' }).nullish() })
+      .nullish()
+      .describe('include_usage: a last chunk with `usage` and no choices'),
+    temperature: z
+      .number({ error: 'temperature must be a number' })
+      .min(0, { error: 'temperature must be between 0 and 2' })
+      .max(2, { error: 'temperature must be between 0 and 2' })
+      .nullish(),
+    top_p: z
+      .number({ error: 'top_p must be a number' })
+      .min(0, { error: 'top_p must be between 0 and 1' })
+      .max(1, { error: 'top_p must be between 0 and 1' })
+      .nullish(),
+    max_tokens: tokenCount('max_tokens'),
+    max_completion_tokens: tokenCount('max_completion_tokens'),
+    stop: z
+      .union([z.string().max(1000), z.array(z.string().max(1000)).max(4)], { error: 'stop must be a string or up to 4 strings' })
+      .nullish(),
+    presence_penalty: penalty('presence_penalty'),
+    frequency_penalty: penalty('frequency_penalty'),
+    seed: z.number({ error: 'seed must be an integer' }).int({ error: 'seed must be an integer' }).nullish(),
+    tools: z
+      .array(z.looseObject({ type: z.string() }), { error: 'tools must be an array of tool objects' })
+      .max(128)
+      .nullish(),
+    tool_choice: z
+      .union([z.enum(['none', 'auto', 'required']), z.looseObject({ type: z.string() })], { error: 'invalid tool_choice' })
+      .nullish(),
+    parallel_tool_calls: z.boolean({ error: 'parallel_tool_calls must be a boolean' }).nullish(),
+    response_format: z.looseObject({ type: z.string() }, { error: 'response_format must be an object with a type' }).nullish(),
+    reasoning_effort: z
+      .enum(['minimal', 'low', 'medium', 'high'], { error: 'reasoning_effort must be minimal, low, medium or high' })
+      .nullish(),
+    logprobs: z.boolean({ error: 'logprobs must be a boolean' }).nullish(),
+    top_logprobs: z.number().int().min(0).max(20).nullish(),
+    user: z.string().max(256).nullish(),
+  },
+  { error: 'Request body must be a JSON object' },
+);
+
+const completionUsage = z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() });
+/** The 200 answer (test/ai/gateway-validation.test.ts compares its serializer with fastCompletionJson). */
+export const completion = z.object({
+  id: z.string(),
+  object: z.literal('chat.completion'),
+  created: z.number(),
+  model: z.string().describe('the model that served (after any fallback)'),
+  provider: z.string(),
+  // the provider's choices as they came (tool calls, refusals, logprobs): nothing is dropped
+  choices: z.array(
+    z.looseObject({
+      index: z.number().optional(),
+      message: z.looseObject({ role: z.string().optional(), content: z.string().nullable().optional() }).optional(),
+      finish_reason: z.string().nullable().optional(),
+    }),
+  ),
+  usage: completionUsage,
+  system_fingerprint: z.string().optional(),
+});
+/** GET …/models: OpenAI's model list. */
+export const modelList = z.object({
+  object: z.literal('list'),
+  data: z.array(
+    z.object({
+      id: z.string(),
+      object: z.literal('model'),
+      created: z.number(),
+      owned_by: z.string(),
+      name: z.string(),
+      context_length: z.number(),
+    }),
+  ),
+});

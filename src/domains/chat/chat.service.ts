@@ -7,11 +7,18 @@
  * - §4.18 `POST /api/chat`: the agent's OpenAI-compatible `/v1/chat/completions`, always asked to
  *   stream so the caller can get Server-Sent Events; the platform assembles the text and stores
  *   the turn (the runtime does not report streamed completions, so nothing is stored twice).
- * - Streamed completions through the gateway proxy are stored the same way (`recordTurn`).
+ * - Streamed completions through the gateway proxy are stored by the proxy itself, cut the same
+ *   (src/domains/agents/agent-client/agent-proxy.service.ts).
  */
 import { AppError, isAppError } from '../../lib/errors.ts';
-import type { AgentClient, AgentMessages, AgentTarget, ChatMessage, Turn } from '../agents/index.ts';
-import { STORED_ANSWER_MAX_CHARS } from './proxied-turn.service.ts';
+import {
+  type AgentClient,
+  type AgentMessages,
+  type AgentTarget,
+  type ChatMessage,
+  STORED_ANSWER_MAX_CHARS,
+  type Turn,
+} from '../agents/index.ts';
 
 export type ChatInput = { agentId?: string | undefined; messages: ChatMessage[]; model?: string | undefined };
 export type ChatResult = { reply: string; agentId: string; agentName: string; responseMs: number };
@@ -74,12 +81,6 @@ export function createChatService(deps: ChatDeps) {
       if (lastUser) await recordTurn(userId, { agentId: t.agent.id, question: lastUser.content, askedAt, answer: reply, responseMs });
       return { reply, agentId: t.agent.id, agentName: t.agent.name, responseMs };
     },
-
-    /**
-     * Stores a turn the platform passed through without answering it itself: a streamed
-     * completion through the gateway proxy, whose answer the runtime does not report.
-     */
-    recordTurn,
   };
 }
 

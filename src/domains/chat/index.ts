@@ -4,4 +4,3 @@
  * layers and domains may import from it.
  */
 export { type ChatInput, type ChatService, createChatService } from './chat.service.ts';
-export { readingAnswer, streamedQuestion } from './proxied-turn.service.ts';

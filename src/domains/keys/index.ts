@@ -4,4 +4,4 @@
  * layers and domains may import from it.
  */
 export { invalidKey, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from './keys.schemas.ts';
-export { API_KEY_PREFIX, createKeysService, type KeyProfile, type KeysService } from './keys.service.ts';
+export { createKeysService, type KeyProfile, type KeysService } from './keys.service.ts';

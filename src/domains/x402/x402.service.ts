@@ -14,7 +14,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../db/client.ts';
-import { AppError, badRequest, notFound, unauthorized } from '../../lib/errors.ts';
+import { AppError, badRequest, notFound } from '../../lib/errors.ts';
 import { agentsRepo } from '../agents/index.ts';
 import type { X402Gateway, X402Result } from './x402.client.ts';
 import { type X402AuditRow, x402Repo } from './x402.repo.ts';
@@ -57,6 +57,13 @@ const TOKEN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/;
 
 export type X402User = { id: string; email: string };
 export type X402Body = Record<string, unknown>;
+
+/** The body's action (400 `Invalid action…` for anything else): checked before whether a session is needed (§4.11's order). */
+export function x402Action(body: X402Body): X402Action {
+  const action = body.action;
+  if (typeof action !== 'string' || !(X402_ACTIONS as readonly string[]).includes(action)) throw badRequest(X402_ERRORS.invalidAction);
+  return action as X402Action;
+}
 
 export function createX402Service(deps: { db: Db; gateway: X402Gateway | undefined; charges: X402Charges }) {
   const { db, charges } = deps;
@@ -203,13 +210,14 @@ export function createX402Service(deps: { db: Db; gateway: X402Gateway | undefin
       throw new AppError('X402_GATEWAY_UNREACHABLE', error, { gateway, status: 'unreachable' });
     },
 
-    /** POST /api/x402. `user` is null without a session: only `endpoints` answers then. */
-    async act(user: X402User | null, body: X402Body): Promise<unknown> {
-      const action = body.action;
-      if (typeof action !== 'string' || !(X402_ACTIONS as readonly string[]).includes(action)) throw badRequest(X402_ERRORS.invalidAction);
-      if (action === 'endpoints') return bodyOf(await gatewayOrThrow().endpoints());
-      if (!user) throw unauthorized(X402_ERRORS.authRequired);
-      switch (action as Exclude<X402Action, 'endpoints'>) {
+    /** POST /api/x402 `endpoints`: the paid endpoints, for anyone. */
+    async endpoints(): Promise<unknown> {
+      return bodyOf(await gatewayOrThrow().endpoints());
+    },
+
+    /** POST /api/x402, every other action (x402Action), for a signed-in user (the route answers 401 without one). */
+    async act(user: X402User, action: Exclude<X402Action, 'endpoints'>, body: X402Body): Promise<unknown> {
+      switch (action) {
         case 'join-colony':
           return joinColony(user, body);
         case 'fitness': {

@@ -31,3 +31,9 @@ export const okSchema = z.object({ ok: z.literal(true) });
  */
 export const documentedHeaders = (headers: Record<string, string>) =>
   z.object(Object.fromEntries(Object.entries(headers).map(([name, text]) => [name, z.string().optional().describe(text)]))).loose();
+
+/** A request header a route reads (documented with documentedHeaders): its value trimmed, or undefined when absent or repeated. */
+export const headerText = (request: { headers: Record<string, string | string[] | undefined> }, name: string) => {
+  const v = request.headers[name];
+  return typeof v === 'string' ? v.trim() : undefined;
+};

@@ -2,9 +2,11 @@
  * Session cookie handling (§4.1, §5): the cookie `service-session` carries a random token; only
  * its SHA-256 is stored. The web app's session scope (./routes.ts) runs `guard` on every route in
  * it, which resolves the user once and sets `request.user` (the admin scope runs `adminGuard`, which
- * also refuses a user who is not an admin); public routes that merely accept a
- * session (GET /api/auth/session, the agent proxy) call `user(request)`, resolved lazily and
- * cached per request.
+ * also refuses a user who is not an admin); the account scope runs the guard of
+ * `createAccountGuard`, which takes an `sk_` API key or else the session and sets `request.caller`
+ * with the credential it was given. The few public routes that merely accept a session
+ * (docs/architecture.md "Routes and scopes") call `user(request)`, resolved lazily and cached per
+ * request.
  */
 
 import type {} from '@fastify/cookie';
@@ -13,6 +15,7 @@ import { LIMITS } from '../../config/limits.ts';
 import type { AccountsService, NewSession, SessionUser } from '../../domains/accounts/index.ts';
 import type { KeysService } from '../../domains/keys/index.ts';
 import { forbidden, unauthorized } from '../../lib/errors.ts';
+import type { StreamCredential } from '../../lib/eviction-bus.ts';
 import { documented } from './openapi.ts';
 import { ACCOUNT_SECURITY, SESSION_SECURITY } from './security.ts';
 
@@ -126,26 +129,39 @@ export type SessionRouteConfig = {
 const sessionConfig = (request: FastifyRequest) => request.routeOptions.config as SessionRouteConfig | undefined;
 const unauthorizedBody = (request: FastifyRequest) => sessionConfig(request)?.unauthorizedBody;
 
-/** Who calls a route of the account scope, by a user API key or by the session cookie. */
-export type Caller = { userId: string; email: string; plan: string; isAdmin: boolean; via: 'key' | 'session' };
+/**
+ * Who calls a route of the account scope, by a user API key or by the session cookie, and that
+ * credential: what a long-lived answer opened with it is watched by (the agent proxy's streams and
+ * sockets end when it is revoked, docs/agents.md "Agent content and streams").
+ */
+export type Caller = { userId: string; email: string; plan: string; isAdmin: boolean; credential: StreamCredential };
 
-/** `config: { callerOptional: true }`: the route also serves anonymous callers (`request.caller` null). */
-export type AccountRouteConfig = { callerOptional?: boolean };
+/**
+ * A route's settings for the account scope (`config` on the route):
+ * - `callerOptional`: the route also serves anonymous callers (`request.caller` null);
+ * - `unauthorized`: the route's own 401 texts, for a key that is not a valid `sk_` key of a user
+ *   (`invalidKey`) and for a request without a key or a session (`missing`); default `Unauthorized`.
+ * Only `sk_` keys are accepted on every route of the scope (keys.validate refuses any other).
+ */
+export type AccountRouteConfig = { callerOptional?: boolean; unauthorized?: { invalidKey: string; missing: string } };
 
 /**
  * The account scope's hook (`onRequest`): `Authorization: Bearer sk_…` is one of the user's API
- * keys (401 `Unauthorized` when invalid, whatever else the request carries); otherwise the session
- * cookie. No credential: 401 `Unauthorized`, or `request.caller` null on a `callerOptional` route.
- * A session caller's plan is `network` for an admin, else `solo`; a key's is its owner's plan.
+ * keys (401 when invalid, whatever else the request carries); otherwise the session cookie. No
+ * credential: 401, or `request.caller` null on a `callerOptional` route. The 401 texts are the
+ * route's `unauthorized`, else `Unauthorized`. A session caller's plan is `network` for an admin,
+ * else `solo`; a key's is its owner's plan.
  */
 export function createAccountGuard(session: SessionAuth, keys: Pick<KeysService, 'validate'>) {
   return documented(
     async (request: FastifyRequest) => {
+      const config = request.routeOptions.config as AccountRouteConfig | undefined;
       const auth = request.headers.authorization;
       if (typeof auth === 'string' && /^Bearer\s/i.test(auth)) {
-        const v = await keys.validate(auth.slice(7).trim());
-        if (!v.valid) throw unauthorized('Unauthorized');
-        request.caller = { userId: v.userId, email: v.email, plan: v.plan, isAdmin: false, via: 'key' };
+        const apiKey = auth.slice(7).trim();
+        const v = await keys.validate(apiKey);
+        if (!v.valid) throw unauthorized(config?.unauthorized?.invalidKey ?? 'Unauthorized');
+        request.caller = { userId: v.userId, email: v.email, plan: v.plan, isAdmin: false, credential: { apiKey } };
         return;
       }
       const user = await session.user(request);
@@ -155,14 +171,24 @@ export function createAccountGuard(session: SessionAuth, keys: Pick<KeysService,
           email: user.email,
           plan: user.isAdmin ? 'network' : 'solo',
           isAdmin: user.isAdmin,
-          via: 'session',
+          // a session was found, so its cookie is there
+          credential: { session: session.token(request)! },
         };
         return;
       }
-      if (!(request.routeOptions.config as AccountRouteConfig | undefined)?.callerOptional) throw unauthorized('Unauthorized');
+      if (!config?.callerOptional) throw unauthorized(config?.unauthorized?.missing ?? 'Unauthorized');
     },
     { security: ACCOUNT_SECURITY },
   );
+}
+
+/**
+ * The caller of a route in the account scope. The scope's guard has set it; the 401 is for a
+ * route mounted elsewhere by mistake, or a `callerOptional` one that needs a caller after all.
+ */
+export function currentCaller(request: FastifyRequest): Caller {
+  if (!request.caller) throw unauthorized('Unauthorized');
+  return request.caller;
 }
 
 /** Client metadata stored with a session. */

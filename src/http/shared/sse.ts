@@ -58,3 +58,44 @@ export function sseWriter(res: ServerResponse): (chunk: string) => Promise<void>
       });
   };
 }
+
+/** How an event stream is written: each event's frame, an optional last frame, and what a failure leaves. */
+export type EventStreamFrames<T> = {
+  /** the text of one event (`data: …\n\n`) */
+  frame: (event: T) => string;
+  /** written after the last event, when the events ended normally */
+  last?: string;
+  /** a failure of the events after the stream started: the log line, and the frame that tells the client */
+  failure: { log: string; frame: string };
+  /** response headers besides the event stream's own */
+  headers?: Record<string, string>;
+};
+
+/**
+ * Writes `events` as an event stream (the streamed AI chat, the model gateway's completions, the
+ * v1 gateway's plugin answers): each frame waits for the socket to drain (sseWriter), reading stops
+ * when the client has gone, and the response ends whatever happens.
+ */
+export async function writeEventStream<T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  events: AsyncIterable<T>,
+  frames: EventStreamFrames<T>,
+): Promise<void> {
+  const res = startEventStream(request, reply, frames.headers);
+  const write = sseWriter(res);
+  try {
+    for await (const event of events) {
+      if (res.destroyed) break;
+      await write(frames.frame(event));
+    }
+    if (frames.last !== undefined) await write(frames.last);
+  } catch (err) {
+    if (!res.destroyed) {
+      request.log.warn({ err: (err as Error).message }, frames.failure.log);
+      await write(frames.failure.frame);
+    }
+  } finally {
+    if (!res.destroyed) res.end();
+  }
+}

@@ -5,7 +5,7 @@ import type { Config } from '../../config/env.ts';
 import type { AccountsService, ExternalSignIn, PasswordResetService } from '../../domains/accounts/index.ts';
 import type { AdminService } from '../../domains/admin/index.ts';
 import type { ConfigService } from '../../domains/agent-config/index.ts';
-import type { AgentClient, AgentsWebService } from '../../domains/agents/index.ts';
+import { type AgentClient, type AgentMessages, type AgentsWebService, createAgentProxy } from '../../domains/agents/index.ts';
 import { type AiService, runtimeModel, type UsageReportFn } from '../../domains/ai/index.ts';
 import type { BridgeService } from '../../domains/bridge/index.ts';
 import type { CalendarService } from '../../domains/calendar/index.ts';
@@ -36,6 +36,7 @@ import { mountRoutes } from '../shared/routes.ts';
 import { createAccountGuard, registerSession, SESSION_COOKIE, type SessionAuth } from '../shared/session.ts';
 import { accountsRoutes } from './routes/accounts.routes.ts';
 import { adminRoutes } from './routes/admin.routes.ts';
+import { agentCloneRoutes } from './routes/agent-clone.routes.ts';
 import { agentProxyRoutes } from './routes/agent-proxy.routes.ts';
 import { agentUsageRoutes } from './routes/agent-usage.routes.ts';
 import { agentsRoutes } from './routes/agents.web.routes.ts';
@@ -58,8 +59,9 @@ import { instanceRoutes } from './routes/instance.routes.ts';
 import { keysRoutes } from './routes/keys.routes.ts';
 import { logsRoutes } from './routes/logs.routes.ts';
 import { webMetricsRoutes } from './routes/metrics.web.routes.ts';
+import { paidCallsRoutes } from './routes/paid-calls.routes.ts';
 import { passwordResetRoutes } from './routes/password-reset.routes.ts';
-import { paymentsRoutes } from './routes/payments.routes.ts';
+import { paymentSessionsRoutes } from './routes/payment-sessions.routes.ts';
 import { securityEventsRoutes } from './routes/security-events.routes.ts';
 import { sessionWalletRoutes } from './routes/session-wallet.routes.ts';
 import { topUpRoutes } from './routes/top-up.routes.ts';
@@ -74,7 +76,7 @@ export type WebServices = {
   usageReport?: UsageReportFn;
   /** §4.17 the file explorer for the owner's session (docs/agents.md "File explorer") */
   files?: FilesService;
-  /** talking to agents: gateway chat, REST chat and the gateway proxy (docs/agents.md) */
+  /** talking to agents: gateway chat and REST chat (docs/agents.md) */
   chat?: ChatService;
   /** §4.4 custodial wallets (CDP) */
   cdpWallets?: CdpWalletsService;
@@ -82,6 +84,8 @@ export type WebServices = {
   stablecoinBalances?: StablecoinBalanceReader;
   /** the agents' gateways (the authenticated gateway proxy) */
   agentClient?: AgentClient;
+  /** where the gateway proxy stores the turns of streamed chat completions */
+  agentMessages?: AgentMessages;
   agentsWeb: AgentsWebService;
   ai: AiService;
   accounts: AccountsService;
@@ -213,6 +217,10 @@ export async function buildWebApp(config: Config, services: WebServices, options
   app.addHook('onClose', async () => live.close());
   app.decorate('liveLogs', live);
 
+  // the gateway proxy to agents (docs/agents.md "Talk to your agent"): its streams and sockets end with their credential
+  const agentClient = services.agentClient;
+  const platformOrigins = [config.PUBLIC_URL, ...(config.CSRF_ALLOWED_ORIGINS ?? [])];
+
   // Route modules (../shared/routes.ts): each scope authenticates every route in it, once
   const scopes = {
     public: null,
@@ -232,6 +240,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.topUp && topUpRoutes({ topUp: services.topUp }),
     services.subscriptions && billingRoutes({ subscriptions: services.subscriptions }),
     agentsRoutes({ agents: services.agentsWeb, ...(services.watchdog ? { watchdog: services.watchdog } : {}) }),
+    agentCloneRoutes(),
     services.watchdog && webWatchdogRoutes({ watchdog: services.watchdog }),
     instanceRoutes({ agents: services.agentsWeb }),
     demoRoutes({ ai: services.ai }),
@@ -247,20 +256,24 @@ export async function buildWebApp(config: Config, services: WebServices, options
         ? { balanceByAddress: (_request: unknown, address: string) => services.stablecoinBalances!(address) }
         : {}),
     }),
-    services.payments && paymentsRoutes(services.payments),
+    services.payments && paymentSessionsRoutes({ sessions: services.payments.sessions }),
+    services.payments && paidCallsRoutes({ gateway: services.payments.gateway }),
     services.cdpWallets && cdpWalletRoutes({ wallets: services.cdpWallets }),
     services.chat && chatRoutes({ chat: services.chat }),
     logsRoutes({ agents: services.agentsWeb, live, session, revoker }),
-    services.agentClient &&
+    agentClient &&
+      services.agentMessages &&
       agentProxyRoutes({
-        agentClient: services.agentClient,
-        keys,
-        session,
-        revoker,
+        proxy: createAgentProxy({
+          agentClient,
+          revoker,
+          platformOrigins,
+          messages: services.agentMessages,
+          runtimeModel: (model) => runtimeModel(services.ai.catalog, model),
+        }),
         agentsDomain: config.AGENTS_DOMAIN,
-        allowedOrigins: [config.PUBLIC_URL, ...(config.CSRF_ALLOWED_ORIGINS ?? [])],
-        chat: services.chat,
-        runtimeModel: (model) => runtimeModel(services.ai.catalog, model),
+        allowedOrigins: platformOrigins,
+        close: () => agentClient.close(),
       }),
     hostingWebhookRoutes({ hostingStatus: services.hostingStatus }),
     services.securityEvents && securityEventsRoutes({ events: services.securityEvents }),
@@ -269,7 +282,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.spendAlerts && alertsRoutes({ alerts: services.spendAlerts }),
     services.files && browseWebRoutes({ files: services.files }),
     calendarRoutes({ calendar: services.calendar, session, secure: config.secureCookies }),
-    services.x402 && x402Routes({ x402: services.x402, session }),
+    services.x402 && x402Routes({ x402: services.x402 }),
     // the dashboard (dashboard/, docs/dashboard.md): static pages, hidden from the OpenAPI description
     dashboardRoutes({ distDir: config.DASHBOARD_DIR }),
     metrics && webMetricsRoutes(metrics),

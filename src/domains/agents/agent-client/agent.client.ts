@@ -5,23 +5,25 @@
  *
  * - `forward`: any HTTP request, streamed both ways (the authenticated gateway proxy), with one
  *   fresh look-up when a cached address no longer answers (the agent restarted elsewhere).
- * - `pipeSocket`: a caller's WebSocket piped to the gateway's `/ws`, within the caller's limits.
+ * - `pipeSocket`: a caller's WebSocket piped to the gateway's `/ws`, within the caller's limits
+ *   (./socket-pipe.client.ts).
  * - `wsChat`: one chat frame over `/ws` and its reply (§4.8 gateway chat).
  * - `streamCompletion`: a streamed `POST /v1/chat/completions` read as text (§4.18 REST chat).
  * - `chatCompletion`: a non-streamed completion (the payments `agent` plugin).
  * - `heartbeat`: `POST /v1/heartbeat` for a scheduled heartbeat (the heartbeat worker).
  * - `probeHealthz`: `GET /healthz` of a gateway the driver reports (container health).
  *
- * Targets (base URL and decrypted token, cached briefly) come from `targets.ts`.
+ * Targets (base URL and decrypted token, cached briefly) come from `targets.service.ts`.
  */
 import { connect as netConnect } from 'node:net';
 import { Agent, buildConnector, type Dispatcher, request as undiciRequest } from 'undici';
 import WebSocket from 'ws';
 import { LIMITS } from '../../../config/limits.ts';
-import type { WordedCode } from '../../../lib/error-codes.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
 import { openClawModel, withOpenClawModel } from './agent-model.rules.ts';
 import { createCompletionText } from './completion-text.rules.ts';
+import { type RefusalDetails, relayedRefusal } from './relayed-refusal.rules.ts';
+import { pipeSocket, type SocketPipeLimits } from './socket-pipe.client.ts';
 import type { AgentTarget, AgentTargets } from './targets.service.ts';
 
 export type ChatMessage = { role: 'system' | 'user' | 'assistant'; content: string };
@@ -39,40 +41,6 @@ const agentFailed = (detail: string) => new AppError('AGENT_UNAVAILABLE', `The a
 /** What to do next, after a failure that may be the agent's process gone: the platform checks it at once (docs/watchdog.md "Checks on demand"). */
 const NEXT_STEP = 'the platform is checking it now and restarts it if its process stopped: try again in a few seconds, or restart it';
 
-/**
- * The refusals an agent passes on from the platform's AI gateway (docs/agents.md "Model access"),
- * or makes itself (`AGENT_BUSY`), by the code of its error: the platform answers them with the
- * status the agent's own route gives them (403, 429, 402), not as a failure of the agent. The code
- * is mapped to the catalogue, never taken as a status, so an agent cannot make the platform answer
- * anything else. Any other error of the agent stays a 5xx.
- */
-const RELAYED_REFUSALS: Readonly<Record<string, WordedCode>> = {
-  model_restricted: 'MODEL_RESTRICTED',
-  budget_exceeded: 'AGENT_BUDGET_EXCEEDED',
-  insufficient_quota: 'QUOTA_EXCEEDED',
-  rate_limit_exceeded: 'AI_RATE_LIMITED',
-  subscription_required: 'SUBSCRIPTION_REQUIRED',
-  AGENT_BUSY: 'TOO_MANY_REQUESTS',
-};
-/** How many allowed models a relayed `model_restricted` names at most (a plan has a handful). */
-const RELAYED_MODELS_MAX = 200;
-
-type RefusalDetails = { code?: unknown; allowedModels?: unknown; retryAfter?: unknown };
-
-/** The agent's refusal (`message`, cut to 500 characters) as the platform's error; undefined when its code names none. */
-function relayedRefusal(message: string, details: RefusalDetails): AppError | undefined {
-  const code =
-    typeof details.code === 'string' && Object.hasOwn(RELAYED_REFUSALS, details.code) ? RELAYED_REFUSALS[details.code] : undefined;
-  if (!code) return undefined;
-  const extra: Record<string, unknown> = {};
-  const models = details.allowedModels;
-  if (code === 'MODEL_RESTRICTED' && Array.isArray(models) && models.every((m) => typeof m === 'string'))
-    extra.allowedModels = models.slice(0, RELAYED_MODELS_MAX);
-  const retryAfter = Number(details.retryAfter);
-  if (details.retryAfter !== undefined && Number.isFinite(retryAfter) && retryAfter > 0)
-    extra.retryAfter = Math.min(3600, Math.ceil(retryAfter));
-  return new AppError(code, message.slice(0, 500), Object.keys(extra).length > 0 ? extra : undefined);
-}
 /** `headers` without `content-length` (any case): for a body this client changed. */
 const withoutContentLength = (headers: ForwardRequest['headers']) =>
   Object.fromEntries(Object.entries(headers).filter(([name]) => name.toLowerCase() !== 'content-length'));
@@ -93,35 +61,6 @@ export async function probeHealthz(url: string, probeTimeoutMs: number = LIMITS.
   } catch {
     return false;
   }
-}
-
-/** Bounds of a piped WebSocket (the proxy's, docs/security.md N10). */
-export type SocketPipeLimits = {
-  /** largest message from the agent */
-  agentMessageBytes: number;
-  /** messages and bytes held for the agent until its socket opens */
-  pendingMessages: number;
-  pendingBytes: number;
-  /** bytes sent to one side and not yet written out before the other side stops being read */
-  unwrittenBytes: number;
-};
-
-/**
- * Passes `from`'s messages to `to`, and stops reading `from` while more than `unwrittenBytes`
- * sent to `to` are not written out yet (a slow reader on either side must not make the platform
- * hold what the other side keeps sending). `early` takes what arrives while `to` is not open.
- */
-function relay(from: WebSocket, to: WebSocket, unwrittenBytes: number, early: (data: Buffer, binary: boolean) => void = () => {}) {
-  let unwritten = 0;
-  from.on('message', (data: Buffer, binary) => {
-    if (to.readyState !== WebSocket.OPEN) return early(data, binary);
-    unwritten += data.length;
-    to.send(data, { binary }, () => {
-      unwritten -= data.length;
-      if (from.isPaused && unwritten <= unwrittenBytes) from.resume();
-    });
-    if (unwritten > unwrittenBytes) from.pause();
-  });
 }
 
 export type AgentClientDeps = {
@@ -245,50 +184,15 @@ export function createAgentClient(deps: AgentClientDeps) {
     },
 
     /**
-     * Pipes `client` to a new WebSocket on the agent's `/ws`: messages pass through as they are,
-     * within `limits` (what the client sends before the agent's socket opens waits, bounded: more
-     * closes both with 1013; a reader that falls behind pauses the other side). Either side closing
-     * closes the other; `close` ends both (the caller's revocation).
+     * Pipes `client` to a new WebSocket on the agent's `/ws` within `limits` (./socket-pipe.client.ts);
+     * `close` ends both (the caller's revocation).
      */
-    pipeSocket(client: WebSocket, target: AgentTarget, limits: SocketPipeLimits): { close(code: number, reason: string): void } {
-      const upstream = new WebSocket(wsUrl(target), { headers: { authorization: bearer(target) }, maxPayload: limits.agentMessageBytes });
-      const closeBoth = (code?: number, reason?: string | Buffer) => {
-        const c = code && code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1011;
-        if (client.readyState === WebSocket.OPEN) client.close(c, reason);
-        if (upstream.readyState === WebSocket.OPEN) upstream.close(c, reason);
-        else if (upstream.readyState === WebSocket.CONNECTING) upstream.terminate();
-      };
-      // what the client sends before the agent's socket opens waits here, bounded
-      const pending: { data: Buffer; binary: boolean }[] = [];
-      let pendingBytes = 0;
-      relay(client, upstream, limits.unwrittenBytes, (data, binary) => {
-        if (upstream.readyState !== WebSocket.CONNECTING) return;
-        pendingBytes += data.length;
-        if (pending.length >= limits.pendingMessages || pendingBytes > limits.pendingBytes) {
-          pending.length = 0;
-          closeBoth(1013, 'The agent is not ready; send again once it answers');
-        } else pending.push({ data, binary });
-      });
-      relay(upstream, client, limits.unwrittenBytes);
-      upstream.on('open', () => {
-        for (const m of pending.splice(0)) upstream.send(m.data, { binary: m.binary });
-        pendingBytes = 0;
-      });
-      upstream.on('close', (code, reason) => closeBoth(code, reason));
-      upstream.on('error', () => {
-        tellUnreachable(target.agent.id);
-        closeBoth(1011);
-      });
-      upstream.on('unexpected-response', (_req, res) => {
-        res.resume();
-        tellUnreachable(target.agent.id);
-        closeBoth(1011);
-      });
-      // a message over the client's limit: ws has already closed the client's socket with 1009
-      client.on('close', (code, reason) => closeBoth(code === 1005 ? 1000 : code, reason));
-      client.on('error', () => closeBoth(1011));
-      return { close: (code, reason) => closeBoth(code, reason) };
-    },
+    pipeSocket: (client: WebSocket, target: AgentTarget, limits: SocketPipeLimits) =>
+      pipeSocket(
+        client,
+        { url: wsUrl(target), authorization: bearer(target), onUnreachable: () => tellUnreachable(target.agent.id) },
+        limits,
+      ),
 
     /** §4.8: one WebSocket, one chat frame, the first reply or error frame, then close. */
     wsChat(t: AgentTarget, message: string, sessionKey: string): Promise<string> {

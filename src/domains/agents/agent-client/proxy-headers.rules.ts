@@ -1,5 +1,5 @@
 /**
- * Which headers pass through the authenticated gateway proxy (`src/http/web/routes/agent-proxy.routes.ts`,
+ * Which headers pass through the authenticated gateway proxy (`./agent-proxy.service.ts`,
  * docs/agents.md "Agent content and streams"): an agent is not trusted with the platform's origin,
  * so what it answers cannot set policy for it, and nothing a browser would run is served as a page.
  */

@@ -2,7 +2,7 @@
  * Where and how the platform reaches one of a user's agents: its gateway's base URL and the
  * gateway token (decrypted here and nowhere else, only ever sent to the agent; never to a browser
  * or a client). Read under the user's row-level security, so another user's agent is "not found"
- * exactly like a missing one (§4.7: 404 for both). The gateway client (`client.ts`) is the one
+ * exactly like a missing one (§4.7: 404 for both). The agent client (`agent.client.ts`) is the one
  * user of what this returns: gateway chat (§4.8), REST chat (§4.18), the `agent` plugin and the
  * authenticated gateway proxy (docs/agents.md "Talk to your agent").
  */

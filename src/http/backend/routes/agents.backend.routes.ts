@@ -9,17 +9,32 @@
  * another user's agent is 404 exactly as a missing one. A call with the bearer key and no user
  * (§4.7 asks for K and nothing more) acts as the operator account (migration 040): it creates,
  * lists and deletes the operator's own agents and never sees a user's.
- * Length (~380 lines): eleven operations (§4.7 backend rows, §4.18) with their zod schemas and documented errors;
- * the logic is in src/domains/agents/.
+ * The logic is in src/domains/agents/, the schemas in src/domains/agents/agents.backend.schemas.ts.
  */
 
 import { z } from 'zod';
-import { LIMITS } from '../../../config/limits.ts';
-import { type AgentsService, agentName, configObject, type DeploymentJobs } from '../../../domains/agents/index.ts';
+import {
+  type AgentsService,
+  agentIdParam,
+  agentListItem,
+  agentRecord,
+  createAgentBody,
+  createdAgent,
+  type DeploymentJobs,
+  deploymentBody,
+  deploymentJob,
+  driverLogLine,
+  driverLogsQuery,
+  driverStats,
+  instancesQuery,
+  runtimeInstances,
+  updateAgentBody,
+  updatedAgent,
+} from '../../../domains/agents/index.ts';
 import { type WatchdogService, watchdogStateSchema } from '../../../domains/watchdog/index.ts';
 import { UUID_PATTERN } from '../../../lib/ids.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { documentedHeaders, errorSchema } from '../../shared/schemas.ts';
 import { actingUser, namesUser, OPERATOR_USER_ID } from '../acting-user.ts';
 
 const userHeaderDoc =
@@ -28,75 +43,7 @@ const userHeaderDoc =
   "and are deleted only so; a user's agents are never reachable without naming the user.";
 const headers = documentedHeaders({ 'x-user-id': 'Acting user (user id, UUID_PATTERN); absent: the operator account' });
 
-const planName = z
-  .string({ error: 'plan must be a string' })
-  .trim()
-  .min(1, { error: 'plan must not be empty' })
-  .max(32, { error: 'plan too long' })
-  .regex(/^[a-z_]+$/, { error: 'Invalid plan' });
-const aiProvider = z.string({ error: 'aiProvider must be a string' }).trim().min(1).max(64, { error: 'aiProvider too long' });
-const model = z.string({ error: 'model must be a string' }).trim().min(1).max(200, { error: 'model too long' });
-const userIdField = z
-  .string({ error: 'userId must be a string' })
-  .max(64)
-  .optional()
-  .describe('Acting user when header `x-user-id` is absent');
-const agentIdParam = z.object({ id: z.string().min(1).max(200) });
-
-const listItem = z.object({
-  id: z.string(),
-  status: z.string(),
-  created: z.string(),
-  subdomain: z.string(),
-  url: z.string(),
-  name: z.string(),
-});
-const agentObject = z.object({
-  id: z.string(),
-  name: z.string(),
-  status: z.string(),
-  created: z.string(),
-  startedAt: z.string().nullable(),
-  plan: z.string(),
-  model: z.string(),
-  aiProvider: z.string(),
-  subdomain: z.string(),
-  url: z.string(),
-  gatewayUrl: z.string().nullable().describe('Where the hosting driver says the gateway answers (added)'),
-  runtimeVersion: z.string().nullable(),
-  verified: z.boolean(),
-  verificationType: z.string().nullable(),
-  attestationUid: z.string().nullable(),
-  verifiedAt: z.string().nullable(),
-  config: z.record(z.string(), z.unknown()),
-  updatedAt: z.string(),
-  watchdog: watchdogStateSchema.optional(),
-});
-const deploymentObject = z.object({
-  id: z.string(),
-  agentId: z.string(),
-  action: z.string(),
-  status: z.enum(['queued', 'running', 'succeeded', 'failed']),
-  attempts: z.number(),
-  maxAttempts: z.number(),
-  lastError: z.string().nullable(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-  finishedAt: z.string().nullable(),
-});
-const logLine = z.object({ timestamp: z.string(), level: z.string(), message: z.string(), source: z.string() });
-const statsObject = z.object({
-  cpu: z.number(),
-  memory: z.number(),
-  memoryPercent: z.number(),
-  network: z.object({ rxBytes: z.number(), txBytes: z.number() }),
-  uptime: z.number(),
-  pids: z.number(),
-  status: z.string(),
-  messagesProcessed: z.number().optional(),
-  messagesFailed: z.number().optional(),
-  averageResponseTimeMs: z.number().optional(),
-});
+const agentObject = agentRecord.extend({ watchdog: watchdogStateSchema.optional() });
 const common = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 500: errorSchema };
 
 export const backendAgentsRoutes = (deps: {
@@ -115,7 +62,7 @@ export const backendAgentsRoutes = (deps: {
           summary: "List the acting user's agents",
           description: `${userHeaderDoc} A flat array, newest first.`,
           headers,
-          response: { 200: z.array(listItem), ...common },
+          response: { 200: z.array(agentListItem), ...common },
         },
         handler: async (request) => agents.list(actingUser(request)),
       });
@@ -128,27 +75,8 @@ export const backendAgentsRoutes = (deps: {
             `${userHeaderDoc} Stores metadata only (§3: status \`pending\`); deploy it with POST /api/agents/:id/start or POST /api/deployments. ` +
             'Plan limits (`config.plan`, default `label`): solo 1, collective 3, label 10, network unlimited; over the limit 402 `AGENT_LIMIT_REACHED`.',
           headers,
-          body: jsonBody({
-            name: agentName,
-            userId: userIdField,
-            config: z
-              .object({ plan: planName.optional(), aiProvider: aiProvider.optional() }, { error: 'config must be an object' })
-              .loose()
-              .optional(),
-          }),
-          response: {
-            201: z.object({
-              id: z.string(),
-              name: z.string(),
-              agentId: z.string(),
-              status: z.literal('pending'),
-              subdomain: z.string(),
-              url: z.string(),
-              createdAt: z.string(),
-            }),
-            402: errorSchema,
-            ...common,
-          },
+          body: createAgentBody,
+          response: { 201: createdAgent, 402: errorSchema, ...common },
         },
         handler: async (request, reply) => {
           const userId = actingUser(request, request.body.userId);
@@ -184,26 +112,8 @@ export const backendAgentsRoutes = (deps: {
           description: `${userHeaderDoc} All fields optional. \`name\` and \`model\` are added (the web app's rename sync uses \`name\`).`,
           headers,
           params: agentIdParam,
-          body: jsonBody({
-            plan: planName.optional(),
-            aiProvider: aiProvider.optional(),
-            config: configObject.optional(),
-            name: agentName.optional(),
-            model: model.optional(),
-          }),
-          response: {
-            200: z.object({
-              id: z.string(),
-              plan: z.string(),
-              aiProvider: z.string(),
-              subdomain: z.string(),
-              status: z.string(),
-              message: z.string(),
-              name: z.string(),
-              config: z.record(z.string(), z.unknown()),
-            }),
-            ...common,
-          },
+          body: updateAgentBody,
+          response: { 200: updatedAgent, ...common },
         },
         handler: async (request) => agents.update(actingUser(request), request.params.id, request.body),
       });
@@ -235,7 +145,7 @@ export const backendAgentsRoutes = (deps: {
             headers,
             params: agentIdParam,
             response: {
-              200: z.object({ id: z.string(), action: z.literal(action), status: z.string(), deployment: deploymentObject.nullable() }),
+              200: z.object({ id: z.string(), action: z.literal(action), status: z.string(), deployment: deploymentJob.nullable() }),
               ...common,
             },
           },
@@ -250,16 +160,8 @@ export const backendAgentsRoutes = (deps: {
           description: `${userHeaderDoc} \`limit\` default 50, max 100; \`level\` filters (debug, info, warn, error). 500 when the hosting platform cannot be reached.`,
           headers,
           params: agentIdParam,
-          querystring: z.object({
-            limit: z.coerce
-              .number({ error: 'limit must be a number' })
-              .int()
-              .min(1, { error: 'limit must be at least 1' })
-              .max(LIMITS.agentListMax)
-              .default(LIMITS.agentListDefault),
-            level: z.enum(['debug', 'info', 'warn', 'error'], { error: 'level must be debug, info, warn or error' }).optional(),
-          }),
-          response: { 200: z.object({ logs: z.array(logLine) }), ...common },
+          querystring: driverLogsQuery,
+          response: { 200: z.object({ logs: z.array(driverLogLine) }), ...common },
         },
         handler: async (request) => ({ logs: await agents.logs(actingUser(request), request.params.id, request.query) }),
       });
@@ -271,7 +173,7 @@ export const backendAgentsRoutes = (deps: {
           description: `${userHeaderDoc} 500 when the hosting platform cannot be reached.`,
           headers,
           params: agentIdParam,
-          response: { 200: z.object({ stats: statsObject }), ...common },
+          response: { 200: z.object({ stats: driverStats }), ...common },
         },
         handler: async (request) => ({ stats: await agents.stats(actingUser(request), request.params.id) }),
       });
@@ -288,22 +190,8 @@ export const backendAgentsRoutes = (deps: {
             'Answers 202 with the job. `plan` defaults to `label`; backend limits solo 1, collective 3, label 10, network unlimited (402 `AGENT_LIMIT_REACHED`), counted for `limitPlan` when given (the web app sends `network` for an admin, whose account plan is network whatever size the agent runs at), else for `plan`. ' +
             '500 `Hosting unavailable` (code `HOSTING_UNAVAILABLE`) when the hosting driver cannot be used.',
           headers,
-          body: jsonBody({
-            userId: userIdField,
-            agentId: z
-              .string({ error: 'agentId must be a string' })
-              .regex(/^[a-z0-9][a-z0-9-]{2,62}$/, { error: 'Invalid agentId' })
-              .optional(),
-            name: agentName,
-            plan: planName.optional(),
-            limitPlan: planName
-              .optional()
-              .describe("the plan whose agent limit applies (default: `plan`); the web app sends the account's plan for admins"),
-            model: model.optional(),
-            aiProvider: aiProvider.optional(),
-            config: configObject.optional(),
-          }),
-          response: { 202: z.object({ deployment: deploymentObject, agent: agentObject }), 402: errorSchema, ...common },
+          body: deploymentBody,
+          response: { 202: z.object({ deployment: deploymentJob, agent: agentObject }), 402: errorSchema, ...common },
         },
         handler: async (request, reply) => {
           const userId = actingUser(request, request.body.userId);
@@ -319,7 +207,7 @@ export const backendAgentsRoutes = (deps: {
           description: `${userHeaderDoc} Status queued → running → succeeded | failed (queued again between retries).`,
           headers,
           params: z.object({ id: z.string().regex(UUID_PATTERN, { error: 'Invalid deployment id' }) }),
-          response: { 200: deploymentObject, ...common },
+          response: { 200: deploymentJob, ...common },
         },
         handler: async (request) => deployments.getDeployment(actingUser(request), request.params.id),
       });
@@ -332,34 +220,8 @@ export const backendAgentsRoutes = (deps: {
             "With header `x-user-id`: that user's agents; without it: all agents (operator view, newest first). `containerStatus` is the §3 container health value " +
             '(null when the hosting platform cannot be asked). `limit` default 50, max 100.',
           headers,
-          querystring: z.object({
-            limit: z.coerce
-              .number({ error: 'limit must be a number' })
-              .int()
-              .min(1)
-              .max(LIMITS.agentListMax)
-              .default(LIMITS.agentListDefault),
-          }),
-          response: {
-            200: z.object({
-              instances: z.array(
-                z.object({
-                  agentId: z.string(),
-                  userId: z.string(),
-                  name: z.string(),
-                  status: z.string(),
-                  containerStatus: z.string().nullable(),
-                  driver: z.string(),
-                  url: z.string(),
-                  gatewayUrl: z.string().nullable(),
-                  externalId: z.string().nullable(),
-                  startedAt: z.string().nullable(),
-                }),
-              ),
-              count: z.number(),
-            }),
-            ...common,
-          },
+          querystring: instancesQuery,
+          response: { 200: runtimeInstances, ...common },
         },
         handler: async (request) => {
           const userId = namesUser(request) ? actingUser(request) : undefined;

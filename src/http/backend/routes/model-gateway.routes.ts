@@ -4,31 +4,33 @@
  * credential (agents never hold ROUTER_API_KEY or another provider key: docs/security.md N5). OpenAI's wire
  * format in and out, errors included (`{error:{message,type,code,param}}`), so the OpenAI client in
  * an agent passes the gateway's refusals on as it would OpenAI's own. Its plugin is the scope of
- * the owner's plan check and the per-agent limit; the logic is in src/domains/ai/model-gateway.service.ts.
- * Length (~390 lines): OpenAI's request shape as an allow-list with its messages, the error mapping
- * into OpenAI's shape the whole plugin shares, and the SSE writer of the streamed answer.
+ * the owner's plan check and the per-agent limit; the logic is in src/domains/ai/model-gateway.service.ts,
+ * the request's allow-list and the answer's shape in model-gateway.schemas.ts, OpenAI's error shape
+ * and event stream in src/http/shared/openai-wire.ts.
  */
-import type { FastifyError, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import { z } from 'zod';
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import type { z } from 'zod';
 import { type Config, MODEL_GATEWAY_PATH } from '../../../config/env.ts';
-import { LIMITS } from '../../../config/limits.ts';
 import { isAdminUser } from '../../../domains/accounts/index.ts';
 import {
   type AiActor,
   type AiService,
   AUTO_MODEL,
   checkStoredPlan,
+  completion,
+  completionBody,
+  modelList,
   type StoredPlan,
   type StoredPlans,
   settleVerdict,
 } from '../../../domains/ai/index.ts';
 import type { CallSignal } from '../../../lib/cancellation.ts';
-import { AppError, type ErrorCode, isAppError, unauthorized } from '../../../lib/errors.ts';
+import { AppError, unauthorized } from '../../../lib/errors.ts';
 import { callingAgent } from '../../shared/agent-key-auth.ts';
+import { openAiErrorHandler, openAiErrorSchema, writeOpenAiStream } from '../../shared/openai-wire.ts';
 import { addDocumentedHook } from '../../shared/openapi.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { jsonBody } from '../../shared/schemas.ts';
-import { disconnectSignal, sseWriter, startEventStream } from '../../shared/sse.ts';
+import { disconnectSignal } from '../../shared/sse.ts';
 import { completionSerializerCompiler, completionValidatorCompiler } from './fast-validation.ts';
 
 declare module 'fastify' {
@@ -37,215 +39,14 @@ declare module 'fastify' {
     modelActor: AiActor | null;
   }
 }
-const MESSAGES_REQUIRED = 'messages must be a non-empty array';
-const tokens = (name: string) =>
-  z
-    .number({ error: `${name} must be a positive integer` })
-    .int({ error: `${name} must be a positive integer` })
-    .min(1, { error: `${name} must be a positive integer` })
-    .max(1_000_000, { error: `${name} is too large` })
-    .nullish();
-const penalty = (name: string) =>
-  z
-    .number({ error: `${name} must be a number` })
-    .min(-2, { error: `${name} must be between -2 and 2` })
-    .max(2, { error: `${name} must be between -2 and 2` })
-    .nullish();
-
-/**
- * An OpenAI chat-completions request. What is passed on to the provider is this allow-list:
- * fields a provider would bill or route by outside the plan (a router's `models` fallback list,
- * `provider`, `plugins`) are dropped, like anything else not listed.
- */
-/** exported for test/ai/gateway-validation.test.ts, which compares it with the fast check */
-export const completionBody = jsonBody({
-  model: z
-    .string({ error: 'model must be a string' })
-    .trim()
-    .min(1, { error: 'model must not be empty' })
-    .max(200, { error: 'model is too long' })
-    .optional()
-    .describe(`a model of the owner's plan (GET ${MODEL_GATEWAY_PATH}/models), or \`${AUTO_MODEL}\`/omitted for the plan's pick`),
-  messages: z
-    .array(
-      z.looseObject(
-        {
-          role: z.enum(['system', 'developer', 'user', 'assistant', 'tool'], {
-            error: 'each message role must be system, developer, user, assistant or tool',
-          }),
-          content: z
-            .union(
-              [
-                z
-                  .string()
-                  .max(LIMITS.aiMaxMessageChars, { error: `message content must be at most ${LIMITS.aiMaxMessageChars} characters` }),
-                z.array(z.looseObject({ type: z.string() })).max(100),
-                z.null(),
-              ],
-              { error: 'message content must be a string, an array of content parts or null' },
-            )
-            .optional(),
-        },
-        { error: 'each message must be an object with a role' },
-      ),
-      { error: MESSAGES_REQUIRED },
-    )
-    .min(1, { error: MESSAGES_REQUIRED })
-    .max(LIMITS.aiMaxMessages, { error: `at most ${LIMITS.aiMaxMessages} messages` })
-    .describe('as OpenAI takes them: tool calls, tool results and content parts are passed on as they are'),
-  stream: z.boolean({ error: 'stream must be a boolean' }).nullish().describe('true: Server-Sent Events, ending with `data: [DONE]`'),
-  stream_options: z
-    .object({ include_usage: z.boolean({ error: 'stream_options.include_usage must be a boolean' }).nullish() })
-    .nullish()
-    .describe('include_usage: a last chunk with `usage` and no choices'),
-  temperature: z
-    .number({ error: 'temperature must be a number' })
-    .min(0, { error: 'temperature must be between 0 and 2' })
-    .max(2, { error: 'temperature must be between 0 and 2' })
-    .nullish(),
-  top_p: z
-    .number({ error: 'top_p must be a number' })
-    .min(0, { error: 'top_p must be between 0 and 1' })
-    .max(1, { error: 'top_p must be between 0 and 1' })
-    .nullish(),
-  max_tokens: tokens('max_tokens'),
-  max_completion_tokens: tokens('max_completion_tokens'),
-  stop: z
-    .union([z.string().max(1000), z.array(z.string().max(1000)).max(4)], { error: 'stop must be a string or up to 4 strings' })
-    .nullish(),
-  presence_penalty: penalty('presence_penalty'),
-  frequency_penalty: penalty('frequency_penalty'),
-  seed: z.number({ error: 'seed must be an integer' }).int({ error: 'seed must be an integer' }).nullish(),
-  tools: z
-    .array(z.looseObject({ type: z.string() }), { error: 'tools must be an array of tool objects' })
-    .max(128)
-    .nullish(),
-  tool_choice: z
-    .union([z.enum(['none', 'auto', 'required']), z.looseObject({ type: z.string() })], { error: 'invalid tool_choice' })
-    .nullish(),
-  parallel_tool_calls: z.boolean({ error: 'parallel_tool_calls must be a boolean' }).nullish(),
-  response_format: z.looseObject({ type: z.string() }, { error: 'response_format must be an object with a type' }).nullish(),
-  reasoning_effort: z
-    .enum(['minimal', 'low', 'medium', 'high'], { error: 'reasoning_effort must be minimal, low, medium or high' })
-    .nullish(),
-  logprobs: z.boolean({ error: 'logprobs must be a boolean' }).nullish(),
-  top_logprobs: z.number().int().min(0).max(20).nullish(),
-  user: z.string().max(256).nullish(),
-});
-
-const usage = z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() });
-/** exported for test/ai/gateway-validation.test.ts, which compares its serializer with the hand-written one */
-export const completion = z.object({
-  id: z.string(),
-  object: z.literal('chat.completion'),
-  created: z.number(),
-  model: z.string().describe('the model that served (after any fallback)'),
-  provider: z.string(),
-  // the provider's choices as they came (tool calls, refusals, logprobs): nothing is dropped
-  choices: z.array(
-    z.looseObject({
-      index: z.number().optional(),
-      message: z.looseObject({ role: z.string().optional(), content: z.string().nullable().optional() }).optional(),
-      finish_reason: z.string().nullable().optional(),
-    }),
-  ),
-  usage,
-  system_fingerprint: z.string().optional(),
-});
-const openAiError = z
-  .object({
-    error: z.looseObject({
-      message: z.string(),
-      type: z.string().describe('invalid_request_error, authentication_error, permission_error, not_found_error, rate_limit_error, ...'),
-      code: z
-        .string()
-        .nullable()
-        .describe('a stable identifier: invalid_api_key, model_not_found, model_restricted, insufficient_quota, budget_exceeded, ...'),
-      param: z.string().nullable(),
-    }),
-  })
-  .describe("OpenAI's error shape");
-const modelList = z.object({
-  object: z.literal('list'),
-  data: z.array(
-    z.object({
-      id: z.string(),
-      object: z.literal('model'),
-      created: z.number(),
-      owned_by: z.string(),
-      name: z.string(),
-      context_length: z.number(),
-    }),
-  ),
-});
-
 /** Body fields the gateway reads itself; the others are passed on as `fields`. */
 const GATEWAY_OWN_FIELDS: ReadonlySet<string> = new Set(['model', 'messages', 'stream', 'stream_options']);
 
-/** OpenAI's error `type` by status. */
-const TYPE_BY_STATUS: Record<number, string> = {
-  400: 'invalid_request_error',
-  401: 'authentication_error',
-  402: 'insufficient_quota',
-  403: 'permission_error',
-  404: 'not_found_error',
-  413: 'invalid_request_error',
-  429: 'rate_limit_error',
-};
-/** Where OpenAI has its own `code` (and `type`) for the same refusal; otherwise the catalogue's name in lower case. */
-const OPENAI_CODES: Partial<Record<ErrorCode, string>> = {
-  UNAUTHORIZED: 'invalid_api_key',
-  NOT_FOUND: 'model_not_found',
-  AI_RATE_LIMITED: 'rate_limit_exceeded',
-  QUOTA_EXCEEDED: 'insufficient_quota',
-  AGENT_BUDGET_EXCEEDED: 'budget_exceeded',
-};
-// OpenAI answers a spent quota with 429 `insufficient_quota`; its clients do not retry that type
-const OPENAI_TYPES: Partial<Record<ErrorCode, string>> = {
-  QUOTA_EXCEEDED: 'insufficient_quota',
-  AGENT_BUDGET_EXCEEDED: 'insufficient_quota',
-};
-
-type OpenAiErrorBody = z.infer<typeof openAiError>;
-const errorBody = (status: number, message: string, code: string, extra: Record<string, unknown> = {}, type?: string): OpenAiErrorBody => ({
-  error: {
-    message,
-    type: type ?? TYPE_BY_STATUS[status] ?? (status >= 500 ? 'server_error' : 'invalid_request_error'),
-    code,
-    param: null,
-    ...extra,
-  },
-});
-
-/** Any error of this plugin (the scope's key check included) in OpenAI's shape, with the status the platform gives it. */
-function toOpenAiError(err: FastifyError | AppError, request: FastifyRequest): { status: number; body: OpenAiErrorBody } {
-  if (isAppError(err)) {
-    if (err.status >= 500) request.log.error({ err }, 'agent gateway request failed');
-    const { success: _s, ...extra } = err.extra ?? {};
-    const body = errorBody(err.status, err.message, OPENAI_CODES[err.id] ?? err.id.toLowerCase(), extra, OPENAI_TYPES[err.id]);
-    return { status: err.status, body };
-  }
-  if (err.validation) {
-    const first = err.validation[0];
-    const field = first?.instancePath?.replace(/^\//, '').replace(/\//g, '.');
-    const message = first?.message ?? err.message;
-    // our schema messages name their field; zod's own ("Invalid input…") get it prefixed
-    return { status: 400, body: errorBody(400, field && /^[A-Z]/.test(message) ? `${field}: ${message}` : message, 'invalid_request') };
-  }
-  if ((err.statusCode ?? 500) < 500) {
-    const status = err.statusCode === 413 ? 413 : 400;
-    const json = err.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || err instanceof SyntaxError;
-    return { status, body: errorBody(status, json ? 'Body is not valid JSON' : err.message, 'invalid_request') };
-  }
-  request.log.error({ err }, 'agent gateway request failed');
-  return { status: 500, body: errorBody(500, 'Internal server error', 'unexpected') };
-}
-
 const errors = {
-  401: openAiError,
-  402: openAiError,
-  429: openAiError,
-  500: openAiError,
+  401: openAiErrorSchema,
+  402: openAiErrorSchema,
+  429: openAiErrorSchema,
+  500: openAiErrorSchema,
 };
 
 const PLAN_DOC =
@@ -270,12 +71,7 @@ export const modelGatewayRoutes = (deps: {
     app.decorateRequest('modelActor', null);
 
     // every error of these routes, the scope's 401 included, leaves in OpenAI's shape
-    app.setErrorHandler((err: FastifyError, request, reply) => {
-      const { status, body } = toOpenAiError(err, request);
-      const retryAfter = body.error.retryAfter;
-      if (status === 429 && typeof retryAfter === 'number') reply.header('retry-after', String(retryAfter));
-      return reply.code(status).send(body);
-    });
+    app.setErrorHandler(openAiErrorHandler('agent gateway request failed'));
 
     // the owner's stored plan (cached per process, as for /api/ai) and the agent's own limit, before the body is read
     const decide = (request: FastifyRequest, caller: { userId: string }, stored: StoredPlan | null): AppError | undefined => {
@@ -348,7 +144,15 @@ export const modelGatewayRoutes = (deps: {
           '`data: [DONE]`; an upstream failure mid-stream sends `data: {error:{...}}` and ends the stream. A stream the agent aborts is ' +
           `billed from its length when the provider sent no count. ${PLAN_DOC}`,
         body: completionBody,
-        response: { 200: completion, 400: openAiError, 403: openAiError, 404: openAiError, 413: openAiError, 503: openAiError, ...errors },
+        response: {
+          200: completion,
+          400: openAiErrorSchema,
+          403: openAiErrorSchema,
+          404: openAiErrorSchema,
+          413: openAiErrorSchema,
+          503: openAiErrorSchema,
+          ...errors,
+        },
       },
       // the common body (text messages) without zod's copy of every message; any other, and every rejection, is zod's
       validatorCompiler: completionValidatorCompiler(Object.keys(completionBody.shape)),
@@ -382,22 +186,7 @@ export const modelGatewayRoutes = (deps: {
       signal: CallSignal,
     ) {
       const opened = await ai.agentCompletionStream(actorOf(request), agentId, req, signal);
-      const res = startEventStream(request, reply);
-      const write = sseWriter(res);
-      try {
-        for await (const chunk of opened.chunks) {
-          if (res.destroyed) break;
-          await write(`data: ${JSON.stringify(chunk)}\n\n`);
-        }
-        await write('data: [DONE]\n\n');
-      } catch (err) {
-        if (!res.destroyed) {
-          request.log.warn({ err: (err as Error).message }, 'agent gateway stream failed');
-          await write(`data: ${JSON.stringify(errorBody(500, 'AI provider request failed', 'ai_provider_error'))}\n\n`);
-        }
-      } finally {
-        if (!res.destroyed) res.end();
-      }
+      await writeOpenAiStream(request, reply, opened.chunks, 'agent gateway stream failed');
       return reply;
     }
   },

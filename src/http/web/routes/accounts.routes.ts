@@ -5,88 +5,18 @@
 
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { LIMITS } from '../../../config/limits.ts';
-import type { AccountsService } from '../../../domains/accounts/index.ts';
+import {
+  type AccountsService,
+  loginBody,
+  profile,
+  profileBody,
+  registerBody,
+  signedIn,
+  walletBody,
+} from '../../../domains/accounts/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, jsonBody, okSchema } from '../../shared/schemas.ts';
+import { errorSchema, okSchema } from '../../shared/schemas.ts';
 import { currentUser, requestMeta, type SessionAuth } from '../../shared/session.ts';
-
-const REQUIRED = 'Email and password are required';
-const EMAIL = z.regexes.email;
-/** No C0 control characters or DEL: PostgreSQL text cannot hold NUL, and a name is one line. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
-const NO_CONTROL = /^[^\u0000-\u001f\u007f]*$/;
-const NAME_CONTROL = 'Name must not contain control characters';
-
-const registerBody = jsonBody({
-  email: z
-    .string({ error: REQUIRED })
-    .trim()
-    .min(1, { error: REQUIRED })
-    .max(320, { error: 'Invalid email format' })
-    .regex(EMAIL, { error: 'Invalid email format' }),
-  password: z
-    .string({ error: REQUIRED })
-    .min(1, { error: REQUIRED })
-    .min(LIMITS.passwordMinLength, { error: `Password must be at least ${LIMITS.passwordMinLength} characters` })
-    .max(LIMITS.passwordMaxLength, { error: `Password must be at most ${LIMITS.passwordMaxLength} characters` }),
-  name: z
-    .string({ error: 'name must be a string' })
-    .max(LIMITS.profileNameMax, { error: `Name must be at most ${LIMITS.profileNameMax} characters` })
-    .regex(NO_CONTROL, { error: NAME_CONTROL })
-    .optional(),
-  referralCode: z
-    .string({ error: 'Invalid referral code' })
-    .trim()
-    .max(LIMITS.referralCodeMaxLength, { error: 'Invalid referral code' })
-    .regex(/^[A-Za-z0-9-]*$/, { error: 'Invalid referral code' })
-    .optional()
-    .describe('Alphanumeric with hyphens, at most 20 characters, case-insensitive; the new user and the referrer each get credit'),
-  turnstileToken: z.string().max(4096).optional().describe('Bot-detection token (or header `cf-turnstile-response`)'),
-});
-
-const loginBody = jsonBody({
-  email: z
-    .string({ error: REQUIRED })
-    .trim()
-    .min(1, { error: REQUIRED })
-    .max(320, { error: 'Invalid credentials' })
-    .regex(NO_CONTROL, { error: 'Invalid credentials' }),
-  password: z.string({ error: REQUIRED }).min(1, { error: REQUIRED }).max(LIMITS.passwordMaxLength, { error: 'Invalid credentials' }),
-});
-
-const WALLET_REQUIRED = 'address, message and signature are required';
-const walletBody = jsonBody({
-  address: z
-    .string({ error: WALLET_REQUIRED })
-    .min(1, { error: WALLET_REQUIRED })
-    .regex(/^0x[0-9a-fA-F]{40}$/, { error: 'Invalid address' }),
-  message: z.string({ error: WALLET_REQUIRED }).min(1, { error: WALLET_REQUIRED }).max(4096, { error: 'Message too long' }),
-  signature: z
-    .string({ error: WALLET_REQUIRED })
-    .min(1, { error: WALLET_REQUIRED })
-    .max(20_000, { error: 'Signature too long' })
-    .regex(/^0x[0-9a-fA-F]*$/, { error: 'Signature must be 0x-prefixed hex' }),
-});
-
-const profileBody = jsonBody({
-  name: z
-    .string({ error: 'name must be a string' })
-    .regex(NO_CONTROL, { error: NAME_CONTROL })
-    .optional()
-    .describe(`1 to ${LIMITS.profileNameMax} characters after trim, no control characters`),
-});
-
-const signedIn = z.object({ ok: z.literal(true), user: z.object({ id: z.string(), name: z.string() }) });
-const profile = z.object({
-  id: z.string(),
-  email: z.string(),
-  name: z.string(),
-  plan: z.string(),
-  credits: z.number(),
-  twoFactorEnabled: z.boolean(),
-  referralCode: z.string().describe('Added to the §4.1 shape: the code others enter at sign-up to credit this user'),
-});
 
 export const accountsRoutes = (deps: { accounts: AccountsService; session: SessionAuth }): RouteModule<'public' | 'session'> => {
   const { accounts, session } = deps;

@@ -1,44 +1,36 @@
 /**
  * §4.7 web agent API (session cookie; the list also takes an `sk_` API key). Another user's agent answers 404 exactly as a missing one.
- * Length (~320 lines): eleven §4.7 operations whose zod schemas and documented errors are most of it; the
- * logic is in agents.web.service.ts.
+ * The logic is in src/domains/agents/agents.web.service.ts, the schemas in agents.web.schemas.ts.
  */
 
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
-import { type AgentsWebService, agentName, configObject, type WebUser } from '../../../domains/agents/index.ts';
+import {
+  type AgentsWebService,
+  agentMessagesPage,
+  agentName,
+  agentStats,
+  configObject,
+  messagesQuery,
+  provisionBody,
+  provisioned,
+  renamedAgent,
+  type WebUser,
+  webAgent,
+  webLogsQuery,
+} from '../../../domains/agents/index.ts';
 import { logLine } from '../../../domains/logs/index.ts';
 import { type WatchdogService, watchdogStateSchema } from '../../../domains/watchdog/index.ts';
-import { notFound } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { ACCOUNT_SECURITY } from '../../shared/security.ts';
 import { type AccountRouteConfig, currentUser } from '../../shared/session.ts';
 
 const idParam = z.object({ id: z.string().min(1).max(200) });
-const webAgent = z.object({
-  id: z.string(),
-  name: z.string(),
-  model: z.string(),
-  status: z.string(),
-  websocketUrl: z.string(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
-const listLimit = z.coerce
-  .number({ error: 'limit must be a number' })
-  .int({ error: 'limit must be an integer' })
-  .min(1, { error: 'limit must be at least 1' })
-  .transform((n) => Math.min(n, LIMITS.agentListMax))
-  .default(LIMITS.agentListDefault)
-  .describe(`default ${LIMITS.agentListDefault}, at most ${LIMITS.agentListMax} (larger values are capped)`);
 const errors = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 500: errorSchema };
 
-export const agentsRoutes = (deps: {
-  agents: AgentsWebService;
-  watchdog?: WatchdogService;
-}): RouteModule<'public' | 'session' | 'account'> => {
+export const agentsRoutes = (deps: { agents: AgentsWebService; watchdog?: WatchdogService }): RouteModule<'session' | 'account'> => {
   const { agents } = deps;
   const me = async (request: FastifyRequest): Promise<WebUser> => currentUser(request);
 
@@ -64,41 +56,6 @@ export const agentsRoutes = (deps: {
         },
       });
     },
-    public: async (app) => {
-      app.post('/clone', {
-        schema: {
-          tags: ['agents'],
-          summary: 'Clone an agent (unavailable)',
-          description: 'Always 501; the body is ignored and no payment is taken.',
-          response: { 501: z.object({ error: z.string(), message: z.string(), status: z.literal('unavailable') }) },
-        },
-        handler: async (_request, reply) =>
-          reply.code(501).send({
-            error: 'Not implemented',
-            message: 'Agent cloning is not available yet; no payment was taken.',
-            status: 'unavailable' as const,
-          }),
-      });
-
-      app.get('/clone', {
-        schema: {
-          tags: ['agents'],
-          summary: 'Clone service information',
-          description: 'No authentication. Cloning itself is unavailable (POST answers 501).',
-          response: {
-            200: z.object({ service: z.string(), version: z.string(), protocol: z.string(), clonePrice: z.string(), chainId: z.number() }),
-          },
-        },
-        handler: async () => ({ service: 'agent-clone', version: '0.1.0', protocol: 'x402', clonePrice: '0', chainId: 8453 }),
-      });
-
-      app.get('/preflight', {
-        schema: { tags: ['agents'], summary: 'Removed (§9)', description: 'Deprecated; always 404.', response: { 404: errorSchema } },
-        handler: async () => {
-          throw notFound();
-        },
-      });
-    },
     session: async (app) => {
       app.post('/provision', {
         schema: {
@@ -113,29 +70,9 @@ export const agentsRoutes = (deps: {
             '`error` (a failed request answers 500 `Provisioning failed` with `agentId`). `tier` starter/pro/enterprise is forwarded as plan solo/collective/label (admins without ' +
             'a tier: network; otherwise the backend default label); over the backend limit for that plan the same 429 and no agent is kept. Model `claude-opus-4-6` (default) sets ' +
             'provider `anthropic`; otherwise `config.aiProvider` or `router`.',
-          body: jsonBody({
-            name: agentName,
-            model: z
-              .string({ error: 'model must be a string' })
-              .trim()
-              .min(1, { error: 'model must not be empty' })
-              .max(200, { error: 'model too long' })
-              .optional(),
-            config: configObject.optional(),
-            tier: z.enum(['starter', 'pro', 'enterprise'], { error: 'tier must be starter, pro or enterprise' }).optional(),
-          }).loose(),
+          body: provisionBody,
           response: {
-            201: z.object({
-              success: z.literal(true),
-              agent: z.object({
-                id: z.string(),
-                name: z.string(),
-                status: z.string(),
-                websocketUrl: z.string(),
-                model: z.string(),
-                createdAt: z.string(),
-              }),
-            }),
+            201: provisioned,
             402: errorSchema,
             429: errorSchema,
             ...errors,
@@ -182,13 +119,7 @@ export const agentsRoutes = (deps: {
           description: '`name` 1 to 64 characters after trim. The database is updated first; the backend sync is best effort.',
           params: idParam,
           body: jsonBody({ name: agentName }),
-          response: {
-            200: z.object({
-              success: z.literal(true),
-              agent: z.object({ id: z.string(), name: z.string(), status: z.string(), updatedAt: z.string() }),
-            }),
-            ...errors,
-          },
+          response: { 200: renamedAgent, ...errors },
         },
         handler: async (request) => agents.rename(await me(request), request.params.id, request.body.name),
       });
@@ -260,10 +191,7 @@ export const agentsRoutes = (deps: {
           description:
             'Real lines from the runtime, read from the hosting driver through the backend. `level` filters. 500 when the backend or hosting platform cannot be reached.',
           params: idParam,
-          querystring: z.object({
-            limit: listLimit,
-            level: z.enum(['debug', 'info', 'warn', 'error'], { error: 'level must be debug, info, warn or error' }).optional(),
-          }),
+          querystring: webLogsQuery,
           response: {
             200: z.object({
               logs: z.array(logLine),
@@ -286,34 +214,8 @@ export const agentsRoutes = (deps: {
             'it was said: newest first by the order of storing, each question before its answer (reversed, the list is the conversation). ' +
             'A question\'s `timestamp` is when it was asked, an answer\'s when it was complete (docs/agents.md "Who stores turns").',
           params: idParam,
-          querystring: z.object({
-            limit: listLimit,
-            offset: z.coerce
-              .number({ error: 'offset must be a number' })
-              .int()
-              .min(0, { error: 'offset must be at least 0' })
-              .max(1_000_000)
-              .default(0),
-          }),
-          response: {
-            200: z.object({
-              messages: z.array(
-                z.object({
-                  id: z.string(),
-                  agentId: z.string(),
-                  sender: z.string(),
-                  content: z.string(),
-                  timestamp: z.string(),
-                  platform: z.string(),
-                }),
-              ),
-              total: z.number(),
-              limit: z.number(),
-              offset: z.number(),
-              status: z.literal('ok'),
-            }),
-            ...errors,
-          },
+          querystring: messagesQuery,
+          response: { 200: agentMessagesPage, ...errors },
         },
         handler: async (request) => agents.messages(await me(request), request.params.id, request.query),
       });
@@ -326,28 +228,7 @@ export const agentsRoutes = (deps: {
             'Owner only. Resource figures are live from the hosting driver (through the backend); message figures come from stored messages and the runtime. ' +
             "When the backend cannot be reached, zeros for the resource figures and `status:'mock'`.",
           params: idParam,
-          response: {
-            200: z.object({
-              stats: z.object({
-                agentId: z.string(),
-                cpu: z.number(),
-                memory: z.number(),
-                memoryPercent: z.number(),
-                network: z.object({ rxBytes: z.number(), txBytes: z.number() }),
-                uptime: z.number(),
-                uptimeFormatted: z.string(),
-                status: z.string(),
-                pids: z.number(),
-                messagesProcessed: z.number(),
-                messagesPerHour: z.number(),
-                averageResponseTime: z.number(),
-                successRate: z.number(),
-                errorRate: z.number(),
-              }),
-              status: z.enum(['ok', 'mock']),
-            }),
-            ...errors,
-          },
+          response: { 200: agentStats, ...errors },
         },
         handler: async (request) => agents.stats(await me(request), request.params.id),
       });

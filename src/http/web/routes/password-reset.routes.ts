@@ -28,7 +28,7 @@ const confirmBody = jsonBody({
     .min(1, { error: CONFIRM_REQUIRED })
     .max(128, { error: 'This password reset link is not valid. Request a new one.' })
     .describe('The `token` query parameter of the mailed link'),
-  // the §4.1 sign-up rules, with sign-up's wording (accounts.routes.ts registerBody)
+  // the §4.1 sign-up rules, with sign-up's wording (registerBody in src/domains/accounts/accounts.schemas.ts)
   password: z
     .string({ error: CONFIRM_REQUIRED })
     .min(1, { error: CONFIRM_REQUIRED })

@@ -1,7 +1,8 @@
 /**
  * §4.11 x402 gateway: GET /api/x402 (health, no session) and POST /api/x402 (one route, five
- * actions). Public scope because `endpoints` needs no session; every other action asks for one
- * here and answers 401 `Authentication required` (§4.11's text, not the session scope's).
+ * actions). The POST is in the session scope with the session optional, because `endpoints` needs
+ * none; every other action needs one, which this route decides after the action is known (400
+ * first), with §4.11's 401 text `Authentication required`.
  */
 import { z } from 'zod';
 import {
@@ -11,10 +12,12 @@ import {
   X402_HEALTH_TIMEOUT_MS,
   X402_MAX_AMOUNT,
   type X402Service,
+  x402Action,
 } from '../../../domains/x402/index.ts';
+import { unauthorized } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
-import type { SessionAuth } from '../../shared/session.ts';
+import type { SessionRouteConfig } from '../../shared/session.ts';
 
 const field = (text: string) => z.unknown().optional().describe(text);
 const actionBody = z
@@ -67,7 +70,7 @@ const ACTIONS_DESCRIPTION = [
   'For unauthenticated fitness or pricing calls the dashboard shows fallback defaults (score 50, tier `new`).',
 ].join('\n');
 
-export const x402Routes = (deps: { x402: X402Service; session: SessionAuth }): RouteModule<'public'> => ({
+export const x402Routes = (deps: { x402: X402Service }): RouteModule<'public' | 'session'> => ({
   prefix: '/api/x402',
   public: async (app) => {
     app.get('', {
@@ -87,13 +90,16 @@ export const x402Routes = (deps: { x402: X402Service; session: SessionAuth }): R
       },
       handler: async () => deps.x402.health(),
     });
-
+  },
+  session: async (app) => {
     app.post('', {
       schema: {
         tags: ['x402'],
         summary: 'x402 gateway actions: join-colony, fitness, pricing, endpoints, pay',
         description: ACTIONS_DESCRIPTION,
         body: actionBody,
+        // documented as public, as before: `endpoints` needs no session
+        security: [],
         response: {
           200: z.unknown().describe("The gateway's JSON answer, unchanged"),
           400: errorSchema,
@@ -108,10 +114,15 @@ export const x402Routes = (deps: { x402: X402Service; session: SessionAuth }): R
           503: errorSchema.describe('X402_GATEWAY_URL unset, or (join-colony) the gateway did not answer in time'),
         },
       },
+      // a session is optional here: `endpoints` answers without one, the other actions need it (§4.11)
+      config: { sessionOptional: true } satisfies SessionRouteConfig,
       handler: async (request) => {
-        // a session is optional here: `endpoints` answers without one, the other actions check it (§4.11)
-        const user = await deps.session.user(request);
-        return deps.x402.act(user ? { id: user.id, email: user.email } : null, request.body as Record<string, unknown>);
+        const body = request.body as Record<string, unknown>;
+        const action = x402Action(body);
+        if (action === 'endpoints') return deps.x402.endpoints();
+        const user = request.user;
+        if (!user) throw unauthorized(X402_ERRORS.authRequired);
+        return deps.x402.act({ id: user.id, email: user.email }, action, body);
       },
     });
   },

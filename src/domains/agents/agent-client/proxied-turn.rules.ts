@@ -5,9 +5,9 @@
  * it flows to the caller, and stores the turn once the stream has ended.
  */
 import { pipeline, type Readable, Transform } from 'node:stream';
-import { createCompletionText } from '../agents/index.ts';
+import { createCompletionText } from './completion-text.rules.ts';
 
-/** How much of an answer the history keeps (the caller still gets all of it). */
+/** How much of a question or an answer the history keeps (the caller still gets all of it; chat cuts its turns the same). */
 export const STORED_ANSWER_MAX_CHARS = 200_000;
 
 type Part = { type?: unknown; text?: unknown };
