@@ -32,10 +32,10 @@ import {
   agentModelEnv,
   type ChatProvider,
   createAiService,
+  createOwnerModels,
   createStoredPlans,
   createUsageReport,
   type ProviderName,
-  runtimeModel,
   type UsageStore,
 } from './domains/ai/index.ts';
 import { createBridgeService } from './domains/bridge/index.ts';
@@ -192,8 +192,11 @@ export function createPlatform(deps: PlatformDeps) {
   let workers: ReturnType<typeof createBackendWorkers> | undefined;
   let noncePurge: NodeJS.Timeout | undefined;
   let unwatchExits: (() => void) | undefined;
+  // users' stored plans (the AI layer's plan checks, cached 5 s); the model an agent runs reads them afresh (docs/agents.md "Model")
+  const storedPlans = createStoredPlans({ db });
+  const ownerModels = createOwnerModels({ ai, storedPlans: createStoredPlans({ db, ttlMs: 0 }), config });
   // verified agent platform keys: the AI gateway checks one on every model call
-  const agentKeyCache = createKeyCache<null>({ ttlMs: config.API_KEY_CACHE_TTL_MS, ...redisCache });
+  const agentKeyCache = createKeyCache<{ model: string }>({ ttlMs: config.API_KEY_CACHE_TTL_MS, ...redisCache });
   const agentsDeps: AgentsDeps = {
     db,
     config,
@@ -201,8 +204,9 @@ export function createPlatform(deps: PlatformDeps) {
     driver,
     // the agent's own model access (§8 "model-router key"): the platform's AI gateway with the agent's own
     // platform key, metered against its owner's plan; never ROUTER_API_KEY nor any provider key (docs/agents.md "Model access")
-    runtimeEnv: (agent, { platformApiKey }) => agentModelEnv(ai, config.AGENT_GATEWAY_URL, agent, platformApiKey),
+    runtimeEnv: (_agent, { platformApiKey }) => agentModelEnv(ai, config.AGENT_GATEWAY_URL, platformApiKey),
     platformKeyCache: agentKeyCache,
+    chooseModel: ownerModels.choose,
     onEnqueue: () => workers?.deployments.wake(),
     // the lifecycle routes, the deployment jobs and the watchdog's repairs change one agent in turn
     locks: createLifecycleLocks(),
@@ -219,7 +223,6 @@ export function createPlatform(deps: PlatformDeps) {
     localSocket: (origin) => driver.localGatewaySocket?.(origin),
     // OpenClaw's chat completions take its own model names (docs/agents.md "OpenClaw")
     runtime: config.HOSTING_DRIVER === 'local' ? config.AGENT_RUNTIME : 'builtin',
-    runtimeModel: (model) => runtimeModel(ai.catalog, model),
     // an agent that cannot be reached is checked at once (docs/watchdog.md "Checks on demand")
     onUnreachable: (agentId) =>
       void watchdog.checkSoon(agentId, 'unreachable').catch((err: Error) => log.warn({ agentId, err }, 'watchdog check request failed')),
@@ -232,6 +235,8 @@ export function createPlatform(deps: PlatformDeps) {
     config,
     secrets: deps.secrets,
     backend: createBackendClient({ baseUrl: config.BACKEND_URL, apiKey: config.INTERNAL_API_KEY }),
+    chooseModel: ownerModels.choose,
+    runnableModels: ownerModels.runnable,
     log,
   });
   // payments (docs/payments.md)
@@ -360,7 +365,7 @@ export function createPlatform(deps: PlatformDeps) {
           files,
           underground,
           undergroundBus,
-          storedPlans: createStoredPlans({ db }),
+          storedPlans,
           metrics,
         },
         appOptions,
@@ -372,6 +377,8 @@ export function createPlatform(deps: PlatformDeps) {
      */
     async startWorkers() {
       await driver.ready?.(); // a container driver's settings (KUBECONFIG, DOCKER_HOST) are checked before any job runs
+      // agents that still name a seed model get the model it maps to, before any of them is started
+      await agents.settleSeedModels(log).catch((err: Error) => log.warn({ err }, 'agent models not settled'));
       workers ??= createBackendWorkers({
         deps,
         config,

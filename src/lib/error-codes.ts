@@ -116,6 +116,12 @@ export const ERROR_CODES = {
     summary: "AI_BILLING=balance: the owner's balance cannot cover the call's hold (its prompt and max_tokens at the model's price)",
     body: 'BALANCE_TOO_LOW',
   },
+  MODEL_CANNOT_RUN: {
+    status: 400,
+    summary:
+      "The model asked for an agent is not one the owner's plan allows and a configured provider serves (`models` lists those that are)",
+    body: 'MODEL_CANNOT_RUN',
+  },
   MODEL_UNPRICED: {
     status: 403,
     summary: 'AI_BILLING=balance: the model has no price (the operator sets one in MODEL_PRICES or on the admin page)',

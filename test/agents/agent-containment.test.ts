@@ -373,10 +373,11 @@ describe('a chat completions body nested too deep (arrays and objects over 64 le
       expect(res.statusCode, payload.slice(0, 80)).toBe(200);
       expect(fake.chatBodies.at(-1)!.toString('utf8')).toBe(payload);
     }
-    // an unnamed model is still set to the agent's (`auto`: the catalogue does not know its claude-opus-4-6), the rest unchanged
+    // `default` is still set to the agent's stored model (docs/agents.md "Model"), the rest unchanged
     const res = await chat(o, body(arrays(20), '"default"'));
     expect(res.statusCode).toBe(200);
-    expect(JSON.parse(fake.chatBodies.at(-1)!.toString('utf8'))).toMatchObject({ model: 'auto', x: JSON.parse(arrays(20)) });
+    const stored = await t.database.db.kysely.selectFrom('agents').select('model').where('id', '=', o.agentId).executeTakeFirstOrThrow();
+    expect(JSON.parse(fake.chatBodies.at(-1)!.toString('utf8'))).toMatchObject({ model: stored.model, x: JSON.parse(arrays(20)) });
   });
 
   it('another user’s agent is still 404 before the body is looked at', async () => {

@@ -168,7 +168,8 @@ describe('deployments (§4.18) and per-agent credentials', () => {
     });
     expect(res.statusCode).toBe(202);
     const { deployment, agent } = res.json();
-    expect(agent).toMatchObject({ status: 'provisioning', plan: 'collective', model: 'gpt-4', config: { greeting: 'hi' } });
+    // §4.7's gpt-4 runs the most capable OpenAI model the owner may use (docs/agents.md "Model")
+    expect(agent).toMatchObject({ status: 'provisioning', plan: 'collective', model: 'openai/gpt-4.1', config: { greeting: 'hi' } });
     expect(deployment).toMatchObject({ agentId: agent.id, action: 'deploy', status: 'queued', maxAttempts: LIMITS.deploymentMaxAttempts });
 
     await eventually(async () => (await inject('GET', `/api/agents/${agent.id}`, alice)).json().status === 'running');
@@ -200,7 +201,11 @@ describe('deployments (§4.18) and per-agent credentials', () => {
     expect(row.gateway_token_enc).not.toContain(spec.gatewayToken);
     expect(decryptSecret(TEST_SECRETS.secretsEncryptionKey, row.gateway_token_enc)).toBe(spec.gatewayToken);
     expect(row.platform_key_hash!.equals(sha256(spec.platformApiKey))).toBe(true);
-    expect(await t.platform.services.agentCallbacks.verifyPlatformKey(spec.platformApiKey)).toEqual({ agentId: a.id, userId: alice });
+    expect(await t.platform.services.agentCallbacks.verifyPlatformKey(spec.platformApiKey)).toEqual({
+      agentId: a.id,
+      userId: alice,
+      model: (await inject('GET', `/api/agents/${a.id}`, alice)).json().model,
+    });
     expect(await t.platform.services.agentCallbacks.verifyPlatformKey('apk_wrong')).toBeNull();
 
     const other = await deployAndWait(alice, { name: 'Creds 2' });

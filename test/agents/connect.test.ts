@@ -126,10 +126,16 @@ describe('GET /api/agents/:id/v1/models', () => {
     expect(await (await api('GET', `/api/agents/${agentId}/v1/models`, { cookie: owner.cookie })).json()).toEqual(body);
   });
 
-  it('names the model the agent runs: a §4.7 model the catalogue does not know runs as auto', async () => {
+  it('names the model the agent runs: its §4.7 name mapped to a catalog id (docs/agents.md "Model")', async () => {
     const ids = [];
     for await (const m of client(stranger.key, strangerAgentId).models.list()) ids.push(m.id);
-    expect(ids).toEqual(['auto', 'default']);
+    const stored = await live.database.db.kysely
+      .selectFrom('agents')
+      .select('model')
+      .where('id', '=', strangerAgentId)
+      .executeTakeFirstOrThrow();
+    expect(stored.model).toMatch(/^[a-z-]+\/[\w.-]+$/);
+    expect(ids).toEqual([stored.model, 'default']);
   });
 
   it("no credentials 401, a wrong key 401, another user's agent 404 like an unknown one", async () => {

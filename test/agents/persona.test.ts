@@ -111,12 +111,20 @@ describe('persona: systemPrompt and the heartbeat prompt', () => {
 
     const cleared = await api('owner', 'PUT', `/api/agents/${agentId}/config`, { systemPrompt: null });
     expect(cleared.status).toBe(200);
-    expect((await api('owner', 'GET', `/api/agents/${agentId}/config`)).body.config).toEqual({ systemPrompt: null });
+    // the configuration always names the model that runs (docs/agents.md "Model")
+    const model = (await api('owner', 'GET', `/api/agents/${agentId}`)).body.agent.model;
+    expect((await api('owner', 'GET', `/api/agents/${agentId}/config`)).body.config).toEqual({
+      systemPrompt: null,
+      agents: { defaults: { model } },
+    });
 
     const body = { systemPrompt: persona, agents: { defaults: { heartbeat: { prompt: heartbeatPrompt } } }, logging: { level: 'info' } };
     expect((await api('owner', 'PUT', `/api/agents/${agentId}/config`, body)).status).toBe(200);
     const got = await api('owner', 'GET', `/api/agents/${agentId}/config`);
-    expect(got.body).toEqual({ config: body, status: 'ok' });
+    expect(got.body).toEqual({
+      config: { ...body, agents: { defaults: { ...body.agents.defaults, model } } },
+      status: 'ok',
+    });
     // another user cannot read or write it
     expect((await api('other', 'GET', `/api/agents/${agentId}/config`)).status).toBe(404);
     expect((await api('other', 'PUT', `/api/agents/${agentId}/config`, { systemPrompt: 'mine' })).status).toBe(404);

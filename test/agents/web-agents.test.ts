@@ -40,7 +40,8 @@ describe('list', () => {
     expect(list.agents[0]).toEqual({
       id,
       name: 'Mine',
-      model: 'claude-opus-4-6',
+      // §4.7's default, mapped by the owner's plan to the catalog id that runs (docs/agents.md "Model")
+      model: 'anthropic/claude-opus-4.1',
       status: 'running',
       // the platform's authenticated proxy, never the gateway's own address (docs/agents.md)
       websocketUrl: expect.stringMatching(new RegExp(`^ws://[^/]+/api/agents/${id}/ws$`)),
@@ -75,11 +76,11 @@ describe('provision', () => {
     expect(res.statusCode).toBe(201);
     const { success, agent } = res.json();
     expect(success).toBe(true);
-    expect(agent).toMatchObject({ name: 'Researcher', status: 'provisioning', model: 'gpt-4' });
+    expect(agent).toMatchObject({ name: 'Researcher', status: 'provisioning', model: 'openai/gpt-4.1' });
     expect(Object.keys(agent).sort()).toEqual(['createdAt', 'id', 'model', 'name', 'status', 'websocketUrl']);
     await eventually(async () => (await web('GET', `/api/agents/${agent.id}`, u.cookie)).json().agent.status === 'running');
     const row = await t.database.db.kysely.selectFrom('agents').selectAll().where('id', '=', agent.id).executeTakeFirstOrThrow();
-    expect(row).toMatchObject({ plan: 'collective', model: 'gpt-4', ai_provider: 'openai', user_id: u.id });
+    expect(row).toMatchObject({ plan: 'collective', model: 'openai/gpt-4.1', ai_provider: 'openai', user_id: u.id });
     const spec = t.driver.deploys.find((s) => s.agentId === agent.id)!;
     expect(spec.plan).toBe('collective');
   });
@@ -88,7 +89,7 @@ describe('provision', () => {
     const u = await subscriber(t, 'label');
     const res = await web('POST', '/api/agents/provision', u.cookie, { name: 'Default' });
     const row = await t.database.db.kysely.selectFrom('agents').selectAll().where('id', '=', res.json().agent.id).executeTakeFirstOrThrow();
-    expect(row).toMatchObject({ model: 'claude-opus-4-6', ai_provider: 'anthropic', plan: 'label' });
+    expect(row).toMatchObject({ model: 'anthropic/claude-opus-4.1', ai_provider: 'anthropic', plan: 'label' });
   });
 
   it('web limit: starter 1 → 429 with current, limit and plan, saying the limit and how to raise it; pro 3', async () => {
@@ -223,11 +224,11 @@ describe('one agent', () => {
   it('config: GET and PUT (stored by the backend)', async () => {
     const put = await web('PUT', `/api/agents/${id}/config`, owner.cookie, { channels: { webchat: { enabled: false } } });
     expect(put.statusCode).toBe(200);
-    expect(put.json()).toEqual({ config: { channels: { webchat: { enabled: false } } }, status: 'updated' });
-    expect((await web('GET', `/api/agents/${id}/config`, owner.cookie)).json()).toEqual({
-      config: { channels: { webchat: { enabled: false } } },
-      status: 'ok',
-    });
+    // with the model that runs, as every answer names it (docs/agents.md "Model")
+    const { model } = (await web('GET', `/api/agents/${id}`, owner.cookie)).json().agent;
+    const config = { channels: { webchat: { enabled: false } }, agents: { defaults: { model } } };
+    expect(put.json()).toEqual({ config, status: 'updated' });
+    expect((await web('GET', `/api/agents/${id}/config`, owner.cookie)).json()).toEqual({ config, status: 'ok' });
   });
 
   it('config PUT: deep nesting and unstorable strings are 400 {error} on the web and the backend not 500', async () => {

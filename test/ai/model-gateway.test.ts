@@ -101,7 +101,8 @@ describe('what an agent is given', () => {
     expect(spec.env?.AGENT_MODEL_BASE_URL).toBe(t.config.AGENT_GATEWAY_URL);
     expect(spec.env?.AGENT_MODEL_API_KEY).toBe(spec.platformApiKey);
     expect(spec.platformApiKey).toMatch(/^apk_/);
-    expect(spec.env?.AGENT_MODEL).toBe('openai/gpt-4o-mini');
+    // `default`: the gateway runs the agent's stored model at each call (docs/agents.md "Model")
+    expect(spec.env?.AGENT_MODEL).toBe('default');
     const env = agentEnvironment(spec, { gatewayPort: 18789, gatewayUrl: 'http://127.0.0.1:18789' });
     for (const value of Object.values(env)) {
       expect(value).not.toContain(ROUTER_KEY);
@@ -110,9 +111,18 @@ describe('what an agent is given', () => {
     expect(JSON.stringify(t.driver.deploys)).not.toContain(ROUTER_KEY);
   });
 
-  it('a model the catalog does not know (the §4.7 provisioning names) is asked for as `auto`, the plan’s pick', async () => {
-    const legacy = await deploy(network.id, 'claude-opus-4-6');
-    expect(legacy.spec.env?.AGENT_MODEL).toBe('auto');
+  it('`default` (and no model) is the agent’s stored model, read at each call; `auto` the plan’s pick', async () => {
+    const row = await t.database.db.kysely
+      .selectFrom('agents')
+      .select('model')
+      .where('id', '=', networkAgent.agentId)
+      .executeTakeFirstOrThrow();
+    for (const model of ['default', undefined]) {
+      router.reset();
+      const res = await post(networkAgent.key, { ...(model ? { model } : {}), messages: hello() });
+      expect(res.status).toBe(200);
+      expect(router.requests.filter((r) => r.path.endsWith('/chat/completions')).map((r) => r.body.model)).toEqual([row.model]);
+    }
   });
 
   it('AGENT_GATEWAY_URL: the backend’s loopback port with the local driver, BACKEND_URL with the others; the setting wins', () => {

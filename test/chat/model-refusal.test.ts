@@ -5,9 +5,10 @@
  * used-up budget), not 500 `AGENT_ERROR` or 502 `AGENT_UNAVAILABLE`; an agent that cannot be
  * reached stays a 5xx (502 on REST chat, 500 on the gateway chat as §4.8 says), with one log line saying why.
  *
- * Reproduced as it was found: the model catalogue has loaded a router's list that includes
- * `claude-opus-4-6` (the §4.7 provisioning default), so a solo user's default agent is given that
- * model, which the solo plan does not include. The agent is the built-in runtime (what the local
+ * First found when a solo user's default agent was given `claude-opus-4-6`, a model the solo plan
+ * does not include. Provisioning now chooses a model the plan allows (docs/agents.md "Model"), so
+ * the case that remains is an owner whose plan shrank after provisioning: a network subscriber's
+ * Claude Opus agent, the owner then moved to solo. The agent is the built-in runtime (what the local
  * driver runs), started by the test's hosting driver with the deploy's own credentials; its model
  * is the platform's AI gateway in front of the local fake provider.
  */
@@ -64,9 +65,13 @@ function runtimeDriver() {
   return driver;
 }
 
-/** A solo subscriber's agent, running: the default one (§4.7 provisioning with no model: `claude-opus-4-6`) unless `model` is named. */
-async function soloWithDefaultAgent(model?: string) {
-  const user = await subscriber(t, 'solo');
+/**
+ * A solo subscriber's agent, running, on `model` (default: what §4.7's default maps to). With
+ * `outgrown`, the agent was provisioned on the network plan with Claude Opus and its owner then
+ * moved to solo, which does not include that model.
+ */
+async function soloAgent(model?: string, outgrown = false) {
+  const user = await subscriber(t, outgrown ? 'network' : 'solo');
   const res = await t.web.inject({
     method: 'POST',
     url: '/api/agents/provision',
@@ -80,8 +85,10 @@ async function soloWithDefaultAgent(model?: string) {
     return a?.status === 'running' && runtimes.has(agentId);
   }, 15_000);
   const spec = t.driver.deploys.findLast((s) => s.agentId === agentId)!;
+  if (outgrown) await t.database.db.kysely.updateTable('users').set({ plan: 'solo' }).where('id', '=', user.id).execute();
   return { ...user, agentId, spec };
 }
+const outgrownAgent = () => soloAgent('anthropic/claude-opus-4.1', true);
 
 const post = (cookie: string, url: string, payload: unknown, headers: Record<string, string> = {}) =>
   t.web.inject({ method: 'POST', url, headers: { cookie, ...headers }, payload: payload as object });
@@ -115,27 +122,32 @@ afterAll(async () => {
 });
 
 describe("a model the plan does not include: the agent's 403, not a 5xx", () => {
-  it('the solo default agent runs claude-opus-4-6, and its own route refuses it (the cause)', async () => {
-    const o = await soloWithDefaultAgent();
-    expect(o.spec.env?.AGENT_MODEL).toBe('claude-opus-4-6');
+  it('a solo default agent runs a model its plan includes; an outgrown one is refused by its own route (the cause)', async () => {
+    const fine = await soloAgent();
+    const ok = await post(fine.cookie, `/api/agents/${fine.agentId}/v1/chat/completions`, { messages: [{ role: 'user', content: 'hi' }] });
+    expect(ok.statusCode, ok.body).toBe(200);
+    const o = await outgrownAgent();
+    // the runtime asks for `default`, which the gateway reads as the agent's stored model at each call
+    expect(o.spec.env?.AGENT_MODEL).toBe('default');
     const own = await post(o.cookie, `/api/agents/${o.agentId}/v1/chat/completions`, { messages: [{ role: 'user', content: 'hi' }] });
     expect(own.statusCode).toBe(403);
     expect(own.json().error).toMatchObject({ message: RESTRICTED, code: 'model_restricted' });
   });
 
   it('§4.8 POST /api/gateway/chat: 403 MODEL_RESTRICTED with the sentence and allowedModels', async () => {
-    const o = await soloWithDefaultAgent();
+    const o = await outgrownAgent();
+    router.reset();
     const res = await post(o.cookie, '/api/gateway/chat', { message: 'hi' });
     expect(res.statusCode, res.body).toBe(403);
     const body = res.json();
     expect(body).toMatchObject({ error: RESTRICTED, code: 'MODEL_RESTRICTED' });
     expect(body.allowedModels).toBeInstanceOf(Array);
-    expect(body.allowedModels).not.toContain('claude-opus-4-6');
+    expect(body.allowedModels).not.toContain('anthropic/claude-opus-4.1');
     expect(router.requests.filter((r) => r.path === '/v1/chat/completions')).toEqual([]);
   });
 
   it('§4.18 POST /api/chat: 403 MODEL_RESTRICTED, as JSON and when a stream was asked for (before any event)', async () => {
-    const o = await soloWithDefaultAgent();
+    const o = await outgrownAgent();
     const json = await post(o.cookie, '/api/chat', { message: 'hi' });
     expect(json.statusCode, json.body).toBe(403);
     expect(json.json()).toMatchObject({ error: RESTRICTED, code: 'MODEL_RESTRICTED', allowedModels: expect.any(Array) });
@@ -152,8 +164,7 @@ describe("a model the plan does not include: the agent's 403, not a 5xx", () => 
 describe("a used-up budget: the agent's 429 with the sentence", () => {
   it('both chats answer 429 AGENT_BUDGET_EXCEEDED with the gateway’s sentence', async () => {
     // a model the solo plan includes, so the budget is what refuses
-    const o = await soloWithDefaultAgent('openai/gpt-4o-mini');
-    expect(o.spec.env?.AGENT_MODEL).toBe('openai/gpt-4o-mini');
+    const o = await soloAgent('openai/gpt-4o-mini');
     const budget = await t.web.inject({
       method: 'PUT',
       url: `/api/agents/${o.agentId}/budget`,
@@ -176,7 +187,7 @@ describe("a used-up budget: the agent's 429 with the sentence", () => {
 
 describe('an agent that cannot be reached is a 5xx with one log line saying why', () => {
   it('a stream that breaks off after the first text: an `error` event, and one log line (the error handler never sees it)', async () => {
-    const o = await soloWithDefaultAgent();
+    const o = await outgrownAgent();
     const allowed = (await post(o.cookie, '/api/chat', { message: 'hi' })).json().allowedModels as string[];
     router.holdStreams = true;
     try {
@@ -200,7 +211,7 @@ describe('an agent that cannot be reached is a 5xx with one log line saying why'
   });
 
   it('REST chat 502 AGENT_UNAVAILABLE, the gateway chat 500 AGENT_ERROR (§4.8 gives it 500), each logged with its reason', async () => {
-    const o = await soloWithDefaultAgent();
+    const o = await soloAgent();
     await runtimes.get(o.agentId)!.close();
     for (const [url, status, code] of [
       ['/api/gateway/chat', 500, 'AGENT_ERROR'],

@@ -18,16 +18,12 @@ const FILE_MAX = 400;
  */
 const OVER_FILE_MAX: Record<string, { lines: number; why: string }> = {
   'src/config/env.ts': { lines: 460, why: 'the one zod schema of every setting, read top to bottom against docs/configuration.md' },
-  'src/platform.ts': { lines: 464, why: 'the composition root: every service with its dependencies, in one reading order' },
+  'src/platform.ts': { lines: 471, why: 'the composition root: every service with its dependencies, in one reading order' },
   'src/domains/agents/drivers/local/local.driver.ts': {
     lines: 520,
     why: "the local driver's lifecycle over one launch record; its containment is already in containment/",
   },
   'src/domains/ai/catalog.service.ts': { lines: 409, why: 'mostly data: the default model table with prices and context windows' },
-  'src/domains/ai/model-gateway.service.ts': {
-    lines: 412,
-    why: "the model gateway's fallback chain, streamed and not, over one set of attempts and holds",
-  },
   'src/domains/watchdog/watchdog.service.ts': { lines: 422, why: 'one state machine (§3) whose transitions and repairs are read together' },
 };
 

@@ -191,13 +191,14 @@ describe('OpenClaw model names through the platform (a stand-in gateway with its
     ]);
   });
 
-  it('the model GET …/v1/models lists, the provisioned name and none at all are the agent too; OpenClaw targets pass as they are', async () => {
+  it('the model GET …/v1/models lists, `default` and none at all are the agent too; OpenClaw targets pass as they are', async () => {
     const listed = (
       await t.web.inject({ method: 'GET', url: `/api/agents/${agentId}/v1/models`, headers: { authorization: `Bearer ${key}` } })
     ).json().data as { id: string }[];
-    expect(listed.map((m) => m.id)).toEqual(['auto', 'default']);
+    // the agent's one model (its §4.7 name mapped, docs/agents.md "Model"), then the alias
+    expect(listed.map((m) => m.id)).toEqual([expect.stringMatching(/^[a-z-]+\/[\w.-]+$/), 'default']);
     const before = seen().length;
-    for (const body of [{ model: 'auto' }, { model: 'gpt-4' }, {}, { model: 'openclaw' }, { model: 'openclaw/main' }]) {
+    for (const body of [{ model: listed[0]!.id }, { model: 'default' }, {}, { model: 'openclaw' }, { model: 'openclaw/main' }]) {
       const res = await proxied({ ...body, messages: [{ role: 'user', content: 'hi' }] });
       expect(res.statusCode, `${JSON.stringify(body)}: ${res.body}`).toBe(200);
       expect(res.json().choices[0].message.content).toBe(REPLY);

@@ -98,7 +98,7 @@ export async function deployAgent(p: RunningPlatform, db: Db, user?: { id: strin
     method: 'POST',
     url: '/api/deployments',
     headers: bearer,
-    payload: { userId: owner.id, name: 'Watched', plan: 'network', model: 'vendor/model' },
+    payload: { userId: owner.id, name: 'Watched', plan: 'network' },
   });
   if (res.statusCode !== 202) throw new Error(`deploy failed: ${res.statusCode} ${res.body}`);
   const agentId = res.json().agent.id as string;

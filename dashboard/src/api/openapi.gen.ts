@@ -1214,6 +1214,7 @@ export interface paths {
                 provider: string;
               }[];
               count: number;
+              default: string | null;
             };
           };
         };
@@ -1745,6 +1746,81 @@ export interface paths {
         };
       };
     };
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/agents/models": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              models: {
+                id: string;
+                name: string;
+                provider: string;
+              }[];
+              count: number;
+              default: string | null;
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        500: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    put: never;
+    post: never;
     delete: never;
     options: never;
     head: never;

@@ -6,6 +6,7 @@ import { navigate } from '../router.ts';
 import { Badge, Button, DataTable, Empty, ErrorText, Field, formatDate, Link, Section, Spinner, useAction, useData } from '../ui.tsx';
 import { shownStatus } from './agent/types.ts';
 
+/** §4.7's names, offered only when no model can run yet (the platform maps them once a provider is configured) */
 export const MODELS = ['claude-opus-4-6', 'gpt-4', 'custom'] as const;
 export const TIERS = [
   { value: 'starter', label: 'Starter' },
@@ -66,7 +67,11 @@ export function AgentsPage() {
 
 function Provision({ onCreated }: { onCreated: (id: string) => void }) {
   const [name, setName] = useState('');
-  const [model, setModel] = useState<string>(MODELS[0]);
+  // the ids an agent of yours can run (docs/agents.md "Model"): what you pick is what it runs
+  const runnable = useData(async () => call(api.GET('/api/agents/models')), []);
+  const [picked, setPicked] = useState<string>();
+  const options = runnable.data?.models.length ? runnable.data.models.map((m) => ({ id: m.id, label: `${m.name} (${m.id})` })) : null;
+  const model = picked ?? runnable.data?.default ?? MODELS[0];
   const [tier, setTier] = useState<string>('starter');
   const [nameError, setNameError] = useState<string>();
   const action = useAction();
@@ -95,12 +100,16 @@ function Provision({ onCreated }: { onCreated: (id: string) => void }) {
             />
           )}
         </Field>
-        <Field label="Model">
-          {({ id }) => (
-            <select id={id} value={model} onChange={(e) => setModel(e.target.value)}>
-              {MODELS.map((m) => (
-                <option key={m}>{m}</option>
-              ))}
+        <Field label="Model" hint={options ? undefined : 'No model provider is configured yet: the agent answers once one is.'}>
+          {({ id, describedBy }) => (
+            <select id={id} value={model} onChange={(e) => setPicked(e.target.value)} aria-describedby={describedBy}>
+              {options
+                ? options.map((m) => (
+                    <option key={m.id} value={m.id}>
+                      {m.label}
+                    </option>
+                  ))
+                : MODELS.map((m) => <option key={m}>{m}</option>)}
             </select>
           )}
         </Field>

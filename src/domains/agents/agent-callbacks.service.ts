@@ -10,7 +10,8 @@ import { agentsRepo } from './agents.repo.ts';
 import { PLATFORM_KEY_PREFIX } from './credentials.rules.ts';
 
 /** The agent a platform key belongs to, and its owner. */
-export type AgentCaller = { agentId: string; userId: string };
+/** An agent calling back with its platform key, and the model it runs (its record's: docs/agents.md "Model"). */
+export type AgentCaller = { agentId: string; userId: string; model: string };
 
 export function createAgentCallbacks(deps: Pick<AgentsDeps, 'db' | 'platformKeyCache'>) {
   const { db } = deps;
@@ -59,11 +60,11 @@ export function createAgentCallbacks(deps: Pick<AgentsDeps, 'db' | 'platformKeyC
       if (!key || key.length > 200 || !key.startsWith(PLATFORM_KEY_PREFIX)) return null;
       const hex = sha256Hex(key);
       const hit = deps.platformKeyCache?.get(hex);
-      if (hit) return { agentId: hit.keyId, userId: hit.userId };
+      if (hit) return { agentId: hit.keyId, userId: hit.userId, model: hit.profile.model };
       return agentsRepo.findByPlatformKeyHash(db.kysely, Buffer.from(hex, 'hex')).then((r) => {
         if (!r) return null;
-        deps.platformKeyCache?.set(hex, { keyId: r.agent_id, userId: r.user_id, profile: null });
-        return { agentId: r.agent_id, userId: r.user_id };
+        deps.platformKeyCache?.set(hex, { keyId: r.agent_id, userId: r.user_id, profile: { model: r.model } });
+        return { agentId: r.agent_id, userId: r.user_id, model: r.model };
       });
     },
   };

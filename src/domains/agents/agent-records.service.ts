@@ -32,7 +32,14 @@ export type AgentsDeps = {
    */
   runtimeEnv?: (agent: AgentRow, credentials: { platformApiKey: string }) => Record<string, string>;
   /** verified platform keys (agent-callbacks.service.ts); a rotated, revoked or deleted key is evicted at once */
-  platformKeyCache?: KeyCache<null> | undefined;
+  /** verified platform keys with the agent's model (evicted when the key or the model changes) */
+  platformKeyCache?: KeyCache<{ model: string }> | undefined;
+  /**
+   * The model an agent of the user runs for the name asked (docs/agents.md "Model": the seed's
+   * names mapped by the owner's plan; 400 MODEL_CANNOT_RUN with the models that can otherwise).
+   * Absent (tests of the agents domain alone): the name is stored as asked.
+   */
+  chooseModel?: (userId: string, asked: string | undefined) => Promise<string>;
   /** Called after a job is enqueued, so an in-process worker takes it without waiting for its poll. */
   onEnqueue?: () => void;
   /** one lifecycle transition of an agent at a time, shared by the lifecycle, the deployment jobs and the watchdog */

@@ -9,6 +9,7 @@
 import { LIMITS } from '../../config/limits.ts';
 import type { AgentStatus } from '../../db/schema.ts';
 import { notFound } from '../../lib/errors.ts';
+import type { Logger } from '../../lib/logger.ts';
 import {
   type AgentsDeps,
   BACKEND_DEFAULT_PLAN,
@@ -24,6 +25,7 @@ import {
 } from './agent-records.service.ts';
 import { agentsRepo } from './agents.repo.ts';
 import { maskChannelSecrets, sealChannelSecrets } from './channel-secrets.rules.ts';
+import { configuredModel, SEED_MODEL_NAMES, withConfiguredModel } from './configured-model.rules.ts';
 import { deploymentsRepo } from './deployments/deployments.repo.ts';
 import { AgentNotDeployedError, type ContainerStatus, HostingUnavailableError } from './drivers/driver.contract.ts';
 
@@ -63,6 +65,8 @@ export function createAgentsService(deps: AgentsDeps) {
     },
   ) {
     const plan = input.plan ?? BACKEND_DEFAULT_PLAN;
+    // one routable model from the start (docs/agents.md "Model"), never the column's seed default
+    const model = deps.chooseModel ? await deps.chooseModel(userId, input.model) : input.model;
     return db.withUser(userId, async (trx) => {
       if (!(await agentsRepo.lockUser(trx, userId))) throw notFound('User not found');
       const current = await agentsRepo.countAgents(trx, userId);
@@ -71,7 +75,7 @@ export function createAgentsService(deps: AgentsDeps) {
       return insertAgentRecord(
         trx,
         { agentsDomain: config.AGENTS_DOMAIN, secretsKey: deps.secrets.secretsEncryptionKey },
-        { ...input, userId, plan },
+        { ...input, ...(model ? { model } : {}), userId, plan },
       );
     });
   }
@@ -142,6 +146,29 @@ export function createAgentsService(deps: AgentsDeps) {
       };
     },
 
+    /**
+     * Start-up: agents provisioned before models were checked still name one of the seed's names
+     * (`claude-opus-4-6`, `gpt-4`, `custom`: §4.7), which no provider routes. Each gets the model
+     * that name maps to for its owner's plan, once, so what every page shows is what runs
+     * (docs/agents.md "Model"). One that cannot be mapped keeps its name and is logged.
+     */
+    async settleSeedModels(log: Logger): Promise<number> {
+      if (!deps.chooseModel) return 0;
+      let n = 0;
+      for (const a of await agentsRepo.agentsWithModels(db.kysely, SEED_MODEL_NAMES)) {
+        const model = await deps.chooseModel(a.user_id, a.model).catch((err: Error) => {
+          log.warn({ agentId: a.id, model: a.model, reason: err.message }, 'agent model not settled');
+          return undefined;
+        });
+        if (!model || model === a.model) continue;
+        await agentsRepo.updateAgent(db.kysely, a.id, { model });
+        deps.platformKeyCache?.evictKey(a.id);
+        n++;
+      }
+      if (n > 0) log.info({ agents: n }, 'agents given the model their provisioning name maps to');
+      return n;
+    },
+
     async get(userId: string, id: string) {
       return backendAgent(await ownAgent(userId, id));
     },
@@ -158,20 +185,28 @@ export function createAgentsService(deps: AgentsDeps) {
         config?: Record<string, unknown> | undefined;
       },
     ) {
+      // the model, whether named by itself or as the configuration's agents.defaults.model (the
+      // Configuration tab), is the record's one model: checked against what can run, and the
+      // configuration made to say the same (docs/agents.md "Model")
+      const asked = patch.model ?? configuredModel(patch.config);
+      const model = asked !== undefined && deps.chooseModel ? await deps.chooseModel(userId, asked) : asked;
+      const newConfig = patch.config !== undefined && model !== undefined ? withConfiguredModel(patch.config, model) : patch.config;
       const a = await db.withUser(userId, async (trx) => {
         // a configuration sent back with masked secrets keeps the stored ones (channel-secrets.rules.ts)
-        const stored = patch.config !== undefined ? (await agentsRepo.findAgent(trx, id))?.config : undefined;
+        const stored = newConfig !== undefined ? (await agentsRepo.findAgent(trx, id))?.config : undefined;
         return agentsRepo.updateAgent(trx, id, {
           ...(patch.name !== undefined ? { name: patch.name } : {}),
           ...(patch.plan !== undefined ? { plan: patch.plan } : {}),
           ...(patch.aiProvider !== undefined ? { ai_provider: patch.aiProvider } : {}),
-          ...(patch.model !== undefined ? { model: patch.model } : {}),
-          ...(patch.config !== undefined
-            ? { config: sealChannelSecrets(patch.config, stored as Record<string, unknown> | undefined, deps.secrets.secretsEncryptionKey) }
+          ...(model !== undefined ? { model } : {}),
+          ...(newConfig !== undefined
+            ? { config: sealChannelSecrets(newConfig, stored as Record<string, unknown> | undefined, deps.secrets.secretsEncryptionKey) }
             : {}),
         });
       });
       if (!a) throw notFound('Agent not found');
+      // the model gateway reads the agent's model with its platform key: the next call uses the new one
+      if (model !== undefined) deps.platformKeyCache?.evictKey(id);
       const config = maskChannelSecrets(a.config as Record<string, unknown>, deps.secrets.secretsEncryptionKey);
       return {
         id: a.id,

@@ -197,7 +197,21 @@ export const agentsRepo = {
 
   /** Owner connection: an agent presents its key before anyone knows which user it acts for. */
   findByPlatformKeyHash(db: Kysely<DB>, hash: Buffer) {
-    return db.selectFrom('agent_credentials').select(['agent_id', 'user_id']).where('platform_key_hash', '=', hash).executeTakeFirst();
+    return db
+      .selectFrom('agent_credentials')
+      .innerJoin('agents', 'agents.id', 'agent_credentials.agent_id')
+      .select(['agent_credentials.agent_id', 'agent_credentials.user_id', 'agents.model'])
+      .where('agent_credentials.platform_key_hash', '=', hash)
+      .executeTakeFirst();
+  },
+
+  /** Owner connection: agents whose model is one of `models` (the seed's names, settled at start-up). */
+  agentsWithModels(db: Kysely<DB>, models: readonly string[]) {
+    return db
+      .selectFrom('agents')
+      .select(['id', 'user_id', 'model'])
+      .where('model', 'in', [...models])
+      .execute();
   },
 
   /** Owner connection: agents the platform believes are running (start-up reconciliation, instance listing). */

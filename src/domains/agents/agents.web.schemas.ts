@@ -16,6 +16,12 @@ export const webAgent = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
 });
+/** GET /api/agents/models and /api/agents/:id/models (docs/agents.md "Model") */
+export const agentModels = z.object({
+  models: z.array(z.object({ id: z.string(), name: z.string(), provider: z.string() })),
+  count: z.number(),
+  default: z.string().nullable(),
+});
 /** `limit` of the web lists: capped, not refused, above the maximum. */
 export const listLimit = z.coerce
   .number({ error: 'limit must be a number' })

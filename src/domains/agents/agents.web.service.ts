@@ -17,6 +17,7 @@ import { findOwnAgent, insertAgentRecord, type LifecycleAction } from './agent-r
 import { type AgentRow, agentsRepo } from './agents.repo.ts';
 import { type BackendClient, type BackendResponse, BackendUnreachableError } from './backend.client.ts';
 import { maskChannelSecrets } from './channel-secrets.rules.ts';
+import { configuredModel, withConfiguredModel } from './configured-model.rules.ts';
 import { agentLimitReached, agentPlan, DEFAULT_MODEL, providerFor, webAgent, webLimit } from './web-provisioning.service.ts';
 
 /** Lifecycle calls of one instance action in flight at once (each is one backend request). */
@@ -37,6 +38,10 @@ export type AgentsWebDeps = {
   config: Pick<Config, 'AGENTS_DOMAIN' | 'PUBLIC_URL' | 'configured'>;
   secrets: Pick<Secrets, 'secretsEncryptionKey'>;
   backend: BackendClient;
+  /** the model an agent of the user runs for the name asked (docs/agents.md "Model") */
+  chooseModel?: (userId: string, asked: string | undefined) => Promise<string>;
+  /** the models an agent of the user can run: allowed by their plan, served by a configured provider */
+  runnableModels?: (userId: string) => Promise<{ id: string; name: string; provider: string }[]>;
   log?: Logger;
 };
 
@@ -98,8 +103,9 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
       user: WebUser,
       input: { name: string; model?: string | undefined; config?: Record<string, unknown> | undefined; tier?: string | undefined },
     ) {
-      const model = input.model ?? DEFAULT_MODEL;
-      const aiProvider = providerFor(model, input.config);
+      // the one model the agent runs, by the owner's plan (docs/agents.md "Model"); 400 with the models that can run
+      const model = deps.chooseModel ? await deps.chooseModel(user.id, input.model) : (input.model ?? DEFAULT_MODEL);
+      const aiProvider = providerFor(input.model ?? DEFAULT_MODEL, input.config);
       const canSubscribe = deps.config.configured.stripe;
       let plan = '';
       const agent = await db.withUser(user.id, async (trx) => {
@@ -199,32 +205,30 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
 
     async getConfig(user: WebUser, id: string) {
       const a = await ownAgent(user.id, id);
-      return {
-        config: maskChannelSecrets((a.config ?? {}) as Record<string, unknown>, deps.secrets.secretsEncryptionKey),
-        status: 'ok' as const,
-      };
+      const config = maskChannelSecrets((a.config ?? {}) as Record<string, unknown>, deps.secrets.secretsEncryptionKey);
+      // the model the configuration shows is the record's, the one that runs (docs/agents.md "Model")
+      return { config: withConfiguredModel(config, a.model), status: 'ok' as const };
     },
 
     /** §4.7 PUT config: forwarded to the backend, which stores it. */
     async putConfig(user: WebUser, id: string, config: Record<string, unknown>) {
-      await ownAgent(user.id, id);
+      const a = await ownAgent(user.id, id);
       const body = await call('PUT', path(id), user.id, 'Config update failed', { config });
-      return {
-        config: maskChannelSecrets((body.config ?? config) as Record<string, unknown>, deps.secrets.secretsEncryptionKey),
-        status: 'updated' as const,
-      };
+      const stored = maskChannelSecrets((body.config ?? config) as Record<string, unknown>, deps.secrets.secretsEncryptionKey);
+      // as GET shows it: with the model that runs (the backend stored a new one in the configuration)
+      return { config: withConfiguredModel(stored, configuredModel(stored) ?? a.model), status: 'updated' as const };
     },
 
     /**
-     * The models an agent's configuration can name (`agents.defaults.model`): the AI layer's
-     * catalog (§4.9 GET /api/ai/models on the backend), the ones whose provider is configured.
+     * The models an agent of the user can run (docs/agents.md "Model"): what the provisioning form
+     * and the Configuration tab offer. With an agent id, 404 for an agent that is not the caller's.
      */
-    async models(user: WebUser, id: string) {
-      await ownAgent(user.id, id);
-      const body = await call('GET', '/api/ai/models', user.id, 'Model catalog unavailable');
-      const all = (Array.isArray(body.models) ? body.models : []) as { id: string; name: string; provider: string; available: boolean }[];
-      const models = all.filter((m) => m.available).map(({ id, name, provider }) => ({ id, name, provider }));
-      return { models, count: models.length };
+    async models(user: WebUser, id?: string) {
+      if (id !== undefined) await ownAgent(user.id, id);
+      const models = deps.runnableModels ? await deps.runnableModels(user.id) : [];
+      // what an agent provisioned without a model would run; null when none can run
+      const fallback = deps.chooseModel ? await deps.chooseModel(user.id, undefined).catch(() => null) : null;
+      return { models, count: models.length, default: fallback };
     },
 
     /** §4.7 logs: the runtime's own log lines, read through the backend from the hosting driver. */

@@ -33,6 +33,7 @@ export { agentsRepo } from './agents.repo.ts';
 export { agentName, configObject } from './agents.schemas.ts';
 export {
   agentMessagesPage,
+  agentModels,
   agentStats,
   messagesQuery,
   provisionBody,

@@ -20,6 +20,7 @@ import type { SpendHold, UsageCharge } from './ai.repo.ts';
 import { createAiLimits } from './ai-limits.service.ts';
 import { type CatalogModel, createCatalog, toPublicModel } from './catalog.service.ts';
 import { createDemoChat } from './demo-chat.service.ts';
+import { createModelChoice } from './model-choice.service.ts';
 import { createModelGateway, estimatedUsage, pricedOnly } from './model-gateway.service.ts';
 import { createModelPrices, PRICES_RELOAD_MS } from './model-prices.service.ts';
 import { createModelRouting, type ProviderObserver, type Served } from './model-routing.service.ts';
@@ -99,6 +100,8 @@ export function createAiService(deps: AiServiceDeps) {
   const usage = deps.usage ?? createUsageStore({ db: deps.db, logger, holds, billing });
   const guard = createSpendGuard({ db: deps.db, holds, usage, billing, now });
   const budgets = createAgentBudgets({ db: deps.db, usage, forget: guard.forget, now });
+  // which model an agent runs (docs/agents.md "Model")
+  const modelChoice = createModelChoice({ catalog, customModel: config.AI_CUSTOM_MODEL });
   // the operator's prices (MODEL_PRICES now, the admin page's from the database, again every PRICES_RELOAD_MS)
   const prices = createModelPrices({ db: deps.db, config });
   catalog.setPrices(config.MODEL_PRICES);
@@ -224,6 +227,19 @@ export function createAiService(deps: AiServiceDeps) {
     },
 
     /** GET /api/ai/models; refreshes from the router's /models when asked or when stale (in the background). */
+    /**
+     * The catalogue as current as it can be for a decision about which model an agent runs: the
+     * router's list read once (waited for, at most a few seconds) before the first such decision in
+     * this process, then refreshed in the background when stale, as GET /api/ai/models does.
+     */
+    async currentCatalog() {
+      if (!providers.router.configured) return;
+      const first = catalog.lastRefreshAt() === undefined;
+      const p = this.listModels();
+      if (first && refreshing) await Promise.race([refreshing, new Promise((r) => setTimeout(r, 5_000).unref())]);
+      await p;
+    },
+
     async listModels(options: { refresh?: boolean } = {}) {
       if (providers.router.configured) {
         const stale = (catalog.lastRefreshAt() ?? 0) + LIMITS.aiCatalogRefreshMs < Date.now();
@@ -349,6 +365,8 @@ export function createAiService(deps: AiServiceDeps) {
     }),
     /** agents' monthly budgets: the owner's view and settings (docs/agents.md "Usage and budgets") */
     budgets,
+    /** the model an agent runs: the seed's names mapped, the models that can run (docs/agents.md "Model") */
+    modelChoice,
     /** the operator's model prices (the admin page; docs/payments.md "Model calls from the balance") */
     prices: {
       ...prices,

@@ -28,6 +28,7 @@ export {
 } from './ai-chat.schemas.ts';
 export { settleVerdict } from './ai-limits.service.ts';
 export { DEMO_UNAVAILABLE } from './demo-chat.service.ts';
+export { AUTO_MODEL, agentModelEnv, createOwnerModels } from './model-choice.service.ts';
 export {
   type Completion,
   completion,
@@ -36,7 +37,6 @@ export {
   fastCompletionJson,
   modelList,
 } from './model-gateway.schemas.ts';
-export { AUTO_MODEL, agentModelEnv, runtimeModel } from './model-gateway.service.ts';
 export { type AiActor, checkPlan, checkStoredPlan, type StoredPlan } from './plan.rules.ts';
 export { type ChatProvider, PROVIDER_NAMES, type ProviderName } from './providers/provider.contract.ts';
 export { createStoredPlans, type StoredPlans } from './stored-plans.service.ts';

@@ -12,7 +12,7 @@
 import { z } from 'zod';
 import { MODEL_GATEWAY_PATH } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
-import { AUTO_MODEL } from './model-gateway.service.ts';
+import { AUTO_MODEL } from './model-choice.service.ts';
 
 const ROLES: ReadonlySet<unknown> = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
 

@@ -20,6 +20,7 @@ import { AppError, badRequest } from '../../lib/errors.ts';
 import type { SpendHold } from './ai.repo.ts';
 import type { LimitVerdict } from './ai-limits.service.ts';
 import type { Catalog, CatalogModel } from './catalog.service.ts';
+import { AUTO_MODEL, DEFAULT_MODEL_ALIAS } from './model-choice.service.ts';
 import type { createModelRouting, Served } from './model-routing.service.ts';
 import { type AiActor, allowedModelIds } from './plan.rules.ts';
 import {
@@ -35,12 +36,18 @@ import {
 import { REQUEST_FAULTS } from './providers/provider-http.client.ts';
 import { mostCost, type SpendGuard } from './spend-holds.service.ts';
 
-/** The model id that means "the plan's pick for general tasks" (§4.9 task selection). */
-export const AUTO_MODEL = 'auto';
+/** The catalogue id a call asks for: the agent's own model for none or `default`, none (the plan's pick) for `auto`. */
+const askedModel = (req: AgentChatRequest): string | undefined =>
+  req.model === undefined || req.model === DEFAULT_MODEL_ALIAS ? req.agentModel : req.model === AUTO_MODEL ? undefined : req.model;
 
 export type AgentChatRequest = {
-  /** a catalog id, or `auto`/omitted for the plan's pick */
+  /**
+   * a catalog id; omitted or `default`: the calling agent's own model (`agentModel`, its record's,
+   * read at call time: a change applies at once); `auto`: the plan's pick
+   */
   model: string | undefined;
+  /** the calling agent's model (docs/agents.md "Model") */
+  agentModel?: string | undefined;
   messages: Record<string, unknown>[];
   /** the request options passed on to the provider (the route's allow-list) */
   fields: Record<string, unknown>;
@@ -174,7 +181,7 @@ export function createModelGateway(deps: {
    * (or throws) unless there is a quota to read: the common call makes no promise here.
    */
   function prepare(actor: AiActor, agentId: string, req: AgentChatRequest): Prepared | Promise<Prepared> {
-    const model = resolveModel(actor, req.model === AUTO_MODEL ? undefined : req.model, 'general');
+    const model = resolveModel(actor, askedModel(req), 'general');
     if (quotaApplies(actor)) return enforceQuota(actor).then(() => held(actor, agentId, plan(model, req), req));
     return held(actor, agentId, plan(model, req), req);
   }
@@ -385,28 +392,4 @@ async function* textEvents(events: AsyncIterable<StreamEvent>): AsyncGenerator<P
       yield { type: 'done', usage: ev.usage };
     }
   }
-}
-
-/** The model id an agent's runtime is given for the agent's model (what agentModelEnv says below). */
-export const runtimeModel = (catalog: Pick<Catalog, 'get'>, model: string): string => (catalog.get(model) ? model : AUTO_MODEL);
-
-/**
- * What an agent's runtime is given for its model (docs/agents.md "Model access"): the gateway
- * and its own platform key, never a provider key. A model the catalog does not know (the §4.7
- * provisioning names `claude-opus-4-6`, `gpt-4`, `custom`) becomes `auto`, the plan's pick; a
- * known one is asked for as it is, and the gateway refuses it if the owner's plan does not allow it.
- * No provider configured at all: no model access, as before (the runtime answers 503).
- */
-export function agentModelEnv(
-  ai: { catalog: Catalog; providers: Record<ProviderName, ChatProvider> },
-  gatewayUrl: string,
-  agent: { model: string },
-  platformApiKey: string,
-): Record<string, string> {
-  const model = runtimeModel(ai.catalog, agent.model);
-  const anyProvider = Object.values(ai.providers).some((p) => p.configured);
-  return {
-    ...(anyProvider ? { AGENT_MODEL_BASE_URL: gatewayUrl, AGENT_MODEL_API_KEY: platformApiKey } : {}),
-    AGENT_MODEL: model,
-  };
 }

@@ -70,7 +70,13 @@ export function createModelRouting(deps: {
       throw new AppError('MODEL_RESTRICTED', 'This model is not available on your plan', { success: false, allowedModels: allowed });
     }
     const m = catalog.get(model);
-    if (!m) throw notFound('Model not found');
+    if (!m) {
+      // the ids the caller could use instead, as OpenAI's clients show the message
+      const usable = (allowed ?? catalog.list().map((c) => c.id)).filter((id) => catalog.get(id)?.available);
+      throw notFound(
+        `Model ${model.slice(0, 200)} not found. Models you can use: ${usable.join(', ') || 'none (no model provider is configured)'}`,
+      );
+    }
     if (!m.available) throw new AppError('PROVIDER_UNAVAILABLE', `The ${m.provider} provider is not configured`);
     return m;
   }

@@ -6,7 +6,7 @@ import type { AccountsService, ExternalSignIn, PasswordResetService } from '../.
 import type { AdminService } from '../../domains/admin/index.ts';
 import type { ConfigService } from '../../domains/agent-config/index.ts';
 import { type AgentClient, type AgentMessages, type AgentsWebService, createAgentProxy } from '../../domains/agents/index.ts';
-import { type AiService, runtimeModel, type UsageReportFn } from '../../domains/ai/index.ts';
+import type { AiService, UsageReportFn } from '../../domains/ai/index.ts';
 import type { BridgeService } from '../../domains/bridge/index.ts';
 import type { CalendarService } from '../../domains/calendar/index.ts';
 import type { ChatService } from '../../domains/chat/index.ts';
@@ -269,7 +269,6 @@ export async function buildWebApp(config: Config, services: WebServices, options
           revoker,
           platformOrigins,
           messages: services.agentMessages,
-          runtimeModel: (model) => runtimeModel(services.ai.catalog, model),
         }),
         agentsDomain: config.AGENTS_DOMAIN,
         allowedOrigins: platformOrigins,

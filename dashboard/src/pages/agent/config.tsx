@@ -12,9 +12,9 @@ import { Button, ErrorText, Field, formatDate, Notice, parseJsonObject, Section,
 type Json = Record<string, unknown>;
 
 const APPLIES =
-  'The agent reads its configuration when it is deployed: a change applies when you restart it (Restart deploys it again with what is saved). The heartbeat schedule (Every, Enabled) applies at once.';
+  'The agent reads its configuration when it is deployed: a change applies when you restart it (Restart deploys it again with what is saved). The model and the heartbeat schedule (Every, Enabled) apply at once: the next message runs the model saved.';
 
-/** What a save changed: something the agent reads at its next deploy (`restart`), or only the schedule, applied at once (`live`). */
+/** What a save changed: something the agent reads at its next deploy (`restart`), or only the model or schedule, applied at once (`live`). */
 type SaveOutcome = 'restart' | 'live';
 
 function validateFrequency(f: string): string | undefined {
@@ -151,12 +151,12 @@ function PersonaForm(props: {
     body = write(body, 'agents.defaults.model', model);
     body = write(body, 'agents.defaults.heartbeat.prompt', heartbeatPrompt.trim() ? heartbeatPrompt : '');
     const scheduleChanged = frequency.trim() !== heartbeat.frequency || enabled !== heartbeat.enabled;
+    // the model is read by the model gateway at every call (docs/agents.md "Model"): it needs no restart
+    const modelChanged = model !== text(read(config, 'agents.defaults.model'));
     const configChanged =
-      systemPrompt !== text(config.systemPrompt) ||
-      model !== text(read(config, 'agents.defaults.model')) ||
-      heartbeatPrompt !== text(read(config, 'agents.defaults.heartbeat.prompt'));
+      systemPrompt !== text(config.systemPrompt) || heartbeatPrompt !== text(read(config, 'agents.defaults.heartbeat.prompt'));
     const ok = await action.run(async () => {
-      if (configChanged) await call(api.PUT('/api/agents/{id}/config', { params: { path: { id: agentId } }, body }));
+      if (configChanged || modelChanged) await call(api.PUT('/api/agents/{id}/config', { params: { path: { id: agentId } }, body }));
       // saving the schedule restarts its clock (§4.12): only when it changed
       if (scheduleChanged) await call(api.POST('/api/heartbeat', { body: { agentId, frequency: frequency.trim(), enabled } }));
     });
@@ -183,10 +183,16 @@ function PersonaForm(props: {
             />
           )}
         </Field>
-        <Field label="Model" hint={props.modelsError ? 'The model catalog could not be loaded.' : 'Models whose provider is configured.'}>
+        <Field
+          label="Model"
+          hint={
+            props.modelsError
+              ? 'The model catalog could not be loaded.'
+              : 'The one model this agent runs for every message. Offered: the models your plan allows that a configured provider serves.'
+          }
+        >
           {({ id, describedBy }) => (
             <select id={id} value={model} onChange={(e) => setModel(e.target.value)} aria-describedby={describedBy}>
-              <option value="">The model it was provisioned with</option>
               {options.map((m) => (
                 <option key={m.id} value={m.id}>
                   {m.name === m.id ? m.id : `${m.name} (${m.id})`}

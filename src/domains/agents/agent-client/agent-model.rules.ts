@@ -4,14 +4,13 @@
  * model, or the model `default`, is sent to the agent as that model. A client then never needs to
  * know which model an agent runs: `model: "default"` is always right.
  *
- * The model named here is the one the agent's runtime is given (a provisioning model the platform's
- * model catalogue does not know runs as `auto`, docs/agents.md "Model access"), so an id read from
- * the list and sent back is accepted. An OpenClaw agent names models its own way: the agent
+ * The model named here is the agent's stored model, a catalogue id the model gateway routes
+ * (docs/agents.md "Model"), so an id read from the list and sent back is accepted. An OpenClaw agent names models its own way: the agent
  * client sends it `openclaw/default` for them (`withOpenClawModel` below).
  */
 import { LIMITS } from '../../../config/limits.ts';
 
-/** The alias a client may send instead of the agent's model. */
+/** The alias a client may send instead of the agent's model (the model gateway's DEFAULT_MODEL_ALIAS too). */
 const DEFAULT_MODEL_ALIAS = 'default';
 
 /** The OpenAI models list of one agent: its model, then the `default` alias (the same model). */

@@ -88,8 +88,6 @@ export type AgentProxyDeps = {
   platformOrigins: readonly string[];
   /** where a streamed chat turn is stored (the agent's messages, as every other way in stores them) */
   messages: Pick<AgentMessages, 'recordTurn'>;
-  /** the model id an agent's runtime is given for its configured model (default: that model) */
-  runtimeModel?: (model: string) => string;
 };
 
 /** Runs `fn` when `target` closes, or now when it already has (the client left while we awaited). */
@@ -101,12 +99,11 @@ const whenClosed = (target: Closable, fn: () => void) => {
 export function createAgentProxy(deps: AgentProxyDeps) {
   const { agentClient, revoker } = deps;
   const platformOrigins: ReadonlySet<string> = new Set(deps.platformOrigins.map((o) => new URL(o).origin));
-  const runtimeModel = deps.runtimeModel ?? ((model: string) => model);
 
-  /** The agent's model as its runtime knows it, and when the agent was made (404 when not the caller's). */
+  /** The agent's model (its record's, docs/agents.md "Model"), and when the agent was made (404 when not the caller's). */
   async function agentModel(userId: string, agentId: string) {
     const { agent } = await agentClient.targets.byId(userId, agentId);
-    return { model: runtimeModel(agent.model), createdAt: new Date(agent.created_at) };
+    return { model: agent.model, createdAt: new Date(agent.created_at) };
   }
 
   /** Open proxied sockets per user, in this process. */

@@ -83,8 +83,6 @@ export type AgentClientDeps = {
    * model (and the `default` alias) is sent as `openclaw/default` (agent-model.rules.ts)
    */
   runtime?: 'builtin' | 'openclaw';
-  /** the model id an agent's runtime is given for its model, as `GET …/v1/models` lists it (default: the model itself) */
-  runtimeModel?: (model: string) => string;
   /**
    * Told when an agent could not be reached (AGENT_UNAVAILABLE: no connection, a broken or refused
    * one, no answer in time): the platform has the watchdog check it at once, rate-limited per agent,
@@ -122,7 +120,7 @@ export function createAgentClient(deps: AgentClientDeps) {
   const connect = connectorFor(deps.localSocket);
   const openClaw = deps.runtime === 'openclaw';
   /** The names that mean an agent's own model: the `default` alias is added by openClawModel. */
-  const ownModels = (t: AgentTarget) => [t.agent.model, deps.runtimeModel ? deps.runtimeModel(t.agent.model) : t.agent.model];
+  const ownModels = (t: AgentTarget) => [t.agent.model];
   const isChatCompletions = (req: ForwardRequest) => req.method === 'POST' && req.path.split('?')[0] === '/v1/chat/completions';
   const tellUnreachable = (agentId: string) => {
     try {

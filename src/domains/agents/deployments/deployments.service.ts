@@ -72,6 +72,11 @@ export function createDeploymentJobs(deps: AgentsDeps) {
       config?: Record<string, unknown> | undefined;
     }) {
       if (!hostingAvailable()) throw hostingError();
+      // a new agent, or a model named: one routable model (docs/agents.md "Model"); a redeploy naming none keeps its own
+      const model =
+        deps.chooseModel && (input.model !== undefined || input.agentId === undefined)
+          ? await deps.chooseModel(input.userId, input.model)
+          : input.model;
       // One transaction that takes the user's row lock first: concurrent requests for one agent (or
       // one user) run one after another, so the second finds the first's agent and joins its active
       // job (the partial unique index on deployments), instead of two transactions locking the user
@@ -91,7 +96,7 @@ export function createDeploymentJobs(deps: AgentsDeps) {
               (await agentsRepo.updateAgent(trx, existing.id, {
                 plan,
                 status: 'provisioning',
-                ...(input.model ? { model: input.model } : {}),
+                ...(model ? { model } : {}),
                 ...(input.aiProvider ? { ai_provider: input.aiProvider } : {}),
                 ...(input.config
                   ? {
@@ -117,7 +122,7 @@ export function createDeploymentJobs(deps: AgentsDeps) {
                 userId: input.userId,
                 name: input.name,
                 plan,
-                model: input.model,
+                model,
                 aiProvider: input.aiProvider,
                 config: input.config,
                 status: 'provisioning',

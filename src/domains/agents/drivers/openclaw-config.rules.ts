@@ -17,7 +17,8 @@
  *   - `channels.webchat`: not an OpenClaw channel id; OpenClaw's web chat is its Control UI
  *     (`gateway.controlUi.enabled`, §8), so the key is dropped.
  *   - the model: the platform's model router (AGENT_MODEL_BASE_URL, an OpenAI-compatible API)
- *     becomes the only provider, `platform`, and the agent's model `platform/<model>`.
+ *     becomes the only provider, `platform`, and the agent's model `platform/default`
+ *     (the gateway answers `default` with the agent's stored model, docs/agents.md "Model").
  *
  * No secret is written: the gateway token and the model key are SecretRefs to the process's
  * environment (OPENCLAW_GATEWAY_TOKEN, AGENT_MODEL_API_KEY), never on the command line.

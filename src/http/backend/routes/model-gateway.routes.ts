@@ -12,6 +12,7 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fast
 import type { z } from 'zod';
 import { type Config, MODEL_GATEWAY_PATH } from '../../../config/env.ts';
 import { isAdminUser } from '../../../domains/accounts/index.ts';
+import type { AgentCaller } from '../../../domains/agents/index.ts';
 import {
   type AiActor,
   type AiService,
@@ -160,10 +161,11 @@ export const modelGatewayRoutes = (deps: {
       serializerCompiler: completionSerializerCompiler,
       // not an async function: the non-streamed answer is ai.agentCompletion's own promise, not one
       // wrapped around it (docs/benchmarks.md "AI proxy"); the agent's budget is held there
-      handler: (request, reply) => complete(request, reply, callingAgent(request).agentId),
+      handler: (request, reply) => complete(request, reply, callingAgent(request)),
     });
 
-    function complete(request: FastifyRequest<{ Body: z.infer<typeof completionBody> }>, reply: FastifyReply, agentId: string) {
+    function complete(request: FastifyRequest<{ Body: z.infer<typeof completionBody> }>, reply: FastifyReply, caller: AgentCaller) {
+      const { agentId } = caller;
       const body = request.body;
       const { model, messages, stream, stream_options } = body;
       // the other listed fields; null means "not given" in OpenAI's clients: nothing null is passed on
@@ -172,7 +174,7 @@ export const modelGatewayRoutes = (deps: {
         const v = body[k as keyof typeof body];
         if (v !== undefined && v !== null && !GATEWAY_OWN_FIELDS.has(k)) fields[k] = v;
       }
-      const req = { model, messages, fields, includeUsage: stream_options?.include_usage === true };
+      const req = { model, agentModel: caller.model, messages, fields, includeUsage: stream_options?.include_usage === true };
       const signal = disconnectSignal(reply);
       if (!stream) return ai.agentCompletion(actorOf(request), agentId, req, signal);
       return streamCompletion(request, reply, agentId, req, signal);

@@ -9,6 +9,7 @@ import { LIMITS } from '../../../config/limits.ts';
 import {
   type AgentsWebService,
   agentMessagesPage,
+  agentModels,
   agentName,
   agentStats,
   configObject,
@@ -68,8 +69,10 @@ export const agentsRoutes = (deps: { agents: AgentsWebService; watchdog?: Watchd
             'The check and the insert happen under a lock on the user row, so parallel requests cannot pass the limit together. The agent is stored at once with status ' +
             '`provisioning`; the backend deployment is requested (POST {backend_url}/api/deployments, 15 s timeout) and the agent moves to `running` when it is healthy, or to ' +
             '`error` (a failed request answers 500 `Provisioning failed` with `agentId`). `tier` starter/pro/enterprise is forwarded as plan solo/collective/label (admins without ' +
-            'a tier: network; otherwise the backend default label); over the backend limit for that plan the same 429 and no agent is kept. Model `claude-opus-4-6` (default) sets ' +
-            'provider `anthropic`; otherwise `config.aiProvider` or `router`.',
+            'a tier: network; otherwise the backend default label); over the backend limit for that plan the same 429 and no agent is kept. `model` is the one model the agent runs ' +
+            '(docs/agents.md "Model"): `claude-opus-4-6` (the default), `gpt-4` and `custom` map to a catalog id by your plan, any other must be one of ' +
+            '`GET /api/agents/models`; 400 `MODEL_CANNOT_RUN` with `models` otherwise. The answer names the id chosen. `claude-opus-4-6` (or none) ' +
+            'records provider `anthropic` (§4.7); otherwise `config.aiProvider` or `router`.',
           body: provisionBody,
           response: {
             201: provisioned,
@@ -167,19 +170,22 @@ export const agentsRoutes = (deps: { agents: AgentsWebService; watchdog?: Watchd
         handler: async (request) => agents.putConfig(await me(request), request.params.id, request.body),
       });
 
+      // docs/agents.md "Model": the ids the provisioning form and the Configuration tab offer
+      const modelsDoc =
+        'The models an agent of yours can run: allowed by your plan and served by a configured provider (§4.9 catalog ids). ' +
+        "`default` is the id an agent provisioned without a model runs (§4.7's `claude-opus-4-6`, mapped by your plan), null when none can run.";
+      const modelsReply = { 200: agentModels, ...errors };
+      app.get('/models', {
+        schema: { tags: ['agents'], summary: 'Models your agents can run', description: modelsDoc, response: modelsReply },
+        handler: async (request) => agents.models(await me(request)),
+      });
       app.get('/:id/models', {
         schema: {
           tags: ['agents'],
-          summary: "Models the agent's configuration can name",
-          description:
-            "The AI layer's catalog (§4.9), the models whose provider is configured, for `agents.defaults.model`. The plan rules " +
-            'still apply when the agent calls: a model outside its plan answers 403 `MODEL_RESTRICTED`. Owner only (404 otherwise); ' +
-            '500 when the backend cannot be reached.',
+          summary: 'Models this agent can run',
+          description: `${modelsDoc} Owner only (404 otherwise).`,
           params: idParam,
-          response: {
-            200: z.object({ models: z.array(z.object({ id: z.string(), name: z.string(), provider: z.string() })), count: z.number() }),
-            ...errors,
-          },
+          response: modelsReply,
         },
         handler: async (request) => agents.models(await me(request), request.params.id),
       });
