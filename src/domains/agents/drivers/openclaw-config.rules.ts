@@ -139,7 +139,7 @@ export function buildOpenClawConfig(userConfig: Json, o: OpenClawConfigOptions):
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** §2 Plans, skill limit: the skills an agent on `plan` may have (a plan not in the table: solo's). */
-export function skillLimitFor(plan: string): number {
+function skillLimitFor(plan: string): number {
   return LIMITS.planSkillLimit[plan] ?? (LIMITS.planSkillLimit.solo as number);
 }
 
