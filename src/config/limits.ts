@@ -206,6 +206,24 @@ export const LIMITS = {
   undergroundBusLeaseMs: 30_000,
   undergroundBusMaxInFlight: 16,
   undergroundBusMaxInFlightPerTarget: 2,
+  /**
+   * §2 Plans, A2A messages/day: agent-to-agent messages an account's agents may send together on
+   * the Underground bus in one UTC day, by the owner's plan (admins: network's). Each recipient of
+   * a message counts (docs/underground.md "Daily cap").
+   */
+  a2aMessagesPerDay: { solo: 100, collective: 500, label: 2_000, network: 10_000 } as Record<string, number>,
+  /**
+   * §2 Plans, skill limit: skills an agent may have, by the agent's plan; a plan not in the table
+   * gets solo's (docs/agents.md "OpenClaw", "Skills").
+   */
+  planSkillLimit: { solo: 3, collective: 10, label: 25, network: 100 } as Record<string, number>,
+  /** §8 tool web output: characters a web tool call returns to the model */
+  toolWebOutputMaxChars: 50_000,
+  /** §8 loop detection: 20 iterations within 5 minutes */
+  toolLoopIterations: 20,
+  toolLoopWindowMs: 5 * 60_000,
+  /** §8 image max dimension (agent defaults): pixels of an image's longer side */
+  imageMaxDimensionPx: 1200,
 } as const;
 
 /** Flood and slow-client limits of the gateway (docs/agents.md "Agent gateway limits"). */

@@ -429,6 +429,12 @@ export interface TradingKeys {
   user_id: string;
 }
 
+export interface UndergroundA2aDaily {
+  day: Timestamp;
+  sent: number;
+  user_id: string;
+}
+
 export interface UndergroundAgentWallets {
   address: string;
   agent_id: string;
@@ -634,6 +640,7 @@ export interface DB {
   spend_alerts: SpendAlerts;
   spend_holds: SpendHolds;
   trading_keys: TradingKeys;
+  underground_a2a_daily: UndergroundA2aDaily;
   underground_agent_wallets: UndergroundAgentWallets;
   underground_bus_deliveries: UndergroundBusDeliveries;
   underground_bus_messages: UndergroundBusMessages;

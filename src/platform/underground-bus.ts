@@ -5,6 +5,7 @@
  */
 import type { Config } from '../config/env.ts';
 import type { Db } from '../db/client.ts';
+import { isAdminUser } from '../domains/accounts/index.ts';
 import { createBusService } from '../domains/underground/index.ts';
 import type { RateLimiter } from '../lib/rate-limiter.ts';
 
@@ -23,6 +24,8 @@ export function createUndergroundBus(deps: {
     db: deps.db,
     allowPrivateWebhooks: deps.config.UNDERGROUND_ALLOW_PRIVATE_WEBHOOKS,
     sendRate: { limiter: deps.rateLimiter, perMinute: deps.config.UNDERGROUND_BUS_RATE_LIMIT },
+    // §2 A2A messages/day by the owner's plan; admins (the same rule as everywhere) get network's
+    dailyCap: { isAdmin: (owner) => isAdminUser(deps.config, owner) },
     onEnqueued: deps.onEnqueued,
   });
 }

@@ -44,6 +44,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { type Config, loadConfig } from '../../src/config/env.ts';
+import { LIMITS } from '../../src/config/limits.ts';
 import { freePort } from '../../src/db/embedded.ts';
 import { probeHealthz } from '../../src/domains/agents/agent-client/health-probe.client.ts';
 import { findOnPath } from '../../src/domains/agents/drivers/local/containment/sandbox.service.ts';
@@ -377,6 +378,12 @@ describe('AGENT_RUNTIME=openclaw end to end (local driver, real OpenClaw)', () =
     expect(cfg.tools.deny).toEqual(expect.arrayContaining(['browser', 'canvas']));
     expect(cfg.tools.exec).toMatchObject({ security: 'allowlist', ask: 'off' });
     expect(cfg.tools.fs).toEqual({ workspaceOnly: true });
+    // §8 tool limits and the §2 skill limit, in OpenClaw's keys (docs/agents.md "OpenClaw")
+    expect(cfg.tools.web.fetch).toMatchObject({ maxChars: 50_000, maxCharsCap: 50_000 });
+    expect(cfg.tools.loopDetection).toEqual({ enabled: true });
+    expect(cfg.agents.defaults.imageMaxDimensionPx).toBe(1200);
+    expect(cfg.agents.defaults.skills).toEqual([]);
+    expect(cfg.skills.limits.maxSkillsInPrompt).toBe(LIMITS.planSkillLimit[env.AGENT_PLAN ?? 'solo'] ?? 3);
     expect(cfg.gateway).toMatchObject({
       mode: 'local',
       port,

@@ -10,13 +10,14 @@ import type { Secrets } from '../../config/secrets.ts';
 import type { Db, Tx } from '../../db/client.ts';
 import type { AgentStatus } from '../../db/schema.ts';
 import { encryptSecret } from '../../lib/crypto.ts';
-import { AppError, notFound } from '../../lib/errors.ts';
+import { AppError, badRequest, notFound } from '../../lib/errors.ts';
 import type { KeyCache } from '../../lib/evicting-cache.ts';
 import { type AgentRow, agentsRepo } from './agents.repo.ts';
 import { maskChannelSecrets, sealChannelSecrets } from './channel-secrets.rules.ts';
 import { newAgentId, newGatewayToken } from './credentials.rules.ts';
 import type { JobRow } from './deployments/deployments.repo.ts';
 import type { HostingDriver } from './drivers/driver.contract.ts';
+import { skillLimitProblem } from './drivers/openclaw-config.rules.ts';
 import type { LifecycleLocks } from './lifecycle-locks.service.ts';
 
 export const BACKEND_DEFAULT_PLAN = 'label';
@@ -114,6 +115,9 @@ export async function insertAgentRecord(
     status: AgentStatus;
   },
 ) {
+  // §2 skill limit of the agent's plan (the table's default plan when none is given)
+  const skills = input.config ? skillLimitProblem(input.config, input.plan ?? BACKEND_DEFAULT_PLAN) : undefined;
+  if (skills) throw badRequest(skills);
   const id = input.id ?? newAgentId();
   const subdomain = `${id}.${ctx.agentsDomain}`;
   const agent = await agentsRepo.insertAgent(trx, {

@@ -8,7 +8,7 @@
  */
 import { LIMITS } from '../../config/limits.ts';
 import type { AgentStatus } from '../../db/schema.ts';
-import { notFound } from '../../lib/errors.ts';
+import { badRequest, notFound } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
 import {
   type AgentsDeps,
@@ -28,6 +28,7 @@ import { maskChannelSecrets, sealChannelSecrets } from './channel-secrets.rules.
 import { configuredModel, SEED_MODEL_NAMES, withConfiguredModel } from './configured-model.rules.ts';
 import { deploymentsRepo } from './deployments/deployments.repo.ts';
 import { AgentNotDeployedError, type ContainerStatus, HostingUnavailableError } from './drivers/driver.contract.ts';
+import { skillLimitProblem } from './drivers/openclaw-config.rules.ts';
 
 export type { AgentsDeps, LifecycleAction } from './agent-records.service.ts';
 
@@ -193,7 +194,11 @@ export function createAgentsService(deps: AgentsDeps) {
       const newConfig = patch.config !== undefined && model !== undefined ? withConfiguredModel(patch.config, model) : patch.config;
       const a = await db.withUser(userId, async (trx) => {
         // a configuration sent back with masked secrets keeps the stored ones (channel-secrets.rules.ts)
-        const stored = newConfig !== undefined ? (await agentsRepo.findAgent(trx, id))?.config : undefined;
+        const existing = newConfig !== undefined ? await agentsRepo.findAgent(trx, id) : undefined;
+        const stored = existing?.config;
+        // §2 skill limit of the plan the agent will be on: more skills than it allows is refused, not stored
+        const skills = newConfig && existing ? skillLimitProblem(newConfig, patch.plan ?? existing.plan) : undefined;
+        if (skills) throw badRequest(skills);
         return agentsRepo.updateAgent(trx, id, {
           ...(patch.name !== undefined ? { name: patch.name } : {}),
           ...(patch.plan !== undefined ? { plan: patch.plan } : {}),

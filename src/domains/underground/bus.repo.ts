@@ -11,6 +11,16 @@ type Conn = Kysely<DB> | Tx;
 /** A claimed delivery; `attempts` counts the attempt it was claimed for. */
 export type DeliveryRow = { id: number; message_id: string; target: string; payload: unknown; attempts: number };
 
+/** The sending agent's owner: the plan and the facts of the admin rule (src/domains/accounts/admin.rules.ts). */
+export type SenderOwner = {
+  user_id: string;
+  plan: string;
+  email: string;
+  is_admin: boolean;
+  email_verified: boolean;
+  password_predates_verification: boolean;
+};
+
 export type NegotiationRow = {
   booking_id: string;
   initiator_agent_id: string;
@@ -38,6 +48,48 @@ export const busRepo = {
       .where('id', 'in', ids)
       .execute();
     return new Map(rows.map((r) => [r.id, r.webhook]));
+  },
+
+  /** The owner of the agent and what decides their plan (§2 Plans; admins get network's), or undefined for an unknown agent. */
+  senderOwner(db: Conn, agentId: string): Promise<SenderOwner | undefined> {
+    return db
+      .selectFrom('agents')
+      .innerJoin('users', 'users.id', 'agents.user_id')
+      .select([
+        'users.id as user_id',
+        'users.plan',
+        'users.email',
+        'users.is_admin',
+        'users.email_verified',
+        'users.password_predates_verification',
+      ])
+      .where('agents.id', '=', agentId)
+      .executeTakeFirst();
+  },
+
+  /**
+   * Adds `n` to the owner's A2A messages of `day` (UTC) unless that would pass `cap`: one
+   * conditional upsert, so concurrent senders on any replica wait on the row and the cap holds
+   * exactly (migration 232). The new count, or undefined when the cap refused it (nothing added).
+   * The caller keeps n <= cap, so the first insert of a day cannot pass it.
+   */
+  async addA2A(trx: Tx, c: { userId: string; day: string; n: number; cap: number }): Promise<number | undefined> {
+    const r = await sql<{ sent: number }>`
+      INSERT INTO underground_a2a_daily AS d (user_id, day, sent) VALUES (${c.userId}, ${c.day}::date, ${c.n})
+      ON CONFLICT (user_id, day) DO UPDATE SET sent = d.sent + excluded.sent WHERE d.sent + excluded.sent <= ${c.cap}
+      RETURNING sent`.execute(trx);
+    return r.rows[0]?.sent;
+  },
+
+  /** The owner's A2A messages of `day` so far (0 when none). */
+  async a2aSent(db: Conn, userId: string, day: string): Promise<number> {
+    const r = await db
+      .selectFrom('underground_a2a_daily')
+      .select('sent')
+      .where('user_id', '=', userId)
+      .where('day', '=', sql<Date>`${day}::date`)
+      .executeTakeFirst();
+    return r?.sent ?? 0;
   },
 
   async messageHash(db: Conn, messageId: string): Promise<string | undefined> {

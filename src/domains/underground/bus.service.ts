@@ -4,7 +4,9 @@
  * Accepting a message is one transaction: the message under its messageId (a replay is acknowledged
  * and not delivered again), its BOOKING_/AMPLIFY_ step (./bus-steps.ts), and one delivery job per
  * recipient. A sending agent sends at most UNDERGROUND_BUS_RATE_LIMIT messages a minute (counted
- * once its signature is verified, so nobody else can spend an agent's allowance; replays are free).
+ * once its signature is verified, so nobody else can spend an agent's allowance; replays are free),
+ * and an account's agents together at most their owner's §2 "A2A messages/day" (counted in
+ * PostgreSQL in the transaction that records the message: `dailyCap`).
  *
  * The jobs are delivered by src/workers/underground-bus.ts (the job runner) through `claim`,
  * `deliver` and `finish`: the claim is a committed lease on the job (./bus.repo.ts `claimDue`), the
@@ -19,12 +21,13 @@ import { randomUUID } from 'node:crypto';
 // undici's own fetch: Node's global fetch may bundle another undici version than the dispatcher's
 import { fetch as fetchWithDispatcher } from 'undici';
 import { LIMITS } from '../../config/limits.ts';
-import type { Db } from '../../db/client.ts';
+import type { Db, Tx } from '../../db/client.ts';
 import { AppError, badRequest, conflict, tooManyRequests, unauthorized } from '../../lib/errors.ts';
 import type { JobOutcome } from '../../lib/jobs.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
 import { checkWebhookTarget, checkWebhookUrl, createGuardedDispatcher, WebhookAddressError } from '../../lib/webhook-guard.ts';
-import { busRepo, type DeliveryRow } from './bus.repo.ts';
+import type { AdminFacts } from '../accounts/index.ts';
+import { busRepo, type DeliveryRow, type SenderOwner } from './bus.repo.ts';
 import { type AgentMessage, BUS_MESSAGE_MAX_AGE_MS, messageHash, recoverSigner } from './bus-message.rules.ts';
 import { amplificationRecipients, checkBookingPayload, negotiate } from './bus-steps.service.ts';
 
@@ -48,6 +51,12 @@ export type BusServiceOptions = {
    * that only delivers, as the tests' extra workers).
    */
   sendRate?: { limiter: RateLimiter; perMinute: number };
+  /**
+   * §2 "A2A messages/day": the messages an account's agents may send together in one UTC day, by
+   * the owner's plan (`perDay`, default LIMITS.a2aMessagesPerDay; admins by `isAdmin` get network's).
+   * Absent: no daily cap (a service that only delivers).
+   */
+  dailyCap?: { isAdmin: (owner: AdminFacts) => boolean; perDay?: Record<string, number> };
   /** one webhook call, connect to answer (default LIMITS.undergroundBusDeliveryTimeoutMs) */
   deliveryTimeoutMs?: number;
   /** how long a claim holds a job before another worker may take it (default LIMITS.undergroundBusLeaseMs; keep it well above the timeout) */
@@ -106,6 +115,39 @@ export function createBusService(options: BusServiceOptions) {
     return { release: () => rate.limiter.release(key) };
   }
 
+  /** The owner's daily cap (§2 Plans): their plan's, network's for an admin, solo's for a plan not in the table. */
+  function dailyCapOf(owner: SenderOwner): { plan: string; cap: number } | undefined {
+    const rule = options.dailyCap;
+    if (!rule) return undefined;
+    const perDay = rule.perDay ?? LIMITS.a2aMessagesPerDay;
+    const plan = rule.isAdmin(owner) ? 'network' : owner.plan;
+    return { plan, cap: perDay[plan] ?? perDay.solo ?? 0 };
+  }
+
+  /**
+   * Counts a message's `n` recipients against its sender's owner's cap for today (UTC), inside the
+   * transaction that records it: a refusal rolls the message back, and a message that is not
+   * recorded (a concurrent copy won its messageId) never reaches this. 429 past the cap, with
+   * `retryAfter` the seconds to the next UTC midnight.
+   */
+  async function countDaily(trx: Tx, owner: SenderOwner | undefined, n: number): Promise<void> {
+    if (!owner) return;
+    const rule = dailyCapOf(owner);
+    if (!rule) return;
+    const at = now();
+    const day = at.toISOString().slice(0, 10);
+    if (n <= rule.cap && (await busRepo.addA2A(trx, { userId: owner.user_id, day, n, cap: rule.cap })) !== undefined) return;
+    const sent = await busRepo.a2aSent(trx, owner.user_id, day);
+    const midnight = Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate() + 1);
+    const retryAfter = Math.max(1, Math.ceil((midnight - at.getTime()) / 1000));
+    const counts = n > 1 ? ` This message has ${n} recipients and counts ${n}; ${Math.max(0, rule.cap - sent)} remain today.` : '';
+    throw tooManyRequests(
+      `Daily agent-to-agent message limit reached: the ${rule.plan} plan allows ${rule.cap} messages a day (UTC) for all of an ` +
+        `account's agents, and ${sent} have been sent today.${counts} Try again after midnight UTC, or move to a larger plan.`,
+      { retryAfter, limit: rule.cap, sent, plan: rule.plan },
+    );
+  }
+
   /** Records a new message with its step and delivery jobs; `replayed` when a concurrent copy won its messageId. */
   async function accept(m: AgentMessage, hash: string, replay: (seen: string | undefined) => SendResult | undefined): Promise<SendResult> {
     // input checks and address resolution before the transaction (no DNS while holding locks)
@@ -114,6 +156,7 @@ export function createBusService(options: BusServiceOptions) {
     if (booking) checkBookingPayload(m, now());
     const extra = amplify ? amplificationRecipients(m) : [];
     const recipients = await targets([m.to, ...extra]);
+    const owner = options.dailyCap ? await busRepo.senderOwner(db.kysely, m.from) : undefined;
     const result = await db.kysely.transaction().execute(async (trx) => {
       const step = booking
         ? { negotiation: await negotiate(trx, m, now()) }
@@ -126,6 +169,8 @@ export function createBusService(options: BusServiceOptions) {
         trx,
         recipients.map((r) => ({ ...r, messageId: m.messageId, payload: { message: m, ...(step ?? {}) } })),
       );
+      // last, so the owner's counter row is locked only for the commit (concurrent senders queue on it)
+      await countDaily(trx, owner, recipients.length);
       return { success: true as const, messageId: m.messageId, replayed: false, deliveries: recipients.length };
     });
     if (!result) {

@@ -9,7 +9,7 @@ import { LIMITS } from '../../../config/limits.ts';
 import { isUniqueViolation } from '../../../db/errors.ts';
 import type { AgentStatus } from '../../../db/schema.ts';
 import { decryptSecret } from '../../../lib/crypto.ts';
-import { notFound } from '../../../lib/errors.ts';
+import { badRequest, notFound } from '../../../lib/errors.ts';
 import type { JobOutcome } from '../../../lib/jobs.ts';
 import { waitForHealthy } from '../agent-client/health-probe.client.ts';
 import {
@@ -26,6 +26,7 @@ import { type AgentRow, agentsRepo } from '../agents.repo.ts';
 import { openChannelSecrets, sealChannelSecrets } from '../channel-secrets.rules.ts';
 import { newPlatformKey } from '../credentials.rules.ts';
 import { type ContainerStatus, HostingUnavailableError } from '../drivers/driver.contract.ts';
+import { skillLimitProblem } from '../drivers/openclaw-config.rules.ts';
 import { type ClaimedJob, deploymentsRepo } from './deployments.repo.ts';
 
 export type { ClaimedJob } from './deployments.repo.ts';
@@ -88,6 +89,9 @@ export function createDeploymentJobs(deps: AgentsDeps) {
           let row: AgentRow;
           if (existing) {
             const plan = input.plan ?? existing.plan;
+            // §2 skill limit of the plan the agent will be on
+            const skills = input.config ? skillLimitProblem(input.config, plan) : undefined;
+            if (skills) throw badRequest(skills);
             const others = await agentsRepo.countAgents(trx, input.userId, existing.id);
             const limitPlan = input.limitPlan ?? plan;
             const limit = backendLimit(limitPlan);

@@ -23,6 +23,7 @@
  * No secret is written: the gateway token and the model key are SecretRefs to the process's
  * environment (OPENCLAW_GATEWAY_TOKEN, AGENT_MODEL_API_KEY), never on the command line.
  */
+import { LIMITS } from '../../../config/limits.ts';
 import { buildAgentConfig, configValue } from '../../../lib/agent-config.ts';
 
 type Json = Record<string, unknown>;
@@ -131,5 +132,100 @@ export function buildOpenClawConfig(userConfig: Json, o: OpenClawConfigOptions):
   config.update = { checkOnStart: false, auto: { enabled: false } };
   config.telemetry = { enabled: false };
   config.discovery = { mdns: { mode: 'off' } };
+  capSkills(config, o.plan);
+  applyToolLimits(config);
   return config;
+}
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** §2 Plans, skill limit: the skills an agent on `plan` may have (a plan not in the table: solo's). */
+function skillLimitFor(plan: string): number {
+  return LIMITS.planSkillLimit[plan] ?? (LIMITS.planSkillLimit.solo as number);
+}
+
+/**
+ * The skills a configuration gives its agent, in order: the names of OpenClaw's agent allow-lists,
+ * `agents.defaults.skills` and then each `agents.entries.<id>.skills` (OpenClaw 2026.9.6, its docs
+ * "tools/skills-config"), each name once. The allow-list is what OpenClaw holds exactly: a skill
+ * outside it is neither shown to the model nor callable as a command (`openclaw skills check`:
+ * "Excluded by agent allowlist").
+ */
+function namedSkills(config: Json): unknown[] {
+  const agents = isObject(config.agents) ? config.agents : {};
+  const lists = [configValue(agents, 'defaults.skills')];
+  if (isObject(agents.entries)) for (const entry of Object.values(agents.entries)) if (isObject(entry)) lists.push(entry.skills);
+  return [...new Set(lists.flatMap((l) => (Array.isArray(l) ? l : [])))];
+}
+
+/**
+ * Why `config` gives its agent more skills than the agent's `plan` allows (§2 Plans, skill limit),
+ * in a sentence, or undefined: such a configuration is refused when it is saved (400) rather than
+ * stored and cut down unseen (docs/agents.md "Skills").
+ */
+export function skillLimitProblem(config: Json, plan: string): string | undefined {
+  const cap = skillLimitFor(plan);
+  const named = namedSkills(config).length;
+  if (named <= cap) return undefined;
+  return (
+    `The configuration names ${named} skills (agents.defaults.skills and agents.entries.*.skills together), but the ${plan} ` +
+    `plan allows at most ${cap} skills per agent (§2 Plans): name at most ${cap}, or move the agent to a larger plan`
+  );
+}
+
+/**
+ * Holds the written configuration to the plan's skill limit: the agent has the skills its
+ * configuration names, at most the plan's number, and none when it names none (OpenClaw's own
+ * default, every eligible skill, would pass any limit). So `agents.defaults.skills` is always
+ * written; a stored configuration naming more (saved before the agent moved to a smaller plan)
+ * keeps its first names in order; and the model is shown at most that many skills
+ * (`skills.limits.maxSkillsInPrompt`, the user's value when lower).
+ */
+function capSkills(config: Json, plan: string): void {
+  const cap = skillLimitFor(plan);
+  const kept = new Set(namedSkills(config).slice(0, cap));
+  // copies: below the top level the merged configuration shares the user's own objects
+  const agents = structuredClone(config.agents) as Json;
+  const defaults = agents.defaults as Json;
+  defaults.skills = Array.isArray(defaults.skills) ? [...new Set(defaults.skills)].filter((n) => kept.has(n)) : [];
+  if (isObject(agents.entries))
+    for (const entry of Object.values(agents.entries))
+      if (isObject(entry) && Array.isArray(entry.skills)) entry.skills = [...new Set(entry.skills)].filter((n) => kept.has(n));
+  config.agents = agents;
+  const skills: Json = isObject(config.skills) ? { ...config.skills } : {};
+  const limits: Json = isObject(skills.limits) ? { ...skills.limits } : {};
+  limits.maxSkillsInPrompt = atMost(limits.maxSkillsInPrompt, cap, 0);
+  skills.limits = limits;
+  config.skills = skills;
+}
+
+/** `v` when it is a whole number from `min` to `limit`, else `limit`. */
+const atMost = (v: unknown, limit: number, min = 1): number =>
+  typeof v === 'number' && Number.isInteger(v) && v >= min && v <= limit ? v : limit;
+
+/**
+ * §8 agent tool limits in OpenClaw's keys (docs/agents.md "OpenClaw", limits table): web_fetch
+ * returns at most LIMITS.toolWebOutputMaxChars characters (`maxChars`, and `maxCharsCap`, which
+ * also bounds a call's own `maxChars`); images are scaled to at most LIMITS.imageMaxDimensionPx on
+ * their longer side (`agents.defaults.imageMaxDimensionPx`); tool-loop detection is on, also for
+ * every agent entry (`loopDetection.enabled`: OpenClaw 2026.9.6 has no key for the §8 count or
+ * window; its detector blocks a run at its own fixed 20 repeated calls). A user's value is kept
+ * only when it is lower.
+ */
+function applyToolLimits(config: Json): void {
+  const tools = config.tools as Json;
+  const web: Json = isObject(tools.web) ? { ...tools.web } : {};
+  const fetch: Json = isObject(web.fetch) ? { ...web.fetch } : {};
+  fetch.maxCharsCap = LIMITS.toolWebOutputMaxChars;
+  fetch.maxChars = atMost(fetch.maxChars, LIMITS.toolWebOutputMaxChars);
+  web.fetch = fetch;
+  tools.web = web;
+  tools.loopDetection = { enabled: true };
+  const agents = config.agents as Json;
+  const defaults = agents.defaults as Json;
+  defaults.imageMaxDimensionPx = atMost(defaults.imageMaxDimensionPx, LIMITS.imageMaxDimensionPx);
+  if (isObject(agents.entries))
+    for (const entry of Object.values(agents.entries))
+      if (isObject(entry) && isObject(entry.tools) && 'loopDetection' in entry.tools)
+        entry.tools = { ...entry.tools, loopDetection: { enabled: true } };
 }

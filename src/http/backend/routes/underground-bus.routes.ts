@@ -76,6 +76,13 @@ const description = [
   '',
   '**Send rate.** Each sending agent may send UNDERGROUND_BUS_RATE_LIMIT messages per minute (default 60; counted once the',
   'signature is verified; replays are free): past it 429 `{error, retryAfter}` (seconds, also in `Retry-After`), nothing recorded.',
+  '',
+  "**Daily cap (§2 A2A messages/day).** All of an account's agents together may send, per UTC day, the messages of the owner's plan:",
+  `${Object.entries(LIMITS.a2aMessagesPerDay)
+    .map(([plan, n]) => `${plan} ${n}`)
+    .join(', ')} (admins: network's). Each recipient counts (an AMPLIFY_ message to n agents counts n); a replay and a refused`,
+  'message count nothing. Past it 429 `{error, retryAfter, limit, sent, plan}`: `retryAfter` is the seconds to the next midnight UTC',
+  '(also in `Retry-After`), and nothing is recorded.',
 ].join('\n');
 
 export const undergroundBusRoutes = (deps: { bus: BusService }): RouteModule<'public'> => ({

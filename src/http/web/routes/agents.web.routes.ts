@@ -161,7 +161,8 @@ export const agentsRoutes = (deps: { agents: AgentsWebService; watchdog?: Watchd
             `${LIMITS.agentSystemPromptMax} characters; null or empty: none), the first system message of every chat of the built-in ` +
             'runtime, and `agents.defaults.heartbeat.prompt` (at most ' +
             `${LIMITS.agentHeartbeatPromptMax} characters; null or empty: the default), what a heartbeat runs. 400 with \`error\` ` +
-            'for a persona key that is not a string or too long, a body that is not an object or cannot be stored. The agent reads ' +
+            "for a persona key that is not a string or too long, a configuration naming more skills than the agent's plan allows " +
+            '(§2 skill limit: solo 3, collective 10, label 25, network 100; docs/agents.md "Skills"), a body that is not an object or cannot be stored. The agent reads ' +
             'its configuration when it is deployed: it applies from its next start (Stop, then Start; a Restart keeps the running launch).',
           params: idParam,
           body: configObject,
