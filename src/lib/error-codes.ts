@@ -116,6 +116,12 @@ export const ERROR_CODES = {
     summary: "AI_BILLING=balance: the owner's balance cannot cover the call's hold (its prompt and max_tokens at the model's price)",
     body: 'BALANCE_TOO_LOW',
   },
+  KEY_BUDGET_EXCEEDED: {
+    status: 402,
+    summary: 'The API key\'s monthly budget (USD) is used up (docs/payments.md "API keys")',
+    body: 'KEY_BUDGET_EXCEEDED',
+  },
+  KEY_RATE_LIMITED: { status: 429, summary: "The API key's requests per minute are used up; see Retry-After", body: 'KEY_RATE_LIMITED' },
   MODEL_UNPRICED: {
     status: 403,
     summary: 'AI_BILLING=balance: the model has no price (the operator sets one in MODEL_PRICES or on the admin page)',
