@@ -51,11 +51,13 @@ const OPENAI_CODES: Partial<Record<ErrorCode, string>> = {
   AI_RATE_LIMITED: 'rate_limit_exceeded',
   QUOTA_EXCEEDED: 'insufficient_quota',
   AGENT_BUDGET_EXCEEDED: 'budget_exceeded',
+  KEY_RATE_LIMITED: 'rate_limit_exceeded',
 };
 // OpenAI answers a spent quota with 429 `insufficient_quota`; its clients do not retry that type
 const OPENAI_TYPES: Partial<Record<ErrorCode, string>> = {
   QUOTA_EXCEEDED: 'insufficient_quota',
   AGENT_BUDGET_EXCEEDED: 'insufficient_quota',
+  KEY_BUDGET_EXCEEDED: 'insufficient_quota',
 };
 
 export type OpenAiErrorBody = z.infer<typeof openAiErrorSchema>;
