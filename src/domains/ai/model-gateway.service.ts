@@ -46,11 +46,6 @@ export type AgentChatRequest = {
   fields: Record<string, unknown>;
   /** stream_options.include_usage: a last chunk with `usage` and no choices */
   includeUsage?: boolean | undefined;
-  /**
-   * The API key the call is made for (docs/payments.md "API keys"), already checked to be the
-   * agent's owner's: its budget is held and its usage recorded with it.
-   */
-  keyId?: string | undefined;
 };
 
 export type AgentCompletion = {
@@ -186,12 +181,12 @@ export function createModelGateway(deps: {
 
   /**
    * The plan with the call's holds against the caps it is under (docs/agents.md "Usage and
-   * budgets"): the agent's budget, the API key's it is made for, and with billing on the owner's
+   * budgets"): the agent's budget, the API key's (actor.keyId), and with billing on the owner's
    * balance, when only priced models may serve it.
    */
   function held(actor: AiActor, agentId: string, prepared: Prepared, req: AgentChatRequest): Prepared | Promise<Prepared> {
     if (deps.guard.billing) prepared.attempts = pricedOnly(prepared.attempts);
-    const hold = deps.guard.hold({ userId: actor.userId, agentId, keyId: req.keyId }, () =>
+    const hold = deps.guard.hold({ userId: actor.userId, agentId, keyId: actor.keyId }, () =>
       mostCost(prepared.attempts, req.messages, num(req.fields.max_tokens) ?? num(req.fields.max_completion_tokens)),
     );
     if (!hold) return prepared;
@@ -296,7 +291,7 @@ export function createModelGateway(deps: {
                     req.messages,
                     result.choices.reduce((n, c) => n + outputChars(c.message), 0),
                   );
-            record(actor.userId, agentId, model, usage, hold, req.keyId);
+            record(actor.userId, agentId, model, usage, hold, actor.keyId);
             return {
               id: result.id || `chatcmpl-${randomUUID()}`,
               object: 'chat.completion',
@@ -370,7 +365,7 @@ export function createModelGateway(deps: {
         } finally {
           release();
           usage = usage && usage.total_tokens > 0 ? usage : estimatedUsage(req.messages, chars);
-          record(actor.userId, agentId, model, usage, hold, req.keyId);
+          record(actor.userId, agentId, model, usage, hold, actor.keyId);
         }
         if (includeUsage) yield { ...head, choices: [], usage };
       })();

@@ -198,21 +198,23 @@ export const modelGatewayRoutes = (deps: {
         const v = body[k as keyof typeof body];
         if (v !== undefined && v !== null && !GATEWAY_OWN_FIELDS.has(k)) fields[k] = v;
       }
-      const req = { model, messages, fields, includeUsage: stream_options?.include_usage === true, keyId };
+      const req = { model, messages, fields, includeUsage: stream_options?.include_usage === true };
       const signal = disconnectSignal(reply);
-      if (!stream) return ai.agentCompletion(actorOf(request), agentId, req, signal);
-      return streamCompletion(request, reply, agentId, req, signal);
+      // the key rides on the actor: the call is made for it (no object more per call without one)
+      const actor = keyId ? { ...actorOf(request), keyId } : actorOf(request);
+      if (!stream) return ai.agentCompletion(actor, agentId, req, signal);
+      return streamCompletion(actor, reply, agentId, req, signal);
     }
 
     async function streamCompletion(
-      request: FastifyRequest,
+      actor: AiActor,
       reply: FastifyReply,
       agentId: string,
       req: Parameters<AiService['agentCompletionStream']>[2],
       signal: CallSignal,
     ) {
-      const opened = await ai.agentCompletionStream(actorOf(request), agentId, req, signal);
-      await writeOpenAiStream(request, reply, opened.chunks, 'agent gateway stream failed');
+      const opened = await ai.agentCompletionStream(actor, agentId, req, signal);
+      await writeOpenAiStream(reply.request, reply, opened.chunks, 'agent gateway stream failed');
       return reply;
     }
   },

@@ -23,9 +23,9 @@ import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fast
 import type WebSocket from 'ws';
 import { z } from 'zod';
 import { type AgentProxy, CHAT_BODY_MAX_DEPTH, PROXY_SOCKET_LIMITS } from '../../../domains/agents/index.ts';
-import { forbidden, isAppError } from '../../../lib/errors.ts';
+import { forbidden } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
-import { openAiErrorHandler, openAiErrorSchema, tooDeepErrorSchema } from '../../shared/openai-wire.ts';
+import { KEY_LIMITS, tooDeepErrorSchema } from '../../shared/openai-wire.ts';
 import { CROSS_SITE_MESSAGE } from '../../shared/origin-check.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
@@ -51,22 +51,6 @@ export type AgentProxyRouteDeps = {
   /** ends the kept-alive connections to agents when the app closes */
   close: () => Promise<void>;
 };
-
-/** What a key's limits do on these routes (docs/payments.md "API keys"), for the OpenAPI descriptions. */
-const KEY_LIMITS_DOC =
-  'With an API key limited to some agents (`agentIds`), any other agent is 404. A key past its own rate limit is 429 ' +
-  '`KEY_RATE_LIMITED` with `Retry-After` (OpenAI shape: `rate_limit_error` / `rate_limit_exceeded`); a key whose monthly budget ' +
-  "is spent (its model calls' cost this UTC month plus the calls in flight) is 402 `KEY_BUDGET_EXCEEDED` (OpenAI shape: " +
-  '`insufficient_quota` / `key_budget_exceeded`) with a sentence saying the budget, what was spent and where to raise it. The agent ' +
-  'is told which key called (header `x-platform-key-id`), so its model calls are charged to the key (GET /api/usage `byKey`).';
-
-/** A key's own refusals (its rate limit, its budget): OpenAI-shaped on the OpenAI-compatible paths, so the `openai` client raises them as its own. */
-const KEY_LIMIT_ERRORS: ReadonlySet<string> = new Set(['KEY_RATE_LIMITED', 'KEY_BUDGET_EXCEEDED']);
-const keyLimitAnswer = openAiErrorHandler('agent proxy request failed');
-/** The agent's OpenAI-compatible paths: `/api/agents/:id/v1/…`, or `/v1/…` on its own host. */
-const isOpenAiPath = (request: FastifyRequest) =>
-  (request.routeOptions.url ?? '').startsWith('/api/agents/:id/v1/') ||
-  (request.routeOptions.url === '/*' && request.url.startsWith('/v1/'));
 
 /** Where an agent's paths are on the platform's own host (its `<id>.<AGENTS_DOMAIN>` host mounts them at the root). */
 const prefixOf = (agentId: string) => `/api/agents/${encodeURIComponent(agentId)}`;
@@ -132,13 +116,7 @@ export const agentProxyRoutes = (deps: AgentProxyRouteDeps): RouteModule<'accoun
     };
 
     await app.register(async (scope) => {
-      // a key's rate limit (the account scope) and budget (the proxy) in OpenAI's shape where the openai client reads the answer;
-      // everything else as the web app answers it
-      scope.setErrorHandler((err, request, reply) => {
-        if (isAppError(err) && KEY_LIMIT_ERRORS.has(err.id) && isOpenAiPath(request))
-          return keyLimitAnswer(err as Parameters<typeof keyLimitAnswer>[0], request, reply);
-        throw err;
-      });
+      scope.setErrorHandler(KEY_LIMITS.errorHandler); // a key's rate limit and budget in OpenAI's shape on the agent's /v1 paths
       // the proxy passes bodies through untouched: no JSON parsing, no validation
       scope.removeAllContentTypeParsers();
       scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
@@ -169,20 +147,17 @@ export const agentProxyRoutes = (deps: AgentProxyRouteDeps): RouteModule<'accoun
             "agent's own model (GET …/v1/models names it); any other model is passed on as it is. The answer and its status are the agent's " +
             "own (OpenAI format); the platform's own answers are 400 in OpenAI's error shape for a body nested deeper than " +
             `${CHAT_BODY_MAX_DEPTH} levels of arrays and objects, 401 without credentials, 404 for an agent that is not yours, 502 ` +
-            '`AGENT_UNAVAILABLE` when the agent cannot be reached and 503 `NO_GATEWAY_TOKEN`. ' +
-            KEY_LIMITS_DOC +
-            ' Every turn appears in ' +
+            '`AGENT_UNAVAILABLE` when the agent cannot be reached and 503 `NO_GATEWAY_TOKEN`. Every turn appears in ' +
             'GET /api/agents/{id}/messages: a streamed one (`stream: true`) is stored by the platform once the stream has ended (the last ' +
-            'user message and the answer read from the stream as it passes), a non-streamed one is reported by the agent.',
+            `user message and the answer read from the stream as it passes), a non-streamed one is reported by the agent. ${KEY_LIMITS.description}`,
           params: idParams,
           body: z.object({}).passthrough().describe('An OpenAI chat completions request, passed to the agent as it is'),
           response: {
             200: z.object({}).passthrough().describe("The agent's chat completion (JSON), or text/event-stream when `stream: true`"),
             400: tooDeepErrorSchema,
+            ...KEY_LIMITS.responses,
             401: errorSchema,
-            402: openAiErrorSchema,
             404: errorSchema,
-            429: openAiErrorSchema,
             502: errorSchema,
             503: errorSchema,
           },
@@ -204,8 +179,7 @@ export const agentProxyRoutes = (deps: AgentProxyRouteDeps): RouteModule<'accoun
           description:
             'Answered by the platform (the agent is not called): the model the agent runs, then `default`, the alias a chat completion may ' +
             "send instead (what the `openai` client's `models.list()` reads). Same credentials and answers as the chat completions: 401 " +
-            'without credentials, 404 for an agent that is not yours (or not one the key is limited to), 429 `KEY_RATE_LIMITED` past the ' +
-            "key's rate limit, 503 `NO_GATEWAY_TOKEN` before the agent has a gateway.",
+            'without credentials, 404 for an agent that is not yours, 503 `NO_GATEWAY_TOKEN` before the agent has a gateway.',
           params: idParams,
           response: {
             200: z.object({
@@ -214,7 +188,6 @@ export const agentProxyRoutes = (deps: AgentProxyRouteDeps): RouteModule<'accoun
             }),
             401: errorSchema,
             404: errorSchema,
-            429: openAiErrorSchema,
             503: errorSchema,
           },
         },
@@ -237,9 +210,7 @@ export const agentProxyRoutes = (deps: AgentProxyRouteDeps): RouteModule<'accoun
               "This is the `websocketUrl` agents report. Session cookie (from the platform's own pages only) or `Authorization: Bearer sk_…`. " +
               `Messages from the client over ${PROXY_SOCKET_LIMITS.clientMessageBytes / 1024} KiB close the socket with 1009; more than ` +
               `${PROXY_SOCKET_LIMITS.pendingBytes / 1024 / 1024} MiB sent before the agent's socket opens closes it with 1013; signing out or ` +
-              `deleting the key it was opened with closes it with 1008. 429 when the user already has ${PROXY_SOCKET_LIMITS.socketsPerUser} open. ` +
-              'A key limited to other agents: 404; a key past its rate limit: 429 `KEY_RATE_LIMITED`; a key whose monthly budget is spent: ' +
-              '402 `KEY_BUDGET_EXCEEDED`. Model calls made for the socket\'s chats are charged to the key (docs/payments.md "API keys").',
+              `deleting the key it was opened with closes it with 1008. 429 when the user already has ${PROXY_SOCKET_LIMITS.socketsPerUser} open.`,
             params: idParams,
             response: { 401: errorSchema, 402: errorSchema, 403: errorSchema, 404: errorSchema, 429: errorSchema, 503: errorSchema },
           },
