@@ -114,8 +114,7 @@ function LimitFields(props: { value: LimitsForm; onChange: (f: LimitsForm) => vo
       </fieldset>
       <div className="inline-form">
         <TextField
-          label="Monthly budget (USD)"
-          hint="What its model calls may cost per month"
+          label="Monthly budget for model calls (USD)"
           inputMode="decimal"
           value={f.budget}
           onChange={(budget) => set({ budget })}
