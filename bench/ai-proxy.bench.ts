@@ -328,6 +328,7 @@ export async function run(): Promise<BenchOutput> {
       written: () => undefined,
       monthlyTokens: async () => 0,
       pendingAgentCost: () => 0,
+      pendingKeyCost: () => 0,
       flush: async () => {},
       ping: async () => {},
       close: async () => {},

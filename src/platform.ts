@@ -46,7 +46,7 @@ import { createHealthService, createPlatformMetrics, type SystemMetrics } from '
 import { createHeartbeatService } from './domains/heartbeat/index.ts';
 import { createHostingMcpService } from './domains/hosting-mcp/index.ts';
 import type { StatusStore } from './domains/hosting-status/index.ts';
-import { createKeysService, type KeyProfile } from './domains/keys/index.ts';
+import { type AuthenticatedKey, createKeysService } from './domains/keys/index.ts';
 import { type CardProcessor, createLedgerService, type PaidCallCheckout } from './domains/payments/index.ts';
 import { createSessionWalletService } from './domains/session-wallet/index.ts';
 import { createSpendAlerts } from './domains/spend-alerts/index.ts';
@@ -118,7 +118,7 @@ export function createPlatform(deps: PlatformDeps) {
     });
 
   const redisCache = config.REDIS_URL ? { redisUrl: config.REDIS_URL, redisTimeoutMs: config.REDIS_TIMEOUT_MS } : {};
-  const keyCache = createKeyCache<KeyProfile>({ ttlMs: config.API_KEY_CACHE_TTL_MS, ...redisCache });
+  const keyCache = createKeyCache<AuthenticatedKey>({ ttlMs: config.API_KEY_CACHE_TTL_MS, ...redisCache });
   const baseSessionCache = deps.sessionCache ?? createSessionCache<CachedSession>(redisCache);
   // whatever changes a user enough to evict their sessions (plan, admin rights, revocation)
   // changes the profile their API keys validate to: evict both
@@ -130,7 +130,7 @@ export function createPlatform(deps: PlatformDeps) {
     },
   };
   let securityEventsWorker: ReturnType<typeof createSecurityEventsWorker> | undefined;
-  const keys = createKeysService({ db, config, cache: keyCache });
+  const keys = createKeysService({ db, config, cache: keyCache, rateLimiter });
   // the runs of every job (docs/metrics.md), with METRICS_TOKEN: the web app's jobs on the web app, the backend's on the backend
   const webJobMetrics = config.METRICS_TOKEN ? createJobMetrics() : undefined;
   const backendJobMetrics = config.METRICS_TOKEN ? createJobMetrics() : undefined;

@@ -81,6 +81,16 @@ export const LIMITS = {
   apiKeyPrefixLength: 10,
   /** §4.3 longest string accepted as an API key to look up (ours are 43 chars); longer is invalid */
   apiKeyMaxLength: 200,
+  /** API key limits (docs/payments.md "API keys"): agents one key may name */
+  apiKeyAgentsMax: 100,
+  /** a key's rate limit: requests per minute, at most */
+  apiKeyRateLimitMax: 100_000,
+  /** a rolled key's old secret keeps working this long unless the roll says otherwise (seconds) */
+  apiKeyRollGraceDefaultSeconds: 24 * 60 * 60,
+  /** the longest grace a roll may give the old secret (seconds): a week */
+  apiKeyRollGraceMaxSeconds: 7 * 24 * 60 * 60,
+  /** the furthest expiry a key may be given: ten years */
+  apiKeyExpiryMaxMs: 10 * 366 * 24 * 60 * 60 * 1000,
   /** §1 item 3 / §8 agent container settings: the gateway port inside a container */
   agentGatewayPort: 18789,
   /**
@@ -259,3 +269,11 @@ export const DEFAULT_GATEWAY_LIMITS: GatewayLimits = {
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
 };
+
+/**
+ * The header naming the API key a request to an agent was made with (docs/payments.md "API keys"):
+ * the agent proxy sets it (and drops any a client sent), the built-in runtime passes it on to its
+ * model call for that request, and the model gateway charges the call to that key when the key
+ * is one of the calling agent's owner's. Here because all three read it, the runtime included.
+ */
+export const KEY_ID_HEADER = 'x-platform-key-id';

@@ -143,6 +143,7 @@ export interface AiUsage {
   cost: Generated<Numeric>;
   created_at: Generated<Timestamp>;
   id: Generated<number>;
+  key_id: string | null;
   model: string;
   priced: Generated<boolean>;
   prompt_tokens: number;
@@ -163,6 +164,17 @@ export interface AiUsageAgentMonthly {
   user_id: string;
 }
 
+export interface AiUsageKeyMonthly {
+  completion_tokens: Generated<number>;
+  cost: Generated<Numeric>;
+  key_id: string;
+  month: Timestamp;
+  prompt_tokens: Generated<number>;
+  requests: Generated<number>;
+  total_tokens: Generated<number>;
+  user_id: string;
+}
+
 export interface AiUsageMonthly {
   completion_tokens: Generated<number>;
   cost: Generated<Numeric>;
@@ -174,13 +186,27 @@ export interface AiUsageMonthly {
   user_id: string;
 }
 
+export interface ApiKeyAgents {
+  agent_id: string;
+  key_id: string;
+  user_id: string;
+}
+
 export interface ApiKeys {
+  agent_scoped: Generated<boolean>;
   created_at: Generated<Timestamp>;
+  expires_at: Timestamp | null;
   id: Generated<string>;
   key_hash: Buffer;
   last_used_at: Timestamp | null;
+  monthly_budget_usd: Numeric | null;
   name: string;
   prefix: string;
+  previous_expires_at: Timestamp | null;
+  previous_key_hash: Buffer | null;
+  previous_prefix: string | null;
+  rate_limit_per_minute: number | null;
+  rolled_at: Timestamp | null;
   user_id: string;
 }
 
@@ -615,7 +641,9 @@ export interface DB {
   ai_billing_totals: AiBillingTotals;
   ai_usage: AiUsage;
   ai_usage_agent_monthly: AiUsageAgentMonthly;
+  ai_usage_key_monthly: AiUsageKeyMonthly;
   ai_usage_monthly: AiUsageMonthly;
+  api_key_agents: ApiKeyAgents;
   api_keys: ApiKeys;
   billing_events: BillingEvents;
   bridge_messages: BridgeMessages;

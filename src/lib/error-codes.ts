@@ -122,6 +122,12 @@ export const ERROR_CODES = {
       "The model asked for an agent is not one the owner's plan allows and a configured provider serves (`models` lists those that are)",
     body: 'MODEL_CANNOT_RUN',
   },
+  KEY_BUDGET_EXCEEDED: {
+    status: 402,
+    summary: 'The API key\'s monthly budget (USD) is used up (docs/payments.md "API keys")',
+    body: 'KEY_BUDGET_EXCEEDED',
+  },
+  KEY_RATE_LIMITED: { status: 429, summary: "The API key's requests per minute are used up; see Retry-After", body: 'KEY_RATE_LIMITED' },
   MODEL_UNPRICED: {
     status: 403,
     summary: 'AI_BILLING=balance: the model has no price (the operator sets one in MODEL_PRICES or on the admin page)',

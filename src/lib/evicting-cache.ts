@@ -4,8 +4,8 @@
  * PostgreSQL round trip each time (the session endpoint's throughput goal, docs/benchmarks.md).
  *
  * The rules both keep:
- * - an entry lives at most `ttlMs` (default 5 s; 0 turns the cache off), and a session never past
- *   its own expiry;
+ * - an entry lives at most `ttlMs` (default 5 s; 0 turns the cache off), and a session or an API
+ *   key never past its own expiry;
  * - an eviction (sign-out, a revoked session or deleted key, a user whose plan or rights changed)
  *   applies at once in this process and, with REDIS_URL, in every replica (pub/sub); without Redis
  *   another replica may accept the old credential for at most `ttlMs`;
@@ -98,7 +98,12 @@ export function createSessionCache<S extends SessionEntry>(options: CacheOptions
   };
 }
 
-export type CachedKey<P> = { keyId: string; userId: string; profile: P };
+/**
+ * What a key cache holds of a key: its id and owner (what evicts it), what it validated to, and
+ * when the secret stops being accepted (ms; null or absent: never) — an expiring key, or a rolled
+ * key's old secret at the end of its grace, leaves the cache then, whatever the TTL says.
+ */
+export type CachedKey<P> = { keyId: string; userId: string; profile: P; expiresAt?: number | null };
 
 export interface KeyCache<P> {
   get(hashHex: string): CachedKey<P> | undefined;
@@ -115,6 +120,7 @@ export function createKeyCache<P>(options: CacheOptions = {}): KeyCache<P> {
     ...options,
     channel: 'platform:key-evictions',
     fields: { k: (e) => e.keyId, u: (e) => e.userId },
+    expiresAt: (e) => e.expiresAt ?? Number.POSITIVE_INFINITY,
   });
   return {
     get: c.get,

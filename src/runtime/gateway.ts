@@ -7,11 +7,11 @@
  * gateway-http.ts. The WebSocket chat is ws-chat.ts; errors in OpenAI's shape are openai-errors.ts.
  */
 import type { ServerResponse } from 'node:http';
-import { DEFAULT_GATEWAY_LIMITS, type GatewayLimits } from '../config/limits.ts';
+import { DEFAULT_GATEWAY_LIMITS, type GatewayLimits, KEY_ID_HEADER } from '../config/limits.ts';
 import { createAuthGuard, tokenMatcher } from './auth-guard.ts';
 import { createGatewayServer, type GatewayApp, type GatewayRequest, type Rejection, sendJson } from './gateway-http.ts';
 import { createLimiter } from './gateway-limits.ts';
-import { postJson, type UpstreamResponse } from './model-client.ts';
+import { namedKey, postJson, type UpstreamResponse } from './model-client.ts';
 import { openAiError } from './openai-errors.ts';
 import { withSystemPrompt } from './persona.ts';
 import type { RuntimeLogger } from './runtime-log.ts';
@@ -124,15 +124,16 @@ export async function createGateway(
     return undefined;
   };
 
-  /** One completion from the configured provider; rejects when it cannot be reached or the signal ends it. */
-  function complete(body: Record<string, unknown>, signal: AbortSignal): Promise<UpstreamResponse> {
+  /**
+   * One completion from the configured provider; rejects when it cannot be reached or the signal
+   * ends it. `keyId`: the API key the platform said the request came with (KEY_ID_HEADER), named to
+   * the model gateway so the call is charged to it (docs/payments.md "API keys").
+   */
+  function complete(body: Record<string, unknown>, signal: AbortSignal, keyId?: string): Promise<UpstreamResponse> {
     const base = options.model.baseUrl!.replace(/\/+$/, '');
-    return postJson(
-      `${base}/chat/completions`,
-      body,
-      options.model.apiKey ? { authorization: `Bearer ${options.model.apiKey}` } : {},
-      signal,
-    );
+    const headers: Record<string, string> = options.model.apiKey ? { authorization: `Bearer ${options.model.apiKey}` } : {};
+    if (keyId) headers[KEY_ID_HEADER] = keyId;
+    return postJson(`${base}/chat/completions`, body, headers, signal);
   }
 
   const modelMissing = () =>
@@ -186,6 +187,7 @@ export async function createGateway(
       upstream = await complete(
         { ...body, model, messages: withSystemPrompt(body.messages as ChatMessage[], options.systemPrompt) },
         signal,
+        namedKey(req.headers[KEY_ID_HEADER]),
       );
     } catch (err) {
       record(false, 0);

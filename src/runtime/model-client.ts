@@ -33,6 +33,13 @@ function boundedAgent(client: typeof import('node:http') | typeof import('node:h
   return agent;
 }
 
+/**
+ * The API key id the platform named on a request (KEY_ID_HEADER), when it is one plausible id: the
+ * runtime passes it on to its model call for that request (docs/payments.md "API keys").
+ */
+export const namedKey = (value: string | string[] | undefined): string | undefined =>
+  typeof value === 'string' && /^[A-Za-z0-9-]{1,64}$/.test(value) ? value : undefined;
+
 /** What the gateway reads of an answer (the subset of fetch's Response it used). */
 export type UpstreamResponse = {
   status: number;

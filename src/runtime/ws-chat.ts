@@ -8,10 +8,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, WebSocketServer } from 'ws';
-import { type GatewayLimits, LIMITS } from '../config/limits.ts';
+import { type GatewayLimits, KEY_ID_HEADER, LIMITS } from '../config/limits.ts';
 import type { GatewayOptions } from './gateway.ts';
 import type { createLimiter } from './gateway-limits.ts';
-import type { UpstreamResponse } from './model-client.ts';
+import { namedKey, type UpstreamResponse } from './model-client.ts';
 import { ModelRefusal } from './openai-errors.ts';
 import { withSystemPrompt } from './persona.ts';
 import type { RuntimeLogger } from './runtime-log.ts';
@@ -22,8 +22,8 @@ export type WebSocketChatContext = {
   options: Pick<GatewayOptions, 'model' | 'systemPrompt' | 'reportTurn'>;
   limits: GatewayLimits;
   modelSlots: ReturnType<typeof createLimiter>;
-  /** one non-streaming completion from the configured provider */
-  complete: (body: Record<string, unknown>, signal: AbortSignal) => Promise<UpstreamResponse>;
+  /** one non-streaming completion from the configured provider, charged to `keyId` when the socket was opened with a key */
+  complete: (body: Record<string, unknown>, signal: AbortSignal, keyId?: string) => Promise<UpstreamResponse>;
   /** the runtime's counters: a turn answered (and how fast) or failed */
   record: (ok: boolean, ms: number) => void;
   modelMissing: () => { error: { message: string } };
@@ -42,9 +42,11 @@ export function createWebSocketChat(ctx: WebSocketChatContext) {
       load().then(
         (wss) => {
           if (closing || socket.destroyed) return void socket.destroy();
+          // the API key the platform opened the socket for: every turn's model call is charged to it
+          const keyId = namedKey(req.headers[KEY_ID_HEADER]);
           wss.handleUpgrade(req, socket, head, (ws) => {
             ws.on('error', (err) => log.error({ source: 'chat', err: err.message }, 'websocket error'));
-            chat(ctx, ws);
+            chat(ctx, ws, keyId);
           });
         },
         (err: Error) => {
@@ -65,7 +67,7 @@ export function createWebSocketChat(ctx: WebSocketChatContext) {
 
 // Floods are bounded: message size (maxPayload), messages per second per socket (token bucket),
 // one turn at a time per socket with a short queue, and the agent-wide model call limiter.
-function chat(ctx: WebSocketChatContext, socket: WebSocket): void {
+function chat(ctx: WebSocketChatContext, socket: WebSocket, keyId: string | undefined): void {
   const { options, limits, modelSlots, complete, record, modelMissing, log } = ctx;
   const history: ChatMessage[] = [];
   let historyChars = 0;
@@ -99,6 +101,7 @@ function chat(ctx: WebSocketChatContext, socket: WebSocket): void {
         const res = await complete(
           { model: modelName, messages: withSystemPrompt(history, options.systemPrompt) },
           AbortSignal.timeout(Math.min(LIMITS.chatWebSocketTimeoutMs, options.model.timeoutMs)),
+          keyId,
         );
         if (!res.ok) throw new ModelRefusal(res.status, await res.text().catch(() => ''));
         const json = (await res.json()) as { choices?: { message?: { content?: string } }[] };

@@ -97,6 +97,7 @@ describe('GET /api/ai/health', () => {
       written: () => undefined,
       monthlyTokens: async () => 0,
       pendingAgentCost: () => 0,
+      pendingKeyCost: () => 0,
       flush: async () => {},
       ping: async () => {
         throw new Error('db down');

@@ -505,6 +505,16 @@ export interface paths {
             };
           };
         };
+        429: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
       };
     };
     put: never;
@@ -1504,6 +1514,20 @@ export interface paths {
             };
           };
         };
+        402: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: {
+                message: string;
+                type: string;
+                code: string | null;
+                param: string | null;
+                [key: string]: unknown;
+              };
+            };
+          };
+        };
         404: {
           headers: { [name: string]: unknown };
           content: {
@@ -1511,6 +1535,20 @@ export interface paths {
               error: string;
               code?: string;
               [key: string]: unknown;
+            };
+          };
+        };
+        429: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: {
+                message: string;
+                type: string;
+                code: string | null;
+                param: string | null;
+                [key: string]: unknown;
+              };
             };
           };
         };
@@ -5180,6 +5218,14 @@ export interface paths {
                 keyPreview: string;
                 createdAt: string;
                 lastUsed: string | null;
+                agentIds: (string[] | null);
+                monthlyBudgetUsd: number | null;
+                monthToDateUsd: number;
+                rateLimitPerMinute: number | null;
+                expiresAt: string | null;
+                expired: boolean;
+                rolledAt: string | null;
+                previousKeyExpiresAt: string | null;
               }[];
             };
           };
@@ -5208,6 +5254,10 @@ export interface paths {
         content: {
           "application/json": {
             name: string;
+            agentIds?: (string[] | null);
+            monthlyBudgetUsd?: (number | null);
+            rateLimitPerMinute?: (number | null);
+            expiresAt?: string | null;
           };
         };
       };
@@ -5218,8 +5268,18 @@ export interface paths {
             "application/json": {
               id: string;
               name: string;
-              key: string;
+              keyPreview: string;
               createdAt: string;
+              lastUsed: string | null;
+              agentIds: (string[] | null);
+              monthlyBudgetUsd: number | null;
+              monthToDateUsd: number;
+              rateLimitPerMinute: number | null;
+              expiresAt: string | null;
+              expired: boolean;
+              rolledAt: string | null;
+              previousKeyExpiresAt: string | null;
+              key: string;
             };
           };
         };
@@ -5273,6 +5333,14 @@ export interface paths {
               keyPreview: string;
               createdAt: string;
               lastUsed: string | null;
+              agentIds: (string[] | null);
+              monthlyBudgetUsd: number | null;
+              monthToDateUsd: number;
+              rateLimitPerMinute: number | null;
+              expiresAt: string | null;
+              expired: boolean;
+              rolledAt: string | null;
+              previousKeyExpiresAt: string | null;
             };
           };
         };
@@ -5341,6 +5409,158 @@ export interface paths {
         };
       };
     };
+    options: never;
+    head: never;
+    patch: {
+      parameters: {
+        query?: never;
+        path: {
+          id: string;
+        };
+        header?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          "application/json": {
+            name?: string;
+            agentIds?: (string[] | null);
+            monthlyBudgetUsd?: (number | null);
+            rateLimitPerMinute?: (number | null);
+            expiresAt?: string | null;
+          };
+        };
+      };
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              id: string;
+              name: string;
+              keyPreview: string;
+              createdAt: string;
+              lastUsed: string | null;
+              agentIds: (string[] | null);
+              monthlyBudgetUsd: number | null;
+              monthToDateUsd: number;
+              rateLimitPerMinute: number | null;
+              expiresAt: string | null;
+              expired: boolean;
+              rolledAt: string | null;
+              previousKeyExpiresAt: string | null;
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    trace: never;
+  };
+  "/api/keys/{id}/roll": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: never;
+    post: {
+      parameters: {
+        query?: never;
+        path: {
+          id: string;
+        };
+        header?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          "application/json": ({
+            graceSeconds?: number;
+          } | null);
+        };
+      };
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              id: string;
+              name: string;
+              keyPreview: string;
+              createdAt: string;
+              lastUsed: string | null;
+              agentIds: (string[] | null);
+              monthlyBudgetUsd: number | null;
+              monthToDateUsd: number;
+              rateLimitPerMinute: number | null;
+              expiresAt: string | null;
+              expired: boolean;
+              rolledAt: string | null;
+              previousKeyExpiresAt: string | null;
+              key: string;
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    delete: never;
     options: never;
     head: never;
     patch: never;
@@ -6102,6 +6322,15 @@ export interface paths {
               }[];
               byAgent: {
                 agentId: string;
+                name: string | null;
+                requests: number;
+                promptTokens: number;
+                completionTokens: number;
+                totalTokens: number;
+                cost: number;
+              }[];
+              byKey: {
+                keyId: string;
                 name: string | null;
                 requests: number;
                 promptTokens: number;

@@ -97,6 +97,24 @@ export function UsagePage() {
           />
         </Section>
       )}
+      {u && u.byKey.length > 0 && (
+        <Section title="By API key">
+          <DataTable
+            caption="Usage by API key"
+            rowKey={(k) => k.keyId}
+            rows={u.byKey}
+            columns={[
+              {
+                header: 'Key',
+                cell: (k) => (k.name === null ? <span className="muted">deleted key</span> : <Link href="/dashboard/keys">{k.name}</Link>),
+              },
+              { header: 'Calls', numeric: true, cell: (k) => k.requests.toLocaleString() },
+              { header: 'Tokens', numeric: true, cell: (k) => k.totalTokens.toLocaleString() },
+              { header: 'Cost', numeric: true, cell: (k) => formatUsd(k.cost) },
+            ]}
+          />
+        </Section>
+      )}
       {u && u.byModel.length > 0 && (
         <Section title="By model">
           <DataTable

@@ -84,10 +84,14 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
   const path = (id: string, suffix = '') => `/api/agents/${encodeURIComponent(id)}${suffix}`;
 
   return {
-    /** §4.7 GET /api/agents: no session is an empty list, not 401. */
-    async list(user: WebUser | null) {
+    /**
+     * §4.7 GET /api/agents: no session is an empty list, not 401. `only`: the agents an API key is
+     * limited to (docs/payments.md "API keys"); the others are left out as if they were not there.
+     */
+    async list(user: WebUser | null, only?: readonly string[] | null) {
       if (!user) return { agents: [], count: 0, status: 'ok' as const };
-      const rows = await db.withUser(user.id, (trx) => agentsRepo.listAgents(trx, user.id));
+      let rows = await db.withUser(user.id, (trx) => agentsRepo.listAgents(trx, user.id));
+      if (only) rows = rows.filter((r) => only.includes(r.id));
       return { agents: rows.map(toWeb), count: rows.length, status: 'ok' as const };
     },
 

@@ -8,6 +8,8 @@ import type { StoredPlan } from './plan.rules.ts';
 export type UsageRow = {
   userId: string;
   agentId: string | null;
+  /** the API key the call was made for (docs/payments.md "API keys"); absent or null: none */
+  keyId?: string | null | undefined;
   model: string;
   provider: string;
   promptTokens: number;
@@ -29,6 +31,7 @@ export type UsageRow = {
 export type UsageEntry = {
   userId: string;
   agentId: string | null;
+  keyId: string | null;
   model: string;
   provider: string;
   requests: number;
@@ -53,6 +56,7 @@ export const costUnitsOf = (usd: number): number => (usd > 0 && Number.isFinite(
 export const entryOf = (row: UsageRow): UsageEntry => ({
   userId: row.userId,
   agentId: row.agentId,
+  keyId: row.keyId ?? null,
   model: row.model,
   provider: row.provider,
   requests: 1,
@@ -87,15 +91,26 @@ export type UsageBucket = {
 /** First day of the UTC month of `d`, as `YYYY-MM-01`. */
 export const monthOf = (d: Date) => `${d.getUTCFullYear()}-${String(d.getUTCMonth() + 1).padStart(2, '0')}-01`;
 
-/** The usage write (aiRepo.insertUsage): rows, both rollups and the released holds in one statement. */
+/** The usage write (aiRepo.insertUsage): rows, the rollups (user and model, agent, key) and the released holds in one statement. */
 const INSERT_USAGE = `
       WITH r AS (
         SELECT * FROM json_to_recordset($1::json)
-          AS r(user_id text, agent_id text, model text, provider text, requests int, prompt_tokens int, completion_tokens int,
+          AS r(user_id text, agent_id text, key_id uuid, model text, provider text, requests int, prompt_tokens int, completion_tokens int,
                total_tokens int, cost numeric, priced boolean, billing_event text, created_at timestamptz)
       ), ins AS (
-        INSERT INTO ai_usage (user_id, agent_id, model, provider, requests, prompt_tokens, completion_tokens, total_tokens, cost, priced, billing_event, created_at)
-        SELECT user_id, agent_id, model, provider, requests, prompt_tokens, completion_tokens, total_tokens, cost, priced, billing_event, created_at FROM r
+        INSERT INTO ai_usage (user_id, agent_id, key_id, model, provider, requests, prompt_tokens, completion_tokens, total_tokens, cost, priced, billing_event, created_at)
+        SELECT user_id, agent_id, key_id, model, provider, requests, prompt_tokens, completion_tokens, total_tokens, cost, priced, billing_event, created_at FROM r
+      ), apikey AS (
+        INSERT INTO ai_usage_key_monthly AS k (key_id, month, user_id, requests, prompt_tokens, completion_tokens, total_tokens, cost)
+        SELECT key_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, min(user_id),
+               sum(requests), sum(prompt_tokens), sum(completion_tokens), sum(total_tokens), sum(cost)
+        FROM r WHERE key_id IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (key_id, month) DO UPDATE SET
+          requests = k.requests + EXCLUDED.requests,
+          prompt_tokens = k.prompt_tokens + EXCLUDED.prompt_tokens,
+          completion_tokens = k.completion_tokens + EXCLUDED.completion_tokens,
+          total_tokens = k.total_tokens + EXCLUDED.total_tokens,
+          cost = k.cost + EXCLUDED.cost
       ), agent AS (
         INSERT INTO ai_usage_agent_monthly AS a (agent_id, month, user_id, requests, prompt_tokens, completion_tokens, total_tokens, cost)
         SELECT agent_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, min(user_id),
@@ -158,6 +173,7 @@ export const aiRepo = {
     const batch = entries.map((r) => ({
       user_id: r.userId,
       agent_id: r.agentId,
+      key_id: r.keyId,
       model: r.model,
       provider: r.provider,
       requests: r.requests,
@@ -191,7 +207,7 @@ export const aiRepo = {
   },
 
   /**
-   * One user's usage since `since`, per UTC day, per model and per agent (GET /api/usage), or one
+   * One user's usage since `since`, per UTC day, per model, per agent and per API key (GET /api/usage), or one
    * agent's (GET /api/agents/:id/usage, `agentId`). Runs inside withUser: row-level security limits
    * it to the caller's rows (and agent names to the caller's agents), the WHERE only narrows.
    * Cost is summed in numeric and returned as text so no float rounding happens in SQL.
@@ -200,7 +216,12 @@ export const aiRepo = {
     db: Kysely<DB>,
     since: Date,
     agentId?: string,
-  ): Promise<{ daily: UsageBucket[]; byModel: UsageBucket[]; byAgent: (UsageBucket & { name: string | null })[] }> {
+  ): Promise<{
+    daily: UsageBucket[];
+    byModel: UsageBucket[];
+    byAgent: (UsageBucket & { name: string | null })[];
+    byKey: (UsageBucket & { name: string | null })[];
+  }> {
     const where = agentId
       ? sql`created_at >= ${since.toISOString()}::timestamptz AND agent_id = ${agentId}`
       : sql`created_at >= ${since.toISOString()}::timestamptz`;
@@ -212,13 +233,18 @@ export const aiRepo = {
       FROM ai_usage WHERE ${where} GROUP BY 1 ORDER BY 1`.execute(db);
     const byModel = await sql<UsageBucket>`
       SELECT model AS key, ${sums} FROM ai_usage WHERE ${where} GROUP BY 1 ORDER BY sum(cost) DESC, 1`.execute(db);
-    if (agentId) return { daily: daily.rows, byModel: byModel.rows, byAgent: [] };
+    if (agentId) return { daily: daily.rows, byModel: byModel.rows, byAgent: [], byKey: [] };
     // a deleted agent's usage stays (history): its name is then null
     const byAgent = await sql<UsageBucket & { name: string | null }>`
       SELECT u.key, a.name, u.requests, u.prompt_tokens, u.completion_tokens, u.total_tokens, u.cost FROM (
         SELECT agent_id AS key, ${sums}, sum(cost) AS exact FROM ai_usage WHERE ${where} AND agent_id IS NOT NULL GROUP BY 1
       ) u LEFT JOIN agents a ON a.id = u.key ORDER BY u.exact DESC, u.key`.execute(db);
-    return { daily: daily.rows, byModel: byModel.rows, byAgent: byAgent.rows };
+    // the calls made for an API key (docs/payments.md "API keys"); a deleted key's stay, its name null
+    const byKey = await sql<UsageBucket & { name: string | null }>`
+      SELECT u.key, k.name, u.requests, u.prompt_tokens, u.completion_tokens, u.total_tokens, u.cost FROM (
+        SELECT key_id::text AS key, ${sums}, sum(cost) AS exact FROM ai_usage WHERE ${where} AND key_id IS NOT NULL GROUP BY 1
+      ) u LEFT JOIN api_keys k ON k.id::text = u.key ORDER BY u.exact DESC, u.key`.execute(db);
+    return { daily: daily.rows, byModel: byModel.rows, byAgent: byAgent.rows, byKey: byKey.rows };
   },
 
   /** A platform user's plan, subscription status and admin right (the AI plan middleware). */

@@ -20,6 +20,7 @@ import type { SpendHold, UsageCharge } from './ai.repo.ts';
 import { createAiLimits } from './ai-limits.service.ts';
 import { type CatalogModel, createCatalog, toPublicModel } from './catalog.service.ts';
 import { createDemoChat } from './demo-chat.service.ts';
+import { createKeyBudgets } from './key-budgets.service.ts';
 import { createModelChoice } from './model-choice.service.ts';
 import { createModelGateway, estimatedUsage, pricedOnly } from './model-gateway.service.ts';
 import { createModelPrices, PRICES_RELOAD_MS } from './model-prices.service.ts';
@@ -102,6 +103,8 @@ export function createAiService(deps: AiServiceDeps) {
   const budgets = createAgentBudgets({ db: deps.db, usage, forget: guard.forget, now });
   // which model an agent runs (docs/agents.md "Model")
   const modelChoice = createModelChoice({ catalog, customModel: config.AI_CUSTOM_MODEL });
+  // API keys' budgets (docs/payments.md "API keys"): whose a key is, and the proxy's check before a call
+  const keyBudgets = createKeyBudgets({ pool: deps.db.pool, usage, holdTtlMs: holds.ttlMs, now });
   // the operator's prices (MODEL_PRICES now, the admin page's from the database, again every PRICES_RELOAD_MS)
   const prices = createModelPrices({ db: deps.db, config });
   catalog.setPrices(config.MODEL_PRICES);
@@ -136,11 +139,19 @@ export function createAiService(deps: AiServiceDeps) {
     return iso;
   };
 
-  const record = (userId: string, agentId: string | null | undefined, m: CatalogModel, u: Usage, held?: readonly SpendHold[]) =>
+  const record = (
+    userId: string,
+    agentId: string | null | undefined,
+    m: CatalogModel,
+    u: Usage,
+    held?: readonly SpendHold[],
+    keyId?: string,
+  ) =>
     usage.record(
       {
         userId,
         agentId: agentId ?? null,
+        keyId: keyId ?? null,
         model: m.id,
         provider: m.provider,
         promptTokens: u.prompt_tokens,
@@ -367,6 +378,8 @@ export function createAiService(deps: AiServiceDeps) {
     budgets,
     /** the model an agent runs: the seed's names mapped, the models that can run (docs/agents.md "Model") */
     modelChoice,
+    /** API keys' monthly budgets: the gateway's check of a key it is named, the proxy's before a call (docs/payments.md "API keys") */
+    keyBudgets,
     /** the operator's model prices (the admin page; docs/payments.md "Model calls from the balance") */
     prices: {
       ...prices,

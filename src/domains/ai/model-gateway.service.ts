@@ -161,7 +161,7 @@ export function createModelGateway(deps: {
   enforceQuota: (actor: AiActor) => Promise<void>;
   /** whether enforceQuota has anything to check for the actor */
   quotaApplies: (actor: AiActor) => boolean;
-  record: (userId: string, agentId: string, m: CatalogModel, u: Usage, holds?: readonly SpendHold[]) => void;
+  record: (userId: string, agentId: string, m: CatalogModel, u: Usage, holds?: readonly SpendHold[], keyId?: string) => void;
   /**
    * Holds the most a call can cost (1e-10 USD units, asked only when there is a cap) against the
    * agent's caps before it starts; undefined (not a promise) when nothing caps the agent.
@@ -188,12 +188,12 @@ export function createModelGateway(deps: {
 
   /**
    * The plan with the call's holds against the caps it is under (docs/agents.md "Usage and
-   * budgets"): the agent's budget, and with billing on the owner's balance, when only priced
-   * models may serve it.
+   * budgets"): the agent's budget, the API key's (actor.keyId), and with billing on the owner's
+   * balance, when only priced models may serve it.
    */
   function held(actor: AiActor, agentId: string, prepared: Prepared, req: AgentChatRequest): Prepared | Promise<Prepared> {
     if (deps.guard.billing) prepared.attempts = pricedOnly(prepared.attempts);
-    const hold = deps.guard.hold({ userId: actor.userId, agentId }, () =>
+    const hold = deps.guard.hold({ userId: actor.userId, agentId, keyId: actor.keyId }, () =>
       mostCost(prepared.attempts, req.messages, num(req.fields.max_tokens) ?? num(req.fields.max_completion_tokens)),
     );
     if (!hold) return prepared;
@@ -298,7 +298,7 @@ export function createModelGateway(deps: {
                     req.messages,
                     result.choices.reduce((n, c) => n + outputChars(c.message), 0),
                   );
-            record(actor.userId, agentId, model, usage, hold);
+            record(actor.userId, agentId, model, usage, hold, actor.keyId);
             return {
               id: result.id || `chatcmpl-${randomUUID()}`,
               object: 'chat.completion',
@@ -372,7 +372,7 @@ export function createModelGateway(deps: {
         } finally {
           release();
           usage = usage && usage.total_tokens > 0 ? usage : estimatedUsage(req.messages, chars);
-          record(actor.userId, agentId, model, usage, hold);
+          record(actor.userId, agentId, model, usage, hold, actor.keyId);
         }
         if (includeUsage) yield { ...head, choices: [], usage };
       })();

@@ -36,6 +36,12 @@ export type AiActor = {
    * operator's own tooling: metered, never billed.
    */
   billable?: boolean;
+  /**
+   * The API key an agent's model call is made for (docs/payments.md "API keys"), set by the model
+   * gateway's route once it is checked to be the agent's owner's: its budget is held too, and the
+   * usage recorded with it.
+   */
+  keyId?: string | undefined;
 };
 
 export type PlanCheck = { ok: true; actor: AiActor } | { ok: false; code: 'PLAN_REQUIRED' | 'SUBSCRIPTION_REQUIRED'; error: string };

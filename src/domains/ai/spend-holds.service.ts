@@ -17,6 +17,7 @@ import type { Logger } from '../../lib/logger.ts';
 import { budgetExceeded, formatUsd, round6 } from './agent-budgets.service.ts';
 import { monthOf, type SpendHold, unitsToDecimal } from './ai.repo.ts';
 import type { CatalogModel } from './catalog.service.ts';
+import { keyBudgetExceeded } from './key-budgets.service.ts';
 import { spendHoldsRepo } from './spend-holds.repo.ts';
 import type { UsageStore } from './usage-store.service.ts';
 
@@ -81,20 +82,23 @@ const NO_BUDGET_TTL_MS = 5_000;
 /** Entries before a cache is emptied. */
 const CACHE_MAX = 50_000;
 
-/** Who a model call is for: the owner, and the agent when an agent makes it. */
-export type SpendCaller = { userId: string; agentId?: string | null | undefined };
+/**
+ * Who a model call is for: the owner, the agent when an agent makes it, and the API key it was
+ * made for (docs/payments.md "API keys"; a key the caller checked is the owner's).
+ */
+export type SpendCaller = { userId: string; agentId?: string | null | undefined; keyId?: string | null | undefined };
 
 /**
  * The one check every model call passes before a provider is contacted (docs/agents.md "Usage and
- * budgets", docs/payments.md "Model calls from the balance"): its most possible cost is held
- * against each cap it is under — the agent's monthly budget, and with AI_BILLING=balance the
- * owner's balance — in one statement, all or nothing. The holds go back with the call's usage
+ * budgets", docs/payments.md "Model calls from the balance" and "API keys"): its most possible cost
+ * is held against each cap it is under — the agent's monthly budget, the API key's it was made for,
+ * and with AI_BILLING=balance the owner's balance — in one statement, all or nothing. The holds go back with the call's usage
  * (usage-store.service.ts), whose write also pays the real cost from the balance.
  */
 export function createSpendGuard(deps: {
   db: Pick<Db, 'pool'>;
   holds: Pick<SpendHolds, 'holder' | 'ttlMs' | 'taken'>;
-  usage: Pick<UsageStore, 'written' | 'pendingAgentCost'>;
+  usage: Pick<UsageStore, 'written' | 'pendingAgentCost' | 'pendingKeyCost'>;
   /** AI_BILLING=balance: the owner's wallet address (undefined: the user has none yet) */
   billing?: { addressOf(userId: string): Promise<string | undefined> } | undefined;
   now: () => Date;
@@ -102,6 +106,20 @@ export function createSpendGuard(deps: {
   const { db, holds, usage, billing, now } = deps;
   /** agents known to have no budget, and since when */
   const noBudget = new Map<string, number>();
+  /** API keys known to have no budget, and since when */
+  const noKeyBudget = new Map<string, number>();
+  const knownFree = (known: Map<string, number>, id: string | null | undefined) => {
+    if (!id) return true;
+    const at = known.get(id);
+    return at !== undefined && Date.now() - at < NO_BUDGET_TTL_MS;
+  };
+  const remember = (known: Map<string, number>, id: string, free: boolean) => {
+    if (!free) known.delete(id);
+    else {
+      if (known.size >= CACHE_MAX) known.clear();
+      known.set(id, Date.now());
+    }
+  };
   /**
    * users' wallet addresses: an address, once a wallet exists, never changes; "no wallet yet" is
    * not kept (a credit creates one, and the next call must find it)
@@ -120,33 +138,44 @@ export function createSpendGuard(deps: {
 
   const take = async (caller: SpendCaller, units: number): Promise<SpendHold[] | undefined> => {
     const agentId = caller.agentId ?? null;
+    const keyId = caller.keyId ?? null;
     const address = billing ? await addressOf(caller.userId) : null;
     if (billing && !address) throw balanceTooLow(0, units / 1e10, 0);
     // ended calls of these caps whose holds still wait in the usage window are written first, so a
     // new call is judged on what they cost, not on what they held
     const agentScope = agentId ? `agent:${agentId}` : undefined;
+    const keyScope = keyId ? `key:${keyId}` : undefined;
     const balanceScope = address ? `balance:${address}` : undefined;
-    const pending = [agentScope && usage.written(agentScope), balanceScope && usage.written(balanceScope)].filter(Boolean);
+    const pending = [
+      agentScope && usage.written(agentScope),
+      keyScope && usage.written(keyScope),
+      balanceScope && usage.written(balanceScope),
+    ].filter(Boolean);
     if (pending.length > 0) await Promise.all(pending);
     const period = monthOf(now());
     const row = await spendHoldsRepo.hold(db.pool, {
       agentId,
+      keyId,
+      userId: caller.userId,
       address,
       period,
       holder: holds.holder,
       amount: unitsToDecimal(units),
       ttlMs: holds.ttlMs,
     });
-    if (agentId && row.budget === null) {
-      if (noBudget.size >= CACHE_MAX) noBudget.clear();
-      noBudget.set(agentId, Date.now());
-    } else if (agentId) noBudget.delete(agentId);
+    // a refusal by the agent's budget is answered before the key's is read: only a null that was asked means "none"
+    if (agentId) remember(noBudget, agentId, row.budget === null);
+    if (keyId && row.refused !== 'budget') remember(noKeyBudget, keyId, row.key_budget === null);
     if (row.refused === 'budget') {
       throw budgetExceeded(Number(row.budget), round6(Number(row.spent) + usage.pendingAgentCost(agentId!, period)), period);
+    }
+    if (row.refused === 'key') {
+      throw keyBudgetExceeded(Number(row.key_budget), round6(Number(row.key_spent) + usage.pendingKeyCost(keyId!, period)), period);
     }
     if (row.refused === 'balance') throw balanceTooLow(Number(row.balance_micros) / 1e6, units / 1e10, Number(row.balance_held));
     const taken: SpendHold[] = [];
     if (agentScope && row.budget !== null) taken.push({ scope: agentScope, period, units });
+    if (keyScope && row.key_budget !== null) taken.push({ scope: keyScope, period, units });
     if (balanceScope) taken.push({ scope: balanceScope, period, units });
     for (const h of taken) holds.taken(h);
     return taken.length > 0 ? taken : undefined;
@@ -159,17 +188,14 @@ export function createSpendGuard(deps: {
     /**
      * Holds the call's most possible cost (`units()`, 1e-10 USD, asked only when there is a cap)
      * against every cap the caller is under; resolves to the holds to give back with the call's
-     * usage (undefined: nothing capped it). Rejects with AGENT_BUDGET_EXCEEDED (429) or
-     * BALANCE_TOO_LOW (402). Undefined, not a promise, when nothing can cap the call: billing off
-     * and no agent, or an agent known to have no budget (the common call: the gateway then waits
-     * for nothing and estimates nothing, docs/benchmarks.md "AI proxy").
+     * usage (undefined: nothing capped it). Rejects with AGENT_BUDGET_EXCEEDED (429),
+     * KEY_BUDGET_EXCEEDED (402) or BALANCE_TOO_LOW (402). Undefined, not a promise, when nothing
+     * can cap the call: billing off, and neither an agent nor a key that may have a budget (an
+     * agent and a key known to have none: the common call, for which the gateway waits for nothing
+     * and estimates nothing, docs/benchmarks.md "AI proxy").
      */
     hold(caller: SpendCaller, units: () => number): Promise<SpendHold[] | undefined> | undefined {
-      if (!billing) {
-        if (!caller.agentId) return undefined;
-        const at = noBudget.get(caller.agentId);
-        if (at !== undefined && Date.now() - at < NO_BUDGET_TTL_MS) return undefined;
-      }
+      if (!billing && knownFree(noBudget, caller.agentId) && knownFree(noKeyBudget, caller.keyId)) return undefined;
       return take(caller, units());
     },
 

@@ -2,7 +2,7 @@
  * A signed-in user's AI usage and cost (GET /api/usage, the dashboard's usage page). The
  * specification logs usage per user and model (§4.9) but shows no endpoint to read it; this is
  * ours: totals, one entry per UTC day (days without calls included, so a chart has no gaps) and
- * one per model and one per agent, over the last `days` days; or the same for one agent (its
+ * one per model, one per agent and one per API key, over the last `days` days; or the same for one agent (its
  * Usage tab). Read through withUser, so RLS decides whose rows and whose agents.
  */
 import type { Db } from '../../db/client.ts';
@@ -20,6 +20,8 @@ export type UsageReport = {
   byModel: (UsageTotals & { model: string })[];
   /** the caller's agents, most expensive first; empty in one agent's report */
   byAgent: (UsageTotals & { agentId: string; name: string | null })[];
+  /** the calls made for each of the caller's API keys, most expensive first; empty in one agent's report */
+  byKey: (UsageTotals & { keyId: string; name: string | null })[];
 };
 
 const totalsOf = (b: UsageBucket): UsageTotals => ({
@@ -64,6 +66,7 @@ export function createUsageReport(deps: { db: Db; now?: () => Date }) {
       daily,
       byModel: rows.byModel.map((b) => ({ model: b.key, ...totalsOf(b) })),
       byAgent: rows.byAgent.map((b) => ({ agentId: b.key, name: b.name, ...totalsOf(b) })),
+      byKey: rows.byKey.map((b) => ({ keyId: b.key, name: b.name, ...totalsOf(b) })),
     };
   };
 }

@@ -6,7 +6,7 @@
  * write per request ran right beside the next request and added ~0.4 ms to it
  * (docs/benchmarks.md); in a window, requests share one statement, and most of a proxied request's
  * life is spent waiting for the provider, when a write costs it nothing.
- * Calls of one window with the same caller, agent, model, provider and UTC day become one entry
+ * Calls of one window with the same caller, agent, API key, model, provider and UTC day become one entry
  * (one ai_usage row with a request count, migration 200): a row per call cost PostgreSQL more CPU
  * per proxied call than the proxy's own code under load (docs/benchmarks.md "AI proxy", round 5),
  * and every report sums by day, model and agent, so nothing it shows changes. Tokens are summed as
@@ -43,6 +43,8 @@ export type UsageStore = {
   monthlyTokens(userId: string, at: Date): Promise<number>;
   /** USD of `agentId`'s rows recorded in the UTC month `month` (YYYY-MM-01) and not yet committed (agent budgets) */
   pendingAgentCost(agentId: string, month: string): number;
+  /** the same for an API key's rows (key budgets, docs/payments.md "API keys") */
+  pendingKeyCost(keyId: string, month: string): number;
   /** resolves once every row recorded so far is written */
   flush(): Promise<void>;
   ping(): Promise<void>;
@@ -198,7 +200,7 @@ export function createUsageStore(deps: {
       opening();
       if (holds) queueRelease(holds);
       const cost = costUnitsOf(row.cost);
-      const key = `${row.userId}\u0000${row.agentId ?? '\u0001'}\u0000${row.model}\u0000${row.provider}\u0000${Math.floor(row.createdAt.getTime() / DAY_MS)}\u0000${row.priced ? 1 : 0}${row.billTo ?? ''}`;
+      const key = `${row.userId}\u0000${row.agentId ?? '\u0001'}\u0000${row.keyId ?? '\u0001'}\u0000${row.model}\u0000${row.provider}\u0000${Math.floor(row.createdAt.getTime() / DAY_MS)}\u0000${row.priced ? 1 : 0}${row.billTo ?? ''}`;
       const e = open.get(key);
       if (e && e.requests < ENTRY_MAX_REQUESTS && e.costUnits + cost <= ENTRY_MAX_COST_UNITS) {
         e.requests += 1;
@@ -227,6 +229,12 @@ export function createUsageStore(deps: {
       let units = 0;
       for (const rows of [queue, writing])
         for (const r of rows) if (r.agentId === agentId && monthOf(r.createdAt) === month) units += r.costUnits;
+      return units / 1e10;
+    },
+    pendingKeyCost(keyId, month) {
+      let units = 0;
+      for (const rows of [queue, writing])
+        for (const r of rows) if (r.keyId === keyId && monthOf(r.createdAt) === month) units += r.costUnits;
       return units / 1e10;
     },
     async flush() {

@@ -1,7 +1,14 @@
 /**
- * API keys (§4.3): create, list, delete, validate.
+ * API keys (§4.3): create, list, change, roll, delete, validate, and the limits a key carries.
  * The domain's front door (docs/architecture.md "Layers and what each may import"): what other
  * layers and domains may import from it.
  */
-export { invalidKey, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from './keys.schemas.ts';
-export { createKeysService, type KeyProfile, type KeysService } from './keys.service.ts';
+export { invalidKey, KEY_LIMITS_DESCRIPTION, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from './keys.schemas.ts';
+export {
+  type ApiKeySummary,
+  type AuthenticatedKey,
+  createKeysService,
+  type KeyLimits,
+  type KeyProfile,
+  type KeysService,
+} from './keys.service.ts';

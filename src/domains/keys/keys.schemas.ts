@@ -29,3 +29,11 @@ export const VALIDATION_DESCRIPTION =
   'above add coding_tools; network adds all_models and unlimited_agents; admins get the network list). A successful validation ' +
   'counts as a use of the key and updates its `lastUsed`. 400 when apiKey is missing or does not start with `sk_`; 401 ' +
   '`{valid:false, error:"Invalid API key"}` for an unknown or deleted key.';
+
+/** What an API key's limits do on the agent proxy's routes (docs/payments.md "API keys"), for their OpenAPI descriptions. */
+export const KEY_LIMITS_DESCRIPTION =
+  'With an API key limited to some agents (`agentIds`), any other agent is 404. A key past its own rate limit is 429 ' +
+  '`KEY_RATE_LIMITED` with `Retry-After` (OpenAI shape: `rate_limit_error` / `rate_limit_exceeded`); a key whose monthly budget ' +
+  "is spent (its model calls' cost this UTC month plus the calls in flight) is 402 `KEY_BUDGET_EXCEEDED` (OpenAI shape: " +
+  '`insufficient_quota` / `key_budget_exceeded`) with a sentence saying the budget, what was spent and where to raise it. The agent ' +
+  'is told which key called (header `x-platform-key-id`), so its model calls are charged to the key (GET /api/usage `byKey`).';

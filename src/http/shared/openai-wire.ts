@@ -8,6 +8,7 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { KEY_LIMITS_DESCRIPTION } from '../../domains/keys/index.ts';
 import type { ErrorCode } from '../../lib/error-codes.ts';
 import { type AppError, isAppError } from '../../lib/errors.ts';
 import { writeEventStream } from './sse.ts';
@@ -51,11 +52,13 @@ const OPENAI_CODES: Partial<Record<ErrorCode, string>> = {
   AI_RATE_LIMITED: 'rate_limit_exceeded',
   QUOTA_EXCEEDED: 'insufficient_quota',
   AGENT_BUDGET_EXCEEDED: 'budget_exceeded',
+  KEY_RATE_LIMITED: 'rate_limit_exceeded',
 };
 // OpenAI answers a spent quota with 429 `insufficient_quota`; its clients do not retry that type
 const OPENAI_TYPES: Partial<Record<ErrorCode, string>> = {
   QUOTA_EXCEEDED: 'insufficient_quota',
   AGENT_BUDGET_EXCEEDED: 'insufficient_quota',
+  KEY_BUDGET_EXCEEDED: 'insufficient_quota',
 };
 
 export type OpenAiErrorBody = z.infer<typeof openAiErrorSchema>;
@@ -116,6 +119,25 @@ export function openAiErrorHandler(failed: string) {
     return reply.code(status).send(body);
   };
 }
+
+/**
+ * An API key's own refusals on the agent proxy (docs/payments.md "API keys"): its rate limit (the
+ * account scope) and its budget (the proxy) are answered in OpenAI's shape on the agent's
+ * OpenAI-compatible paths (`/api/agents/:id/v1/…`, `/v1/…` on its own host), where the `openai`
+ * client reads them; every other error of the proxy goes to the app's own handler as it is.
+ */
+export const KEY_LIMITS = {
+  description: KEY_LIMITS_DESCRIPTION,
+  responses: { 402: openAiErrorSchema, 429: openAiErrorSchema },
+  errorHandler(err: FastifyError | AppError, request: FastifyRequest, reply: FastifyReply) {
+    const url = request.routeOptions.url ?? '';
+    const openAiPath = url.startsWith('/api/agents/:id/v1/') || (url === '/*' && request.url.startsWith('/v1/'));
+    if (isAppError(err) && (err.id === 'KEY_RATE_LIMITED' || err.id === 'KEY_BUDGET_EXCEEDED') && openAiPath)
+      return keyLimitAnswer(err as FastifyError, request, reply);
+    throw err;
+  },
+};
+const keyLimitAnswer = openAiErrorHandler('agent proxy request failed');
 
 /** What a provider that fails mid-stream leaves in an OpenAI stream (the status is long sent). */
 const STREAM_FAILED = `data: ${JSON.stringify(openAiErrorBody(500, 'AI provider request failed', 'ai_provider_error'))}\n\n`;

@@ -13,7 +13,7 @@ import type {} from '@fastify/cookie';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { LIMITS } from '../../config/limits.ts';
 import type { AccountsService, NewSession, SessionUser } from '../../domains/accounts/index.ts';
-import type { KeysService } from '../../domains/keys/index.ts';
+import type { KeyLimits, KeysService } from '../../domains/keys/index.ts';
 import { forbidden, unauthorized } from '../../lib/errors.ts';
 import type { StreamCredential } from '../../lib/eviction-bus.ts';
 import { documented } from './openapi.ts';
@@ -134,34 +134,49 @@ const unauthorizedBody = (request: FastifyRequest) => sessionConfig(request)?.un
  * credential: what a long-lived answer opened with it is watched by (the agent proxy's streams and
  * sockets end when it is revoked, docs/agents.md "Agent content and streams").
  */
-export type Caller = { userId: string; email: string; plan: string; isAdmin: boolean; credential: StreamCredential };
+export type Caller = {
+  userId: string;
+  email: string;
+  plan: string;
+  isAdmin: boolean;
+  credential: StreamCredential;
+  /**
+   * The API key's limits when the caller came with one (null for the session): the agents it
+   * reaches, which the routes it reaches apply (docs/payments.md "API keys"), and its budget.
+   */
+  key: KeyLimits | null;
+};
 
 /**
  * A route's settings for the account scope (`config` on the route):
  * - `callerOptional`: the route also serves anonymous callers (`request.caller` null);
  * - `unauthorized`: the route's own 401 texts, for a key that is not a valid `sk_` key of a user
  *   (`invalidKey`) and for a request without a key or a session (`missing`); default `Unauthorized`.
- * Only `sk_` keys are accepted on every route of the scope (keys.validate refuses any other).
+ * Only `sk_` keys are accepted on every route of the scope (keys.authenticate refuses any other).
  */
 export type AccountRouteConfig = { callerOptional?: boolean; unauthorized?: { invalidKey: string; missing: string } };
 
 /**
  * The account scope's hook (`onRequest`): `Authorization: Bearer sk_…` is one of the user's API
- * keys (401 when invalid, whatever else the request carries); otherwise the session cookie. No
- * credential: 401, or `request.caller` null on a `callerOptional` route. The 401 texts are the
- * route's `unauthorized`, else `Unauthorized`. A session caller's plan is `network` for an admin,
- * else `solo`; a key's is its owner's plan.
+ * keys (401 when invalid — unknown, deleted, expired, or an old secret past its roll's grace —
+ * whatever else the request carries); otherwise the session cookie. No credential: 401, or
+ * `request.caller` null on a `callerOptional` route. The 401 texts are the route's `unauthorized`,
+ * else `Unauthorized`. A session caller's plan is `network` for an admin, else `solo`; a key's is
+ * its owner's plan. A key with a rate limit of its own is counted here, on every route of the
+ * scope: 429 `KEY_RATE_LIMITED` with `Retry-After` past it (docs/payments.md "API keys").
  */
-export function createAccountGuard(session: SessionAuth, keys: Pick<KeysService, 'validate'>) {
+export function createAccountGuard(session: SessionAuth, keys: Pick<KeysService, 'authenticate' | 'rateLimit'>) {
   return documented(
     async (request: FastifyRequest) => {
       const config = request.routeOptions.config as AccountRouteConfig | undefined;
       const auth = request.headers.authorization;
       if (typeof auth === 'string' && /^Bearer\s/i.test(auth)) {
         const apiKey = auth.slice(7).trim();
-        const v = await keys.validate(apiKey);
+        const v = await keys.authenticate(apiKey);
         if (!v.valid) throw unauthorized(config?.unauthorized?.invalidKey ?? 'Unauthorized');
-        request.caller = { userId: v.userId, email: v.email, plan: v.plan, isAdmin: false, credential: { apiKey } };
+        const { profile, key } = v;
+        request.caller = { userId: profile.userId, email: profile.email, plan: profile.plan, isAdmin: false, credential: { apiKey }, key };
+        await keys.rateLimit(key);
         return;
       }
       const user = await session.user(request);
@@ -173,6 +188,7 @@ export function createAccountGuard(session: SessionAuth, keys: Pick<KeysService,
           isAdmin: user.isAdmin,
           // a session was found, so its cookie is there
           credential: { session: session.token(request)! },
+          key: null,
         };
         return;
       }

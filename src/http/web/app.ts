@@ -269,6 +269,8 @@ export async function buildWebApp(config: Config, services: WebServices, options
           revoker,
           platformOrigins,
           messages: services.agentMessages,
+          // a key whose monthly budget is spent is refused before its request reaches the agent (docs/payments.md "API keys")
+          keyBudget: (userId, keyId) => services.ai.keyBudgets.check(userId, keyId),
         }),
         agentsDomain: config.AGENTS_DOMAIN,
         allowedOrigins: platformOrigins,

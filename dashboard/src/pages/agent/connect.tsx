@@ -3,7 +3,8 @@
  * openai SDK"): its id, the base URL for the official `openai` client, a snippet with a key, and
  * the WebSocket URL. The proxy takes one of the user's `sk_` keys; a key's secret is shown only
  * when it is created, so picking an existing key fills in its prefix, and "Create a key" makes a
- * new one whose secret goes into the snippet once (it lives in this component's state only).
+ * new one, limited to this agent, whose secret goes into the snippet once (it lives in this
+ * component's state only).
  */
 import { useId, useState } from 'react';
 import { LIMITS } from '../../../../src/config/limits.ts';
@@ -82,7 +83,8 @@ export function Connect({ agent }: { agent: ConnectAgent }) {
   const createKey = () =>
     create.run(async () => {
       const name = `Connect ${agent.name}`.slice(0, LIMITS.apiKeyNameMax);
-      const res = await call(api.POST('/api/keys', { body: { name } }));
+      // a key made here reaches this agent only (docs/payments.md "API keys"); the Keys page changes that
+      const res = await call(api.POST('/api/keys', { body: { name, agentIds: [agent.id] } }));
       setCreated({ name: res.name, secret: res.key });
       setChoice({ kind: 'created' });
       await keys.reload();
@@ -137,7 +139,8 @@ export function Connect({ agent }: { agent: ConnectAgent }) {
           </Button>
         </div>
         <p id={pickerHint} className="hint">
-          A key's secret is shown only once, when it is created: an existing key fills in its prefix, a new key its whole secret.
+          A key's secret is shown only once, when it is created: an existing key fills in its prefix, a new key its whole secret. A key
+          created here reaches this agent only; give it a budget, a rate limit or an expiry on the Keys page.
         </p>
         <ErrorText error={keys.error ?? create.error} />
         {choice.kind === 'created' && created && (

@@ -15,8 +15,8 @@
  */
 import type { Readable } from 'node:stream';
 import type WebSocket from 'ws';
-import { DEFAULT_GATEWAY_LIMITS } from '../../../config/limits.ts';
-import { AppError, tooManyRequests } from '../../../lib/errors.ts';
+import { DEFAULT_GATEWAY_LIMITS, KEY_ID_HEADER } from '../../../config/limits.ts';
+import { AppError, notFound, tooManyRequests } from '../../../lib/errors.ts';
 import type { StreamCredential, StreamRevoker } from '../../../lib/eviction-bus.ts';
 import type { AgentMessages } from '../agent-messages.service.ts';
 import type { AgentClient, ForwardRequest } from './agent.client.ts';
@@ -46,8 +46,15 @@ export const PROXY_SOCKET_LIMITS = {
   socketsPerUser: 32,
 } as const;
 
-/** Who calls: the account scope's caller, with the credential whose revocation ends what it opened. */
-export type ProxyCaller = { userId: string; credential: StreamCredential };
+/**
+ * Who calls: the account scope's caller, with the credential whose revocation ends what it opened,
+ * and the API key's limits when it came with one (docs/payments.md "API keys").
+ */
+export type ProxyCaller = {
+  userId: string;
+  credential: StreamCredential;
+  key?: { id: string; agentIds: readonly string[] | null; monthlyBudgetUsd: number | null } | null | undefined;
+};
 
 /** One request for the agent, as the caller sent it. */
 export type ProxiedRequest = {
@@ -88,6 +95,12 @@ export type AgentProxyDeps = {
   platformOrigins: readonly string[];
   /** where a streamed chat turn is stored (the agent's messages, as every other way in stores them) */
   messages: Pick<AgentMessages, 'recordTurn'>;
+  /**
+   * Rejects with 402 KEY_BUDGET_EXCEEDED when the key's month's model cost and calls in flight
+   * reached its budget (the AI layer's key budgets): asked before a POST or a socket of a key
+   * with a budget reaches the agent, so a spent key is refused whatever runtime the agent runs.
+   */
+  keyBudget?: (userId: string, keyId: string) => Promise<void>;
 };
 
 /** Runs `fn` when `target` closes, or now when it already has (the client left while we awaited). */
@@ -99,6 +112,18 @@ const whenClosed = (target: Closable, fn: () => void) => {
 export function createAgentProxy(deps: AgentProxyDeps) {
   const { agentClient, revoker } = deps;
   const platformOrigins: ReadonlySet<string> = new Set(deps.platformOrigins.map((o) => new URL(o).origin));
+
+  /**
+   * A key limited to some agents reaches only those: any other is 404, as an agent that is not the
+   * caller's (docs/payments.md "API keys"). Then, for what may spend (a POST, a socket), a key's
+   * spent budget is 402 before the agent is called.
+   */
+  async function mayReach(caller: ProxyCaller, agentId: string, spends: boolean) {
+    const key = caller.key;
+    if (!key) return;
+    if (key.agentIds && !key.agentIds.includes(agentId)) throw notFound('Agent not found');
+    if (spends && key.monthlyBudgetUsd !== null && deps.keyBudget) await deps.keyBudget(caller.userId, key.id);
+  }
 
   /** The agent's model (its record's, docs/agents.md "Model"), and when the agent was made (404 when not the caller's). */
   async function agentModel(userId: string, agentId: string) {
@@ -156,10 +181,13 @@ export function createAgentProxy(deps: AgentProxyDeps) {
      * to the agent with the caller's credentials, cookies and hop-by-hop headers dropped, and its
      * answer comes back contained: a redirect only within the agent's own paths, no header that
      * sets policy for the platform's origin, anything a browser would run as a download. The
-     * answer is streamed; it ends when the caller leaves or the credential is revoked.
+     * answer is streamed; it ends when the caller leaves or the credential is revoked. A key limited
+     * to other agents gets 404, and a key is named to the agent (KEY_ID_HEADER) so the model calls
+     * it causes are charged to it (docs/payments.md "API keys").
      */
     async forward(caller: ProxyCaller, agentId: string, req: ProxiedRequest, connection: CallerConnection): Promise<ProxiedAnswer> {
       const askedAt = new Date();
+      await mayReach(caller, agentId, req.method === 'POST');
       if (req.method === 'GET' && req.path === '/v1/models') {
         const { model, createdAt } = await agentModel(caller.userId, agentId);
         return { status: 200, headers: CONTAINMENT_HEADERS, body: agentModelList(model, createdAt) };
@@ -179,6 +207,8 @@ export function createAgentProxy(deps: AgentProxyDeps) {
       for (const [name, value] of Object.entries(req.headers)) {
         if (value !== undefined && !DROP_REQUEST.has(name)) headers[name] = value;
       }
+      // the key the request came with, for the agent's model call (the runtime passes it on, the gateway charges it)
+      if (caller.key) headers[KEY_ID_HEADER] = caller.key.id;
       const { target, response: upstream } = await agentClient.forward(caller.userId, agentId, {
         method: req.method,
         path: `${req.path}${req.query}`,
@@ -225,7 +255,8 @@ export function createAgentProxy(deps: AgentProxyDeps) {
     /**
      * Before a WebSocket to the caller's agent is accepted: takes one of the user's socket slots
      * (429 when all are taken), watches the credential and finds the agent (404 when not the
-     * caller's). The slot and the watch last as long as `socket` (the caller's connection) does.
+     * caller's, or not one a limited key reaches; 402 for a key whose budget is spent). The slot and
+     * the watch last as long as `socket` (the caller's connection) does.
      * `pipe` then joins the accepted WebSocket to the agent's `/ws`, within PROXY_SOCKET_LIMITS;
      * revoking the credential closes both with 1008.
      */
@@ -239,6 +270,7 @@ export function createAgentProxy(deps: AgentProxyDeps) {
       whenClosed(socket, release);
       let target: Awaited<ReturnType<AgentClient['targets']['byId']>>;
       try {
+        await mayReach(caller, agentId, true);
         target = await agentClient.targets.byId(caller.userId, agentId);
       } catch (err) {
         release();
@@ -246,7 +278,12 @@ export function createAgentProxy(deps: AgentProxyDeps) {
       }
       return {
         pipe(client) {
-          const pipe = agentClient.pipeSocket(client, target, PROXY_SOCKET_LIMITS);
+          const pipe = agentClient.pipeSocket(
+            client,
+            target,
+            PROXY_SOCKET_LIMITS,
+            caller.key ? { [KEY_ID_HEADER]: caller.key.id } : undefined,
+          );
           watch.onRevoked(() => pipe.close(1008, 'Credentials revoked'));
         },
       };

@@ -182,13 +182,14 @@ export function createAgentClient(deps: AgentClientDeps) {
     },
 
     /**
-     * Pipes `client` to a new WebSocket on the agent's `/ws` within `limits` (./socket-pipe.client.ts);
-     * `close` ends both (the caller's revocation).
+     * Pipes `client` to a new WebSocket on the agent's `/ws` within `limits` (./socket-pipe.client.ts),
+     * with `headers` on its upgrade (the caller's key, for the agent's model calls); `close` ends
+     * both (the caller's revocation).
      */
-    pipeSocket: (client: WebSocket, target: AgentTarget, limits: SocketPipeLimits) =>
+    pipeSocket: (client: WebSocket, target: AgentTarget, limits: SocketPipeLimits, headers?: Record<string, string>) =>
       pipeSocket(
         client,
-        { url: wsUrl(target), authorization: bearer(target), onUnreachable: () => tellUnreachable(target.agent.id) },
+        { url: wsUrl(target), authorization: bearer(target), headers, onUnreachable: () => tellUnreachable(target.agent.id) },
         limits,
       ),
 

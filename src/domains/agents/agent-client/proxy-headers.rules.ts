@@ -3,8 +3,13 @@
  * docs/agents.md "Agent content and streams"): an agent is not trusted with the platform's origin,
  * so what it answers cannot set policy for it, and nothing a browser would run is served as a page.
  */
+import { KEY_ID_HEADER } from '../../../config/limits.ts';
 
-/** Request headers never forwarded: hop-by-hop, our credentials, and what undici sets itself. */
+/**
+ * Request headers never forwarded: hop-by-hop, our credentials, what undici sets itself, and the
+ * header that names the caller's key to the agent, which only the proxy sets (a client sending it
+ * would charge its calls to another of its owner's keys).
+ */
 export const DROP_REQUEST = new Set([
   'host',
   'connection',
@@ -19,6 +24,7 @@ export const DROP_REQUEST = new Set([
   'proxy-authorization',
   'content-length',
   'expect',
+  KEY_ID_HEADER,
 ]);
 /**
  * Response headers never passed on: hop-by-hop ones, and those by which an answer would set policy

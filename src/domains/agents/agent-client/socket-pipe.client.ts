@@ -44,10 +44,13 @@ function relay(from: WebSocket, to: WebSocket, unwrittenBytes: number, early: (d
  */
 export function pipeSocket(
   client: WebSocket,
-  agent: { url: string; authorization: string; onUnreachable?: () => void },
+  agent: { url: string; authorization: string; headers?: Record<string, string> | undefined; onUnreachable?: () => void },
   limits: SocketPipeLimits,
 ): { close(code: number, reason: string): void } {
-  const upstream = new WebSocket(agent.url, { headers: { authorization: agent.authorization }, maxPayload: limits.agentMessageBytes });
+  const upstream = new WebSocket(agent.url, {
+    headers: { ...agent.headers, authorization: agent.authorization },
+    maxPayload: limits.agentMessageBytes,
+  });
   const closeBoth = (code?: number, reason?: string | Buffer) => {
     const c = code && code >= 1000 && code < 5000 && code !== 1005 && code !== 1006 ? code : 1011;
     if (client.readyState === WebSocket.OPEN) client.close(c, reason);

@@ -11,6 +11,7 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import type { z } from 'zod';
 import { type Config, MODEL_GATEWAY_PATH } from '../../../config/env.ts';
+import { KEY_ID_HEADER } from '../../../config/limits.ts';
 import { isAdminUser } from '../../../domains/accounts/index.ts';
 import type { AgentCaller } from '../../../domains/agents/index.ts';
 import {
@@ -140,7 +141,10 @@ export const modelGatewayRoutes = (deps: {
           'and the calls in flight reached the monthly budget its owner set (PUT /api/agents/:id/budget on the web app): each call holds ' +
           "the most it can cost (its prompt and `max_tokens`, else the rest of the context window, at the model's price) until it " +
           "ends, so concurrent calls overshoot the budget by at most one call's hold; the provider is not contacted, and the " +
-          'error carries `monthlyBudgetUsd`, `monthToDateUsd` and `periodStart` (docs/agents.md "Usage and budgets"). `stream: true` ' +
+          'error carries `monthlyBudgetUsd`, `monthToDateUsd` and `periodStart` (docs/agents.md "Usage and budgets"). ' +
+          "A call the runtime makes for a request the web app forwarded with one of the owner's API keys names that key (header " +
+          `\`${KEY_ID_HEADER}\`; a key of anyone else is ignored): the call is recorded with the key and held against the key's monthly ` +
+          'budget too, 402 `key_budget_exceeded` (type `insufficient_quota`) once it is spent (docs/payments.md "API keys"). `stream: true` ' +
           'answers `text/event-stream`: `chat.completion.chunk` events, with `stream_options.include_usage` a last chunk with `usage`, then ' +
           '`data: [DONE]`; an upstream failure mid-stream sends `data: {error:{...}}` and ends the stream. A stream the agent aborts is ' +
           `billed from its length when the provider sent no count. ${PLAN_DOC}`,
@@ -161,10 +165,30 @@ export const modelGatewayRoutes = (deps: {
       serializerCompiler: completionSerializerCompiler,
       // not an async function: the non-streamed answer is ai.agentCompletion's own promise, not one
       // wrapped around it (docs/benchmarks.md "AI proxy"); the agent's budget is held there
-      handler: (request, reply) => complete(request, reply, callingAgent(request)),
+      handler: (request, reply) => {
+        const caller = callingAgent(request);
+        const keyId = namedKey(request, caller.userId);
+        return keyId instanceof Promise ? keyId.then((k) => complete(request, reply, caller, k)) : complete(request, reply, caller, keyId);
+      },
     });
 
-    function complete(request: FastifyRequest<{ Body: z.infer<typeof completionBody> }>, reply: FastifyReply, caller: AgentCaller) {
+    /**
+     * The API key the call is made for (docs/payments.md "API keys"): the agent's runtime names it
+     * (KEY_ID_HEADER) for a request the agent proxy forwarded with it. Taken only when it is one of
+     * the agent's owner's keys, else ignored: an agent naming keys can at most move its own
+     * owner's spend between that owner's keys. No header: nothing asked, no promise.
+     */
+    function namedKey(request: FastifyRequest, userId: string): string | undefined | Promise<string | undefined> {
+      const named = request.headers[KEY_ID_HEADER];
+      return typeof named === 'string' ? ai.keyBudgets.ofOwner(userId, named) : undefined;
+    }
+
+    function complete(
+      request: FastifyRequest<{ Body: z.infer<typeof completionBody> }>,
+      reply: FastifyReply,
+      caller: AgentCaller,
+      keyId: string | undefined,
+    ) {
       const { agentId } = caller;
       const body = request.body;
       const { model, messages, stream, stream_options } = body;
@@ -176,19 +200,21 @@ export const modelGatewayRoutes = (deps: {
       }
       const req = { model, agentModel: caller.model, messages, fields, includeUsage: stream_options?.include_usage === true };
       const signal = disconnectSignal(reply);
-      if (!stream) return ai.agentCompletion(actorOf(request), agentId, req, signal);
-      return streamCompletion(request, reply, agentId, req, signal);
+      // the key rides on the actor: the call is made for it (no object more per call without one)
+      const actor = keyId ? { ...actorOf(request), keyId } : actorOf(request);
+      if (!stream) return ai.agentCompletion(actor, agentId, req, signal);
+      return streamCompletion(actor, reply, agentId, req, signal);
     }
 
     async function streamCompletion(
-      request: FastifyRequest,
+      actor: AiActor,
       reply: FastifyReply,
       agentId: string,
       req: Parameters<AiService['agentCompletionStream']>[2],
       signal: CallSignal,
     ) {
-      const opened = await ai.agentCompletionStream(actorOf(request), agentId, req, signal);
-      await writeOpenAiStream(request, reply, opened.chunks, 'agent gateway stream failed');
+      const opened = await ai.agentCompletionStream(actor, agentId, req, signal);
+      await writeOpenAiStream(reply.request, reply, opened.chunks, 'agent gateway stream failed');
       return reply;
     }
   },

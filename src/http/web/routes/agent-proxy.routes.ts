@@ -25,7 +25,7 @@ import { z } from 'zod';
 import { type AgentProxy, CHAT_BODY_MAX_DEPTH, PROXY_SOCKET_LIMITS } from '../../../domains/agents/index.ts';
 import { forbidden } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
-import { tooDeepErrorSchema } from '../../shared/openai-wire.ts';
+import { KEY_LIMITS, tooDeepErrorSchema } from '../../shared/openai-wire.ts';
 import { CROSS_SITE_MESSAGE } from '../../shared/origin-check.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
@@ -116,6 +116,7 @@ export const agentProxyRoutes = (deps: AgentProxyRouteDeps): RouteModule<'accoun
     };
 
     await app.register(async (scope) => {
+      scope.setErrorHandler(KEY_LIMITS.errorHandler); // a key's rate limit and budget in OpenAI's shape on the agent's /v1 paths
       // the proxy passes bodies through untouched: no JSON parsing, no validation
       scope.removeAllContentTypeParsers();
       scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
@@ -148,12 +149,13 @@ export const agentProxyRoutes = (deps: AgentProxyRouteDeps): RouteModule<'accoun
             `${CHAT_BODY_MAX_DEPTH} levels of arrays and objects, 401 without credentials, 404 for an agent that is not yours, 502 ` +
             '`AGENT_UNAVAILABLE` when the agent cannot be reached and 503 `NO_GATEWAY_TOKEN`. Every turn appears in ' +
             'GET /api/agents/{id}/messages: a streamed one (`stream: true`) is stored by the platform once the stream has ended (the last ' +
-            'user message and the answer read from the stream as it passes), a non-streamed one is reported by the agent.',
+            `user message and the answer read from the stream as it passes), a non-streamed one is reported by the agent. ${KEY_LIMITS.description}`,
           params: idParams,
           body: z.object({}).passthrough().describe('An OpenAI chat completions request, passed to the agent as it is'),
           response: {
             200: z.object({}).passthrough().describe("The agent's chat completion (JSON), or text/event-stream when `stream: true`"),
             400: tooDeepErrorSchema,
+            ...KEY_LIMITS.responses,
             401: errorSchema,
             404: errorSchema,
             502: errorSchema,
@@ -210,7 +212,7 @@ export const agentProxyRoutes = (deps: AgentProxyRouteDeps): RouteModule<'accoun
               `${PROXY_SOCKET_LIMITS.pendingBytes / 1024 / 1024} MiB sent before the agent's socket opens closes it with 1013; signing out or ` +
               `deleting the key it was opened with closes it with 1008. 429 when the user already has ${PROXY_SOCKET_LIMITS.socketsPerUser} open.`,
             params: idParams,
-            response: { 401: errorSchema, 403: errorSchema, 404: errorSchema, 429: errorSchema, 503: errorSchema },
+            response: { 401: errorSchema, 402: errorSchema, 403: errorSchema, 404: errorSchema, 429: errorSchema, 503: errorSchema },
           },
           config,
           preValidation: (request) => grantSocket(request, (request.params as { id: string }).id),

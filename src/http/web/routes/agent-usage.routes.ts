@@ -54,7 +54,7 @@ export const agentUsageRoutes = (deps: { report: UsageReportFn; budgets: AgentBu
         const userId = currentUser(request).id;
         // the budget view is also the ownership check (404 before any usage is read)
         const status = await deps.budgets.view(userId, request.params.id);
-        const { byAgent: _none, ...report } = await deps.report(userId, request.query.days, request.params.id);
+        const { byAgent: _none, byKey: _noKeys, ...report } = await deps.report(userId, request.query.days, request.params.id);
         return { ...report, budget: status };
       },
     });

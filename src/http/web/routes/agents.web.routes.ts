@@ -45,15 +45,21 @@ export const agentsRoutes = (deps: { agents: AgentsWebService; watchdog?: Watchd
           summary: "The caller's agents (session cookie or API key)",
           description:
             'With the session cookie, or `Authorization: Bearer sk_…` (one of your API keys): your agents, the same shape either way. ' +
-            'Without either: `{agents:[],count:0,status:"ok"}` (not 401, §4.7). An invalid or deleted key: 401 `Unauthorized`.',
+            'Without either: `{agents:[],count:0,status:"ok"}` (not 401, §4.7). An invalid, deleted or expired key: 401 `Unauthorized`. ' +
+            'A key limited to some agents (`agentIds`, POST /api/keys) lists only those; a key past its own rate limit is 429 ' +
+            '`KEY_RATE_LIMITED` with `Retry-After`.',
           // the caller is optional here (§4.7): documented as "cookie, key, or nothing"
           security: [...ACCOUNT_SECURITY, {}],
-          response: { 200: z.object({ agents: z.array(webAgent), count: z.number(), status: z.literal('ok') }), 401: errorSchema },
+          response: {
+            200: z.object({ agents: z.array(webAgent), count: z.number(), status: z.literal('ok') }),
+            401: errorSchema,
+            429: errorSchema,
+          },
         },
         config: { callerOptional: true } satisfies AccountRouteConfig,
         handler: async (request) => {
           const c = request.caller;
-          return agents.list(c && { id: c.userId, email: c.email, isAdmin: c.isAdmin });
+          return agents.list(c && { id: c.userId, email: c.email, isAdmin: c.isAdmin }, c?.key?.agentIds);
         },
       });
     },

@@ -46,13 +46,16 @@ export const usageRoutes = (deps: { report: UsageReportFn }): RouteModule<'sessi
             `Calls to the AI layer recorded for you (§4.9 usage log) over the last \`days\` UTC days (1 to ${USAGE_DAYS_MAX}, default 30), ` +
             'today included: totals, one entry per day (days without calls are zeros, oldest first), one per model (most expensive first) ' +
             "and one per agent of yours (`byAgent`: every model call an agent made through the platform's AI gateway, most expensive " +
-            "first; `name` is null for an agent since deleted). Another user's agents never appear (row-level security). One agent's " +
+            'first; `name` is null for an agent since deleted) and one per API key of yours (`byKey`: the model calls made for requests ' +
+            "with that key through an agent's OpenAI-compatible endpoint or WebSocket, most expensive first; `name` null for a key since " +
+            'deleted; docs/payments.md "API keys"). Another user\'s agents and keys never appear (row-level security). One agent\'s ' +
             'usage and its monthly budget: GET /api/agents/:id/usage.',
           querystring: usageDaysQuery,
           response: {
             200: z.object({
               ...usageReportFields,
               byAgent: z.array(z.object({ agentId: z.string(), name: z.string().nullable(), ...totals })),
+              byKey: z.array(z.object({ keyId: z.string(), name: z.string().nullable(), ...totals })),
             }),
             400: errorSchema,
             401: errorSchema,
