@@ -16,6 +16,8 @@ export const webAgent = z.object({
   createdAt: z.string(),
   updatedAt: z.string(),
 });
+/** GET /api/agents */
+export const webAgentList = z.object({ agents: z.array(webAgent), count: z.number(), status: z.literal('ok') });
 /** GET /api/agents/models and /api/agents/:id/models (docs/agents.md "Model") */
 export const agentModels = z.object({
   models: z.array(z.object({ id: z.string(), name: z.string(), provider: z.string() })),

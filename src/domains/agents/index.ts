@@ -40,6 +40,7 @@ export {
   provisioned,
   renamedAgent,
   webAgent,
+  webAgentList,
   webLogsQuery,
 } from './agents.web.schemas.ts';
 export { type AgentsWebService, createAgentsWebService, type WebUser } from './agents.web.service.ts';

@@ -101,8 +101,7 @@ export function createAiService(deps: AiServiceDeps) {
   const usage = deps.usage ?? createUsageStore({ db: deps.db, logger, holds, billing });
   const guard = createSpendGuard({ db: deps.db, holds, usage, billing, now });
   const budgets = createAgentBudgets({ db: deps.db, usage, forget: guard.forget, now });
-  // which model an agent runs (docs/agents.md "Model")
-  const modelChoice = createModelChoice({ catalog, customModel: config.AI_CUSTOM_MODEL });
+  const modelChoice = createModelChoice({ catalog, customModel: config.AI_CUSTOM_MODEL }); // docs/agents.md "Model"
   // API keys' budgets (docs/payments.md "API keys"): whose a key is, and the proxy's check before a call
   const keyBudgets = createKeyBudgets({ pool: deps.db.pool, usage, holdTtlMs: holds.ttlMs, now });
   // the operator's prices (MODEL_PRICES now, the admin page's from the database, again every PRICES_RELOAD_MS)

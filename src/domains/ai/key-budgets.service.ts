@@ -75,5 +75,3 @@ export function createKeyBudgets(deps: {
     },
   };
 }
-
-export type KeyBudgets = ReturnType<typeof createKeyBudgets>;

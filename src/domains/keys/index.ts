@@ -5,10 +5,8 @@
  */
 export { invalidKey, KEY_LIMITS_DESCRIPTION, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from './keys.schemas.ts';
 export {
-  type ApiKeySummary,
   type AuthenticatedKey,
   createKeysService,
   type KeyLimits,
-  type KeyProfile,
   type KeysService,
 } from './keys.service.ts';

@@ -19,6 +19,7 @@ import {
   renamedAgent,
   type WebUser,
   webAgent,
+  webAgentList,
   webLogsQuery,
 } from '../../../domains/agents/index.ts';
 import { logLine } from '../../../domains/logs/index.ts';
@@ -50,11 +51,7 @@ export const agentsRoutes = (deps: { agents: AgentsWebService; watchdog?: Watchd
             '`KEY_RATE_LIMITED` with `Retry-After`.',
           // the caller is optional here (§4.7): documented as "cookie, key, or nothing"
           security: [...ACCOUNT_SECURITY, {}],
-          response: {
-            200: z.object({ agents: z.array(webAgent), count: z.number(), status: z.literal('ok') }),
-            401: errorSchema,
-            429: errorSchema,
-          },
+          response: { 200: webAgentList, 401: errorSchema, 429: errorSchema },
         },
         config: { callerOptional: true } satisfies AccountRouteConfig,
         handler: async (request) => {
