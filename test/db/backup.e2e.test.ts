@@ -123,7 +123,9 @@ describe('npm run backup / restore with the embedded database', () => {
     expect(credit.code, credit.out).toBe(0);
     const balance = (await api('GET', '/api/wallet')).body.balance;
     expect(balance).toBe('7.25');
-    const workspaceConfig = readFileSync(join(dirA, 'agents', agentId, 'workspace', 'openclaw.json'), 'utf8');
+    // a file of the agent's own, which no start rewrites (openclaw.json is regenerated for the instance it runs on)
+    const notes = join(dirA, 'agents', agentId, 'workspace', 'notes.md');
+    writeFileSync(notes, 'kept across the restore\n');
 
     // the backup runs while the platform keeps writing (sign-ups), online
     const archive = join(work, 'instance.tar.gz');
@@ -163,7 +165,11 @@ describe('npm run backup / restore with the embedded database', () => {
       // the key validates (its hash came back), a wrong one still does not
       expect(await models(b.web, agentId, key)).toBe(200);
       expect(await models(b.web, agentId, `${key.slice(0, -4)}XXXX`)).toBe(401);
-      expect(readFileSync(join(dirB, 'agents', agentId, 'workspace', 'openclaw.json'), 'utf8')).toBe(workspaceConfig);
+      expect(readFileSync(join(dirB, 'agents', agentId, 'workspace', 'notes.md'), 'utf8')).toBe('kept across the restore\n');
+      // the agent's configuration names the restored instance's folders, not the old one's
+      const config = readFileSync(join(dirB, 'agents', agentId, 'workspace', 'openclaw.json'), 'utf8');
+      expect(config).toContain(join(dirB, 'agents', agentId, 'workspace'));
+      expect(config).not.toContain(dirA);
       // the platform's own keys came back with it: what it sealed in A it opens in B (the wallet above), and the file is the same
       expect(readFileSync(join(dirB, 'secrets.json'), 'utf8')).toBe(readFileSync(join(dirA, 'secrets.json'), 'utf8'));
     } finally {

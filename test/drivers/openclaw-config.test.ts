@@ -146,6 +146,48 @@ const greedy = () => ({
   tools: { web: { fetch: { maxChars: 1_000_000, maxCharsCap: 1_000_000, timeoutSeconds: 20 } }, loopDetection: { enabled: false } },
 });
 
+/** OpenClaw's layers that widen a profile (its docs/gateway/config-tools/tool-policy.md) */
+const widening = () => ({
+  tools: {
+    allow: ['exec'],
+    alsoAllow: ['exec', 'browser', 'gateway'],
+    byProvider: { platform: { profile: 'full' } },
+    elevated: { enabled: true },
+    codeMode: { enabled: true },
+    web: { fetch: { maxChars: 1000 } },
+  },
+  agents: {
+    entries: {
+      main: {
+        tools: {
+          profile: 'full',
+          allow: ['exec'],
+          alsoAllow: ['exec'],
+          exec: { security: 'full' },
+          fs: { workspaceOnly: false },
+          deny: ['cron'],
+          loopDetection: { enabled: false },
+        },
+      },
+    },
+  },
+});
+
+describe('the tool policy is the platform’s (§8 profile and denials)', () => {
+  it('a user cannot widen it: allow, alsoAllow, byProvider, elevated, codeMode and an agent entry’s own profile are dropped; what narrows stays', () => {
+    const user = widening();
+    const before = JSON.stringify(user);
+    const cfg = buildOpenClawConfig(user, { ...base, plan: 'solo' }) as any;
+    expect(Object.keys(cfg.tools).sort()).toEqual(['deny', 'exec', 'fs', 'loopDetection', 'profile', 'web']);
+    expect(cfg.tools).toMatchObject({ profile: 'messaging', deny: ['browser', 'canvas'], exec: { security: 'allowlist' } });
+    expect(cfg.tools.web.fetch.maxChars).toBe(1000);
+    expect(cfg.agents.entries.main.tools).toEqual({ deny: ['cron'], loopDetection: { enabled: true } });
+    expect(JSON.stringify(cfg)).not.toMatch(/"full"|alsoAllow|byProvider|elevated|codeMode/);
+    // the stored configuration is not changed in place
+    expect(JSON.stringify(user)).toBe(before);
+  });
+});
+
 describe('§8 tool limits in OpenClaw keys', () => {
   it('web output 50,000 chars (maxChars and the hard maxCharsCap), loop detection on, images at most 1200 px: for every plan, whatever the user asked', () => {
     expect(LIMITS.toolWebOutputMaxChars).toBe(50_000);
@@ -267,6 +309,8 @@ describe.skipIf(!launcher || !nodeRunsOpenClaw)('OpenClaw accepts the written co
   it('for the smallest and the largest plan, with the greedy configuration cut down; and it refuses a key it does not know', () => {
     for (const plan of ['solo', 'network'])
       expect(validate(buildOpenClawConfig(greedy(), { ...base, plan })), plan).toContain('Config valid');
+    // and with the widening layers taken out
+    expect(validate(buildOpenClawConfig(widening(), { ...base, plan: 'solo' }))).toContain('Config valid');
     // the check can fail: a limit key OpenClaw 2026.9.6 does not have (docs/agents.md "OpenClaw")
     const wrong = buildOpenClawConfig({}, { ...base, plan: 'solo' }) as any;
     wrong.tools.loopDetection.windowMinutes = 5;

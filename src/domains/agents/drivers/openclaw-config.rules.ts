@@ -133,6 +133,7 @@ export function buildOpenClawConfig(userConfig: Json, o: OpenClawConfigOptions):
   config.telemetry = { enabled: false };
   config.discovery = { mdns: { mode: 'off' } };
   capSkills(config, o.plan);
+  lockToolPolicy(config);
   applyToolLimits(config);
   return config;
 }
@@ -204,6 +205,42 @@ const atMost = (v: unknown, limit: number, min = 1): number =>
   typeof v === 'number' && Number.isInteger(v) && v >= min && v <= limit ? v : limit;
 
 /**
+ * §8 fixes the tool profile and the denied tools; OpenClaw has layers that widen them again
+ * (docs/gateway/config-tools/tool-policy.md): `tools.allow` and `tools.alsoAllow` add tools to the
+ * profile, `tools.byProvider` sets a profile per model provider, `tools.elevated` and `codeMode`
+ * change how tools run, and an agent's own `tools` (agents.entries.<id>.tools; OpenClaw 2026.9.6
+ * has no agents.defaults.tools nor agents.list) override the profile for that agent. A user's configuration could so give a solo
+ * agent `exec` or a `full` profile (found 2026-11-28, docs/security.md). Those layers are the
+ * platform's: from the user's `tools` only what narrows or tunes is kept (the platform's profile,
+ * deny, exec and fs over it, `web` capped below, `loopDetection`), and from an agent's own `tools`
+ * only `deny` and `loopDetection`.
+ */
+const TOOL_KEYS_KEPT = new Set(['profile', 'deny', 'exec', 'fs', 'web', 'loopDetection']);
+const AGENT_TOOL_KEYS_KEPT = ['deny', 'loopDetection'];
+
+function lockToolPolicy(config: Json): void {
+  const tools = config.tools as Json;
+  for (const k of Object.keys(tools)) if (!TOOL_KEYS_KEPT.has(k)) delete tools[k];
+  const agents = config.agents as Json;
+  const narrow = (agent: unknown) => {
+    if (!isObject(agent) || !('tools' in agent)) return;
+    const own = isObject(agent.tools) ? agent.tools : {};
+    const kept = Object.fromEntries(AGENT_TOOL_KEYS_KEPT.filter((k) => k in own).map((k) => [k, own[k]]));
+    if (Object.keys(kept).length > 0) agent.tools = kept;
+    else delete agent.tools;
+  };
+  if (isObject(agents.entries))
+    agents.entries = Object.fromEntries(Object.entries(agents.entries).map(([id, entry]) => [id, copyOf(entry, narrow)]));
+}
+
+/** A shallow copy of `v` changed by `fn` (the user's stored configuration is never changed in place). */
+const copyOf = (v: unknown, fn: (o: unknown) => void) => {
+  const c = isObject(v) ? { ...v } : v;
+  fn(c);
+  return c;
+};
+
+/**
  * §8 agent tool limits in OpenClaw's keys (docs/agents.md "OpenClaw", limits table): web_fetch
  * returns at most LIMITS.toolWebOutputMaxChars characters (`maxChars`, and `maxCharsCap`, which
  * also bounds a call's own `maxChars`); images are scaled to at most LIMITS.imageMaxDimensionPx on
@@ -224,8 +261,13 @@ function applyToolLimits(config: Json): void {
   const agents = config.agents as Json;
   const defaults = agents.defaults as Json;
   defaults.imageMaxDimensionPx = atMost(defaults.imageMaxDimensionPx, LIMITS.imageMaxDimensionPx);
-  if (isObject(agents.entries))
-    for (const entry of Object.values(agents.entries))
-      if (isObject(entry) && isObject(entry.tools) && 'loopDetection' in entry.tools)
-        entry.tools = { ...entry.tools, loopDetection: { enabled: true } };
+  // an agent's own tools (lockToolPolicy left only deny and loopDetection there): detection stays on
+  const ownTools = [
+    agents.defaults,
+    ...(isObject(agents.entries) ? Object.values(agents.entries) : []),
+    ...(Array.isArray(agents.list) ? agents.list : []),
+  ];
+  for (const agent of ownTools)
+    if (isObject(agent) && isObject(agent.tools) && 'loopDetection' in agent.tools)
+      agent.tools = { ...agent.tools, loopDetection: { enabled: true } };
 }
