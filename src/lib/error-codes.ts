@@ -78,6 +78,12 @@ export const ERROR_CODES = {
   AGENT_NOT_RUNNING: { status: 409, summary: 'The agent must be running for this', body: 'AGENT_NOT_RUNNING' },
   AGENT_UNAVAILABLE: { status: 502, summary: 'The agent failed or could not be reached', body: 'AGENT_UNAVAILABLE' },
   AGENT_TIMEOUT: { status: 500, summary: 'The agent did not reply in time', body: 'AGENT_TIMEOUT' },
+  CHANNEL_TOKEN_REFUSED: { status: 400, summary: 'The messaging provider refused the bot token', body: 'CHANNEL_TOKEN_REFUSED' },
+  CHANNEL_PROVIDER_UNREACHABLE: {
+    status: 502,
+    summary: 'The messaging provider could not be reached',
+    body: 'CHANNEL_PROVIDER_UNREACHABLE',
+  },
   AGENT_ERROR: { status: 500, summary: 'The agent answered with an error', body: 'AGENT_ERROR' },
   AGENT_REDIRECT_REFUSED: {
     status: 502,
