@@ -84,42 +84,44 @@ ${PROFILE_ON_STDIN}
 export type Proc = {
   proc: ChildProcess;
   port: number;
-  /** writes `line` to the child's stdin and resolves with its next stdout line */
+  /** writes `line` to the child's stdin and resolves with its next answer line (ANSWERS) */
   ask(line: string): Promise<string>;
 };
 
-/** Spawns `args` and waits for the port on its first stdout line. */
+/** Spawns `args` and waits for the port: the first stdout line that is a number. */
 export function spawnWithPort(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Proc> {
   const proc = spawn(process.execPath, args, { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'], env });
   const waiting: ((line: string) => void)[] = [];
-  let rest = '';
   const ask = (line: string) =>
     new Promise<string>((resolve) => {
       waiting.push(resolve);
       proc.stdin!.write(`${line}\n`);
     });
+  // stdout carries the protocol (the port, then answers to ask()); anything else a child prints
+  // there (a library's warning, a stray log line) is passed to stderr instead of being read as one
   return new Promise<Proc>((resolve, reject) => {
-    let out = '';
-    const onData = (d: string) => {
-      out += d;
-      const nl = out.indexOf('\n');
-      if (nl === -1) return;
-      proc.stdout!.off('data', onData);
-      // later lines answer ask(), in order
-      rest = out.slice(nl + 1);
-      proc.stdout!.on('data', (more: string) => {
-        rest += more;
-        for (let i = rest.indexOf('\n'); i !== -1; i = rest.indexOf('\n')) {
-          waiting.shift()?.(rest.slice(0, i));
-          rest = rest.slice(i + 1);
-        }
-      });
-      resolve({ proc, port: Number(out.slice(0, nl).trim()), ask });
+    let port: number | undefined;
+    let rest = '';
+    const onLine = (line: string) => {
+      if (port === undefined && /^\d+$/.test(line.trim())) {
+        port = Number(line.trim());
+        resolve({ proc, port, ask });
+      } else if (port !== undefined && ANSWERS.has(line.trim())) waiting.shift()?.(line.trim());
+      else if (line.trim() !== '') process.stderr.write(`[${args.at(-1)?.slice(0, 24) ?? 'child'}] ${line}\n`);
     };
-    proc.stdout!.setEncoding('utf8').on('data', onData);
+    proc.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      rest += d;
+      for (let i = rest.indexOf('\n'); i !== -1; i = rest.indexOf('\n')) {
+        onLine(rest.slice(0, i));
+        rest = rest.slice(i + 1);
+      }
+    });
     proc.once('exit', (code) => reject(new Error(`${args.at(-1)?.slice(0, 40) ?? 'child'} exited (${code}) before listening`)));
   });
 }
+
+/** What bench/lib/profile-on-stdin.ts answers on stdout, the only lines read as answers to ask(). */
+const ANSWERS = new Set(['profiling', 'saved']);
 
 export async function startUpstream100(delayMs: number): Promise<Proc & { base: string }> {
   const p = await spawnWithPort(['--input-type=module', '-e', UPSTREAM, String(delayMs)]);
