@@ -71,16 +71,7 @@ const envSchema = z.object({
   /** added: an idle keep-alive connection is closed after this, ms (above common load-balancer idle timeouts of 60 s) */
   HTTP_KEEP_ALIVE_TIMEOUT_MS: positiveInt(72_000),
   /** added (docs/security.md): origins besides PUBLIC_URL's allowed to send cookie-authenticated state-changing requests (e.g. a dashboard dev server) */
-  CSRF_ALLOWED_ORIGINS: z
-    .string()
-    .optional()
-    .transform((v) =>
-      (v ?? '')
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean),
-    )
-    .pipe(z.array(z.url({ error: 'must be a comma list of origins (URLs)' }))),
+  CSRF_ALLOWED_ORIGINS: list.pipe(z.array(z.url({ error: 'must be a comma list of origins (URLs)' }))),
   /** added (docs/security.md): SIWE nonces per IP per minute from /api/auth/nonce */
   NONCE_RATE_LIMIT: positiveInt(60),
   /** added: how often the web app purges spent SIWE nonces past their expiry, ms */

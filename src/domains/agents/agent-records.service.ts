@@ -97,24 +97,22 @@ export function deploymentView(j: JobRow) {
   };
 }
 
+/** What a new agent record is made of (its owner aside). */
+export type NewAgent = {
+  id?: string | undefined;
+  name: string;
+  plan?: string | undefined;
+  aiProvider?: string | undefined;
+  model?: string | undefined;
+  config?: Record<string, unknown> | undefined;
+  status: AgentStatus;
+};
+
 /**
  * Inserts an agent and its own credentials (a fresh gateway token, encrypted) in the caller's
  * transaction. Both apps use it: the web app creates the record at once when provisioning (§3).
  */
-export async function insertAgentRecord(
-  trx: Tx,
-  ctx: { agentsDomain: string; secretsKey: Buffer },
-  input: {
-    id?: string | undefined;
-    userId: string;
-    name: string;
-    plan?: string | undefined;
-    aiProvider?: string | undefined;
-    model?: string | undefined;
-    config?: Record<string, unknown> | undefined;
-    status: AgentStatus;
-  },
-) {
+export async function insertAgentRecord(trx: Tx, ctx: { agentsDomain: string; secretsKey: Buffer }, input: NewAgent & { userId: string }) {
   // §2 skill limit of the agent's plan (the table's default plan when none is given)
   const skills = input.config ? skillLimitProblem(input.config, input.plan ?? BACKEND_DEFAULT_PLAN) : undefined;
   if (skills) throw badRequest(skills);

@@ -22,6 +22,7 @@ import {
   type LifecycleAction,
   limitReached,
   lockedAgentTransaction,
+  type NewAgent,
 } from './agent-records.service.ts';
 import { agentsRepo } from './agents.repo.ts';
 import { maskChannelSecrets, sealChannelSecrets } from './channel-secrets.rules.ts';
@@ -53,18 +54,7 @@ export function createAgentsService(deps: AgentsDeps) {
   const ownAgent = (userId: string, id: string) => findOwnAgent(db, userId, id);
 
   /** Creates an agent under the plan limit; the user row lock makes count-then-insert atomic. */
-  async function createAgent(
-    userId: string,
-    input: {
-      id?: string;
-      name: string;
-      plan?: string | undefined;
-      aiProvider?: string | undefined;
-      model?: string | undefined;
-      config?: Record<string, unknown> | undefined;
-      status: AgentStatus;
-    },
-  ) {
+  async function createAgent(userId: string, input: NewAgent) {
     const plan = input.plan ?? BACKEND_DEFAULT_PLAN;
     // one routable model from the start (docs/agents.md "Model"), never the column's seed default
     const model = deps.chooseModel ? await deps.chooseModel(userId, input.model) : input.model;

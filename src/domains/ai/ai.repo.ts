@@ -91,6 +91,19 @@ export type UsageBucket = {
 /** First day of the UTC month of `d`, as `YYYY-MM-01`. */
 export const monthOf = (d: Date) => `${d.getUTCFullYear()}-${String(d.getUTCMonth() + 1).padStart(2, '0')}-01`;
 
+/** Adds the rows of `r` with a `column` to its monthly rollup `table` (one statement of INSERT_USAGE). */
+const monthlyRollup = (table: string, column: string) => `
+        INSERT INTO ${table} AS t (${column}, month, user_id, requests, prompt_tokens, completion_tokens, total_tokens, cost)
+        SELECT ${column}, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, min(user_id),
+               sum(requests), sum(prompt_tokens), sum(completion_tokens), sum(total_tokens), sum(cost)
+        FROM r WHERE ${column} IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (${column}, month) DO UPDATE SET
+          requests = t.requests + EXCLUDED.requests,
+          prompt_tokens = t.prompt_tokens + EXCLUDED.prompt_tokens,
+          completion_tokens = t.completion_tokens + EXCLUDED.completion_tokens,
+          total_tokens = t.total_tokens + EXCLUDED.total_tokens,
+          cost = t.cost + EXCLUDED.cost`;
+
 /** The usage write (aiRepo.insertUsage): rows, the rollups (user and model, agent, key) and the released holds in one statement. */
 const INSERT_USAGE = `
       WITH r AS (
@@ -100,28 +113,8 @@ const INSERT_USAGE = `
       ), ins AS (
         INSERT INTO ai_usage (user_id, agent_id, key_id, model, provider, requests, prompt_tokens, completion_tokens, total_tokens, cost, priced, billing_event, created_at)
         SELECT user_id, agent_id, key_id, model, provider, requests, prompt_tokens, completion_tokens, total_tokens, cost, priced, billing_event, created_at FROM r
-      ), apikey AS (
-        INSERT INTO ai_usage_key_monthly AS k (key_id, month, user_id, requests, prompt_tokens, completion_tokens, total_tokens, cost)
-        SELECT key_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, min(user_id),
-               sum(requests), sum(prompt_tokens), sum(completion_tokens), sum(total_tokens), sum(cost)
-        FROM r WHERE key_id IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2
-        ON CONFLICT (key_id, month) DO UPDATE SET
-          requests = k.requests + EXCLUDED.requests,
-          prompt_tokens = k.prompt_tokens + EXCLUDED.prompt_tokens,
-          completion_tokens = k.completion_tokens + EXCLUDED.completion_tokens,
-          total_tokens = k.total_tokens + EXCLUDED.total_tokens,
-          cost = k.cost + EXCLUDED.cost
-      ), agent AS (
-        INSERT INTO ai_usage_agent_monthly AS a (agent_id, month, user_id, requests, prompt_tokens, completion_tokens, total_tokens, cost)
-        SELECT agent_id, date_trunc('month', created_at AT TIME ZONE 'UTC')::date, min(user_id),
-               sum(requests), sum(prompt_tokens), sum(completion_tokens), sum(total_tokens), sum(cost)
-        FROM r WHERE agent_id IS NOT NULL GROUP BY 1, 2 ORDER BY 1, 2
-        ON CONFLICT (agent_id, month) DO UPDATE SET
-          requests = a.requests + EXCLUDED.requests,
-          prompt_tokens = a.prompt_tokens + EXCLUDED.prompt_tokens,
-          completion_tokens = a.completion_tokens + EXCLUDED.completion_tokens,
-          total_tokens = a.total_tokens + EXCLUDED.total_tokens,
-          cost = a.cost + EXCLUDED.cost
+      ), apikey AS (${monthlyRollup('ai_usage_key_monthly', 'key_id')}
+      ), agent AS (${monthlyRollup('ai_usage_agent_monthly', 'agent_id')}
       ), released AS (
         UPDATE spend_holds h SET reserved = greatest(h.reserved - x.amount, 0)
         FROM (SELECT scope, period, sum(amount) AS amount FROM json_to_recordset($2::json) AS x(scope text, period date, amount numeric)

@@ -10,7 +10,7 @@ import type { BusService, Underground } from '../../domains/underground/index.ts
 import type { WatchdogService } from '../../domains/watchdog/index.ts';
 import { type BackendMetricSources, registerBackendMetrics } from '../../lib/metrics.ts';
 import { registerAgentKeyAuth } from '../shared/agent-key-auth.ts';
-import { type App, createBaseApp } from '../shared/base-app.ts';
+import { type App, createBaseApp, serverSettings } from '../shared/base-app.ts';
 import { createBearerAuth } from '../shared/bearer-auth.ts';
 import { createAppMetrics } from '../shared/metrics.ts';
 import { mountRoutes } from '../shared/routes.ts';
@@ -63,15 +63,7 @@ export async function buildBackendApp(
       'The backend API ({backend_url}). Core routes need `Authorization: Bearer <INTERNAL_API_KEY>`: 401 `Unauthorized` without it, ' +
       '403 `Forbidden` for a wrong key, 500 `Server misconfigured` when the server has no key set.',
     version: '0.1.0',
-    logLevel: config.LOG_LEVEL,
-    logFormat: config.LOG_FORMAT,
-    bodyLimit: config.BODY_LIMIT,
-    trustProxy: config.TRUST_PROXY,
-    timeouts: {
-      requestMs: config.HTTP_REQUEST_TIMEOUT_MS,
-      headersMs: config.HTTP_HEADERS_TIMEOUT_MS,
-      keepAliveMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
-    },
+    ...serverSettings(config),
     serverUrl: config.BACKEND_URL,
     securitySchemes: {
       bearerKey: { type: 'http', scheme: 'bearer' },

@@ -8,6 +8,7 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { Config } from '../../config/env.ts';
 import { badRequest } from '../../lib/errors.ts';
 import { registerErrorHandler, sendError } from './error-handler.ts';
 import { type LogFormat, loggerOptions, requestIdOptions } from './logging.ts';
@@ -45,6 +46,30 @@ export type BaseAppOptions = {
  * them limits a response: a Server-Sent Events stream or an upgraded WebSocket lives on.
  */
 export type HttpTimeouts = { requestMs: number; headersMs: number; keepAliveMs: number };
+
+/** The server settings both apps take from the configuration, the same way. */
+export const serverSettings = (
+  config: Pick<
+    Config,
+    | 'LOG_LEVEL'
+    | 'LOG_FORMAT'
+    | 'BODY_LIMIT'
+    | 'TRUST_PROXY'
+    | 'HTTP_REQUEST_TIMEOUT_MS'
+    | 'HTTP_HEADERS_TIMEOUT_MS'
+    | 'HTTP_KEEP_ALIVE_TIMEOUT_MS'
+  >,
+) => ({
+  logLevel: config.LOG_LEVEL,
+  logFormat: config.LOG_FORMAT,
+  bodyLimit: config.BODY_LIMIT,
+  trustProxy: config.TRUST_PROXY,
+  timeouts: {
+    requestMs: config.HTTP_REQUEST_TIMEOUT_MS,
+    headersMs: config.HTTP_HEADERS_TIMEOUT_MS,
+    keepAliveMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+  },
+});
 
 function timeoutOptions(t: HttpTimeouts | undefined) {
   if (!t) return {};

@@ -28,7 +28,7 @@ import type { X402Service } from '../../domains/x402/index.ts';
 import { sha256Base64url } from '../../lib/crypto.ts';
 import { createStreamRevoker } from '../../lib/eviction-bus.ts';
 import type { JobMetrics } from '../../lib/metrics.ts';
-import { type App, createBaseApp } from '../shared/base-app.ts';
+import { type App, createBaseApp, serverSettings } from '../shared/base-app.ts';
 import { createBridgeAuth } from '../shared/bridge-auth.ts';
 import { createAppMetrics } from '../shared/metrics.ts';
 import { createOriginCheck } from '../shared/origin-check.ts';
@@ -133,15 +133,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
       'The web API ({base_url}). Most routes authenticate with the `service-session` cookie set by /api/auth/login or /api/wallet-auth. ' +
       'Errors are JSON `{error}` with `code` where the specification names one.',
     version: '0.1.0',
-    logLevel: config.LOG_LEVEL,
-    logFormat: config.LOG_FORMAT,
-    bodyLimit: config.BODY_LIMIT,
-    trustProxy: config.TRUST_PROXY,
-    timeouts: {
-      requestMs: config.HTTP_REQUEST_TIMEOUT_MS,
-      headersMs: config.HTTP_HEADERS_TIMEOUT_MS,
-      keepAliveMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
-    },
+    ...serverSettings(config),
     serverUrl: config.PUBLIC_URL,
     securitySchemes: {
       sessionCookie: { type: 'apiKey', in: 'cookie', name: SESSION_COOKIE },

@@ -26,6 +26,16 @@ export function agentModelList(model: string, createdAt: Date) {
  * the agent to accept or refuse.
  */
 export function withAgentModel(body: Buffer | null, model: string): Buffer | null {
+  return withModel(body, (named) =>
+    named !== undefined && named !== null && named !== '' && named !== DEFAULT_MODEL_ALIAS ? named : model,
+  );
+}
+
+/**
+ * The body with its `model` replaced by `choose(model)`; the body as it came when it is empty, not
+ * a JSON object, or `choose` keeps the model.
+ */
+function withModel(body: Buffer | null, choose: (named: unknown) => unknown): Buffer | null {
   if (!body || body.length === 0) return body;
   let parsed: unknown;
   try {
@@ -35,8 +45,8 @@ export function withAgentModel(body: Buffer | null, model: string): Buffer | nul
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return body;
   const named = (parsed as { model?: unknown }).model;
-  if (named !== undefined && named !== null && named !== '' && named !== DEFAULT_MODEL_ALIAS) return body;
-  return Buffer.from(JSON.stringify({ ...parsed, model }));
+  const model = choose(named);
+  return model === named ? body : Buffer.from(JSON.stringify({ ...parsed, model }));
 }
 
 /**
@@ -72,17 +82,7 @@ export function openClawModel(named: unknown, agentModels: readonly string[]): u
  * is not a JSON object passes as it came (OpenClaw refuses it).
  */
 export function withOpenClawModel(body: Buffer | null, agentModels: readonly string[]): Buffer | null {
-  if (!body || body.length === 0) return body;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body.toString('utf8'));
-  } catch {
-    return body;
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return body;
-  const named = (parsed as { model?: unknown }).model;
-  const model = openClawModel(named, agentModels);
-  return model === named ? body : Buffer.from(JSON.stringify({ ...parsed, model }));
+  return withModel(body, (named) => openClawModel(named, agentModels));
 }
 
 /**

@@ -119,6 +119,31 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
     };
   };
 
+  /** POST /chat/completions asking for a stream; a refusal is thrown before any chunk is read. */
+  const streamed = async (body: string, signal: CallSignal | undefined) => {
+    ensureConfigured();
+    const res = await client.send('POST', '/chat/completions', streamHeaders, body, signal);
+    if (res.statusCode < 200 || res.statusCode >= 300) await failFromStatus(res, name);
+    return res;
+  };
+
+  /** The JSON objects of a chat completion stream up to `[DONE]`; an `error` object ends it with a ProviderError. */
+  async function* chunks(body: AsyncIterable<Buffer>, signal: CallSignal | undefined): AsyncGenerator<Record<string, any>> {
+    for await (const msg of parseSse(body, signal)) {
+      if (msg.data === '[DONE]') return;
+      let chunk: unknown;
+      try {
+        chunk = JSON.parse(msg.data);
+      } catch {
+        continue; // comments and keep-alive noise
+      }
+      if (chunk === null || typeof chunk !== 'object') continue;
+      const c = chunk as Record<string, any>;
+      if (c.error) throw new ProviderError(`${name} stream error: ${JSON.stringify(c.error).slice(0, 200)}`);
+      yield c;
+    }
+  }
+
   return {
     name,
     configured: enabled,
@@ -126,22 +151,12 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
     chat: (p) => completion(p, requestBody, readChat),
 
     async stream(p) {
-      ensureConfigured();
-      const res = await client.send('POST', '/chat/completions', streamHeaders, requestBody(p, true), p.signal);
-      if (res.statusCode < 200 || res.statusCode >= 300) await failFromStatus(res, name);
+      const res = await streamed(requestBody(p, true), p.signal);
       return (async function* (): AsyncGenerator<StreamEvent> {
         let id = '';
         let model = p.model;
         let usage: Usage = zeroUsage();
-        for await (const msg of parseSse(res.body, p.signal)) {
-          if (msg.data === '[DONE]') break;
-          let chunk: Record<string, any>;
-          try {
-            chunk = JSON.parse(msg.data) as Record<string, any>;
-          } catch {
-            continue; // comments and keep-alive noise
-          }
-          if (chunk.error) throw new ProviderError(`${name} stream error: ${JSON.stringify(chunk.error).slice(0, 200)}`);
+        for await (const chunk of chunks(res.body, p.signal)) {
           if (typeof chunk.id === 'string') id = chunk.id;
           if (typeof chunk.model === 'string') model = chunk.model;
           if (chunk.usage) usage = normaliseUsage(chunk.usage);
@@ -155,21 +170,10 @@ export function createOpenAiCompatibleProvider(options: OpenAiCompatibleOptions)
     passthrough: (p) => completion(p, passthroughBody, readPassthrough),
 
     async passthroughStream(p) {
-      ensureConfigured();
-      const res = await client.send('POST', '/chat/completions', streamHeaders, passthroughBody(p, true), p.signal);
-      if (res.statusCode < 200 || res.statusCode >= 300) await failFromStatus(res, name);
+      const res = await streamed(passthroughBody(p, true), p.signal);
       return (async function* (): AsyncGenerator<PassthroughEvent> {
         let usage: Usage | null = null;
-        for await (const msg of parseSse(res.body, p.signal)) {
-          if (msg.data === '[DONE]') break;
-          let chunk: Record<string, any>;
-          try {
-            chunk = JSON.parse(msg.data) as Record<string, any>;
-          } catch {
-            continue; // comments and keep-alive noise
-          }
-          if (chunk === null || typeof chunk !== 'object') continue;
-          if (chunk.error) throw new ProviderError(`${name} stream error: ${JSON.stringify(chunk.error).slice(0, 200)}`);
+        for await (const chunk of chunks(res.body, p.signal)) {
           if (chunk.usage) usage = normaliseUsage(chunk.usage);
           yield { type: 'chunk', chunk };
         }

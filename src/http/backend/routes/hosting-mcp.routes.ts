@@ -167,25 +167,16 @@ export const hostingMcpRoutes = (deps: { hostingMcp: HostingMcpService }): Route
         },
       });
 
-      app.get('/docs', {
-        schema: {
-          tags,
-          summary: 'Redirect to the documentation',
-          description: `301 to ${HOSTING_MCP_LINKS.documentation}.`,
-          response: { 301: redirect(HOSTING_MCP_LINKS.documentation) },
-        },
-        handler: async (_request, reply) => reply.redirect(HOSTING_MCP_LINKS.documentation, 301),
-      });
-
-      app.get('/github', {
-        schema: {
-          tags,
-          summary: 'Redirect to the source repository',
-          description: `301 to ${HOSTING_MCP_LINKS.repository}.`,
-          response: { 301: redirect(HOSTING_MCP_LINKS.repository) },
-        },
-        handler: async (_request, reply) => reply.redirect(HOSTING_MCP_LINKS.repository, 301),
-      });
+      const redirects = [
+        ['/docs', 'Redirect to the documentation', HOSTING_MCP_LINKS.documentation],
+        ['/github', 'Redirect to the source repository', HOSTING_MCP_LINKS.repository],
+      ] as const;
+      for (const [path, summary, to] of redirects) {
+        app.get(path, {
+          schema: { tags, summary, description: `301 to ${to}.`, response: { 301: redirect(to) } },
+          handler: async (_request, reply) => reply.redirect(to, 301),
+        });
+      }
     },
   };
 };
