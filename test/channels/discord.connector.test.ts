@@ -1,0 +1,213 @@
+/**
+ * The Discord connector driving the real @discordjs/{rest,ws,core} against a local Discord that
+ * speaks its REST and gateway protocols (test/fakes/discord-api.ts).
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { ChannelConnector, InboundMessage } from '../../src/domains/channels/connector.ts';
+import { createDiscordProvider } from '../../src/domains/channels/discord.connector.ts';
+import { AppError } from '../../src/lib/errors.ts';
+import type { Logger } from '../../src/lib/logger.ts';
+import { type FakeDiscord, startFakeDiscord } from '../fakes/discord-api.ts';
+
+const TOKEN = 'MTI3NjU0MzIxMDk4NzY1NDMyMQ.GaBcDe.bot-token-for-tests';
+
+let discord: FakeDiscord;
+let provider: ReturnType<typeof createDiscordProvider>;
+const running: ChannelConnector[] = [];
+
+beforeAll(async () => {
+  // a short heartbeat interval so heartbeats and their ACKs happen during the tests
+  discord = await startFakeDiscord({ token: TOKEN, heartbeatInterval: 200 });
+  provider = createDiscordProvider({ apiUrl: discord.apiUrl, gatewayUrl: discord.gatewayUrl });
+});
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((c) => c.stop()));
+});
+afterAll(() => discord.close());
+
+const recordingLogger = () => {
+  const errors: { fields: object; msg: string | undefined }[] = [];
+  const nothing = () => {};
+  const log: Logger = {
+    debug: nothing,
+    info: nothing,
+    warn: nothing,
+    error: (fields: object | string, msg?: string) => {
+      if (typeof fields === 'string') errors.push({ fields: {}, msg: fields });
+      else errors.push({ fields, msg });
+    },
+  };
+  return { log, errors };
+};
+
+function connect(onMessage: (m: InboundMessage) => Promise<void>, log: Logger = recordingLogger().log) {
+  const connector = provider.connect({ token: TOKEN, onMessage, log });
+  running.push(connector);
+  return connector;
+}
+
+const human = { id: '1100000000000000001', username: 'ada', global_name: 'Ada Lovelace' };
+
+describe('discord provider', () => {
+  it('names its kind and Discord limit', () => {
+    expect(provider.kind).toBe('discord');
+    expect(provider.maxMessageChars).toBe(2000);
+  });
+
+  it('verify returns the bot a token belongs to', async () => {
+    await expect(provider.verify(TOKEN)).resolves.toEqual({ id: discord.bot.id, username: 'platform-bot' });
+  });
+
+  it("verify refuses a wrong token with Discord's reason and never the token", async () => {
+    const wrong = 'MTI3NjU0MzIxMDk4NzY1NDMyMQ.XyZ.wrong-token';
+    const err = await provider.verify(wrong).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AppError);
+    expect(err).toMatchObject({ id: 'CHANNEL_TOKEN_REFUSED', status: 400, code: 'CHANNEL_TOKEN_REFUSED' });
+    expect((err as AppError).message).toContain('401: Unauthorized');
+    expect((err as AppError).message).not.toContain(wrong);
+  });
+
+  it('verify reports an unreachable Discord as CHANNEL_PROVIDER_UNREACHABLE', async () => {
+    const down = await startFakeDiscord({ token: TOKEN });
+    await down.close();
+    const offline = createDiscordProvider({ apiUrl: down.apiUrl, gatewayUrl: down.gatewayUrl });
+    await expect(offline.verify(TOKEN)).rejects.toMatchObject({ id: 'CHANNEL_PROVIDER_UNREACHABLE', status: 502 });
+  });
+});
+
+describe('discord connector', () => {
+  it('starts on the configured gateway with JSON, no compression and the message intents', async () => {
+    const connector = connect(async () => {});
+    await expect(connector.start()).resolves.toEqual({ id: discord.bot.id, username: 'platform-bot' });
+    const identify = discord.identifies.at(-1);
+    expect(identify?.query).toBe('v=10&encoding=json');
+    // GUILD_MESSAGES (1 << 9) | DIRECT_MESSAGES (1 << 12) | MESSAGE_CONTENT (1 << 15)
+    expect(identify?.intents).toBe((1 << 9) | (1 << 12) | (1 << 15));
+  });
+
+  it('hands a guild message and a direct message to onMessage', async () => {
+    const received: InboundMessage[] = [];
+    await connect(async (m) => {
+      received.push(m);
+    }).start();
+    expect(
+      discord.deliver({ channelId: '2200000000000000001', guildId: '3300000000000000001', author: human, content: 'hello there' }),
+    ).toBe(1);
+    discord.deliver({ channelId: '2200000000000000002', author: { id: '1100000000000000002', username: 'bob' }, content: 'psst' });
+    await vi.waitFor(() => expect(received).toHaveLength(2));
+    expect(received).toEqual([
+      {
+        chatId: '2200000000000000001',
+        sender: { id: human.id, username: 'ada', displayName: 'Ada Lovelace' },
+        text: 'hello there',
+        direct: false,
+      },
+      {
+        chatId: '2200000000000000002',
+        sender: { id: '1100000000000000002', username: 'bob', displayName: undefined },
+        text: 'psst',
+        direct: true,
+      },
+    ]);
+  });
+
+  it('ignores bots (its own messages included) and messages without text', async () => {
+    const received: InboundMessage[] = [];
+    await connect(async (m) => {
+      received.push(m);
+    }).start();
+    discord.deliver({
+      channelId: '2200000000000000001',
+      author: { id: discord.bot.id, username: 'platform-bot', bot: true },
+      content: 'my own reply',
+    });
+    discord.deliver({
+      channelId: '2200000000000000001',
+      author: { id: '1100000000000000009', username: 'other-bot', bot: true },
+      content: 'beep',
+    });
+    discord.deliver({ channelId: '2200000000000000001', author: human, content: '' });
+    discord.deliver({ channelId: '2200000000000000001', author: human, content: 'after them' });
+    await vi.waitFor(() => expect(received).toHaveLength(1));
+    expect(received[0]?.text).toBe('after them');
+  });
+
+  it('sends messages without pinging anyone and shows typing', async () => {
+    const connector = connect(async () => {});
+    await connector.start();
+    await connector.send('2200000000000000001', 'hi @everyone');
+    await connector.typing('2200000000000000001');
+    expect(discord.sent.at(-1)).toEqual({ channelId: '2200000000000000001', content: 'hi @everyone', allowedMentions: { parse: [] } });
+    expect(discord.typing.at(-1)).toBe('2200000000000000001');
+  });
+
+  it('passes on what Discord refuses in a send', async () => {
+    const connector = connect(async () => {});
+    await expect(connector.send('2200000000000000001', 'x'.repeat(2001))).rejects.toThrow(/2000 or fewer/);
+  });
+
+  it('logs a failing onMessage once and keeps receiving', async () => {
+    const { log, errors } = recordingLogger();
+    const received: string[] = [];
+    await connect(async (m) => {
+      if (m.text === 'boom') throw new Error('the agent fell over');
+      received.push(m.text);
+    }, log).start();
+    discord.deliver({ channelId: '2200000000000000001', author: human, content: 'boom' });
+    discord.deliver({ channelId: '2200000000000000001', author: human, content: 'still there?' });
+    await vi.waitFor(() => expect(received).toEqual(['still there?']));
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.fields).toMatchObject({ err: { message: 'the agent fell over' }, chatId: '2200000000000000001' });
+  });
+
+  it('answers the heartbeat protocol', async () => {
+    const before = discord.heartbeats;
+    await connect(async () => {}).start();
+    await vi.waitFor(() => expect(discord.heartbeats).toBeGreaterThan(before + 1));
+  });
+
+  it('stop closes the gateway socket with 1000 and is idempotent', async () => {
+    const received: InboundMessage[] = [];
+    const connector = connect(async (m) => {
+      received.push(m);
+    });
+    await connector.start();
+    expect(discord.openSockets).toBe(1);
+    const closes = discord.closes.length;
+    await Promise.all([connector.stop(), connector.stop()]);
+    await connector.stop();
+    await vi.waitFor(() => expect(discord.openSockets).toBe(0));
+    expect(discord.closes.slice(closes)).toEqual([1000]);
+    expect(discord.deliver({ channelId: '2200000000000000001', author: human, content: 'anyone?' })).toBe(0);
+    expect(received).toEqual([]);
+  });
+
+  it('two bots in one process keep their own sessions', async () => {
+    const received: string[][] = [[], []];
+    const first = connect(async (m) => {
+      received[0]?.push(m.text);
+    });
+    const second = connect(async (m) => {
+      received[1]?.push(m.text);
+    });
+    await Promise.all([first.start(), second.start()]);
+    expect(discord.openSockets).toBe(2);
+    expect(discord.deliver({ channelId: '2200000000000000001', author: human, content: 'both' })).toBe(2);
+    await vi.waitFor(() => expect(received).toEqual([['both'], ['both']]));
+  });
+
+  it('start refuses a wrong token before opening the gateway', async () => {
+    const sockets = discord.identifies.length;
+    const connector = provider.connect({ token: 'wrong', onMessage: async () => {}, log: recordingLogger().log });
+    running.push(connector);
+    await expect(connector.start()).rejects.toMatchObject({ id: 'CHANNEL_TOKEN_REFUSED' });
+    expect(discord.identifies.length).toBe(sockets);
+  });
+
+  it('start gives up on a gateway that never answers', async () => {
+    const quiet = createDiscordProvider({ apiUrl: discord.apiUrl, gatewayUrl: 'ws://127.0.0.1:1/gateway', startTimeoutMs: 300 });
+    const connector = quiet.connect({ token: TOKEN, onMessage: async () => {}, log: recordingLogger().log });
+    running.push(connector);
+    await expect(connector.start()).rejects.toMatchObject({ id: 'CHANNEL_PROVIDER_UNREACHABLE' });
+  });
+});
