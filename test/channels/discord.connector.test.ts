@@ -2,6 +2,8 @@
  * The Discord connector driving the real @discordjs/{rest,ws,core} against a local Discord that
  * speaks its REST and gateway protocols (test/fakes/discord-api.ts).
  */
+import { createServer, type Server } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ChannelConnector, InboundMessage } from '../../src/domains/channels/connector.ts';
 import { createDiscordProvider } from '../../src/domains/channels/discord.connector.ts';
@@ -204,10 +206,112 @@ describe('discord connector', () => {
     expect(discord.identifies.length).toBe(sockets);
   });
 
-  it('start gives up on a gateway that never answers', async () => {
-    const quiet = createDiscordProvider({ apiUrl: discord.apiUrl, gatewayUrl: 'ws://127.0.0.1:1/gateway', startTimeoutMs: 300 });
-    const connector = quiet.connect({ token: TOKEN, onMessage: async () => {}, log: recordingLogger().log });
-    running.push(connector);
-    await expect(connector.start()).rejects.toMatchObject({ id: 'CHANNEL_PROVIDER_UNREACHABLE' });
+  it('start explains a bot whose Message Content intent is off', async () => {
+    const strict = await startFakeDiscord({ token: TOKEN, messageContentIntent: false });
+    try {
+      const connector = createDiscordProvider({ apiUrl: strict.apiUrl, gatewayUrl: strict.gatewayUrl }).connect({
+        token: TOKEN,
+        onMessage: async () => {},
+        log: recordingLogger().log,
+      });
+      running.push(connector);
+      const err = await connector.start().catch((e: unknown) => e);
+      expect(err).toMatchObject({ id: 'CHANNEL_TOKEN_REFUSED', status: 400 });
+      expect((err as AppError).message).toMatch(/Message Content intent/);
+      await vi.waitFor(() => expect(strict.openSockets).toBe(0));
+    } finally {
+      await strict.close();
+    }
+  });
+
+  it('resumes its session when the gateway drops the socket, and keeps receiving', async () => {
+    const received: string[] = [];
+    await connect(async (m) => {
+      received.push(m.text);
+    }).start();
+    const resumes = discord.resumes;
+    discord.drop(4000);
+    // the library waits a fixed 500 ms before it reconnects
+    await vi.waitFor(() => expect(discord.resumes).toBe(resumes + 1), { timeout: 3000 });
+    expect(discord.deliver({ channelId: '2200000000000000001', author: human, content: 'welcome back' })).toBe(1);
+    await vi.waitFor(() => expect(received).toEqual(['welcome back']));
+  });
+});
+
+/** A TCP port that accepts gateway connections and answers nothing: counts them, cuts each after `cutAfterMs`. */
+async function silentGateway(cutAfterMs: number) {
+  const state = { connections: 0, url: '', server: undefined as Server | undefined };
+  const server = createServer((socket) => {
+    state.connections += 1;
+    setTimeout(() => socket.destroy(), cutAfterMs);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  state.url = `ws://127.0.0.1:${(server.address() as { port: number }).port}/gateway`;
+  state.server = server;
+  return state;
+}
+
+/**
+ * @discordjs/ws 2.0 alone would reconnect after being destroyed, leave a socket in its opening
+ * handshake open (and throw an uncaught exception when that handshake fails), or never finish
+ * destroy(): each case here failed before the connector worked around it.
+ */
+describe('discord connector stopping at awkward moments', () => {
+  it('stop while start waits for the gateway: start rejects and nothing connects afterwards', async () => {
+    const identifies = discord.identifies.length;
+    const connector = connect(async () => {});
+    const started = connector.start().catch((e: unknown) => e);
+    await connector.stop();
+    expect(await started).toBeInstanceOf(Error);
+    // past the library's 500 ms wait before a reconnection
+    await sleep(700);
+    expect(discord.openSockets).toBe(0);
+    expect(discord.identifies.length).toBe(identifies);
+  });
+
+  it('stop while waiting for READY ends the socket', async () => {
+    const connector = connect(async () => {});
+    const started = connector.start().catch((e: unknown) => e);
+    await vi.waitFor(() => expect(discord.openSockets).toBe(1));
+    await connector.stop();
+    expect(await started).toBeDefined();
+    await sleep(700);
+    expect(discord.openSockets).toBe(0);
+  });
+
+  it('stop during an opening handshake that fails later throws nothing', async () => {
+    const gateway = await silentGateway(100);
+    try {
+      const connector = createDiscordProvider({ apiUrl: discord.apiUrl, gatewayUrl: gateway.url }).connect({
+        token: TOKEN,
+        onMessage: async () => {},
+        log: recordingLogger().log,
+      });
+      const started = connector.start().catch((e: unknown) => e);
+      await vi.waitFor(() => expect(gateway.connections).toBe(1));
+      await connector.stop();
+      expect(await started).toBeInstanceOf(Error);
+      // the cut handshake would surface here as an uncaught exception
+      await sleep(300);
+    } finally {
+      gateway.server?.close();
+    }
+  });
+
+  it('a start that times out stops reconnecting', async () => {
+    const gateway = await silentGateway(0);
+    try {
+      const quiet = createDiscordProvider({ apiUrl: discord.apiUrl, gatewayUrl: gateway.url, startTimeoutMs: 800 });
+      const connector = quiet.connect({ token: TOKEN, onMessage: async () => {}, log: recordingLogger().log });
+      running.push(connector);
+      await expect(connector.start()).rejects.toMatchObject({ id: 'CHANNEL_PROVIDER_UNREACHABLE' });
+      // it tried, again every 500 ms, then stopped
+      expect(gateway.connections).toBeGreaterThan(1);
+      const tries = gateway.connections;
+      await sleep(700);
+      expect(gateway.connections).toBe(tries);
+    } finally {
+      gateway.server?.close();
+    }
   });
 });

@@ -9,7 +9,7 @@
  *
  * Gateway (JSON encoding, no compression; anything else is closed with 4002 as Discord does): HELLO
  * (op 10), IDENTIFY (op 2) → READY (op 0), a wrong token closes with 4004, heartbeat (op 1) → ACK
- * (op 11), RESUME (op 6) → INVALID_SESSION. `deliver` sends a MESSAGE_CREATE to every identified
+ * (op 11), RESUME (op 6) of a known session → RESUMED, of another → INVALID_SESSION. `deliver` sends a MESSAGE_CREATE to every identified
  * session.
  */
 import { randomUUID } from 'node:crypto';
@@ -40,13 +40,17 @@ export type FakeDiscord = {
   typing: string[];
   /** every IDENTIFY payload's intents and query string, in order */
   identifies: { intents: number; query: string }[];
+  /** RESUMEs of a known session */
+  resumes: number;
   heartbeats: number;
-  /** close codes of gateway sockets the client closed, in order */
+  /** the close code of every gateway socket that closed, whichever side closed it, in order */
   closes: number[];
   /** gateway sockets open now */
   readonly openSockets: number;
   /** sends a MESSAGE_CREATE to every identified session; returns how many received it */
   deliver(message: FakeDiscordMessage): number;
+  /** closes every gateway socket from Discord's side with this code (a restart, a 4000 error) */
+  drop(code: number): void;
   close(): Promise<void>;
 };
 
@@ -58,6 +62,8 @@ const readBody = (req: IncomingMessage) =>
     req.on('error', reject);
   });
 
+const MESSAGE_CONTENT = 1 << 15;
+
 let snowflake = 1_300_000_000_000_000_000n;
 const nextId = () => String(++snowflake);
 
@@ -65,9 +71,14 @@ export async function startFakeDiscord(options: {
   token: string;
   /** the HELLO's heartbeat interval in milliseconds (Discord sends about 41250) */
   heartbeatInterval?: number;
+  /** false: the bot's Message Content intent is off in the Developer Portal, so asking for it closes with 4014 */
+  messageContentIntent?: boolean;
 }): Promise<FakeDiscord> {
   const bot: APIUser = { id: nextId(), username: 'platform-bot', discriminator: '0', global_name: null, avatar: null, bot: true };
-  const sessions = new Map<WebSocket, { seq: number }>();
+  type Session = { id: string; seq: number };
+  /** identified (or resumed) sockets, and every session ever started, which a RESUME may continue */
+  const sessions = new Map<WebSocket, Session>();
+  const started = new Map<string, Session>();
   const sockets = new Set<WebSocket>();
   const state: FakeDiscord = {
     apiUrl: '',
@@ -76,6 +87,7 @@ export async function startFakeDiscord(options: {
     sent: [],
     typing: [],
     identifies: [],
+    resumes: 0,
     heartbeats: 0,
     closes: [],
     get openSockets() {
@@ -88,6 +100,9 @@ export async function startFakeDiscord(options: {
         socket.send(JSON.stringify({ op: 0, t: 'MESSAGE_CREATE', s: session.seq, d }));
       }
       return sessions.size;
+    },
+    drop(code) {
+      for (const socket of sockets) socket.close(code);
     },
     close: async () => {
       for (const socket of sockets) socket.terminate();
@@ -192,9 +207,12 @@ export async function startFakeDiscord(options: {
       if (payload.op === 2) {
         if (sessions.has(socket)) return socket.close(4005, 'Already authenticated.');
         if (payload.d?.token !== options.token) return socket.close(4004, 'Authentication failed.');
-        state.identifies.push({ intents: Number(payload.d?.intents), query });
-        const session = { seq: 1 };
+        const intents = Number(payload.d?.intents);
+        state.identifies.push({ intents, query });
+        if (options.messageContentIntent === false && intents & MESSAGE_CONTENT) return socket.close(4014, 'Disallowed intent(s).');
+        const session = { id: randomUUID().replaceAll('-', ''), seq: 1 };
         sessions.set(socket, session);
+        started.set(session.id, session);
         return frame({
           op: 0,
           t: 'READY',
@@ -202,7 +220,7 @@ export async function startFakeDiscord(options: {
           d: {
             v: 10,
             user: bot,
-            session_id: randomUUID().replaceAll('-', ''),
+            session_id: session.id,
             resume_gateway_url: state.gatewayUrl,
             guilds: [],
             shard: [0, 1],
@@ -210,8 +228,14 @@ export async function startFakeDiscord(options: {
           },
         });
       }
-      // this fake keeps no history to replay, so a RESUME is told to identify again
-      if (payload.op === 6) return frame({ op: 9, d: false });
+      if (payload.op === 6) {
+        // Discord would replay what the session missed; this fake delivers only to open sockets
+        const session = started.get(String(payload.d?.session_id));
+        if (payload.d?.token !== options.token || !session) return frame({ op: 9, d: false });
+        state.resumes += 1;
+        sessions.set(socket, session);
+        return frame({ op: 0, t: 'RESUMED', s: session.seq, d: {} });
+      }
       if (!sessions.has(socket)) return socket.close(4003, 'Not authenticated.');
     });
   });

@@ -13,7 +13,15 @@ import {
   type ToEventProps,
 } from '@discordjs/core';
 import { DiscordAPIError, REST } from '@discordjs/rest';
-import { type SessionInfo, WebSocketManager, type WebSocketManagerOptions, WebSocketShardEvents } from '@discordjs/ws';
+import {
+  type SessionInfo,
+  SimpleShardingStrategy,
+  WebSocketManager,
+  type WebSocketManagerOptions,
+  type WebSocketShard,
+  WebSocketShardEvents,
+} from '@discordjs/ws';
+import { WebSocket } from 'ws';
 import { AppError } from '../../lib/errors.ts';
 import type { BotIdentity, ChannelConnector, ChannelProvider, ConnectOptions } from './connector.ts';
 
@@ -55,14 +63,47 @@ class ConfiguredGatewayManager extends WebSocketManager {
   }
 }
 
+/** How long a closing gateway socket may wait for Discord's close frame before it is cut. */
+const CLOSE_WAIT_MS = 5_000;
+
+/**
+ * Ends a gateway connection for good, where WebSocketManager.destroy() alone does not (@discordjs/ws
+ * 2.0): destroy() waits forever when the library destroys the same shard itself at that moment (it
+ * does when destroy() aborts a wait for HELLO or READY), and a socket still in its opening handshake
+ * is left open without an error listener, so a handshake that fails later throws out of `ws` as an
+ * uncaught exception. So this waits for the sockets themselves to close. (Reconnections the library
+ * schedules on its own are stopped by the connection's session store.)
+ */
+async function destroyGateway(manager: WebSocketManager, strategy: SimpleShardingStrategy | undefined) {
+  // both private in the library's types: read only to see every socket closed
+  const shards = [...((strategy as unknown as { shards?: Map<number, WebSocketShard> } | undefined)?.shards?.values() ?? [])];
+  const sockets = shards.flatMap((shard) => (shard as unknown as { connection: WebSocket | null }).connection ?? []);
+  Promise.resolve(manager.destroy()).catch(() => {});
+  await Promise.all(sockets.map(closed));
+}
+
+function closed(socket: WebSocket): Promise<void> | undefined {
+  if (socket.readyState === WebSocket.CLOSED) return;
+  return new Promise((resolve) => {
+    const cut = setTimeout(() => socket.terminate(), CLOSE_WAIT_MS);
+    socket.once('close', () => {
+      clearTimeout(cut);
+      resolve();
+    });
+    socket.on('error', () => {});
+    // destroy() closes an open socket itself; one still connecting has its handshake aborted here
+    if (socket.readyState === WebSocket.CONNECTING) socket.close();
+  });
+}
+
 /** The token never appears in a sentence, even where a library quotes a header or a URL. */
-const redact = (text: string, token: string) => (token ? text.replaceAll(token, '[token]') : text);
+const redact = (reason: string, token: string) => (token ? reason.replaceAll(token, '[token]') : reason);
 
 const refused = (reason: string, token: string) =>
-  new AppError('CHANNEL_TOKEN_REFUSED', redact(`Discord refused the bot token: ${reason}`, token));
+  new AppError('CHANNEL_TOKEN_REFUSED', `Discord refused the bot token: ${redact(reason, token)}`);
 
 const unreachable = (reason: string, token: string) =>
-  new AppError('CHANNEL_PROVIDER_UNREACHABLE', redact(`Discord could not be reached: ${reason}`, token));
+  new AppError('CHANNEL_PROVIDER_UNREACHABLE', `Discord could not be reached: ${redact(reason, token)}`);
 
 /**
  * A REST failure as the contract names it: 401 is the token refused; another Discord answer
@@ -110,7 +151,7 @@ export function createDiscordProvider({
     const api = new API(client);
     /** per connection: the library's default session store is one per process, shared by every bot */
     const sessions = new Map<number, SessionInfo>();
-    let gateway: WebSocketManager | undefined;
+    let gateway: { manager: WebSocketManager; strategy: () => SimpleShardingStrategy | undefined } | undefined;
     let stopping: Promise<void> | undefined;
     let failStart: ((err: unknown) => void) | undefined;
 
@@ -131,17 +172,24 @@ export function createDiscordProvider({
     async function start(): Promise<BotIdentity> {
       if (stopping) throw new Error('This Discord connection was stopped');
       if (gateway) throw new Error('This Discord connection was already started');
+      let strategy: SimpleShardingStrategy | undefined;
       const manager = new ConfiguredGatewayManager(gatewayUrl, {
         token,
         intents: INTENTS,
         rest: client,
-        retrieveSessionInfo: (shardId) => sessions.get(shardId) ?? null,
+        buildStrategy: (m) => {
+          strategy = new SimpleShardingStrategy(m);
+          return strategy;
+        },
+        // every (re)connection asks for its session first: once stopped, that question is never
+        // answered, so a reconnection the library had already scheduled opens no socket
+        retrieveSessionInfo: (shardId) => (stopping ? new Promise<never>(() => {}) : (sessions.get(shardId) ?? null)),
         updateSessionInfo: (shardId, info) => {
           if (info) sessions.set(shardId, info);
           else sessions.delete(shardId);
         },
       });
-      gateway = manager;
+      gateway = { manager, strategy: () => strategy };
       let bot: BotIdentity | undefined;
       manager.on(WebSocketShardEvents.Ready, (data) => {
         bot = { id: data.user.id, username: data.user.username };
@@ -170,7 +218,8 @@ export function createDiscordProvider({
       try {
         await Promise.race([connected, failed]);
       } catch (err) {
-        await manager.destroy();
+        failStart = undefined;
+        await stop();
         throw err;
       } finally {
         clearTimeout(timer);
@@ -184,7 +233,7 @@ export function createDiscordProvider({
     function stop(): Promise<void> {
       stopping ??= (async () => {
         failStart?.(new Error('This Discord connection was stopped while starting'));
-        await gateway?.destroy();
+        if (gateway) await destroyGateway(gateway.manager, gateway.strategy());
         client.clearHashSweeper();
         client.clearHandlerSweeper();
       })();
