@@ -148,6 +148,13 @@ describe('discord connector', () => {
     await expect(connector.send('2200000000000000001', 'x'.repeat(2001))).rejects.toThrow(/2000 or fewer/);
   });
 
+  it('a send with a refused token is CHANNEL_TOKEN_REFUSED, every time', async () => {
+    const revoked = provider.connect({ token: 'revoked', onMessage: async () => {}, log: recordingLogger().log });
+    running.push(revoked);
+    await expect(revoked.send('2200000000000000001', 'hi')).rejects.toMatchObject({ id: 'CHANNEL_TOKEN_REFUSED' });
+    await expect(revoked.typing('2200000000000000001')).rejects.toMatchObject({ id: 'CHANNEL_TOKEN_REFUSED' });
+  });
+
   it('logs a failing onMessage once and keeps receiving', async () => {
     const { log, errors } = recordingLogger();
     const received: string[] = [];

@@ -14,10 +14,10 @@ import {
 } from '@discordjs/core';
 import { DiscordAPIError, REST } from '@discordjs/rest';
 import {
+  type CreateWebSocketManagerOptions,
   type SessionInfo,
   SimpleShardingStrategy,
   WebSocketManager,
-  type WebSocketManagerOptions,
   type WebSocketShard,
   WebSocketShardEvents,
 } from '@discordjs/ws';
@@ -53,7 +53,7 @@ export type DiscordProviderOptions = {
 class ConfiguredGatewayManager extends WebSocketManager {
   readonly #url: string;
 
-  constructor(url: string, options: Partial<WebSocketManagerOptions> & Pick<WebSocketManagerOptions, 'intents' | 'rest'>) {
+  constructor(url: string, options: CreateWebSocketManagerOptions) {
     super(options);
     this.#url = url;
   }
@@ -240,25 +240,23 @@ export function createDiscordProvider({
       return stopping;
     }
 
+    async function call(request: () => Promise<unknown>) {
+      // @discordjs/rest forgets the token after a 401: a later call is then refused by Discord, not by the library
+      client.setToken(token);
+      try {
+        await request();
+      } catch (err) {
+        throw restError(err, token);
+      }
+    }
+
     return {
       kind: 'discord',
       start,
       stop,
-      async send(chatId, text) {
-        try {
-          // an agent's reply never pings @everyone, a role or a user
-          await api.channels.createMessage(chatId, { content: text, allowed_mentions: { parse: [] } });
-        } catch (err) {
-          throw restError(err, token);
-        }
-      },
-      async typing(chatId) {
-        try {
-          await api.channels.showTyping(chatId);
-        } catch (err) {
-          throw restError(err, token);
-        }
-      },
+      // an agent's reply never pings @everyone, a role or a user
+      send: (chatId, text) => call(() => api.channels.createMessage(chatId, { content: text, allowed_mentions: { parse: [] } })),
+      typing: (chatId) => call(() => api.channels.showTyping(chatId)),
     };
   }
 
