@@ -169,6 +169,22 @@ describe('discord connector', () => {
     expect(errors[0]?.fields).toMatchObject({ err: { message: 'the agent fell over' }, chatId: '2200000000000000001' });
   });
 
+  it('hands on a message while an earlier one is still being handled', async () => {
+    let release = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const seen: string[] = [];
+    await connect(async (m) => {
+      seen.push(m.text);
+      if (m.text === 'slow') await held;
+    }).start();
+    discord.deliver({ channelId: '2200000000000000001', author: human, content: 'slow' });
+    discord.deliver({ channelId: '2200000000000000002', author: human, content: 'quick' });
+    await vi.waitFor(() => expect(seen).toEqual(['slow', 'quick']));
+    release();
+  });
+
   it('answers the heartbeat protocol', async () => {
     const before = discord.heartbeats;
     await connect(async () => {}).start();
