@@ -8,9 +8,10 @@
  * A wrong `Authorization: Bot <token>` answers 401 `{message:'401: Unauthorized', code:0}`.
  *
  * Gateway (JSON encoding, no compression; anything else is closed with 4002 as Discord does): HELLO
- * (op 10), IDENTIFY (op 2) → READY (op 0), a wrong token closes with 4004, heartbeat (op 1) → ACK
- * (op 11), RESUME (op 6) of a known session → RESUMED, of another → INVALID_SESSION. `deliver` sends a MESSAGE_CREATE to every identified
- * session.
+ * (op 10), IDENTIFY (op 2) → READY (op 0), a wrong token closes with 4004, Message Content asked of
+ * a bot without it 4014; heartbeat (op 1) → ACK (op 11); RESUME (op 6) of a known session →
+ * RESUMED, of another → INVALID_SESSION (op 9). `deliver` sends a MESSAGE_CREATE to every
+ * identified session; `drop` closes every socket from Discord's side.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage } from 'node:http';
