@@ -8,7 +8,18 @@
  * secrets and agent folders, and the command says the database is the operator's to dump.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -126,6 +137,9 @@ describe('npm run backup / restore with the embedded database', () => {
     // a file of the agent's own, which no start rewrites (openclaw.json is regenerated for the instance it runs on)
     const notes = join(dirA, 'agents', agentId, 'workspace', 'notes.md');
     writeFileSync(notes, 'kept across the restore\n');
+    // as the agent itself would have written it: the backup copies what the agent's own uid owns
+    const owner = lstatSync(join(dirA, 'agents', agentId, 'workspace'));
+    chownSync(notes, owner.uid, owner.gid);
 
     // the backup runs while the platform keeps writing (sign-ups), online
     const archive = join(work, 'instance.tar.gz');
