@@ -8,11 +8,23 @@
  *
  * Provisioning's `gitInit` (docs/agents.md "A repository from the start"), on the web app and the
  * backend's POST /api/deployments: the deploy job makes the new workspace a repository with one
- * commit by the platform before the agent reads `running`; without it the workspace is not one;
- * without the sandbox 503 `GIT_UNAVAILABLE` and no agent is kept.
+ * commit by the platform before the agent reads `running`; without it the workspace is not one; a
+ * workspace git-init refuses leaves a running agent and the job's `lastError`; without the sandbox
+ * 503 `GIT_UNAVAILABLE` and no agent is kept.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lchownSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -70,7 +82,12 @@ beforeAll(async () => {
   const driver = Object.assign(createFakeDriver(), { workspace: workspaceOf });
   const deploy = driver.deploy;
   driver.deploy = (spec) => {
-    seedWorkspace(spec.agentId);
+    const dir = seedWorkspace(spec.agentId);
+    // a workspace whose .gitignore is a link the platform will not follow: git-init refuses it
+    if (spec.agentId.startsWith('linked-ignore-')) {
+      symlinkSync('/etc/passwd', join(dir, '.gitignore'));
+      if (sandbox.separateUser) lchownSync(join(dir, '.gitignore'), AGENT_UID, AGENT_UID);
+    }
     return deploy(spec);
   };
   t = await startAgentsPlatform({ driver });
@@ -220,6 +237,21 @@ describe.skipIf(!sandbox.active)('provisioning with gitInit', () => {
     });
     expect(job.lastError).toBeNull();
     expect((await browse(agent.id, 'git-log')).commits.map((c: { subject: string }) => c.subject)).toEqual([INITIAL_COMMIT_MESSAGE]);
+  });
+
+  it('a workspace git-init refuses after the deploy: the agent runs all the same, the job says why', async () => {
+    const headers = { ...bearer(t), 'x-user-id': owner.id };
+    const payload = { name: 'git-refused', agentId: `linked-ignore-${Date.now()}`, gitInit: true };
+    const res = await t.backend.inject({ method: 'POST', url: '/api/deployments', headers, payload });
+    expect(res.statusCode, res.body).toBe(202);
+    const { deployment, agent } = res.json();
+    const job = await eventually(async () => {
+      const j = (await t.backend.inject({ method: 'GET', url: `/api/deployments/${deployment.id}`, headers })).json();
+      return j.status === 'succeeded' && j;
+    });
+    expect(job.lastError).toBe('Invalid path: a symbolic link is never followed');
+    await running(agent.id);
+    expect((await browse(agent.id, 'git-log')).commits).toEqual([]);
   });
 
   it('gitInit must be a boolean: 400 with a sentence', async () => {
