@@ -197,6 +197,7 @@ export function createPlatform(deps: PlatformDeps) {
   const ownerModels = createOwnerModels({ ai, storedPlans: createStoredPlans({ db, ttlMs: 0 }), config });
   // verified agent platform keys: the AI gateway checks one on every model call
   const agentKeyCache = createKeyCache<{ model: string }>({ ttlMs: config.API_KEY_CACHE_TTL_MS, ...redisCache });
+  const files = createFilesService({ db, driver }); // §4.17 file explorer, behind both apps' routes, and provisioning's gitInit
   const agentsDeps: AgentsDeps = {
     db,
     config,
@@ -207,6 +208,7 @@ export function createPlatform(deps: PlatformDeps) {
     runtimeEnv: (_agent, { platformApiKey }) => agentModelEnv(ai, config.AGENT_GATEWAY_URL, platformApiKey),
     platformKeyCache: agentKeyCache,
     chooseModel: ownerModels.choose,
+    repositories: files.repositories, // docs/agents.md "A repository from the start"
     onEnqueue: () => workers?.deployments.wake(),
     // the lifecycle routes, the deployment jobs and the watchdog's repairs change one agent in turn
     locks: createLifecycleLocks(),
@@ -266,8 +268,6 @@ export function createPlatform(deps: PlatformDeps) {
     containerHealth: { retries: config.CONTAINER_HEALTH_RETRIES, intervalMs: config.CONTAINER_HEALTH_INTERVAL_MS },
     hostingAvailable: () => config.configured.hosting,
   });
-  // §4.17 file explorer: one service behind the backend's key routes and the web app's session routes
-  const files = createFilesService({ db, driver });
   const underground = createUnderground({ config, db, secrets: deps.secrets, ledger }); // §4.15 events, agent wallets, royalty splits
   // §4.15 bus: sending records the message and its delivery jobs, the worker delivers them
   const undergroundBus = createUndergroundBus({ config, db, rateLimiter, onEnqueued: () => workers?.undergroundBus.wake() });

@@ -275,6 +275,7 @@ export interface Deployments {
   attempts: Generated<number>;
   created_at: Generated<Timestamp>;
   finished_at: Timestamp | null;
+  git_init: Generated<boolean>;
   id: Generated<string>;
   last_error: string | null;
   lease_until: Timestamp | null;

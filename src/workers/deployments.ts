@@ -41,8 +41,15 @@ export function deploymentJob(options: DeploymentWorkerOptions): JobKind<Claimed
     run: (job, signal) => deployments.runJob(job, signal),
     async finish(job, outcome, holder) {
       const owned = await deployments.finish(job, holder, outcome);
-      if (owned && outcome.status === 'succeeded')
+      if (owned && outcome.status === 'succeeded') {
         log?.info({ jobId: job.id, agentId: job.agent_id, attempt: job.attempts, ...outcome.result }, 'deployment finished');
+        // provisioning asked for a repository and the agent runs without one: said once, with git's reason
+        if (!outcome.result.skipped && outcome.result.repositoryError)
+          log?.warn(
+            { agentId: job.agent_id, reason: outcome.result.repositoryError },
+            'the workspace was not made a git repository as provisioning asked',
+          );
+      }
       return owned;
     },
     attempt: (job) => job.attempts,

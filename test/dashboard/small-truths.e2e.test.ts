@@ -6,8 +6,12 @@
  * - the Admin page's health says why it reads what it reads, and the machine's load is information;
  * - Settings shows the plan the platform applies (an admin runs on Network) and the agent count;
  * - the Files tab of a new agent, whose workspace is not a repository, offers "Initialise a
- *   repository", which makes it one with the runtime's logs and openclaw.json ignored.
- * Every page passes axe. Skips without Chromium.
+ *   repository", which makes it one with the runtime's logs and openclaw.json ignored; an agent
+ *   provisioned with "Start the workspace as a git repository" has one, with the platform's first commit;
+ * - the model shown on every page: the agents list, the agent's header and its Configuration tab
+ *   name the id GET /api/agents/:id answers, and after a change on the Configuration tab all of
+ *   them name the new one (docs/agents.md "Model").
+ * Every page passes axe. Skips without Chromium. The agents are provisioned once, by the Settings case.
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,7 +26,7 @@ const USER = 'truth-user@example.com';
 let live: LivePlatform;
 let browser: Browser;
 let dashboard: { dir: string; remove: () => void } | undefined;
-const state: { agentUrl?: string } = {};
+const state: { agentUrl?: string; gitAgentUrl?: string } = {};
 
 const newPage = () => openPage(browser, live.webUrl, { width: 1440, clipboard: true });
 
@@ -34,9 +38,10 @@ async function signIn(page: Page, email = ADMIN, password = PASSWORD) {
   await page.waitForURL(/\/dashboard/);
 }
 
-async function provision(page: Page, name: string) {
+async function provision(page: Page, name: string, options: { gitInit?: boolean } = {}) {
   await page.goto('/dashboard');
   await page.getByLabel('Name', { exact: true }).fill(name);
+  if (options.gitInit) await page.getByLabel('Start the workspace as a git repository').check();
   await page.getByRole('button', { name: 'Provision' }).click();
   await page.waitForURL('**/dashboard/agents/**');
   await page.locator('.agent-head > .badge', { hasText: 'running' }).first().waitFor({ timeout: 60_000 });
@@ -106,7 +111,7 @@ describe.skipIf(!available)('the dashboard tells the truth', () => {
     const { page, errors } = await newPage();
     await signIn(page);
     state.agentUrl = await provision(page, 'truth-one');
-    await provision(page, 'truth-two');
+    state.gitAgentUrl = await provision(page, 'truth-two', { gitInit: true });
     await page.goto('/dashboard/settings');
     const plan = page.locator('p', { hasText: 'Your plan:' });
     await expect
@@ -134,7 +139,58 @@ describe.skipIf(!available)('the dashboard tells the truth', () => {
     await page.getByRole('button', { name: 'Commit all changes' }).click();
     await page.getByText(/^Committed [0-9a-f]{7}\.$/).waitFor();
     await axe(page, 'files after git init');
+
+    // provisioned with the box ticked: a repository from the start, with the platform's first commit
+    await page.goto(state.gitAgentUrl!);
+    await page.getByRole('tab', { name: 'Files', exact: true }).click();
+    await page.getByText(/^Branch main · no remote$/).waitFor();
+    await page.locator('.git-log li', { hasText: 'Initial commit: the workspace as provisioned' }).waitFor();
+    await expect.poll(() => page.locator('.git-log li').count()).toBe(1);
+    expect(await page.getByRole('button', { name: 'Initialise a repository' }).count()).toBe(0);
     expect(errors).toEqual([]);
     await page.context().close();
   }, 180_000);
+
+  it('the model shown on every page is the one GET /api/agents/:id names, before and after a change on the Configuration tab', async () => {
+    const { page, errors } = await newPage();
+    await signIn(page);
+    const id = decodeURIComponent(state.agentUrl!.split('/').pop()!);
+    const apiModel = async () => ((await (await page.request.get(`/api/agents/${id}`)).json()) as { agent: { model: string } }).agent.model;
+    const listed = async () => {
+      await page.goto('/dashboard');
+      const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: 'truth-one', exact: true }) });
+      return (await row.locator('td[data-label="Model"]').textContent())?.trim();
+    };
+    const onAgentPage = async () => {
+      await page.goto(state.agentUrl!);
+      const header = (await page.locator('.agent-head .agent-model').textContent())?.trim();
+      await page.getByRole('tab', { name: 'Configuration', exact: true }).click();
+      const select = page.getByRole('tabpanel').getByLabel('Model', { exact: true });
+      await select.waitFor();
+      return { header, configured: await select.inputValue() };
+    };
+
+    const before = await apiModel();
+    expect(before).toMatch(/^[a-z0-9-]+\/[\w.:-]+$/); // a catalogue id, never a §4.7 name or `auto`
+    expect(await listed()).toBe(before);
+    expect(await onAgentPage()).toEqual({ header: before, configured: before });
+
+    // another model the agent can run, picked on the Configuration tab and saved
+    const select = page.getByRole('tabpanel').getByLabel('Model', { exact: true });
+    const options = await Promise.all((await select.locator('option').all()).map((o) => o.getAttribute('value')));
+    const after = options.find((m) => m !== before);
+    expect(after).toBeDefined();
+    await select.selectOption(after!);
+    await page.getByRole('button', { name: 'Save configuration' }).click();
+    await page.getByText('Saved and applied.').waitFor();
+    // the header follows at once, not at its next poll
+    await expect.poll(() => page.locator('.agent-head .agent-model').textContent()).toBe(after);
+    await axe(page, 'configuration after a model change');
+
+    expect(await apiModel()).toBe(after);
+    expect(await listed()).toBe(after);
+    expect(await onAgentPage()).toEqual({ header: after, configured: after });
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 120_000);
 });

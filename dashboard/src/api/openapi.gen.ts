@@ -1984,6 +1984,7 @@ export interface paths {
               [key: string]: unknown;
             };
             tier?: "starter" | "pro" | "enterprise";
+            gitInit?: boolean;
             [key: string]: unknown;
           };
         };
@@ -2056,6 +2057,16 @@ export interface paths {
           };
         };
         500: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        503: {
           headers: { [name: string]: unknown };
           content: {
             "application/json": {

@@ -73,6 +73,8 @@ function Provision({ onCreated }: { onCreated: (id: string) => void }) {
   const options = runnable.data?.models.length ? runnable.data.models.map((m) => ({ id: m.id, label: `${m.name} (${m.id})` })) : null;
   const model = picked ?? runnable.data?.default ?? MODELS[0];
   const [tier, setTier] = useState<string>('starter');
+  // off by default, as the API's gitInit: the Files tab can make a repository later too
+  const [gitInit, setGitInit] = useState(false);
   const [nameError, setNameError] = useState<string>();
   const action = useAction();
   const submit = async (e: FormEvent) => {
@@ -81,7 +83,9 @@ function Provision({ onCreated }: { onCreated: (id: string) => void }) {
     setNameError(err);
     if (err) return;
     await action.run(async () => {
-      const res = await call(api.POST('/api/agents/provision', { body: { name: name.trim(), model, tier: tier as 'starter' } }));
+      const res = await call(
+        api.POST('/api/agents/provision', { body: { name: name.trim(), model, tier: tier as 'starter', ...(gitInit ? { gitInit } : {}) } }),
+      );
       onCreated(res.agent.id);
     });
   };
@@ -124,6 +128,9 @@ function Provision({ onCreated }: { onCreated: (id: string) => void }) {
             </select>
           )}
         </Field>
+        <label className="check provision-git">
+          <input type="checkbox" checked={gitInit} onChange={(e) => setGitInit(e.target.checked)} /> Start the workspace as a git repository
+        </label>
         <Button type="submit" kind="primary" busy={action.busy}>
           Provision
         </Button>

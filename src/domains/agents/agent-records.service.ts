@@ -41,6 +41,12 @@ export type AgentsDeps = {
    * Absent (tests of the agents domain alone): the name is stored as asked.
    */
   chooseModel?: (userId: string, asked: string | undefined) => Promise<string>;
+  /**
+   * Provisioning's `gitInit` (docs/agents.md "A repository from the start"): whether the driver can
+   * make an agent's workspace a repository (git as the agent, in its sandbox), and doing it once the
+   * deploy made the workspace. Absent: provisioning that asks for it is refused (503 `GIT_UNAVAILABLE`).
+   */
+  repositories?: { available(agentId: string): boolean; initialise(agentId: string): Promise<void> };
   /** Called after a job is enqueued, so an in-process worker takes it without waiting for its poll. */
   onEnqueue?: () => void;
   /** one lifecycle transition of an agent at a time, shared by the lifecycle, the deployment jobs and the watchdog */
@@ -90,6 +96,7 @@ export function deploymentView(j: JobRow) {
     status: j.status,
     attempts: j.attempts,
     maxAttempts: j.max_attempts,
+    gitInit: j.git_init,
     lastError: j.last_error,
     createdAt: j.created_at.toISOString(),
     updatedAt: j.updated_at.toISOString(),

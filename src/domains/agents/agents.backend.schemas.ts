@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { LIMITS } from '../../config/limits.ts';
-import { agentName, configObject } from './agents.schemas.ts';
+import { agentName, configObject, gitInitField } from './agents.schemas.ts';
 
 const planName = z
   .string({ error: 'plan must be a string' })
@@ -57,7 +57,11 @@ export const deploymentJob = z.object({
   status: z.enum(['queued', 'running', 'succeeded', 'failed']),
   attempts: z.number(),
   maxAttempts: z.number(),
-  lastError: z.string().nullable(),
+  gitInit: z.boolean().describe('the deploy also makes the workspace a git repository with a first commit (provisioning asked for it)'),
+  lastError: z
+    .string()
+    .nullable()
+    .describe('why the last attempt failed; on a succeeded job that asked for `gitInit`, why the workspace could not be made a repository'),
   createdAt: z.string(),
   updatedAt: z.string(),
   finishedAt: z.string().nullable(),
@@ -149,6 +153,7 @@ export const deploymentBody = z.object(
     model: model.optional(),
     aiProvider: aiProvider.optional(),
     config: configObject.optional(),
+    gitInit: gitInitField,
   },
   BODY,
 );

@@ -44,3 +44,14 @@ export const configObject = z.record(z.string(), z.unknown(), { error: 'config m
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   }
 });
+
+/**
+ * Provisioning's `gitInit` (docs/agents.md "A repository from the start"): false by default, so a
+ * request shaped as §4.7 and §4.18 give it provisions what it always did.
+ */
+export const gitInitField = z
+  .boolean({ error: 'gitInit must be true or false' })
+  .optional()
+  .describe(
+    'true: the new workspace starts as a git repository (branch `main`, the .gitignore of POST /api/browse/git-init) with a first commit by the platform, made as the agent in its sandbox; default false. 503 `GIT_UNAVAILABLE` where git cannot run sandboxed (no bubblewrap, or no workspace on this machine)',
+  );

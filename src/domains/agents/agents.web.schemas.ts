@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { LIMITS } from '../../config/limits.ts';
-import { agentName, configObject } from './agents.schemas.ts';
+import { agentName, configObject, gitInitField } from './agents.schemas.ts';
 
 /** One agent as the web app lists it. */
 export const webAgent = z.object({
@@ -52,6 +52,7 @@ export const provisionBody = z
         .optional(),
       config: configObject.optional(),
       tier: z.enum(['starter', 'pro', 'enterprise'], { error: 'tier must be starter, pro or enterprise' }).optional(),
+      gitInit: gitInitField,
     },
     { error: 'Request body must be a JSON object' },
   )

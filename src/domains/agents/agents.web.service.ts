@@ -105,7 +105,14 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
      */
     async provision(
       user: WebUser,
-      input: { name: string; model?: string | undefined; config?: Record<string, unknown> | undefined; tier?: string | undefined },
+      input: {
+        name: string;
+        model?: string | undefined;
+        config?: Record<string, unknown> | undefined;
+        tier?: string | undefined;
+        /** docs/agents.md "A repository from the start" */
+        gitInit?: boolean | undefined;
+      },
     ) {
       // the one model the agent runs, by the owner's plan (docs/agents.md "Model"); 400 with the models that can run
       const model = deps.chooseModel ? await deps.chooseModel(user.id, input.model) : (input.model ?? DEFAULT_MODEL);
@@ -158,6 +165,7 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
             // limit above applies), not against the size chosen
             ...(user.isAdmin ? { limitPlan: 'network' } : {}),
             ...(input.config ? { config: input.config } : {}),
+            ...(input.gitInit ? { gitInit: true } : {}),
           },
         });
       } catch (err) {
@@ -165,6 +173,13 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
       }
       if (!(outcome instanceof Error) && outcome.status >= 200 && outcome.status < 300) {
         return { success: true as const, agent: { ...toWeb(agent), status: agent.status } };
+      }
+      // refused before anything was deployed: a bad request, or gitInit where git cannot run sandboxed; no agent is kept
+      if (!(outcome instanceof Error) && (outcome.status === 400 || outcome.body.code === 'GIT_UNAVAILABLE')) {
+        await db.withUser(user.id, (trx) => agentsRepo.deleteAgent(trx, agent.id));
+        const { error } = outcome.body;
+        if (outcome.status === 400) throw backendFailure(outcome, 'Provisioning refused');
+        throw new AppError('GIT_UNAVAILABLE', typeof error === 'string' ? error : 'git cannot run in a sandbox here', undefined, 503);
       }
       if (!(outcome instanceof Error) && outcome.status === 402) {
         await db.withUser(user.id, (trx) => agentsRepo.deleteAgent(trx, agent.id));

@@ -23,7 +23,26 @@ export function createFilesService(deps: { db: Db; driver: HostingDriver | undef
       }
       return createWorkspaceFiles(workspace);
     },
+
+    /**
+     * Provisioning's `gitInit` (docs/agents.md "A repository from the start"), for the deployment
+     * job that has just deployed the agent: the same git-init as the Files tab's, as the agent in
+     * its sandbox, then a first commit by the platform. `available` says whether this driver can
+     * (a workspace on this machine and a sandbox to run git in), so a request that cannot be
+     * honoured is refused before any agent is made.
+     */
+    repositories: {
+      available: (agentId: string) => Boolean(deps.driver?.workspace?.(agentId).run),
+      async initialise(agentId: string) {
+        const workspace = deps.driver?.workspace?.(agentId);
+        if (!workspace?.run) throw new AppError('GIT_UNAVAILABLE', "This agent's workspace cannot run git in a sandbox here");
+        await createWorkspaceFiles(workspace).gitInit({ initialCommit: INITIAL_COMMIT_MESSAGE });
+      },
+    },
   };
 }
+
+/** The message of the first commit of a workspace provisioned as a repository. */
+export const INITIAL_COMMIT_MESSAGE = 'Initial commit: the workspace as provisioned';
 
 export type FilesService = ReturnType<typeof createFilesService>;

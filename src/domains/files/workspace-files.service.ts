@@ -189,6 +189,38 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
     return { ok: true as const, isGitRepo: true, branch, remote, changes, hasChanges: changes.length > 0 };
   }
 
+  /** Commits what is staged, as the platform (never the owner's or the agent's identity, nor a signing key). */
+  async function commit(message: string, extra: string[] = []) {
+    await git([
+      '-c',
+      'user.name=Agent platform',
+      '-c',
+      'user.email=agent@platform.invalid',
+      '-c',
+      'commit.gpgSign=false',
+      'commit',
+      '-q',
+      ...extra,
+      '-m',
+      message,
+    ]).catch((err) => {
+      throw gitFailed('Commit', err);
+    });
+  }
+
+  /** The repository's first commit, of everything not ignored (empty when that is nothing), unless it has one. */
+  async function commitFirst(message: string) {
+    const hasHead = await git(['rev-parse', '--verify', '-q', 'HEAD']).then(
+      () => true,
+      () => false,
+    );
+    if (hasHead) return;
+    await git(['add', '-A']).catch((err) => {
+      throw gitFailed('Staging', err);
+    });
+    await commit(message, ['--allow-empty']);
+  }
+
   return {
     /** §4.17 GET /tree: folders first, then files, each alphabetical; excluded folders left out; symlinks are listed, never followed. */
     async tree(requested: number = FILE_LIMITS.treeDepthDefault) {
@@ -263,9 +295,17 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
      * `main`), as the agent inside its sandbox, with a .gitignore for the platform's bookkeeping
      * when it has none. A workspace that is one already is left as it is. Answers the status after,
      * with `initialized` true when this call made it one.
+     *
+     * `initialCommit` (provisioning's `gitInit`, docs/agents.md "A repository from the start"):
+     * then a repository without a commit yet gets one of everything not ignored, by the platform,
+     * so the agent's history starts from what it was provisioned with. A retried job finds the
+     * repository made and commits only when no commit exists.
      */
-    async gitInit() {
-      if (await isRepo()) return { ...(await gitStatus()), initialized: false };
+    async gitInit(options: { initialCommit?: string } = {}) {
+      if (await isRepo()) {
+        if (options.initialCommit) await commitFirst(options.initialCommit);
+        return { ...(await gitStatus()), initialized: false };
+      }
       const hasIgnore = await openConfinedFile(c, ['.gitignore']).then(
         async ({ fh }) => {
           await fh.close();
@@ -281,6 +321,7 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
         throw gitFailed('git init', err);
       });
       if (!hasIgnore) await writeConfinedFile(c, ['.gitignore'], GITIGNORE_ON_INIT).catch(refused);
+      if (options.initialCommit) await commitFirst(options.initialCommit);
       return { ...(await gitStatus()), initialized: true };
     },
 
@@ -307,20 +348,7 @@ export function createWorkspaceFiles(workspace: AgentWorkspace, options: { gitTi
       const pending = (await git(['diff', '--cached', '--name-only'])).trim();
       let committed = false;
       if (pending) {
-        await git([
-          '-c',
-          'user.name=Agent platform',
-          '-c',
-          'user.email=agent@platform.invalid',
-          '-c',
-          'commit.gpgSign=false',
-          'commit',
-          '-q',
-          '-m',
-          message,
-        ]).catch((err) => {
-          throw gitFailed('Commit', err);
-        });
+        await commit(message);
         committed = true;
       }
       const hash = (await git(['rev-parse', 'HEAD']).catch(() => '')).trim() || null;

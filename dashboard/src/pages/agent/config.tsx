@@ -45,7 +45,8 @@ function write(config: Json, path: string, value: string): Json {
 
 const text = (v: unknown) => (typeof v === 'string' ? v : '');
 
-export function AgentConfig({ agentId }: { agentId: string }) {
+/** `onSaved`: the page reloads the agent, whose header names the model a save may have changed. */
+export function AgentConfig({ agentId, onSaved }: { agentId: string; onSaved?: () => Promise<void> }) {
   const cfg = useData(
     async () => (await call(api.GET('/api/agents/{id}/config', { params: { path: { id: agentId } } }))).config as Json,
     [agentId],
@@ -61,7 +62,7 @@ export function AgentConfig({ agentId }: { agentId: string }) {
   // the forms are keyed on what they show, so a reload after a save starts them afresh
   const reload = async (outcome: SaveOutcome) => {
     setSaved(outcome);
-    await Promise.all([cfg.reload(), hb.reload()]);
+    await Promise.all([cfg.reload(), hb.reload(), onSaved?.()]);
   };
   return (
     <>

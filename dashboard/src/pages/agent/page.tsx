@@ -51,6 +51,10 @@ export function AgentPage({ id }: { id: string }) {
       <div className="agent-head">
         <h1 className="agent-name">{a.name}</h1>
         <Badge value={shownStatus(a)} />
+        {/* the one model the agent runs (docs/agents.md "Model"): the list, this header and the Configuration tab name the same id */}
+        <span className="muted">
+          model <code className="agent-model">{a.model}</code>
+        </span>
         {a.watchdog && (
           <span className="muted">
             watchdog <Badge value={a.watchdog.state} />
@@ -86,7 +90,7 @@ export function AgentPage({ id }: { id: string }) {
         {tab === 'Usage' && <Usage agentId={a.id} />}
         {tab === 'Commerce' && <Commerce agentId={a.id} />}
         {tab === 'Health' && <Health agentId={a.id} />}
-        {tab === 'Configuration' && <AgentConfig agentId={a.id} />}
+        {tab === 'Configuration' && <AgentConfig agentId={a.id} onSaved={agent.reload} />}
         {tab === 'Manage' && <Manage agent={a} onChanged={agent.reload} />}
       </div>
     </>

@@ -14,20 +14,22 @@ type Conn = Kysely<DB> | Tx;
 
 export type JobRow = NonNullable<Awaited<ReturnType<typeof deploymentsRepo.getJob>>>;
 /** A job as the worker holds it: `attempts` already counts the attempt it is running. */
-export type ClaimedJob = { id: string; agent_id: string; user_id: string; attempts: number; max_attempts: number };
+export type ClaimedJob = { id: string; agent_id: string; user_id: string; attempts: number; max_attempts: number; git_init: boolean };
 
 export const deploymentsRepo = {
   /**
    * Enqueues a deploy job unless one is already queued or running for the agent (the partial
-   * unique index decides races); returns the active job either way.
+   * unique index decides races); returns the active job either way. `gitInit` (provisioning's,
+   * docs/agents.md "A repository from the start") is set on the active job a request joins, too.
    */
-  async enqueueDeploy(db: Conn, agentId: string, userId: string, maxAttempts: number) {
+  async enqueueDeploy(db: Conn, agentId: string, userId: string, maxAttempts: number, options: { gitInit?: boolean } = {}) {
+    const gitInit = options.gitInit === true;
     // the active job that made the insert do nothing may finish before the select below runs (each
     // statement sees its own snapshot): then no active job exists any more and the insert is tried again
     for (let attempt = 0; ; attempt++) {
       const inserted = await db
         .insertInto('deployments')
-        .values({ agent_id: agentId, user_id: userId, max_attempts: maxAttempts })
+        .values({ agent_id: agentId, user_id: userId, max_attempts: maxAttempts, git_init: gitInit })
         .onConflict((oc) => oc.column('agent_id').where('status', 'in', ['queued', 'running']).doNothing())
         .returningAll()
         .executeTakeFirst();
@@ -38,6 +40,8 @@ export const deploymentsRepo = {
         .where('agent_id', '=', agentId)
         .where('status', 'in', ['queued', 'running'])
         .executeTakeFirst();
+      if (active && gitInit && !active.git_init)
+        return db.updateTable('deployments').set({ git_init: true }).where('id', '=', active.id).returningAll().executeTakeFirstOrThrow();
       if (active) return active;
       if (attempt >= 5) throw new Error(`could not enqueue a deployment for agent ${agentId}`);
     }
@@ -63,7 +67,7 @@ export const deploymentsRepo = {
           ORDER BY run_after
           FOR UPDATE SKIP LOCKED
           LIMIT 1)
-      RETURNING d.id, d.agent_id, d.user_id, d.attempts, d.max_attempts`.execute(db);
+      RETURNING d.id, d.agent_id, d.user_id, d.attempts, d.max_attempts, d.git_init`.execute(db);
     return r.rows[0];
   },
 

@@ -9,7 +9,7 @@ import { LIMITS } from '../../../config/limits.ts';
 import { isUniqueViolation } from '../../../db/errors.ts';
 import type { AgentStatus } from '../../../db/schema.ts';
 import { decryptSecret } from '../../../lib/crypto.ts';
-import { badRequest, notFound } from '../../../lib/errors.ts';
+import { AppError, badRequest, notFound } from '../../../lib/errors.ts';
 import type { JobOutcome } from '../../../lib/jobs.ts';
 import { waitForHealthy } from '../agent-client/health-probe.client.ts';
 import {
@@ -32,7 +32,13 @@ import { type ClaimedJob, deploymentsRepo } from './deployments.repo.ts';
 export type { ClaimedJob } from './deployments.repo.ts';
 
 /** What one deploy run did: nothing (the agent is gone), or the agent's health when it was marked running. */
-export type DeployResult = { skipped: true } | { skipped: false; health: ContainerStatus };
+export type DeployResult = { skipped: true } | { skipped: false; health: ContainerStatus; repositoryError?: string };
+
+const gitUnavailable = () =>
+  new AppError(
+    'GIT_UNAVAILABLE',
+    "gitInit needs git to run as the agent in its sandbox (bubblewrap, and the agent's workspace on this machine): without it git would run with the platform's rights in a folder the agent controls. Provision without gitInit.",
+  );
 
 /** Driver states of a unit whose process (or container, pod, service) runs. */
 const UP = new Set<ContainerStatus>(['healthy', 'starting', 'running']);
@@ -71,6 +77,8 @@ export function createDeploymentJobs(deps: AgentsDeps) {
       model?: string | undefined;
       aiProvider?: string | undefined;
       config?: Record<string, unknown> | undefined;
+      /** make the new workspace a git repository with a first commit (docs/agents.md "A repository from the start") */
+      gitInit?: boolean | undefined;
     }) {
       if (!hostingAvailable()) throw hostingError();
       // a new agent, or a model named: one routable model (docs/agents.md "Model"); a redeploy naming none keeps its own
@@ -133,7 +141,13 @@ export function createDeploymentJobs(deps: AgentsDeps) {
               },
             );
           }
-          return { agent: row, job: await deploymentsRepo.enqueueDeploy(trx, row.id, input.userId, LIMITS.deploymentMaxAttempts) };
+          // asked for but impossible here (git would have to run with the platform's rights): refused, nothing made
+          if (input.gitInit && !deps.repositories?.available(row.id)) throw gitUnavailable();
+          const gitInit = input.gitInit === true;
+          return {
+            agent: row,
+            job: await deploymentsRepo.enqueueDeploy(trx, row.id, input.userId, LIMITS.deploymentMaxAttempts, { gitInit }),
+          };
         })
         .catch((err: unknown) => {
           // `agentId` names an agent of another user (invisible under row-level security, so the insert
@@ -162,7 +176,7 @@ export function createDeploymentJobs(deps: AgentsDeps) {
      * the driver after this deploy) and the job ends without marking anything (`skipped`).
      */
     async runJob(
-      job: { agent_id: string; user_id: string },
+      job: { agent_id: string; user_id: string; git_init?: boolean },
       signal?: AbortSignal,
       options: { repair?: boolean } = {},
     ): Promise<DeployResult> {
@@ -212,6 +226,14 @@ export function createDeploymentJobs(deps: AgentsDeps) {
           throw new Error(`agent failed to start (${health})`);
         }
       }
+      // the workspace exists now: made a repository before the agent reads `running`, so the Files
+      // tab never shows it otherwise; a failure leaves a running agent and says why (the job's lastError)
+      let repositoryError: string | undefined;
+      if (job.git_init && deps.repositories)
+        repositoryError = await deps.repositories.initialise(agent.id).then(
+          () => undefined,
+          (err: Error) => err.message || String(err),
+        );
       const marked = await locks.run(agent.id, () =>
         agentsRepo.setStatusIf(db.kysely, agent.id, wanted, {
           status: 'running',
@@ -220,7 +242,8 @@ export function createDeploymentJobs(deps: AgentsDeps) {
           started_at: new Date(),
         }),
       );
-      return marked ? { skipped: false, health } : { skipped: true };
+      if (!marked) return { skipped: true };
+      return repositoryError === undefined ? { skipped: false, health } : { skipped: false, health, repositoryError };
     },
 
     /**
@@ -248,10 +271,13 @@ export function createDeploymentJobs(deps: AgentsDeps) {
      * the agent shows `error` (§3 provisioning → error); or given back by a stopping worker,
      * due at once with its attempt not counted.
      */
-    async finish(job: ClaimedJob, holder: string, outcome: JobOutcome<unknown>): Promise<boolean> {
+    async finish(job: ClaimedJob, holder: string, outcome: JobOutcome<DeployResult>): Promise<boolean> {
       switch (outcome.status) {
-        case 'succeeded':
-          return deploymentsRepo.finishJob(db.kysely, job.id, holder, { status: 'succeeded' });
+        case 'succeeded': {
+          const r = outcome.result;
+          const error = r.skipped ? undefined : r.repositoryError;
+          return deploymentsRepo.finishJob(db.kysely, job.id, holder, { status: 'succeeded', ...(error ? { error } : {}) });
+        }
         case 'retry':
           return deploymentsRepo.finishJob(db.kysely, job.id, holder, {
             status: 'queued',

@@ -188,10 +188,11 @@ export const backendAgentsRoutes = (deps: {
             "(a crashed worker's job is taken again when its lease expires; one active job per agent). The job deploys with per-agent credentials, waits for `/healthz` " +
             '(poll every 2 s, 60 s overall) and moves the agent to `running`, or to `error` after 3 failed attempts. Poll GET /api/deployments/:id or GET /api/agents/:id. ' +
             'Answers 202 with the job. `plan` defaults to `label`; backend limits solo 1, collective 3, label 10, network unlimited (402 `AGENT_LIMIT_REACHED`), counted for `limitPlan` when given (the web app sends `network` for an admin, whose account plan is network whatever size the agent runs at), else for `plan`. ' +
-            '500 `Hosting unavailable` (code `HOSTING_UNAVAILABLE`) when the hosting driver cannot be used.',
+            '500 `Hosting unavailable` (code `HOSTING_UNAVAILABLE`) when the hosting driver cannot be used. `gitInit` true (default false): once deployed, the workspace is made a git repository with a first ' +
+            'commit before the agent reads `running` (docs/agents.md "A repository from the start"); 503 `GIT_UNAVAILABLE`, and nothing made, where git cannot run in the agent\'s sandbox.',
           headers,
           body: deploymentBody,
-          response: { 202: z.object({ deployment: deploymentJob, agent: agentObject }), 402: errorSchema, ...common },
+          response: { 202: z.object({ deployment: deploymentJob, agent: agentObject }), 402: errorSchema, 503: errorSchema, ...common },
         },
         handler: async (request, reply) => {
           const userId = actingUser(request, request.body.userId);

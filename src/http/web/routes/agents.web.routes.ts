@@ -75,19 +75,15 @@ export const agentsRoutes = (deps: { agents: AgentsWebService; watchdog?: Watchd
             'a tier: network; otherwise the backend default label); over the backend limit for that plan the same 429 and no agent is kept. `model` is the one model the agent runs ' +
             '(docs/agents.md "Model"): `claude-opus-4-6` (the default), `gpt-4` and `custom` map to a catalog id by your plan, any other must be one of ' +
             '`GET /api/agents/models`; 400 `MODEL_CANNOT_RUN` with `models` otherwise. The answer names the id chosen. `claude-opus-4-6` (or none) ' +
-            'records provider `anthropic` (§4.7); otherwise `config.aiProvider` or `router`.',
+            'records provider `anthropic` (§4.7); otherwise `config.aiProvider` or `router`. `gitInit` (ours, default false): the workspace starts as a git repository with a first commit ' +
+            '(docs/agents.md "A repository from the start"); where git cannot run in the agent\'s sandbox, 503 `GIT_UNAVAILABLE` and no agent is kept. A backend refusal (400) keeps no agent either.',
           body: provisionBody,
-          response: {
-            201: provisioned,
-            402: errorSchema,
-            429: errorSchema,
-            ...errors,
-          },
+          response: { 201: provisioned, 402: errorSchema, 429: errorSchema, 503: errorSchema, ...errors },
         },
         handler: async (request, reply) => {
           const user = await me(request);
-          const { name, model, config, tier } = request.body;
-          return reply.code(201).send(await agents.provision(user, { name, model, config, tier }));
+          const { name, model, config, tier, gitInit } = request.body;
+          return reply.code(201).send(await agents.provision(user, { name, model, config, tier, gitInit }));
         },
       });
 
