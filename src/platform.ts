@@ -5,7 +5,6 @@
  * (identity, payments, outside integrations, x402, Underground, the backend's workers) are built in src/platform/.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import { pino } from 'pino';
 import type { Config } from './config/env.ts';
 import type { Secrets } from './config/secrets.ts';
 import type { Db } from './db/client.ts';
@@ -56,7 +55,7 @@ import { createStablecoinBalanceReader } from './domains/wallet/index.ts';
 import { channelsFromConfig, createWatchdogService, type WatchdogSettings, watchdogSettingsFromConfig } from './domains/watchdog/index.ts';
 import { createWorkflowsService } from './domains/workflows/index.ts';
 import { buildBackendApp } from './http/backend/app.ts';
-import { loggerOptions } from './http/shared/logging.ts';
+import { createLogger } from './http/shared/logging.ts';
 import { buildWebApp } from './http/web/app.ts';
 import { createKeyCache, createSessionCache, type SessionCache } from './lib/evicting-cache.ts';
 import { createJobMetrics, createProviderMetrics } from './lib/metrics.ts';
@@ -105,11 +104,20 @@ export type PlatformDeps = {
   securityEvents?: { refetchCooldownMs?: number; pollMs?: number; retryBaseMs?: number };
   /** Underground bus delivery worker (tests): poll and first retry delay in ms */
   undergroundBus?: UndergroundBusTimings;
+  /**
+   * Where the hosting driver's start-up lines (the local driver's sandbox, network and limits) go
+   * while the platform is built: main.ts prints them in its start-up block, where agents run.
+   * Unset: they are logged at once. Lines after the build are logged at once either way.
+   */
+  startUpLines?: HostingLine[];
 };
+
+/** A line the hosting driver says about itself (src/domains/agents/drivers/driver-registry.service.ts `log`). */
+export type HostingLine = { level: 'info' | 'warn'; message: string };
 
 export function createPlatform(deps: PlatformDeps) {
   const { config, db } = deps;
-  const log = deps.logger ?? pino(loggerOptions(config.LOG_LEVEL, config.LOG_FORMAT));
+  const log = deps.logger ?? createLogger(config.LOG_LEVEL, config.LOG_FORMAT);
   const rateLimiter =
     deps.rateLimiter ??
     createRateLimiter(config.REDIS_URL, {
@@ -187,7 +195,16 @@ export function createPlatform(deps: PlatformDeps) {
     },
   });
   const ownsDriver = !deps.driver;
-  const driver = deps.driver ?? createHostingDriver(config, { log: (level, message) => log[level]({ source: 'hosting' }, message) });
+  let building = true;
+  const driver =
+    deps.driver ??
+    createHostingDriver(config, {
+      log: (level, message) => {
+        if (building && deps.startUpLines) deps.startUpLines.push({ level, message });
+        else log[level]({ source: 'hosting' }, message);
+      },
+    });
+  building = false;
   // the backend's workers, once startWorkers() ran: the job runner's queues and the watchdog's probe loop
   let workers: ReturnType<typeof createBackendWorkers> | undefined;
   let noncePurge: NodeJS.Timeout | undefined;

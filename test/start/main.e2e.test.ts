@@ -8,6 +8,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded.ts';
 import { brokenBwrapDir, pathWithBrokenBwrap } from '../fixtures/broken-bwrap.ts';
@@ -82,10 +83,11 @@ describe('npm start (the compiled main.js)', () => {
     const p = start(['backend'], { WEB_PORT: String(web), BACKEND_PORT: String(backend) });
     expect((await waitFor(`http://127.0.0.1:${backend}/health`)).status).toBe(200);
     await expect(fetch(`http://127.0.0.1:${web}/api/health`)).rejects.toThrow();
-    // no INTERNAL_API_KEY and no all-in-one start to generate one: start-up says why calls will fail
+    // no INTERNAL_API_KEY and no all-in-one start to generate one: start-up ends saying why it is not usable, never "ready"
     const until = Date.now() + 20_000;
-    while (!p.output().includes('platform ready') && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-    expect(p.output()).toContain('INTERNAL_API_KEY is not set');
+    while (!p.output().includes('started but not usable') && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    expect(p.output()).toContain('backend started but not usable: INTERNAL_API_KEY is not set');
+    expect(p.output()).not.toMatch(/ready:/);
     p.child.kill('SIGTERM');
     expect(await p.exited).toBe(0);
   }, 90_000);
@@ -105,22 +107,27 @@ describe('npm start (the compiled main.js)', () => {
     const [web, backend] = [await freePort(), await freePort()];
     const env = { WEB_PORT: String(web), BACKEND_PORT: String(backend), LOG_LEVEL: 'info' };
     // into a pipe: every line is a JSON record
-    const piped = start(['backend'], env);
+    const piped = start(['backend'], { ...env, INTERNAL_API_KEY: 'a-key-both-apps-share' });
     await waitFor(`http://127.0.0.1:${backend}/health`);
     const until = Date.now() + 20_000;
-    while (!piped.output().includes('platform ready') && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    while (!piped.output().includes('backend ready') && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
     piped.child.kill('SIGTERM');
     await piped.exited;
     const lines = piped.output().trim().split('\n');
     expect(lines.length).toBeGreaterThan(1);
     for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
     // the start-up's last line says where to go (the backend alone: its API docs)
-    const ready = lines.map((l) => JSON.parse(l) as { msg: string }).findLast((l) => l.msg.startsWith('platform ready'));
-    expect(ready?.msg).toBe(`platform ready: open http://127.0.0.1:${backend}/docs`);
-    // at a terminal (`script` gives the process a pseudo-terminal): pino-pretty lines, no JSON
-    const tty = spawn('script', ['-qfec', `${process.execPath} ${MAIN} backend`, '/dev/null'], {
+    const ready = lines.map((l) => JSON.parse(l) as { msg: string }).findLast((l) => l.msg.includes('ready'));
+    expect(ready?.msg).toBe(
+      `backend ready: API docs at http://127.0.0.1:${backend}/docs (the dashboard is the web app's: npm start -- web)`,
+    );
+    expect(lines.some((l) => l.includes('platform ready'))).toBe(false); // one app alone is not the platform
+    // at a terminal (`script` gives the process a pseudo-terminal), the all-in-one start: its
+    // start-up block as readable lines (docs/configuration.md "What start-up prints")
+    const router = { ROUTER_BASE_URL: 'http://127.0.0.1:9/v1', ROUTER_API_KEY: 'never-called' };
+    const tty = spawn('script', ['-qfec', `${process.execPath} ${MAIN}`, '/dev/null'], {
       cwd: root,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', DATA_DIR: dataDir, ...env },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', DATA_DIR: dataDir, ...env, ...router },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     trackChild(tty);
@@ -129,10 +136,34 @@ describe('npm start (the compiled main.js)', () => {
     const ttyExited = new Promise((resolve) => tty.on('exit', resolve));
     const until2 = Date.now() + 30_000;
     while (!out.includes('platform ready') && Date.now() < until2) await new Promise((r) => setTimeout(r, 50));
+    const port = Number(readFileSync(join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[3]); // the embedded server's
     tty.kill('SIGTERM');
     await ttyExited;
-    expect(out).toMatch(/INFO.*platform ready: open http:\/\/\S+\/docs/);
-    expect(out).not.toMatch(/^\{"level"/m);
+    // colours stripped; the lines up to and including `platform ready`
+    const text = stripVTControlCharacters(out).replace(/\r/g, '');
+    const block = text.slice(0, text.indexOf('\n', text.indexOf('platform ready'))).split('\n');
+    for (const line of block) {
+      expect(line).toMatch(/^\d\d:\d\d:\d\d (INFO |WARN ) \S/); // HH:MM:SS LEVEL message
+      expect(line, 'a pretty line never repeats its record as JSON').not.toContain('{"');
+    }
+    const msgs = block.map((l) => l.slice('00:00:00 INFO  '.length));
+    const expected = [
+      `web app (dashboard and its API) listening at http://127.0.0.1:${web}`,
+      `backend (API for agents and keys) listening at http://127.0.0.1:${backend}`,
+      expect.stringMatching(new RegExp(`^database: embedded PostgreSQL on 127\\.0\\.0\\.1:${port}, data in \\S+ \\(npm run backup`)),
+      expect.stringMatching(/^(agent sandbox (ON|unavailable)|AGENT_SANDBOX=off)/),
+      'model provider: router at 127.0.0.1:9 (ROUTER_BASE_URL)',
+      expect.stringMatching(/^password reset e-mails are off \(SMTP_URL unset\): .*npm run admin -- reset-link <email>/),
+      expect.stringMatching(/^card payments are off \(STRIPE_SECRET_KEY unset\): no card top-ups/),
+      expect.stringMatching(/^other integrations off \(settings unset\): bridge \(BRIDGE_SECRET\)/),
+    ];
+    for (const line of expected) expect(msgs).toContainEqual(line);
+    // in that order, and `platform ready` with the dashboard's address is the block's last line
+    const at = (m: unknown) =>
+      msgs.findIndex((x) => (typeof m === 'string' ? x === m : (m as { asymmetricMatch(v: string): boolean }).asymmetricMatch(x)));
+    const order = expected.map(at);
+    expect(order).toEqual([...order].sort((a, b) => a - b));
+    expect(msgs.at(-1)).toMatch(new RegExp(`^platform ready: open the dashboard at http://localhost:${web}/  migrationsApplied=\\d+$`));
   }, 90_000);
 
   it('where bubblewrap cannot sandbox, npm start still serves and says in one line that agents are refused; AGENT_SANDBOX=off says what it means', async () => {
