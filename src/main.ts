@@ -29,8 +29,8 @@ import {
 } from './lib/process-registry.ts';
 import { checkRedis } from './lib/redis.ts';
 import { tuneV8ForServing } from './lib/v8-tuning.ts';
-import { createPlatform, type HostingLine, type Platform } from './platform.ts';
-import { featureLines, hostingLine, modelProviderLine, type StartUpLine } from './start-up-report.ts';
+import { featureLines, type HostingLine, hostingLine, modelProviderLine, type StartUpLine } from './platform/start-up-report.ts';
+import { createPlatform, type Platform } from './platform.ts';
 
 /** The start-up lock of a DATA_DIR (src/lib/host-lock.ts), held while secrets may be generated into it. */
 async function lockDataDir(dataDir: string) {
@@ -234,8 +234,14 @@ async function main() {
     poolSize: config.DATABASE_POOL_SIZE,
     ...(requestUrl ? { requestConnectionString: requestUrl } : {}),
   }));
+  // the hosting driver's lines about itself (its sandbox, network, limits) while the platform is
+  // built: held for the start-up block, which prints them only where agents run
   const hostingLines: HostingLine[] = [];
-  const platform = (running.platform = createPlatform({ config, db, secrets, logger: log, startUpLines: hostingLines }));
+  let building = true;
+  const hostingLog = (level: HostingLine['level'], message: string) =>
+    building ? hostingLines.push({ level, message }) : log[level]({ source: 'hosting' }, message);
+  const platform = (running.platform = createPlatform({ config, db, secrets, logger: log, hostingLog }));
+  building = false;
   // Deployment jobs run where the backend runs (it owns the hosting driver). Started before the
   // apps listen: reconciliation marks agents that do not run yet `provisioning`, so nobody reads
   // `running` for an agent that does not answer after a restart.

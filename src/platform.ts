@@ -104,16 +104,9 @@ export type PlatformDeps = {
   securityEvents?: { refetchCooldownMs?: number; pollMs?: number; retryBaseMs?: number };
   /** Underground bus delivery worker (tests): poll and first retry delay in ms */
   undergroundBus?: UndergroundBusTimings;
-  /**
-   * Where the hosting driver's start-up lines (the local driver's sandbox, network and limits) go
-   * while the platform is built: main.ts prints them in its start-up block, where agents run.
-   * Unset: they are logged at once. Lines after the build are logged at once either way.
-   */
-  startUpLines?: HostingLine[];
+  /** where the hosting driver's lines about itself (sandbox, network) go (default: this log); main.ts prints them in its start-up block */
+  hostingLog?: (level: 'info' | 'warn', message: string) => void;
 };
-
-/** A line the hosting driver says about itself (src/domains/agents/drivers/driver-registry.service.ts `log`). */
-export type HostingLine = { level: 'info' | 'warn'; message: string };
 
 export function createPlatform(deps: PlatformDeps) {
   const { config, db } = deps;
@@ -195,16 +188,8 @@ export function createPlatform(deps: PlatformDeps) {
     },
   });
   const ownsDriver = !deps.driver;
-  let building = true;
-  const driver =
-    deps.driver ??
-    createHostingDriver(config, {
-      log: (level, message) => {
-        if (building && deps.startUpLines) deps.startUpLines.push({ level, message });
-        else log[level]({ source: 'hosting' }, message);
-      },
-    });
-  building = false;
+  const hostingLog = deps.hostingLog ?? ((level, message) => log[level]({ source: 'hosting' }, message));
+  const driver = deps.driver ?? createHostingDriver(config, { log: hostingLog });
   // the backend's workers, once startWorkers() ran: the job runner's queues and the watchdog's probe loop
   let workers: ReturnType<typeof createBackendWorkers> | undefined;
   let noncePurge: NodeJS.Timeout | undefined;

@@ -441,7 +441,7 @@ export function isAdminEmail(config: Pick<Config, 'ADMIN_EMAILS'>, email: string
  * Integrations that are off because their settings are absent, each with the variable(s) that
  * turn it on. main.ts logs them in one line at start-up, so an operator sees that e.g. the bridge
  * (closed without BRIDGE_SECRET) or the hosting status webhook answers 503 (docs/security.md).
- * The model provider, mail and card payments have start-up lines of their own (src/start-up-report.ts).
+ * The model provider, mail and card payments have start-up lines of their own (src/platform/start-up-report.ts).
  */
 export function integrationsOff(config: Config): string[] {
   const off: [boolean, string][] = [

@@ -4,8 +4,11 @@
  * a feature that is off for lack of a setting, with what still works. Each line is a claim about
  * the code's behaviour; keep it true when that behaviour changes.
  */
-import { type Config, integrationsOff } from './config/env.ts';
-import { PROVIDER_NAMES, type ProviderName } from './domains/ai/index.ts';
+import { type Config, integrationsOff } from '../config/env.ts';
+import { PROVIDER_NAMES, type ProviderName } from '../domains/ai/index.ts';
+
+/** A line the hosting driver says about itself (src/domains/agents/drivers/driver-registry.service.ts `log`). */
+export type HostingLine = { level: 'info' | 'warn'; message: string };
 
 export type StartUpLine = { level: 'info' | 'warn'; msg: string; fields?: Record<string, unknown> };
 
