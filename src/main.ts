@@ -293,8 +293,7 @@ async function main() {
     for (const line of hostingLines) block.push({ level: line.level, msg: line.message });
     const hosting = hostingLine(config);
     if (hosting) block.push(hosting);
-    const configured = Object.fromEntries(Object.entries(platform.services.ai.providers).map(([name, p]) => [name, p.configured]));
-    block.push(modelProviderLine(config, configured as Parameters<typeof modelProviderLine>[1]));
+    block.push(modelProviderLine(config, platform.services.ai.providers));
   }
   for (const line of secretWarnings) block.push({ level: 'warn', msg: line });
   if (privileged && (privileged.superuser || privileged.bypassRls)) {

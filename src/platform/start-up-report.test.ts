@@ -4,18 +4,10 @@ import { createProviders } from '../domains/ai/providers/provider-registry.servi
 import { featureLines, hostingLine, modelProviderLine } from './start-up-report.ts';
 
 const load = (env: Record<string, string>) => loadConfig(env, { readDotEnv: false });
-/** the providers the platform builds from these settings, as main.ts reads them */
+/** the line for the providers the platform builds from these settings, as main.ts reads them */
 const providerLine = (env: Record<string, string>) => {
   const config = load(env);
-  const providers = createProviders(config);
-  return modelProviderLine(config, {
-    router: providers.router.configured,
-    gemini: providers.gemini.configured,
-    groq: providers.groq.configured,
-    anthropic: providers.anthropic.configured,
-    openai: providers.openai.configured,
-    custom: providers.custom.configured,
-  });
+  return modelProviderLine(config, createProviders(config));
 };
 
 describe('the start-up block names the model provider', () => {

@@ -35,8 +35,8 @@ const hostOf = (url: unknown): string => {
  * the host it calls and the setting that turned it on; a warning when there is none, since then
  * no agent can answer (src/domains/ai/model-choice.service.ts).
  */
-export function modelProviderLine(config: Config, configured: Record<ProviderName, boolean>): StartUpLine {
-  const on = PROVIDER_NAMES.filter((name) => configured[name]);
+export function modelProviderLine(config: Config, providers: Record<ProviderName, { configured: boolean }>): StartUpLine {
+  const on = PROVIDER_NAMES.filter((name) => providers[name].configured);
   if (on.length === 0)
     return {
       level: 'warn',
