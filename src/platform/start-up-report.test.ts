@@ -33,9 +33,14 @@ describe('the start-up block names the model provider', () => {
 });
 
 describe('where agents run', () => {
-  it('the local driver speaks for its own sandbox; a container driver is named', () => {
+  it('the local driver speaks for its own sandbox; a container driver is named, and one that cannot work without its key says so', () => {
     expect(hostingLine(load({}))).toBeUndefined();
     expect(hostingLine(load({ HOSTING_DRIVER: 'docker' }))?.msg).toMatch(/^agents run in containers of their own on Docker/);
+    expect(hostingLine(load({ HOSTING_DRIVER: 'render' }))).toMatchObject({
+      level: 'warn',
+      msg: expect.stringMatching(/^HOSTING_DRIVER=render without HOSTING_API_KEY: agents cannot be provisioned/),
+    });
+    expect(hostingLine(load({ HOSTING_DRIVER: 'render', HOSTING_API_KEY: 'k' }))?.msg).toMatch(/on Render/);
   });
 });
 

@@ -66,6 +66,12 @@ const CONTAINER_HOSTS: Record<Exclude<Config['HOSTING_DRIVER'], 'local'>, string
  */
 export function hostingLine(config: Config): StartUpLine | undefined {
   if (config.HOSTING_DRIVER === 'local') return undefined;
+  // the agents services answer every driver call 500 `Hosting unavailable` then (src/domains/agents/agents.backend.service.ts)
+  if (!config.configured.hosting)
+    return {
+      level: 'warn',
+      msg: `HOSTING_DRIVER=${config.HOSTING_DRIVER} without HOSTING_API_KEY: agents cannot be provisioned or started (500 "Hosting unavailable"); set HOSTING_API_KEY (docs/configuration.md)`,
+    };
   return {
     level: 'info',
     msg: `agents run in containers of their own on ${CONTAINER_HOSTS[config.HOSTING_DRIVER]}, HOSTING_DRIVER=${config.HOSTING_DRIVER}; the container is their sandbox`,
