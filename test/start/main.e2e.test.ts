@@ -47,8 +47,62 @@ describe('the compiled tree (scripts/build-server.ts)', () => {
 
 const start = (args: string[], env: Record<string, string>) => startPlatform(MAIN, args, { DATA_DIR: dataDir, ...env });
 
+/** The all-in-one start at a terminal: `script` runs it on a pseudo-terminal, so LOG_FORMAT=auto prints readable lines. */
+function atTerminal(env: Record<string, string>) {
+  // `exec`: the shell script runs the command in becomes the platform, the terminal's foreground job
+  const child = spawn('script', ['-qfec', `exec ${process.execPath} ${MAIN}`, '/dev/null'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', DATA_DIR: dataDir, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  trackChild(child);
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    exited,
+    output: () => out,
+    /** the platform's process, script's child: the leader of the terminal's foreground process group */
+    platformPid: () => Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(' ')[0]),
+  };
+}
+
+/**
+ * The start-up block at a terminal (docs/configuration.md "What start-up prints"): `HH:MM:SS LEVEL
+ * message` lines, none repeating its record as JSON, naming where the apps listen, the database's
+ * port, the agent sandbox, the model provider and what is off, in that order, and ending with
+ * `platform ready` and the dashboard's address. Into a pipe the same records are JSON lines (the
+ * other tests here read them).
+ */
+function expectStartUpBlock(out: string, at: { web: number; backend: number; port: number }) {
+  const text = stripVTControlCharacters(out).replace(/\r/g, '');
+  const block = text.slice(0, text.indexOf('\n', text.indexOf('platform ready'))).split('\n');
+  for (const line of block) {
+    expect(line).toMatch(/^\d\d:\d\d:\d\d (INFO |WARN ) \S/); // HH:MM:SS LEVEL message
+    expect(line, 'a pretty line never repeats its record as JSON').not.toContain('{"');
+  }
+  const msgs = block.map((l) => l.slice('00:00:00 INFO  '.length));
+  const expected = [
+    `web app (dashboard and its API) listening at http://127.0.0.1:${at.web}`,
+    `backend (API for agents and keys) listening at http://127.0.0.1:${at.backend}`,
+    expect.stringMatching(new RegExp(`^database: embedded PostgreSQL on 127\\.0\\.0\\.1:${at.port}, data in \\S+ \\(npm run backup`)),
+    expect.stringMatching(/^(agent sandbox (ON|unavailable)|AGENT_SANDBOX=off)/),
+    'model provider: router at 127.0.0.1:9 (ROUTER_BASE_URL)',
+    expect.stringMatching(/^password reset e-mails are off \(SMTP_URL unset\): .*npm run admin -- reset-link <email>/),
+    expect.stringMatching(/^card payments are off \(STRIPE_SECRET_KEY unset\): no card top-ups/),
+    expect.stringMatching(/^other integrations off \(settings unset\): bridge \(BRIDGE_SECRET\)/),
+  ];
+  for (const line of expected) expect(msgs).toContainEqual(line);
+  // in that order, and `platform ready` with the dashboard's address is the block's last line
+  const index = (m: unknown) =>
+    msgs.findIndex((x) => (typeof m === 'string' ? x === m : (m as { asymmetricMatch(v: string): boolean }).asymmetricMatch(x)));
+  const order = expected.map(index);
+  expect(order).toEqual([...order].sort((a, b) => a - b));
+  expect(msgs.at(-1)).toMatch(new RegExp(`^platform ready: open the dashboard at http://localhost:${at.web}/  migrationsApplied=\\d+$`));
+}
+
 describe('npm start (the compiled main.js)', () => {
-  it('serves both apps on the embedded database, stops cleanly, and reuses its data', async () => {
+  it('serves both apps on the embedded database, stops cleanly, and reuses its data; at a terminal its start-up block is readable lines ending with `platform ready`', async () => {
     const [web, backend] = [await freePort(), await freePort()];
     const env = { WEB_PORT: String(web), BACKEND_PORT: String(backend) };
     const first = start([], env);
@@ -66,7 +120,10 @@ describe('npm start (the compiled main.js)', () => {
     expect(await first.exited).toBe(0);
     expect(existsSync(join(dataDir, 'pg', 'postmaster.pid'))).toBe(false); // PostgreSQL stopped too
 
-    const second = start([], env);
+    // the second start at a terminal (LOG_FORMAT=auto): `script` gives it a pseudo-terminal, and
+    // passes its exit code on (-e); a model provider named, so the block says which
+    const router = { ROUTER_BASE_URL: 'http://127.0.0.1:9/v1', ROUTER_API_KEY: 'never-called' };
+    const second = atTerminal({ ...env, ...router, LOG_LEVEL: 'info' });
     await waitFor(`http://127.0.0.1:${web}/api/health`);
     const login = await fetch(`http://127.0.0.1:${web}/api/auth/login`, {
       method: 'POST',
@@ -74,8 +131,12 @@ describe('npm start (the compiled main.js)', () => {
       body: JSON.stringify({ email: 'PERSIST@example.com', password: 'persisted-password' }),
     });
     expect(login.status).toBe(200);
-    second.child.kill('SIGINT');
+    const until = Date.now() + 20_000;
+    while (!second.output().includes('platform ready') && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    const port = Number(readFileSync(join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[3]); // the embedded server's
+    process.kill(-second.platformPid(), 'SIGINT'); // Ctrl-C: the terminal's foreground process group
     expect(await second.exited).toBe(0);
+    expectStartUpBlock(second.output(), { web, backend, port });
   }, 90_000);
 
   it('`npm start -- backend` serves only the backend', async () => {
@@ -109,53 +170,6 @@ describe('npm start (the compiled main.js)', () => {
     expect(await p.exited).toBe(0);
     expect(existsSync(join(dataDir, 'pg', 'postmaster.pid'))).toBe(false);
   }, 60_000);
-
-  it('at a terminal (LOG_FORMAT=auto) the start-up block is readable lines, one fact each, ending with `platform ready`', async () => {
-    const [web, backend] = [await freePort(), await freePort()];
-    const env = { WEB_PORT: String(web), BACKEND_PORT: String(backend), LOG_LEVEL: 'info' };
-    // `script` gives the process a pseudo-terminal; the all-in-one start's block (docs/configuration.md
-    // "What start-up prints"). Into a pipe the same records are JSON lines: the other tests here read them
-    const router = { ROUTER_BASE_URL: 'http://127.0.0.1:9/v1', ROUTER_API_KEY: 'never-called' };
-    const tty = spawn('script', ['-qfec', `${process.execPath} ${MAIN}`, '/dev/null'], {
-      cwd: root,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', DATA_DIR: dataDir, ...env, ...router },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    trackChild(tty);
-    let out = '';
-    tty.stdout!.on('data', (d) => (out += d));
-    const ttyExited = new Promise((resolve) => tty.on('exit', resolve));
-    const until2 = Date.now() + 30_000;
-    while (!out.includes('platform ready') && Date.now() < until2) await new Promise((r) => setTimeout(r, 50));
-    const port = Number(readFileSync(join(dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[3]); // the embedded server's
-    tty.kill('SIGTERM');
-    await ttyExited;
-    // colours stripped; the lines up to and including `platform ready`
-    const text = stripVTControlCharacters(out).replace(/\r/g, '');
-    const block = text.slice(0, text.indexOf('\n', text.indexOf('platform ready'))).split('\n');
-    for (const line of block) {
-      expect(line).toMatch(/^\d\d:\d\d:\d\d (INFO |WARN ) \S/); // HH:MM:SS LEVEL message
-      expect(line, 'a pretty line never repeats its record as JSON').not.toContain('{"');
-    }
-    const msgs = block.map((l) => l.slice('00:00:00 INFO  '.length));
-    const expected = [
-      `web app (dashboard and its API) listening at http://127.0.0.1:${web}`,
-      `backend (API for agents and keys) listening at http://127.0.0.1:${backend}`,
-      expect.stringMatching(new RegExp(`^database: embedded PostgreSQL on 127\\.0\\.0\\.1:${port}, data in \\S+ \\(npm run backup`)),
-      expect.stringMatching(/^(agent sandbox (ON|unavailable)|AGENT_SANDBOX=off)/),
-      'model provider: router at 127.0.0.1:9 (ROUTER_BASE_URL)',
-      expect.stringMatching(/^password reset e-mails are off \(SMTP_URL unset\): .*npm run admin -- reset-link <email>/),
-      expect.stringMatching(/^card payments are off \(STRIPE_SECRET_KEY unset\): no card top-ups/),
-      expect.stringMatching(/^other integrations off \(settings unset\): bridge \(BRIDGE_SECRET\)/),
-    ];
-    for (const line of expected) expect(msgs).toContainEqual(line);
-    // in that order, and `platform ready` with the dashboard's address is the block's last line
-    const at = (m: unknown) =>
-      msgs.findIndex((x) => (typeof m === 'string' ? x === m : (m as { asymmetricMatch(v: string): boolean }).asymmetricMatch(x)));
-    const order = expected.map(at);
-    expect(order).toEqual([...order].sort((a, b) => a - b));
-    expect(msgs.at(-1)).toMatch(new RegExp(`^platform ready: open the dashboard at http://localhost:${web}/  migrationsApplied=\\d+$`));
-  }, 90_000);
 
   it('where bubblewrap cannot sandbox, npm start still serves and says in one line that agents are refused; AGENT_SANDBOX=off says what it means', async () => {
     // docs/agents.md "Sandbox": `auto` (the default) never falls back to unsandboxed agents
