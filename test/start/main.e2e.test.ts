@@ -2,7 +2,9 @@
  * The run command as a real process, exactly as `npm start` runs it: the sources compiled by
  * scripts/build-server.ts (here into a scratch copy beside dist/), then `node <out>/main.js`. Both
  * apps on the embedded PostgreSQL, clean stop on SIGTERM/SIGINT, a second start reuses the data,
- * one app per process on request, and a bad setting stops start-up with one line.
+ * one app per process on request, and a bad setting stops start-up with one line. The start-up
+ * block reads at a terminal as docs/configuration.md "What start-up prints" says, and ends with
+ * `platform ready` only where the platform can be used.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
