@@ -6,13 +6,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Config, ConfigError, integrationsOff, loadConfig } from './config/env.ts';
+import { type Config, ConfigError, loadConfig } from './config/env.ts';
 import { resolveSecrets, storedSecret } from './config/secrets.ts';
 import { createDb, type Db } from './db/client.ts';
 import { EmbeddedPostgresError, type EmbeddedServer, startEmbeddedPostgres } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { connectsAsPrivileged, ensureOwnerRole } from './db/roles.ts';
 import type { App } from './http/shared/base-app.ts';
+import { createLogger } from './http/shared/logging.ts';
 import { markTreeInUse } from './lib/code-tree.ts';
 import { acquireHostLock } from './lib/host-lock.ts';
 import {
@@ -28,6 +29,7 @@ import {
 } from './lib/process-registry.ts';
 import { checkRedis } from './lib/redis.ts';
 import { tuneV8ForServing } from './lib/v8-tuning.ts';
+import { featureLines, type HostingLine, hostingLine, modelProviderLine, type StartUpLine } from './platform/start-up-report.ts';
 import { createPlatform, type Platform } from './platform.ts';
 
 /** The start-up lock of a DATA_DIR (src/lib/host-lock.ts), held while secrets may be generated into it. */
@@ -128,6 +130,8 @@ async function main() {
     }
     throw err;
   }
+  // one logger for the apps, the workers and start-up, so the start-up block prints in order
+  const log = createLogger(config.LOG_LEVEL, config.LOG_FORMAT);
   // the dashboard build as it is now: `npm start` switches dashboard/dist to a newer build by
   // renaming a link (scripts/build-dashboard.ts), and the web app must read one build, not two
   try {
@@ -185,7 +189,7 @@ async function main() {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    running.apps[0]?.log.info({ signal }, 'shutting down');
+    log.info({ signal }, 'shutting down');
     const force = setTimeout(() => process.exit(1), 30_000);
     force.unref();
     await stopAll();
@@ -230,44 +234,74 @@ async function main() {
     poolSize: config.DATABASE_POOL_SIZE,
     ...(requestUrl ? { requestConnectionString: requestUrl } : {}),
   }));
-  const platform = (running.platform = createPlatform({ config, db, secrets }));
+  // the hosting driver's lines about itself (its sandbox, network, limits) while the platform is
+  // built: held for the start-up block, which prints them only where agents run
+  const hostingLines: HostingLine[] = [];
+  let building = true;
+  const hostingLog = (level: HostingLine['level'], message: string) =>
+    building ? hostingLines.push({ level, message }) : log[level]({ source: 'hosting' }, message);
+  const platform = (running.platform = createPlatform({ config, db, secrets, logger: log, hostingLog }));
+  building = false;
   // Deployment jobs run where the backend runs (it owns the hosting driver). Started before the
   // apps listen: reconciliation marks agents that do not run yet `provisioning`, so nobody reads
   // `running` for an agent that does not answer after a restart.
   if (mode !== 'web') await platform.startWorkers();
   if (stopping) return;
 
-  const listen = async (build: () => Promise<App>, port: number, name: string) => {
+  const listen = async (build: () => Promise<App>, port: number, name: 'web' | 'backend') => {
     if (stopping) return;
     const app = await build();
     running.apps.push(app);
-    await app.listen({ host: config.HOST, port }).catch((err: NodeJS.ErrnoException) => {
-      // taken since claimDataDir() found it free: still one line, not a trace
-      if (err.code === 'EADDRINUSE' || err.code === 'EACCES')
-        throw new ConfigError(`${name === 'web' ? 'WEB_PORT' : 'BACKEND_PORT'} ${port} on ${config.HOST}: ${err.message}`);
-      throw err;
-    });
-    app.log.info({ app: name, url: `http://${config.HOST}:${port}` }, `${name} listening`);
+    const what = name === 'web' ? 'web app (dashboard and its API)' : 'backend (API for agents and keys)';
+    await app
+      // Fastify's own line is the one that says where an app listens (one per address)
+      .listen({ host: config.HOST, port, listenTextResolver: (address) => `${what} listening at ${address}` })
+      .catch((err: NodeJS.ErrnoException) => {
+        // taken since claimDataDir() found it free: still one line, not a trace
+        if (err.code === 'EADDRINUSE' || err.code === 'EACCES')
+          throw new ConfigError(`${name === 'web' ? 'WEB_PORT' : 'BACKEND_PORT'} ${port} on ${config.HOST}: ${err.message}`);
+        throw err;
+      });
   };
   if (mode !== 'backend') await listen(platform.buildWebApp, config.WEB_PORT, 'web');
   if (mode !== 'web') await listen(platform.buildBackendApp, config.BACKEND_PORT, 'backend');
   if (stopping) return;
-  const log = running.apps[0]?.log;
+
+  // The start-up block (docs/configuration.md "What start-up prints"): the database, where agents
+  // run and in what sandbox, the model provider, what is off for lack of a setting, and last
+  // where to go. Each line is one fact; the JSON format carries the same records.
+  const block: StartUpLine[] = [];
   if (embedded) {
     // where the data is and how to reach it, for an operator's own look (psql with the passwords
     // of DATA_DIR/secrets.json) and backups (docs/production.md "Backups")
-    const port = new URL(embedded.url).port;
-    log?.info(
-      { database: 'embedded', host: '127.0.0.1', port: Number(port), dataDir: embedded.dataDir },
-      `embedded PostgreSQL on 127.0.0.1:${port}, data in ${embedded.dataDir} (npm run backup copies it while the platform runs)`,
-    );
+    const port = Number(new URL(embedded.url).port);
+    block.push({
+      level: 'info',
+      msg: `database: embedded PostgreSQL on 127.0.0.1:${port}, data in ${embedded.dataDir} (npm run backup copies it while the platform runs)`,
+      fields: { database: 'embedded', host: '127.0.0.1', port, dataDir: embedded.dataDir },
+    });
+  } else if (config.DATABASE_URL) {
+    const u = new URL(config.DATABASE_URL);
+    block.push({
+      level: 'info',
+      msg: `database: PostgreSQL at ${u.host}${u.pathname} (DATABASE_URL)`,
+      fields: { database: 'DATABASE_URL' },
+    });
   }
-  for (const line of secretWarnings) log?.warn(line);
+  if (mode !== 'web') {
+    // agents run where the backend runs: its hosting driver's sandbox, network and limits
+    for (const line of hostingLines) block.push({ level: line.level, msg: line.message });
+    const hosting = hostingLine(config);
+    if (hosting) block.push(hosting);
+    block.push(modelProviderLine(config, platform.services.ai.providers));
+  }
+  for (const line of secretWarnings) block.push({ level: 'warn', msg: line });
   if (privileged && (privileged.superuser || privileged.bypassRls)) {
-    log?.warn(
-      { role: privileged.role, superuser: privileged.superuser, bypassRls: privileged.bypassRls },
-      'DATABASE_URL connects as a superuser or a role that bypasses row-level security: connect as a non-superuser owner role instead (docs/security.md "Database roles")',
-    );
+    block.push({
+      level: 'warn',
+      msg: 'DATABASE_URL connects as a superuser or a role that bypasses row-level security: connect as a non-superuser owner role instead (docs/security.md "Database roles")',
+      fields: { role: privileged.role, superuser: privileged.superuser, bypassRls: privileged.bypassRls },
+    });
   }
   if (config.REDIS_URL) {
     // Checked once so an operator hears at start-up, not from a slow register: we start anyway
@@ -275,28 +309,22 @@ async function main() {
     const problem = await checkRedis(config.REDIS_URL, Math.max(config.REDIS_TIMEOUT_MS, 2_000));
     if (problem) {
       const u = new URL(config.REDIS_URL);
-      log?.warn(
-        { redis: `${u.hostname}:${u.port || 6379}`, problem },
-        'REDIS_URL does not answer: starting degraded (rate limits count per process; sign-outs reach other replicas only when their 5 s session cache expires) until Redis is back',
-      );
+      block.push({
+        level: 'warn',
+        msg: 'REDIS_URL does not answer: starting degraded (rate limits count per process; sign-outs reach other replicas only when their 5 s session cache expires) until Redis is back',
+        fields: { redis: `${u.hostname}:${u.port || 6379}`, problem },
+      });
     }
   }
   if (generatedInternalKey) {
-    log?.info(
-      { stored: 'DATA_DIR/secrets.json' },
-      'INTERNAL_API_KEY not set: using a generated key for the web app and the backend in this process',
-    );
+    block.push({
+      level: 'info',
+      msg: 'INTERNAL_API_KEY not set: using a generated key for the web app and the backend in this process',
+      fields: { stored: 'DATA_DIR/secrets.json' },
+    });
   }
-  if (!config.INTERNAL_API_KEY) {
-    // only `npm start -- web` or `-- backend` get here (the all-in-one start generates one): say why
-    // the web app's calls to the backend, provisioning first, will fail
-    log?.warn(
-      'INTERNAL_API_KEY is not set: the backend answers its core endpoints 500 "Server misconfigured" and the web app cannot provision or reach agents; set the same key for both apps (docs/configuration.md)',
-    );
-  }
-  // one line naming what is off for lack of settings (the bridge and hosting webhook answer 503 then)
-  const off = integrationsOff(config);
-  if (off.length > 0) log?.warn({ integrationsOff: off }, `integrations off (settings unset): ${off.join('; ')}`);
+  if (mode !== 'backend') block.push(...featureLines(config));
+  for (const line of block) log[line.level](line.fields ?? {}, line.msg);
   if (mode !== 'backend') {
     platform.startWebJobs();
     // a new instance has no admin: print the one-time link that makes its opener one (docs/admin.md)
@@ -307,18 +335,29 @@ async function main() {
     });
     if (stopping) return;
     if (link)
-      log?.warn(
+      log.warn(
         { setupLink: link },
         `No admin yet: sign in, then open this one-time link to become the admin: ${link}  (or run: npm run admin -- <email>)`,
       );
   }
-  // the last line of a start says where to go: the dashboard at PUBLIC_URL, or
-  // the backend's API docs when only the backend runs here
+  // The last line of the block says whether the platform can be used and where to go. Only the
+  // all-in-one start knows both apps run; one app alone says it is ready, and which half it is.
+  const app = mode === 'all' ? 'platform' : mode === 'web' ? 'web app' : 'backend';
+  if (!config.INTERNAL_API_KEY) {
+    // only `npm start -- web` or `-- backend` get here (the all-in-one start generates one)
+    log.warn(
+      `${app} started but not usable: INTERNAL_API_KEY is not set, so the backend answers its core endpoints 500 "Server misconfigured" and the web app cannot provision or reach agents; set the same key for both apps and start them again (docs/configuration.md)`,
+    );
+    return;
+  }
   const open = mode === 'backend' ? `${config.BACKEND_URL}/docs` : `${config.PUBLIC_URL}/`;
-  log?.info(
-    { database: config.DATABASE_URL ? 'DATABASE_URL' : 'embedded', migrationsApplied: applied.length, docs: '/docs', open },
-    `platform ready: open ${open}`,
-  );
+  const where =
+    mode === 'all'
+      ? `open the dashboard at ${open}`
+      : mode === 'web'
+        ? `open the dashboard at ${open} (the backend runs apart, at ${config.BACKEND_URL})`
+        : `API docs at ${open} (the dashboard is the web app's: npm start -- web)`;
+  log.info({ migrationsApplied: applied.length, open }, `${app} ready: ${where}`);
 }
 
 /** Stops what start-up had started, when start-up fails (set once the stop handlers exist). */

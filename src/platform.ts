@@ -5,7 +5,6 @@
  * (identity, payments, outside integrations, x402, Underground, the backend's workers) are built in src/platform/.
  */
 import type { FastifyBaseLogger } from 'fastify';
-import { pino } from 'pino';
 import type { Config } from './config/env.ts';
 import type { Secrets } from './config/secrets.ts';
 import type { Db } from './db/client.ts';
@@ -56,7 +55,7 @@ import { createStablecoinBalanceReader } from './domains/wallet/index.ts';
 import { channelsFromConfig, createWatchdogService, type WatchdogSettings, watchdogSettingsFromConfig } from './domains/watchdog/index.ts';
 import { createWorkflowsService } from './domains/workflows/index.ts';
 import { buildBackendApp } from './http/backend/app.ts';
-import { loggerOptions } from './http/shared/logging.ts';
+import { createLogger } from './http/shared/logging.ts';
 import { buildWebApp } from './http/web/app.ts';
 import { createKeyCache, createSessionCache, type SessionCache } from './lib/evicting-cache.ts';
 import { createJobMetrics, createProviderMetrics } from './lib/metrics.ts';
@@ -105,11 +104,13 @@ export type PlatformDeps = {
   securityEvents?: { refetchCooldownMs?: number; pollMs?: number; retryBaseMs?: number };
   /** Underground bus delivery worker (tests): poll and first retry delay in ms */
   undergroundBus?: UndergroundBusTimings;
+  /** where the hosting driver's lines about itself (sandbox, network) go (default: this log); main.ts prints them in its start-up block */
+  hostingLog?: (level: 'info' | 'warn', message: string) => void;
 };
 
 export function createPlatform(deps: PlatformDeps) {
   const { config, db } = deps;
-  const log = deps.logger ?? pino(loggerOptions(config.LOG_LEVEL, config.LOG_FORMAT));
+  const log = deps.logger ?? createLogger(config.LOG_LEVEL, config.LOG_FORMAT);
   const rateLimiter =
     deps.rateLimiter ??
     createRateLimiter(config.REDIS_URL, {
@@ -187,7 +188,8 @@ export function createPlatform(deps: PlatformDeps) {
     },
   });
   const ownsDriver = !deps.driver;
-  const driver = deps.driver ?? createHostingDriver(config, { log: (level, message) => log[level]({ source: 'hosting' }, message) });
+  const hostingLog = deps.hostingLog ?? ((level, message) => log[level]({ source: 'hosting' }, message));
+  const driver = deps.driver ?? createHostingDriver(config, { log: hostingLog });
   // the backend's workers, once startWorkers() ran: the job runner's queues and the watchdog's probe loop
   let workers: ReturnType<typeof createBackendWorkers> | undefined;
   let noncePurge: NodeJS.Timeout | undefined;

@@ -432,6 +432,7 @@ export function isAdminEmail(config: Pick<Config, 'ADMIN_EMAILS'>, email: string
  * Integrations that are off because their settings are absent, each with the variable(s) that
  * turn it on. main.ts logs them in one line at start-up, so an operator sees that e.g. the bridge
  * (closed without BRIDGE_SECRET) or the hosting status webhook answers 503 (docs/security.md).
+ * The model provider, mail and card payments have start-up lines of their own (src/platform/start-up-report.ts).
  */
 export function integrationsOff(config: Config): string[] {
   const off: [boolean, string][] = [
@@ -440,9 +441,6 @@ export function integrationsOff(config: Config): string[] {
     [!config.configured.turnstile, 'bot detection on register (TURNSTILE_SECRET_KEY)'],
     [!config.configured.idp, 'identity provider sign-in (IDP_CLIENT_ID, IDP_CLIENT_SECRET)'],
     [!config.configured.codehost, 'code host sign-in (CODEHOST_CLIENT_ID, CODEHOST_CLIENT_SECRET)'],
-    [config.SMTP_URL === undefined, 'password reset by email (SMTP_URL)'],
-    [!config.configured.router, 'AI model router (ROUTER_API_KEY)'],
-    [!config.configured.stripe, 'card payments (STRIPE_SECRET_KEY)'],
     [!config.configured.trading, 'trading service (TRADING_API_URL)'],
     [!config.configured.calendar, 'calendar (CALENDAR_CLIENT_ID, CALENDAR_CLIENT_SECRET)'],
     [!config.configured.kv, 'hosting status key-value store (KV_REST_API_URL, KV_REST_API_TOKEN)'],

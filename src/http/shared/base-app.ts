@@ -11,7 +11,7 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import type { Config } from '../../config/env.ts';
 import { badRequest } from '../../lib/errors.ts';
 import { registerErrorHandler, sendError } from './error-handler.ts';
-import { type LogFormat, loggerOptions, requestIdOptions } from './logging.ts';
+import { createLogger, type LogFormat, requestIdOptions } from './logging.ts';
 import { createMethodRegistry } from './method-not-allowed.ts';
 import { type AppMetrics, METRICS_SECURITY_SCHEME } from './metrics.ts';
 import { openapiTransform, openapiTransformObject } from './openapi.ts';
@@ -89,7 +89,7 @@ function trustHops(hops: number) {
 
 export async function createBaseApp(options: BaseAppOptions): Promise<App> {
   const app = Fastify({
-    ...(options.logger ? { loggerInstance: options.logger } : { logger: loggerOptions(options.logLevel, options.logFormat) }),
+    loggerInstance: options.logger ?? (createLogger(options.logLevel, options.logFormat) as FastifyBaseLogger),
     ...requestIdOptions,
     bodyLimit: options.bodyLimit,
     // a hop count trusts the n nearest hops (what Fastify does with a number; its types only take a function)

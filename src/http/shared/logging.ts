@@ -1,12 +1,13 @@
 /**
  * Logger and request-id options shared by both apps. Logs are pino JSON lines with the request
- * id on every line; at a terminal they are readable lines instead, one per record, with requests
- * at debug only. They never contain passwords, cookies, keys or tokens.
+ * id on every line; at a terminal they are readable lines instead (./pretty-log.ts), one per
+ * record, with requests at debug only. They never contain passwords, cookies, keys or tokens.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyServerOptions } from 'fastify';
-import type { LogFn, Logger } from 'pino';
+import { type LogFn, type Logger, pino } from 'pino';
+import { prettyDestination } from './pretty-log.ts';
 
 /** Query parameters whose values are secrets (webhook secret, OAuth code/state, tokens). */
 const SECRET_QUERY = /^(secret|token|code|state|key|api_?key|password|signature|access_token|refresh_token)$/i;
@@ -82,7 +83,7 @@ type CompletedRecord = { res: { statusCode: number; request: { method: string; u
 /**
  * pino's `hooks.logMethod` at a terminal: each request is one line, at debug only —
  * `GET /api/agents 200 3 ms` — instead of Fastify's two info records per request, which
- * pino-pretty printed as 13 lines (a dashboard polling every few seconds scrolled the start-up
+ * the terminal once printed as 13 lines (a dashboard polling every few seconds scrolled the start-up
  * lines, the setup link among them, out of view within seconds). JSON logs keep Fastify's records.
  */
 function terminalRequestLines(this: Logger, args: Parameters<LogFn>, method: LogFn, level: number) {
@@ -99,17 +100,8 @@ export function loggerOptions(level: string, format: LogFormat = 'auto'): Fastif
   const pretty = isPretty(format);
   return {
     level,
-    // pino-pretty in pino's worker thread: the same records, formatted for a person at a terminal,
-    // one line each (the request id stays in the JSON format)
-    ...(pretty
-      ? {
-          transport: {
-            target: 'pino-pretty',
-            options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,reqId', singleLine: true },
-          },
-          hooks: { logMethod: terminalRequestLines },
-        }
-      : {}),
+    // at a terminal, a request is one line at debug (the records go to createLogger's pretty destination)
+    ...(pretty ? { hooks: { logMethod: terminalRequestLines } } : {}),
     // our own redaction (redactSecrets above), not pino's `redact` option: same fields, a third of
     // the cost per line (docs/benchmarks.md "The cached request and logging")
     formatters: { log: redactSecrets },
@@ -121,6 +113,15 @@ export function loggerOptions(level: string, format: LogFormat = 'auto'): Fastif
       }),
     },
   };
+}
+
+/**
+ * The platform's logger: JSON lines on stdout, or at a terminal (LOG_FORMAT) the same records as
+ * readable lines (./pretty-log.ts), printed in this thread in the order they are logged. main.ts
+ * makes one and gives it to the platform, so the web app, the backend and the workers share it.
+ */
+export function createLogger(level: string, format: LogFormat = 'auto'): Logger {
+  return isPretty(format) ? pino(loggerOptions(level, format), prettyDestination()) : pino(loggerOptions(level, format));
 }
 
 export const requestIdOptions = {
