@@ -49,6 +49,7 @@ import type { StatusStore } from './domains/hosting-status/index.ts';
 import { type AuthenticatedKey, createKeysService } from './domains/keys/index.ts';
 import { type CardProcessor, createLedgerService, type PaidCallCheckout } from './domains/payments/index.ts';
 import { createSessionWalletService } from './domains/session-wallet/index.ts';
+import { createSessions } from './domains/sessions/index.ts';
 import { createSpendAlerts } from './domains/spend-alerts/index.ts';
 import type { TradingClient } from './domains/trading/index.ts';
 import { createUnderground } from './domains/underground/index.ts';
@@ -230,6 +231,8 @@ export function createPlatform(deps: PlatformDeps) {
   // an agent's stored conversation: chat and the gateway proxy store their turns through it
   const agentMessages = createAgentMessages({ db });
   const chat = createChatService({ agentClient, messages: agentMessages });
+  // conversation sessions (the dashboard's, each channel peer's) reach the agent as chat does
+  const sessions = createSessions({ db, open: (userId, agentId) => chat.open(userId, agentId), agentClient, messages: agentMessages });
   const agentsWeb = createAgentsWebService({
     db,
     config,
@@ -323,6 +326,7 @@ export function createPlatform(deps: PlatformDeps) {
           ...(calendar ? { calendar } : {}),
           cdpWallets,
           chat,
+          sessions,
           agentClient,
           agentMessages,
           stablecoinBalances: createStablecoinBalanceReader({ rpcUrl: config.TEMPO_RPC_URL, testnet: config.TEMPO_TESTNET }),

@@ -1123,6 +1123,7 @@ export interface paths {
         query?: {
           limit?: number;
           offset?: number;
+          session?: string;
         };
         path: {
           id: string;
@@ -1143,6 +1144,7 @@ export interface paths {
                 content: string;
                 timestamp: string;
                 platform: string;
+                session: string | null;
               }[];
               total: number;
               limit: number;

@@ -253,9 +253,9 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
     },
 
     /** §4.7 messages: stored chat messages, newest first in the order said (question before answer; migration 100). */
-    async messages(user: WebUser, id: string, q: { limit: number; offset: number }) {
+    async messages(user: WebUser, id: string, q: { limit: number; offset: number; session?: string | undefined }) {
       await ownAgent(user.id, id);
-      const { rows, total } = await db.withUser(user.id, (trx) => agentMessagesRepo.listMessages(trx, id, q.limit, q.offset));
+      const { rows, total } = await db.withUser(user.id, (trx) => agentMessagesRepo.listMessages(trx, id, q.limit, q.offset, q.session));
       return {
         messages: rows.map((m) => ({
           id: m.id,
@@ -264,6 +264,7 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
           content: m.content,
           timestamp: m.created_at.toISOString(),
           platform: m.platform,
+          session: m.session_key,
         })),
         total,
         limit: q.limit,

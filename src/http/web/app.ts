@@ -19,6 +19,7 @@ import { createLiveLogs } from '../../domains/logs/index.ts';
 import type { PaidCallsService, PaymentSessionsService, SubscriptionsService, TopUpService } from '../../domains/payments/index.ts';
 import type { SecurityEventsService } from '../../domains/security-events/index.ts';
 import type { SessionWalletService } from '../../domains/session-wallet/index.ts';
+import type { Sessions } from '../../domains/sessions/index.ts';
 import type { SpendAlerts } from '../../domains/spend-alerts/index.ts';
 import type { TradingService } from '../../domains/trading/index.ts';
 import type { CdpWalletsService, StablecoinBalanceReader } from '../../domains/wallet/index.ts';
@@ -78,6 +79,8 @@ export type WebServices = {
   files?: FilesService;
   /** talking to agents: gateway chat and REST chat (docs/agents.md) */
   chat?: ChatService;
+  /** conversation sessions: the dashboard's session behind POST /api/chat `message` (docs/channels.md "Sessions") */
+  sessions?: Sessions;
   /** §4.4 custodial wallets (CDP) */
   cdpWallets?: CdpWalletsService;
   /** §4.4 stablecoin balances by address (TEMPO_RPC_URL) */
@@ -259,7 +262,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.payments && paymentSessionsRoutes({ sessions: services.payments.sessions }),
     services.payments && paidCallsRoutes({ gateway: services.payments.gateway }),
     services.cdpWallets && cdpWalletRoutes({ wallets: services.cdpWallets }),
-    services.chat && chatRoutes({ chat: services.chat }),
+    services.chat && services.sessions && chatRoutes({ chat: services.chat, sessions: services.sessions }),
     logsRoutes({ agents: services.agentsWeb, live, session, revoker }),
     agentClient &&
       services.agentMessages &&

@@ -222,7 +222,8 @@ export const agentsRoutes = (deps: { agents: AgentsWebService; watchdog?: Watchd
           description:
             'Every turn of every way in (dashboard and REST chat, the WebSocket, the OpenAI-compatible proxy streamed or not) in the order ' +
             'it was said: newest first by the order of storing, each question before its answer (reversed, the list is the conversation). ' +
-            'A question\'s `timestamp` is when it was asked, an answer\'s when it was complete (docs/agents.md "Who stores turns").',
+            'A question\'s `timestamp` is when it was asked, an answer\'s when it was complete (docs/agents.md "Who stores turns"). `platform` labels the source ' +
+            '(dashboard, api, websocket, telegram, discord); `session` keeps one conversation session (`dashboard`, `telegram:<peer>`: docs/channels.md "Sessions").',
           params: idParam,
           querystring: messagesQuery,
           response: { 200: agentMessagesPage, ...errors },
