@@ -49,7 +49,6 @@ import type { StatusStore } from './domains/hosting-status/index.ts';
 import { type AuthenticatedKey, createKeysService } from './domains/keys/index.ts';
 import { type CardProcessor, createLedgerService, type PaidCallCheckout } from './domains/payments/index.ts';
 import { createSessionWalletService } from './domains/session-wallet/index.ts';
-import { createSessions } from './domains/sessions/index.ts';
 import { createSpendAlerts } from './domains/spend-alerts/index.ts';
 import type { TradingClient } from './domains/trading/index.ts';
 import { createUnderground } from './domains/underground/index.ts';
@@ -62,6 +61,7 @@ import { buildWebApp } from './http/web/app.ts';
 import { createKeyCache, createSessionCache, type SessionCache } from './lib/evicting-cache.ts';
 import { createJobMetrics, createProviderMetrics } from './lib/metrics.ts';
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
+import { createConversations } from './platform/channels.ts';
 import { createIdentityServices } from './platform/identity.ts';
 import { createIntegrationServices } from './platform/integrations.ts';
 import { createPaymentServices } from './platform/payments.ts';
@@ -228,11 +228,10 @@ export function createPlatform(deps: PlatformDeps) {
     onUnreachable: (agentId) =>
       void watchdog.checkSoon(agentId, 'unreachable').catch((err: Error) => log.warn({ agentId, err }, 'watchdog check request failed')),
   });
-  // an agent's stored conversation: chat and the gateway proxy store their turns through it
+  // an agent's stored conversation: chat, sessions (docs/channels.md) and the gateway proxy store their turns through it
   const agentMessages = createAgentMessages({ db });
   const chat = createChatService({ agentClient, messages: agentMessages });
-  // conversation sessions (the dashboard's, each channel peer's) reach the agent as chat does
-  const sessions = createSessions({ db, open: (userId, agentId) => chat.open(userId, agentId), agentClient, messages: agentMessages });
+  const conversations = createConversations({ ...deps, chat, agentClient, messages: agentMessages, log });
   const agentsWeb = createAgentsWebService({
     db,
     config,
@@ -326,7 +325,7 @@ export function createPlatform(deps: PlatformDeps) {
           ...(calendar ? { calendar } : {}),
           cdpWallets,
           chat,
-          sessions,
+          ...conversations.web,
           agentClient,
           agentMessages,
           stablecoinBalances: createStablecoinBalanceReader({ rpcUrl: config.TEMPO_RPC_URL, testnet: config.TEMPO_TESTNET }),
@@ -404,6 +403,7 @@ export function createPlatform(deps: PlatformDeps) {
         void watchdog.checkSoon(agentId, 'exit').catch((err: Error) => log.warn({ agentId, err }, 'watchdog check request failed'));
       });
     },
+    startChannels: conversations.start,
     /** the watchdog loop of this process, once startWorkers() ran (tests inspect its holder id) */
     get watchdogWorker() {
       return workers?.watchdog;
@@ -447,6 +447,7 @@ export function createPlatform(deps: PlatformDeps) {
       if (sessionExpiry) clearInterval(sessionExpiry);
       await securityEventsWorker?.stop();
       unwatchExits?.();
+      await conversations.stop();
       await workers?.stop();
       await undergroundBus.close();
       if (ownsDriver) {

@@ -29,6 +29,11 @@ export type ConnectOptions = {
   token: string;
   /** called once per inbound text message; a rejection is logged by the connector and never stops it */
   onMessage: (message: InboundMessage) => Promise<void>;
+  /**
+   * called at most once when a started connection ends on its own (the provider revoked the token,
+   * another poller took the bot): the channel service records the error and connects again later
+   */
+  onFailure?: (err: Error) => void;
   log: Logger;
 };
 

@@ -5,4 +5,4 @@
  * The domain's front door (docs/architecture.md "Layers and what each may import"): what other
  * layers and domains may import from it.
  */
-export { type ConverseResult, createSessions, type Sessions } from './sessions.service.ts';
+export { createSessions, type Sessions } from './sessions.service.ts';

@@ -19,7 +19,7 @@ import { STORED_ANSWER_MAX_CHARS } from '../agents/index.ts';
 import { compactionPlan, isResetWord, resetTriggers, type SessionTurn, sessionMessages, summaryRequest } from './session-history.rules.ts';
 import { sessionsRepo } from './sessions.repo.ts';
 
-export type SessionsDeps = {
+type SessionsDeps = {
   db: Db;
   /** resolves the owner's agent and refuses one that is not running (the chat domain's `open`, so chat and channels reach an agent the same way) */
   open: (userId: string, agentId: string) => Promise<AgentTarget>;
@@ -27,7 +27,7 @@ export type SessionsDeps = {
   messages: Pick<AgentMessages, 'recordTurn'>;
 };
 
-export type ConverseInput = {
+type ConverseInput = {
   /** `dashboard` or `<channel>:<peer id>` */
   key: string;
   /** the label stored with the turn: dashboard, telegram, discord… */
@@ -40,7 +40,7 @@ export type ConverseInput = {
   target?: AgentTarget;
 };
 
-export type ConverseResult = {
+type ConverseResult = {
   reply: string;
   agentId: string;
   agentName: string;
