@@ -206,6 +206,7 @@ export function createPlatform(deps: PlatformDeps) {
     // the agent's own model access (§8 "model-router key"): the platform's AI gateway with the agent's own
     // platform key, metered against its owner's plan; never ROUTER_API_KEY nor any provider key (docs/agents.md "Model access")
     runtimeEnv: (_agent, { platformApiKey }) => agentModelEnv(ai, config.AGENT_GATEWAY_URL, platformApiKey),
+    runtimeChannels: (agentId) => conversations.runtimeChannels(agentId), // OpenClaw's own channels (docs/channels.md)
     platformKeyCache: agentKeyCache,
     chooseModel: ownerModels.choose,
     onEnqueue: () => workers?.deployments.wake(),
@@ -239,6 +240,7 @@ export function createPlatform(deps: PlatformDeps) {
     backend: createBackendClient({ baseUrl: config.BACKEND_URL, apiKey: config.INTERNAL_API_KEY }),
     chooseModel: ownerModels.choose,
     runnableModels: ownerModels.runnable,
+    channelTokens: conversations.channelTokens,
     log,
   });
   // payments (docs/payments.md)

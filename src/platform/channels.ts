@@ -26,6 +26,8 @@ export function createConversations(deps: {
 }) {
   const { config, db, log } = deps;
   const secretsKey = deps.secrets.secretsEncryptionKey;
+  // OpenClaw runs its channels itself: the platform's settings become its configuration and no connection runs here
+  const openClaw = config.HOSTING_DRIVER === 'local' && config.AGENT_RUNTIME === 'openclaw';
   // sessions reach the agent as chat does (its `open`), and store their turns where chat does
   const sessions = createSessions({
     db,
@@ -50,9 +52,13 @@ export function createConversations(deps: {
   return {
     /** what the web app serves: the dashboard's session behind POST /api/chat, the channels API */
     web: { sessions, channels },
+    /** §4.18 provisioning with channel tokens (the agents domain's `channelTokens`) */
+    channelTokens: (agentConfig: Record<string, unknown>) => channels.provisioning(agentConfig),
+    /** what a deploy adds to the agent's configuration: its channels, for OpenClaw only */
+    runtimeChannels: async (agentId: string) => (openClaw ? channels.openClawChannels(agentId) : undefined),
     /** Starts this backend process's bot connections (docs/channels.md "Connections"); `servesWeb`: the web app listens in this process too. */
     async start(o: { servesWeb: boolean }) {
-      if (connections) return;
+      if (connections || openClaw) return;
       const { providers, telegram } = createChannelProviders({
         ...urls,
         webhookBaseUrl: o.servesWeb && config.secureCookies ? config.PUBLIC_URL : undefined,

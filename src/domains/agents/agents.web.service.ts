@@ -42,6 +42,14 @@ export type AgentsWebDeps = {
   chooseModel?: (userId: string, asked: string | undefined) => Promise<string>;
   /** the models an agent of the user can run: allowed by their plan, served by a configured provider */
   runnableModels?: (userId: string) => Promise<{ id: string; name: string; provider: string }[]>;
+  /**
+   * §4.18 provisioning with channel tokens (docs/channels.md "API"): checks the bot tokens in
+   * `config.channels` with their providers, and gives back the configuration without them and how
+   * to store them as the new agent's platform channels (so they never reach the agent itself).
+   */
+  channelTokens?: (
+    config: Record<string, unknown>,
+  ) => Promise<{ config: Record<string, unknown>; save: (userId: string, agentId: string) => Promise<void> }>;
   log?: Logger;
 };
 
@@ -109,6 +117,9 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
     ) {
       // the one model the agent runs, by the owner's plan (docs/agents.md "Model"); 400 with the models that can run
       const model = deps.chooseModel ? await deps.chooseModel(user.id, input.model) : (input.model ?? DEFAULT_MODEL);
+      // a refused bot token is a 400 before anything is stored
+      const tokens = input.config && deps.channelTokens ? await deps.channelTokens(input.config) : undefined;
+      input = { ...input, config: tokens?.config ?? input.config };
       const aiProvider = providerFor(input.model ?? DEFAULT_MODEL, input.config);
       const canSubscribe = deps.config.configured.stripe;
       let plan = '';
@@ -142,6 +153,7 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
         );
       });
 
+      await tokens?.save(user.id, agent.id);
       let outcome: BackendResponse | Error;
       try {
         outcome = await backend.call('POST', '/api/deployments', {

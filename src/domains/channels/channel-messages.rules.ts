@@ -58,3 +58,14 @@ export function splitReply(text: string, max: number): string[] {
 export const pairingReply = (code: string) =>
   `This agent only talks to people its owner allowed. To ask for access, give the owner this pairing code: ${code} ` +
   '(they approve it on the Channels tab of the agent page; it expires in an hour).';
+
+/**
+ * A platform channel as OpenClaw's own configuration (`channels.telegram` / `channels.discord`,
+ * docs/channels.md "OpenClaw"): the specification's empty allow list allows everyone, which is
+ * OpenClaw's `open` policy (it requires `allowFrom: ["*"]`); a list is OpenClaw's `pairing`, which
+ * also offers strangers a code as the platform does.
+ */
+export function openClawChannel(c: { kind: ChannelKind; token: string; allowFrom: readonly string[]; enabled: boolean }) {
+  const access = c.allowFrom.length === 0 ? { dmPolicy: 'open', allowFrom: ['*'] } : { dmPolicy: 'pairing', allowFrom: [...c.allowFrom] };
+  return c.kind === 'telegram' ? { enabled: c.enabled, botToken: c.token, ...access } : { enabled: c.enabled, token: c.token, ...access };
+}

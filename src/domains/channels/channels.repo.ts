@@ -260,6 +260,11 @@ export const channelsRepo = {
       .execute();
   },
 
+  /** An agent's channels with their sealed tokens, for a runtime that runs them itself (OpenClaw). */
+  forRuntime(db: Kysely<DB>, agentId: string) {
+    return db.selectFrom('agent_channels').select(['kind', 'token_enc', 'allow_from', 'enabled']).where('agent_id', '=', agentId).execute();
+  },
+
   /** Gives back every lease of `holder` (a process stopping), so another process takes them at once. */
   async release(db: Kysely<DB>, holder: string) {
     await db.updateTable('agent_channels').set({ holder: null, lease_until: null }).where('holder', '=', holder).execute();

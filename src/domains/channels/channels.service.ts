@@ -6,10 +6,10 @@
  * answered: the owner sees the last four characters and the bot's @name.
  */
 import type { Db } from '../../db/client.ts';
-import { encryptSecret } from '../../lib/crypto.ts';
+import { decryptSecret, encryptSecret } from '../../lib/crypto.ts';
 import { AppError, badRequest, notFound } from '../../lib/errors.ts';
 import type { ChannelProviders } from './channel-connections.service.ts';
-import { normaliseAllowFrom } from './channel-messages.rules.ts';
+import { normaliseAllowFrom, openClawChannel } from './channel-messages.rules.ts';
 import { channelsRepo } from './channels.repo.ts';
 import type { ChannelKind } from './connector.ts';
 
@@ -118,6 +118,53 @@ export function createChannels(deps: {
         throw notFound(`No ${kind} channel on this agent`);
       deps.onChange?.();
       return { success: true as const };
+    },
+
+    /**
+     * §4.18 POST /api/provision with channel tokens: the tokens in `config.channels.telegram.botToken`
+     * and `config.channels.discord.token` (or `botToken`) are checked with their providers now (a
+     * refusal is a 400 before any agent exists) and taken out of the configuration; `save` stores
+     * them as the new agent's channels, with that entry's `allowFrom` and `enabled`.
+     */
+    async provisioning(config: Record<string, unknown>) {
+      const channels = { ...(config.channels as Record<string, Record<string, unknown>> | undefined) };
+      const found: { kind: ChannelKind; token: Awaited<ReturnType<typeof sealed>>; allowFrom: string[]; enabled: boolean }[] = [];
+      for (const kind of ['telegram', 'discord'] as const) {
+        const entry = channels[kind];
+        const raw = entry?.botToken ?? entry?.token;
+        if (!entry || typeof raw !== 'string' || !raw.trim()) continue;
+        const { botToken: _b, token: _t, ...rest } = entry;
+        channels[kind] = rest;
+        const allowFrom = Array.isArray(rest.allowFrom) ? normaliseAllowFrom(rest.allowFrom.map(String)) : [];
+        found.push({ kind, token: await sealed(kind, raw), allowFrom, enabled: rest.enabled !== false });
+      }
+      return {
+        config: found.length ? { ...config, channels } : config,
+        save: async (userId: string, agentId: string) => {
+          if (!found.length) return;
+          await db.withUser(userId, async (trx) => {
+            for (const f of found) await channelsRepo.insert(trx, { agentId, userId, ...f });
+          });
+          deps.onChange?.();
+        },
+      };
+    },
+
+    /** The agent's channels as OpenClaw's `channels.*` (tokens in clear: OpenClaw runs the bots itself), or undefined without any. */
+    async openClawChannels(agentId: string) {
+      const rows = await channelsRepo.forRuntime(db.kysely, agentId);
+      if (!rows.length) return undefined;
+      return Object.fromEntries(
+        rows.map((r) => [
+          r.kind,
+          openClawChannel({
+            kind: r.kind,
+            token: decryptSecret(deps.secretsKey, r.token_enc),
+            allowFrom: r.allow_from,
+            enabled: r.enabled,
+          }),
+        ]),
+      );
     },
 
     /** An update Telegram posted to `/api/channels/telegram/<path>`: 404 unless it names a bot connected by webhook in this process. */

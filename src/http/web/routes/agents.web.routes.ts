@@ -75,7 +75,7 @@ export const agentsRoutes = (deps: { agents: AgentsWebService; watchdog?: Watchd
             'a tier: network; otherwise the backend default label); over the backend limit for that plan the same 429 and no agent is kept. `model` is the one model the agent runs ' +
             '(docs/agents.md "Model"): `claude-opus-4-6` (the default), `gpt-4` and `custom` map to a catalog id by your plan, any other must be one of ' +
             '`GET /api/agents/models`; 400 `MODEL_CANNOT_RUN` with `models` otherwise. The answer names the id chosen. `claude-opus-4-6` (or none) ' +
-            'records provider `anthropic` (§4.7); otherwise `config.aiProvider` or `router`.',
+            'records provider `anthropic` (§4.7); otherwise `config.aiProvider` or `router`. Channel tokens (§4.18: `config.channels.telegram.botToken`, `config.channels.discord.token`) are checked with their provider first (400 `CHANNEL_TOKEN_REFUSED`), become the agent\'s platform channels and are taken out of its configuration (docs/channels.md "API").',
           body: provisionBody,
           response: {
             201: provisioned,
