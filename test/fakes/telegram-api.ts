@@ -18,6 +18,8 @@ export type FakeTelegramApi = {
   calls: TelegramCall[];
   /** a bot Telegram knows: its token and identity */
   addBot(token: string, bot: { id: number; username: string }): void;
+  /** Telegram forgets the bot (its owner revoked the token): every call with it is 401 from now on */
+  removeBot(token: string): void;
   /** a private text message from `from` to the bot of `token` (what a person typing in the app sends) */
   sendToBot(
     token: string,
@@ -86,6 +88,7 @@ export async function startFakeTelegramApi(): Promise<FakeTelegramApi> {
       res.on('close', done);
     });
     pollers.set(token, (pollers.get(token) ?? 1) - 1);
+    if (!bots.has(token)) return fail(res, 401, 'Unauthorized');
     ok(res, (queues.get(token) ?? []).filter((u) => u.update_id >= offset).slice(0, limit));
   }
 
@@ -93,6 +96,10 @@ export async function startFakeTelegramApi(): Promise<FakeTelegramApi> {
     apiUrl: '',
     calls: [],
     addBot: (token, bot) => void bots.set(token, bot),
+    removeBot(token) {
+      bots.delete(token);
+      wake(token); // a held long poll answers (and the next one is refused)
+    },
     sendToBot(token, from, text, chat) {
       const update: Update = {
         update_id: ++updateId,
