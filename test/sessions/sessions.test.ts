@@ -109,6 +109,36 @@ describe('the dashboard session', () => {
     expect(chatRequests(agent).at(-1)).toEqual(['user: two']);
   });
 
+  it("POST /api/chat/reset starts the dashboard session over (the dashboard's New conversation); another user's agent is 404", async () => {
+    const o = await ownerWithAgent(t, agent);
+    await chat(o, 'old topic');
+    const res = await t.web.inject({
+      method: 'POST',
+      url: '/api/chat/reset',
+      headers: { cookie: o.cookie },
+      payload: { agentId: o.agentId },
+    });
+    expect(res.statusCode).toBe(200);
+    agent.reset();
+    await chat(o, 'new topic');
+    expect(chatRequests(agent).at(-1)).toEqual(['user: new topic']);
+    // the owner still reads the whole transcript
+    expect((await messages(o, 'dashboard')).map((m) => m.content)).toEqual([
+      'old topic',
+      'Echo: old topic',
+      'new topic',
+      'Echo: new topic',
+    ]);
+    const other = await ownerWithAgent(t, agent);
+    const theirs = await t.web.inject({
+      method: 'POST',
+      url: '/api/chat/reset',
+      headers: { cookie: other.cookie },
+      payload: { agentId: o.agentId },
+    });
+    expect(theirs.statusCode).toBe(404);
+  });
+
   it('a messages conversation is stateless: sent as it is, stored as api, part of no session', async () => {
     const o = await ownerWithAgent(t, agent);
     await chat(o, 'in the session');

@@ -62,6 +62,7 @@ export function Chat({ agent }: { agent: Agent }) {
   const [lines, setLines] = useState<ChatLine[]>([]);
   const [text, setText] = useState('');
   const [busy, setBusy] = useState(false);
+  const [fresh, setFresh] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const box = useRef<HTMLDivElement>(null);
   const form = useRef<HTMLFormElement>(null);
@@ -121,6 +122,7 @@ export function Chat({ agent }: { agent: Agent }) {
     if (!message || busy) return;
     setText('');
     setError(null);
+    setFresh(false);
     setBusy(true);
     const replyId = `r${Date.now()}`;
     const now = new Date().toISOString();
@@ -166,8 +168,29 @@ export function Chat({ agent }: { agent: Agent }) {
     }
   };
 
+  // a reset: the platform stops sending the earlier turns (they stay on screen and in the history)
+  const newConversation = async () => {
+    setError(null);
+    try {
+      await call(api.POST('/api/chat/reset', { body: { agentId: agent.id } }));
+      setFresh(true);
+    } catch (err) {
+      setError(err);
+    }
+  };
+
   return (
-    <Section title="Chat">
+    <Section
+      title="Chat"
+      actions={
+        <Button onClick={newConversation} disabled={busy} label="Start a new conversation">
+          New conversation
+        </Button>
+      }
+    >
+      {fresh && (
+        <Notice kind="info">New conversation: the agent no longer gets the messages above (/new in a message does the same).</Notice>
+      )}
       {agent.status !== 'running' && <Notice kind="warning">This agent is {agent.status}. It answers once it is running.</Notice>}
       <div className="chat-wrap">
         <div className="chat" ref={box} onScroll={onScroll} aria-live="polite" aria-busy={busy} aria-label="Conversation" role="log">

@@ -84,6 +84,23 @@ export const chatRoutes = (deps: { chat: ChatService; sessions: Sessions }): Rou
         },
       });
 
+      app.post('/chat/reset', {
+        schema: {
+          tags: ['chat'],
+          summary: 'Start your dashboard session with an agent over',
+          description:
+            "The same as sending a reset word (`/new`, `/reset` or the configuration's `session.resetTriggers`) in the dashboard chat: the " +
+            'earlier turns of your `dashboard` session are no longer sent to the agent (they stay in GET /api/agents/:id/messages). ' +
+            'Works whatever the agent\'s status; 404 for an agent that is not yours (docs/channels.md "Sessions").',
+          body: z.object({ agentId: z.string().min(1).max(64) }),
+          response: { 200: z.object({ success: z.literal(true) }), 400: errorSchema, 401: errorSchema, 404: errorSchema },
+        },
+        handler: async (request) => {
+          await sessions.reset(currentUser(request).id, request.body.agentId, 'dashboard');
+          return { success: true as const };
+        },
+      });
+
       app.post('/chat', {
         schema: {
           tags: ['chat'],
