@@ -129,6 +129,13 @@ describe('PUT /api/agents/:id/channels/telegram', () => {
     expect(change.statusCode).toBe(404);
     const anonymous = await t.web.inject({ method: 'GET', url: `/api/agents/${o.agentId}/channels` });
     expect(anonymous.statusCode).toBe(401);
+    // row-level security: the other user's queries see none of the channel's rows
+    const seen = await t.database.db.withUser(other.id, async (trx) => ({
+      channels: await trx.selectFrom('agent_channels').selectAll().execute(),
+      own: await t.database.db.kysely.selectFrom('agent_channels').select('agent_id').where('agent_id', '=', o.agentId).execute(),
+    }));
+    expect(seen.channels).toEqual([]);
+    expect(seen.own).toHaveLength(1);
   });
 
   it('DELETE stops the bot: it no longer polls', async () => {
@@ -147,6 +154,16 @@ describe('PUT /api/agents/:id/channels/telegram', () => {
     });
     expect(again.statusCode).toBe(404);
   });
+});
+
+describe('an agent deleted', () => {
+  it('takes its channel with it: the bot stops polling', async () => {
+    const { o, token } = await connected();
+    await eventually(async () => telegram.polling(token) > 0);
+    await t.database.db.kysely.deleteFrom('agents').where('id', '=', o.agentId).execute();
+    await eventually(async () => telegram.polling(token) === 0, 15_000);
+    expect(await t.database.db.kysely.selectFrom('agent_channels').select('kind').where('agent_id', '=', o.agentId).execute()).toEqual([]);
+  }, 20_000);
 });
 
 describe('conversations on Telegram', () => {
