@@ -4,7 +4,7 @@
  * last characters), see its status, edit the allow list (§2 allowFrom: empty allows everyone), read
  * who wrote recently and approve the pairing codes strangers were given.
  */
-import { type FormEvent, useState } from 'react';
+import { type FormEvent, useEffect, useState } from 'react';
 import { api, call } from '../../api/client.ts';
 import type { paths } from '../../api/openapi.gen.ts';
 import {
@@ -45,6 +45,9 @@ function ChannelCard(props: {
   const { agentId, kind, channel } = props;
   const [token, setToken] = useState('');
   const [allow, setAllow] = useState((channel?.allowFrom ?? []).join(', '));
+  // the list changes on the server too (an approved pairing code): show what is stored whenever it does
+  const stored = (channel?.allowFrom ?? []).join(', ');
+  useEffect(() => setAllow(stored), [stored]);
   const [done, setDone] = useState<string>();
   const save = useAction();
   const remove = useAction();
