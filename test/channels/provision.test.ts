@@ -71,6 +71,34 @@ describe('POST /api/agents/provision with channel tokens (§4.18)', () => {
     expect(JSON.stringify(stored.config)).not.toContain('botToken');
   });
 
+  it('a token saved in the configuration later (PUT /api/agents/:id/config) becomes or replaces the channel the same way', async () => {
+    const { u, res } = await provision(builtin, { webchat: { enabled: true } });
+    expect(res.statusCode).toBe(201);
+    const agentId = res.json().agent.id as string;
+    const first = newBot();
+    const put = (token: string) =>
+      builtin.web.inject({
+        method: 'PUT',
+        url: `/api/agents/${agentId}/config`,
+        headers: { cookie: u.cookie },
+        payload: { channels: { telegram: { botToken: token, allowFrom: ['9'] } } },
+      });
+    expect((await put(first)).statusCode).toBe(200);
+    const channel = async () =>
+      (await builtin.web.inject({ method: 'GET', url: `/api/agents/${agentId}/channels`, headers: { cookie: u.cookie } })).json().channels;
+    expect(await channel()).toMatchObject([{ kind: 'telegram', tokenHint: `••••${first.slice(-4)}`, allowFrom: ['9'] }]);
+    const second = newBot();
+    expect((await put(second)).statusCode).toBe(200);
+    expect(await channel()).toMatchObject([{ kind: 'telegram', tokenHint: `••••${second.slice(-4)}` }]);
+    const stored = await builtin.database.db.kysely
+      .selectFrom('agents')
+      .select('config')
+      .where('id', '=', agentId)
+      .executeTakeFirstOrThrow();
+    expect(JSON.stringify(stored.config)).not.toContain('botToken');
+    expect((await put('555:a-token-telegram-refuses-here')).statusCode).toBe(400);
+  });
+
   it('a token the provider refuses is 400 CHANNEL_TOKEN_REFUSED and no agent is made', async () => {
     const { u, res } = await provision(builtin, { telegram: { botToken: '123:refused-token-nobody-knows' } });
     expect(res.statusCode).toBe(400);

@@ -74,8 +74,8 @@ describe.skipIf(!available)('the Channels tab', () => {
     await expect.poll(() => telegramCard.getByLabel('Allowed senders').inputValue(), { timeout: 10_000 }).toBe('@owner_account, 5151');
     const listed = await fetch(`${live.webUrl}/api/agents/${page.url().split('/').pop()}/channels`, {
       headers: { cookie: (await page.context().cookies()).map((c) => `${c.name}=${c.value}`).join('; ') },
-    }).then((r) => r.json());
-    expect(listed.channels[0].allowFrom).toEqual(['@owner_account', '5151']);
+    }).then((r) => r.json() as Promise<{ channels: { allowFrom: string[] }[] }>);
+    expect(listed.channels[0]?.allowFrom).toEqual(['@owner_account', '5151']);
     await page.locator('tr', { hasText: '@stranger (5151)' }).getByText('yes').waitFor();
     expect(errors).toEqual([]);
   }, 180_000);

@@ -43,9 +43,10 @@ export type AgentsWebDeps = {
   /** the models an agent of the user can run: allowed by their plan, served by a configured provider */
   runnableModels?: (userId: string) => Promise<{ id: string; name: string; provider: string }[]>;
   /**
-   * §4.18 provisioning with channel tokens (docs/channels.md "API"): checks the bot tokens in
-   * `config.channels` with their providers, and gives back the configuration without them and how
-   * to store them as the new agent's platform channels (so they never reach the agent itself).
+   * §4.18 provisioning with channel tokens (docs/channels.md "API"), and a configuration saved
+   * with them: checks the bot tokens in `config.channels` with their providers, and gives back the
+   * configuration without them and how to store them as the agent's platform channels (so they
+   * never reach the agent itself).
    */
   channelTokens?: (
     config: Record<string, unknown>,
@@ -229,7 +230,11 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
     /** §4.7 PUT config: forwarded to the backend, which stores it. */
     async putConfig(user: WebUser, id: string, config: Record<string, unknown>) {
       const a = await ownAgent(user.id, id);
+      // a Telegram or Discord token becomes the agent's platform channel, as at provisioning
+      const tokens = deps.channelTokens ? await deps.channelTokens(config) : undefined;
+      config = tokens?.config ?? config;
       const body = await call('PUT', path(id), user.id, 'Config update failed', { config });
+      await tokens?.save(user.id, id);
       const stored = maskChannelSecrets((body.config ?? config) as Record<string, unknown>, deps.secrets.secretsEncryptionKey);
       // as GET shows it: with the model that runs (the backend stored a new one in the configuration)
       return { config: withConfiguredModel(stored, configuredModel(stored) ?? a.model), status: 'updated' as const };

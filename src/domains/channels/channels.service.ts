@@ -121,10 +121,12 @@ export function createChannels(deps: {
     },
 
     /**
-     * §4.18 POST /api/provision with channel tokens: the tokens in `config.channels.telegram.botToken`
+     * §4.18 POST /api/agents/provision with channel tokens (and PUT /api/agents/:id/config with
+     * them): the tokens in `config.channels.telegram.botToken`
      * and `config.channels.discord.token` (or `botToken`) are checked with their providers now (a
      * refusal is a 400 before any agent exists) and taken out of the configuration; `save` stores
-     * them as the new agent's channels, with that entry's `allowFrom` and `enabled`.
+     * them as the agent's channels (new, or replacing the token of one it has), with that entry's
+     * `allowFrom` and `enabled`.
      */
     async provisioning(config: Record<string, unknown>) {
       const channels = { ...(config.channels as Record<string, Record<string, unknown>> | undefined) };
@@ -132,7 +134,8 @@ export function createChannels(deps: {
       for (const kind of ['telegram', 'discord'] as const) {
         const entry = channels[kind];
         const raw = entry?.botToken ?? entry?.token;
-        if (!entry || typeof raw !== 'string' || !raw.trim()) continue;
+        // a masked value is what an answer showed of a secret stored in the configuration before: left as it is
+        if (!entry || typeof raw !== 'string' || !raw.trim() || raw.startsWith('••••')) continue;
         const { botToken: _b, token: _t, ...rest } = entry;
         channels[kind] = rest;
         const allowFrom = Array.isArray(rest.allowFrom) ? normaliseAllowFrom(rest.allowFrom.map(String)) : [];
@@ -143,7 +146,10 @@ export function createChannels(deps: {
         save: async (userId: string, agentId: string) => {
           if (!found.length) return;
           await db.withUser(userId, async (trx) => {
-            for (const f of found) await channelsRepo.insert(trx, { agentId, userId, ...f });
+            for (const f of found) {
+              const { kind, ...settings } = f;
+              if (!(await channelsRepo.update(trx, agentId, kind, settings))) await channelsRepo.insert(trx, { agentId, userId, ...f });
+            }
           });
           deps.onChange?.();
         },

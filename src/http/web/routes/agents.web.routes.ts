@@ -160,7 +160,7 @@ export const agentsRoutes = (deps: { agents: AgentsWebService; watchdog?: Watchd
           summary: "Replace the agent's configuration",
           description:
             'The body (a JSON object) replaces the configuration; it is forwarded to the backend, which stores it (masked channel ' +
-            'secrets sent back keep the stored ones). Persona keys (docs/agents.md "Persona"): `systemPrompt` (string of at most ' +
+            'secrets sent back keep the stored ones; a Telegram `botToken` or Discord `token` is checked with its provider and becomes the agent\'s platform channel instead, docs/channels.md). Persona keys (docs/agents.md "Persona"): `systemPrompt` (string of at most ' +
             `${LIMITS.agentSystemPromptMax} characters; null or empty: none), the first system message of every chat of the built-in ` +
             'runtime, and `agents.defaults.heartbeat.prompt` (at most ' +
             `${LIMITS.agentHeartbeatPromptMax} characters; null or empty: the default), what a heartbeat runs. 400 with \`error\` ` +
