@@ -128,5 +128,15 @@ describe('webhook when PUBLIC_URL is https', () => {
     expect(right.statusCode).toBe(200);
     await eventually(async () => telegram.sent(token).length === 1);
     expect(telegram.sent(token)).toEqual([{ chat_id: '77', text: 'Echo: by webhook' }]);
+    // disconnected: the webhook is removed at Telegram, and the address answers 404
+    await hooked.web.inject({ method: 'DELETE', url: `/api/agents/${o.agentId}/channels/telegram`, headers: { cookie: o.cookie } });
+    await eventually(async () => telegram.callsOf(token, 'deleteWebhook').length > 0);
+    const gone = await hooked.web.inject({
+      method: 'POST',
+      url: path,
+      headers: { 'x-telegram-bot-api-secret-token': set.secret_token },
+      payload: update,
+    });
+    expect(gone.statusCode).toBe(404);
   });
 });

@@ -115,7 +115,11 @@ export function createTelegramProvider(options: { apiUrl: string; webhook?: { ba
       async stop() {
         if (stopped) return;
         stopped = true;
-        if (hooked.get(path)?.bot === bot) hooked.delete(path);
+        if (hooked.get(path)?.bot === bot) {
+          hooked.delete(path);
+          // Telegram would go on posting to an address that now answers 404
+          await bot.api.deleteWebhook().catch((err: unknown) => o.log.debug({ err }, 'telegram webhook not removed'));
+        }
         if (bot.isRunning()) await bot.stop().catch((err: unknown) => o.log.debug({ err }, 'telegram stop: last offset not confirmed'));
       },
       async send(chatId, text) {
