@@ -238,6 +238,27 @@ describe('conversations on Telegram', () => {
     expect(sent).toContainEqual(['user: remember red', 'assistant: Echo: remember red', 'user: what colour?']);
   });
 
+  it('a long conversation is compacted past 80% of the §8 session limit and keeps going (~4 characters a token)', async () => {
+    const { token } = await connected();
+    agent.reply = 'y'.repeat(60_000); // ~15,000 tokens an answer, sent back as 15 Telegram messages
+    const ask = async (i: number) => {
+      const before = said(token, 701).length;
+      telegram.sendToBot(token, { id: 701 }, `question ${i} ${'q'.repeat(4000)}`);
+      await eventually(async () => said(token, 701).length >= before + 15, 20_000);
+    };
+    for (let i = 0; i < 6; i++) await ask(i); // five answered turns are ~80,000 tokens: the sixth compacts first
+    const requests = chatRequests(agent);
+    const summary = requests.findIndex((r) => r[0]!.startsWith('system: You are compacting'));
+    expect(summary).toBeGreaterThan(0);
+    const after = requests[summary + 1]!;
+    expect(after[0]!.startsWith('system: Summary of the earlier part')).toBe(true);
+    expect(after.some((m) => m.startsWith('user: question 0 '))).toBe(false);
+    expect(after.at(-1)!.startsWith('user: question 5 ')).toBe(true);
+    agent.reply = undefined;
+    telegram.sendToBot(token, { id: 701 }, 'still there?');
+    await eventually(async () => said(token, 701).at(-1) === 'Echo: still there?');
+  }, 60_000);
+
   it('allowFrom is enforced before the model is called; a stranger gets a pairing code the owner approves (§2)', async () => {
     const { o, token } = await connected({ allowFrom: ['@alice'] });
     telegram.sendToBot(token, { id: 401, username: 'Alice' }, 'hi from alice');
