@@ -181,6 +181,8 @@ export const LIMITS = {
   sessionResetTriggers: ['/new', '/reset'] as readonly string[],
   /** pairing codes a channel gives an unknown sender expire after an hour, as OpenClaw's do (not shown) */
   channelPairingTtlMs: 60 * 60 * 1000,
+  /** pairing codes waiting for the owner at once, per channel: OpenClaw's cap of 3 (a crowd of strangers cannot fill the tab) */
+  channelPairingsPending: 3,
   /** how often a backend process looks for channel connections to start, stop or take over (not shown; a change made through this process's API is acted on at once) */
   channelSyncMs: 5_000,
   /** how long the router's /models is trusted before GET /api/ai/models refreshes it in the background */

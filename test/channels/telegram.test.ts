@@ -297,6 +297,16 @@ describe('conversations on Telegram', () => {
     expect(said(token, 402)[2]).toBe('Echo: now?');
   });
 
+  it("at most 3 pairing codes wait at once (OpenClaw's cap); a fourth stranger is told to try later", async () => {
+    const { o, token } = await connected({ allowFrom: ['1'] });
+    for (const id of [801, 802, 803, 804]) telegram.sendToBot(token, { id }, 'hi');
+    await eventually(async () => [801, 802, 803, 804].every((id) => said(token, id).length === 1));
+    const replies = [801, 802, 803, 804].map((id) => said(token, id)[0]!);
+    expect(replies.filter((r) => /pairing code: [A-Z0-9]{8}/.test(r))).toHaveLength(3);
+    expect(replies.filter((r) => /try again later/.test(r))).toHaveLength(1);
+    expect((await list(o)).pairings).toHaveLength(3);
+  });
+
   it('a pairing code expires after an hour', async () => {
     const { o, token } = await connected({ allowFrom: ['1'] });
     telegram.sendToBot(token, { id: 501 }, 'hello?');

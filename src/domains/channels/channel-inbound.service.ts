@@ -23,6 +23,8 @@ const TYPING_EVERY_MS = 4000;
 const CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 const newPairingCode = () => [...randomBytes(8)].map((b) => CODE_ALPHABET[b % CODE_ALPHABET.length]).join('');
 
+const PAIRING_FULL = 'This agent only talks to people its owner allowed, and too many requests are waiting; please try again later.';
+
 /** The channel a message came in on, and the way back to its chat. */
 export type ChannelLink = {
   agentId: string;
@@ -70,9 +72,10 @@ export function createChannelInbound(deps: { db: Db; sessions: Pick<Sessions, 'c
           username: m.sender.username,
           code: newPairingCode(),
           ttlMs: LIMITS.channelPairingTtlMs,
+          maxPending: LIMITS.channelPairingsPending,
         }),
       );
-      await link.send(m.chatId, pairingReply(code));
+      await link.send(m.chatId, code ? pairingReply(code) : PAIRING_FULL);
       return;
     }
     const typing = () => void link.typing(m.chatId).catch((err: unknown) => log.debug({ err, agentId, kind }, 'typing indicator not sent'));

@@ -204,11 +204,28 @@ export const channelsRepo = {
       .execute();
   },
 
-  /** The sender's live pairing code, or a new one (`code`) valid for `ttlMs`. */
+  /** The sender's live pairing code, or a new one (`code`) valid for `ttlMs`; undefined when `maxPending` codes already wait. */
   async pairingFor(
     trx: Tx,
-    p: { agentId: string; userId: string; kind: ChannelKind; senderId: string; username?: string | undefined; code: string; ttlMs: number },
+    p: {
+      agentId: string;
+      userId: string;
+      kind: ChannelKind;
+      senderId: string;
+      username?: string | undefined;
+      code: string;
+      ttlMs: number;
+      maxPending: number;
+    },
   ) {
+    // strangers writing at once take their turn on the channel's row, so the cap holds (rule 5)
+    await trx
+      .selectFrom('agent_channels')
+      .select('kind')
+      .where('agent_id', '=', p.agentId)
+      .where('kind', '=', p.kind)
+      .forUpdate()
+      .execute();
     const live = await trx
       .selectFrom('channel_pairings')
       .select('code')
@@ -218,6 +235,14 @@ export const channelsRepo = {
       .where('expires_at', '>', sql<Date>`now()`)
       .executeTakeFirst();
     if (live) return live.code;
+    const pending = await trx
+      .selectFrom('channel_pairings')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('agent_id', '=', p.agentId)
+      .where('kind', '=', p.kind)
+      .where('expires_at', '>', sql<Date>`now()`)
+      .executeTakeFirstOrThrow();
+    if (pending.n >= p.maxPending) return undefined;
     const expires = sql<Date>`now() + ${`${p.ttlMs} milliseconds`}::interval`;
     const row = await trx
       .insertInto('channel_pairings')
