@@ -51,6 +51,8 @@ export const OVERRIDES: Record<string, string> = {
   'watchdog_notifications.channel': '"telegram" | "webhook"',
   'watchdog_notifications.status': 'Generated<"pending" | "sent" | "failed">',
   'heartbeat_settings.last_run_status': '"ok" | "failed" | "skipped" | null',
+  'agent_channels.kind': '"telegram" | "discord"',
+  'agent_channels.status': 'Generated<"connecting" | "connected" | "error" | "disabled">',
 };
 
 export function codegenArgs(url: string, outFile: string, verify = false): string[] {

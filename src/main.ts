@@ -246,6 +246,8 @@ async function main() {
   // apps listen: reconciliation marks agents that do not run yet `provisioning`, so nobody reads
   // `running` for an agent that does not answer after a restart.
   if (mode !== 'web') await platform.startWorkers();
+  // agents' bots run in backend processes (docs/channels.md "Connections")
+  if (mode !== 'web') await platform.startChannels({ servesWeb: mode === 'all' });
   if (stopping) return;
 
   const listen = async (build: () => Promise<App>, port: number, name: 'web' | 'backend') => {

@@ -60,6 +60,7 @@ import { buildWebApp } from './http/web/app.ts';
 import { createKeyCache, createSessionCache, type SessionCache } from './lib/evicting-cache.ts';
 import { createJobMetrics, createProviderMetrics } from './lib/metrics.ts';
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
+import { createConversations } from './platform/conversations.ts';
 import { createIdentityServices } from './platform/identity.ts';
 import { createIntegrationServices } from './platform/integrations.ts';
 import { createPaymentServices } from './platform/payments.ts';
@@ -208,6 +209,7 @@ export function createPlatform(deps: PlatformDeps) {
     // the agent's own model access (§8 "model-router key"): the platform's AI gateway with the agent's own
     // platform key, metered against its owner's plan; never ROUTER_API_KEY nor any provider key (docs/agents.md "Model access")
     runtimeEnv: (_agent, { platformApiKey }) => agentModelEnv(ai, config.AGENT_GATEWAY_URL, platformApiKey),
+    runtimeChannels: (agentId) => conversations.runtimeChannels(agentId), // OpenClaw's own channels (docs/channels.md)
     platformKeyCache: agentKeyCache,
     chooseModel: ownerModels.choose,
     repositories: files.repositories, // docs/agents.md "A repository from the start"
@@ -231,9 +233,10 @@ export function createPlatform(deps: PlatformDeps) {
     onUnreachable: (agentId) =>
       void watchdog.checkSoon(agentId, 'unreachable').catch((err: Error) => log.warn({ agentId, err }, 'watchdog check request failed')),
   });
-  // an agent's stored conversation: chat and the gateway proxy store their turns through it
+  // an agent's stored conversation: chat, sessions (docs/channels.md) and the gateway proxy store their turns through it
   const agentMessages = createAgentMessages({ db });
   const chat = createChatService({ agentClient, messages: agentMessages });
+  const conversations = createConversations({ ...deps, chat, agentClient, messages: agentMessages, log });
   const agentsWeb = createAgentsWebService({
     db,
     config,
@@ -241,6 +244,7 @@ export function createPlatform(deps: PlatformDeps) {
     backend: createBackendClient({ baseUrl: config.BACKEND_URL, apiKey: config.INTERNAL_API_KEY }),
     chooseModel: ownerModels.choose,
     runnableModels: ownerModels.runnable,
+    channelTokens: conversations.channelTokens,
     log,
   });
   // payments (docs/payments.md)
@@ -325,6 +329,7 @@ export function createPlatform(deps: PlatformDeps) {
           ...(calendar ? { calendar } : {}),
           cdpWallets,
           chat,
+          ...conversations.web,
           agentClient,
           agentMessages,
           stablecoinBalances: createStablecoinBalanceReader({ rpcUrl: config.TEMPO_RPC_URL, testnet: config.TEMPO_TESTNET }),
@@ -402,6 +407,7 @@ export function createPlatform(deps: PlatformDeps) {
         void watchdog.checkSoon(agentId, 'exit').catch((err: Error) => log.warn({ agentId, err }, 'watchdog check request failed'));
       });
     },
+    startChannels: conversations.start,
     /** the watchdog loop of this process, once startWorkers() ran (tests inspect its holder id) */
     get watchdogWorker() {
       return workers?.watchdog;
@@ -445,6 +451,7 @@ export function createPlatform(deps: PlatformDeps) {
       if (sessionExpiry) clearInterval(sessionExpiry);
       await securityEventsWorker?.stop();
       unwatchExits?.();
+      await conversations.stop();
       await workers?.stop();
       await undergroundBus.close();
       if (ownsDriver) {

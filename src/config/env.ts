@@ -170,6 +170,9 @@ const envSchema = z.object({
   WATCHDOG_ADMIN_CHAT_ID: optionalString,
   WATCHDOG_BOT_API_URL: url('https://api.telegram.org'),
   WATCHDOG_WEBHOOK_URL: optionalUrl,
+  TELEGRAM_API_URL: url('https://api.telegram.org'), // added (docs/channels.md): the providers' API bases, so tests use local fakes
+  DISCORD_API_URL: url('https://discord.com/api'),
+  DISCORD_GATEWAY_URL: url('wss://gateway.discord.gg'),
   // added (watchdog): §4.12 probe timeout, the §3 repair waits, the lease and poll of the loop, in ms
   WATCHDOG_PROBE_TIMEOUT_MS: positiveInt(5_000),
   WATCHDOG_REPAIR_STOP_WAIT_MS: z.coerce.number().int().min(0).default(5_000),

@@ -164,6 +164,27 @@ export const LIMITS = {
   /** AI chat input bounds (not shown in §4.9): messages per request, characters per message */
   aiMaxMessages: 500,
   aiMaxMessageChars: 200_000,
+  /**
+   * §8 session tokens: 100,000 per conversation session, compacted automatically at 80%
+   * (docs/channels.md "Sessions"). Tokens are estimated at 4 characters each (the usual figure for
+   * English text with OpenAI's and Anthropic's tokenizers): the platform does not know which
+   * tokenizer the agent's model uses, and the estimate only decides when to compact.
+   */
+  sessionMaxTokens: 100_000,
+  sessionCompactAtRatio: 0.8,
+  sessionCharsPerToken: 4,
+  /** what compaction keeps verbatim: the newest turns up to this share of the session limit (not shown) */
+  sessionKeepRatio: 0.2,
+  /** a summary the model writes is cut to this many characters (not shown) */
+  sessionSummaryMaxChars: 40_000,
+  /** §2 session.resetTriggers: two reset command words by default (OpenClaw's) */
+  sessionResetTriggers: ['/new', '/reset'] as readonly string[],
+  /** pairing codes a channel gives an unknown sender expire after an hour, as OpenClaw's do (not shown) */
+  channelPairingTtlMs: 60 * 60 * 1000,
+  /** pairing codes waiting for the owner at once, per channel: OpenClaw's cap of 3 (a crowd of strangers cannot fill the tab) */
+  channelPairingsPending: 3,
+  /** how often a backend process looks for channel connections to start, stop or take over (not shown; a change made through this process's API is acted on at once) */
+  channelSyncMs: 5_000,
   /** how long the router's /models is trusted before GET /api/ai/models refreshes it in the background */
   aiCatalogRefreshMs: 60 * 60 * 1000,
   /**

@@ -45,6 +45,25 @@ export interface AgentBudgets {
   user_id: string;
 }
 
+export interface AgentChannels {
+  agent_id: string;
+  allow_from: Generated<string[]>;
+  bot_id: string | null;
+  bot_username: string | null;
+  created_at: Generated<Timestamp>;
+  enabled: Generated<boolean>;
+  holder: string | null;
+  kind: "telegram" | "discord";
+  last_error: string | null;
+  lease_until: Timestamp | null;
+  revision: Generated<number>;
+  status: Generated<"connecting" | "connected" | "error" | "disabled">;
+  token_enc: string;
+  token_hint: string;
+  updated_at: Generated<Timestamp>;
+  user_id: string;
+}
+
 export interface AgentConfigs {
   config: ColumnType<Record<string, unknown> | null, string | null, string | null>;
   last_backup_ms: Generated<number>;
@@ -72,6 +91,7 @@ export interface AgentMessages {
   response_ms: number | null;
   sender: "user" | "agent" | "system";
   seq: Generated<number>;
+  session_key: string | null;
   user_id: string;
 }
 
@@ -97,6 +117,16 @@ export interface Agents {
   verification_type: string | null;
   verified: Generated<boolean>;
   verified_at: Timestamp | null;
+}
+
+export interface AgentSessions {
+  agent_id: string;
+  compactions: Generated<number>;
+  key: string;
+  since_seq: Generated<number>;
+  summary: string | null;
+  updated_at: Generated<Timestamp>;
+  user_id: string;
 }
 
 export interface AgentWatchdog {
@@ -259,6 +289,29 @@ export interface CdpWallets {
   network: Generated<string>;
   provider_name: string;
   user_id: string;
+}
+
+export interface ChannelPairings {
+  agent_id: string;
+  code: string;
+  created_at: Generated<Timestamp>;
+  expires_at: Timestamp;
+  kind: string;
+  sender_id: string;
+  user_id: string;
+  username: string | null;
+}
+
+export interface ChannelSenders {
+  agent_id: string;
+  allowed: boolean;
+  display_name: string | null;
+  kind: string;
+  last_seen_at: Generated<Timestamp>;
+  messages: Generated<number>;
+  sender_id: string;
+  user_id: string;
+  username: string | null;
 }
 
 export interface ConfigBackups {
@@ -633,9 +686,11 @@ export interface DB {
   account_notices: AccountNotices;
   admin_setup_tokens: AdminSetupTokens;
   agent_budgets: AgentBudgets;
+  agent_channels: AgentChannels;
   agent_configs: AgentConfigs;
   agent_credentials: AgentCredentials;
   agent_messages: AgentMessages;
+  agent_sessions: AgentSessions;
   agent_watchdog: AgentWatchdog;
   agent_watchdog_events: AgentWatchdogEvents;
   agents: Agents;
@@ -652,6 +707,8 @@ export interface DB {
   calendar_connections: CalendarConnections;
   calendar_spent_states: CalendarSpentStates;
   cdp_wallets: CdpWallets;
+  channel_pairings: ChannelPairings;
+  channel_senders: ChannelSenders;
   config_backups: ConfigBackups;
   deployments: Deployments;
   heartbeat_settings: HeartbeatSettings;

@@ -1,13 +1,15 @@
 /**
  * Channel secrets in an agent's configuration (docs/security.md "Secrets at rest"): sealed in
  * PostgreSQL, masked in every answer (web and backend), kept when a masked configuration is sent
- * back, and given in clear only to the agent itself (the hosting driver's deploy spec).
+ * back, and given in clear only to the agent itself (the hosting driver's deploy spec). The channels
+ * the platform runs itself (Telegram, Discord) keep their tokens out of the agent altogether
+ * (test/channels/provision.test.ts); this is every other channel's secret, here a Slack bot's.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AgentsTestPlatform, bearer, eventually, startAgentsPlatform, subscriber } from './helpers.ts';
 
-const TOKEN = '123456789:AAH-telegram-bot-token-secret-9xyz';
-const NEW_TOKEN = '987654321:BBH-another-telegram-token-4abc';
+const TOKEN = 'xoxb-123456789-slack-bot-token-secret-9xyz';
+const NEW_TOKEN = 'xoxb-987654321-another-slack-token-4abc';
 
 let t: AgentsTestPlatform;
 beforeAll(async () => {
@@ -25,7 +27,7 @@ describe('channel secrets', () => {
     const u = await subscriber(t);
     const prov = await web('POST', '/api/agents/provision', u.cookie, {
       name: 'Bot',
-      config: { channels: { telegram: { enabled: true, botToken: TOKEN } } },
+      config: { channels: { slack: { enabled: true, botToken: TOKEN } } },
     });
     expect(prov.statusCode).toBe(201);
     const id = prov.json().agent.id as string;
@@ -37,25 +39,25 @@ describe('channel secrets', () => {
     expect(atRest).toContain('$sealed');
 
     // the agent got it in clear
-    expect(t.driver.deploys.at(-1)!.config).toMatchObject({ channels: { telegram: { enabled: true, botToken: TOKEN } } });
+    expect(t.driver.deploys.at(-1)!.config).toMatchObject({ channels: { slack: { enabled: true, botToken: TOKEN } } });
 
     // answers: masked (web config, backend agent)
     const got = (await web('GET', `/api/agents/${id}/config`, u.cookie)).json();
-    expect(got.config.channels.telegram).toEqual({ enabled: true, botToken: '••••9xyz' });
+    expect(got.config.channels.slack).toEqual({ enabled: true, botToken: '••••9xyz' });
     const backend = await t.backend.inject({ method: 'GET', url: `/api/agents/${id}`, headers: { ...bearer(t), 'x-user-id': u.id } });
     expect(backend.body).not.toContain(TOKEN);
 
     // a masked configuration sent back keeps the secret; a new value replaces it
     const kept = await web('PUT', `/api/agents/${id}/config`, u.cookie, {
-      channels: { telegram: { enabled: false, botToken: '••••9xyz' } },
+      channels: { slack: { enabled: false, botToken: '••••9xyz' } },
     });
     expect(kept.statusCode).toBe(200);
-    expect(kept.json().config.channels.telegram).toEqual({ enabled: false, botToken: '••••9xyz' });
+    expect(kept.json().config.channels.slack).toEqual({ enabled: false, botToken: '••••9xyz' });
     expect(await storedConfig(id)).not.toContain(TOKEN);
     const replaced = await web('PUT', `/api/agents/${id}/config`, u.cookie, {
-      channels: { telegram: { enabled: true, botToken: NEW_TOKEN } },
+      channels: { slack: { enabled: true, botToken: NEW_TOKEN } },
     });
-    expect(replaced.json().config.channels.telegram.botToken).toBe('••••4abc');
+    expect(replaced.json().config.channels.slack.botToken).toBe('••••4abc');
     expect(await storedConfig(id)).not.toContain(NEW_TOKEN);
 
     // a client cannot plant a sealed blob of its own

@@ -300,6 +300,7 @@ describe('one agent', () => {
       content: expect.any(String),
       timestamp: expect.any(String),
       platform: 'web',
+      session: null,
     });
     const all = (await web('GET', `/api/agents/${id}/messages`, owner.cookie)).json();
     expect(all.limit).toBe(50);

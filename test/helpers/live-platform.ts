@@ -73,6 +73,7 @@ export async function startLivePlatform(env: Record<string, string> = {}): Promi
       await web.listen({ host: '127.0.0.1', port: config.WEB_PORT });
       await backend.listen({ host: '127.0.0.1', port: config.BACKEND_PORT });
       await platform.startWorkers();
+      await platform.startChannels({ servesWeb: true }); // as src/main.ts does for `npm start`
       current = { platform, web, backend };
     },
     async stop() {

@@ -889,6 +889,314 @@ export interface paths {
     patch: never;
     trace: never;
   };
+  "/api/agents/{id}/channels": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: never;
+        path: {
+          id: string;
+        };
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              channels: {
+                kind: "telegram" | "discord";
+                bot: ({
+                  id: string;
+                  username: string;
+                } | null);
+                tokenHint: string;
+                allowFrom: string[];
+                enabled: boolean;
+                status: "connecting" | "connected" | "error" | "disabled";
+                error: string | null;
+                createdAt: string;
+                updatedAt: string;
+              }[];
+              senders: {
+                kind: string;
+                id: string;
+                username: string | null;
+                displayName: string | null;
+                messages: number;
+                allowed: boolean;
+                lastSeenAt: string;
+              }[];
+              pairings: {
+                kind: string;
+                code: string;
+                senderId: string;
+                username: string | null;
+                createdAt: string;
+                expiresAt: string;
+              }[];
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    put: never;
+    post: never;
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/agents/{id}/channels/{kind}": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: {
+      parameters: {
+        query?: never;
+        path: {
+          id: string;
+          kind: "telegram" | "discord";
+        };
+        header?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          "application/json": {
+            botToken?: string;
+            allowFrom?: string[];
+            enabled?: boolean;
+          };
+        };
+      };
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              kind: "telegram" | "discord";
+              bot: ({
+                id: string;
+                username: string;
+              } | null);
+              tokenHint: string;
+              allowFrom: string[];
+              enabled: boolean;
+              status: "connecting" | "connected" | "error" | "disabled";
+              error: string | null;
+              createdAt: string;
+              updatedAt: string;
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        502: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        503: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    post: never;
+    delete: {
+      parameters: {
+        query?: never;
+        path: {
+          id: string;
+          kind: "telegram" | "discord";
+        };
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              success: true;
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/agents/{id}/channels/{kind}/pairings/{code}": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: never;
+    post: {
+      parameters: {
+        query?: never;
+        path: {
+          id: string;
+          kind: "telegram" | "discord";
+          code: string;
+        };
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              success: true;
+              senderId: string;
+              username: string | null;
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
   "/api/agents/{id}/config": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
     get: {
@@ -1123,6 +1431,7 @@ export interface paths {
         query?: {
           limit?: number;
           offset?: number;
+          session?: string;
         };
         path: {
           id: string;
@@ -1143,6 +1452,7 @@ export interface paths {
                 content: string;
                 timestamp: string;
                 platform: string;
+                session: string | null;
               }[];
               total: number;
               limit: number;
@@ -4187,6 +4497,53 @@ export interface paths {
     patch: never;
     trace: never;
   };
+  "/api/channels/telegram/{path}": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: never;
+    post: {
+      parameters: {
+        query?: never;
+        path: {
+          path: string;
+        };
+        header?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          "application/json": {
+            [key: string]: unknown;
+          };
+        };
+      };
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              ok: true;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
   "/api/chat": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
     get: never;
@@ -4306,6 +4663,71 @@ export interface paths {
           };
         };
         503: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
+  "/api/chat/reset": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: never;
+    post: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          "application/json": {
+            agentId: string;
+          };
+        };
+      };
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              success: true;
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
           headers: { [name: string]: unknown };
           content: {
             "application/json": {

@@ -14,6 +14,8 @@ export const agentMessagesRepo = {
       sender: 'user' | 'agent' | 'system';
       content: string;
       platform?: string;
+      /** the conversation session it belongs to (migration 250); none for a stateless API call */
+      sessionKey?: string | null;
       responseMs?: number | null;
       failed?: boolean;
       /** when it was said (default: now); the order of a history is the order of storing (`seq`) */
@@ -28,6 +30,7 @@ export const agentMessagesRepo = {
         sender: m.sender,
         content: m.content,
         ...(m.platform ? { platform: m.platform } : {}),
+        session_key: m.sessionKey ?? null,
         response_ms: m.responseMs ?? null,
         failed: m.failed ?? false,
         ...(m.createdAt ? { created_at: m.createdAt } : {}),
@@ -36,12 +39,14 @@ export const agentMessagesRepo = {
       .executeTakeFirstOrThrow();
   },
 
-  async listMessages(trx: Tx, agentId: string, limit: number, offset: number) {
+  /** A page of an agent's messages, newest first; `session` keeps those of one conversation session. */
+  async listMessages(trx: Tx, agentId: string, limit: number, offset: number, session?: string) {
     const [rows, total] = await Promise.all([
       trx
         .selectFrom('agent_messages')
         .selectAll()
         .where('agent_id', '=', agentId)
+        .$if(session !== undefined, (q) => q.where('session_key', '=', session!))
         // stored order, not time: a turn is stored question first (migration 100)
         .orderBy('seq', 'desc')
         .limit(limit)
@@ -51,6 +56,7 @@ export const agentMessagesRepo = {
         .selectFrom('agent_messages')
         .select((eb) => eb.fn.countAll<number>().as('n'))
         .where('agent_id', '=', agentId)
+        .$if(session !== undefined, (q) => q.where('session_key', '=', session!))
         .executeTakeFirstOrThrow(),
     ]);
     return { rows, total: total.n };

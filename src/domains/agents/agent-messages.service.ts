@@ -6,8 +6,21 @@
 import type { Db } from '../../db/client.ts';
 import { agentMessagesRepo } from './agent-messages.repo.ts';
 
-/** One exchange to store: the last question and the whole answer (each already cut to what is kept). */
-export type Turn = { agentId: string; question: string; askedAt: Date; answer: string; responseMs: number; platform?: string };
+/**
+ * One exchange to store: the last question and the whole answer (each already cut to what is kept).
+ * `platform` labels where it came from (dashboard, api, telegram, discord, websocket; default api);
+ * `sessionKey` makes it a turn of that conversation session (docs/channels.md "Sessions"): only
+ * such turns are ever sent to the model again as history.
+ */
+export type Turn = {
+  agentId: string;
+  question: string;
+  askedAt: Date;
+  answer: string;
+  responseMs: number;
+  platform?: string;
+  sessionKey?: string;
+};
 
 export function createAgentMessages(deps: { db: Db }) {
   return {
@@ -17,7 +30,7 @@ export function createAgentMessages(deps: { db: Db }) {
      */
     async recordTurn(userId: string, turn: Turn): Promise<void> {
       await deps.db.withUser(userId, async (trx) => {
-        const base = { agentId: turn.agentId, userId, platform: turn.platform ?? 'api' };
+        const base = { agentId: turn.agentId, userId, platform: turn.platform ?? 'api', sessionKey: turn.sessionKey ?? null };
         await agentMessagesRepo.insertMessage(trx, { ...base, sender: 'user', content: turn.question, createdAt: turn.askedAt });
         await agentMessagesRepo.insertMessage(trx, { ...base, sender: 'agent', content: turn.answer, responseMs: turn.responseMs });
       });

@@ -32,6 +32,12 @@ export type AgentsDeps = {
    * given the platform key this deploy issued, which is the agent's credential there too.
    */
   runtimeEnv?: (agent: AgentRow, credentials: { platformApiKey: string }) => Record<string, string>;
+  /**
+   * The agent's platform channels as its runtime's own configuration (`channels.*`), for a runtime
+   * that runs its channels itself (OpenClaw: docs/channels.md "OpenClaw"); unset for the built-in
+   * runtime, whose channels the platform runs.
+   */
+  runtimeChannels?: (agentId: string) => Promise<Record<string, unknown> | undefined>;
   /** verified platform keys (agent-callbacks.service.ts); a rotated, revoked or deleted key is evicted at once */
   /** verified platform keys with the agent's model (evicted when the key or the model changes) */
   platformKeyCache?: KeyCache<{ model: string }> | undefined;

@@ -84,6 +84,7 @@ export const messagesQuery = z.object({
     .min(0, { error: 'offset must be at least 0' })
     .max(1_000_000)
     .default(0),
+  session: z.string().min(1).max(200).optional().describe('only the messages of this conversation session, e.g. `dashboard`'),
 });
 export const agentMessagesPage = z.object({
   messages: z.array(
@@ -93,7 +94,8 @@ export const agentMessagesPage = z.object({
       sender: z.string(),
       content: z.string(),
       timestamp: z.string(),
-      platform: z.string(),
+      platform: z.string().describe('where it came from: dashboard, api, websocket, telegram, discord'),
+      session: z.string().nullable().describe('its conversation session; null for a stateless API call'),
     }),
   ),
   total: z.number(),

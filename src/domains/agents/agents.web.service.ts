@@ -42,6 +42,15 @@ export type AgentsWebDeps = {
   chooseModel?: (userId: string, asked: string | undefined) => Promise<string>;
   /** the models an agent of the user can run: allowed by their plan, served by a configured provider */
   runnableModels?: (userId: string) => Promise<{ id: string; name: string; provider: string }[]>;
+  /**
+   * §4.18 provisioning with channel tokens (docs/channels.md "API"), and a configuration saved
+   * with them: checks the bot tokens in `config.channels` with their providers, and gives back the
+   * configuration without them and how to store them as the agent's platform channels (so they
+   * never reach the agent itself).
+   */
+  channelTokens?: (
+    config: Record<string, unknown>,
+  ) => Promise<{ config: Record<string, unknown>; save: (userId: string, agentId: string) => Promise<void> }>;
   log?: Logger;
 };
 
@@ -116,6 +125,9 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
     ) {
       // the one model the agent runs, by the owner's plan (docs/agents.md "Model"); 400 with the models that can run
       const model = deps.chooseModel ? await deps.chooseModel(user.id, input.model) : (input.model ?? DEFAULT_MODEL);
+      // a refused bot token is a 400 before anything is stored
+      const tokens = input.config && deps.channelTokens ? await deps.channelTokens(input.config) : undefined;
+      input = { ...input, config: tokens?.config ?? input.config };
       const aiProvider = providerFor(input.model ?? DEFAULT_MODEL, input.config);
       const canSubscribe = deps.config.configured.stripe;
       let plan = '';
@@ -149,6 +161,7 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
         );
       });
 
+      await tokens?.save(user.id, agent.id);
       let outcome: BackendResponse | Error;
       try {
         outcome = await backend.call('POST', '/api/deployments', {
@@ -232,7 +245,11 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
     /** §4.7 PUT config: forwarded to the backend, which stores it. */
     async putConfig(user: WebUser, id: string, config: Record<string, unknown>) {
       const a = await ownAgent(user.id, id);
+      // a Telegram or Discord token becomes the agent's platform channel, as at provisioning
+      const tokens = deps.channelTokens ? await deps.channelTokens(config) : undefined;
+      config = tokens?.config ?? config;
       const body = await call('PUT', path(id), user.id, 'Config update failed', { config });
+      await tokens?.save(user.id, id);
       const stored = maskChannelSecrets((body.config ?? config) as Record<string, unknown>, deps.secrets.secretsEncryptionKey);
       // as GET shows it: with the model that runs (the backend stored a new one in the configuration)
       return { config: withConfiguredModel(stored, configuredModel(stored) ?? a.model), status: 'updated' as const };
@@ -268,9 +285,9 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
     },
 
     /** §4.7 messages: stored chat messages, newest first in the order said (question before answer; migration 100). */
-    async messages(user: WebUser, id: string, q: { limit: number; offset: number }) {
+    async messages(user: WebUser, id: string, q: { limit: number; offset: number; session?: string | undefined }) {
       await ownAgent(user.id, id);
-      const { rows, total } = await db.withUser(user.id, (trx) => agentMessagesRepo.listMessages(trx, id, q.limit, q.offset));
+      const { rows, total } = await db.withUser(user.id, (trx) => agentMessagesRepo.listMessages(trx, id, q.limit, q.offset, q.session));
       return {
         messages: rows.map((m) => ({
           id: m.id,
@@ -279,6 +296,7 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
           content: m.content,
           timestamp: m.created_at.toISOString(),
           platform: m.platform,
+          session: m.session_key,
         })),
         total,
         limit: q.limit,

@@ -1,7 +1,7 @@
 /**
  * The contract between the platform's channel service and one messaging provider (docs/channels.md):
  * the platform, not the agent, holds each bot token and runs its connection, so a token never
- * enters an agent's sandbox (issue 44). One factory per provider (`telegram.connector.ts` over
+ * enters an agent's sandbox. One factory per provider (`telegram.connector.ts` over
  * grammY, `discord.connector.ts` over @discordjs/core), each with its API base as a setting
  * (TELEGRAM_API_URL, DISCORD_API_URL, DISCORD_GATEWAY_URL) so tests drive the real libraries
  * against protocol-level fakes. Splitting long replies, allow lists, sessions and pairing are the
@@ -29,6 +29,11 @@ export type ConnectOptions = {
   token: string;
   /** called once per inbound text message; a rejection is logged by the connector and never stops it */
   onMessage: (message: InboundMessage) => Promise<void>;
+  /**
+   * called at most once when a started connection ends on its own (the provider revoked the token,
+   * another poller took the bot): the channel service records the error and connects again later
+   */
+  onFailure?: (err: Error) => void;
   log: Logger;
 };
 

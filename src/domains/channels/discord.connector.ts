@@ -146,13 +146,15 @@ export function createDiscordProvider({
     }
   }
 
-  function connect({ token, onMessage, log }: ConnectOptions): ChannelConnector {
+  function connect({ token, onMessage, onFailure, log }: ConnectOptions): ChannelConnector {
     const client = rest(token);
     const api = new API(client);
     /** per connection: the library's default session store is one per process, shared by every bot */
     const sessions = new Map<number, SessionInfo>();
     let gateway: { manager: WebSocketManager; strategy: () => SimpleShardingStrategy | undefined } | undefined;
     let stopping: Promise<void> | undefined;
+    /** onFailure is called once per connection */
+    let reportedFailure = false;
     let failStart: ((err: unknown) => void) | undefined;
 
     async function receive({ data }: ToEventProps<GatewayMessageCreateDispatchData>) {
@@ -199,7 +201,15 @@ export function createDiscordProvider({
       manager.on(WebSocketShardEvents.Error, (err, shardId) => {
         const error = gatewayError(err, token);
         if (failStart) failStart(error);
-        else log.error({ err: error, shardId }, 'discord: the gateway connection stopped');
+        else {
+          // the library raises this for what it does not recover from (a reset token, a revoked
+          // intent): the channel service is told, records the error and connects again later
+          log.error({ err: error, shardId }, 'discord: the gateway connection stopped');
+          if (!reportedFailure && !stopping) {
+            reportedFailure = true;
+            onFailure?.(error);
+          }
+        }
       });
       new Client({ rest: client, gateway: manager }).on(GatewayDispatchEvents.MessageCreate, receive);
 

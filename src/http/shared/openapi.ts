@@ -147,6 +147,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   agents: 'Agents: provisioning, lifecycle, configuration (§4.7, §4.18)',
   ai: 'AI layer: models, cost estimates, chat (§4.9)',
   bridge: 'Internal agent message bus (§4.13)',
+  channels: 'Messaging channels the platform runs for agents: Telegram and Discord bots, allow lists, pairing (§2, §4.18)',
   config: 'Per-user agent configuration with versioned backups (§4.2)',
   demo: 'Demo chat without sign-in (§4.10)',
   deployments: 'Deployments and runtime instances (§4.18)',

@@ -9,6 +9,7 @@ import { type AgentClient, type AgentMessages, type AgentsWebService, createAgen
 import type { AiService, UsageReportFn } from '../../domains/ai/index.ts';
 import type { BridgeService } from '../../domains/bridge/index.ts';
 import type { CalendarService } from '../../domains/calendar/index.ts';
+import type { Channels } from '../../domains/channels/index.ts';
 import type { ChatService } from '../../domains/chat/index.ts';
 import type { FilesService } from '../../domains/files/index.ts';
 import type { HealthService } from '../../domains/health/index.ts';
@@ -19,6 +20,7 @@ import { createLiveLogs } from '../../domains/logs/index.ts';
 import type { PaidCallsService, PaymentSessionsService, SubscriptionsService, TopUpService } from '../../domains/payments/index.ts';
 import type { SecurityEventsService } from '../../domains/security-events/index.ts';
 import type { SessionWalletService } from '../../domains/session-wallet/index.ts';
+import type { Sessions } from '../../domains/sessions/index.ts';
 import type { SpendAlerts } from '../../domains/spend-alerts/index.ts';
 import type { TradingService } from '../../domains/trading/index.ts';
 import type { CdpWalletsService, StablecoinBalanceReader } from '../../domains/wallet/index.ts';
@@ -46,6 +48,7 @@ import { bridgeRoutes } from './routes/bridge.routes.ts';
 import { browseWebRoutes } from './routes/browse.web.routes.ts';
 import { calendarRoutes } from './routes/calendar.routes.ts';
 import { cdpWalletRoutes } from './routes/cdp-wallet.routes.ts';
+import { channelsRoutes } from './routes/channels.routes.ts';
 import { chatRoutes } from './routes/chat.routes.ts';
 import { configRoutes } from './routes/config.routes.ts';
 import { dashboardRoutes } from './routes/dashboard.routes.ts';
@@ -78,6 +81,10 @@ export type WebServices = {
   files?: FilesService;
   /** talking to agents: gateway chat and REST chat (docs/agents.md) */
   chat?: ChatService;
+  /** conversation sessions: the dashboard's session behind POST /api/chat `message` (docs/channels.md "Sessions") */
+  sessions?: Sessions;
+  /** agents' messaging channels (docs/channels.md) */
+  channels?: Channels;
   /** §4.4 custodial wallets (CDP) */
   cdpWallets?: CdpWalletsService;
   /** §4.4 stablecoin balances by address (TEMPO_RPC_URL) */
@@ -251,7 +258,8 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.payments && paymentSessionsRoutes({ sessions: services.payments.sessions }),
     services.payments && paidCallsRoutes({ gateway: services.payments.gateway }),
     services.cdpWallets && cdpWalletRoutes({ wallets: services.cdpWallets }),
-    services.chat && chatRoutes({ chat: services.chat }),
+    services.chat && services.sessions && chatRoutes({ chat: services.chat, sessions: services.sessions }),
+    services.channels && channelsRoutes({ channels: services.channels }),
     logsRoutes({ agents: services.agentsWeb, live, session, revoker }),
     agentClient &&
       services.agentMessages &&

@@ -1,16 +1,19 @@
 /**
- * The Chat tab: a streamed conversation with the agent through /api/chat (§4.10). Replies render as
+ * The Chat tab: the owner's `dashboard` session with the agent through /api/chat (§4.10): the page sends
+ * one message, the platform adds the session's history (docs/channels.md "Sessions"), and the
+ * transcript is that session only, never calls made through the API or on channels. Replies render as
  * markdown (markdown.ts: no raw HTML, safe links); questions stay plain text. The transcript takes
  * the height the window leaves it and stays on the newest message unless the reader scrolled up.
  */
 import { type FormEvent, lazy, type RefObject, Suspense, useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
 import { ApiError, api, call, readEvents } from '../../api/client.ts';
 import type { paths } from '../../api/openapi.gen.ts';
-import { type ChatLine, modelMessages } from '../../chat-history.ts';
 import { Button, CopyButton, Empty, ErrorText, Notice, Section, Spinner, useData } from '../../ui.tsx';
 import type { Agent } from './types.ts';
 
 type ChatBody = paths['/api/chat']['post']['requestBody']['content']['application/json'];
+/** One message on screen; `at` is when it was said (ISO 8601: the stored timestamp, or now for a new one). */
+type ChatLine = { id: string; sender: 'user' | 'agent'; content: string; at?: string; failed?: boolean };
 
 /** Time of day for today's messages, date and time for older ones. */
 function when(iso: string) {
@@ -51,12 +54,15 @@ function useFillHeight(el: RefObject<HTMLDivElement | null>, reserve: RefObject<
 
 export function Chat({ agent }: { agent: Agent }) {
   const history = useData(
-    async () => (await call(api.GET('/api/agents/{id}/messages', { params: { path: { id: agent.id }, query: { limit: 50 } } }))).messages,
+    async () =>
+      (await call(api.GET('/api/agents/{id}/messages', { params: { path: { id: agent.id }, query: { limit: 50, session: 'dashboard' } } })))
+        .messages,
     [agent.id],
   );
   const [lines, setLines] = useState<ChatLine[]>([]);
   const [text, setText] = useState('');
   const [busy, setBusy] = useState(false);
+  const [fresh, setFresh] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const box = useRef<HTMLDivElement>(null);
   const form = useRef<HTMLFormElement>(null);
@@ -116,17 +122,15 @@ export function Chat({ agent }: { agent: Agent }) {
     if (!message || busy) return;
     setText('');
     setError(null);
+    setFresh(false);
     setBusy(true);
     const replyId = `r${Date.now()}`;
     const now = new Date().toISOString();
     const convo = [...lines, { id: `u${Date.now()}`, sender: 'user' as const, content: message, at: now }];
     pinned.current = true; // sending brings the newest message back into view
     setLines([...convo, { id: replyId, sender: 'agent', content: '', at: now }]);
-    const body: ChatBody = {
-      agentId: agent.id,
-      stream: true,
-      messages: modelMessages(convo),
-    };
+    // one message: the platform sends the dashboard session's history with it
+    const body: ChatBody = { agentId: agent.id, stream: true, message };
     const setReply = (f: (s: string) => string, failed = false) =>
       setLines((ls) => ls.map((l) => (l.id === replyId ? { ...l, content: f(l.content), failed } : l)));
     abort.current = new AbortController();
@@ -164,8 +168,29 @@ export function Chat({ agent }: { agent: Agent }) {
     }
   };
 
+  // a reset: the platform stops sending the earlier turns (they stay on screen and in the history)
+  const newConversation = async () => {
+    setError(null);
+    try {
+      await call(api.POST('/api/chat/reset', { body: { agentId: agent.id } }));
+      setFresh(true);
+    } catch (err) {
+      setError(err);
+    }
+  };
+
   return (
-    <Section title="Chat">
+    <Section
+      title="Chat"
+      actions={
+        <Button onClick={newConversation} disabled={busy} label="Start a new conversation">
+          New conversation
+        </Button>
+      }
+    >
+      {fresh && (
+        <Notice kind="info">New conversation: the agent no longer gets the messages above (/new in a message does the same).</Notice>
+      )}
       {agent.status !== 'running' && <Notice kind="warning">This agent is {agent.status}. It answers once it is running.</Notice>}
       <div className="chat-wrap">
         <div className="chat" ref={box} onScroll={onScroll} aria-live="polite" aria-busy={busy} aria-label="Conversation" role="log">

@@ -1,11 +1,12 @@
 /**
- * One agent: chat (streamed), live logs, stats and health, its x402 commerce, its configuration (persona, model and heartbeat),
+ * One agent: chat (streamed), its messaging channels, live logs, stats and health, its x402 commerce, its configuration (persona, model and heartbeat),
  * and rename / start / stop / restart / delete (§4.7, §4.12, docs/agents.md).
  */
 import { type KeyboardEvent, useRef, useState } from 'react';
 import { api, call } from '../../api/client.ts';
 import { useFeatures } from '../../features.ts';
 import { Badge, ErrorText, Spinner, useData } from '../../ui.tsx';
+import { Channels } from './channels.tsx';
 import { Chat } from './chat.tsx';
 import { Commerce } from './commerce.tsx';
 import { AgentConfig } from './config.tsx';
@@ -17,7 +18,7 @@ import { Manage } from './manage.tsx';
 import { shownStatus } from './types.ts';
 import { Usage } from './usage.tsx';
 
-const ALL_TABS = ['Chat', 'Connect', 'Logs', 'Files', 'Usage', 'Commerce', 'Health', 'Configuration', 'Manage'] as const;
+const ALL_TABS = ['Chat', 'Connect', 'Channels', 'Logs', 'Files', 'Usage', 'Commerce', 'Health', 'Configuration', 'Manage'] as const;
 type Tab = (typeof ALL_TABS)[number];
 
 export function AgentPage({ id }: { id: string }) {
@@ -85,6 +86,7 @@ export function AgentPage({ id }: { id: string }) {
       <div role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} tabIndex={0}>
         {tab === 'Chat' && <Chat agent={a} />}
         {tab === 'Connect' && <Connect agent={a} />}
+        {tab === 'Channels' && <Channels agentId={a.id} />}
         {tab === 'Logs' && <Logs agentId={a.id} />}
         {tab === 'Files' && <Files agentId={a.id} />}
         {tab === 'Usage' && <Usage agentId={a.id} />}

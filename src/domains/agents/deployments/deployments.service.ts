@@ -44,6 +44,10 @@ const gitUnavailable = () =>
 const UP = new Set<ContainerStatus>(['healthy', 'starting', 'running']);
 const count = (ids: string[], one: string, many = `${one}s`) => `${ids.length} ${ids.length === 1 ? one : many}`;
 
+/** The configuration with the platform's channel settings over its own `channels` (OpenClaw runs them itself). */
+const withChannels = (config: Record<string, unknown>, channels: Record<string, unknown> | undefined) =>
+  channels ? { ...config, channels: { ...(config.channels as Record<string, unknown> | undefined), ...channels } } : config;
+
 export function createDeploymentJobs(deps: AgentsDeps) {
   const { db, config, driver, locks } = deps;
   const hostingAvailable = () => config.configured.hosting;
@@ -188,6 +192,7 @@ export function createDeploymentJobs(deps: AgentsDeps) {
         const creds = await agentsRepo.getCredentials(db.kysely, agent.id);
         if (!creds) throw new Error(`agent ${agent.id} has no credentials`);
         const sandboxUid = await agentsRepo.sandboxUid(db.kysely, agent.id);
+        const runtimeChannels = await deps.runtimeChannels?.(agent.id);
         const platformKey = newPlatformKey();
         await agentsRepo.setPlatformKey(db.kysely, agent.id, platformKey.hash, platformKey.prefix);
         deps.platformKeyCache?.evictKey(agent.id); // the previous key dies with this deploy
@@ -201,7 +206,10 @@ export function createDeploymentJobs(deps: AgentsDeps) {
           ...(sandboxUid !== undefined ? { sandboxUid } : {}),
           // the agent itself gets its channel secrets in clear (channel-secrets.rules.ts)
           config: {
-            ...openChannelSecrets((agent.config ?? {}) as Record<string, unknown>, deps.secrets.secretsEncryptionKey),
+            ...withChannels(
+              openChannelSecrets((agent.config ?? {}) as Record<string, unknown>, deps.secrets.secretsEncryptionKey),
+              runtimeChannels,
+            ),
             model: agent.model,
             aiProvider: agent.ai_provider,
             name: agent.name,

@@ -76,7 +76,8 @@ export const agentsRoutes = (deps: { agents: AgentsWebService; watchdog?: Watchd
             '(docs/agents.md "Model"): `claude-opus-4-6` (the default), `gpt-4` and `custom` map to a catalog id by your plan, any other must be one of ' +
             '`GET /api/agents/models`; 400 `MODEL_CANNOT_RUN` with `models` otherwise. The answer names the id chosen. `claude-opus-4-6` (or none) ' +
             'records provider `anthropic` (§4.7); otherwise `config.aiProvider` or `router`. `gitInit` (ours, default false): the workspace starts as a git repository with a first commit ' +
-            '(docs/agents.md "A repository from the start"); where git cannot run in the agent\'s sandbox, 503 `GIT_UNAVAILABLE` and no agent is kept. A backend refusal (400) keeps no agent either.',
+            '(docs/agents.md "A repository from the start"); where git cannot run in the agent\'s sandbox, 503 `GIT_UNAVAILABLE` and no agent is kept. A backend refusal (400) keeps no agent either. ' +
+            'Channel tokens (§4.18: `config.channels.telegram.botToken`, `config.channels.discord.token`) are checked with their provider first (400 `CHANNEL_TOKEN_REFUSED`), become the agent\'s platform channels and are taken out of its configuration (docs/channels.md "API").',
           body: provisionBody,
           response: { 201: provisioned, 402: errorSchema, 429: errorSchema, 503: errorSchema, ...errors },
         },
@@ -156,7 +157,7 @@ export const agentsRoutes = (deps: { agents: AgentsWebService; watchdog?: Watchd
           summary: "Replace the agent's configuration",
           description:
             'The body (a JSON object) replaces the configuration; it is forwarded to the backend, which stores it (masked channel ' +
-            'secrets sent back keep the stored ones). Persona keys (docs/agents.md "Persona"): `systemPrompt` (string of at most ' +
+            'secrets sent back keep the stored ones; a Telegram `botToken` or Discord `token` is checked with its provider and becomes the agent\'s platform channel instead, docs/channels.md). Persona keys (docs/agents.md "Persona"): `systemPrompt` (string of at most ' +
             `${LIMITS.agentSystemPromptMax} characters; null or empty: none), the first system message of every chat of the built-in ` +
             'runtime, and `agents.defaults.heartbeat.prompt` (at most ' +
             `${LIMITS.agentHeartbeatPromptMax} characters; null or empty: the default), what a heartbeat runs. 400 with \`error\` ` +
@@ -218,7 +219,8 @@ export const agentsRoutes = (deps: { agents: AgentsWebService; watchdog?: Watchd
           description:
             'Every turn of every way in (dashboard and REST chat, the WebSocket, the OpenAI-compatible proxy streamed or not) in the order ' +
             'it was said: newest first by the order of storing, each question before its answer (reversed, the list is the conversation). ' +
-            'A question\'s `timestamp` is when it was asked, an answer\'s when it was complete (docs/agents.md "Who stores turns").',
+            'A question\'s `timestamp` is when it was asked, an answer\'s when it was complete (docs/agents.md "Who stores turns"). `platform` labels the source ' +
+            '(dashboard, api, websocket, telegram, discord); `session` keeps one conversation session (`dashboard`, `telegram:<peer>`: docs/channels.md "Sessions").',
           params: idParam,
           querystring: messagesQuery,
           response: { 200: agentMessagesPage, ...errors },

@@ -7,6 +7,7 @@ import type { ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import type { ChatInput, ChatService } from '../../../domains/chat/index.ts';
+import type { Sessions } from '../../../domains/sessions/index.ts';
 import { AppError, badRequest, isAppError } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
 import { errorSchema } from '../../shared/schemas.ts';
@@ -26,8 +27,13 @@ const chatBody = z.object({
     .min(1)
     .max(LIMITS.aiMaxMessageChars)
     .optional()
-    .describe('One user message (shorthand for `messages: [{role:"user", content}]`)'),
-  messages: z.array(chatMessage).min(1).max(LIMITS.aiMaxMessages).optional().describe('A whole conversation, OpenAI style'),
+    .describe("One message in your dashboard session with the agent: the platform sends the session's history with it"),
+  messages: z
+    .array(chatMessage)
+    .min(1)
+    .max(LIMITS.aiMaxMessages)
+    .optional()
+    .describe('A whole conversation, OpenAI style, sent as it is: stateless, part of no session'),
   model: z.string().min(1).max(200).optional(),
   stream: z.boolean().optional().describe('Server-Sent Events; the same as sending `Accept: text/event-stream`'),
 });
@@ -44,8 +50,8 @@ const refusalResponses = {
   429: errorSchema,
 };
 
-export const chatRoutes = (deps: { chat: ChatService }): RouteModule<'session'> => {
-  const { chat } = deps;
+export const chatRoutes = (deps: { chat: ChatService; sessions: Sessions }): RouteModule<'session'> => {
+  const { chat, sessions } = deps;
 
   return {
     prefix: '/api',
@@ -78,13 +84,33 @@ export const chatRoutes = (deps: { chat: ChatService }): RouteModule<'session'> 
         },
       });
 
+      app.post('/chat/reset', {
+        schema: {
+          tags: ['chat'],
+          summary: 'Start your dashboard session with an agent over',
+          description:
+            "The same as sending a reset word (`/new`, `/reset` or the configuration's `session.resetTriggers`) in the dashboard chat: the " +
+            'earlier turns of your `dashboard` session are no longer sent to the agent (they stay in GET /api/agents/:id/messages). ' +
+            'Works whatever the agent\'s status; 404 for an agent that is not yours (docs/channels.md "Sessions").',
+          body: z.object({ agentId: z.string().min(1).max(64) }),
+          response: { 200: z.object({ success: z.literal(true) }), 400: errorSchema, 401: errorSchema, 404: errorSchema },
+        },
+        handler: async (request) => {
+          await sessions.reset(currentUser(request).id, request.body.agentId, 'dashboard');
+          return { success: true as const };
+        },
+      });
+
       app.post('/chat', {
         schema: {
           tags: ['chat'],
           summary: 'Chat with one of your agents (REST, streaming with SSE)',
           description:
             'Sends `message` (or a whole `messages` conversation) to the agent `agentId` (default: your newest running agent) through its ' +
-            'OpenAI-compatible chat completions endpoint. JSON answer `{reply, agentId, agentName, responseMs}`; with ' +
+            'OpenAI-compatible chat completions endpoint. `message` is one turn of your `dashboard` session with the agent: the platform ' +
+            "sends the session's stored history with it (compacted past 80% of the §8 limit of 100,000 tokens), and a reset word (`/new`, " +
+            "`/reset` or the configuration's `session.resetTriggers`) starts the session over. `messages` is sent as it is and joins no " +
+            'session (docs/channels.md "Sessions"). JSON answer `{reply, agentId, agentName, responseMs}`; with ' +
             '`Accept: text/event-stream` (or `stream: true`) the answer is Server-Sent Events: `event: delta` with `{content}` for each piece ' +
             'of text, then `event: done` with the JSON answer, or `event: error` with `{error, code}` if the agent fails mid-way. ' +
             'The turn (your last message and the whole reply) is stored and appears in GET /api/agents/:id/messages, streamed or not. ' +
@@ -112,8 +138,23 @@ export const chatRoutes = (deps: { chat: ChatService }): RouteModule<'session'> 
           if (!messages.some((m) => m.role === 'user')) throw badRequest('messages needs at least one user message');
           const input: ChatInput = { agentId: body.agentId, messages, model: body.model };
           const target = await chat.open(user.id, body.agentId);
+          // one message is a turn of the dashboard session; a whole conversation is the caller's own
+          const answer = (onDelta: (text: string) => void, signal?: AbortSignal) =>
+            body.message
+              ? sessions
+                  .converse(user.id, target.agent.id, {
+                    key: 'dashboard',
+                    source: 'dashboard',
+                    text: body.message,
+                    model: body.model,
+                    onDelta,
+                    signal,
+                    target,
+                  })
+                  .then(({ reply, agentId, agentName, responseMs }) => ({ reply, agentId, agentName, responseMs }))
+              : chat.complete(user.id, target, input, onDelta, signal);
           const wantsStream = body.stream === true || String(request.headers.accept ?? '').includes('text/event-stream');
-          if (!wantsStream) return chat.complete(user.id, target, input, () => {});
+          if (!wantsStream) return answer(() => {});
 
           // the stream starts with the agent's first piece of text: a refusal before it (a model the
           // plan does not allow, a budget used up) is answered with its status like the JSON answer;
@@ -126,7 +167,7 @@ export const chatRoutes = (deps: { chat: ChatService }): RouteModule<'session'> 
             if (!res.writableEnded) res.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`);
           };
           try {
-            const result = await chat.complete(user.id, target, input, (content) => event('delta', { content }), abort.signal);
+            const result = await answer((content) => event('delta', { content }), abort.signal);
             event('done', result);
           } catch (err) {
             // the caller left before any text: nothing to answer, and nothing failed on our side

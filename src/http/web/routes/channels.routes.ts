@@ -1,0 +1,111 @@
+/**
+ * An agent's messaging channels (docs/channels.md): connect a Telegram or Discord bot, its allow
+ * list and pairing, on the owner's session; and the public address Telegram posts updates to when
+ * the platform receives them by webhook.
+ */
+import { z } from 'zod';
+import {
+  approvedPairing,
+  type Channels,
+  channel,
+  channelBody,
+  channelList,
+  channelParams,
+  pairingParams,
+} from '../../../domains/channels/index.ts';
+import type { RouteModule } from '../../shared/routes.ts';
+import { errorSchema } from '../../shared/schemas.ts';
+import { currentUser } from '../../shared/session.ts';
+
+const errors = { 400: errorSchema, 401: errorSchema, 404: errorSchema };
+const OWNER = "Owner only: another user's agent is 404 like a missing one.";
+const SECRETS =
+  'The token is checked with the provider (Telegram `getMe`, Discord `GET /users/@me`) before anything is stored, sealed at rest ' +
+  '(AES-256-GCM), held by the platform only (the bot runs in the platform, not in the agent, so a token never enters the ' +
+  "agent's sandbox, environment or process list) and never answered or logged: answers show its last 4 characters and the bot's @name.";
+
+export const channelsRoutes = (deps: { channels: Channels }): RouteModule<'public' | 'session'> => {
+  const { channels } = deps;
+
+  return {
+    prefix: '/api',
+    public: async (app) => {
+      app.post('/channels/telegram/:path', {
+        schema: {
+          tags: ['channels'],
+          summary: 'Telegram webhook (Telegram posts here)',
+          description:
+            'Where Telegram posts updates for a bot when PUBLIC_URL is https and this process runs both apps (otherwise bots long-poll). ' +
+            'The path and the `X-Telegram-Bot-Api-Secret-Token` header are derived from the bot token (SHA-256), so each agent has its own ' +
+            'unguessable address; anything else is 404.',
+          params: z.object({ path: z.string().min(1).max(128) }),
+          body: z.record(z.string(), z.unknown()),
+          response: { 200: z.object({ ok: z.literal(true) }), 404: errorSchema },
+        },
+        handler: async (request) => {
+          const secret = request.headers['x-telegram-bot-api-secret-token'];
+          return channels.telegramUpdate(request.params.path, typeof secret === 'string' ? secret : undefined, request.body);
+        },
+      });
+    },
+    session: async (app) => {
+      app.get('/agents/:id/channels', {
+        schema: {
+          tags: ['channels'],
+          summary: "The agent's messaging channels, recent senders and pairing codes",
+          description:
+            "Each channel with its bot, status (`connecting`, `connected`, `error` with the reason, `disabled`), allow list and the token's " +
+            'last 4 characters (never the token); the 50 most recent senders (allowed or not); and the pairing codes waiting for approval ' +
+            `(each lives an hour). ${OWNER}`,
+          params: z.object({ id: z.string().min(1).max(64) }),
+          response: { 200: channelList, ...errors },
+        },
+        handler: async (request) => channels.list(currentUser(request).id, request.params.id),
+      });
+
+      app.put('/agents/:id/channels/:kind', {
+        schema: {
+          tags: ['channels'],
+          summary: 'Connect a Telegram or Discord bot to the agent, or change its settings',
+          description:
+            'With `botToken`: connects the bot (or replaces its token). Without: changes `allowFrom` or `enabled` of a connected channel ' +
+            `(400 if there is none). ${SECRETS} 400 \`CHANNEL_TOKEN_REFUSED\` with the provider's reason when it refuses the token, 502 ` +
+            '`CHANNEL_PROVIDER_UNREACHABLE` when it cannot be asked, 503 when the kind is not available on this platform. The platform ' +
+            'connects the bot within seconds (long polling for Telegram, or a webhook when PUBLIC_URL is https) and answers its messages: ' +
+            '§2 `allowFrom` (user ids or @names; empty allows everyone) is checked before the model is called; a sender not on the list gets a ' +
+            'pairing code to give the owner; each sender has a session of their own (§2 per-channel-peer) with the reset words of ' +
+            "`session.resetTriggers` (default `/new`, `/reset`); long replies are split at the provider's limit (docs/channels.md). " +
+            OWNER,
+          params: channelParams,
+          body: channelBody,
+          response: { 200: channel, ...errors, 502: errorSchema, 503: errorSchema },
+        },
+        handler: async (request) => channels.put(currentUser(request).id, request.params.id, request.params.kind, request.body),
+      });
+
+      app.delete('/agents/:id/channels/:kind', {
+        schema: {
+          tags: ['channels'],
+          summary: 'Disconnect a channel',
+          description: `Stops the bot and forgets its token, senders and pairing codes; 404 when the agent has no such channel. ${OWNER}`,
+          params: channelParams,
+          response: { 200: z.object({ success: z.literal(true) }), ...errors },
+        },
+        handler: async (request) => channels.remove(currentUser(request).id, request.params.id, request.params.kind),
+      });
+
+      app.post('/agents/:id/channels/:kind/pairings/:code', {
+        schema: {
+          tags: ['channels'],
+          summary: 'Approve a pairing code',
+          description:
+            "A sender not on the allow list who writes to the bot directly gets a pairing code (OpenClaw's `pairing`); approving it adds the " +
+            `sender's id to \`allowFrom\`. 404 for a code that does not exist or has expired (after an hour). ${OWNER}`,
+          params: pairingParams,
+          response: { 200: approvedPairing, ...errors },
+        },
+        handler: async (request) => channels.approve(currentUser(request).id, request.params.id, request.params.kind, request.params.code),
+      });
+    },
+  };
+};
