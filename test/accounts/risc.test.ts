@@ -297,7 +297,8 @@ describe('the work after the 202 is durable', () => {
       },
     });
     // two workers of their own over that service, as two replicas run them
-    const [one, two] = [1, 2].map(() => createSecurityEventsWorker({ events, retryBaseMs: 50 }));
+    // a second between tries: "not due yet" is checked at once, which a loaded machine must not outrun
+    const [one, two] = [1, 2].map(() => createSecurityEventsWorker({ events, retryBaseMs: 1_000 }));
     await mainWorker.stop(); // it would take the event first
     try {
       const token = await issuer.sign({ events: { [EVENT.sessionsRevoked]: { subject: { email: u.email } } } });
@@ -307,7 +308,7 @@ describe('the work after the 202 is durable', () => {
       const failed = (await eventRow(jti))!;
       expect([failed.state, failed.attempts, failed.last_error]).toEqual(['pending', 1, 'database went away']);
       expect(await one!.runOnce()).toBe(0); // not due yet
-      await new Promise((r) => setTimeout(r, 80));
+      await new Promise((r) => setTimeout(r, 1_050));
       const both = await Promise.all([one!.runOnce(), two!.runOnce()]);
       expect(both.filter(Boolean)).toHaveLength(1);
       expect((await eventRow(jti))!.state).toBe('done');

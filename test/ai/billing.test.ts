@@ -138,6 +138,10 @@ describe('a model call is paid from the balance', () => {
     router.delayMs = 0;
     const ok = results.filter((r) => r.status === 'fulfilled').length;
     const refused = results.filter((r) => r.status === 'rejected' && (r.reason as APIError).status === 402).length;
+    const other = results.flatMap((r) =>
+      r.status === 'rejected' && (r.reason as APIError).status !== 402 ? [String((r.reason as Error).message ?? r.reason)] : [],
+    );
+    expect(other, 'every call either ran or was refused with 402').toEqual([]);
     expect(ok + refused).toBe(40);
     expect(ok).toBeGreaterThanOrEqual(1);
     expect(ok).toBeLessThan(40);
