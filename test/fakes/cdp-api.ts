@@ -11,6 +11,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { sortedJson } from '../../src/domains/wallet/cdp.client.ts';
+import { readBody } from './read-body.ts';
 
 export type FakeCdp = {
   url: string;
@@ -21,13 +22,6 @@ export type FakeCdp = {
   failWith?: number;
   close(): Promise<void>;
 };
-
-const readBody = (req: IncomingMessage) =>
-  new Promise<string>((resolve) => {
-    let s = '';
-    req.on('data', (c) => (s += c));
-    req.on('end', () => resolve(s));
-  });
 
 function checkJwt(
   token: string | undefined,

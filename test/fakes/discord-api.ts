@@ -18,6 +18,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIMessage, APIUser } from '@discordjs/core';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { readBody } from './read-body.ts';
 
 /** The parts of a MESSAGE_CREATE a test chooses; the rest is filled in as Discord would. */
 export type FakeDiscordMessage = {
@@ -54,14 +55,6 @@ export type FakeDiscord = {
   drop(code: number): void;
   close(): Promise<void>;
 };
-
-const readBody = (req: IncomingMessage) =>
-  new Promise<string>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 
 const MESSAGE_CONTENT = 1 << 15;
 

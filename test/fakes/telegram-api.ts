@@ -8,6 +8,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readBody } from './read-body.ts';
 
 export type TelegramCall = { token: string; method: string; body: Record<string, any> };
 type Update = { update_id: number; message: Record<string, unknown> };
@@ -36,9 +37,8 @@ export type FakeTelegramApi = {
   close(): Promise<void>;
 };
 
-const readBody = async (req: IncomingMessage): Promise<Record<string, any>> => {
-  let raw = '';
-  for await (const c of req) raw += c;
+const readParams = async (req: IncomingMessage): Promise<Record<string, any>> => {
+  const raw = await readBody(req);
   if (!raw) return {};
   const type = String(req.headers['content-type'] ?? '');
   if (type.includes('application/json')) return JSON.parse(raw);
@@ -134,7 +134,7 @@ export async function startFakeTelegramApi(): Promise<FakeTelegramApi> {
     const method = m[2]!;
     let body: Record<string, any>;
     try {
-      body = await readBody(req);
+      body = await readParams(req);
     } catch {
       return fail(res, 400, 'Bad Request: invalid JSON');
     }

@@ -6,6 +6,7 @@
  */
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readBody } from './read-body.ts';
 
 export type FakeTelegram = {
   /** the WATCHDOG_BOT_API_URL value */
@@ -14,14 +15,6 @@ export type FakeTelegram = {
   failNext: number;
   close(): Promise<void>;
 };
-
-const readBody = (req: IncomingMessage) =>
-  new Promise<string>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 
 export async function startFakeTelegram(options: { token: string }): Promise<FakeTelegram> {
   let messageId = 0;
