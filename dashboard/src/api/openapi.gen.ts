@@ -6728,6 +6728,16 @@ export interface paths {
             };
           };
         };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
         500: {
           headers: { [name: string]: unknown };
           content: {
