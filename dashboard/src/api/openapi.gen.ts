@@ -1396,6 +1396,7 @@ export interface paths {
                 completionTokens: number;
                 totalTokens: number;
                 cost: number;
+                unpricedRequests: number;
               };
               daily: {
                 date: string;
@@ -1404,6 +1405,7 @@ export interface paths {
                 completionTokens: number;
                 totalTokens: number;
                 cost: number;
+                unpricedRequests: number;
               }[];
               byModel: {
                 model: string;
@@ -1412,6 +1414,8 @@ export interface paths {
                 completionTokens: number;
                 totalTokens: number;
                 cost: number;
+                unpricedRequests: number;
+                priced: boolean;
               }[];
               budget: {
                 monthlyBudgetUsd: number | null;
@@ -6303,6 +6307,7 @@ export interface paths {
                 completionTokens: number;
                 totalTokens: number;
                 cost: number;
+                unpricedRequests: number;
               };
               daily: {
                 date: string;
@@ -6311,6 +6316,7 @@ export interface paths {
                 completionTokens: number;
                 totalTokens: number;
                 cost: number;
+                unpricedRequests: number;
               }[];
               byModel: {
                 model: string;
@@ -6319,6 +6325,8 @@ export interface paths {
                 completionTokens: number;
                 totalTokens: number;
                 cost: number;
+                unpricedRequests: number;
+                priced: boolean;
               }[];
               byAgent: {
                 agentId: string;
@@ -6328,6 +6336,7 @@ export interface paths {
                 completionTokens: number;
                 totalTokens: number;
                 cost: number;
+                unpricedRequests: number;
               }[];
               byKey: {
                 keyId: string;
@@ -6337,6 +6346,7 @@ export interface paths {
                 completionTokens: number;
                 totalTokens: number;
                 cost: number;
+                unpricedRequests: number;
               }[];
             };
           };
