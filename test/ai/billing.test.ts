@@ -191,7 +191,7 @@ describe('every model has a price, or says it has none', () => {
     const u = await subscriber(t, 'network');
     const a = await deploy(u.id);
     const address = await credit(u.id, 1);
-    await t.platform.services.ai.prices.set(u.id, 'custom/house-model', { input: 1, output: 2 });
+    await t.platform.services.ai.prices.set({ id: u.id, isAdmin: true }, 'custom/house-model', { input: 1, output: 2 });
     try {
       await ask(a.key, { model: 'custom/house-model', max_tokens: 5 });
       await t.platform.services.ai.usage.flush();
@@ -205,7 +205,7 @@ describe('every model has a price, or says it has none', () => {
       expect(Number(row.cost)).toBeCloseTo(FAKE_USAGE.prompt_tokens * 1e-6 + FAKE_USAGE.completion_tokens * 2e-6, 12);
       expect(await balanceOf(address)).toBeLessThan(1_000_000);
     } finally {
-      await t.platform.services.ai.prices.remove('custom/house-model');
+      await t.platform.services.ai.prices.remove({ id: u.id, isAdmin: true }, 'custom/house-model');
     }
   });
 });
