@@ -82,6 +82,234 @@ export interface paths {
     patch: never;
     trace: never;
   };
+  "/api/admin/model-prices": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              billing: "off" | "balance";
+              models: {
+                modelId: string;
+                name: string | null;
+                provider: string | null;
+                input: number | null;
+                output: number | null;
+                source: "catalogue" | "setting" | "admin" | "none";
+                setting: ({
+                  input: number;
+                  output: number;
+                } | null);
+                updatedAt: string | null;
+                updatedBy: string | null;
+              }[];
+              changes: {
+                modelId: string;
+                input: number | null;
+                output: number | null;
+                by: string | null;
+                at: string;
+              }[];
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        403: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    put: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          "application/json": {
+            modelId: string;
+            input: number;
+            output: number;
+          };
+        };
+      };
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              billing: "off" | "balance";
+              models: {
+                modelId: string;
+                name: string | null;
+                provider: string | null;
+                input: number | null;
+                output: number | null;
+                source: "catalogue" | "setting" | "admin" | "none";
+                setting: ({
+                  input: number;
+                  output: number;
+                } | null);
+                updatedAt: string | null;
+                updatedBy: string | null;
+              }[];
+              changes: {
+                modelId: string;
+                input: number | null;
+                output: number | null;
+                by: string | null;
+                at: string;
+              }[];
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        403: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    post: never;
+    delete: {
+      parameters: {
+        query: {
+          modelId: string;
+        };
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              billing: "off" | "balance";
+              models: {
+                modelId: string;
+                name: string | null;
+                provider: string | null;
+                input: number | null;
+                output: number | null;
+                source: "catalogue" | "setting" | "admin" | "none";
+                setting: ({
+                  input: number;
+                  output: number;
+                } | null);
+                updatedAt: string | null;
+                updatedBy: string | null;
+              }[];
+              changes: {
+                modelId: string;
+                input: number | null;
+                output: number | null;
+                by: string | null;
+                at: string;
+              }[];
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        403: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
   "/api/admin/setup": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
     get: {
