@@ -149,6 +149,27 @@ describe('a model call is paid from the balance', () => {
     expect(Math.abs((50 - balance) / 1e6 - rows.reduce((s, r) => s + Number(r.cost), 0))).toBeLessThan(1e-6);
   });
 
+  it('16 callers at once, for a while: every call runs and is paid, no hold waits on a usage write nor the other way', async () => {
+    // a hold locks the wallet, then its hold row; the usage write did the other way round, and
+    // PostgreSQL ended one of them as a deadlock: a 500, or a batch of usage lost (calls served free)
+    const u = await subscriber(t, 'network');
+    const a = await deploy(u.id);
+    const address = await credit(u.id, 1);
+    router.delayMs = 2;
+    const results = await Promise.allSettled(
+      Array.from({ length: 16 }, async () => {
+        for (let i = 0; i < 10; i++) await ask(a.key, { max_tokens: 5 });
+      }),
+    );
+    router.delayMs = 0;
+    expect(results.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason))).toEqual([]);
+    await t.platform.services.ai.usage.flush();
+    const rows = await t.database.db.kysely.selectFrom('ai_usage').select(['cost', 'requests']).where('user_id', '=', u.id).execute();
+    expect(rows.reduce((n, r) => n + r.requests, 0)).toBe(160);
+    const spent = 1_000_000 - (await balanceOf(address));
+    expect(Math.abs(spent / 1e6 - rows.reduce((s, r) => s + Number(r.cost), 0))).toBeLessThan(1e-6);
+  }, 60_000);
+
   it("POST /api/ai/chat for a platform user is billed to that user's balance", async () => {
     const u = await subscriber(t, 'network');
     const chat = () =>
