@@ -128,8 +128,8 @@ export function ModelPrices() {
                   hideHeader: true,
                   cell: (m) => (
                     <>
-                      <Button label={`Set the price of ${m.modelId}`} onClick={() => edit(m)}>
-                        {m.source === 'none' ? 'Price it' : 'Change'}
+                      <Button label={`Edit the price of ${m.modelId}`} onClick={() => edit(m)}>
+                        Edit
                       </Button>
                       {m.source === 'admin' && (
                         <>
