@@ -7,6 +7,8 @@
 -- write, which stays synchronous (it is money: the journal and the balance). A hold lost to a
 -- PostgreSQL crash lets the calls in flight then be admitted against a balance without it, and their
 -- usage write debits at most what the balance holds (migration 220): never below zero.
+-- set_config(…, true) lasts to the end of the calling transaction: hold_spend is only ever called as a
+-- statement of its own (src/domains/ai/spend-holds.repo.ts), never inside a write of money.
 -- The function as migration 240 wrote it, with that one line first.
 CREATE OR REPLACE FUNCTION hold_spend(
   p_agent text, p_key uuid, p_user uuid, p_address text, p_period date, p_holder uuid, p_amount numeric, p_ttl interval
