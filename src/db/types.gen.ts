@@ -393,6 +393,15 @@ export interface LinkedAccounts {
   user_id: string;
 }
 
+export interface ModelPriceChanges {
+  actor_user_id: string;
+  created_at: Generated<Timestamp>;
+  id: Generated<number>;
+  input_per_m: Numeric | null;
+  model_id: string;
+  output_per_m: Numeric | null;
+}
+
 export interface ModelPrices {
   input_per_m: Numeric;
   model_id: string;
@@ -715,6 +724,7 @@ export interface DB {
   hosting_status: HostingStatus;
   ledger_entries: LedgerEntries;
   linked_accounts: LinkedAccounts;
+  model_price_changes: ModelPriceChanges;
   model_prices: ModelPrices;
   mpp_payments: MppPayments;
   password_reset_tokens: PasswordResetTokens;

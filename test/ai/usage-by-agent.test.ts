@@ -118,6 +118,7 @@ describe('GET /api/usage byAgent', () => {
         completionTokens: 3 * FAKE_USAGE.completion_tokens,
         totalTokens: 3 * FAKE_USAGE.total_tokens,
         cost: Math.round(3 * CALL_COST * 1e6) / 1e6,
+        unpricedRequests: 0,
       },
       expect.objectContaining({ agentId: aliceOther.agentId, name: 'Alice writer', requests: 1 }),
     ]);

@@ -14,7 +14,7 @@ beforeAll(async () => {
 });
 afterAll(() => t?.close());
 
-const row = (userId: string, model: string, daysAgo: number, tokens: number, cost: number) =>
+const row = (userId: string, model: string, daysAgo: number, tokens: number, cost: number, priced = true) =>
   entryOf({
     userId,
     agentId: null,
@@ -24,7 +24,7 @@ const row = (userId: string, model: string, daysAgo: number, tokens: number, cos
     completionTokens: tokens / 2,
     totalTokens: tokens,
     cost,
-    priced: true,
+    priced,
     billTo: null,
     createdAt: new Date(NOW.getTime() - daysAgo * 86_400_000),
   });
@@ -63,13 +63,47 @@ describe('GET /api/usage', () => {
       completionTokens: 75,
       totalTokens: 150,
       cost: 0.0045,
+      unpricedRequests: 0,
     });
     expect(body.daily[4]).toMatchObject({ date: '2026-11-22', requests: 1, totalTokens: 1000, cost: 0.05 });
-    expect(body.daily[0]).toEqual({ date: '2026-11-18', requests: 0, promptTokens: 0, completionTokens: 0, totalTokens: 0, cost: 0 });
-    expect(body.totals).toEqual({ requests: 3, promptTokens: 575, completionTokens: 575, totalTokens: 1150, cost: 0.0545 });
+    expect(body.daily[0]).toEqual({
+      date: '2026-11-18',
+      requests: 0,
+      promptTokens: 0,
+      completionTokens: 0,
+      totalTokens: 0,
+      cost: 0,
+      unpricedRequests: 0,
+    });
+    expect(body.totals).toEqual({
+      requests: 3,
+      promptTokens: 575,
+      completionTokens: 575,
+      totalTokens: 1150,
+      cost: 0.0545,
+      unpricedRequests: 0,
+    });
     expect(body.byModel).toEqual([
-      { model: 'claude-opus-4-6', requests: 1, promptTokens: 500, completionTokens: 500, totalTokens: 1000, cost: 0.05 },
-      { model: 'gpt-4', requests: 2, promptTokens: 75, completionTokens: 75, totalTokens: 150, cost: 0.0045 },
+      {
+        model: 'claude-opus-4-6',
+        requests: 1,
+        promptTokens: 500,
+        completionTokens: 500,
+        totalTokens: 1000,
+        cost: 0.05,
+        unpricedRequests: 0,
+        priced: true,
+      },
+      {
+        model: 'gpt-4',
+        requests: 2,
+        promptTokens: 75,
+        completionTokens: 75,
+        totalTokens: 150,
+        cost: 0.0045,
+        unpricedRequests: 0,
+        priced: true,
+      },
     ]);
     // the default period is 30 days and still excludes the 40-day-old row
     const d30 = (await t.web.inject({ method: 'GET', url: '/api/usage', headers: { cookie: me.cookie } })).json();
@@ -78,11 +112,33 @@ describe('GET /api/usage', () => {
     expect(d30.totals.requests).toBe(3);
   });
 
+  it('calls of a model nobody priced are counted as unpriced (never as $0.00): priced false on their model', async () => {
+    const me = await signUp(t.web);
+    await aiRepo.insertUsage(t.database.db.pool, [
+      row(me.id, 'custom/house-model', 0, 100, 0, false),
+      row(me.id, 'custom/house-model', 1, 100, 0, false),
+      row(me.id, 'gpt-4', 0, 100, 0.003),
+      // priced since (the admin page): one model with priced and unpriced calls
+      row(me.id, 'router/mixed', 0, 10, 0.001),
+      row(me.id, 'router/mixed', 1, 10, 0, false),
+    ]);
+    const body = (await t.web.inject({ method: 'GET', url: '/api/usage?days=7', headers: { cookie: me.cookie } })).json();
+    const of = (model: string) => body.byModel.find((m: { model: string }) => m.model === model);
+    expect(of('custom/house-model')).toMatchObject({ requests: 2, cost: 0, unpricedRequests: 2, priced: false });
+    expect(of('router/mixed')).toMatchObject({ requests: 2, cost: 0.001, unpricedRequests: 1, priced: false });
+    expect(of('gpt-4')).toMatchObject({ requests: 1, unpricedRequests: 0, priced: true });
+    expect(body.totals).toMatchObject({ requests: 5, cost: 0.004, unpricedRequests: 3 });
+    expect(body.daily[6]).toMatchObject({ requests: 3, unpricedRequests: 1 });
+    expect(body.daily[5]).toMatchObject({ requests: 2, unpricedRequests: 2 });
+  });
+
   it('a new user sees zeros, not an error', async () => {
     const me = await signUp(t.web);
     const body = (await t.web.inject({ method: 'GET', url: '/api/usage?days=1', headers: { cookie: me.cookie } })).json();
-    expect(body.totals).toEqual({ requests: 0, promptTokens: 0, completionTokens: 0, totalTokens: 0, cost: 0 });
-    expect(body.daily).toEqual([{ date: '2026-11-24', requests: 0, promptTokens: 0, completionTokens: 0, totalTokens: 0, cost: 0 }]);
+    expect(body.totals).toEqual({ requests: 0, promptTokens: 0, completionTokens: 0, totalTokens: 0, cost: 0, unpricedRequests: 0 });
+    expect(body.daily).toEqual([
+      { date: '2026-11-24', requests: 0, promptTokens: 0, completionTokens: 0, totalTokens: 0, cost: 0, unpricedRequests: 0 },
+    ]);
     expect(body.byModel).toEqual([]);
   });
 

@@ -4,6 +4,8 @@
  * - without SMTP the sign-in page tells a user to ask the operator for a password reset link, and
  *   the Admin page makes one ("Reset link") that sets the user's new password (docs/admin.md);
  * - the Admin page's health says why it reads what it reads, and the machine's load is information;
+ * - the Usage page says "unpriced" for a model without a price, and the Admin page's Model prices
+ *   prices it (docs/admin.md "Model prices");
  * - Settings shows the plan the platform applies (an admin runs on Network) and the agent count;
  * - the Files tab of a new agent, whose workspace is not a repository, offers "Initialise a
  *   repository", which makes it one with the runtime's logs and openclaw.json ignored; an agent
@@ -15,6 +17,7 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { aiRepo, entryOf } from '../../src/domains/ai/ai.repo.ts';
 import { expectAccessible as axe, buildDashboardForTest, chromiumAvailable, launchChromium, openPage } from '../helpers/browser.ts';
 import { type LivePlatform, startLivePlatform } from '../helpers/live-platform.ts';
 
@@ -106,6 +109,58 @@ describe.skipIf(!available)('the dashboard tells the truth', () => {
     expect(user.errors).toEqual([]);
     await user.page.context().close();
   }, 240_000);
+
+  it('Admin page: Model prices lists the custom model as unpriced and prices it; the Usage page says "unpriced", never $0.00', async () => {
+    const custom = `custom/${live.config.AI_CUSTOM_MODEL}`;
+    const db = live.database.db;
+    const admin = await db.kysely.selectFrom('users').select('id').where('email', '=', ADMIN).executeTakeFirstOrThrow();
+    // calls of the custom model before anyone priced it: metered at $0
+    await aiRepo.insertUsage(db.pool, [
+      entryOf({
+        userId: admin.id,
+        agentId: null,
+        model: custom,
+        provider: 'custom',
+        promptTokens: 10,
+        completionTokens: 5,
+        totalTokens: 15,
+        cost: 0,
+        priced: false,
+        billTo: null,
+        createdAt: new Date(),
+      }),
+    ]);
+    const { page, errors } = await newPage();
+    await signIn(page);
+    await page.goto('/dashboard/usage');
+    const byModel = page.getByRole('table', { name: 'Usage by model' });
+    await expect.poll(() => byModel.getByRole('row', { name: new RegExp(custom) }).textContent()).toContain('unpriced');
+    await expect.poll(() => page.locator('.stats dd').first().textContent()).toBe('unpriced');
+    await axe(page, 'usage with an unpriced model');
+
+    await page.goto('/dashboard/admin');
+    await page.getByRole('heading', { name: 'Model prices' }).waitFor();
+    const prices = page.getByRole('table', { name: 'Model prices' });
+    await prices
+      .getByRole('row', { name: new RegExp(custom) })
+      .getByText('unpriced')
+      .waitFor();
+    await page.getByRole('button', { name: `Edit the price of ${custom}` }).click();
+    expect(await page.getByLabel('Model', { exact: true }).inputValue()).toBe(custom);
+    await page.getByLabel('Input (USD / M tokens)').fill('1.5');
+    await page.getByLabel('Output (USD / M tokens)').fill('2');
+    await page.getByRole('button', { name: 'Set price' }).click();
+    await page.getByText(`${custom} now costs $1.5 per million input tokens and $2 per million output tokens.`).waitFor();
+    await page.getByLabel('Show').selectOption('operator');
+    await prices
+      .getByRole('row', { name: new RegExp(custom) })
+      .getByText('this page')
+      .waitFor();
+    await page.getByRole('table', { name: 'Recent price changes' }).getByText(ADMIN).waitFor();
+    await axe(page, 'admin model prices');
+    expect(errors).toEqual([]);
+    await page.context().close();
+  }, 120_000);
 
   it('Settings: an admin with two agents reads the plan the platform applies (Network) and "2 of 100 agents"', async () => {
     const { page, errors } = await newPage();

@@ -38,11 +38,12 @@ async function api(
   });
 }
 
-async function createKey(body: Record<string, unknown>): Promise<CreatedKey> {
-  const res = await api('POST', '/api/keys', { cookie: owner.cookie, body });
+async function createKeyFor(cookie: string, body: Record<string, unknown>): Promise<CreatedKey> {
+  const res = await api('POST', '/api/keys', { cookie, body });
   expect(res.status, await res.clone().text()).toBe(201);
   return (await res.json()) as CreatedKey;
 }
+const createKey = (body: Record<string, unknown>) => createKeyFor(owner.cookie, body);
 
 const client = (key: string, agentId: string) =>
   new OpenAI({ apiKey: key, baseURL: `${p.webUrl}/api/agents/${agentId}/v1`, maxRetries: 0 });
@@ -131,6 +132,60 @@ describe('a key limited to some agents (agentIds)', () => {
     expect((await api('GET', `/api/agents/${first}/v1/models`, { key: k.key })).status).toBe(404);
     await api('PATCH', `/api/keys/${k.id}`, { cookie: owner.cookie, body: { agentIds: null } });
     expect((await api('GET', `/api/agents/${first}/v1/models`, { key: k.key })).status).toBe(200);
+  });
+});
+
+describe('a key limited to some agents on the paid gateway (POST /api/v1/gateway, plugin agent)', () => {
+  /** agent plugin calls: $0.05 each from the owner's balance */
+  const gatewayCall = (key: string) =>
+    api('POST', '/api/v1/gateway', { key, body: { plugin: 'agent', messages: [{ role: 'user', content: 'hi' }] } });
+  const callsByAgent = async (cookie: string) => {
+    await p.t.platform.services.ai.usage.flush();
+    const res = await api('GET', '/api/usage?days=1', { cookie });
+    const byAgent = ((await res.json()) as { byAgent: { agentId: string; requests: number }[] }).byAgent;
+    return (id: string) => byAgent.find((a) => a.agentId === id)?.requests ?? 0;
+  };
+  const balance = async (cookie: string) => ((await (await api('GET', '/api/wallet', { cookie })).json()) as { balance: string }).balance;
+
+  it("reaches only the key's agent, never the owner's other running agent; none of its agents running is 404 and costs nothing", async () => {
+    const o = await p.owner(2);
+    const [oldest, newest] = o.agentIds as [string, string];
+    const { ledger, sessionWallet } = p.t.platform.services;
+    await ledger.credit({
+      address: await sessionWallet.ensureAddress(o.id),
+      amountMicros: 1_000_000,
+      eventId: `test:${o.id}`,
+      source: 'test',
+    });
+
+    // an unlimited key reaches the plugin's usual choice (the oldest running agent)
+    const all = await createKeyFor(o.cookie, { name: 'all' });
+    expect((await gatewayCall(all.key)).status).toBe(200);
+    let calls = await callsByAgent(o.cookie);
+    expect([calls(oldest), calls(newest)]).toEqual([1, 0]);
+
+    // a key limited to the other agent reaches that one
+    const scoped = await createKeyFor(o.cookie, { name: 'newest only', agentIds: [newest] });
+    const res = await gatewayCall(scoped.key);
+    expect(res.status, await res.clone().text()).toBe(200);
+    expect(((await res.json()) as { via?: string }).via).toBe('agent');
+    calls = await callsByAgent(o.cookie);
+    expect([calls(oldest), calls(newest)]).toEqual([1, 1]);
+    expect(await balance(o.cookie)).toBe('0.90');
+    // the agent is told the key (as the proxy does), so its model call is the key's
+    const byKey = ((await (await api('GET', '/api/usage?days=1', { cookie: o.cookie })).json()) as { byKey: { keyId: string }[] }).byKey;
+    expect(byKey.map((k) => k.keyId).sort()).toEqual([all.id, scoped.id].sort());
+
+    // its agent stopped: 404 with a sentence, the charge given back, no other agent and no model called
+    await p.t.database.db.pool.query(`UPDATE agents SET status = 'stopped' WHERE id = $1`, [newest]);
+    const before = p.router.requests.length;
+    const refused = await gatewayCall(scoped.key);
+    expect(refused.status).toBe(404);
+    expect(((await refused.json()) as { error: string }).error).toBe('No agent this API key may reach is running');
+    expect(p.router.requests.length).toBe(before);
+    calls = await callsByAgent(o.cookie);
+    expect([calls(oldest), calls(newest)]).toEqual([1, 1]);
+    expect(await balance(o.cookie)).toBe('0.90');
   });
 });
 

@@ -82,6 +82,234 @@ export interface paths {
     patch: never;
     trace: never;
   };
+  "/api/admin/model-prices": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              billing: "off" | "balance";
+              models: {
+                modelId: string;
+                name: string | null;
+                provider: string | null;
+                input: number | null;
+                output: number | null;
+                source: "catalogue" | "setting" | "admin" | "none";
+                setting: ({
+                  input: number;
+                  output: number;
+                } | null);
+                updatedAt: string | null;
+                updatedBy: string | null;
+              }[];
+              changes: {
+                modelId: string;
+                input: number | null;
+                output: number | null;
+                by: string | null;
+                at: string;
+              }[];
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        403: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    put: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          "application/json": {
+            modelId: string;
+            input: number;
+            output: number;
+          };
+        };
+      };
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              billing: "off" | "balance";
+              models: {
+                modelId: string;
+                name: string | null;
+                provider: string | null;
+                input: number | null;
+                output: number | null;
+                source: "catalogue" | "setting" | "admin" | "none";
+                setting: ({
+                  input: number;
+                  output: number;
+                } | null);
+                updatedAt: string | null;
+                updatedBy: string | null;
+              }[];
+              changes: {
+                modelId: string;
+                input: number | null;
+                output: number | null;
+                by: string | null;
+                at: string;
+              }[];
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        403: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    post: never;
+    delete: {
+      parameters: {
+        query: {
+          modelId: string;
+        };
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        200: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              billing: "off" | "balance";
+              models: {
+                modelId: string;
+                name: string | null;
+                provider: string | null;
+                input: number | null;
+                output: number | null;
+                source: "catalogue" | "setting" | "admin" | "none";
+                setting: ({
+                  input: number;
+                  output: number;
+                } | null);
+                updatedAt: string | null;
+                updatedBy: string | null;
+              }[];
+              changes: {
+                modelId: string;
+                input: number | null;
+                output: number | null;
+                by: string | null;
+                at: string;
+              }[];
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        403: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
   "/api/admin/setup": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
     get: {
@@ -1706,6 +1934,7 @@ export interface paths {
                 completionTokens: number;
                 totalTokens: number;
                 cost: number;
+                unpricedRequests: number;
               };
               daily: {
                 date: string;
@@ -1714,6 +1943,7 @@ export interface paths {
                 completionTokens: number;
                 totalTokens: number;
                 cost: number;
+                unpricedRequests: number;
               }[];
               byModel: {
                 model: string;
@@ -1722,6 +1952,8 @@ export interface paths {
                 completionTokens: number;
                 totalTokens: number;
                 cost: number;
+                unpricedRequests: number;
+                priced: boolean;
               }[];
               budget: {
                 monthlyBudgetUsd: number | null;
@@ -6736,6 +6968,7 @@ export interface paths {
                 completionTokens: number;
                 totalTokens: number;
                 cost: number;
+                unpricedRequests: number;
               };
               daily: {
                 date: string;
@@ -6744,6 +6977,7 @@ export interface paths {
                 completionTokens: number;
                 totalTokens: number;
                 cost: number;
+                unpricedRequests: number;
               }[];
               byModel: {
                 model: string;
@@ -6752,6 +6986,8 @@ export interface paths {
                 completionTokens: number;
                 totalTokens: number;
                 cost: number;
+                unpricedRequests: number;
+                priced: boolean;
               }[];
               byAgent: {
                 agentId: string;
@@ -6761,6 +6997,7 @@ export interface paths {
                 completionTokens: number;
                 totalTokens: number;
                 cost: number;
+                unpricedRequests: number;
               }[];
               byKey: {
                 keyId: string;
@@ -6770,6 +7007,7 @@ export interface paths {
                 completionTokens: number;
                 totalTokens: number;
                 cost: number;
+                unpricedRequests: number;
               }[];
             };
           };
@@ -7152,6 +7390,16 @@ export interface paths {
           };
         };
         402: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        404: {
           headers: { [name: string]: unknown };
           content: {
             "application/json": {

@@ -1,6 +1,6 @@
 /**
  * For admins (docs/admin.md): server health, and every user with their plan and admin right, and a
- * credit to their wallet (money without a card processor).
+ * credit to their wallet (money without a card processor), and the models' prices.
  */
 import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { api, call } from '../api/client.ts';
@@ -21,6 +21,7 @@ import {
   useAction,
   useData,
 } from '../ui.tsx';
+import { ModelPrices } from './admin-prices.tsx';
 import { PLANS } from './settings.tsx';
 
 const PAGE = 50;
@@ -163,6 +164,7 @@ export function AdminPage() {
           </>
         )}
       </Section>
+      <ModelPrices />
     </>
   );
 }

@@ -21,13 +21,30 @@ export function PeriodSelect({ days, onChange }: { days: number; onChange: (days
   );
 }
 
+type Priced = { cost: number; requests: number; unpricedRequests: number };
+
+/**
+ * What calls cost, or "unpriced" for calls of a model nobody priced (metered at $0: their cost is
+ * unknown, not $0.00; docs/payments.md "Model calls from the balance").
+ */
+export function Cost({ of }: { of: Priced }) {
+  if (of.unpricedRequests === 0) return <>{formatUsd(of.cost)}</>;
+  const all = of.unpricedRequests >= of.requests;
+  const title = all
+    ? 'This model has no price: the operator sets one in MODEL_PRICES or on the admin page'
+    : `${of.unpricedRequests.toLocaleString()} of ${of.requests.toLocaleString()} calls were of a model without a price`;
+  return <span title={title}>{all ? 'unpriced' : `${formatUsd(of.cost)} + unpriced`}</span>;
+}
+
 /** Cost, calls and tokens of a period. */
-export function Totals({ totals }: { totals: { cost: number; requests: number; totalTokens: number } }) {
+export function Totals({ totals }: { totals: Priced & { totalTokens: number } }) {
   return (
     <dl className="stats">
       <div>
         <dt>Cost</dt>
-        <dd>{formatUsd(totals.cost)}</dd>
+        <dd>
+          <Cost of={totals} />
+        </dd>
       </div>
       <div>
         <dt>Calls</dt>
@@ -92,7 +109,7 @@ export function UsagePage() {
               },
               { header: 'Calls', numeric: true, cell: (a) => a.requests.toLocaleString() },
               { header: 'Tokens', numeric: true, cell: (a) => a.totalTokens.toLocaleString() },
-              { header: 'Cost', numeric: true, cell: (a) => formatUsd(a.cost) },
+              { header: 'Cost', numeric: true, cell: (a) => <Cost of={a} /> },
             ]}
           />
         </Section>
@@ -110,7 +127,7 @@ export function UsagePage() {
               },
               { header: 'Calls', numeric: true, cell: (k) => k.requests.toLocaleString() },
               { header: 'Tokens', numeric: true, cell: (k) => k.totalTokens.toLocaleString() },
-              { header: 'Cost', numeric: true, cell: (k) => formatUsd(k.cost) },
+              { header: 'Cost', numeric: true, cell: (k) => <Cost of={k} /> },
             ]}
           />
         </Section>
@@ -125,7 +142,7 @@ export function UsagePage() {
               { header: 'Model', cell: (m) => m.model },
               { header: 'Calls', numeric: true, cell: (m) => m.requests.toLocaleString() },
               { header: 'Tokens', numeric: true, cell: (m) => m.totalTokens.toLocaleString() },
-              { header: 'Cost', numeric: true, cell: (m) => formatUsd(m.cost) },
+              { header: 'Cost', numeric: true, cell: (m) => <Cost of={m} /> },
             ]}
           />
         </Section>

@@ -86,6 +86,8 @@ export type UsageBucket = {
   completion_tokens: number;
   total_tokens: number;
   cost: string;
+  /** calls of a model that had no price (metered at $0, migration 220) */
+  unpriced_requests: number;
 };
 
 /** First day of the UTC month of `d`, as `YYYY-MM-01`. */
@@ -220,7 +222,8 @@ export const aiRepo = {
       : sql`created_at >= ${since.toISOString()}::timestamptz`;
     // a row is one or more calls (migration 200): requests are summed, not counted
     const sums = sql`sum(requests)::int AS requests, sum(prompt_tokens)::bigint AS prompt_tokens,
-             sum(completion_tokens)::bigint AS completion_tokens, sum(total_tokens)::bigint AS total_tokens, sum(cost)::text AS cost`;
+             sum(completion_tokens)::bigint AS completion_tokens, sum(total_tokens)::bigint AS total_tokens, sum(cost)::text AS cost,
+             coalesce(sum(requests) FILTER (WHERE NOT priced), 0)::int AS unpriced_requests`;
     const daily = await sql<UsageBucket>`
       SELECT to_char(date_trunc('day', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS key, ${sums}
       FROM ai_usage WHERE ${where} GROUP BY 1 ORDER BY 1`.execute(db);
@@ -229,12 +232,12 @@ export const aiRepo = {
     if (agentId) return { daily: daily.rows, byModel: byModel.rows, byAgent: [], byKey: [] };
     // a deleted agent's usage stays (history): its name is then null
     const byAgent = await sql<UsageBucket & { name: string | null }>`
-      SELECT u.key, a.name, u.requests, u.prompt_tokens, u.completion_tokens, u.total_tokens, u.cost FROM (
+      SELECT u.key, a.name, u.requests, u.prompt_tokens, u.completion_tokens, u.total_tokens, u.cost, u.unpriced_requests FROM (
         SELECT agent_id AS key, ${sums}, sum(cost) AS exact FROM ai_usage WHERE ${where} AND agent_id IS NOT NULL GROUP BY 1
       ) u LEFT JOIN agents a ON a.id = u.key ORDER BY u.exact DESC, u.key`.execute(db);
     // the calls made for an API key (docs/payments.md "API keys"); a deleted key's stay, its name null
     const byKey = await sql<UsageBucket & { name: string | null }>`
-      SELECT u.key, k.name, u.requests, u.prompt_tokens, u.completion_tokens, u.total_tokens, u.cost FROM (
+      SELECT u.key, k.name, u.requests, u.prompt_tokens, u.completion_tokens, u.total_tokens, u.cost, u.unpriced_requests FROM (
         SELECT key_id::text AS key, ${sums}, sum(cost) AS exact FROM ai_usage WHERE ${where} AND key_id IS NOT NULL GROUP BY 1
       ) u LEFT JOIN api_keys k ON k.id::text = u.key ORDER BY u.exact DESC, u.key`.execute(db);
     return { daily: daily.rows, byModel: byModel.rows, byAgent: byAgent.rows, byKey: byKey.rows };

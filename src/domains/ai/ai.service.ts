@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import type { Config, ModelPrice } from '../../config/env.ts';
+import type { Config } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
 import type { Db } from '../../db/client.ts';
 import type { DB } from '../../db/schema.ts';
@@ -23,7 +23,7 @@ import { createDemoChat } from './demo-chat.service.ts';
 import { createKeyBudgets } from './key-budgets.service.ts';
 import { createModelChoice } from './model-choice.service.ts';
 import { createModelGateway, estimatedUsage, pricedOnly } from './model-gateway.service.ts';
-import { createModelPrices, PRICES_RELOAD_MS } from './model-prices.service.ts';
+import { createModelPrices } from './model-prices.service.ts';
 import { createModelRouting, type ProviderObserver, type Served } from './model-routing.service.ts';
 import { type AiActor, applyAlgorithmMode, type TaskType } from './plan.rules.ts';
 import {
@@ -104,17 +104,8 @@ export function createAiService(deps: AiServiceDeps) {
   const modelChoice = createModelChoice({ catalog, customModel: config.AI_CUSTOM_MODEL }); // docs/agents.md "Model"
   // API keys' budgets (docs/payments.md "API keys"): whose a key is, and the proxy's check before a call
   const keyBudgets = createKeyBudgets({ pool: deps.db.pool, usage, holdTtlMs: holds.ttlMs, now });
-  // the operator's prices (MODEL_PRICES now, the admin page's from the database, again every PRICES_RELOAD_MS)
-  const prices = createModelPrices({ db: deps.db, config });
-  catalog.setPrices(config.MODEL_PRICES);
-  const reloadPrices = () =>
-    prices.load().then(
-      (p) => catalog.setPrices(p),
-      (err: unknown) => logger?.warn({ err: (err as Error).message }, "model prices: reading the admin page's prices failed"),
-    );
-  void reloadPrices();
-  const pricesTimer = setInterval(reloadPrices, PRICES_RELOAD_MS);
-  pricesTimer.unref();
+  // the operator's prices: MODEL_PRICES, and the admin page's from the database (model-prices.service.ts)
+  const prices = createModelPrices({ db: deps.db, config, catalog, logger });
   let refreshing: Promise<unknown> | undefined;
   const routing = createModelRouting({ catalog, config, logger, observer: deps.providerObserver });
   const { attemptsFor, resolveModel, selectFor, withFallback } = routing;
@@ -380,16 +371,11 @@ export function createAiService(deps: AiServiceDeps) {
     /** API keys' monthly budgets: the gateway's check of a key it is named, the proxy's before a call (docs/payments.md "API keys") */
     keyBudgets,
     /** the operator's model prices (the admin page; docs/payments.md "Model calls from the balance") */
-    prices: {
-      ...prices,
-      /** sets a price and applies it in this process at once (other replicas within PRICES_RELOAD_MS) */
-      set: (adminId: string, modelId: string, p: ModelPrice) => prices.set(adminId, modelId, p).then(reloadPrices),
-      remove: (modelId: string) => prices.remove(modelId).then(reloadPrices),
-    },
+    prices,
 
     async close() {
       await refreshing;
-      clearInterval(pricesTimer);
+      await prices.close();
       await usage.close();
       holds.close();
       await Promise.allSettled(Object.values(providers).map((p) => p.close()));

@@ -37,6 +37,7 @@ export {
   fastCompletionJson,
   modelList,
 } from './model-gateway.schemas.ts';
+export { MODEL_PRICE_MAX } from './model-prices.service.ts';
 export { type AiActor, checkPlan, checkStoredPlan, type StoredPlan } from './plan.rules.ts';
 export { type ChatProvider, PROVIDER_NAMES, type ProviderName } from './providers/provider.contract.ts';
 export { createStoredPlans, type StoredPlans } from './stored-plans.service.ts';

@@ -96,7 +96,7 @@ export function pricedOnly(attempts: CatalogModel[]): CatalogModel[] {
   throw new AppError(
     'MODEL_UNPRICED',
     `Model ${attempts[0]?.id ?? ''} has no price, so it cannot be paid from the balance: the operator prices it in ` +
-      'MODEL_PRICES or on the admin page (Models).',
+      'MODEL_PRICES or on the admin page (Model prices).',
   );
 }
 

@@ -23,7 +23,9 @@ export const spendHoldsRepo = {
    * Holds `amount` USD (exact decimal text) for this process against the agent's budget (when it
    * has one), the API key's (when `keyId`, a key of `userId`, has one) and the wallet's balance
    * (when `address` is given), all or nothing, one statement (migrations 220 and 240). A named
-   * prepared statement: it runs before every capped or billed model call.
+   * prepared statement: it runs before every capped or billed model call. Always a transaction of
+   * its own: hold_spend commits it without waiting for the WAL flush (migration 271), which must
+   * never reach a write of money.
    */
   async hold(
     pool: Pool,

@@ -18,7 +18,7 @@ import { budgetExceeded, formatUsd, round6 } from './agent-budgets.service.ts';
 import { monthOf, type SpendHold, unitsToDecimal } from './ai.repo.ts';
 import type { CatalogModel } from './catalog.service.ts';
 import { keyBudgetExceeded } from './key-budgets.service.ts';
-import { spendHoldsRepo } from './spend-holds.repo.ts';
+import { type SpendHoldRow, spendHoldsRepo } from './spend-holds.repo.ts';
 import type { UsageStore } from './usage-store.service.ts';
 
 export type SpendHolds = {
@@ -126,6 +126,40 @@ export function createSpendGuard(deps: {
    */
   const wallets = new Map<string, string>();
 
+  /**
+   * Holds of billed calls whose agent and key are known to have no budget, per wallet and month:
+   * one statement at a time, and the calls that arrive while it runs held together by the next,
+   * for the sum of their holds (the balance admits a sum exactly as it admits its parts, so no call
+   * is admitted that the balance cannot cover). Without it every concurrent call of a wallet waited
+   * in turn for its row lock (docs/benchmarks.md "Billing"). A group the balance refuses is asked
+   * again call by call, so each call is refused only on its own hold.
+   */
+  type Waiter = { units: number; done: (row: SpendHoldRow | undefined) => void; fail: (err: unknown) => void };
+  const lanes = new Map<string, Waiter[]>();
+  const drain = async (lane: string, queue: Waiter[], ask: (units: number) => Promise<SpendHoldRow>) => {
+    while (queue.length > 0) {
+      const group = queue.splice(0);
+      try {
+        const row = await ask(group.reduce((sum, w) => sum + w.units, 0));
+        for (const w of group) w.done(row.refused === null || group.length === 1 ? row : undefined);
+      } catch (err) {
+        for (const w of group) w.fail(err);
+      }
+    }
+    lanes.delete(lane);
+  };
+  const holdTogether = (lane: string, units: number, ask: (units: number) => Promise<SpendHoldRow>) =>
+    new Promise<SpendHoldRow | undefined>((done, fail) => {
+      const queue = lanes.get(lane);
+      if (queue) {
+        queue.push({ units, done, fail });
+        return;
+      }
+      const fresh: Waiter[] = [{ units, done, fail }];
+      lanes.set(lane, fresh);
+      void drain(lane, fresh, ask);
+    });
+
   const addressOf = async (userId: string): Promise<string | null> => {
     const hit = wallets.get(userId);
     if (hit) return hit;
@@ -141,28 +175,41 @@ export function createSpendGuard(deps: {
     const keyId = caller.keyId ?? null;
     const address = billing ? await addressOf(caller.userId) : null;
     if (billing && !address) throw balanceTooLow(0, units / 1e10, 0);
-    // ended calls of these caps whose holds still wait in the usage window are written first, so a
-    // new call is judged on what they cost, not on what they held
     const agentScope = agentId ? `agent:${agentId}` : undefined;
     const keyScope = keyId ? `key:${keyId}` : undefined;
     const balanceScope = address ? `balance:${address}` : undefined;
-    const pending = [
-      agentScope && usage.written(agentScope),
-      keyScope && usage.written(keyScope),
-      balanceScope && usage.written(balanceScope),
-    ].filter(Boolean);
-    if (pending.length > 0) await Promise.all(pending);
     const period = monthOf(now());
-    const row = await spendHoldsRepo.hold(db.pool, {
-      agentId,
-      keyId,
-      userId: caller.userId,
-      address,
-      period,
-      holder: holds.holder,
-      amount: unitsToDecimal(units),
-      ttlMs: holds.ttlMs,
-    });
+    const ask = (amount: number) =>
+      spendHoldsRepo.hold(db.pool, {
+        agentId,
+        keyId,
+        userId: caller.userId,
+        address,
+        period,
+        holder: holds.holder,
+        amount: unitsToDecimal(amount),
+        ttlMs: holds.ttlMs,
+      });
+    const attempt = () => ask(units);
+    const together = address !== null && knownFree(noBudget, agentId) && knownFree(noKeyBudget, keyId);
+    let row =
+      (together ? await holdTogether(`${caller.userId}\u0000${agentId}\u0000${keyId}\u0000${period}`, units, ask) : undefined) ??
+      (await attempt());
+    if (row.refused !== null) {
+      // ended calls of these caps whose holds still wait in the usage window count as what they
+      // held, more than they cost: a refusal is asked again once they are written, so a call is
+      // refused on what the others cost. Not waited for before the first try: with billing on, every
+      // call of a wallet would wait for the usage write of the one before it (docs/benchmarks.md "Billing")
+      const pending = [
+        agentScope && usage.written(agentScope),
+        keyScope && usage.written(keyScope),
+        balanceScope && usage.written(balanceScope),
+      ].filter(Boolean);
+      if (pending.length > 0) {
+        await Promise.all(pending);
+        row = await attempt();
+      }
+    }
     // a refusal by the agent's budget is answered before the key's is read: only a null that was asked means "none"
     if (agentId) remember(noBudget, agentId, row.budget === null);
     if (keyId && row.refused !== 'budget') remember(noKeyBudget, keyId, row.key_budget === null);

@@ -10,14 +10,27 @@ import { aiRepo, type UsageBucket } from './ai.repo.ts';
 
 export const USAGE_DAYS_MAX = 90;
 
-export type UsageTotals = { requests: number; promptTokens: number; completionTokens: number; totalTokens: number; cost: number };
+/**
+ * `cost` is what the priced calls cost; `unpricedRequests` counts the calls of a model nobody
+ * priced (docs/payments.md "Model calls from the balance"), metered at $0, so a page says
+ * "unpriced" for them rather than $0.00.
+ */
+export type UsageTotals = {
+  requests: number;
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  cost: number;
+  unpricedRequests: number;
+};
 export type UsageReport = {
   days: number;
   from: string;
   to: string;
   totals: UsageTotals;
   daily: (UsageTotals & { date: string })[];
-  byModel: (UsageTotals & { model: string })[];
+  /** `priced`: false when some of the model's calls in the period had no price */
+  byModel: (UsageTotals & { model: string; priced: boolean })[];
   /** the caller's agents, most expensive first; empty in one agent's report */
   byAgent: (UsageTotals & { agentId: string; name: string | null })[];
   /** the calls made for each of the caller's API keys, most expensive first; empty in one agent's report */
@@ -31,8 +44,9 @@ const totalsOf = (b: UsageBucket): UsageTotals => ({
   totalTokens: Number(b.total_tokens),
   // USD rounded to 1e-6 for display; the exact numeric stays in the database
   cost: Math.round(Number(b.cost) * 1e6) / 1e6,
+  unpricedRequests: Number(b.unpriced_requests),
 });
-const zero = (): UsageTotals => ({ requests: 0, promptTokens: 0, completionTokens: 0, totalTokens: 0, cost: 0 });
+const zero = (): UsageTotals => ({ requests: 0, promptTokens: 0, completionTokens: 0, totalTokens: 0, cost: 0, unpricedRequests: 0 });
 const day = (d: Date) => d.toISOString().slice(0, 10);
 
 export function createUsageReport(deps: { db: Db; now?: () => Date }) {
@@ -55,6 +69,7 @@ export function createUsageReport(deps: { db: Db; now?: () => Date }) {
         completionTokens: t.completionTokens + d.completionTokens,
         totalTokens: t.totalTokens + d.totalTokens,
         cost: Math.round((t.cost + d.cost) * 1e6) / 1e6,
+        unpricedRequests: t.unpricedRequests + d.unpricedRequests,
       }),
       zero(),
     );
@@ -64,7 +79,7 @@ export function createUsageReport(deps: { db: Db; now?: () => Date }) {
       to: day(end),
       totals,
       daily,
-      byModel: rows.byModel.map((b) => ({ model: b.key, ...totalsOf(b) })),
+      byModel: rows.byModel.map((b) => ({ model: b.key, ...totalsOf(b), priced: Number(b.unpriced_requests) === 0 })),
       byAgent: rows.byAgent.map((b) => ({ agentId: b.key, name: b.name, ...totalsOf(b) })),
       byKey: rows.byKey.map((b) => ({ keyId: b.key, name: b.name, ...totalsOf(b) })),
     };

@@ -151,9 +151,12 @@ export function createUsageStore(deps: {
     const byAddress = new Map<string, number>();
     for (const e of billed) byAddress.set(e.billTo!, (byAddress.get(e.billTo!) ?? 0) + e.costUnits);
     const charges = [...byAddress].map(([address, costUnits]) => ({ address, costUnits, eventId: eventOf(address) }));
+    // the wallets first, then the usage rows and the holds they give back: the order hold_spend locks
+    // them in (migration 240), so a hold and this write never wait for each other (a deadlock did,
+    // found by docs/benchmarks.md "Billing")
     await deps.db.kysely.transaction().execute(async (trx) => {
-      await aiRepo.insertUsage(deps.db.pool, batch, freed, holder, eventOf, trx);
       await deps.billing!.charge(trx, charges);
+      await aiRepo.insertUsage(deps.db.pool, batch, freed, holder, eventOf, trx);
     });
   };
 

@@ -62,6 +62,7 @@ import { instanceRoutes } from './routes/instance.routes.ts';
 import { keysRoutes } from './routes/keys.routes.ts';
 import { logsRoutes } from './routes/logs.routes.ts';
 import { webMetricsRoutes } from './routes/metrics.web.routes.ts';
+import { modelPricesRoutes } from './routes/model-prices.routes.ts';
 import { paidCallsRoutes } from './routes/paid-calls.routes.ts';
 import { passwordResetRoutes } from './routes/password-reset.routes.ts';
 import { paymentSessionsRoutes } from './routes/payment-sessions.routes.ts';
@@ -236,6 +237,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     webHealthRoutes({ health: services.health }),
     featuresRoutes({ features: featuresOf(config) }),
     services.admin && adminRoutes({ admin: services.admin }),
+    modelPricesRoutes({ ai: services.ai, billing: config.AI_BILLING }),
     services.topUp && topUpRoutes({ topUp: services.topUp }),
     services.subscriptions && billingRoutes({ subscriptions: services.subscriptions }),
     agentsRoutes({ agents: services.agentsWeb, ...(services.watchdog ? { watchdog: services.watchdog } : {}) }),

@@ -8,7 +8,7 @@ import { type FormEvent, useEffect, useState } from 'react';
 import { api, call } from '../../api/client.ts';
 import { SpendAlert } from '../../spend-alert.tsx';
 import { Button, DataTable, Empty, ErrorText, Field, formatUsd, Notice, Section, Spinner, useAction, useData } from '../../ui.tsx';
-import { Chart, PeriodSelect, Totals } from '../usage.tsx';
+import { Chart, Cost, PeriodSelect, Totals } from '../usage.tsx';
 
 const BUDGET_MAX = 100_000;
 
@@ -42,7 +42,7 @@ export function Usage({ agentId }: { agentId: string }) {
                     { header: 'Day', cell: (d) => d.date },
                     { header: 'Calls', numeric: true, cell: (d) => d.requests.toLocaleString() },
                     { header: 'Tokens', numeric: true, cell: (d) => d.totalTokens.toLocaleString() },
-                    { header: 'Cost', numeric: true, cell: (d) => formatUsd(d.cost) },
+                    { header: 'Cost', numeric: true, cell: (d) => <Cost of={d} /> },
                   ]}
                 />
               </>
@@ -60,7 +60,7 @@ export function Usage({ agentId }: { agentId: string }) {
               { header: 'Model', cell: (m) => m.model },
               { header: 'Calls', numeric: true, cell: (m) => m.requests.toLocaleString() },
               { header: 'Tokens', numeric: true, cell: (m) => m.totalTokens.toLocaleString() },
-              { header: 'Cost', numeric: true, cell: (m) => formatUsd(m.cost) },
+              { header: 'Cost', numeric: true, cell: (m) => <Cost of={m} /> },
             ]}
           />
         </Section>

@@ -18,7 +18,7 @@
 import { connect as netConnect } from 'node:net';
 import { Agent, buildConnector, type Dispatcher, request as undiciRequest } from 'undici';
 import WebSocket from 'ws';
-import { LIMITS } from '../../../config/limits.ts';
+import { KEY_ID_HEADER, LIMITS } from '../../../config/limits.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
 import { openClawModel, withOpenClawModel } from './agent-model.rules.ts';
 import { createCompletionText } from './completion-text.rules.ts';
@@ -301,16 +301,21 @@ export function createAgentClient(deps: AgentClientDeps) {
      * A non-streamed completion: the answer's text. A refusal the agent passes on (its budget, a
      * rate limit: RELAYED_REFUSALS) throws as the platform's error with its status and sentence;
      * any other error status, an answer without content or no answer within `timeoutMs` throws a
-     * plain error.
+     * plain error. `keyId`: the API key the call is made with, named to the agent (KEY_ID_HEADER)
+     * as the proxy does, so its model calls are held against that key's budget.
      */
     async chatCompletion(
       t: AgentTarget,
       messages: { role: string; content: string }[],
-      options: { signal: AbortSignal; timeoutMs: number },
+      options: { signal: AbortSignal; timeoutMs: number; keyId?: string | undefined },
     ): Promise<string> {
       const res = await fetch(`${t.baseUrl}/v1/chat/completions`, {
         method: 'POST',
-        headers: { authorization: bearer(t), 'content-type': 'application/json' },
+        headers: {
+          authorization: bearer(t),
+          'content-type': 'application/json',
+          ...(options.keyId ? { [KEY_ID_HEADER]: options.keyId } : {}),
+        },
         body: JSON.stringify({ messages, stream: false }),
         signal: AbortSignal.any([options.signal, AbortSignal.timeout(options.timeoutMs)]),
       });

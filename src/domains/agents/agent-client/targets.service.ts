@@ -89,13 +89,15 @@ export function createAgentTargets(deps: { db: Db; secretsKey: Buffer; ttlMs?: n
 
     /**
      * The `agent` plugin's agent (§4.8 "orchestrator"): the user's oldest running (or active) agent
-     * with a gateway address and a token; undefined when there is none.
+     * with a gateway address and a token; undefined when there is none. `agentIds` (an API key
+     * limited to some agents, docs/payments.md "API keys"): only one of these.
      */
-    async running(userId: string): Promise<AgentTarget | undefined> {
+    async running(userId: string, agentIds?: readonly string[] | null): Promise<AgentTarget | undefined> {
       const found = await deps.db.withUser(userId, async (trx) => {
         const agents = await agentsRepo.listAgents(trx, userId);
         // listAgents is newest first
         for (const agent of agents.toReversed()) {
+          if (agentIds && !agentIds.includes(agent.id)) continue;
           if ((agent.status !== 'running' && agent.status !== 'active') || !agent.gateway_url) continue;
           const creds = await agentsRepo.getCredentials(trx, agent.id);
           if (creds) return { agent, creds };

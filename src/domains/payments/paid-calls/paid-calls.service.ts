@@ -17,7 +17,7 @@ import type { AiActor } from '../../ai/index.ts';
 import type { LedgerService } from '../ledger/ledger.service.ts';
 import { sessionsRepo } from '../sessions/sessions.repo.ts';
 import type { PaymentSessionsService } from '../sessions/sessions.service.ts';
-import type { Plugin, PluginOutput } from './plugins.service.ts';
+import type { Plugin, PluginCallerKey, PluginOutput } from './plugins.service.ts';
 
 export const PAYMENT_METHODS = ['stripe', 'mpp', 'session'] as const;
 export type PaymentMethod = (typeof PAYMENT_METHODS)[number];
@@ -44,7 +44,14 @@ export type PaidCallCheckout = (o: {
   caller: GatewayCaller;
 }) => Promise<string | null>;
 
-export type PaidCallAccount = { userId: string; email: string; plan: AiActor['plan']; isAdmin: boolean };
+export type PaidCallAccount = {
+  userId: string;
+  email: string;
+  plan: AiActor['plan'];
+  isAdmin: boolean;
+  /** the API key the caller came with, when any: the `agent` plugin reaches only the agents it may */
+  key?: PluginCallerKey | null | undefined;
+};
 
 export type PaidCallRequest = {
   pluginId: string;
@@ -233,7 +240,7 @@ export function createPaidCallsService(deps: {
         : { userId: payer ?? 'gateway', email: undefined, role: undefined, plan: 'solo', isAdmin: false };
       try {
         const output = await call(
-          { actor, userId: req.account?.userId ?? null },
+          { actor, userId: req.account?.userId ?? null, key: req.account?.key ?? null },
           { stream: req.stream && plugin.streaming, signal: req.signal },
         );
         return { ok: true, plugin: plugin.id, payment, headers, output, refund };

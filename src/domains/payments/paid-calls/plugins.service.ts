@@ -10,7 +10,10 @@ import { PLUGIN_PRICES } from '../../../lib/prices.ts';
 import type { AiActor, AiService } from '../../ai/index.ts';
 import type { AudioClient } from './audio.client.ts';
 
-export type PluginCaller = { actor: AiActor; userId: string | null };
+/** The API key a paid call came with (docs/payments.md "API keys"): its id, and the agents it may reach (null: all). */
+export type PluginCallerKey = { id: string; agentIds: readonly string[] | null };
+
+export type PluginCaller = { actor: AiActor; userId: string | null; key?: PluginCallerKey | null | undefined };
 
 export type PluginOutput =
   | { type: 'json'; message: unknown; extra?: Record<string, unknown> }
@@ -26,8 +29,15 @@ export type Plugin = {
   prepare(body: Record<string, unknown>): (caller: PluginCaller, o: { stream: boolean; signal: AbortSignal }) => Promise<PluginOutput>;
 };
 
-/** The caller's own running agent (`agent` plugin); undefined when they have none. */
-export type AgentChat = (userId: string, messages: { role: string; content: string }[], signal: AbortSignal) => Promise<string | undefined>;
+/**
+ * The caller's own running agent (`agent` plugin), one the caller's key may reach; undefined when
+ * they have none (a key limited to agents none of which runs: 404, agent-chat.service.ts).
+ */
+export type AgentChat = (
+  caller: { userId: string; key: PluginCallerKey | null },
+  messages: { role: string; content: string }[],
+  signal: AbortSignal,
+) => Promise<string | undefined>;
 
 const message = z.object({ role: z.enum(['system', 'user', 'assistant']), content: z.string().min(1).max(32_000) });
 const chatInput = z
@@ -113,7 +123,7 @@ export function createPlugins(deps: { ai: AiService; audio: AudioClient; agentCh
         return async (caller, o) => {
           // the caller's own running agent answers when there is one (§4.8 "orchestrator")
           if (caller.userId && deps.agentChat) {
-            const reply = await deps.agentChat(caller.userId, toMessages(v), o.signal);
+            const reply = await deps.agentChat({ userId: caller.userId, key: caller.key ?? null }, toMessages(v), o.signal);
             if (reply !== undefined) {
               if (!o.stream) return { type: 'json', message: reply, extra: { via: 'agent' } };
               return {

@@ -43,7 +43,7 @@ export const paidCallsRoutes = (deps: { gateway: PaidCallsService }): RouteModul
           tags: ['gateway'],
           summary: 'Call a plugin, paid by card balance, MPP or a payment session',
           description:
-            "Plugins and prices per call: `agent` $0.05 (the caller's running agent, else the AI layer; streams), `generate-text` $0.01 (AI layer; streams), " +
+            "Plugins and prices per call: `agent` $0.05 (the caller's running agent, else the AI layer; streams; with an API key limited to some agents only one of those, 404 when none of them runs), `generate-text` $0.01 (AI layer; streams), " +
             '`tts` $0.03 and `stt` $0.02 (the OpenAI-compatible audio endpoints of OPENAI_BASE_URL). `X-Plugin-Id` overrides body `plugin` (default `agent`); ' +
             'other body fields go to the plugin (`messages` or `prompt`; tts `input`, `voice`, `format`; stt `audio` base64, `filename`). ' +
             'Method: X-Payment-Method (`stripe`, `mpp`, `session`), else `Authorization: Payment` means mpp, else `stripe`: a caller with an account ' +
@@ -60,7 +60,7 @@ export const paidCallsRoutes = (deps: { gateway: PaidCallsService }): RouteModul
             'A plugin that fails before answering is not charged. `Accept: text/event-stream` streams `data: {plugin, delta}` events, then ' +
             '`data: {plugin, message, timestamp, payment, done:true}` and `data: [DONE]`. Errors: 400 `unknown_plugin` (session method) or bad input, ' +
             '401 `Unauthorized` (invalid key), 402 `payment_required`, `session_required`, `session_invalid`, `insufficient_balance` (`session.remaining`, `session.cost`), ' +
-            '`voucher_failed`; 500 `internal`; 502 `no_plugin`.',
+            '`voucher_failed`; 404 (`agent` with a key limited to agents none of which runs); 500 `internal`; 502 `no_plugin`.',
           headers: documentedHeaders({
             'x-plugin-id': 'overrides body `plugin`',
             'x-payment-method': '`stripe` (default), `mpp` or `session`',
@@ -70,7 +70,15 @@ export const paidCallsRoutes = (deps: { gateway: PaidCallsService }): RouteModul
           body: jsonBody({ plugin: z.string().max(100, { error: 'Invalid plugin' }).optional() }).loose(),
           // documented as before: anyone may call (the account scope only learns who, when a key or cookie is sent)
           security: [],
-          response: { 200: gatewayResponse, 400: errorSchema, 401: errorSchema, 402: errorSchema, 500: errorSchema, 502: errorSchema },
+          response: {
+            200: gatewayResponse,
+            400: errorSchema,
+            401: errorSchema,
+            402: errorSchema,
+            404: errorSchema,
+            500: errorSchema,
+            502: errorSchema,
+          },
         },
         config: { callerOptional: true } satisfies AccountRouteConfig,
         handler: async (request, reply) => {
@@ -87,6 +95,7 @@ export const paidCallsRoutes = (deps: { gateway: PaidCallsService }): RouteModul
                 email: caller.email,
                 plan: (isPayment ? 'solo' : caller.plan) as PaidCallAccount['plan'],
                 isAdmin: caller.isAdmin,
+                key: caller.key ? { id: caller.key.id, agentIds: caller.key.agentIds } : null,
               }
             : null;
           const accept = headerText(request, 'accept') ?? '';

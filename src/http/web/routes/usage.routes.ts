@@ -11,7 +11,13 @@ const totals = {
   promptTokens: z.number(),
   completionTokens: z.number(),
   totalTokens: z.number(),
-  cost: z.number().describe('USD, rounded to 6 decimals'),
+  cost: z.number().describe('USD, rounded to 6 decimals: what the priced calls cost (a call of a model without a price adds 0)'),
+  unpricedRequests: z
+    .number()
+    .describe(
+      'calls of a model nobody priced (docs/payments.md "Model calls from the balance"): metered at $0 and not in `cost`, ' +
+        'so a page says "unpriced" rather than $0.00',
+    ),
 };
 
 /** `?days=`: the window of a usage report (also GET /api/agents/:id/usage). */
@@ -31,7 +37,13 @@ export const usageReportFields = {
   to: z.string().describe('last day (today), YYYY-MM-DD (UTC)'),
   totals: z.object(totals),
   daily: z.array(z.object({ date: z.string(), ...totals })),
-  byModel: z.array(z.object({ model: z.string(), ...totals })),
+  byModel: z.array(
+    z.object({
+      model: z.string(),
+      ...totals,
+      priced: z.boolean().describe('false when some of these calls had no price (`unpricedRequests` > 0): their cost is unknown, not $0'),
+    }),
+  ),
 };
 
 export const usageRoutes = (deps: { report: UsageReportFn }): RouteModule<'session'> => {
@@ -49,7 +61,9 @@ export const usageRoutes = (deps: { report: UsageReportFn }): RouteModule<'sessi
             'first; `name` is null for an agent since deleted) and one per API key of yours (`byKey`: the model calls made for requests ' +
             "with that key through an agent's OpenAI-compatible endpoint or WebSocket, most expensive first; `name` null for a key since " +
             'deleted; docs/payments.md "API keys"). Another user\'s agents and keys never appear (row-level security). One agent\'s ' +
-            'usage and its monthly budget: GET /api/agents/:id/usage.',
+            'usage and its monthly budget: GET /api/agents/:id/usage. A model nobody priced (no catalogue price, none in MODEL_PRICES ' +
+            'nor on the admin page) is metered at $0: every entry counts such calls in `unpricedRequests`, and its `byModel` entry ' +
+            'says `priced: false`, so its cost reads "unpriced", never $0.00.',
           querystring: usageDaysQuery,
           response: {
             200: z.object({
