@@ -7,7 +7,7 @@
  * whose public half the platform was given; the address is derived from them.
  */
 import { constants, createHash, createPublicKey, generateKeyPairSync, type KeyObject, privateDecrypt, verify } from 'node:crypto';
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { sortedJson } from '../../src/domains/wallet/cdp.client.ts';

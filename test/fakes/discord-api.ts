@@ -14,7 +14,7 @@
  * identified session; `drop` closes every socket from Discord's side.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { APIMessage, APIUser } from '@discordjs/core';
 import { type WebSocket, WebSocketServer } from 'ws';

@@ -4,7 +4,7 @@
  * `{ok:false,error_code:401,description:'Unauthorized'}`, a missing chat_id or text 400. Records
  * every accepted message. `failNext` makes the next N calls answer 502 (retry tests).
  */
-import { createServer, type IncomingMessage } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readBody } from './read-body.ts';
 
