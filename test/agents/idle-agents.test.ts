@@ -72,6 +72,11 @@ async function asleep(): Promise<number[]> {
   return before;
 }
 
+const lastActive = async () =>
+  (
+    await t.database.db.kysely.selectFrom('agents').select('last_active_at').where('id', '=', agentId).executeTakeFirstOrThrow()
+  ).last_active_at!.getTime();
+
 const chat = (content: string) =>
   t.web.inject({
     method: 'POST',
@@ -179,9 +184,11 @@ describe('idle agents sleep (AGENT_IDLE_SUSPEND_S)', () => {
       socket.on('close', (code, why) => reject(new Error(`closed ${code} ${why}`)));
     });
     expect(reply).toEqual({ type: 'reply', content: 'Echo: over the socket' });
-    // an open socket keeps it awake: well past the idle second, it still runs
+    // an open socket keeps it awake: well past the idle second, it still runs, and its traffic is written as it goes
+    const before = await lastActive();
     await new Promise((r) => setTimeout(r, 2_500));
     expect(await status()).toBe('running');
+    expect((await lastActive()) - before).toBeGreaterThan(1_500);
     socket.close();
     await asleep();
   }, 60_000);

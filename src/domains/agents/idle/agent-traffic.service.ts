@@ -7,7 +7,6 @@
  * is not built and callers get `noTraffic`).
  */
 import type { Db } from '../../../db/client.ts';
-import { UUID_PATTERN } from '../../../lib/ids.ts';
 import type { Logger } from '../../../lib/logger.ts';
 import { idleAgentsRepo } from './idle-agents.repo.ts';
 
@@ -17,6 +16,9 @@ export type AgentTrafficRecorder = {
   /** the agent serves something until the returned function is called (once) */
   busy(agentId: string): () => void;
 };
+
+/** The shape of an agent id (migration 002's CHECK). */
+const AGENT_ID = /^[a-z0-9][a-z0-9-]{2,62}$/;
 
 /** What callers use when agents never sleep: records nothing. */
 export const noTraffic: AgentTrafficRecorder = { touch: () => {}, busy: () => () => {} };
@@ -36,7 +38,7 @@ export function createAgentTraffic(deps: { db: Db; flushMs: number; log?: Logger
   };
 
   function touch(agentId: string) {
-    if (!UUID_PATTERN.test(agentId)) return; // only ids of agents (a bad one would fail the whole batch)
+    if (!AGENT_ID.test(agentId)) return; // only what can be an agent's id (a bad one would fail the whole batch)
     const t = now();
     seen.set(agentId, t);
     lastSeen.set(agentId, t);

@@ -13,7 +13,7 @@ export const idleAgentsRepo = {
     if (seen.ids.length === 0) return;
     await sql`
       UPDATE agents a SET last_active_at = s.at
-        FROM unnest(${seen.ids}::uuid[], ${seen.at}::timestamptz[]) AS s(id, at)
+        FROM unnest(${seen.ids}::text[], ${seen.at}::timestamptz[]) AS s(id, at)
        WHERE a.id = s.id AND (a.last_active_at IS NULL OR a.last_active_at < s.at)`.execute(db);
   },
 
