@@ -19,7 +19,7 @@ import type { Logger } from '../lib/logger.ts';
 const quarterOf = (idleS: number) => Math.min(5_000, Math.max(200, Math.floor((idleS * 1000) / 4)));
 
 export function createIdleAgentsWiring(
-  o: Pick<AgentsDeps, 'db' | 'driver' | 'locks' | 'secrets'> & { config: Pick<Config, 'AGENT_IDLE_SUSPEND_S'> },
+  o: Pick<AgentsDeps, 'db' | 'driver' | 'locks' | 'secrets' | 'onEnqueue'> & { config: Pick<Config, 'AGENT_IDLE_SUSPEND_S'> },
   log: Logger,
 ) {
   const { db, driver, locks } = o;
@@ -28,7 +28,9 @@ export function createIdleAgentsWiring(
   // a suspended agent's cached target goes, so the next call in this process wakes it rather than finding no process
   const onSuspended = (a: { id: string; user_id: string }) => targets.forget(a.user_id, a.id);
   const idle: IdleAgents | undefined =
-    idleS && traffic ? createIdleAgents({ db, driver, locks, idleS, traffic, log, onSuspended }) : undefined;
+    idleS && traffic
+      ? createIdleAgents({ db, driver, locks, idleS, traffic, log, onSuspended, onEnqueue: () => o.onEnqueue?.() })
+      : undefined;
   const secretsKey = o.secrets.secretsEncryptionKey;
   const targets = createAgentTargets({ db, secretsKey, ...(idle && traffic ? { traffic, wake: idle.wake } : {}) });
   return {

@@ -7,6 +7,7 @@
  * - traffic wakes it and is answered, never refused: the dashboard chat, the agent proxy over HTTP
  *   and over WebSocket, a heartbeat that falls due;
  * - ten callers at once share one wake (one resume, one process);
+ * - one whose unit is gone (its state removed, as after a platform restart) is deployed again by the wake;
  * - Stop of a sleeping agent stops it; Start runs it.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -245,6 +246,15 @@ describe('idle agents sleep (AGENT_IDLE_SUSPEND_S)', () => {
       }
     });
     expect(runtimes.length).toBeLessThanOrEqual(1);
+  }, 60_000);
+
+  it('a sleeping agent whose unit is gone (a platform restart, its state removed) is deployed again by the wake, and answers', async () => {
+    await asleep();
+    rmSync(join(dataDir, 'agents', agentId, 'driver-state.json'));
+    const res = await chat('after the restart');
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().reply).toBe('Echo: after the restart');
+    expect(alive(statePid())).toBe(true);
   }, 60_000);
 
   it('the watchdog never took the sleeping agent for a broken one: no crash, no repair', async () => {

@@ -4,8 +4,10 @@
  * the flush serve every user and run on the owner connection by design.
  */
 import { type Kysely, sql } from 'kysely';
+import { LIMITS } from '../../../config/limits.ts';
 import type { DB } from '../../../db/schema.ts';
 import { type AgentRow, agentColumns } from '../agents.repo.ts';
+import { deploymentsRepo } from '../deployments/deployments.repo.ts';
 
 export const idleAgentsRepo = {
   /** Each agent's last traffic, moved forward only (another process may have written a later one). */
@@ -56,6 +58,24 @@ export const idleAgentsRepo = {
       .where('status', '=', 'suspended')
       .returning(agentColumns)
       .executeTakeFirst();
+  },
+
+  /**
+   * A sleeping agent whose unit is gone (a platform restart, its state removed): `provisioning` and
+   * a deployment job, in one transaction, only from `suspended`; false when its status had moved on.
+   */
+  async redeploy(db: Kysely<DB>, agent: AgentRow): Promise<boolean> {
+    return db.transaction().execute(async (trx) => {
+      const moved = await trx
+        .updateTable('agents')
+        .set({ status: 'provisioning', updated_at: sql`now()` })
+        .where('id', '=', agent.id)
+        .where('status', '=', 'suspended')
+        .executeTakeFirst();
+      if (Number(moved.numUpdatedRows) === 0) return false;
+      await deploymentsRepo.enqueueDeploy(trx, agent.id, agent.user_id, LIMITS.deploymentMaxAttempts);
+      return true;
+    });
   },
 
   /** A suspend the driver could not carry out: `running` again, unless something else moved it meanwhile. */

@@ -14,7 +14,9 @@
  *   never takes a sleeping agent for a broken one.
  * - `wake` is one per agent in this process: concurrent callers share it. Under the agent's
  *   lifecycle lock it resumes the unit (a Stop or Start meanwhile wins: only a `suspended` agent is
- *   woken), waits until its gateway answers /healthz, then marks it `running`.
+ *   woken), waits until its gateway answers /healthz, then marks it `running`. A unit the driver
+ *   has nothing to resume from (the local driver after a platform restart) is deployed again by a
+ *   deployment job, as Start does, and the wake waits until it runs.
  */
 import type { Db } from '../../../db/client.ts';
 import { AppError } from '../../../lib/errors.ts';
@@ -35,6 +37,8 @@ export type IdleAgentsDeps = {
   traffic: AgentTraffic;
   /** told once an agent is suspended: the targets drop its cached address, so the next call wakes it */
   onSuspended?: (agent: AgentRow) => void;
+  /** a deployment job was queued in this process (the worker looks at once) */
+  onEnqueue?: () => void;
   /** how long a wake may take until the gateway answers (default 60 s: OpenClaw takes ~10 s to start) */
   wakeTimeoutMs?: number;
   log?: Logger | undefined;
@@ -60,6 +64,21 @@ export function createIdleAgents(deps: IdleAgentsDeps) {
     }
   }
 
+  /** Deploys the sleeping `agent` again (a deployment job) and waits until it runs. */
+  async function redeployed(agent: AgentRow, deadline: number): Promise<AgentRow> {
+    if (await idleAgentsRepo.redeploy(db.kysely, agent)) deps.onEnqueue?.();
+    for (;;) {
+      const now = await idleAgentsRepo.find(db.kysely, agent.id);
+      if (now?.status === 'running') {
+        traffic.touch(agent.id);
+        return now;
+      }
+      if (!now || (now.status !== 'provisioning' && now.status !== 'suspended')) return now ?? agent; // stopped, failed: its record says so
+      if (Date.now() >= deadline) throw new AppError('AGENT_TIMEOUT', 'The agent was asleep and is still starting; try again shortly');
+      await sleep(50);
+    }
+  }
+
   async function wakeNow(agentId: string): Promise<AgentRow> {
     const started = Date.now();
     const resuming = await locks.run(agentId, async () => {
@@ -77,13 +96,10 @@ export function createIdleAgents(deps: IdleAgentsDeps) {
     try {
       await resuming.done;
     } catch (err) {
+      // nothing to resume (the local driver after a platform restart): deployed again, as Start would
+      if (err instanceof AgentNotDeployedError) return redeployed(resuming.agent, started + wakeTimeoutMs);
       deps.log?.warn({ agentId, err }, 'a sleeping agent could not be woken');
-      throw new AppError(
-        'AGENT_UNAVAILABLE',
-        err instanceof AgentNotDeployedError
-          ? 'The agent was asleep and its unit is gone: start it again'
-          : 'The agent was asleep and could not be woken; try again, or restart it',
-      );
+      throw new AppError('AGENT_UNAVAILABLE', 'The agent was asleep and could not be woken; try again, or restart it');
     }
     const url = await untilAnswering(agentId, resuming.agent.gateway_url, started + wakeTimeoutMs);
     const woken = await idleAgentsRepo.woken(db.kysely, agentId, url);
