@@ -6,7 +6,9 @@
  *   the same agent;
  * - a suspend goes to the driver, unless traffic came since the claim; a driver that fails puts the
  *   agent back to `running`;
- * - twenty wakes at once are one resume; a wake after a Stop resumes nothing.
+ * - twenty wakes at once are one resume; a wake after a Stop resumes nothing;
+ * - the watchdog's probe that finds a sleeping agent's unit suspended changes nothing, while a unit
+ *   suspended behind the platform's back (its record running) is still a failure.
  */
 import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -143,5 +145,44 @@ describe('the waker', () => {
     const after = await idle.wake(agent!);
     expect(after.status).toBe('stopped');
     expect(t.driver.calls.filter((c) => c.op === 'resume')).toHaveLength(0);
+  });
+});
+
+describe('the watchdog and a sleeping agent', () => {
+  /** A check by the holder of the agent's watch, its unit found `unit` and its record `record`. */
+  async function checkWith(record: 'running' | 'suspended') {
+    const id = await runningAgent(30);
+    await db()
+      .kysely.insertInto('agent_watchdog')
+      .values({
+        agent_id: id,
+        user_id: userId,
+        state: 'running',
+        locked_by: 'idle-test',
+        lease_until: sql<Date>`now() + interval '1 minute'`,
+      })
+      .execute();
+    t.driver.units.get(id)!.status = 'suspended';
+    await db().kysely.updateTable('agents').set({ status: record }).where('id', '=', id).execute();
+    const state = await t.platform.services.watchdog.check('idle-test', {
+      agent_id: id,
+      user_id: userId,
+      state: 'running',
+      failures: 0,
+      repair_attempts: 0,
+      gateway_url: `http://127.0.0.1:1/${id}`,
+    });
+    const events = await db().kysely.selectFrom('agent_watchdog_events').select(['kind', 'to_state']).where('agent_id', '=', id).execute();
+    return { state, events };
+  }
+
+  it('a probe that finds the unit suspended while the record says suspended (the sweep put it to sleep) changes nothing', async () => {
+    expect(await checkWith('suspended')).toEqual({ state: 'running', events: [] });
+  });
+
+  it('a unit suspended while the record says running (suspended outside the platform) is still a failure', async () => {
+    const { state, events } = await checkWith('running');
+    expect(state).toBe('degraded');
+    expect(events).toContainEqual({ kind: 'transition', to_state: 'degraded' });
   });
 });
