@@ -273,7 +273,8 @@ export function createAgentProxy(deps: AgentProxyDeps) {
       let target: Awaited<ReturnType<AgentClient['targets']['byId']>>;
       try {
         await mayReach(caller, agentId, true);
-        target = await agentClient.targets.byId(caller.userId, agentId);
+        // read afresh, not from the 2 s cache: a socket lives long, and an agent gone to sleep meanwhile is woken here
+        target = await agentClient.targets.byId(caller.userId, agentId, { fresh: true });
       } catch (err) {
         release();
         throw err;

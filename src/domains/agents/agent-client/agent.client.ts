@@ -133,6 +133,7 @@ export function createAgentClient(deps: AgentClientDeps) {
     input: { messages: ChatMessage[]; model?: string | undefined },
     onDelta: (text: string) => void,
     signal?: AbortSignal,
+    again = true,
   ): Promise<string> {
     let res: Response;
     const abort = AbortSignal.any([AbortSignal.timeout(restTimeoutMs), ...(signal ? [signal] : [])]);
@@ -146,10 +147,11 @@ export function createAgentClient(deps: AgentClientDeps) {
       });
     } catch (err) {
       if (signal?.aborted) throw agentFailed('the request was cancelled');
-      throw unreachable(
-        t.agent.id,
-        `The agent did not answer: ${(err as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable'}; ${NEXT_STEP}`,
-      );
+      // its target may be stale (the agent went to sleep, or moved): once more after a fresh look-up, which wakes it
+      const timedOut = (err as Error).name === 'TimeoutError';
+      if (again && !timedOut)
+        return streamFrom(await targets.byId(t.agent.user_id, t.agent.id, { fresh: true }), input, onDelta, signal, false);
+      throw unreachable(t.agent.id, `The agent did not answer: ${timedOut ? 'timed out' : 'unreachable'}; ${NEXT_STEP}`);
     }
     if (!res.ok || !res.body) {
       let detail = 'no explanation';
