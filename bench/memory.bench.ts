@@ -231,7 +231,7 @@ async function measureAgent(codeDir: string, idleS: number, chats: number): Prom
   const agentId = 'memory-agent';
   try {
     // as root the agent gets a user of its own, as the platform gives it (far above the ids the database hands out)
-    const d = await deployAndWait(driver, { agentId, token, modelUrl: model.url, uid: FIRST_AGENT_UID + 999_000_000 });
+    const d = await deployAndWait(driver, { agentId, token, modelUrl: model.url, uid: FIRST_AGENT_UID + 9_990_000 });
     const state = JSON.parse(readFileSync(join(dataDir, 'agents', agentId, 'driver-state.json'), 'utf8'));
     await sleep(idleS * 1000);
     const idle = agentTree(state);
@@ -296,7 +296,7 @@ async function measureDensity(codeDir: string, n: number, idleS: number): Promis
     await sleep(2_000);
     const ids = Array.from({ length: n }, (_, i) => `density-${i}`);
     for (const [i, agentId] of ids.entries()) {
-      await deployAndWait(driver, { agentId, token: 'd'.repeat(48), modelUrl: model.url, uid: FIRST_AGENT_UID + 999_000_100 + i });
+      await deployAndWait(driver, { agentId, token: 'd'.repeat(48), modelUrl: model.url, uid: FIRST_AGENT_UID + 9_990_100 + i });
     }
     await sleep(idleS * 1000);
     const trees = ids.map((agentId) => agentTree(JSON.parse(readFileSync(join(dataDir, 'agents', agentId, 'driver-state.json'), 'utf8'))));

@@ -19,7 +19,6 @@ import {
   createAgentMessages,
   createAgentsService,
   createAgentsWebService,
-  createAgentTargets,
   createBackendClient,
   createDeploymentJobs,
   createHostingDriver,
@@ -62,6 +61,7 @@ import { createJobMetrics, createProviderMetrics } from './lib/metrics.ts';
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
 import { createConversations } from './platform/conversations.ts';
 import { createIdentityServices } from './platform/identity.ts';
+import { createIdleAgentsWiring } from './platform/idle-agents.ts';
 import { createIntegrationServices } from './platform/integrations.ts';
 import { createPaymentServices } from './platform/payments.ts';
 import { createUndergroundBus, type UndergroundBusTimings } from './platform/underground-bus.ts';
@@ -223,9 +223,12 @@ export function createPlatform(deps: PlatformDeps) {
   const agents = createAgentsService(agentsDeps);
   const deployments = createDeploymentJobs(agentsDeps);
   const agentCallbacks = createAgentCallbacks({ db, platformKeyCache: agentKeyCache });
+  // idle agents sleep and any call wakes them (docs/agents.md "Idle agents sleep"): the targets wake, the traffic is counted
+  const idleAgents = createIdleAgentsWiring({ ...agentsDeps, config }, log);
   // every call to an agent's gateway (docs/architecture.md "Reaching an agent")
   const agentClient = createAgentClient({
-    targets: createAgentTargets({ db, secretsKey: deps.secrets.secretsEncryptionKey }),
+    targets: idleAgents.targets,
+    traffic: idleAgents.traffic,
     localSocket: (origin) => driver.localGatewaySocket?.(origin),
     // OpenClaw's chat completions take its own model names (docs/agents.md "OpenClaw")
     runtime: config.HOSTING_DRIVER === 'local' ? config.AGENT_RUNTIME : 'builtin',
@@ -398,6 +401,7 @@ export function createPlatform(deps: PlatformDeps) {
         agentClient,
         bus: undergroundBus,
         spendAlerts,
+        idleAgents,
       });
       await workers.start();
       // the platform sees an agent's process end itself, and has the watchdog check it at once
@@ -453,6 +457,7 @@ export function createPlatform(deps: PlatformDeps) {
       unwatchExits?.();
       await conversations.stop();
       await workers?.stop();
+      await idleAgents.close();
       await undergroundBus.close();
       if (ownsDriver) {
         await driver.shutdown().catch((err) => log.warn({ err }, 'hosting driver shutdown failed'));
@@ -467,12 +472,7 @@ export function createPlatform(deps: PlatformDeps) {
             )
             .catch((err: Error) => log.warn({ error: err.message }, 'agent status not recorded'));
       }
-      await ai.close();
-      await passwordReset.close();
-      await rateLimiter.close();
-      await sessionCache.close();
-      await keyCache.close();
-      await agentKeyCache.close();
+      for (const closing of [ai, passwordReset, rateLimiter, sessionCache, keyCache, agentKeyCache]) await closing.close();
     },
   };
 }

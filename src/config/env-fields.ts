@@ -15,6 +15,13 @@ export const bool = (fallback: boolean) =>
 
 export const port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 export const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+/** A whole number from 1 to `max`, or undefined when unset or empty. */
+export const optionalPositiveInt = (max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v.trim() === '' ? undefined : Number(v)))
+    .pipe(z.number({ error: 'must be a whole number above 0' }).int().positive().max(max).optional());
 export const optionalString = z
   .string()
   .optional()

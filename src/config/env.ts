@@ -10,7 +10,7 @@ import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { z } from 'zod';
-import { bool, list, optionalString, optionalUrl, port, positiveInt, trustProxy, url } from './env-fields.ts';
+import { bool, list, optionalPositiveInt, optionalString, optionalUrl, port, positiveInt, trustProxy, url } from './env-fields.ts';
 import { LIMITS } from './limits.ts';
 
 /** Raw schema: one entry per variable of docs/configuration.md (settings beyond the specification's are marked "added" there). */
@@ -145,12 +145,7 @@ const envSchema = z.object({
    * added (docs/agents.md "Disk"): local driver: every agent's disk quota in MB (workspace, home and its
    * process.log), replacing the per-plan default of LIMITS.agentDiskQuotaMb; also the largest file it may write
    */
-  AGENT_DISK_QUOTA_MB: z.coerce
-    .number()
-    .int()
-    .positive()
-    .max(16 * 1024 * 1024)
-    .optional(),
+  AGENT_DISK_QUOTA_MB: optionalPositiveInt(16 * 1024 * 1024),
   /**
    * added (docs/agents.md "Model access"): the platform's OpenAI-compatible AI gateway as agents reach it, given to
    * each agent as its model base URL. Unset: the backend's own loopback address with the local driver
@@ -182,6 +177,8 @@ const envSchema = z.object({
   // added (heartbeats, §4.12): how often a backend looks for due heartbeats, and how long one agent may take to run one
   HEARTBEAT_POLL_MS: positiveInt(5_000),
   HEARTBEAT_TIMEOUT_MS: positiveInt(120_000),
+  // added (docs/agents.md "Idle agents sleep"): seconds without traffic before an agent is suspended; unset: never
+  AGENT_IDLE_SUSPEND_S: optionalPositiveInt(),
   // added (§4.15 Underground bus): deliver to agents' webhooks on private, loopback or link-local addresses (SSRF guard off)
   UNDERGROUND_ALLOW_PRIVATE_WEBHOOKS: bool(false),
   /** added: how often the backend looks for spend alerts whose threshold was crossed (docs/payments.md "Spend alerts") */

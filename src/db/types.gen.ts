@@ -103,6 +103,7 @@ export interface Agents {
   external_id: string | null;
   gateway_url: string | null;
   id: string;
+  last_active_at: Timestamp | null;
   model: Generated<string>;
   name: string;
   plan: Generated<string>;

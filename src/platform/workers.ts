@@ -1,11 +1,11 @@
 /**
  * The backend's workers (docs/architecture.md "Workers"), in the order `startWorkers()` starts
  * them: the deployment jobs (after the start-up reconciliation), the watchdog's probe loop (unless
- * the tests drive it), heartbeats and Underground bus deliveries. Each queue is a job kind on the
+ * the tests drive it), heartbeats, Underground bus deliveries, spend alerts and the idle sweep. Each queue is a job kind on the
  * one job runner; they are given domain services only.
  */
 import type { Config } from '../config/env.ts';
-import type { AgentClient, DeploymentJobs } from '../domains/agents/index.ts';
+import type { AgentClient, DeploymentJobs, IdleAgents } from '../domains/agents/index.ts';
 import type { HeartbeatService } from '../domains/heartbeat/index.ts';
 import type { SpendAlerts } from '../domains/spend-alerts/index.ts';
 import type { BusService } from '../domains/underground/index.ts';
@@ -15,6 +15,7 @@ import type { JobMetrics } from '../lib/metrics.ts';
 import type { PlatformDeps } from '../platform.ts';
 import { createDeploymentWorker } from '../workers/deployments.ts';
 import { createHeartbeatWorker } from '../workers/heartbeats.ts';
+import { createIdleSweepWorker } from '../workers/idle-agents.ts';
 import { createWorkerCatalog } from '../workers/job-runner.ts';
 import { createSpendAlertsWorker } from '../workers/spend-alerts.ts';
 import { createUndergroundBusWorker } from '../workers/underground-bus.ts';
@@ -32,7 +33,10 @@ export function createBackendWorkers(o: {
   agentClient: AgentClient;
   bus: BusService;
   spendAlerts: SpendAlerts;
+  /** idle agents (AGENT_IDLE_SUSPEND_S set): the sweep that suspends them */
+  idleAgents: { idle: IdleAgents | undefined; sweepPollMs: number };
 }) {
+  const idle = o.idleAgents.idle;
   const observed = { logger: o.log, metrics: o.metrics?.observer };
   return createWorkerCatalog({
     deployments: createDeploymentWorker({ deployments: o.deployments, ...observed, pollMs: o.deps.workerPollMs }),
@@ -55,5 +59,7 @@ export function createBackendWorkers(o: {
     }),
     // spend alerts whose threshold was crossed (docs/payments.md "Spend alerts")
     spendAlerts: createSpendAlertsWorker({ alerts: o.spendAlerts, ...observed, pollMs: o.config.SPEND_ALERTS_POLL_MS }),
+    // agents without traffic for AGENT_IDLE_SUSPEND_S are suspended (docs/agents.md "Idle agents sleep")
+    ...(idle ? { idleSweep: createIdleSweepWorker({ idle, ...observed, pollMs: o.idleAgents.sweepPollMs }) } : {}),
   });
 }

@@ -42,7 +42,8 @@ export function heartbeatJob(options: HeartbeatWorkerOptions): JobKind<DueHeartb
     claim: (c) => options.heartbeat.claimDue(c.holder, c.leaseMs, c.limit),
     /** Wakes one agent; the run to record (an agent that does not answer is a value, not a throw). */
     async run(h) {
-      if (h.agent_status !== 'running' || !h.gateway_url) {
+      // a sleeping agent is woken by the call (docs/agents.md "Idle agents sleep")
+      if ((h.agent_status !== 'running' && h.agent_status !== 'suspended') || !h.gateway_url) {
         return { status: 'skipped', error: h.agent_status === null ? 'no such agent' : `agent is ${h.agent_status}`, ran: false };
       }
       const runId = `${h.agent_id}:${h.next_heartbeat.toISOString()}`;

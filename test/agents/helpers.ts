@@ -20,6 +20,8 @@ export async function startAgentsPlatform<D extends HostingDriver = FakeDriver>(
   const t = await startTestPlatform(
     {
       BACKEND_URL: backendUrl,
+      // the port agents of the local driver reach the platform's AI gateway on (AGENT_GATEWAY_URL's default)
+      BACKEND_PORT: String(port),
       ADMIN_EMAILS: 'admin@example.com',
       ADMIN_EMAILS_REQUIRE_VERIFIED: 'false',
       STRIPE_SECRET_KEY: 'sk_test_agents',

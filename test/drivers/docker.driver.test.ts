@@ -177,15 +177,24 @@ describe('docker driver', () => {
     expect(c.RestartCount).toBe(1);
     expect((await driver.status('d3')).status).toBe('starting');
 
+    // suspend scales to zero: the container stops (no process, no memory), its filesystem kept
     await driver.suspend('d3');
-    expect(c.State.Status).toBe('paused');
+    expect(c.State.Status).toBe('exited');
+    expect((await driver.status('d3')).status).toBe('stopped');
+    await driver.suspend('d3'); // already stopped: nothing to do
+    await driver.resume('d3');
+    expect(c.State.Status).toBe('running');
+
+    // a container paused (by an earlier version's suspend) reads suspended; suspend stops it, resume starts it
+    c.State = { ...c.State, Status: 'paused', Paused: true };
     expect((await driver.status('d3')).status).toBe('suspended');
-    await driver.suspend('d3'); // already paused: nothing to do
+    await driver.suspend('d3');
+    expect(c.State.Status).toBe('exited');
     await driver.resume('d3');
     expect(c.State.Status).toBe('running');
 
     // the engine refuses to restart a paused container: the driver unpauses it first
-    await driver.suspend('d3');
+    c.State = { ...c.State, Status: 'paused', Paused: true };
     await driver.restart('d3');
     expect(c.State.Status).toBe('running');
     expect(c.RestartCount).toBe(2);

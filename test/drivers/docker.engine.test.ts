@@ -76,8 +76,8 @@ describe.skipIf(!host || !image)('docker driver on a real engine', () => {
     expect(stats.memoryPercent).toBeGreaterThan(0);
     expect((await driver!.logs(agentId, { limit: 50 })).length).toBeGreaterThan(0);
 
-    await driver!.suspend(agentId);
-    expect((await driver!.status(agentId)).status).toBe('suspended');
+    await driver!.suspend(agentId); // scale to zero: the container stops
+    expect((await driver!.status(agentId)).status).toBe('stopped');
     await driver!.restart(agentId);
     await driver!.stop!(agentId);
     expect((await driver!.status(agentId)).status).toBe('stopped');

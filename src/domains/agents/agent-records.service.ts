@@ -190,6 +190,9 @@ export function createAgentDirectory(db: Db, locks: LifecycleLocks) {
      * `running`), as one lifecycle transition: after a Stop it does nothing, and a Stop after it
      * stops what it started. Resolves with the relaunch under way (`done`), or undefined when skipped.
      */
+    async meantToRun(agentId: string): Promise<boolean> {
+      return (await agentsRepo.findAgent(db.kysely, agentId))?.status === 'running';
+    },
     relaunchIfRunning(agentId: string, relaunch: () => Promise<void>): Promise<{ done: Promise<void> } | undefined> {
       return locks.run(agentId, async () => {
         const agent = await agentsRepo.findAgent(db.kysely, agentId);

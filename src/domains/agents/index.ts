@@ -29,7 +29,7 @@ export {
   updatedAgent,
 } from './agents.backend.schemas.ts';
 export { type AgentsService, createAgentsService } from './agents.backend.service.ts';
-export { agentsRepo } from './agents.repo.ts';
+export { type AgentRow, agentsRepo } from './agents.repo.ts';
 export { agentName, configObject } from './agents.schemas.ts';
 export {
   agentMessagesPage,
@@ -56,4 +56,6 @@ export {
   HostingUnavailableError,
 } from './drivers/driver.contract.ts';
 export { createHostingDriver } from './drivers/driver-registry.service.ts';
+export { createAgentTraffic, noTraffic } from './idle/agent-traffic.service.ts';
+export { createIdleAgents, type IdleAgents } from './idle/idle-agents.service.ts';
 export { createLifecycleLocks } from './lifecycle-locks.service.ts';

@@ -4,10 +4,8 @@
  * repairing it through the hosting driver (stop the gateway, wait, start it, wait for health,
  * verify). State, history and notifications are written to PostgreSQL by watchdog.repo.ts; the
  * loop that decides which agents this process checks is src/workers/watchdog.ts, through `leases`
- * and `outbox` (watchdog-work.service.ts).
- * docs/watchdog.md describes the states and the repair.
- * Length (~360 lines): one state machine (§3) whose transitions, repair attempts and notifications must be read
- * together; its persistence is watchdog.repo.ts and its probes live in the drivers.
+ * and `outbox` (watchdog-work.service.ts). docs/watchdog.md describes the states and the repair.
+ * Length: one state machine (§3) whose transitions, repairs and notifications are read together.
  */
 import type { Config } from '../../config/env.ts';
 import type { Db } from '../../db/client.ts';
@@ -94,6 +92,8 @@ export type WatchdogAgents = {
    * when it no longer is (nothing started).
    */
   relaunchIfRunning(agentId: string, relaunch: () => Promise<void>): Promise<{ done: Promise<void> } | undefined>;
+  /** whether the agent's record still says `running` (an idle agent is put to sleep: docs/agents.md "Idle agents sleep") */
+  meantToRun(agentId: string): Promise<boolean>;
 };
 
 export type WatchdogDeps = {
@@ -130,16 +130,13 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     );
   });
 
-const describeContainer = (s: ContainerStatus) =>
-  s === 'error'
-    ? 'the gateway process exited unexpectedly'
-    : s === 'stopped'
-      ? 'the gateway is not running'
-      : s === 'not_found'
-        ? 'the hosting platform has no unit for the agent'
-        : s === 'suspended'
-          ? 'the gateway is suspended (stopped) while it should run'
-          : 'the health endpoint did not answer';
+const CONTAINER_WORDS: Partial<Record<ContainerStatus, string>> = {
+  error: 'the gateway process exited unexpectedly',
+  stopped: 'the gateway is not running',
+  not_found: 'the hosting platform has no unit for the agent',
+  suspended: 'the gateway is suspended (stopped) while it should run',
+};
+const describeContainer = (s: ContainerStatus) => CONTAINER_WORDS[s] ?? 'the health endpoint did not answer';
 
 /** The §6 event a history row is notified as. */
 function noticeEvent(e: NewEvent): string {
@@ -164,6 +161,9 @@ export function createWatchdogService(deps: WatchdogDeps) {
       throw err;
     }
     if (st.status === 'healthy') return { healthy: true, url: st.url };
+    // put to sleep (or stopped) since it came due: not broken, and not watched once the next sync sees its record
+    if ((st.status === 'suspended' || st.status === 'stopped') && !(await deps.agents.meantToRun(agent.agent_id)))
+      return { healthy: false, unknown: true, crashed: false, detail: 'asleep' };
     // the unit moved (a restart took another port): probe where the driver says it is now
     if (
       st.url &&

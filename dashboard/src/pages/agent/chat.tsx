@@ -191,7 +191,13 @@ export function Chat({ agent }: { agent: Agent }) {
       {fresh && (
         <Notice kind="info">New conversation: the agent no longer gets the messages above (/new in a message does the same).</Notice>
       )}
-      {agent.status !== 'running' && <Notice kind="warning">This agent is {agent.status}. It answers once it is running.</Notice>}
+      {agent.status === 'suspended' ? (
+        <Notice kind="info">
+          This agent is asleep (no traffic for a while). Your message wakes it; the first answer takes a moment longer.
+        </Notice>
+      ) : (
+        agent.status !== 'running' && <Notice kind="warning">This agent is {agent.status}. It answers once it is running.</Notice>
+      )}
       <div className="chat-wrap">
         <div className="chat" ref={box} onScroll={onScroll} aria-live="polite" aria-busy={busy} aria-label="Conversation" role="log">
           <div className="chat-lines">

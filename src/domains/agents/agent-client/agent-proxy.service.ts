@@ -88,7 +88,7 @@ export type ProxiedAnswer = { status: number; headers: Record<string, string | s
 
 export type AgentProxyDeps = {
   /** reaches the agent: look-ups, forwarded requests and piped WebSockets */
-  agentClient: Pick<AgentClient, 'targets' | 'forward' | 'pipeSocket'>;
+  agentClient: Pick<AgentClient, 'targets' | 'forward' | 'pipeSocket' | 'busy'>;
   /** ends what is open when the session or key it was opened with is revoked */
   revoker: Pick<StreamRevoker, 'watch'>;
   /** the platform's own origins (PUBLIC_URL and CSRF_ALLOWED_ORIGINS): an agent's redirect may name them only under its prefix */
@@ -215,6 +215,8 @@ export function createAgentProxy(deps: AgentProxyDeps) {
         headers,
         body,
       });
+      // the agent is busy (never idle: docs/agents.md "Idle agents sleep") until the answer is sent
+      whenClosed(connection.response, agentClient.busy(target.agent.id));
       // a redirect only within the agent's own paths (docs/agents.md "Agent content and streams"); checked before any header is copied
       const location =
         upstream.headers.location === undefined
@@ -271,7 +273,8 @@ export function createAgentProxy(deps: AgentProxyDeps) {
       let target: Awaited<ReturnType<AgentClient['targets']['byId']>>;
       try {
         await mayReach(caller, agentId, true);
-        target = await agentClient.targets.byId(caller.userId, agentId);
+        // read afresh, not from the 2 s cache: a socket lives long, and an agent gone to sleep meanwhile is woken here
+        target = await agentClient.targets.byId(caller.userId, agentId, { fresh: true });
       } catch (err) {
         release();
         throw err;

@@ -11,7 +11,7 @@
  * - `streamCompletion`: a streamed `POST /v1/chat/completions` read as text (§4.18 REST chat).
  * - `chatCompletion`: a non-streamed completion (the payments `agent` plugin).
  * - `heartbeat`: `POST /v1/heartbeat` for a scheduled heartbeat (the heartbeat worker).
- * - `probeHealthz`: `GET /healthz` of a gateway the driver reports (container health).
+ * - `probeHealthz` (./health-probe.client.ts): `GET /healthz` of a gateway the driver reports (container health).
  *
  * Targets (base URL and decrypted token, cached briefly) come from `targets.service.ts`.
  */
@@ -20,6 +20,7 @@ import { Agent, buildConnector, type Dispatcher, request as undiciRequest } from
 import WebSocket from 'ws';
 import { KEY_ID_HEADER, LIMITS } from '../../../config/limits.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
+import { type AgentTrafficRecorder, noTraffic } from '../idle/agent-traffic.service.ts';
 import { openClawModel, withOpenClawModel } from './agent-model.rules.ts';
 import { createCompletionText } from './completion-text.rules.ts';
 import { type RefusalDetails, relayedRefusal } from './relayed-refusal.rules.ts';
@@ -46,23 +47,6 @@ const withoutContentLength = (headers: ForwardRequest['headers']) =>
   Object.fromEntries(Object.entries(headers).filter(([name]) => name.toLowerCase() !== 'content-length'));
 const wsUrl = (t: AgentTarget) => `${t.baseUrl.replace(/^http/, 'ws')}/ws`;
 const bearer = (t: AgentTarget) => `Bearer ${t.token}`;
-const healthzUrl = (url: string) => (url.replace(/\/+$/, '').endsWith('/healthz') ? url : `${url.replace(/\/+$/, '')}/healthz`);
-
-/** One probe: true when `GET <url>/healthz` answers 200 with `{ok:true}` within `probeTimeoutMs`. */
-export async function probeHealthz(url: string, probeTimeoutMs: number = LIMITS.healthProbeTimeoutMs): Promise<boolean> {
-  try {
-    const res = await fetch(healthzUrl(url), { signal: AbortSignal.timeout(probeTimeoutMs) });
-    if (res.status !== 200) {
-      await res.body?.cancel();
-      return false;
-    }
-    const body = (await res.json().catch(() => undefined)) as { ok?: unknown } | undefined;
-    return body?.ok === true;
-  } catch {
-    return false;
-  }
-}
-
 export type AgentClientDeps = {
   targets: AgentTargets;
   /** how long a forwarded request may wait for the agent's headers / between body chunks */
@@ -89,6 +73,8 @@ export type AgentClientDeps = {
    * rather than at its next probe.
    */
   onUnreachable?: (agentId: string) => void;
+  /** idle agents (docs/agents.md "Idle agents sleep"): an agent is busy while a call to it is open, never idle mid-answer */
+  traffic?: AgentTrafficRecorder;
 };
 
 /**
@@ -112,6 +98,12 @@ function connectorFor(localSocket: ((origin: string) => string | undefined) | un
 
 export function createAgentClient(deps: AgentClientDeps) {
   const { targets } = deps;
+  const traffic = deps.traffic ?? noTraffic;
+  /** Runs `call` with the agent counted busy until it settles. */
+  const whileBusy = <T>(agentId: string, call: () => Promise<T>): Promise<T> => {
+    const done = traffic.busy(agentId);
+    return call().finally(done);
+  };
   const forwardTimeoutMs = deps.forwardTimeoutMs ?? 300_000;
   const wsTimeoutMs = deps.wsTimeoutMs ?? LIMITS.chatWebSocketTimeoutMs;
   const restTimeoutMs = deps.restTimeoutMs ?? 120_000;
@@ -135,8 +127,68 @@ export function createAgentClient(deps: AgentClientDeps) {
     return new AppError('AGENT_UNAVAILABLE', message);
   };
 
+  /** `streamCompletion`'s request and reading. */
+  async function streamFrom(
+    t: AgentTarget,
+    input: { messages: ChatMessage[]; model?: string | undefined },
+    onDelta: (text: string) => void,
+    signal?: AbortSignal,
+    again = true,
+  ): Promise<string> {
+    let res: Response;
+    const abort = AbortSignal.any([AbortSignal.timeout(restTimeoutMs), ...(signal ? [signal] : [])]);
+    const model = openClaw ? openClawModel(input.model, ownModels(t)) : input.model;
+    try {
+      res = await fetch(`${t.baseUrl}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: bearer(t), 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify({ messages: input.messages, stream: true, ...(model ? { model } : {}) }),
+        signal: abort,
+      });
+    } catch (err) {
+      if (signal?.aborted) throw agentFailed('the request was cancelled');
+      // its target may be stale (the agent went to sleep, or moved): once more after a fresh look-up, which wakes it
+      const timedOut = (err as Error).name === 'TimeoutError';
+      if (again && !timedOut)
+        return streamFrom(await targets.byId(t.agent.user_id, t.agent.id, { fresh: true }), input, onDelta, signal, false);
+      throw unreachable(t.agent.id, `The agent did not answer: ${timedOut ? 'timed out' : 'unreachable'}; ${NEXT_STEP}`);
+    }
+    if (!res.ok || !res.body) {
+      let detail = 'no explanation';
+      let refusal: AppError | undefined;
+      try {
+        const body = (await res.json()) as { error?: ({ message?: unknown } & RefusalDetails) | string };
+        const e = body.error;
+        const m = typeof e === 'string' ? e : e?.message;
+        if (typeof m === 'string') detail = m.slice(0, 500);
+        // the runtime passes the AI gateway's 4xx on with its status and OpenAI body (`error.code`)
+        if (res.status >= 400 && res.status < 500 && e && typeof e === 'object')
+          refusal = relayedRefusal(detail, { retryAfter: res.headers.get('retry-after') ?? undefined, ...e });
+      } catch {
+        // not JSON: the status says enough
+      }
+      if (refusal) throw refusal;
+      throw new AppError('AGENT_UNAVAILABLE', `The agent answered ${res.status}: ${detail}`);
+    }
+    const reader = createCompletionText();
+    const read = (pieces: string[]) => {
+      for (const piece of pieces) onDelta(piece);
+      if (reader.error) throw agentFailed(reader.error);
+    };
+    try {
+      for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) read(reader.push(bytes));
+      read(reader.end());
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      throw agentFailed((err as Error).name === 'TimeoutError' ? 'timed out' : 'the stream broke off');
+    }
+    return reader.text;
+  }
+
   return {
     targets,
+    /** Counts the agent busy until the returned function is called (the proxy's forwarded answer). */
+    busy: (agentId: string) => traffic.busy(agentId),
 
     /**
      * Sends `req` to the user's agent `agentId` and returns the answer unread. A failure to reach a
@@ -170,7 +222,7 @@ export function createAgentClient(deps: AgentClientDeps) {
         return await send(await targets.byId(userId, agentId));
       } catch (err) {
         if (isAppError(err)) throw err;
-        // a cached address may be stale (the agent restarted elsewhere): look it up again, once
+        // a cached address may be stale (the agent restarted elsewhere, or went to sleep): look it up again, once
         targets.forget(userId, agentId);
         try {
           return await send(await targets.byId(userId, agentId, { fresh: true }));
@@ -186,56 +238,63 @@ export function createAgentClient(deps: AgentClientDeps) {
      * with `headers` on its upgrade (the caller's key, for the agent's model calls); `close` ends
      * both (the caller's revocation).
      */
-    pipeSocket: (client: WebSocket, target: AgentTarget, limits: SocketPipeLimits, headers?: Record<string, string>) =>
-      pipeSocket(
+    pipeSocket(client: WebSocket, target: AgentTarget, limits: SocketPipeLimits, headers?: Record<string, string>) {
+      // busy while the caller's socket is open
+      client.once('close', traffic.busy(target.agent.id));
+      return pipeSocket(
         client,
         { url: wsUrl(target), authorization: bearer(target), headers, onUnreachable: () => tellUnreachable(target.agent.id) },
         limits,
-      ),
+      );
+    },
 
     /** §4.8: one WebSocket, one chat frame, the first reply or error frame, then close. */
     wsChat(t: AgentTarget, message: string, sessionKey: string): Promise<string> {
-      return new Promise((resolve, reject) => {
-        const socket = new WebSocket(wsUrl(t), { headers: { authorization: bearer(t) }, handshakeTimeout: wsTimeoutMs });
-        let settled = false;
-        const finish = (err: AppError | undefined, reply?: string) => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          socket.removeAllListeners('message');
-          socket.on('error', () => {});
-          socket.close();
-          if (err) reject(err);
-          else resolve(reply!);
-        };
-        const timer = setTimeout(
-          () => finish(new AppError('AGENT_TIMEOUT', `The agent did not reply within ${Math.round(wsTimeoutMs / 1000)} seconds`)),
-          wsTimeoutMs,
-        );
-        socket.on('open', () => socket.send(JSON.stringify({ type: 'chat', content: message, sessionKey })));
-        socket.on('message', (raw: Buffer) => {
-          let frame: { type?: unknown; content?: unknown; error?: unknown } & RefusalDetails;
-          try {
-            frame = JSON.parse(raw.toString('utf8'));
-          } catch {
-            return;
-          }
-          if (frame.type === 'reply' && typeof frame.content === 'string') finish(undefined, frame.content);
-          else if (frame.type === 'error') {
-            // the runtime's error frame carries the refusal's code (and allowed models), not its status
-            const message = typeof frame.error === 'string' ? frame.error : 'The agent answered with an error';
-            finish(relayedRefusal(message, frame) ?? new AppError('AGENT_ERROR', message.slice(0, 500)));
-          }
-        });
-        socket.on('unexpected-response', (_req, res) => {
-          res.resume();
-          finish(unreachable(t.agent.id, `The agent's gateway refused the connection (${res.statusCode}); ${NEXT_STEP}`));
-        });
-        socket.on('error', (err) => finish(unreachable(t.agent.id, `Could not reach the agent (${err.message}); ${NEXT_STEP}`)));
-        socket.on('close', () => {
-          if (!settled) finish(unreachable(t.agent.id, `The agent closed the connection without replying; ${NEXT_STEP}`));
-        });
-      });
+      return whileBusy(
+        t.agent.id,
+        () =>
+          new Promise<string>((resolve, reject) => {
+            const socket = new WebSocket(wsUrl(t), { headers: { authorization: bearer(t) }, handshakeTimeout: wsTimeoutMs });
+            let settled = false;
+            const finish = (err: AppError | undefined, reply?: string) => {
+              if (settled) return;
+              settled = true;
+              clearTimeout(timer);
+              socket.removeAllListeners('message');
+              socket.on('error', () => {});
+              socket.close();
+              if (err) reject(err);
+              else resolve(reply!);
+            };
+            const timer = setTimeout(
+              () => finish(new AppError('AGENT_TIMEOUT', `The agent did not reply within ${Math.round(wsTimeoutMs / 1000)} seconds`)),
+              wsTimeoutMs,
+            );
+            socket.on('open', () => socket.send(JSON.stringify({ type: 'chat', content: message, sessionKey })));
+            socket.on('message', (raw: Buffer) => {
+              let frame: { type?: unknown; content?: unknown; error?: unknown } & RefusalDetails;
+              try {
+                frame = JSON.parse(raw.toString('utf8'));
+              } catch {
+                return;
+              }
+              if (frame.type === 'reply' && typeof frame.content === 'string') finish(undefined, frame.content);
+              else if (frame.type === 'error') {
+                // the runtime's error frame carries the refusal's code (and allowed models), not its status
+                const message = typeof frame.error === 'string' ? frame.error : 'The agent answered with an error';
+                finish(relayedRefusal(message, frame) ?? new AppError('AGENT_ERROR', message.slice(0, 500)));
+              }
+            });
+            socket.on('unexpected-response', (_req, res) => {
+              res.resume();
+              finish(unreachable(t.agent.id, `The agent's gateway refused the connection (${res.statusCode}); ${NEXT_STEP}`));
+            });
+            socket.on('error', (err) => finish(unreachable(t.agent.id, `Could not reach the agent (${err.message}); ${NEXT_STEP}`)));
+            socket.on('close', () => {
+              if (!settled) finish(unreachable(t.agent.id, `The agent closed the connection without replying; ${NEXT_STEP}`));
+            });
+          }),
+      );
     },
 
     /**
@@ -248,53 +307,7 @@ export function createAgentClient(deps: AgentClientDeps) {
       onDelta: (text: string) => void,
       signal?: AbortSignal,
     ): Promise<string> {
-      let res: Response;
-      const abort = AbortSignal.any([AbortSignal.timeout(restTimeoutMs), ...(signal ? [signal] : [])]);
-      const model = openClaw ? openClawModel(input.model, ownModels(t)) : input.model;
-      try {
-        res = await fetch(`${t.baseUrl}/v1/chat/completions`, {
-          method: 'POST',
-          headers: { authorization: bearer(t), 'content-type': 'application/json', accept: 'text/event-stream' },
-          body: JSON.stringify({ messages: input.messages, stream: true, ...(model ? { model } : {}) }),
-          signal: abort,
-        });
-      } catch (err) {
-        if (signal?.aborted) throw agentFailed('the request was cancelled');
-        throw unreachable(
-          t.agent.id,
-          `The agent did not answer: ${(err as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable'}; ${NEXT_STEP}`,
-        );
-      }
-      if (!res.ok || !res.body) {
-        let detail = 'no explanation';
-        let refusal: AppError | undefined;
-        try {
-          const body = (await res.json()) as { error?: ({ message?: unknown } & RefusalDetails) | string };
-          const e = body.error;
-          const m = typeof e === 'string' ? e : e?.message;
-          if (typeof m === 'string') detail = m.slice(0, 500);
-          // the runtime passes the AI gateway's 4xx on with its status and OpenAI body (`error.code`)
-          if (res.status >= 400 && res.status < 500 && e && typeof e === 'object')
-            refusal = relayedRefusal(detail, { retryAfter: res.headers.get('retry-after') ?? undefined, ...e });
-        } catch {
-          // not JSON: the status says enough
-        }
-        if (refusal) throw refusal;
-        throw new AppError('AGENT_UNAVAILABLE', `The agent answered ${res.status}: ${detail}`);
-      }
-      const reader = createCompletionText();
-      const read = (pieces: string[]) => {
-        for (const piece of pieces) onDelta(piece);
-        if (reader.error) throw agentFailed(reader.error);
-      };
-      try {
-        for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) read(reader.push(bytes));
-        read(reader.end());
-      } catch (err) {
-        if (err instanceof AppError) throw err;
-        throw agentFailed((err as Error).name === 'TimeoutError' ? 'timed out' : 'the stream broke off');
-      }
-      return reader.text;
+      return whileBusy(t.agent.id, () => streamFrom(t, input, onDelta, signal));
     },
 
     /**

@@ -2,15 +2,29 @@
  * §3 "Container health status" from the driver's view plus /healthz probes (§4.12): `healthy`
  * when the unit runs and its health endpoint answers, `starting` when it runs but the endpoint
  * stays silent after all retries; the other values (stopped, suspended, not_found, error) come
- * from the driver as they are. The probe itself is the gateway client's (`agent-client/agent.client.ts`). Probe numbers are §8's: 5 s per probe, every 2 s, 60 s overall.
+ * from the driver as they are. Probe numbers are §8's: 5 s per probe, every 2 s, 60 s overall.
  */
 import { LIMITS } from '../../../config/limits.ts';
 import type { ContainerStatus, HostingDriver } from '../drivers/driver.contract.ts';
-import { probeHealthz } from './agent.client.ts';
 
 export type ProbeOptions = { timeoutMs?: number; intervalMs?: number; probeTimeoutMs?: number; signal?: AbortSignal };
 
-export { probeHealthz };
+const healthzUrl = (url: string) => (url.replace(/\/+$/, '').endsWith('/healthz') ? url : `${url.replace(/\/+$/, '')}/healthz`);
+
+/** One probe: true when `GET <url>/healthz` answers 200 with `{ok:true}` within `probeTimeoutMs`. */
+export async function probeHealthz(url: string, probeTimeoutMs: number = LIMITS.healthProbeTimeoutMs): Promise<boolean> {
+  try {
+    const res = await fetch(healthzUrl(url), { signal: AbortSignal.timeout(probeTimeoutMs) });
+    if (res.status !== 200) {
+      await res.body?.cancel();
+      return false;
+    }
+    const body = (await res.json().catch(() => undefined)) as { ok?: unknown } | undefined;
+    return body?.ok === true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * Polls `<url>/healthz` every `intervalMs` until it answers or `timeoutMs` passes (or `signal`

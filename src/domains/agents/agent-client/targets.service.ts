@@ -10,6 +10,7 @@ import type { Db } from '../../../db/client.ts';
 import { decryptSecret } from '../../../lib/crypto.ts';
 import { AppError, notFound } from '../../../lib/errors.ts';
 import { type AgentRow, agentsRepo } from '../agents.repo.ts';
+import { type AgentTrafficRecorder, noTraffic } from '../idle/agent-traffic.service.ts';
 
 export type AgentTarget = {
   agent: AgentRow;
@@ -30,10 +31,27 @@ export const noGatewayToken = () => new AppError('NO_GATEWAY_TOKEN', 'This agent
  * that moved (a restart on a new port) is looked up again as soon as a call fails to connect
  * (`forget`).
  */
-export function createAgentTargets(deps: { db: Db; secretsKey: Buffer; ttlMs?: number; now?: () => number }) {
+export function createAgentTargets(deps: {
+  db: Db;
+  secretsKey: Buffer;
+  ttlMs?: number;
+  now?: () => number;
+  /**
+   * Idle agents (docs/agents.md "Idle agents sleep"): every resolved target is traffic, and a
+   * `suspended` agent is woken before its target is answered (idle-agents.service.ts), so every way
+   * in (chat, the proxy, heartbeats, the `agent` plugin) waits for it rather than failing.
+   */
+  traffic?: AgentTrafficRecorder;
+  wake?: (agent: AgentRow) => Promise<AgentRow>;
+}) {
   const ttlMs = deps.ttlMs ?? 2000;
   const now = deps.now ?? Date.now;
   const cache = new Map<string, { target: AgentTarget; until: number }>();
+  const traffic = deps.traffic ?? noTraffic;
+  /** The agent awake: a suspended one is woken first (its record then reads running). */
+  const awake = async (agent: AgentRow): Promise<AgentRow> => (agent.status === 'suspended' && deps.wake ? deps.wake(agent) : agent);
+  /** Statuses of an agent that serves, or will once woken. */
+  const serving = (a: AgentRow) => a.status === 'running' || a.status === 'suspended';
 
   function target(agent: AgentRow, tokenEnc: string | undefined): AgentTarget {
     const base = agent.gateway_url ?? agent.url;
@@ -52,14 +70,18 @@ export function createAgentTargets(deps: { db: Db; secretsKey: Buffer; ttlMs?: n
     async byId(userId: string, agentId: string, options: { fresh?: boolean } = {}): Promise<AgentTarget> {
       const cacheKey = `${userId}\u0000${agentId}`;
       const hit = options.fresh ? undefined : cache.get(cacheKey);
-      if (hit && hit.until > now()) return hit.target;
+      if (hit && hit.until > now()) {
+        traffic.touch(agentId);
+        return hit.target;
+      }
       const found = await deps.db.withUser(userId, async (trx) => {
         const agent = await agentsRepo.findAgent(trx, agentId);
         if (!agent) return undefined;
         return { agent, creds: await agentsRepo.getCredentials(trx, agentId) };
       });
       if (!found) throw notFound('Agent not found');
-      const t = target(found.agent, found.creds?.gateway_token_enc);
+      traffic.touch(agentId);
+      const t = target(await awake(found.agent), found.creds?.gateway_token_enc);
       if (ttlMs > 0) {
         if (cache.size >= 10_000) cache.delete(cache.keys().next().value!);
         cache.set(cacheKey, { target: t, until: now() + ttlMs });
@@ -73,24 +95,25 @@ export function createAgentTargets(deps: { db: Db; secretsKey: Buffer; ttlMs?: n
     },
 
     /**
-     * §4.8 "the caller's agent" when none is named: the newest running one, else the newest one
-     * (its state then decides the answer). 404 `No agent found` when the user has none.
+     * §4.8 "the caller's agent" when none is named: the newest running (or sleeping, then woken)
+     * one, else the newest one (its state then decides the answer). 404 `No agent found` when the user has none.
      */
     async defaultFor(userId: string): Promise<AgentTarget> {
       const found = await deps.db.withUser(userId, async (trx) => {
         const agents = await agentsRepo.listAgents(trx, userId);
-        const agent = agents.find((a) => a.status === 'running') ?? agents[0];
+        const agent = agents.find(serving) ?? agents[0];
         if (!agent) return undefined;
         return { agent, creds: await agentsRepo.getCredentials(trx, agent.id) };
       });
       if (!found) throw notFound('No agent found');
-      return target(found.agent, found.creds?.gateway_token_enc);
+      traffic.touch(found.agent.id);
+      return target(await awake(found.agent), found.creds?.gateway_token_enc);
     },
 
     /**
-     * The `agent` plugin's agent (§4.8 "orchestrator"): the user's oldest running (or active) agent
-     * with a gateway address and a token; undefined when there is none. `agentIds` (an API key
-     * limited to some agents, docs/payments.md "API keys"): only one of these.
+     * The `agent` plugin's agent (§4.8 "orchestrator"): the user's oldest running (or active, or
+     * sleeping, then woken) agent with a gateway address and a token; undefined when there is none.
+     * `agentIds` (an API key limited to some agents, docs/payments.md "API keys"): only one of these.
      */
     async running(userId: string, agentIds?: readonly string[] | null): Promise<AgentTarget | undefined> {
       const found = await deps.db.withUser(userId, async (trx) => {
@@ -98,13 +121,15 @@ export function createAgentTargets(deps: { db: Db; secretsKey: Buffer; ttlMs?: n
         // listAgents is newest first
         for (const agent of agents.toReversed()) {
           if (agentIds && !agentIds.includes(agent.id)) continue;
-          if ((agent.status !== 'running' && agent.status !== 'active') || !agent.gateway_url) continue;
+          if ((!serving(agent) && agent.status !== 'active') || !agent.gateway_url) continue;
           const creds = await agentsRepo.getCredentials(trx, agent.id);
           if (creds) return { agent, creds };
         }
         return undefined;
       });
-      return found && target(found.agent, found.creds.gateway_token_enc);
+      if (!found) return undefined;
+      traffic.touch(found.agent.id);
+      return target(await awake(found.agent), found.creds.gateway_token_enc);
     },
   };
 }

@@ -111,7 +111,8 @@ export interface HostingDriver {
   /**
    * Takes the unit out of service, keeping what resume() needs to bring it back. The local driver
    * ends its processes (nothing runs, its state stays on disk: docs/agents.md "Stop, suspend and
-   * restart"); Render suspends the service; Docker pauses the container; Kubernetes scales to 0.
+   * restart"); Render suspends the service; Docker stops the container and Kubernetes scales to 0, so
+   * nothing runs and no memory is held (docs/agents.md "Idle agents sleep": the idle sweep calls it).
    */
   suspend(agentId: string): Promise<void>;
   /**

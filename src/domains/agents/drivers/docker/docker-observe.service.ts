@@ -10,7 +10,7 @@ import type { AgentStats, ContainerStatus, LogLine } from '../driver.contract.ts
 /**
  * §3 values from State: a running container is `running` once its HEALTHCHECK passes (and when it
  * reports unhealthy: whether the gateway answers is the platform's own probe's call, see
- * health-probe.client.ts) and `starting` before; paused (the driver's suspend) is `suspended`.
+ * health-probe.client.ts) and `starting` before; paused (an earlier version's suspend; it now stops the container) is `suspended`.
  */
 export function statusOf(info: Pick<ContainerInspectInfo, 'State'>): ContainerStatus {
   const s = info.State;

@@ -221,11 +221,17 @@ export function createDockerDriver(options: DockerDriverOptions): HostingDriver 
       await engine('stop', () => docker.getContainer(info.Id).stop({ t: 10 }), [304]);
     },
 
+    /**
+     * Scale to zero (docs/agents.md "Idle agents sleep"): the container is stopped, so nothing of it
+     * runs and its memory is freed (a pause would keep every page); its filesystem stays, and
+     * resume() starts it again. It then reads `stopped`: the platform's record says `suspended`.
+     */
     async suspend(agentId: string) {
       const info = await existing(agentId);
-      // a stopped container has nothing running to pause; a paused one is already suspended
-      if (!info.State.Running || info.State.Paused) return;
-      await engine('pause', () => docker.getContainer(info.Id).pause());
+      if (info.State.Paused)
+        await unpause(info.Id); // paused by an earlier version: the engine stops no paused container
+      else if (!info.State.Running) return;
+      await engine('stop', () => docker.getContainer(info.Id).stop({ t: 10 }), [304]);
     },
 
     async resume(agentId: string) {

@@ -229,6 +229,8 @@ export function createLauncher(ctx: LauncherContext) {
           args,
           env: bridged ? { ...env, AGENT_LISTEN_FD: String(GATEWAY_FD), AGENT_LOOPBACK_SOCKETS: loopbackDir } : env,
           unshareNet: Boolean(bridged),
+          // the built-in runtime starts no process and handles SIGTERM: it needs no init (docs/benchmarks.md "Idle agents")
+          asPid1: runtime === 'builtin',
         });
         const bwrapArgs = ['--args', '3', ...argv.command];
         const inNet = net ? inNetwork(network, net.nsFile, sandbox.bwrap!, bwrapArgs) : { file: sandbox.bwrap!, args: bwrapArgs };
@@ -271,8 +273,8 @@ export function createLauncher(ctx: LauncherContext) {
       if (!entry.stopping) ctx.onExit?.(agentId, { code, signal });
     });
     child.on('error', () => {});
-    // in the sandbox the runtime is a grandchild (bwrap, its PID-namespace init, then the runtime): the
-    // state names the runtime itself, so a signal to it (stop, SIGKILL, SIGSTOP) reaches the agent
+    // in the sandbox the runtime is bwrap's child (the built-in runtime, PID 1 of its namespace) or grandchild
+    // (OpenClaw: bwrap's init between them): the state names the runtime itself, so a signal to it (stop, SIGKILL, SIGSTOP) reaches the agent
     const pid = sandbox.active ? await runtimePid(child.pid) : child.pid;
     entry.pid = pid;
     const state: AgentState = {

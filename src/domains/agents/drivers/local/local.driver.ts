@@ -328,8 +328,8 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   async function suspendNow(agentId: string): Promise<void> {
     const state = readState(agentId);
     if (!state) throw new AgentNotDeployedError(`agent ${agentId} is not deployed`);
+    writeState({ ...state, suspended: true }); // first: while it ends, it reads suspended, never crashed
     await stopAgent(agentId, state);
-    writeState({ ...state, suspended: true });
   }
 
   /** Running already: nothing to do; else launched again from the launch it remembers (as restart()). */

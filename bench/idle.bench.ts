@@ -1,0 +1,378 @@
+/**
+ * Idle agents (docs/agents.md "Idle agents sleep"), on the platform as `npm start` runs it (the
+ * sources compiled by scripts/build-server.ts and loaded from that copy, so the local driver starts
+ * the compiled runtime), its embedded PostgreSQL, the agents' model a local upstream answering at once.
+ *
+ * 1. Wake: AGENT_IDLE_SUSPEND_S=1, one built-in agent. Each round waits until the agent is suspended
+ *    and none of its processes is left, then sends a streamed chat completion through the agent proxy
+ *    (`POST /api/agents/:id/v1/chat/completions`, the owner's `sk_` key) and times the first byte of
+ *    the answer's body; then the same call to the agent awake, for comparison. Goal: wake to first
+ *    reply byte p50 ≤ 300 ms, p99 ≤ 1 s. Also: what a suspended agent holds (its processes, its cgroup).
+ * 2. Many agents: AGENT_IDLE_SUSPEND_S=3600 (the sweep runs, nothing is idle long enough), BENCH_IDLE_AWAKE
+ *    (50) agents provisioned through the API and running as real processes, and records of
+ *    BENCH_IDLE_AGENTS − awake (1,000 in all) suspended agents beside them (records only: 950 more
+ *    agent processes do not fit this 2-core machine while they start). Reported: the platform
+ *    process's resident memory, a full watchdog pass over the watched agents (all made due at once,
+ *    until each was checked), and the idle sweep's claim over all the records.
+ * The many-agents part runs first, so the process's reading holds no earlier platform.
+ * BENCH_WAKE_ROUNDS (40), BENCH_IDLE_AGENTS (1000) and BENCH_IDLE_AWAKE (50) set the sizes.
+ */
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { buildServer } from '../scripts/build-server.ts';
+import { freePort } from '../src/db/embedded.ts';
+import type { Platform } from '../src/platform.ts';
+import { startUpstream } from './ai-proxy.bench.ts';
+import { startBenchDatabase, stopProcess } from './lib/bench-db.ts';
+import { describeMachine, machineLine } from './lib/machine.ts';
+import { type BenchOutput, round } from './lib/report.ts';
+
+const ROOT = join(import.meta.dirname, '..');
+/** A full collection, then the V8 heap in use (MB): what the platform's objects hold, without what the process's allocator keeps. */
+const heapMb = () => {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+  return process.memoryUsage().heapUsed / 1024 / 1024;
+};
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const quantile = (xs: number[], q: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)]!;
+};
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+const statusKb = (pid: number, field: string) => {
+  try {
+    return Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+};
+const pssKb = (pid: number) => {
+  try {
+    return Number(/^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+};
+/** `pid` and every process below it, from /proc. */
+function tree(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
+    } catch {
+      /* gone */
+    }
+  }
+  const all = [pid];
+  for (let i = 0; i < all.length; i++) all.push(...(children.get(all[i]!) ?? []));
+  return all;
+}
+
+type Compiled = {
+  loadConfig: typeof import('../src/config/env.ts').loadConfig;
+  resolveSecrets: typeof import('../src/config/secrets.ts').resolveSecrets;
+  createDb: typeof import('../src/db/client.ts').createDb;
+  createPlatform: typeof import('../src/platform.ts').createPlatform;
+};
+
+async function loadCompiled(out: string): Promise<Compiled> {
+  const mod = (p: string) => import(pathToFileURL(join(out, p)).href);
+  return {
+    loadConfig: (await mod('config/env.js')).loadConfig,
+    resolveSecrets: (await mod('config/secrets.js')).resolveSecrets,
+    createDb: (await mod('db/client.js')).createDb,
+    createPlatform: (await mod('platform.js')).createPlatform,
+  };
+}
+
+/** A platform of the compiled tree on a fresh database and DATA_DIR, listening; `env` on top of the bench's. */
+async function startPlatform(c: Compiled, modelBase: string, env: Record<string, string>) {
+  const database = await startBenchDatabase('idle-bench');
+  const [webPort, backendPort] = [await freePort(), await freePort()];
+  const config = c.loadConfig(
+    {
+      DATA_DIR: database.dir,
+      LOG_LEVEL: 'silent',
+      WEB_PORT: String(webPort),
+      BACKEND_PORT: String(backendPort),
+      PUBLIC_URL: `http://127.0.0.1:${webPort}`,
+      INTERNAL_API_KEY: 'bench-internal-key',
+      HOSTING_DRIVER: 'local',
+      AGENT_RUNTIME: 'builtin',
+      ROUTER_API_KEY: 'bench-router-key',
+      ROUTER_BASE_URL: modelBase,
+      AGENT_GATEWAY_RATE_LIMIT: '1000000000',
+      REGISTER_RATE_LIMIT: '100000',
+      ...env,
+    },
+    { cwd: database.dir, readDotEnv: false },
+  );
+  const db = c.createDb(database.url, { poolSize: config.DATABASE_POOL_SIZE });
+  const platform: Platform = c.createPlatform({ config, db, secrets: c.resolveSecrets(config) });
+  const web = await platform.buildWebApp();
+  const backend = await platform.buildBackendApp();
+  await web.listen({ host: '127.0.0.1', port: webPort });
+  await backend.listen({ host: '127.0.0.1', port: backendPort });
+  await platform.startWorkers();
+  const base = `http://127.0.0.1:${(web.server.address() as AddressInfo).port}`;
+  const call = (method: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
+    fetch(`${base}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', ...headers },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  const email = `bench${Date.now()}@example.com`;
+  await call('POST', '/api/register', { email, password: 'bench-password-long', name: 'Bench' });
+  await db.kysely.updateTable('users').set({ subscription_status: 'active', plan: 'network' }).where('email', '=', email).execute();
+  const login = await call('POST', '/api/auth/login', { email, password: 'bench-password-long' });
+  const cookie = /service-session=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
+  const key = ((await (await call('POST', '/api/keys', { name: 'bench' }, { cookie })).json()) as { key: string }).key;
+  const provision = async (name: string) => {
+    const res = await call('POST', '/api/agents/provision', { name }, { cookie });
+    if (res.status !== 201) throw new Error(`provision answered ${res.status}: ${await res.text()}`);
+    return ((await res.json()) as { agent: { id: string } }).agent.id;
+  };
+  const statusOf = async (agentId: string) =>
+    (await db.kysely.selectFrom('agents').select('status').where('id', '=', agentId).executeTakeFirstOrThrow()).status;
+  const until = async (agentId: string, want: string, timeoutMs = 60_000) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const s = await statusOf(agentId);
+      if (s === want) return;
+      if (s === 'error' || Date.now() > deadline) throw new Error(`agent ${agentId} is ${s}, not ${want}`);
+      await sleep(20);
+    }
+  };
+  const statePid = (agentId: string) =>
+    JSON.parse(readFileSync(join(database.dir, 'agents', agentId, 'driver-state.json'), 'utf8')).pid as number;
+  return {
+    platform,
+    db,
+    base,
+    key,
+    provision,
+    until,
+    statePid,
+    dir: database.dir,
+    async close() {
+      await Promise.allSettled([web.close(), backend.close()]);
+      await platform.close();
+      await db.close();
+      await database.stop();
+    },
+  };
+}
+
+/** A streamed chat completion through the proxy: ms to the first byte of the body, then read to the end. */
+async function firstByteMs(base: string, key: string, agentId: string): Promise<number> {
+  const started = performance.now();
+  const res = await fetch(`${base}/api/agents/${agentId}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'hello' }] }),
+  });
+  const reader = res.body!.getReader();
+  const first = await reader.read();
+  const ms = performance.now() - started;
+  if (res.status !== 200 || first.done) throw new Error(`the chat answered ${res.status}`);
+  while (!(await reader.read()).done) {}
+  return ms;
+}
+
+export async function run(): Promise<BenchOutput> {
+  const machine = describeMachine();
+  const rounds = Number(process.env.BENCH_WAKE_ROUNDS ?? 40);
+  const total = Number(process.env.BENCH_IDLE_AGENTS ?? 1000);
+  const awake = Number(process.env.BENCH_IDLE_AWAKE ?? 50);
+  const out = join(ROOT, `.dist-bench-${process.pid}`);
+  const upstream = await startUpstream(0);
+  try {
+    buildServer(out);
+    const compiled = await loadCompiled(out);
+
+    // 2. 1,000 agents, 50 of them awake
+    const q = await startPlatform(compiled, upstream.base, { AGENT_IDLE_SUSPEND_S: '3600' });
+    let many: {
+      agents: number;
+      awake: number;
+      watched: number;
+      recordsMs: number;
+      platformRssStartMb: number;
+      platformRssMb: number;
+      platformHeapStartMb: number;
+      platformHeapMb: number;
+      agentsRssMb: number;
+      agentsPssMb: number;
+      watchdogPassMs: number;
+      sweepLookMs: number;
+    };
+    try {
+      const rssStart = process.memoryUsage().rss;
+      const heapStart = heapMb();
+      const ids: string[] = [];
+      for (let i = 0; i < awake; i++) ids.push(await q.provision(`Awake ${i}`));
+      for (const id of ids) await q.until(id, 'running', 120_000);
+      const owner = await q.db.kysely.selectFrom('agents').select('user_id').where('id', '=', ids[0]!).executeTakeFirstOrThrow();
+      const startedRecords = performance.now();
+      for (let i = 0; i < total - awake; i += 500) {
+        const n = Math.min(500, total - awake - i);
+        await q.db.kysely
+          .insertInto('agents')
+          .values(
+            Array.from({ length: n }, (_, j) => ({
+              id: `sleeping-${i + j}-${Date.now().toString(36)}`,
+              user_id: owner.user_id,
+              name: `Sleeping ${i + j}`,
+              status: 'suspended' as const,
+              subdomain: `sleeping-${i + j}`,
+              url: `https://sleeping-${i + j}.invalid`,
+              gateway_url: 'http://127.0.0.1:9',
+            })),
+          )
+          .execute();
+      }
+      const recordsMs = performance.now() - startedRecords;
+      await sleep(10_000);
+      const rssIdle = process.memoryUsage().rss;
+      const heapIdle = heapMb();
+      const agentTrees = ids.map((id) => tree(q.statePid(id)));
+      const sumKb = (f: (pid: number) => number) => agentTrees.flat().reduce((s, pid) => s + f(pid), 0);
+      // a full watchdog pass: every watched agent due now, until each has been checked
+      const watched = Number(
+        (
+          await q.db.kysely
+            .selectFrom('agent_watchdog')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+      const passStart = new Date();
+      const t0 = performance.now();
+      await q.db.kysely.updateTable('agent_watchdog').set({ next_check_at: passStart }).execute();
+      for (;;) {
+        const left = await q.db.kysely
+          .selectFrom('agent_watchdog')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where((eb) => eb.or([eb('last_check_at', 'is', null), eb('last_check_at', '<', passStart)]))
+          .where('state', '<>', 'stopped')
+          .executeTakeFirstOrThrow();
+        if (Number(left.n) === 0) break;
+        if (performance.now() - t0 > 120_000) throw new Error(`${left.n} agents not checked in 120 s`);
+        await sleep(10);
+      }
+      const passMs = performance.now() - t0;
+      // the idle sweep's look over every record (nothing is idle for an hour: it claims none)
+      const s0 = performance.now();
+      await q.db.kysely
+        .selectFrom('agents')
+        .select('id')
+        .where('status', '=', 'running')
+        .where('last_active_at', '<', new Date(Date.now() - 3_600_000))
+        .execute();
+      const sweepMs = performance.now() - s0;
+      many = {
+        agents: total,
+        awake,
+        watched,
+        recordsMs: round(recordsMs, 0),
+        platformRssStartMb: round(rssStart / 1024 / 1024, 1),
+        platformRssMb: round(rssIdle / 1024 / 1024, 1),
+        platformHeapStartMb: round(heapStart, 1),
+        platformHeapMb: round(heapIdle, 1),
+        agentsRssMb: round(sumKb((pid) => statusKb(pid, 'VmRSS')) / 1024, 1),
+        agentsPssMb: round(sumKb(pssKb) / 1024, 1),
+        watchdogPassMs: round(passMs, 0),
+        sweepLookMs: round(sweepMs, 1),
+      };
+    } finally {
+      await q.close();
+    }
+
+    // 1. wake to first byte
+    const p = await startPlatform(compiled, upstream.base, { AGENT_IDLE_SUSPEND_S: '1' });
+    const wakes: number[] = [];
+    const warm: number[] = [];
+    let suspendedHolds = { processes: -1, cgroupMb: undefined as number | undefined };
+    try {
+      const agentId = await p.provision('Sleeper');
+      await p.until(agentId, 'running');
+      for (let i = 0; i < rounds; i++) {
+        const processes = tree(p.statePid(agentId));
+        await p.until(agentId, 'suspended', 30_000);
+        while (processes.some(alive)) await sleep(10);
+        if (i === 0) {
+          let cgroupMb: number | undefined;
+          try {
+            cgroupMb = Number(readFileSync(`/sys/fs/cgroup/agent-platform/${agentId}/memory.current`, 'utf8')) / 1024 / 1024;
+          } catch {
+            cgroupMb = undefined; // its cgroup is removed with its processes
+          }
+          suspendedHolds = { processes: processes.filter(alive).length, cgroupMb };
+        }
+        await sleep(100); // settled: nothing of the suspend still running
+        wakes.push(await firstByteMs(p.base, p.key, agentId));
+        warm.push(await firstByteMs(p.base, p.key, agentId));
+      }
+    } finally {
+      await p.close();
+    }
+
+    const results = {
+      machine,
+      wake: {
+        rounds,
+        p50Ms: round(quantile(wakes, 0.5), 1),
+        p99Ms: round(quantile(wakes, 0.99), 1),
+        maxMs: round(Math.max(...wakes), 1),
+        awakeP50Ms: round(quantile(warm, 0.5), 1),
+        samplesMs: wakes.map((x) => round(x, 1)),
+      },
+      suspended: suspendedHolds,
+      many,
+    };
+    const w = results.wake;
+    const markdown = [
+      `Machine: ${machineLine(machine)}`,
+      '',
+      "The platform as `npm start` runs it (compiled, in this process; the local driver starts the compiled runtime in its sandbox), embedded PostgreSQL, the agents' model a local upstream answering at once.",
+      '',
+      `**Wake.** AGENT_IDLE_SUSPEND_S=1, one built-in agent, ${rounds} rounds: each waits until the agent reads \`suspended\` and none of its processes is left, then times a streamed chat completion through the agent proxy (\`sk_\` key) from the request to the first byte of the answer's body; then the same call to the awake agent.`,
+      '',
+      '| | p50 ms | p99 ms | max ms |',
+      '|---|---:|---:|---:|',
+      `| suspended agent: wake to first reply byte (goal p50 ≤ 300, p99 ≤ 1000) | **${w.p50Ms}** | **${w.p99Ms}** | ${w.maxMs} |`,
+      `| the same agent awake | ${w.awakeP50Ms} | ${round(quantile(warm, 0.99), 1)} | ${round(Math.max(...warm), 1)} |`,
+      '',
+      `A suspended agent holds **${suspendedHolds.processes} processes**${suspendedHolds.cgroupMb !== undefined ? ` and ${round(suspendedHolds.cgroupMb, 1)} MB in its cgroup` : ' and no cgroup (removed with its processes)'}: its memory is none; its files stay on disk.`,
+      '',
+      `**Many agents.** ${many.agents} provisioned agents: ${many.awake} provisioned through the API and running as real processes (compiled runtime, sandboxed), ${many.agents - many.awake} more as \`suspended\` records (records only, written in ${many.recordsMs} ms: starting 950 more agent processes on this 2-core machine is not what is measured here, and each would be suspended anyway). AGENT_IDLE_SUSPEND_S=3600 (the sweep runs; nothing is idle that long).`,
+      '',
+      '| measure | value |',
+      '|---|---:|',
+      `| this process (the platform: both apps, workers, driver; PostgreSQL aside), resident, 10 s idle | ${many.platformRssMb} MB (${many.platformRssStartMb} MB before the agents; an upper bound: the process also holds the bench and its TypeScript loader) |`,
+      `| the platform's V8 heap in use after a full collection | **${many.platformHeapMb} MB** (${many.platformHeapStartMb} MB before the agents) |`,
+      `| the ${many.awake} awake agents' process trees, summed: VmRSS / PSS | ${many.agentsRssMb} MB / ${many.agentsPssMb} MB (${round(many.agentsPssMb / many.awake, 1)} MB PSS each) |`,
+      `| a full watchdog pass: all ${many.watched} watched agents made due at once, until each was checked (poll 1 s) | **${many.watchdogPassMs} ms** |`,
+      `| the idle sweep's look over all ${many.agents} records | ${many.sweepLookMs} ms |`,
+    ].join('\n');
+    return { name: 'idle', results, markdown };
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+    await stopProcess(upstream.proc);
+  }
+}
