@@ -23,9 +23,15 @@ export const spendHoldsRepo = {
    * Holds `amount` USD (exact decimal text) for this process against the agent's budget (when it
    * has one), the API key's (when `keyId`, a key of `userId`, has one) and the wallet's balance
    * (when `address` is given), all or nothing, one statement (migrations 220 and 240). A named
-   * prepared statement: it runs before every capped or billed model call. Always a transaction of
-   * its own: hold_spend commits it without waiting for the WAL flush (migration 271), which must
-   * never reach a write of money.
+   * prepared statement: it runs before every capped or billed model call.
+   *
+   * Its commit does not wait for the WAL flush (docs/benchmarks.md "Billing"): hold_spend locks the
+   * wallet's (and the budgets') rows until commit, so with a synchronous commit every concurrent call
+   * of one wallet waited for the flush of each hold before it (a billed call 3x an unbilled one at 16
+   * calls at once). A hold needs no durability: it only makes a cap stricter and lapses unless
+   * renewed (migration 205); what a call costs is paid by the usage write, which stays synchronous.
+   * `set_config(…, true)` lasts to the end of this statement's own transaction (the pool runs it
+   * alone, never inside a write of money).
    */
   async hold(
     pool: Pool,
@@ -45,7 +51,8 @@ export const spendHoldsRepo = {
       text: `SELECT refused, budget::text AS budget, spent::text AS spent, budget_held::text AS budget_held,
                     balance_micros::text AS balance_micros, balance_held::text AS balance_held,
                     key_budget::text AS key_budget, key_spent::text AS key_spent, key_held::text AS key_held
-             FROM hold_spend($1, $2::uuid, $3::uuid, $4, $5::date, $6::uuid, $7::numeric, make_interval(secs => $8::double precision / 1000))`,
+             FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit,
+                  hold_spend($1, $2::uuid, $3::uuid, $4, $5::date, $6::uuid, $7::numeric, make_interval(secs => $8::double precision / 1000))`,
       values: [o.agentId, o.keyId, o.userId, o.address, o.period, o.holder, o.amount, o.ttlMs],
     });
     return r.rows[0]!;
