@@ -1,12 +1,57 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
+
+/**
+ * Two groups (docs/architecture.md "Tests"). Files that run processes or hold what the host has one
+ * of — agents under the local driver (their uids, cgroups and sandbox), a whole platform started as
+ * `npm start` does, Chromium, ports chosen by `freePort` — run one at a time, after the others.
+ * Every other file works in a database of its own (cloned from the run's template) inside its own
+ * process, so those run side by side: on a 2-core machine vitest's default is one worker, and most
+ * of their time is spent waiting on PostgreSQL. What puts a file in the first group is read from the
+ * file itself (SERIAL_MARKERS), so a new test that starts agents lands there without a list to keep.
+ */
+const SERIAL_MARKERS =
+  /createLocalDriver|startLivePlatform|testAgentSandbox|HOSTING_DRIVER: 'local'|spawn\(|spawnSync\(|execFile|chromium|freePort\(|startBrowser/;
+
+const testFiles = (dir: string): string[] =>
+  readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.test.ts'))
+    .map((e) => join(e.parentPath, e.name));
+
+const serial = [...testFiles('test'), ...testFiles('src')].filter((f) => SERIAL_MARKERS.test(readFileSync(f, 'utf8')));
+
+const shared = {
+  globalSetup: ['test/global-setup.ts'],
+  pool: 'forks' as const,
+  testTimeout: 30_000,
+  hookTimeout: 90_000,
+};
 
 export default defineConfig({
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
-    globalSetup: ['test/global-setup.ts'],
-    pool: 'forks',
-    testTimeout: 30_000,
-    hookTimeout: 90_000,
     reporters: ['default', './test/summary-reporter.ts'],
+    projects: [
+      {
+        test: {
+          ...shared,
+          name: 'parallel',
+          include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+          exclude: serial,
+          // TEST_WORKERS: how many of these files at once (default 3: they mostly wait on PostgreSQL)
+          maxWorkers: Number(process.env.TEST_WORKERS ?? 3),
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        test: {
+          ...shared,
+          name: 'serial',
+          include: serial,
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 });

@@ -11,35 +11,10 @@ import type { Db } from './db/client.ts';
 import { type BotVerifier, type CachedSession, createAdminResetLinks, type SignatureVerifier } from './domains/accounts/index.ts';
 import { createAdminService } from './domains/admin/index.ts';
 import { createConfigService } from './domains/agent-config/index.ts';
-import {
-  type AgentsDeps,
-  createAgentCallbacks,
-  createAgentClient,
-  createAgentDirectory,
-  createAgentMessages,
-  createAgentsService,
-  createAgentsWebService,
-  createBackendClient,
-  createDeploymentJobs,
-  createHostingDriver,
-  createLifecycleLocks,
-  createPlatformCounts,
-  type HostingDriver,
-} from './domains/agents/index.ts';
-import {
-  agentModelEnv,
-  type ChatProvider,
-  createAiService,
-  createOwnerModels,
-  createStoredPlans,
-  createUsageReport,
-  type ProviderName,
-  type UsageStore,
-} from './domains/ai/index.ts';
+import { createAgentDirectory, createPlatformCounts, type HostingDriver } from './domains/agents/index.ts';
+import { type ChatProvider, createAiService, createUsageReport, type ProviderName, type UsageStore } from './domains/ai/index.ts';
 import { createBridgeService } from './domains/bridge/index.ts';
 import { createCalendarService } from './domains/calendar/index.ts';
-import { createChatService } from './domains/chat/index.ts';
-import { createFilesService } from './domains/files/index.ts';
 import { createHealthService, createPlatformMetrics, type SystemMetrics } from './domains/health/index.ts';
 import { createHeartbeatService } from './domains/heartbeat/index.ts';
 import { createHostingMcpService } from './domains/hosting-mcp/index.ts';
@@ -59,9 +34,8 @@ import { buildWebApp } from './http/web/app.ts';
 import { createKeyCache, createSessionCache, type SessionCache } from './lib/evicting-cache.ts';
 import { createJobMetrics, createProviderMetrics } from './lib/metrics.ts';
 import { createRateLimiter, type RateLimiter } from './lib/rate-limiter.ts';
-import { createConversations } from './platform/conversations.ts';
+import { createAgentServices } from './platform/agents.ts';
 import { createIdentityServices } from './platform/identity.ts';
-import { createIdleAgentsWiring } from './platform/idle-agents.ts';
 import { createIntegrationServices } from './platform/integrations.ts';
 import { createPaymentServices } from './platform/payments.ts';
 import { createUndergroundBus, type UndergroundBusTimings } from './platform/underground-bus.ts';
@@ -188,67 +162,34 @@ export function createPlatform(deps: PlatformDeps) {
       charge: (trx, charges) => ledger.chargeUsage(trx, charges),
     },
   });
-  const ownsDriver = !deps.driver;
-  const hostingLog = deps.hostingLog ?? ((level, message) => log[level]({ source: 'hosting' }, message));
-  const driver = deps.driver ?? createHostingDriver(config, { log: hostingLog });
   // the backend's workers, once startWorkers() ran: the job runner's queues and the watchdog's probe loop
   let workers: ReturnType<typeof createBackendWorkers> | undefined;
   let noncePurge: NodeJS.Timeout | undefined;
   let unwatchExits: (() => void) | undefined;
-  // users' stored plans (the AI layer's plan checks, cached 5 s); the model an agent runs reads them afresh (docs/agents.md "Model")
-  const storedPlans = createStoredPlans({ db });
-  const ownerModels = createOwnerModels({ ai, storedPlans: createStoredPlans({ db, ttlMs: 0 }), config });
-  // verified agent platform keys: the AI gateway checks one on every model call
-  const agentKeyCache = createKeyCache<{ model: string }>({ ttlMs: config.API_KEY_CACHE_TTL_MS, ...redisCache });
-  const files = createFilesService({ db, driver }); // §4.17 file explorer, behind both apps' routes, and provisioning's gitInit
-  const agentsDeps: AgentsDeps = {
-    db,
-    config,
-    secrets: deps.secrets,
+  // the agents and what talks to them (docs/architecture.md "Reaching an agent"): built in src/platform/agents.ts
+  const {
     driver,
-    // the agent's own model access (§8 "model-router key"): the platform's AI gateway with the agent's own
-    // platform key, metered against its owner's plan; never ROUTER_API_KEY nor any provider key (docs/agents.md "Model access")
-    runtimeEnv: (_agent, { platformApiKey }) => agentModelEnv(ai, config.AGENT_GATEWAY_URL, platformApiKey),
-    runtimeChannels: (agentId) => conversations.runtimeChannels(agentId), // OpenClaw's own channels (docs/channels.md)
-    platformKeyCache: agentKeyCache,
-    chooseModel: ownerModels.choose,
-    repositories: files.repositories, // docs/agents.md "A repository from the start"
-    onEnqueue: () => workers?.deployments.wake(),
-    // the lifecycle routes, the deployment jobs and the watchdog's repairs change one agent in turn
-    locks: createLifecycleLocks(),
-  };
-  // three services of the agents domain, each given to what uses it: records and lifecycle (the
-  // backend's agent routes), deployment jobs (the worker and the deployment routes), and what
-  // agents call back with their own key (the agent-key scope and its routes)
-  const agents = createAgentsService(agentsDeps);
-  const deployments = createDeploymentJobs(agentsDeps);
-  const agentCallbacks = createAgentCallbacks({ db, platformKeyCache: agentKeyCache });
-  // idle agents sleep and any call wakes them (docs/agents.md "Idle agents sleep"): the targets wake, the traffic is counted
-  const idleAgents = createIdleAgentsWiring({ ...agentsDeps, config }, log);
-  // every call to an agent's gateway (docs/architecture.md "Reaching an agent")
-  const agentClient = createAgentClient({
-    targets: idleAgents.targets,
-    traffic: idleAgents.traffic,
-    localSocket: (origin) => driver.localGatewaySocket?.(origin),
-    // OpenClaw's chat completions take its own model names (docs/agents.md "OpenClaw")
-    runtime: config.HOSTING_DRIVER === 'local' ? config.AGENT_RUNTIME : 'builtin',
-    // an agent that cannot be reached is checked at once (docs/watchdog.md "Checks on demand")
-    onUnreachable: (agentId) =>
-      void watchdog.checkSoon(agentId, 'unreachable').catch((err: Error) => log.warn({ agentId, err }, 'watchdog check request failed')),
-  });
-  // an agent's stored conversation: chat, sessions (docs/channels.md) and the gateway proxy store their turns through it
-  const agentMessages = createAgentMessages({ db });
-  const chat = createChatService({ agentClient, messages: agentMessages });
-  const conversations = createConversations({ ...deps, chat, agentClient, messages: agentMessages, log });
-  const agentsWeb = createAgentsWebService({
-    db,
-    config,
-    secrets: deps.secrets,
-    backend: createBackendClient({ baseUrl: config.BACKEND_URL, apiKey: config.INTERNAL_API_KEY }),
-    chooseModel: ownerModels.choose,
-    runnableModels: ownerModels.runnable,
-    channelTokens: conversations.channelTokens,
+    ownsDriver,
+    storedPlans,
+    agentKeyCache,
+    files,
+    agentsDeps,
+    agents,
+    deployments,
+    agentCallbacks,
+    idleAgents,
+    agentClient,
+    agentMessages,
+    chat,
+    conversations,
+    agentsWeb,
+  } = createAgentServices({
+    deps,
     log,
+    ai,
+    redisCache,
+    wakeDeployments: () => workers?.deployments.wake(),
+    checkSoon: (agentId) => watchdog.checkSoon(agentId, 'unreachable'),
   });
   // payments (docs/payments.md)
   const { topUp, subscriptions, paymentSessions, gateway } = createPaymentServices({

@@ -16,7 +16,7 @@
  */
 import { createEvictionBus, localOnlyBus } from './eviction-bus.ts';
 
-type CacheOptions = { ttlMs?: number; maxEntries?: number; redisUrl?: string; redisTimeoutMs?: number; now?: () => number };
+export type CacheOptions = { ttlMs?: number; maxEntries?: number; redisUrl?: string; redisTimeoutMs?: number; now?: () => number };
 
 /**
  * The one mechanism: entries by hash, evicted by the value of one of their `fields` (a field

@@ -201,14 +201,8 @@ export function createAgentsWebService(deps: AgentsWebDeps) {
           throw backendFailure(outcome, 'Agent limit reached');
         throw agentLimitReached({ plan, limit: b.limit, current: b.current, by: 'size', isAdmin: user.isAdmin, canSubscribe });
       }
-      deps.log?.warn(
-        {
-          agentId: agent.id,
-          err: outcome instanceof Error ? outcome : undefined,
-          status: outcome instanceof Error ? undefined : outcome.status,
-        },
-        'provisioning request failed',
-      );
+      const why = outcome instanceof Error ? { err: outcome } : { status: outcome.status };
+      deps.log?.warn({ agentId: agent.id, ...why }, 'provisioning request failed');
       await db.withUser(user.id, (trx) => agentsRepo.updateAgent(trx, agent.id, { status: 'error' }));
       throw new AppError('PROVISIONING_FAILED', 'Provisioning failed', { agentId: agent.id });
     },

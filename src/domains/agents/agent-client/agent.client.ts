@@ -9,10 +9,8 @@
  *   (./socket-pipe.client.ts).
  * - `wsChat`: one chat frame over `/ws` and its reply (§4.8 gateway chat).
  * - `streamCompletion`: a streamed `POST /v1/chat/completions` read as text (§4.18 REST chat).
- * - `chatCompletion`: a non-streamed completion (the payments `agent` plugin).
- * - `heartbeat`: `POST /v1/heartbeat` for a scheduled heartbeat (the heartbeat worker).
+ * - `chatCompletion` (the payments `agent` plugin) and `heartbeat` (`POST /v1/heartbeat`, the heartbeat worker).
  * - `probeHealthz` (./health-probe.client.ts): `GET /healthz` of a gateway the driver reports (container health).
- *
  * Targets (base URL and decrypted token, cached briefly) come from `targets.service.ts`.
  */
 import { connect as netConnect } from 'node:net';
