@@ -12,14 +12,18 @@ import { defineConfig } from 'vitest/config';
  * file itself (SERIAL_MARKERS), so a new test that starts agents lands there without a list to keep.
  */
 const SERIAL_MARKERS =
-  /createLocalDriver|startLivePlatform|testAgentSandbox|HOSTING_DRIVER: 'local'|spawn\(|spawnSync\(|execFile|chromium|freePort\(|startBrowser/;
+  /createLocalDriver|createHostingDriver|localDriverConfig|drivers\/local\/|startLivePlatform|testAgentSandbox|HOSTING_DRIVER: 'local'|spawn\(|spawnSync\(|execFile|chromium|freePort\(|startBrowser/;
+/** folders whose files all start agents, platforms or browsers */
+const SERIAL_FOLDERS = ['test/drivers/', 'test/start/', 'test/dashboard/', 'test/e2e/', 'test/runtime/'];
 
 const testFiles = (dir: string): string[] =>
   readdirSync(dir, { withFileTypes: true, recursive: true })
     .filter((e) => e.isFile() && e.name.endsWith('.test.ts'))
     .map((e) => join(e.parentPath, e.name));
 
-const serial = [...testFiles('test'), ...testFiles('src')].filter((f) => SERIAL_MARKERS.test(readFileSync(f, 'utf8')));
+const serial = [...testFiles('test'), ...testFiles('src')].filter(
+  (f) => SERIAL_FOLDERS.some((d) => f.startsWith(d)) || SERIAL_MARKERS.test(readFileSync(f, 'utf8')),
+);
 
 const shared = {
   globalSetup: ['test/global-setup.ts'],

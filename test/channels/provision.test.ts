@@ -134,3 +134,30 @@ describe("OpenClaw's channel keys", () => {
     });
   });
 });
+
+describe('§4.18 POST /api/provision: the same provisioning with `channels` beside the body', () => {
+  it('each token becomes a platform channel (the agent never gets it); a refused one is 400 and makes no agent', async () => {
+    const u = await subscriber(builtin, 'collective');
+    const send = (payload: Record<string, unknown>) =>
+      builtin.web.inject({ method: 'POST', url: '/api/provision', headers: { cookie: u.cookie }, payload });
+    const refused = await send({ name: 'refused', channels: { telegram: { botToken: '1:not-a-token-telegram-knows' } } });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json()).toMatchObject({ code: 'CHANNEL_TOKEN_REFUSED' });
+    expect((await builtin.web.inject({ method: 'GET', url: '/api/agents', headers: { cookie: u.cookie } })).json().agents).toEqual([]);
+    expect((await send({ name: 'bad', channels: { telegram: { token: 'x' } } })).statusCode).toBe(400);
+
+    const token = newBot();
+    const res = await send({ name: 'with-telegram', channels: { telegram: { botToken: token, allowFrom: ['@Owner'] } } });
+    expect(res.statusCode, res.body).toBe(201);
+    expect(res.body).not.toContain(token);
+    const agentId = res.json().agent.id as string;
+    const listed = await eventually(async () => {
+      const l = (await builtin.web.inject({ method: 'GET', url: `/api/agents/${agentId}/channels`, headers: { cookie: u.cookie } })).json();
+      return l.channels[0]?.status === 'connected' ? l : null;
+    });
+    expect(listed.channels[0]).toMatchObject({ kind: 'telegram', allowFrom: ['@owner'] });
+    const deploy = await eventually(async () => builtin.driver.deploys.find((d) => d.agentId === agentId));
+    expect(JSON.stringify(deploy.config)).not.toContain(token);
+    expect(JSON.stringify(deploy.env ?? {})).not.toContain(token);
+  });
+});

@@ -6594,6 +6594,138 @@ export interface paths {
     patch: never;
     trace: never;
   };
+  "/api/provision": {
+    parameters: { query?: never; header?: never; path?: never; cookie?: never };
+    get: never;
+    put: never;
+    post: {
+      parameters: {
+        query?: never;
+        path?: never;
+        header?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          "application/json": {
+            name: string;
+            model?: string;
+            config?: {
+              [key: string]: unknown;
+            };
+            tier?: "starter" | "pro" | "enterprise";
+            gitInit?: boolean;
+            channels?: {
+              telegram?: {
+                botToken: string;
+                allowFrom?: string[];
+                enabled?: boolean;
+              };
+              discord?: {
+                botToken: string;
+                allowFrom?: string[];
+                enabled?: boolean;
+              };
+            };
+            [key: string]: unknown;
+          };
+        };
+      };
+      responses: {
+        201: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              success: true;
+              agent: {
+                id: string;
+                name: string;
+                status: string;
+                websocketUrl: string;
+                model: string;
+                createdAt: string;
+              };
+            };
+          };
+        };
+        400: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        401: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        402: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        429: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        500: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        502: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+        503: {
+          headers: { [name: string]: unknown };
+          content: {
+            "application/json": {
+              error: string;
+              code?: string;
+              [key: string]: unknown;
+            };
+          };
+        };
+      };
+    };
+    delete: never;
+    options: never;
+    head: never;
+    patch: never;
+    trace: never;
+  };
   "/api/register": {
     parameters: { query?: never; header?: never; path?: never; cookie?: never };
     get: never;

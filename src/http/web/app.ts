@@ -66,6 +66,7 @@ import { modelPricesRoutes } from './routes/model-prices.routes.ts';
 import { paidCallsRoutes } from './routes/paid-calls.routes.ts';
 import { passwordResetRoutes } from './routes/password-reset.routes.ts';
 import { paymentSessionsRoutes } from './routes/payment-sessions.routes.ts';
+import { provisionRoutes } from './routes/provision.routes.ts';
 import { securityEventsRoutes } from './routes/security-events.routes.ts';
 import { sessionWalletRoutes } from './routes/session-wallet.routes.ts';
 import { topUpRoutes } from './routes/top-up.routes.ts';
@@ -241,6 +242,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.topUp && topUpRoutes({ topUp: services.topUp }),
     services.subscriptions && billingRoutes({ subscriptions: services.subscriptions }),
     agentsRoutes({ agents: services.agentsWeb, ...(services.watchdog ? { watchdog: services.watchdog } : {}) }),
+    provisionRoutes({ agents: services.agentsWeb }),
     agentCloneRoutes(),
     services.watchdog && webWatchdogRoutes({ watchdog: services.watchdog }),
     instanceRoutes({ agents: services.agentsWeb }),
