@@ -167,23 +167,7 @@ export function createPlatform(deps: PlatformDeps) {
   let noncePurge: NodeJS.Timeout | undefined;
   let unwatchExits: (() => void) | undefined;
   // the agents and what talks to them (docs/architecture.md "Reaching an agent"): built in src/platform/agents.ts
-  const {
-    driver,
-    ownsDriver,
-    storedPlans,
-    agentKeyCache,
-    files,
-    agentsDeps,
-    agents,
-    deployments,
-    agentCallbacks,
-    idleAgents,
-    agentClient,
-    agentMessages,
-    chat,
-    conversations,
-    agentsWeb,
-  } = createAgentServices({
+  const ag = createAgentServices({
     deps,
     log,
     ai,
@@ -191,6 +175,7 @@ export function createPlatform(deps: PlatformDeps) {
     wakeDeployments: () => workers?.deployments.wake(),
     checkSoon: (agentId) => watchdog.checkSoon(agentId, 'unreachable'),
   });
+  const { driver, agents, deployments, agentClient, conversations } = ag;
   // payments (docs/payments.md)
   const { topUp, subscriptions, paymentSessions, gateway } = createPaymentServices({
     deps,
@@ -210,7 +195,7 @@ export function createPlatform(deps: PlatformDeps) {
   const watchdog = createWatchdogService({
     db,
     driver,
-    agents: createAgentDirectory(db, agentsDeps.locks),
+    agents: createAgentDirectory(db, ag.agentsDeps.locks),
     settings: { ...watchdogSettingsFromConfig(config), ...deps.watchdogSettings },
     channels: watchdogChannels.map((c) => c.name),
     redeploy: (agent, signal) => deployments.runJob(agent, signal, { repair: true }),
@@ -234,14 +219,14 @@ export function createPlatform(deps: PlatformDeps) {
 
   return {
     services: {
-      chat,
+      chat: ag.chat,
       admin,
       topUp,
       subscriptions,
       agents,
       deployments,
-      agentCallbacks,
-      agentsWeb,
+      agentCallbacks: ag.agentCallbacks,
+      agentsWeb: ag.agentsWeb,
       driver,
       watchdog,
       ai,
@@ -269,18 +254,18 @@ export function createPlatform(deps: PlatformDeps) {
         {
           usageReport: createUsageReport({ db, ...(deps.now ? { now: deps.now } : {}) }),
           spendAlerts,
-          files,
+          files: ag.files,
           ...(calendar ? { calendar } : {}),
           cdpWallets,
-          chat,
+          chat: ag.chat,
           ...conversations.web,
           agentClient,
-          agentMessages,
+          agentMessages: ag.agentMessages,
           stablecoinBalances: createStablecoinBalanceReader({ rpcUrl: config.TEMPO_RPC_URL, testnet: config.TEMPO_TESTNET }),
           admin,
           topUp,
           subscriptions,
-          agentsWeb,
+          agentsWeb: ag.agentsWeb,
           ai,
           accounts,
           externalSignIn,
@@ -308,15 +293,15 @@ export function createPlatform(deps: PlatformDeps) {
         {
           agents,
           deployments,
-          agentCallbacks,
+          agentCallbacks: ag.agentCallbacks,
           ai,
           keys,
           hostingMcp,
           watchdog,
-          files,
+          files: ag.files,
           underground,
           undergroundBus,
-          storedPlans,
+          storedPlans: ag.storedPlans,
           metrics,
         },
         appOptions,
@@ -342,7 +327,7 @@ export function createPlatform(deps: PlatformDeps) {
         agentClient,
         bus: undergroundBus,
         spendAlerts,
-        idleAgents,
+        idleAgents: ag.idleAgents,
       });
       await workers.start();
       // the platform sees an agent's process end itself, and has the watchdog check it at once
@@ -398,9 +383,9 @@ export function createPlatform(deps: PlatformDeps) {
       unwatchExits?.();
       await conversations.stop();
       await workers?.stop();
-      await idleAgents.close();
+      await ag.idleAgents.close();
       await undergroundBus.close();
-      if (ownsDriver) {
+      if (ag.ownsDriver) {
         await driver.shutdown().catch((err) => log.warn({ err }, 'hosting driver shutdown failed'));
         // where this process ran the deployment worker, agents stopped with it stop reading `running`
         if (workers)
@@ -413,7 +398,7 @@ export function createPlatform(deps: PlatformDeps) {
             )
             .catch((err: Error) => log.warn({ error: err.message }, 'agent status not recorded'));
       }
-      for (const closing of [ai, passwordReset, rateLimiter, sessionCache, keyCache, agentKeyCache]) await closing.close();
+      for (const closing of [ai, passwordReset, rateLimiter, sessionCache, keyCache, ag.agentKeyCache]) await closing.close();
     },
   };
 }

@@ -66,7 +66,6 @@ import { modelPricesRoutes } from './routes/model-prices.routes.ts';
 import { paidCallsRoutes } from './routes/paid-calls.routes.ts';
 import { passwordResetRoutes } from './routes/password-reset.routes.ts';
 import { paymentSessionsRoutes } from './routes/payment-sessions.routes.ts';
-import { provisionRoutes } from './routes/provision.routes.ts';
 import { securityEventsRoutes } from './routes/security-events.routes.ts';
 import { sessionWalletRoutes } from './routes/session-wallet.routes.ts';
 import { topUpRoutes } from './routes/top-up.routes.ts';
@@ -242,7 +241,6 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.topUp && topUpRoutes({ topUp: services.topUp }),
     services.subscriptions && billingRoutes({ subscriptions: services.subscriptions }),
     agentsRoutes({ agents: services.agentsWeb, ...(services.watchdog ? { watchdog: services.watchdog } : {}) }),
-    provisionRoutes({ agents: services.agentsWeb }),
     agentCloneRoutes(),
     services.watchdog && webWatchdogRoutes({ watchdog: services.watchdog }),
     instanceRoutes({ agents: services.agentsWeb }),
@@ -263,7 +261,7 @@ export async function buildWebApp(config: Config, services: WebServices, options
     services.payments && paidCallsRoutes({ gateway: services.payments.gateway }),
     services.cdpWallets && cdpWalletRoutes({ wallets: services.cdpWallets }),
     services.chat && services.sessions && chatRoutes({ chat: services.chat, sessions: services.sessions }),
-    services.channels && channelsRoutes({ channels: services.channels }),
+    services.channels && channelsRoutes({ channels: services.channels, agents: services.agentsWeb }),
     logsRoutes({ agents: services.agentsWeb, live, session, revoker }),
     agentClient &&
       services.agentMessages &&

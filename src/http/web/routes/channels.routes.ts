@@ -1,9 +1,11 @@
 /**
  * An agent's messaging channels (docs/channels.md): connect a Telegram or Discord bot, its allow
- * list and pairing, on the owner's session; and the public address Telegram posts updates to when
- * the platform receives them by webhook.
+ * list and pairing, on the owner's session; §4.18 provisioning with channel tokens (the agents
+ * domain's provisioning, which takes tokens inside `config.channels`: this route only moves them
+ * there); and the public address Telegram posts updates to when the platform receives them by webhook.
  */
 import { z } from 'zod';
+import { type AgentsWebService, provisionBody, provisioned } from '../../../domains/agents/index.ts';
 import {
   approvedPairing,
   type Channels,
@@ -24,7 +26,27 @@ const SECRETS =
   '(AES-256-GCM), held by the platform only (the bot runs in the platform, not in the agent, so a token never enters the ' +
   "agent's sandbox, environment or process list) and never answered or logged: answers show its last 4 characters and the bot's @name.";
 
-export const channelsRoutes = (deps: { channels: Channels }): RouteModule<'public' | 'session'> => {
+/** §4.18 `POST /api/provision`: the body of POST /api/agents/provision with channel tokens beside it (docs/channels.md "API") */
+const channelTokens = z
+  .object(
+    {
+      botToken: z.string({ error: 'botToken must be a string' }).trim().min(1, { error: 'botToken must not be empty' }).max(500),
+      allowFrom: z.array(z.string().max(100), { error: 'allowFrom must be a list of user ids or @names' }).max(500).optional(),
+      enabled: z.boolean({ error: 'enabled must be true or false' }).optional(),
+    },
+    { error: 'each channel must be an object with botToken' },
+  )
+  .strict();
+
+const provisionWithChannels = provisionBody.extend({
+  channels: z
+    .object({ telegram: channelTokens.optional(), discord: channelTokens.optional() }, { error: 'channels must be an object' })
+    .strict()
+    .optional()
+    .describe('Bot tokens for the platform-run channels: `telegram` (a BotFather token) and `discord` (a bot token)'),
+});
+
+export const channelsRoutes = (deps: { channels: Channels; agents: AgentsWebService }): RouteModule<'public' | 'session'> => {
   const { channels } = deps;
 
   return {
@@ -92,6 +114,49 @@ export const channelsRoutes = (deps: { channels: Channels }): RouteModule<'publi
           response: { 200: z.object({ success: z.literal(true) }), ...errors },
         },
         handler: async (request) => channels.remove(currentUser(request).id, request.params.id, request.params.kind),
+      });
+
+      app.post('/provision', {
+        schema: {
+          tags: ['agents'],
+          summary: 'Provision an agent with its messaging channels (§4.18)',
+          description:
+            'POST /api/agents/provision (same body, rules and answers) with `channels: {telegram?, discord?}`, each `{botToken, allowFrom?, enabled?}`. ' +
+            'Each token is checked with its provider first (Telegram `getMe`, Discord `GET /users/@me`): a refused one is 400 `CHANNEL_TOKEN_REFUSED` ' +
+            "with the provider's reason and no agent is made. The tokens become the agent's channels (GET /api/agents/{id}/channels lists them without " +
+            "the tokens), sealed at rest, and never enter the agent's configuration, environment or sandbox (docs/channels.md).",
+          body: provisionWithChannels,
+          response: {
+            201: provisioned,
+            400: errorSchema,
+            401: errorSchema,
+            402: errorSchema,
+            429: errorSchema,
+            500: errorSchema,
+            502: errorSchema,
+            503: errorSchema,
+          },
+        },
+        handler: async (request, reply) => {
+          const { channels, config, name, model, tier, gitInit } = request.body;
+          const given = channels ?? {};
+          const inConfig = (config?.channels ?? {}) as Record<string, Record<string, unknown>>;
+          const merged: Record<string, unknown> = { ...inConfig };
+          for (const kind of ['telegram', 'discord'] as const) {
+            const c = given[kind];
+            if (c)
+              merged[kind] = {
+                ...inConfig[kind],
+                ...(c.allowFrom ? { allowFrom: c.allowFrom } : {}),
+                ...(c.enabled === undefined ? {} : { enabled: c.enabled }),
+                botToken: c.botToken,
+              };
+          }
+          const withChannels = channels ? { ...config, channels: merged } : config;
+          return reply
+            .code(201)
+            .send(await deps.agents.provision(currentUser(request), { name, model, config: withChannels, tier, gitInit }));
+        },
       });
 
       app.post('/agents/:id/channels/:kind/pairings/:code', {
