@@ -75,4 +75,17 @@ describe('Discord channels', () => {
     expect(del.statusCode).toBeLessThan(300);
     await eventually(async () => discord.openSockets === 0);
   });
+
+  it('a gateway that gives up after connecting (Discord closes with 4004: the token was reset) reads error with the reason', async () => {
+    const o = await ownerWithAgent(t, agent);
+    expect((await put(o, { botToken: TOKEN })).statusCode).toBe(200);
+    await eventually(async () => (await list(o)).channels[0]?.status === 'connected');
+    discord.drop(4004);
+    const failed = await eventually(async () => {
+      const c = (await list(o)).channels[0];
+      return c?.status === 'error' ? c : null;
+    });
+    expect(JSON.stringify(failed)).toMatch(/refused|Authentication failed/i);
+    expect(JSON.stringify(failed)).not.toContain(TOKEN);
+  });
 });
