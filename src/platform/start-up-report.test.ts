@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/env.ts';
-import { createProviders } from '../domains/ai/providers/provider-registry.service.ts';
+import { createProviders } from '../domains/ai/index.ts';
 import { featureLines, hostingLine, modelProviderLine } from './start-up-report.ts';
 
 const load = (env: Record<string, string>) => loadConfig(env, { readDotEnv: false });

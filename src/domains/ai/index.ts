@@ -40,6 +40,7 @@ export {
 export { MODEL_PRICE_MAX } from './model-prices.service.ts';
 export { type AiActor, checkPlan, checkStoredPlan, type StoredPlan } from './plan.rules.ts';
 export { type ChatProvider, PROVIDER_NAMES, type ProviderName } from './providers/provider.contract.ts';
+export { createProviders } from './providers/provider-registry.service.ts';
 export { createStoredPlans, type StoredPlans } from './stored-plans.service.ts';
 export { createUsageReport, USAGE_DAYS_MAX, type UsageReportFn } from './usage-report.service.ts';
 export type { UsageStore } from './usage-store.service.ts';
