@@ -17,7 +17,7 @@
  * The many-agents part runs first, so the process's reading holds no earlier platform.
  * BENCH_WAKE_ROUNDS (40), BENCH_IDLE_AGENTS (1000) and BENCH_IDLE_AWAKE (50) set the sizes.
  */
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -25,6 +25,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { buildServer } from '../scripts/build-server.ts';
 import { freePort } from '../src/db/embedded.ts';
+import { processTree } from '../src/domains/agents/drivers/local/containment/proc.service.ts';
 import type { Platform } from '../src/platform.ts';
 import { startUpstream } from './ai-proxy.bench.ts';
 import { startBenchDatabase, stopProcess } from './lib/bench-db.ts';
@@ -65,23 +66,8 @@ const pssKb = (pid: number) => {
     return 0;
   }
 };
-/** `pid` and every process below it, from /proc. */
-function tree(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
-    } catch {
-      /* gone */
-    }
-  }
-  const all = [pid];
-  for (let i = 0; i < all.length; i++) all.push(...(children.get(all[i]!) ?? []));
-  return all;
-}
+/** `pid` and every process below it, from /proc (the local driver's own reading) */
+const tree = (pid: number): number[] => processTree(pid).map((s) => s.pid);
 
 type Compiled = {
   loadConfig: typeof import('../src/config/env.ts').loadConfig;

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
+import { processTree } from '../../src/domains/agents/drivers/local/containment/proc.service.ts';
 import { createLocalDriver } from '../../src/domains/agents/drivers/local/local.driver.ts';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
 import { testAgentSandbox } from '../helpers/agent-sandbox.ts';
@@ -46,23 +47,8 @@ const alive = (pid: number) => {
   }
 };
 
-/** `pid` and every process below it (bwrap, its namespace init, the runtime), from /proc. */
-function tree(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  const all = [pid];
-  for (let i = 0; i < all.length; i++) all.push(...(children.get(all[i]!) ?? []));
-  return all;
-}
+/** `pid` and every process below it, from /proc (the local driver's own reading) */
+const tree = (pid: number): number[] => processTree(pid).map((s) => s.pid);
 
 /** Sleeping, with none of its processes left: resolves with the processes it had while awake. */
 async function asleep(): Promise<number[]> {
