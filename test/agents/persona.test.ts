@@ -12,28 +12,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { LIMITS } from '../../src/config/limits.ts';
 import { decryptSecret } from '../../src/lib/crypto.ts';
-import { type LivePlatform, startLivePlatform } from '../helpers/live-platform.ts';
+import { type LivePlatform, liveUsers, startLivePlatform } from '../helpers/live-platform.ts';
 import { TEST_SECRETS } from '../helpers/platform.ts';
 import { eventually } from './helpers.ts';
 
 let live: LivePlatform;
-const cookies: Record<string, string> = {};
-
-async function api(who: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(`${live.webUrl}${path}`, {
-    method,
-    headers: { cookie: cookies[who] ?? '', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const m = /service-session=([^;]+)/.exec(res.headers.get('set-cookie') ?? '');
-  if (m) cookies[who] = `service-session=${m[1]}`;
-  return { status: res.status, body: (await res.json()) as Record<string, any> };
-}
-
-async function signIn(who: string, email: string) {
-  expect((await api(who, 'POST', '/api/register', { email, password: 'correct horse battery' })).status).toBe(201);
-  expect((await api(who, 'POST', '/api/auth/login', { email, password: 'correct horse battery' })).status).toBe(200);
-}
+const { api, signIn } = liveUsers(() => live.webUrl);
 
 /** The agent running and its gateway answering (after a deploy: its new address). */
 const runningAgent = (agentId: string) =>

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
+import { expect } from 'vitest';
 import { type Config, loadConfig } from '../../src/config/env.ts';
 import { freePort } from '../../src/db/embedded.ts';
 import type { App } from '../../src/http/shared/base-app.ts';
@@ -92,4 +93,28 @@ export async function startLivePlatform(env: Record<string, string> = {}): Promi
   };
   await live.start();
   return live;
+}
+
+/**
+ * Named users of a live platform's web app, each with the session cookie its last answer set:
+ * `api(who, …)` sends `who`'s cookie, `signIn(who, email)` registers and signs that user in.
+ * `webUrl` is read at each call (the platform is started in a beforeAll).
+ */
+export function liveUsers(webUrl: () => string) {
+  const cookies: Record<string, string> = {};
+  async function api(who: string, method: string, path: string, body?: unknown) {
+    const res = await fetch(`${webUrl()}${path}`, {
+      method,
+      headers: { cookie: cookies[who] ?? '', ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const m = /service-session=([^;]+)/.exec(res.headers.get('set-cookie') ?? '');
+    if (m) cookies[who] = `service-session=${m[1]}`;
+    return { status: res.status, body: (await res.json()) as Record<string, any> };
+  }
+  async function signIn(who: string, email: string) {
+    expect((await api(who, 'POST', '/api/register', { email, password: 'correct horse battery' })).status).toBe(201);
+    expect((await api(who, 'POST', '/api/auth/login', { email, password: 'correct horse battery' })).status).toBe(200);
+  }
+  return { api, signIn, cookies };
 }
