@@ -4,7 +4,7 @@
  */
 import { useState } from 'react';
 import { api, call } from '../api/client.ts';
-import { DataTable, Empty, ErrorText, Field, formatUsd, Link, Section, Spinner, useData } from '../ui.tsx';
+import { type Column, DataTable, Empty, ErrorText, Field, formatUsd, Link, Section, Spinner, useData } from '../ui.tsx';
 
 /** The period of a usage view (the days query parameter), shared with an agent's Usage tab. */
 export function PeriodSelect({ days, onChange }: { days: number; onChange: (days: number) => void }) {
@@ -34,6 +34,15 @@ export function Cost({ of }: { of: Priced }) {
     ? 'This model has no price: the operator sets one in MODEL_PRICES or on the admin page'
     : `${of.unpricedRequests.toLocaleString()} of ${of.requests.toLocaleString()} calls were of a model without a price`;
   return <span title={title}>{all ? 'unpriced' : `${formatUsd(of.cost)} + unpriced`}</span>;
+}
+
+/** The columns every usage breakdown ends with: calls, tokens and what they cost. */
+export function usageColumns<T extends Priced & { totalTokens: number }>(): Column<T>[] {
+  return [
+    { header: 'Calls', numeric: true, cell: (r) => r.requests.toLocaleString() },
+    { header: 'Tokens', numeric: true, cell: (r) => r.totalTokens.toLocaleString() },
+    { header: 'Cost', numeric: true, cell: (r) => <Cost of={r} /> },
+  ];
 }
 
 /** Cost, calls and tokens of a period. */
@@ -107,9 +116,7 @@ export function UsagePage() {
                     <Link href={`/dashboard/agents/${encodeURIComponent(a.agentId)}`}>{a.name}</Link>
                   ),
               },
-              { header: 'Calls', numeric: true, cell: (a) => a.requests.toLocaleString() },
-              { header: 'Tokens', numeric: true, cell: (a) => a.totalTokens.toLocaleString() },
-              { header: 'Cost', numeric: true, cell: (a) => <Cost of={a} /> },
+              ...usageColumns(),
             ]}
           />
         </Section>
@@ -125,9 +132,7 @@ export function UsagePage() {
                 header: 'Key',
                 cell: (k) => (k.name === null ? <span className="muted">deleted key</span> : <Link href="/dashboard/keys">{k.name}</Link>),
               },
-              { header: 'Calls', numeric: true, cell: (k) => k.requests.toLocaleString() },
-              { header: 'Tokens', numeric: true, cell: (k) => k.totalTokens.toLocaleString() },
-              { header: 'Cost', numeric: true, cell: (k) => <Cost of={k} /> },
+              ...usageColumns(),
             ]}
           />
         </Section>
@@ -138,12 +143,7 @@ export function UsagePage() {
             caption="Usage by model"
             rowKey={(m) => m.model}
             rows={u.byModel}
-            columns={[
-              { header: 'Model', cell: (m) => m.model },
-              { header: 'Calls', numeric: true, cell: (m) => m.requests.toLocaleString() },
-              { header: 'Tokens', numeric: true, cell: (m) => m.totalTokens.toLocaleString() },
-              { header: 'Cost', numeric: true, cell: (m) => <Cost of={m} /> },
-            ]}
+            columns={[{ header: 'Model', cell: (m) => m.model }, ...usageColumns()]}
           />
         </Section>
       )}

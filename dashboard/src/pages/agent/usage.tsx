@@ -8,7 +8,7 @@ import { type FormEvent, useEffect, useState } from 'react';
 import { api, call } from '../../api/client.ts';
 import { SpendAlert } from '../../spend-alert.tsx';
 import { Button, DataTable, Empty, ErrorText, Field, formatUsd, Notice, Section, Spinner, useAction, useData } from '../../ui.tsx';
-import { Chart, Cost, PeriodSelect, Totals } from '../usage.tsx';
+import { Chart, PeriodSelect, Totals, usageColumns } from '../usage.tsx';
 
 const BUDGET_MAX = 100_000;
 
@@ -38,12 +38,7 @@ export function Usage({ agentId }: { agentId: string }) {
                   caption="Usage per day"
                   rowKey={(d) => d.date}
                   rows={u.daily.filter((d) => d.requests > 0).reverse()}
-                  columns={[
-                    { header: 'Day', cell: (d) => d.date },
-                    { header: 'Calls', numeric: true, cell: (d) => d.requests.toLocaleString() },
-                    { header: 'Tokens', numeric: true, cell: (d) => d.totalTokens.toLocaleString() },
-                    { header: 'Cost', numeric: true, cell: (d) => <Cost of={d} /> },
-                  ]}
+                  columns={[{ header: 'Day', cell: (d) => d.date }, ...usageColumns()]}
                 />
               </>
             )}
@@ -56,12 +51,7 @@ export function Usage({ agentId }: { agentId: string }) {
             caption="This agent's usage by model"
             rowKey={(m) => m.model}
             rows={u.byModel}
-            columns={[
-              { header: 'Model', cell: (m) => m.model },
-              { header: 'Calls', numeric: true, cell: (m) => m.requests.toLocaleString() },
-              { header: 'Tokens', numeric: true, cell: (m) => m.totalTokens.toLocaleString() },
-              { header: 'Cost', numeric: true, cell: (m) => <Cost of={m} /> },
-            ]}
+            columns={[{ header: 'Model', cell: (m) => m.model }, ...usageColumns()]}
           />
         </Section>
       )}
