@@ -17,7 +17,7 @@ const FILE_MAX = 400;
  * entry that fits FILE_MAX again fails too: take it off the list.
  */
 const OVER_FILE_MAX: Record<string, { lines: number; why: string }> = {
-  'src/config/env.ts': { lines: 463, why: 'the one zod schema of every setting, read top to bottom against docs/configuration.md' },
+  'src/config/env.ts': { lines: 449, why: 'the one zod schema of every setting, read top to bottom against docs/configuration.md' },
   'src/platform.ts': { lines: 406, why: 'the composition root: every service with its dependencies, in one reading order' },
   'src/domains/agents/drivers/local/local.driver.ts': {
     lines: 520,
