@@ -180,8 +180,17 @@ describe('npm run backup / restore with the embedded database', () => {
       expect(await models(b.web, agentId, key)).toBe(200);
       expect(await models(b.web, agentId, `${key.slice(0, -4)}XXXX`)).toBe(401);
       expect(readFileSync(join(dirB, 'agents', agentId, 'workspace', 'notes.md'), 'utf8')).toBe('kept across the restore\n');
-      // the agent's configuration names the restored instance's folders, not the old one's
-      const config = readFileSync(join(dirB, 'agents', agentId, 'workspace', 'openclaw.json'), 'utf8');
+      // the agent's configuration names the restored instance's folders, not the old one's, once the
+      // restored platform has launched the agent again (it writes the file at each launch)
+      const configFile = join(dirB, 'agents', agentId, 'workspace', 'openclaw.json');
+      const config = await eventually(
+        async () => {
+          const text = readFileSync(configFile, 'utf8');
+          return text.includes(join(dirB, 'agents', agentId, 'workspace')) ? text : null;
+        },
+        60_000,
+        100,
+      );
       expect(config).toContain(join(dirB, 'agents', agentId, 'workspace'));
       expect(config).not.toContain(dirA);
       // the platform's own keys came back with it: what it sealed in A it opens in B (the wallet above), and the file is the same
