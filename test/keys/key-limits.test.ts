@@ -235,6 +235,42 @@ describe("a key's monthly budget (monthlyBudgetUsd)", () => {
     expect((await ask(budgeted.key, agent)).choices[0]?.message.content).toBeTruthy();
   });
 
+  it("stops the key's paid gateway model calls too (plugin generate-text): counted for the key, refused past it with the charge given back", async () => {
+    const o = await p.owner(1);
+    const { ledger, sessionWallet } = p.t.platform.services;
+    await ledger.credit({
+      address: await sessionWallet.ensureAddress(o.id),
+      amountMicros: 1_000_000,
+      eventId: `test:${o.id}`,
+      source: 'test',
+    });
+    const balance = async () => ((await (await api('GET', '/api/wallet', { cookie: o.cookie })).json()) as { balance: string }).balance;
+    const generate = (key: string) =>
+      api('POST', '/api/v1/gateway', { key, body: { plugin: 'generate-text', prompt: 'hi', model: 'openai/gpt-4o-mini' } });
+    const budgeted = await createKeyFor(o.cookie, { name: 'plugin budget', monthlyBudgetUsd: 0.000002 });
+
+    const first = await generate(budgeted.key);
+    expect(first.status, await first.clone().text()).toBe(200);
+    expect(await balance()).toBe('0.99');
+    await p.t.platform.services.ai.usage.flush();
+    const byKey = (
+      (await (await api('GET', '/api/usage?days=1', { cookie: o.cookie })).json()) as {
+        byKey: { keyId: string; requests: number; cost: number }[];
+      }
+    ).byKey;
+    expect(byKey.find((k) => k.keyId === budgeted.id)).toMatchObject({ requests: 1, cost: SHOWN_COST });
+
+    const calls = p.router.requests.length;
+    const refused = await generate(budgeted.key);
+    expect(refused.status).toBe(402);
+    const body = (await refused.json()) as { error: string; code: string };
+    expect(body.code).toBe('KEY_BUDGET_EXCEEDED');
+    expect(body.error).toContain("This API key's monthly budget of $0.000002 is used up");
+    expect(p.router.requests.length).toBe(calls);
+    // the plugin's price went back: one call paid, not two
+    expect(await balance()).toBe('0.99');
+  });
+
   it('a call through a WebSocket opened with a key is charged to that key', async () => {
     const [agent] = owner.agentIds as [string];
     const k = await createKey({ name: 'socket' });

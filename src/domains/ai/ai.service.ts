@@ -170,10 +170,15 @@ export function createAiService(deps: AiServiceDeps) {
     // a platform user's call is capped (its agent's budget) and, billing on, paid from their balance
     const billable = actor.billable === true;
     if (billable && guard.billing) attempts = pricedOnly(attempts);
+    const most = () => mostCost(attempts, messages, input.max_tokens);
+    // a call made for an API key (a paid gateway plugin's) is held against the key's budget too; it
+    // was paid by the plugin's price, so never from the balance as well
     const hold = () =>
       billable
-        ? guard.hold({ userId: actor.userId, agentId: input.agentId }, () => mostCost(attempts, messages, input.max_tokens))
-        : undefined;
+        ? guard.hold({ userId: actor.userId, agentId: input.agentId, keyId: actor.keyId }, most)
+        : actor.keyId
+          ? guard.hold({ userId: actor.userId, keyId: actor.keyId, prepaid: true }, most)
+          : undefined;
     return { attempts, messages, quota, hold };
   }
 
@@ -297,7 +302,7 @@ export function createAiService(deps: AiServiceDeps) {
       const { attempts, messages } = prepared;
       const answer = (held: readonly SpendHold[] | undefined, { model, result, release }: Served<ChatResult>): ChatResponse => {
         release();
-        record(actor.userId, input.agentId, model, result.usage, held);
+        record(actor.userId, input.agentId, model, result.usage, held, actor.keyId);
         return {
           id: responseId(result),
           model: model.id,
@@ -335,14 +340,14 @@ export function createAiService(deps: AiServiceDeps) {
               yield ev;
             } else {
               recorded = true;
-              record(actor.userId, input.agentId, model, ev.usage, held);
+              record(actor.userId, input.agentId, model, ev.usage, held, actor.keyId);
               yield { type: 'done' as const, usage: ev.usage, content };
             }
           }
         } finally {
           release();
           // a stream cut short is billed from its length, as the model gateway bills one (never free)
-          if (!recorded) record(actor.userId, input.agentId, model, estimatedUsage(messages, content.length), held);
+          if (!recorded) record(actor.userId, input.agentId, model, estimatedUsage(messages, content.length), held, actor.keyId);
         }
       })();
       return { id: `chatcmpl-${randomUUID()}`, model: model.id, provider: model.provider, events };

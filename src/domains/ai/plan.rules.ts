@@ -37,9 +37,9 @@ export type AiActor = {
    */
   billable?: boolean;
   /**
-   * The API key an agent's model call is made for (docs/payments.md "API keys"), set by the model
-   * gateway's route once it is checked to be the agent's owner's: its budget is held too, and the
-   * usage recorded with it.
+   * The API key a model call is made for (docs/payments.md "API keys"): set by the model gateway's
+   * route once it is checked to be the calling agent's owner's, and by the paid gateway for the key
+   * a plugin call came with. Its budget is held too, and the usage recorded with it.
    */
   keyId?: string | undefined;
 };

@@ -86,7 +86,16 @@ const CACHE_MAX = 50_000;
  * Who a model call is for: the owner, the agent when an agent makes it, and the API key it was
  * made for (docs/payments.md "API keys"; a key the caller checked is the owner's).
  */
-export type SpendCaller = { userId: string; agentId?: string | null | undefined; keyId?: string | null | undefined };
+export type SpendCaller = {
+  userId: string;
+  agentId?: string | null | undefined;
+  keyId?: string | null | undefined;
+  /**
+   * The call is paid for another way (a paid gateway plugin's price, charged before it runs): its
+   * budgets are held, never the balance, which would charge it twice.
+   */
+  prepaid?: boolean | undefined;
+};
 
 /**
  * The one check every model call passes before a provider is contacted (docs/agents.md "Usage and
@@ -173,8 +182,9 @@ export function createSpendGuard(deps: {
   const take = async (caller: SpendCaller, units: number): Promise<SpendHold[] | undefined> => {
     const agentId = caller.agentId ?? null;
     const keyId = caller.keyId ?? null;
-    const address = billing ? await addressOf(caller.userId) : null;
-    if (billing && !address) throw balanceTooLow(0, units / 1e10, 0);
+    const fromBalance = billing !== undefined && caller.prepaid !== true;
+    const address = fromBalance ? await addressOf(caller.userId) : null;
+    if (fromBalance && !address) throw balanceTooLow(0, units / 1e10, 0);
     const agentScope = agentId ? `agent:${agentId}` : undefined;
     const keyScope = keyId ? `key:${keyId}` : undefined;
     const balanceScope = address ? `balance:${address}` : undefined;
@@ -242,7 +252,7 @@ export function createSpendGuard(deps: {
      * and estimates nothing, docs/benchmarks.md "AI proxy").
      */
     hold(caller: SpendCaller, units: () => number): Promise<SpendHold[] | undefined> | undefined {
-      if (!billing && knownFree(noBudget, caller.agentId) && knownFree(noKeyBudget, caller.keyId)) return undefined;
+      if ((!billing || caller.prepaid) && knownFree(noBudget, caller.agentId) && knownFree(noKeyBudget, caller.keyId)) return undefined;
       return take(caller, units());
     },
 

@@ -236,7 +236,15 @@ export function createPaidCallsService(deps: {
       }
 
       const actor: AiActor = req.account
-        ? { userId: req.account.userId, email: req.account.email, role: undefined, plan: req.account.plan, isAdmin: req.account.isAdmin }
+        ? {
+            userId: req.account.userId,
+            email: req.account.email,
+            role: undefined,
+            plan: req.account.plan,
+            isAdmin: req.account.isAdmin,
+            // the model call is the key's: held against its monthly budget and counted in its usage
+            keyId: req.account.key?.id,
+          }
         : { userId: payer ?? 'gateway', email: undefined, role: undefined, plan: 'solo', isAdmin: false };
       try {
         const output = await call(
