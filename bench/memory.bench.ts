@@ -364,9 +364,12 @@ export async function run(): Promise<BenchOutput> {
     "What keeps it down: `npm start` runs the sources compiled to JavaScript (scripts/build-server.ts), so Node's type stripper " +
       '(a WebAssembly swc, ~18 MB resident for the life of the process) is never loaded; viem (~27 MB on top of the other ' +
       'dependencies: SIWE, receipts, MPP, wallets, the Underground bus) is imported on first use (src/lib/viem.ts); so are the `stripe` SDK, `ioredis` ' +
-      '(REDIS_URL) and the common-password dictionaries (first registration); and only when their setting chooses them: ' +
+      "(REDIS_URL) and the common-password dictionaries (first registration); `undici` (~30 MB, as it brings Node's own bundled undici along: " +
+      "the first model call, agent proxy request or webhook delivery; src/lib/undici.ts), `jose` (security event tokens, the custodial wallet's JWTs), " +
+      'the messaging libraries (grammY, @discordjs/*: the first channel token checked or bot connected) and `@upstash/redis` (the first hosting status write); ' +
+      'and only when their setting chooses them: ' +
       '`@kubernetes/client-node` (~90 MB, HOSTING_DRIVER=kubernetes), `dockerode` (~30 MB, docker), `prom-client` (~20 MB, METRICS_TOKEN), ' +
-      '`nodemailer` (~20 MB, SMTP_URL) and the x402 payer packages (~35 MB, X402_PAYER_PRIVATE_KEY). Before they were deferred the idle process read 165–171 MB.',
+      '`nodemailer` (~20 MB, SMTP_URL) and the x402 payer packages (~35 MB, X402_PAYER_PRIVATE_KEY). Before they were deferred the idle process read 165–171 MB, and 172 MB on 2026-11-28 before undici, jose and the messaging libraries were.',
     '',
     `One built-in-runtime agent started by the local driver, its whole process tree (VmRSS, MB, each reading after ${idleS} s idle): ` +
       `when it first answers /healthz; after one HTTP and one WebSocket chat; after a burst of ${chats} chat requests (concurrency 4). ` +

@@ -20,7 +20,8 @@
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
-import { Agent } from 'undici';
+import type { Agent } from 'undici';
+import { undici } from './undici.ts';
 
 const ipv4Special = new BlockList();
 for (const [net, prefix] of [
@@ -123,9 +124,20 @@ export async function checkWebhookUrl(raw: string, allowPrivate: boolean): Promi
  * passed isPublicAddress (or all of them when private targets are allowed), failing otherwise, and
  * the connection is made to those very addresses (no second lookup a rebinding name could answer
  * differently). IP-literal hosts skip the lookup, so checkWebhookTarget runs before each delivery.
- * `timeoutMs` bounds the connection and each wait for the answer's headers or body.
+ * `timeoutMs` bounds the connection and each wait for the answer's headers or body. Made on the
+ * first delivery (`get`), as undici is loaded then (src/lib/undici.ts).
  */
-export function createGuardedDispatcher(allowPrivate: boolean, timeoutMs: number): Agent {
+export function createGuardedDispatcher(allowPrivate: boolean, timeoutMs: number) {
+  let made: Promise<Agent> | undefined;
+  return {
+    get: (): Promise<Agent> => (made ??= undici().then(({ Agent }) => guardedAgent(Agent, allowPrivate, timeoutMs))),
+    async close(): Promise<void> {
+      if (made) await (await made).close();
+    },
+  };
+}
+
+function guardedAgent(Agent: typeof import('undici').Agent, allowPrivate: boolean, timeoutMs: number): Agent {
   return new Agent({
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,

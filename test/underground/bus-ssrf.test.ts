@@ -85,7 +85,7 @@ describe('SSRF: webhooks on private addresses (§4.15 delivery)', () => {
     const strict = createGuardedDispatcher(false, 2000);
     const open = createGuardedDispatcher(true, 2000);
     try {
-      const refused = await undiciFetch(url, { method: 'POST', body: '{}', dispatcher: strict }).then(
+      const refused = await undiciFetch(url, { method: 'POST', body: '{}', dispatcher: await strict.get() }).then(
         () => null,
         (err: Error) => err,
       );
@@ -94,7 +94,7 @@ describe('SSRF: webhooks on private addresses (§4.15 delivery)', () => {
         method: 'POST',
         body: '{"probe":true}',
         headers: { 'content-type': 'application/json' },
-        dispatcher: open,
+        dispatcher: await open.get(),
       });
       expect(ok.status).toBe(200);
     } finally {

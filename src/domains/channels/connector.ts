@@ -11,6 +11,9 @@ import type { Logger } from '../../lib/logger.ts';
 
 export type ChannelKind = 'telegram' | 'discord';
 
+/** Each provider's limit for one message, in characters (Telegram's Bot API 4096, Discord 2000). */
+export const MAX_MESSAGE_CHARS: Record<ChannelKind, number> = { telegram: 4096, discord: 2000 };
+
 /** A text message a bot received. */
 export type InboundMessage = {
   /** where to answer: a Telegram chat id, a Discord channel id */

@@ -23,10 +23,7 @@ import {
 } from '@discordjs/ws';
 import { WebSocket } from 'ws';
 import { AppError } from '../../lib/errors.ts';
-import type { BotIdentity, ChannelConnector, ChannelProvider, ConnectOptions } from './connector.ts';
-
-/** Discord's limit for one message's `content` */
-const MAX_MESSAGE_CHARS = 2000;
+import { type BotIdentity, type ChannelConnector, type ChannelProvider, type ConnectOptions, MAX_MESSAGE_CHARS } from './connector.ts';
 
 /**
  * Server messages, direct messages, and their text: Message Content is a privileged intent, so a
@@ -270,5 +267,5 @@ export function createDiscordProvider({
     };
   }
 
-  return { kind: 'discord', maxMessageChars: MAX_MESSAGE_CHARS, verify, connect };
+  return { kind: 'discord', maxMessageChars: MAX_MESSAGE_CHARS.discord, verify, connect };
 }

@@ -12,10 +12,14 @@ import { createHash } from 'node:crypto';
 import { Bot, GrammyError, HttpError } from 'grammy';
 import { safeEqual } from '../../lib/crypto.ts';
 import { AppError } from '../../lib/errors.ts';
-import type { BotIdentity, ChannelConnector, ChannelProvider, ConnectOptions, InboundMessage } from './connector.ts';
-
-/** Telegram's limit for one text message (sendMessage `text`: 1-4096 characters). */
-const TELEGRAM_MAX_MESSAGE_CHARS = 4096;
+import {
+  type BotIdentity,
+  type ChannelConnector,
+  type ChannelProvider,
+  type ConnectOptions,
+  type InboundMessage,
+  MAX_MESSAGE_CHARS,
+} from './connector.ts';
 
 const derived = (token: string, purpose: string) => createHash('sha256').update(`${purpose}\n${token}`).digest('hex').slice(0, 40);
 
@@ -133,7 +137,7 @@ export function createTelegramProvider(options: { apiUrl: string; webhook?: { ba
 
   return {
     kind: 'telegram',
-    maxMessageChars: TELEGRAM_MAX_MESSAGE_CHARS,
+    maxMessageChars: MAX_MESSAGE_CHARS.telegram,
     async verify(token) {
       try {
         const me = await newBot(token).api.getMe();

@@ -3,7 +3,7 @@
  * record (§6), behind an interface (docs/architecture.md rule 4). The real implementation uses `@upstash/redis`;
  * tests run it against a local server speaking the same REST protocol (test/fakes/kv-rest.ts).
  */
-import { Redis } from '@upstash/redis';
+import type { Redis } from '@upstash/redis';
 
 export interface StatusStore {
   /** SET key value EX ttlSeconds */
@@ -11,7 +11,18 @@ export interface StatusStore {
 }
 
 export function createUpstashStatusStore(options: { url: string; token: string; timeoutMs: number }): StatusStore {
-  const redis = new Redis({
+  // the client is loaded with the first write (~8 MB resident a process that never writes does not pay)
+  let made: Promise<Redis> | undefined;
+  const client = () => (made ??= import('@upstash/redis').then(({ Redis }) => create(Redis, options)));
+  return {
+    async set(key, value, ttlSeconds) {
+      await (await client()).set(key, value, { ex: ttlSeconds });
+    },
+  };
+}
+
+function create(Redis: typeof import('@upstash/redis').Redis, options: { url: string; token: string; timeoutMs: number }): Redis {
+  return new Redis({
     url: options.url,
     token: options.token,
     // one retry, each attempt bounded: a dead store must not hold the webhook for seconds
@@ -22,9 +33,4 @@ export function createUpstashStatusStore(options: { url: string; token: string; 
     enableAutoPipelining: false,
     automaticDeserialization: false,
   });
-  return {
-    async set(key, value, ttlSeconds) {
-      await redis.set(key, value, { ex: ttlSeconds });
-    },
-  };
 }

@@ -11,9 +11,10 @@
  * that is not in the cached set makes jose fetch the key set again (the provider rotated its
  * keys), at most once per cooldown, so tokens with made-up kids cannot make us flood the provider.
  */
-import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, errors, type JWTPayload, jwtVerify } from 'jose';
+import type { createRemoteJWKSet, JWTPayload, ProtectedHeaderParameters } from 'jose';
 import { LIMITS } from '../../config/limits.ts';
 import { badRequest, serviceUnavailable } from '../../lib/errors.ts';
+import { jose } from '../../lib/jose.ts';
 
 export type RiscVerifierOptions = {
   /** IDP_ISSUER */
@@ -64,6 +65,7 @@ export function createRiscVerifier(options: RiscVerifierOptions) {
       throw serviceUnavailable('Security event signing keys unavailable');
     }
     // the same jwks_uri as before keeps jose's key set (and what it fetched); a new one starts over
+    const { createRemoteJWKSet } = await jose();
     const keys =
       cached?.jwksUri === doc.jwks_uri
         ? cached.keys
@@ -87,7 +89,8 @@ export function createRiscVerifier(options: RiscVerifierOptions) {
    * an audience that is present and not ours.
    */
   async function verify(token: string, opts: { requireAudience?: boolean } = {}): Promise<VerifiedToken> {
-    let header: ReturnType<typeof decodeProtectedHeader>;
+    const { decodeJwt, decodeProtectedHeader, errors, jwtVerify } = await jose();
+    let header: ProtectedHeaderParameters;
     let claims: JWTPayload;
     try {
       header = decodeProtectedHeader(token);
@@ -117,7 +120,7 @@ export function createRiscVerifier(options: RiscVerifierOptions) {
       if (err instanceof errors.JWSSignatureVerificationFailed) throw invalid('Invalid token signature');
       if (err instanceof errors.JWTExpired) throw invalid('Token expired');
       if (err instanceof errors.JWTClaimValidationFailed) throw invalid(`Invalid token claim: ${err.claim}`);
-      if (err instanceof errors.JWKSTimeout || err instanceof errors.JWKSInvalid || isFetchFailure(err)) {
+      if (err instanceof errors.JWKSTimeout || err instanceof errors.JWKSInvalid || isFetchFailure(err, errors)) {
         throw serviceUnavailable('Security event signing keys unavailable');
       }
       throw invalid('Invalid token');
@@ -128,7 +131,7 @@ export function createRiscVerifier(options: RiscVerifierOptions) {
 }
 
 /** jose's own fetch errors (connection refused, a non-200 answer) are plain errors or JOSEError. */
-function isFetchFailure(err: unknown): boolean {
+function isFetchFailure(err: unknown, errors: { JOSEError: typeof import('jose').errors.JOSEError }): boolean {
   if (!(err instanceof Error)) return false;
   if (err instanceof errors.JOSEError) return err.code === 'ERR_JOSE_GENERIC' && /fetch|response/i.test(err.message);
   return err.name === 'TypeError' || err.name === 'AbortError' || err.name === 'TimeoutError';

@@ -132,7 +132,7 @@ export function createSpendAlerts(deps: {
           }),
           signal,
           // only global unicast addresses, checked at connection time (src/lib/webhook-guard.ts)
-          dispatcher,
+          dispatcher: await dispatcher.get(),
         } as RequestInit);
         await res.body?.cancel();
         if (!res.ok) throw new Error(`the webhook answered ${res.status}`);

@@ -18,13 +18,12 @@
  * unless the operator allows private ones (./bus-address-guard.ts).
  */
 import { randomUUID } from 'node:crypto';
-// undici's own fetch: Node's global fetch may bundle another undici version than the dispatcher's
-import { fetch as fetchWithDispatcher } from 'undici';
 import { LIMITS } from '../../config/limits.ts';
 import type { Db, Tx } from '../../db/client.ts';
 import { AppError, badRequest, conflict, tooManyRequests, unauthorized } from '../../lib/errors.ts';
 import type { JobOutcome } from '../../lib/jobs.ts';
 import type { RateLimiter } from '../../lib/rate-limiter.ts';
+import { undici } from '../../lib/undici.ts';
 import { checkWebhookTarget, checkWebhookUrl, createGuardedDispatcher, WebhookAddressError } from '../../lib/webhook-guard.ts';
 import type { AdminFacts } from '../accounts/index.ts';
 import { busRepo, type DeliveryRow, type SenderOwner } from './bus.repo.ts';
@@ -201,6 +200,8 @@ export function createBusService(options: BusServiceOptions) {
     try {
       // IP literals here; a name is checked by the dispatcher's lookup as it connects
       checkWebhookTarget(job.target, options.allowPrivateWebhooks);
+      // undici's own fetch: Node's global fetch may bundle another undici version than the dispatcher's
+      const { fetch: fetchWithDispatcher } = await undici();
       const res = await fetchWithDispatcher(job.target, {
         method: 'POST',
         headers: {
@@ -210,7 +211,7 @@ export function createBusService(options: BusServiceOptions) {
         },
         body: JSON.stringify(job.payload),
         redirect: 'manual',
-        dispatcher,
+        dispatcher: await dispatcher.get(),
         signal: stopping ? AbortSignal.any([stopping, timeout]) : timeout,
       });
       // the answer's body is never read: only the status matters, so its size cannot

@@ -15,7 +15,8 @@
  * Tests point CDP_API_URL at a local server speaking the same protocol (test/fakes/cdp-api.ts).
  */
 import { constants, createHash, createPrivateKey, type KeyObject, publicEncrypt, randomBytes } from 'node:crypto';
-import { type JWTPayload, SignJWT } from 'jose';
+import type { JWTPayload } from 'jose';
+import { jose } from '../../lib/jose.ts';
 
 export type CdpAccount = { address: string; name: string };
 
@@ -73,8 +74,10 @@ function apiKey(secret: string): { key: KeyObject; alg: 'ES256' | 'EdDSA' } {
   return { key: createPrivateKey({ key: der, format: 'der', type: 'pkcs8' }), alg: 'EdDSA' };
 }
 
-const jwt = (header: Record<string, string>, claims: JWTPayload, key: KeyObject, alg: 'ES256' | 'EdDSA') =>
-  new SignJWT(claims).setProtectedHeader({ ...header, alg }).sign(key);
+const jwt = async (header: Record<string, string>, claims: JWTPayload, key: KeyObject, alg: 'ES256' | 'EdDSA') => {
+  const { SignJWT } = await jose();
+  return new SignJWT(claims).setProtectedHeader({ ...header, alg }).sign(key);
+};
 
 export function createCdpClient(options: {
   apiUrl: string;

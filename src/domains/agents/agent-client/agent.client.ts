@@ -14,10 +14,11 @@
  * Targets (base URL and decrypted token, cached briefly) come from `targets.service.ts`.
  */
 import { connect as netConnect } from 'node:net';
-import { Agent, buildConnector, type Dispatcher, request as undiciRequest } from 'undici';
+import type { Agent, buildConnector, Dispatcher } from 'undici';
 import WebSocket from 'ws';
 import { KEY_ID_HEADER, LIMITS } from '../../../config/limits.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
+import { undici, undiciIfLoaded } from '../../../lib/undici.ts';
 import { type AgentTrafficRecorder, noTraffic } from '../idle/agent-traffic.service.ts';
 import { openClawModel, withOpenClawModel } from './agent-model.rules.ts';
 import { createCompletionText } from './completion-text.rules.ts';
@@ -80,10 +81,11 @@ export type AgentClientDeps = {
  */
 function connectorFor(localSocket: ((origin: string) => string | undefined) | undefined): buildConnector.connector | undefined {
   if (!localSocket) return undefined;
-  const tcp = buildConnector({});
+  // undici calls this, so it is loaded by then
+  let tcp: buildConnector.connector | undefined;
   return (opts, callback) => {
     const path = opts.protocol === 'http:' ? localSocket(`http://${opts.hostname}:${opts.port}`) : undefined;
-    if (!path) return tcp(opts, callback);
+    if (!path) return (tcp ??= undiciIfLoaded()!.buildConnector({}))(opts, callback);
     const socket = netConnect({ path });
     const failed = (err: Error) => callback(err, null);
     socket.once('error', failed);
@@ -198,7 +200,8 @@ export function createAgentClient(deps: AgentClientDeps) {
       agentId: string,
       req: ForwardRequest,
     ): Promise<{ target: AgentTarget; response: Dispatcher.ResponseData }> {
-      dispatcher ??= new Agent({ keepAliveTimeout: 30_000, connections: 256, pipelining: 1, ...(connect ? { connect } : {}) });
+      const u = undiciIfLoaded() ?? (await undici());
+      dispatcher ??= new u.Agent({ keepAliveTimeout: 30_000, connections: 256, pipelining: 1, ...(connect ? { connect } : {}) });
       const via = dispatcher;
       const send = async (target: AgentTarget) => {
         const body = openClaw && isChatCompletions(req) ? withOpenClawModel(req.body, ownModels(target)) : req.body;
@@ -206,7 +209,7 @@ export function createAgentClient(deps: AgentClientDeps) {
         const headers = body === req.body ? req.headers : withoutContentLength(req.headers);
         return {
           target,
-          response: await undiciRequest(`${target.baseUrl}${req.path}`, {
+          response: await u.request(`${target.baseUrl}${req.path}`, {
             method: req.method,
             headers: { ...headers, authorization: bearer(target) },
             body: body && body.length > 0 ? body : null,

@@ -3,8 +3,9 @@
  * (connections are reused across requests, no TLS or TCP handshake per call), a base path taken
  * from the configured base URL, and SSE parsing for streamed responses.
  */
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
 import type { CallSignal } from '../../../lib/cancellation.ts';
+import { undici, undiciIfLoaded } from '../../../lib/undici.ts';
 import { ProviderError } from './provider.contract.ts';
 
 /** A whole upstream answer in memory: what a non-streamed call needs (the body is parsed once, whole). */
@@ -49,16 +50,22 @@ export type UpstreamOptions = {
 export function createUpstreamClient(baseUrl: string, options: UpstreamOptions): UpstreamClient {
   const url = new URL(baseUrl);
   const basePath = url.pathname.replace(/\/+$/, '');
-  const pool = new Pool(url.origin, {
-    connections: options.connections ?? 256,
-    keepAliveTimeout: 30_000,
-    keepAliveMaxTimeout: 600_000,
-    headersTimeout: options.timeoutMs,
-    bodyTimeout: options.timeoutMs,
-  });
+  // made on the first call, when undici is loaded (src/lib/undici.ts): a provider configured but not called costs nothing
+  let pool: Pool | undefined;
+  const make = (u: typeof import('undici')) =>
+    (pool ??= new u.Pool(url.origin, {
+      connections: options.connections ?? 256,
+      keepAliveTimeout: 30_000,
+      keepAliveMaxTimeout: 600_000,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+    }));
+  const poolNow = (): Pool | undefined => pool ?? (undiciIfLoaded() ? make(undiciIfLoaded()!) : undefined);
+  const poolLater = (): Promise<Pool> => undici().then(make);
   return {
     async send(method, path, headers, body, signal) {
       try {
+        const pool = poolNow() ?? (await poolLater());
         // undici takes any object with aborted, reason and add/removeEventListener (a CallSignal); its types name AbortSignal
         const res = await pool.request({ method, path: basePath + path, headers, body, signal: signal as AbortSignal | undefined });
         return res as unknown as UpstreamResponse;
@@ -69,10 +76,16 @@ export function createUpstreamClient(baseUrl: string, options: UpstreamOptions):
     sendBuffered(method, path, headers, body, signal) {
       return new Promise<BufferedResponse>((resolve, reject) => {
         if (signal?.aborted) return reject(asProviderError(signal.reason, signal));
-        pool.dispatch({ method, path: basePath + path, headers, body }, new BufferingHandler(resolve, reject, signal));
+        const dispatch = (p: Pool) =>
+          p.dispatch({ method, path: basePath + path, headers, body }, new BufferingHandler(resolve, reject, signal));
+        const now = poolNow();
+        if (now) dispatch(now);
+        else poolLater().then(dispatch, reject);
       });
     },
-    close: () => pool.close(),
+    close: async () => {
+      await pool?.close();
+    },
   };
 }
 
