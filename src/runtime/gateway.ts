@@ -138,7 +138,10 @@ export async function createGateway(
 
   const modelMissing = () =>
     openAiError(
-      'No model is configured for this agent: set AGENT_MODEL_BASE_URL (and AGENT_MODEL_API_KEY) for its runtime',
+      // the platform launches an agent without a model only when it has no model provider, so that is
+      // what the owner is told first; the runtime's own settings are for a runtime run by hand
+      'No model is configured for this agent: the platform has no model provider (its operator sets ROUTER_BASE_URL and ' +
+        'ROUTER_API_KEY, or a provider key: docs/configuration.md). A runtime run on its own takes AGENT_MODEL_BASE_URL and AGENT_MODEL_API_KEY.',
       'model_not_configured',
       'MODEL_NOT_CONFIGURED',
     );

@@ -235,7 +235,11 @@ describe('local driver with the built-in runtime', () => {
     const b = (await driver.status('agent-b')).url!;
     const res = await chat(b, TOKEN_B, { messages: [{ role: 'user', content: 'hi' }] });
     expect(res.status).toBe(503);
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('MODEL_NOT_CONFIGURED');
+    const { error } = (await res.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe('MODEL_NOT_CONFIGURED');
+    // the owner is told what the platform lacks (its provider setting), not only the runtime's own variable
+    expect(error.message).toContain('the platform has no model provider');
+    expect(error.message).toContain('ROUTER_BASE_URL');
     const ready = (await (await fetch(`${b}/readyz`)).json()) as { ready: boolean; failing: string[] };
     expect(ready).toMatchObject({ ready: false, failing: ['model'] });
   });
