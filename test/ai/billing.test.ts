@@ -8,7 +8,7 @@
  * MODEL_PRICES price makes it billable. Real sockets, the official `openai` client, the fake provider.
  */
 import OpenAI, { APIError } from 'openai';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MODEL_GATEWAY_PATH } from '../../src/config/env.ts';
 import { type AgentsTestPlatform, bearer, eventually, startAgentsPlatform, subscriber } from '../agents/helpers.ts';
 import { FAKE_USAGE, type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
@@ -119,13 +119,18 @@ describe('a model call is paid from the balance', () => {
     // GET /api/usage says the same cost
     const report = await t.web.inject({ method: 'GET', url: '/api/usage', headers: { cookie: u.cookie } });
     expect(Math.abs(report.json().totals.cost - debited / 1e6)).toBeLessThan(1e-6);
-    // no hold is left once the calls have ended
-    const held = await t.database.db.kysely
-      .selectFrom('spend_holds')
-      .select((eb) => eb.fn.sum<string>('reserved').as('held'))
-      .where('scope', '=', `balance:${address}`)
-      .executeTakeFirst();
-    expect(Number(held?.held ?? 0)).toBe(0);
+    // no hold is left once the calls have ended and the process's block of the balance, unused for
+    // a second, is given back (balance-leases.service.ts)
+    const held = async () => {
+      await t.platform.services.ai.usage.flush();
+      const row = await t.database.db.kysely
+        .selectFrom('spend_holds')
+        .select((eb) => eb.fn.sum<string>('reserved').as('held'))
+        .where('scope', '=', `balance:${address}`)
+        .executeTakeFirst();
+      return Number(row?.held ?? 0);
+    };
+    await vi.waitFor(async () => expect(await held()).toBe(0), { timeout: 5_000, interval: 100 });
   });
 
   it('40 concurrent calls against a small balance never take it below zero, and only calls it could cover ran', async () => {

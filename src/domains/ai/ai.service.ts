@@ -381,6 +381,7 @@ export function createAiService(deps: AiServiceDeps) {
     async close() {
       await refreshing;
       await prices.close();
+      guard.close();
       await usage.close();
       holds.close();
       await Promise.allSettled(Object.values(providers).map((p) => p.close()));

@@ -38,7 +38,8 @@ export const spendHoldsRepo = {
     o: {
       agentId: string | null;
       keyId: string | null;
-      userId: string;
+      /** the key's owner (null: no key) */
+      userId: string | null;
       address: string | null;
       period: string;
       holder: string;

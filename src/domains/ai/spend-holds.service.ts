@@ -16,6 +16,7 @@ import { AppError } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { budgetExceeded, formatUsd, round6 } from './agent-budgets.service.ts';
 import { monthOf, type SpendHold, unitsToDecimal } from './ai.repo.ts';
+import { createBalanceLeases } from './balance-leases.service.ts';
 import type { CatalogModel } from './catalog.service.ts';
 import { keyBudgetExceeded } from './key-budgets.service.ts';
 import { type SpendHoldRow, spendHoldsRepo } from './spend-holds.repo.ts';
@@ -107,7 +108,7 @@ export type SpendCaller = {
 export function createSpendGuard(deps: {
   db: Pick<Db, 'pool'>;
   holds: Pick<SpendHolds, 'holder' | 'ttlMs' | 'taken'>;
-  usage: Pick<UsageStore, 'written' | 'pendingAgentCost' | 'pendingKeyCost'>;
+  usage: Pick<UsageStore, 'written' | 'pendingAgentCost' | 'pendingKeyCost' | 'release'>;
   /** AI_BILLING=balance: the owner's wallet address (undefined: the user has none yet) */
   billing?: { addressOf(userId: string): Promise<string | undefined> } | undefined;
   now: () => Date;
@@ -169,6 +170,27 @@ export function createSpendGuard(deps: {
       void drain(lane, fresh, ask);
     });
 
+  /** blocks of balances held ahead, for the calls of a wallet that no budget caps (balance-leases.service.ts) */
+  const leases = billing
+    ? createBalanceLeases({
+        ask: async (scope, period, units) => {
+          const row = await spendHoldsRepo.hold(db.pool, {
+            agentId: null,
+            keyId: null,
+            userId: null,
+            address: scope.slice('balance:'.length),
+            period,
+            holder: holds.holder,
+            amount: unitsToDecimal(units),
+            ttlMs: holds.ttlMs,
+          });
+          return row.refused === null;
+        },
+        holds,
+        release: (held) => usage.release(held),
+      })
+    : undefined;
+
   const addressOf = async (userId: string): Promise<string | null> => {
     const hit = wallets.get(userId);
     if (hit) return hit;
@@ -202,6 +224,10 @@ export function createSpendGuard(deps: {
       });
     const attempt = () => ask(units);
     const together = address !== null && knownFree(noBudget, agentId) && knownFree(noKeyBudget, keyId);
+    if (together && leases) {
+      const leased = await leases.take(balanceScope!, period, units);
+      if (leased) return leased;
+    }
     let row =
       (together ? await holdTogether(`${caller.userId}\u0000${agentId}\u0000${keyId}\u0000${period}`, units, ask) : undefined) ??
       (await attempt());
@@ -254,6 +280,11 @@ export function createSpendGuard(deps: {
     hold(caller: SpendCaller, units: () => number): Promise<SpendHold[] | undefined> | undefined {
       if ((!billing || caller.prepaid) && knownFree(noBudget, caller.agentId) && knownFree(noKeyBudget, caller.keyId)) return undefined;
       return take(caller, units());
+    },
+
+    /** Gives the unspent blocks of balances back (before the usage store's last write). */
+    close(): void {
+      leases?.close();
     },
 
     /** An agent's budget changed in this process: ask the database on its next call. */
