@@ -122,5 +122,3 @@ export function createBalanceLeases(deps: {
     },
   };
 }
-
-export type BalanceLeases = ReturnType<typeof createBalanceLeases>;
