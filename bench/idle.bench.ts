@@ -8,12 +8,15 @@
  *    (`POST /api/agents/:id/v1/chat/completions`, the owner's `sk_` key) and times the first byte of
  *    the answer's body; then the same call to the agent awake, for comparison. Goal: wake to first
  *    reply byte p50 ≤ 300 ms, p99 ≤ 1 s. Also: what a suspended agent holds (its processes, its cgroup).
- * 2. Many agents: AGENT_IDLE_SUSPEND_S=3600 (the sweep runs, nothing is idle long enough), BENCH_IDLE_AWAKE
- *    (50) agents provisioned through the API and running as real processes, and records of
- *    BENCH_IDLE_AGENTS − awake (1,000 in all) suspended agents beside them (records only: 950 more
- *    agent processes do not fit this 2-core machine while they start). Reported: the platform
- *    process's resident memory, a full watchdog pass over the watched agents (all made due at once,
- *    until each was checked), and the idle sweep's claim over all the records.
+ * 2. Many agents: BENCH_IDLE_AGENTS (1,000) agents, every one provisioned through the API and started
+ *    as a real sandboxed process. First BENCH_IDLE_AGENTS − BENCH_IDLE_AWAKE (950) of them, under a
+ *    platform with AGENT_IDLE_SUSPEND_S=2, in waves (an agent per owner's plan limit of 100, so
+ *    several owners), each wave waited for until the idle sweep has suspended it; then that platform
+ *    stops and another starts on the same database and DATA_DIR with AGENT_IDLE_SUSPEND_S=3600 (the
+ *    sweep runs, nothing is idle long enough) and provisions the BENCH_IDLE_AWAKE (50) that stay
+ *    awake. Reported: the platform process's resident memory, a full watchdog pass over the watched
+ *    agents (all made due at once, until each was checked), and the idle sweep's look over all
+ *    the records.
  * The many-agents part runs first, so the process's reading holds no earlier platform.
  * BENCH_WAKE_ROUNDS (40), BENCH_IDLE_AGENTS (1000) and BENCH_IDLE_AWAKE (50) set the sizes.
  */
@@ -86,9 +89,14 @@ async function loadCompiled(out: string): Promise<Compiled> {
   };
 }
 
-/** A platform of the compiled tree on a fresh database and DATA_DIR, listening; `env` on top of the bench's. */
-async function startPlatform(c: Compiled, modelBase: string, env: Record<string, string>) {
-  const database = await startBenchDatabase('idle-bench');
+type BenchDatabase = Awaited<ReturnType<typeof startBenchDatabase>>;
+
+/**
+ * A platform of the compiled tree, listening, on a fresh database and DATA_DIR, or on `shared`'s
+ * (left running at close, for the next platform); `env` on top of the bench's.
+ */
+async function startPlatform(c: Compiled, modelBase: string, env: Record<string, string>, shared?: BenchDatabase) {
+  const database = shared ?? (await startBenchDatabase('idle-bench'));
   const [webPort, backendPort] = [await freePort(), await freePort()];
   const config = c.loadConfig(
     {
@@ -122,14 +130,18 @@ async function startPlatform(c: Compiled, modelBase: string, env: Record<string,
       headers: { 'content-type': 'application/json', ...headers },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
-  const email = `bench${Date.now()}@example.com`;
-  await call('POST', '/api/register', { email, password: 'bench-password-long', name: 'Bench' });
-  await db.kysely.updateTable('users').set({ subscription_status: 'active', plan: 'network' }).where('email', '=', email).execute();
-  const login = await call('POST', '/api/auth/login', { email, password: 'bench-password-long' });
-  const cookie = /service-session=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
+  /** a new owner on the plan with the most agents (up to 100 each), signed in: their session cookie */
+  const newOwner = async () => {
+    const email = `bench-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.com`;
+    await call('POST', '/api/register', { email, password: 'bench-password-long', name: 'Bench' });
+    await db.kysely.updateTable('users').set({ subscription_status: 'active', plan: 'network' }).where('email', '=', email).execute();
+    const login = await call('POST', '/api/auth/login', { email, password: 'bench-password-long' });
+    return /service-session=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
+  };
+  const cookie = await newOwner();
   const key = ((await (await call('POST', '/api/keys', { name: 'bench' }, { cookie })).json()) as { key: string }).key;
-  const provision = async (name: string) => {
-    const res = await call('POST', '/api/agents/provision', { name }, { cookie });
+  const provision = async (name: string, owner = cookie) => {
+    const res = await call('POST', '/api/agents/provision', { name }, { cookie: owner });
     if (res.status !== 201) throw new Error(`provision answered ${res.status}: ${await res.text()}`);
     return ((await res.json()) as { agent: { id: string } }).agent.id;
   };
@@ -151,6 +163,7 @@ async function startPlatform(c: Compiled, modelBase: string, env: Record<string,
     db,
     base,
     key,
+    newOwner,
     provision,
     until,
     statePid,
@@ -159,7 +172,7 @@ async function startPlatform(c: Compiled, modelBase: string, env: Record<string,
       await Promise.allSettled([web.close(), backend.close()]);
       await platform.close();
       await db.close();
-      await database.stop();
+      if (!shared) await database.stop();
     },
   };
 }
@@ -191,13 +204,33 @@ export async function run(): Promise<BenchOutput> {
     buildServer(out);
     const compiled = await loadCompiled(out);
 
-    // 2. 1,000 agents, 50 of them awake
-    const q = await startPlatform(compiled, upstream.base, { AGENT_IDLE_SUSPEND_S: '3600' });
+    // 2. 1,000 agents, 50 of them awake: the sleepers first, each started and suspended by the sweep
+    const shared = await startBenchDatabase('idle-bench');
+    const sleepers = total - awake;
+    const startedSleepers = performance.now();
+    const s = await startPlatform(compiled, upstream.base, { AGENT_IDLE_SUSPEND_S: '2' }, shared);
+    try {
+      const WAVE = 25;
+      let owner = await s.newOwner();
+      for (let i = 0; i < sleepers; i += WAVE) {
+        const wave: string[] = [];
+        for (let j = i; j < Math.min(sleepers, i + WAVE); j++) {
+          if (j > 0 && j % 100 === 0) owner = await s.newOwner();
+          wave.push(await s.provision(`Sleeper ${j}`, owner));
+        }
+        for (const id of wave) await s.until(id, 'suspended', 180_000);
+      }
+    } finally {
+      await s.close();
+    }
+    const sleepersMs = performance.now() - startedSleepers;
+    const q = await startPlatform(compiled, upstream.base, { AGENT_IDLE_SUSPEND_S: '3600' }, shared);
     let many: {
       agents: number;
       awake: number;
+      suspended: number;
       watched: number;
-      recordsMs: number;
+      sleepersMs: number;
       platformRssStartMb: number;
       platformRssMb: number;
       platformHeapStartMb: number;
@@ -213,26 +246,16 @@ export async function run(): Promise<BenchOutput> {
       const ids: string[] = [];
       for (let i = 0; i < awake; i++) ids.push(await q.provision(`Awake ${i}`));
       for (const id of ids) await q.until(id, 'running', 120_000);
-      const owner = await q.db.kysely.selectFrom('agents').select('user_id').where('id', '=', ids[0]!).executeTakeFirstOrThrow();
-      const startedRecords = performance.now();
-      for (let i = 0; i < total - awake; i += 500) {
-        const n = Math.min(500, total - awake - i);
-        await q.db.kysely
-          .insertInto('agents')
-          .values(
-            Array.from({ length: n }, (_, j) => ({
-              id: `sleeping-${i + j}-${Date.now().toString(36)}`,
-              user_id: owner.user_id,
-              name: `Sleeping ${i + j}`,
-              status: 'suspended' as const,
-              subdomain: `sleeping-${i + j}`,
-              url: `https://sleeping-${i + j}.invalid`,
-              gateway_url: 'http://127.0.0.1:9',
-            })),
-          )
-          .execute();
-      }
-      const recordsMs = performance.now() - startedRecords;
+      const suspended = Number(
+        (
+          await q.db.kysely
+            .selectFrom('agents')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .where('status', '=', 'suspended')
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
+      if (suspended !== sleepers) throw new Error(`${suspended} agents suspended, not ${sleepers}`);
       await sleep(10_000);
       const rssIdle = process.memoryUsage().rss;
       const heapIdle = heapMb();
@@ -262,6 +285,13 @@ export async function run(): Promise<BenchOutput> {
         await sleep(10);
       }
       const passMs = performance.now() - t0;
+      // the pass woke nothing: a sleeping agent is not the watchdog's to repair
+      const stillAsleep = await q.db.kysely
+        .selectFrom('agents')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('status', '=', 'suspended')
+        .executeTakeFirstOrThrow();
+      if (Number(stillAsleep.n) !== sleepers) throw new Error(`${stillAsleep.n} agents suspended after the watchdog pass, not ${sleepers}`);
       // the idle sweep's look over every record (nothing is idle for an hour: it claims none)
       const s0 = performance.now();
       await q.db.kysely
@@ -274,8 +304,9 @@ export async function run(): Promise<BenchOutput> {
       many = {
         agents: total,
         awake,
+        suspended,
         watched,
-        recordsMs: round(recordsMs, 0),
+        sleepersMs: round(sleepersMs, 0),
         platformRssStartMb: round(rssStart / 1024 / 1024, 1),
         platformRssMb: round(rssIdle / 1024 / 1024, 1),
         platformHeapStartMb: round(heapStart, 1),
@@ -287,6 +318,7 @@ export async function run(): Promise<BenchOutput> {
       };
     } finally {
       await q.close();
+      await shared.stop();
     }
 
     // 1. wake to first byte
@@ -346,7 +378,7 @@ export async function run(): Promise<BenchOutput> {
       '',
       `A suspended agent holds **${suspendedHolds.processes} processes**${suspendedHolds.cgroupMb !== undefined ? ` and ${round(suspendedHolds.cgroupMb, 1)} MB in its cgroup` : ' and no cgroup (removed with its processes)'}: its memory is none; its files stay on disk.`,
       '',
-      `**Many agents.** ${many.agents} provisioned agents: ${many.awake} provisioned through the API and running as real processes (compiled runtime, sandboxed), ${many.agents - many.awake} more as \`suspended\` records (records only, written in ${many.recordsMs} ms: starting 950 more agent processes on this 2-core machine is not what is measured here, and each would be suspended anyway). AGENT_IDLE_SUSPEND_S=3600 (the sweep runs; nothing is idle that long).`,
+      `**Many agents.** ${many.agents} agents, every one provisioned through the API and started as a real process (compiled runtime, sandboxed): ${many.suspended} of them under a platform with AGENT_IDLE_SUSPEND_S=2, in waves of 25, each wave waited for until the idle sweep had suspended it (${round(many.sleepersMs / 1000, 0)} s in all; owners of up to 100 agents each); then that platform stopped and another started on the same database and DATA_DIR with AGENT_IDLE_SUSPEND_S=3600 (the sweep runs; nothing is idle that long) and provisioned the ${many.awake} that stay awake. Measured in that second platform.`,
       '',
       '| measure | value |',
       '|---|---:|',
