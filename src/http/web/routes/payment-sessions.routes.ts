@@ -27,6 +27,14 @@ export const paymentSessionsRoutes = (deps: { sessions: PaymentSessionsService }
   const { sessions } = deps;
 
   const bySessionHeader = { headers: documentedHeaders({ [SESSION_HEADER]: 'the payment session id' }) };
+  /** What `read` finds of the session X-Session-Id names: 400 without the header, 404 when there is no such session. */
+  const ofNamedSession = async <T>(request: Parameters<typeof headerText>[0], read: (id: string) => Promise<T | undefined>): Promise<T> => {
+    const id = headerText(request, SESSION_HEADER);
+    if (!id) throw badRequest('X-Session-Id required');
+    const found = await read(id);
+    if (!found) throw notFound('Session not found');
+    return found;
+  };
 
   return {
     prefix: '/api',
@@ -85,13 +93,7 @@ export const paymentSessionsRoutes = (deps: { sessions: PaymentSessionsService }
           ...bySessionHeader,
           response: { 200: sessionView, 400: errorSchema, 404: errorSchema },
         },
-        handler: async (request) => {
-          const id = headerText(request, SESSION_HEADER);
-          if (!id) throw badRequest('X-Session-Id required');
-          const view = await sessions.get(id);
-          if (!view) throw notFound('Session not found');
-          return view;
-        },
+        handler: (request) => ofNamedSession(request, (id) => sessions.get(id)),
       });
 
       app.get('/wallet/sessions/receipts', {
@@ -119,13 +121,7 @@ export const paymentSessionsRoutes = (deps: { sessions: PaymentSessionsService }
             404: errorSchema,
           },
         },
-        handler: async (request) => {
-          const id = headerText(request, SESSION_HEADER);
-          if (!id) throw badRequest('X-Session-Id required');
-          const receipts = await sessions.receipts(id);
-          if (!receipts) throw notFound('Session not found');
-          return { receipts };
-        },
+        handler: async (request) => ({ receipts: await ofNamedSession(request, (id) => sessions.receipts(id)) }),
       });
 
       app.delete('/wallet/sessions', {
@@ -137,13 +133,7 @@ export const paymentSessionsRoutes = (deps: { sessions: PaymentSessionsService }
           ...bySessionHeader,
           response: { 200: sessionView.extend({ returned: z.string() }), 400: errorSchema, 404: errorSchema },
         },
-        handler: async (request) => {
-          const id = headerText(request, SESSION_HEADER);
-          if (!id) throw badRequest('X-Session-Id required');
-          const view = await sessions.close(id);
-          if (!view) throw notFound('Session not found');
-          return view;
-        },
+        handler: (request) => ofNamedSession(request, (id) => sessions.close(id)),
       });
 
       app.get('/payments/receipt-signer', {
