@@ -3,11 +3,12 @@
  * and profile update whose paths the specification leaves "not shown" (documented here).
  */
 
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import {
   type AccountsService,
   loginBody,
+  type NewSession,
   profile,
   profileBody,
   registerBody,
@@ -20,6 +21,11 @@ import { currentUser, requestMeta, type SessionAuth } from '../../shared/session
 
 export const accountsRoutes = (deps: { accounts: AccountsService; session: SessionAuth }): RouteModule<'public' | 'session'> => {
   const { accounts, session } = deps;
+  /** What every sign-in answers: the session cookie, and who is signed in. */
+  const signedInAs = (reply: FastifyReply, s: NewSession) => {
+    session.setCookie(reply, s);
+    return { ok: true as const, user: s.user };
+  };
 
   const nonceRoute = {
     schema: {
@@ -87,11 +93,8 @@ export const accountsRoutes = (deps: { accounts: AccountsService; session: Sessi
           body: loginBody,
           response: { 200: signedIn, 400: errorSchema, 401: errorSchema, 429: errorSchema },
         },
-        handler: async (request, reply) => {
-          const s = await accounts.login(request.body.email, request.body.password, requestMeta(request));
-          session.setCookie(reply, s);
-          return { ok: true as const, user: s.user };
-        },
+        handler: async (request, reply) =>
+          signedInAs(reply, await accounts.login(request.body.email, request.body.password, requestMeta(request))),
       });
 
       app.get('/auth/session', {
@@ -169,11 +172,7 @@ export const accountsRoutes = (deps: { accounts: AccountsService; session: Sessi
           body: walletBody,
           response: { 200: signedIn, 400: errorSchema, 401: errorSchema, 503: errorSchema },
         },
-        handler: async (request, reply) => {
-          const s = await accounts.walletAuth(request.body, requestMeta(request));
-          session.setCookie(reply, s);
-          return { ok: true as const, user: s.user };
-        },
+        handler: async (request, reply) => signedInAs(reply, await accounts.walletAuth(request.body, requestMeta(request))),
       });
     },
     session: async (app) => {
