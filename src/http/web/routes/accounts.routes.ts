@@ -16,7 +16,7 @@ import {
   walletBody,
 } from '../../../domains/accounts/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, okSchema } from '../../shared/schemas.ts';
+import { errorResponses, errorSchema, okSchema } from '../../shared/schemas.ts';
 import { currentUser, requestMeta, type SessionAuth } from '../../shared/session.ts';
 
 export const accountsRoutes = (deps: { accounts: AccountsService; session: SessionAuth }): RouteModule<'public' | 'session'> => {
@@ -45,7 +45,7 @@ export const accountsRoutes = (deps: { accounts: AccountsService; session: Sessi
       summary: 'Update the current user',
       description: 'POST or PATCH. Updatable field: `name` (1 to 64 characters after trim). Returns the updated user.',
       body: profileBody,
-      response: { 200: profile, 400: errorSchema, 401: errorSchema, 404: errorSchema },
+      response: { 200: profile, ...errorResponses(400, 401, 404) },
     },
     handler: async (request: { body: { name?: string | undefined } } & FastifyRequest) =>
       accounts.updateProfile(currentUser(request).id, request.body),
@@ -63,13 +63,7 @@ export const accountsRoutes = (deps: { accounts: AccountsService; session: Sessi
             '(REGISTER_RATE_LIMIT per hour; validated requests count). A password on the common-password list shipped by ' +
             '`@zxcvbn-ts/language-common` (compared case-insensitively) is 400 `Password is too common; choose a less guessable one`.',
           body: registerBody,
-          response: {
-            201: z.object({ id: z.string(), email: z.string(), name: z.string() }),
-            400: errorSchema,
-            403: errorSchema,
-            409: errorSchema,
-            429: errorSchema,
-          },
+          response: { 201: z.object({ id: z.string(), email: z.string(), name: z.string() }), ...errorResponses(400, 403, 409, 429) },
         },
         handler: async (request, reply) => {
           const header = request.headers['cf-turnstile-response'];
@@ -91,7 +85,7 @@ export const accountsRoutes = (deps: { accounts: AccountsService; session: Sessi
             '(LOGIN_ACCOUNT_FAILURE_LIMIT; IPs holding a live session of the account are exempt) in windows of LOGIN_FAILURE_WINDOW_MS: ' +
             'beyond them 429 `{error, retryAfter}` (seconds, also in `Retry-After`). A successful sign-in clears its account+IP count.',
           body: loginBody,
-          response: { 200: signedIn, 400: errorSchema, 401: errorSchema, 429: errorSchema },
+          response: { 200: signedIn, ...errorResponses(400, 401, 429) },
         },
         handler: async (request, reply) =>
           signedInAs(reply, await accounts.login(request.body.email, request.body.password, requestMeta(request))),
@@ -170,7 +164,7 @@ export const accountsRoutes = (deps: { accounts: AccountsService; session: Sessi
             'result is 503 (try again), not 401. Creates the user `<address>@WALLET_EMAIL_DOMAIN` on first sign-in, or links the wallet to the ' +
             'existing user with that email. Sets the session cookie.',
           body: walletBody,
-          response: { 200: signedIn, 400: errorSchema, 401: errorSchema, 503: errorSchema },
+          response: { 200: signedIn, ...errorResponses(400, 401, 503) },
         },
         handler: async (request, reply) => signedInAs(reply, await accounts.walletAuth(request.body, requestMeta(request))),
       });
@@ -181,7 +175,7 @@ export const accountsRoutes = (deps: { accounts: AccountsService; session: Sessi
           tags: ['accounts'],
           summary: 'The current user',
           description: 'Path not shown in the specification (§4.1 "Current user and profile"); chosen as /api/user.',
-          response: { 200: profile, 401: errorSchema, 404: errorSchema },
+          response: { 200: profile, ...errorResponses(401, 404) },
         },
         handler: async (request) => accounts.getProfile(currentUser(request).id),
       });

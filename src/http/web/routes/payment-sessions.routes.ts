@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { PaymentSessionsService } from '../../../domains/payments/index.ts';
 import { badRequest, notFound } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { documentedHeaders, errorSchema, headerText, jsonBody } from '../../shared/schemas.ts';
+import { documentedHeaders, errorResponses, headerText, jsonBody } from '../../shared/schemas.ts';
 import type { SessionRouteConfig } from '../../shared/session.ts';
 
 const sessionView = z.object({
@@ -70,10 +70,7 @@ export const paymentSessionsRoutes = (deps: { sessions: PaymentSessionsService }
             201: sessionView.extend({
               sessionId: z.string().optional().describe('signed-in opens only: the bearer id, shown once'),
             }),
-            400: errorSchema,
-            401: errorSchema,
-            402: errorSchema,
-            403: errorSchema,
+            ...errorResponses(400, 401, 402, 403),
           },
         },
         // a signed-in caller opens for its own wallet; anyone may open with a signature (sessionOptional)
@@ -91,7 +88,7 @@ export const paymentSessionsRoutes = (deps: { sessions: PaymentSessionsService }
           summary: 'Read a payment session',
           description: 'The session named by the `X-Session-Id` header (the id is the bearer secret). 400 without the header, 404 unknown.',
           ...bySessionHeader,
-          response: { 200: sessionView, 400: errorSchema, 404: errorSchema },
+          response: { 200: sessionView, ...errorResponses(400, 404) },
         },
         handler: (request) => ofNamedSession(request, (id) => sessions.get(id)),
       });
@@ -117,8 +114,7 @@ export const paymentSessionsRoutes = (deps: { sessions: PaymentSessionsService }
                 }),
               ),
             }),
-            400: errorSchema,
-            404: errorSchema,
+            ...errorResponses(400, 404),
           },
         },
         handler: async (request) => ({ receipts: await ofNamedSession(request, (id) => sessions.receipts(id)) }),
@@ -131,7 +127,7 @@ export const paymentSessionsRoutes = (deps: { sessions: PaymentSessionsService }
           description:
             "Closes the session named by `X-Session-Id`; its remainder returns to the wallet's balance (`returned`, USD). Closing twice returns nothing more.",
           ...bySessionHeader,
-          response: { 200: sessionView.extend({ returned: z.string() }), 400: errorSchema, 404: errorSchema },
+          response: { 200: sessionView.extend({ returned: z.string() }), ...errorResponses(400, 404) },
         },
         handler: (request) => ofNamedSession(request, (id) => sessions.close(id)),
       });
