@@ -24,6 +24,11 @@ export const REQUEST_ROLE = 'platform_request';
  */
 const ROLES_LOCK_KEY = 727_274_002;
 
+/** Rights none of these roles gets: created without them, and the login roles are altered back to that on every start. */
+const NO_RIGHTS = 'NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE';
+const createRoleIfMissing = (role: string, login: 'LOGIN' | 'NOLOGIN') =>
+  `IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${role}') THEN CREATE ROLE ${role} ${login} ${NO_RIGHTS}; END IF;`;
+
 /**
  * Creates or updates the owner and request roles and gives the owner the database; returns the
  * owner's URL, and the request role's URL when `requestPassword` is given.
@@ -47,29 +52,16 @@ export async function ensureOwnerRole(
   try {
     // held until client.end() below: the session's end releases it
     await client.query('SELECT pg_advisory_lock($1)', [ROLES_LOCK_KEY]);
-    const quotedPassword = (await client.query<{ q: string }>('SELECT quote_literal($1) AS q', [ownerPassword])).rows[0]!.q;
-    await client.query(`DO $$
-      BEGIN
-        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${APP_ROLE}') THEN
-          CREATE ROLE ${APP_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
-        END IF;
-        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${OWNER_ROLE}') THEN
-          CREATE ROLE ${OWNER_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
-        END IF;
-      END $$`);
-    // (re)set each start: the password lives in DATA_DIR/secrets.json, which the operator may rotate
-    await client.query(`ALTER ROLE ${OWNER_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE PASSWORD ${quotedPassword}`);
-    await client.query(`GRANT ${APP_ROLE} TO ${OWNER_ROLE}`);
-    if (requestPassword !== undefined) {
-      const quotedRequest = (await client.query<{ q: string }>('SELECT quote_literal($1) AS q', [requestPassword])).rows[0]!.q;
-      await client.query(`DO $$ BEGIN
-          IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${REQUEST_ROLE}') THEN
-            CREATE ROLE ${REQUEST_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
-          END IF;
-        END $$`);
-      await client.query(`ALTER ROLE ${REQUEST_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE PASSWORD ${quotedRequest}`);
-      await client.query(`GRANT ${APP_ROLE} TO ${REQUEST_ROLE}`);
-    }
+    // the login roles' passwords are (re)set each start: they live in DATA_DIR/secrets.json, which the operator may rotate
+    const ensureLoginRole = async (role: string, password: string) => {
+      const quoted = (await client.query<{ q: string }>('SELECT quote_literal($1) AS q', [password])).rows[0]!.q;
+      await client.query(`DO $$ BEGIN ${createRoleIfMissing(role, 'LOGIN')} END $$`);
+      await client.query(`ALTER ROLE ${role} LOGIN ${NO_RIGHTS} PASSWORD ${quoted}`);
+      await client.query(`GRANT ${APP_ROLE} TO ${role}`);
+    };
+    await client.query(`DO $$ BEGIN ${createRoleIfMissing(APP_ROLE, 'NOLOGIN')} END $$`);
+    await ensureLoginRole(OWNER_ROLE, ownerPassword);
+    if (requestPassword !== undefined) await ensureLoginRole(REQUEST_ROLE, requestPassword);
     await client.query(`ALTER DATABASE "${database.replace(/"/g, '""')}" OWNER TO ${OWNER_ROLE}`);
     await client.query(`ALTER SCHEMA public OWNER TO ${OWNER_ROLE}`);
     // everything an earlier version created as the superuser: tables (with their sequences),

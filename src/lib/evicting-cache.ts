@@ -83,19 +83,13 @@ export interface SessionCache<S extends SessionEntry = SessionEntry> {
 }
 
 export function createSessionCache<S extends SessionEntry>(options: CacheOptions = {}): SessionCache<S> {
-  const c = createEvictingCache<S>({
+  const { get, set, evict, close } = createEvictingCache<S>({
     ...options,
     channel: 'platform:session-evictions',
     fields: { t: (_s, hash) => hash, u: (s) => s.id },
     expiresAt: (s) => s.expiresAt,
   });
-  return {
-    get: c.get,
-    set: c.set,
-    evictToken: (tokenHash) => c.evict('t', tokenHash),
-    evictUser: (userId) => c.evict('u', userId),
-    close: c.close,
-  };
+  return { get, set, close, evictToken: (tokenHash) => evict('t', tokenHash), evictUser: (userId) => evict('u', userId) };
 }
 
 /**
@@ -116,17 +110,11 @@ export interface KeyCache<P> {
 }
 
 export function createKeyCache<P>(options: CacheOptions = {}): KeyCache<P> {
-  const c = createEvictingCache<CachedKey<P>>({
+  const { get, set, evict, close } = createEvictingCache<CachedKey<P>>({
     ...options,
     channel: 'platform:key-evictions',
     fields: { k: (e) => e.keyId, u: (e) => e.userId },
     expiresAt: (e) => e.expiresAt ?? Number.POSITIVE_INFINITY,
   });
-  return {
-    get: c.get,
-    set: c.set,
-    evictKey: (keyId) => c.evict('k', keyId),
-    evictUser: (userId) => c.evict('u', userId),
-    close: c.close,
-  };
+  return { get, set, close, evictKey: (keyId) => evict('k', keyId), evictUser: (userId) => evict('u', userId) };
 }

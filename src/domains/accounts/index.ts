@@ -3,7 +3,7 @@
  * The domain's front door (docs/architecture.md "Layers and what each may import"): what other
  * layers and domains may import from it.
  */
-export { loginBody, profile, profileBody, registerBody, signedIn, walletBody } from './accounts.schemas.ts';
+export * from './accounts.schemas.ts';
 export { type AccountsService, type CachedSession, createAccountsService, type NewSession, type SessionUser } from './accounts.service.ts';
 export { type AdminFacts, isAdminUser } from './admin.rules.ts';
 export { allowAllBotVerifier, type BotVerifier, createSiteverifyBotVerifier } from './bot-verifier.client.ts';

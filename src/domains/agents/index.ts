@@ -12,22 +12,7 @@ export { STORED_ANSWER_MAX_CHARS } from './agent-client/proxied-turn.rules.ts';
 export { type AgentTarget, createAgentTargets } from './agent-client/targets.service.ts';
 export { type AgentMessages, createAgentMessages, type Turn } from './agent-messages.service.ts';
 export { type AgentsDeps, createAgentDirectory, findOwnAgent } from './agent-records.service.ts';
-export {
-  agentIdParam,
-  agentListItem,
-  agentRecord,
-  createAgentBody,
-  createdAgent,
-  deploymentBody,
-  deploymentJob,
-  driverLogLine,
-  driverLogsQuery,
-  driverStats,
-  instancesQuery,
-  runtimeInstances,
-  updateAgentBody,
-  updatedAgent,
-} from './agents.backend.schemas.ts';
+export * from './agents.backend.schemas.ts';
 export { type AgentsService, createAgentsService } from './agents.backend.service.ts';
 export { type AgentRow, agentsRepo } from './agents.repo.ts';
 export { agentName, configObject } from './agents.schemas.ts';

@@ -14,22 +14,12 @@
  * routes and the watchdog are given the same instance (src/platform.ts).
  */
 
+import { createKeyedQueue } from '../../lib/keyed-queue.ts';
+
 export function createLifecycleLocks() {
-  const tails = new Map<string, Promise<unknown>>();
   return {
     /** Runs `fn` once every earlier transition of `agentId` in this process has finished; in arrival order. */
-    run<T>(agentId: string, fn: () => Promise<T>): Promise<T> {
-      const run = (tails.get(agentId) ?? Promise.resolve()).then(fn, fn);
-      const tail = run.then(
-        () => undefined,
-        () => undefined,
-      );
-      tails.set(agentId, tail);
-      void tail.then(() => {
-        if (tails.get(agentId) === tail) tails.delete(agentId);
-      });
-      return run;
-    },
+    run: createKeyedQueue(),
   };
 }
 

@@ -10,6 +10,7 @@
 import { z } from 'zod';
 import { LIMITS } from '../../config/limits.ts';
 import { SUBSCRIPTION_HEADER, TASK_TYPES } from './plan.rules.ts';
+import { numberBetween, tokenLimit } from './sampling.schemas.ts';
 
 /** What a body that is not a JSON object gets (as every route's, src/http/shared/schemas.ts `jsonBody`). */
 const NOT_AN_OBJECT = { error: 'Request body must be a JSON object' };
@@ -147,22 +148,9 @@ export const chatBody = z.object(
       .optional()
       .describe('`<vendor>/<model>`; omitted: chosen from taskType. Must be allowed by the plan (403 MODEL_RESTRICTED)'),
     taskType: taskType.optional().describe('coding, analysis, creative, long or general (default)'),
-    temperature: z
-      .number({ error: 'Temperature must be a number' })
-      .min(0, { error: 'Temperature must be between 0 and 2' })
-      .max(2, { error: 'Temperature must be between 0 and 2' })
-      .optional(),
-    top_p: z
-      .number({ error: 'Parameter top_p must be a number' })
-      .min(0, { error: 'Parameter top_p must be between 0 and 1' })
-      .max(1, { error: 'Parameter top_p must be between 0 and 1' })
-      .optional(),
-    max_tokens: z
-      .number({ error: 'Parameter max_tokens must be a positive integer' })
-      .int({ error: 'Parameter max_tokens must be a positive integer' })
-      .min(1, { error: 'Parameter max_tokens must be a positive integer' })
-      .max(1_000_000, { error: 'Parameter max_tokens is too large' })
-      .optional(),
+    temperature: numberBetween('Temperature', 0, 2).optional(),
+    top_p: numberBetween('Parameter top_p', 0, 1).optional(),
+    max_tokens: tokenLimit('Parameter max_tokens').optional(),
     algorithmMode: z
       .boolean({ error: 'Parameter algorithmMode must be a boolean' })
       .optional()

@@ -5,38 +5,11 @@
  */
 export { AGENT_BUDGET_MAX_USD, AGENT_BUDGET_MIN_USD, type AgentBudgets } from './agent-budgets.service.ts';
 export { type AiService, createAiService } from './ai.service.ts';
-export {
-  aiHealth,
-  aiHealthFailed,
-  catalogQuery,
-  chatBody,
-  chatPaymentError,
-  chatResponse,
-  chatResponseJson,
-  costEstimate,
-  estimateBody,
-  fastChatBody,
-  modelCatalog,
-  PLAN_HEADERS,
-  PLAN_HEADERS_DOC,
-  planError,
-  providerModels,
-  restrictedError,
-  selectBody,
-  selectedModel,
-  stringHeaders,
-} from './ai-chat.schemas.ts';
+export * from './ai-chat.schemas.ts';
 export { settleVerdict } from './ai-limits.service.ts';
 export { DEMO_UNAVAILABLE } from './demo-chat.service.ts';
 export { AUTO_MODEL, agentModelEnv, createOwnerModels } from './model-choice.service.ts';
-export {
-  type Completion,
-  completion,
-  completionBody,
-  fastCompletionBody,
-  fastCompletionJson,
-  modelList,
-} from './model-gateway.schemas.ts';
+export * from './model-gateway.schemas.ts';
 export { MODEL_PRICE_MAX } from './model-prices.service.ts';
 export { type AiActor, checkPlan, checkStoredPlan, type StoredPlan } from './plan.rules.ts';
 export { type ChatProvider, PROVIDER_NAMES, type ProviderName } from './providers/provider.contract.ts';

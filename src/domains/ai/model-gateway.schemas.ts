@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { MODEL_GATEWAY_PATH } from '../../config/env.ts';
 import { LIMITS } from '../../config/limits.ts';
 import { AUTO_MODEL } from './model-choice.service.ts';
+import { numberBetween, tokenLimit } from './sampling.schemas.ts';
 
 const ROLES: ReadonlySet<unknown> = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
 
@@ -137,19 +138,6 @@ export function fastCompletionJson(r: Completion): string | undefined {
 /* The zod schemas: the request's allow-list, the answer, and the model list. */
 
 const MESSAGES_REQUIRED = 'messages must be a non-empty array';
-const tokenCount = (name: string) =>
-  z
-    .number({ error: `${name} must be a positive integer` })
-    .int({ error: `${name} must be a positive integer` })
-    .min(1, { error: `${name} must be a positive integer` })
-    .max(1_000_000, { error: `${name} is too large` })
-    .nullish();
-const penalty = (name: string) =>
-  z
-    .number({ error: `${name} must be a number` })
-    .min(-2, { error: `${name} must be between -2 and 2` })
-    .max(2, { error: `${name} must be between -2 and 2` })
-    .nullish();
 
 /**
  * An OpenAI chat-completions request. What is passed on to the provider is this allow-list:
@@ -198,23 +186,15 @@ export const completionBody = z.object(
       .object({ include_usage: z.boolean({ error: 'stream_options.include_usage must be a boolean' }).nullish() })
       .nullish()
       .describe('include_usage: a last chunk with `usage` and no choices'),
-    temperature: z
-      .number({ error: 'temperature must be a number' })
-      .min(0, { error: 'temperature must be between 0 and 2' })
-      .max(2, { error: 'temperature must be between 0 and 2' })
-      .nullish(),
-    top_p: z
-      .number({ error: 'top_p must be a number' })
-      .min(0, { error: 'top_p must be between 0 and 1' })
-      .max(1, { error: 'top_p must be between 0 and 1' })
-      .nullish(),
-    max_tokens: tokenCount('max_tokens'),
-    max_completion_tokens: tokenCount('max_completion_tokens'),
+    temperature: numberBetween('temperature', 0, 2).nullish(),
+    top_p: numberBetween('top_p', 0, 1).nullish(),
+    max_tokens: tokenLimit('max_tokens').nullish(),
+    max_completion_tokens: tokenLimit('max_completion_tokens').nullish(),
     stop: z
       .union([z.string().max(1000), z.array(z.string().max(1000)).max(4)], { error: 'stop must be a string or up to 4 strings' })
       .nullish(),
-    presence_penalty: penalty('presence_penalty'),
-    frequency_penalty: penalty('frequency_penalty'),
+    presence_penalty: numberBetween('presence_penalty', -2, 2).nullish(),
+    frequency_penalty: numberBetween('frequency_penalty', -2, 2).nullish(),
     seed: z.number({ error: 'seed must be an integer' }).int({ error: 'seed must be an integer' }).nullish(),
     tools: z
       .array(z.looseObject({ type: z.string() }), { error: 'tools must be an array of tool objects' })

@@ -20,6 +20,15 @@ const GIT_AS_AGENT =
 
 // documented one level deep: children are nodes of the same shape (a recursive schema would need a
 // $ref the OpenAPI generator cannot name)
+/** The git status fields: GET /git-status answers them, and POST /git-init its status after. */
+const gitStatus = {
+  isGitRepo: z.boolean(),
+  branch: z.string().nullable(),
+  remote: z.string().nullable(),
+  changes: z.array(z.object({ status: z.string(), path: z.string() })),
+  hasChanges: z.boolean(),
+};
+
 const treeNode = z.object({
   type: z.enum(['file', 'folder']),
   name: z.string(),
@@ -63,14 +72,7 @@ export const BROWSE_ROUTES = {
     description: `\`isGitRepo\` false (and no changes) when the workspace is not a git repository.${GIT_AS_AGENT}`,
     querystring: z.object(agentQuery),
     response: {
-      200: z.object({
-        ok: z.literal(true),
-        isGitRepo: z.boolean(),
-        branch: z.string().nullable(),
-        remote: z.string().nullable(),
-        changes: z.array(z.object({ status: z.string(), path: z.string() })),
-        hasChanges: z.boolean(),
-      }),
+      200: z.object({ ok: z.literal(true), ...gitStatus }),
     },
   },
   gitInit: {
@@ -81,11 +83,7 @@ export const BROWSE_ROUTES = {
       200: z.object({
         ok: z.literal(true),
         initialized: z.boolean().describe('true when this call made the workspace a repository'),
-        isGitRepo: z.boolean(),
-        branch: z.string().nullable(),
-        remote: z.string().nullable(),
-        changes: z.array(z.object({ status: z.string(), path: z.string() })),
-        hasChanges: z.boolean(),
+        ...gitStatus,
       }),
     },
   },

@@ -3,7 +3,7 @@
  * The domain's front door (docs/architecture.md "Layers and what each may import"): what other
  * layers and domains may import from it.
  */
-export { invalidKey, KEY_LIMITS_DESCRIPTION, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from './keys.schemas.ts';
+export * from './keys.schemas.ts';
 export {
   type AuthenticatedKey,
   createKeysService,

@@ -5,6 +5,6 @@
  */
 export { channelsFromConfig, type NotificationChannel } from './notifier.client.ts';
 export type { DueAgent } from './watchdog.repo.ts';
-export { watchdogHistoryLimit, watchdogStateSchema, watchdogViewSchema } from './watchdog.schemas.ts';
+export * from './watchdog.schemas.ts';
 export { createWatchdogService, type WatchdogService, type WatchdogSettings, watchdogSettingsFromConfig } from './watchdog.service.ts';
 export type { ClaimedNotification } from './watchdog-work.service.ts';

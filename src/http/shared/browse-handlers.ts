@@ -10,10 +10,10 @@ import { type FilesService, BROWSE_ROUTES as R } from '../../domains/files/index
 import { isAppError } from '../../lib/errors.ts';
 import type { App } from './base-app.ts';
 import { sendError } from './error-handler.ts';
-import { errorSchema } from './schemas.ts';
+import { errorResponses, errorSchema } from './schemas.ts';
 
 /** 403: another user's agent on the backend, a cross-site POST on the web app (the origin check) */
-const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 409: errorSchema, 500: errorSchema };
+const errors = errorResponses(400, 401, 403, 404, 409, 500);
 /** git routes: 503 GIT_UNAVAILABLE without the agent sandbox (git never runs with the platform's rights) */
 const gitErrors = { ...errors, 503: errorSchema };
 

@@ -23,6 +23,10 @@ export const errorSchema = z
   .loose()
   .describe('Error: `error` is a human-readable message; `code` a stable identifier where the specification names one');
 
+/** The error answers a route documents, `errorSchema` under each status: `{ 200: answer, ...errorResponses(400, 404) }`. */
+export const errorResponses = <const S extends number>(...statuses: S[]) =>
+  Object.fromEntries(statuses.map((status) => [status, errorSchema])) as Record<S, typeof errorSchema>;
+
 export const okSchema = z.object({ ok: z.literal(true) });
 
 /**

@@ -18,6 +18,7 @@ import type WebSocket from 'ws';
 import { DEFAULT_GATEWAY_LIMITS, KEY_ID_HEADER } from '../../../config/limits.ts';
 import { AppError, notFound, tooManyRequests } from '../../../lib/errors.ts';
 import type { StreamCredential, StreamRevoker } from '../../../lib/eviction-bus.ts';
+import { createHoldCounts } from '../../../lib/hold-counts.ts';
 import type { AgentMessages } from '../agent-messages.service.ts';
 import type { AgentClient, ForwardRequest } from './agent.client.ts';
 import { agentModelList, tooDeepChatBody, withAgentModel } from './agent-model.rules.ts';
@@ -132,21 +133,12 @@ export function createAgentProxy(deps: AgentProxyDeps) {
   }
 
   /** Open proxied sockets per user, in this process. */
-  const openSockets = new Map<string, number>();
+  const openSockets = createHoldCounts();
   /** Takes one of the user's socket slots (429 when none is left); `free` gives it back, once. */
   function takeSocketSlot(userId: string): () => void {
-    const n = openSockets.get(userId) ?? 0;
-    if (n >= PROXY_SOCKET_LIMITS.socketsPerUser)
+    if (openSockets.count(userId) >= PROXY_SOCKET_LIMITS.socketsPerUser)
       throw tooManyRequests(`At most ${PROXY_SOCKET_LIMITS.socketsPerUser} agent WebSockets may be open at once`);
-    openSockets.set(userId, n + 1);
-    let freed = false;
-    return () => {
-      if (freed) return;
-      freed = true;
-      const left = (openSockets.get(userId) ?? 1) - 1;
-      if (left > 0) openSockets.set(userId, left);
-      else openSockets.delete(userId);
-    };
+    return openSockets.hold(userId);
   }
 
   /** The answer's body: a streamed chat completion is read on its way to store the turn. */

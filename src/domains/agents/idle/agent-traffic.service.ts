@@ -7,6 +7,7 @@
  * is not built and callers get `noTraffic`).
  */
 import type { Db } from '../../../db/client.ts';
+import { createHoldCounts } from '../../../lib/hold-counts.ts';
 import type { Logger } from '../../../lib/logger.ts';
 import { idleAgentsRepo } from './idle-agents.repo.ts';
 
@@ -26,7 +27,7 @@ export const noTraffic: AgentTrafficRecorder = { touch: () => {}, busy: () => ()
 export function createAgentTraffic(deps: { db: Db; flushMs: number; log?: Logger | undefined; now?: () => number }) {
   const now = deps.now ?? Date.now;
   let seen = new Map<string, number>();
-  const open = new Map<string, number>();
+  const open = createHoldCounts();
   const lastSeen = new Map<string, number>();
   let timer: NodeJS.Timeout | undefined;
   let flushing: Promise<void> = Promise.resolve();
@@ -49,7 +50,7 @@ export function createAgentTraffic(deps: { db: Db; flushMs: number; log?: Logger
   function flush(): Promise<void> {
     flushing = flushing.then(async () => {
       const t = now();
-      for (const id of open.keys()) seen.set(id, t);
+      for (const id of open.held()) seen.set(id, t);
       if (seen.size === 0) return;
       const batch = seen;
       seen = new Map();
@@ -68,21 +69,13 @@ export function createAgentTraffic(deps: { db: Db; flushMs: number; log?: Logger
   return {
     touch,
     busy(agentId: string): () => void {
-      open.set(agentId, (open.get(agentId) ?? 0) + 1);
+      const release = open.hold(agentId, () => touch(agentId));
       touch(agentId);
-      let done = false;
-      return () => {
-        if (done) return;
-        done = true;
-        const left = (open.get(agentId) ?? 1) - 1;
-        if (left > 0) open.set(agentId, left);
-        else open.delete(agentId);
-        touch(agentId);
-      };
+      return release;
     },
     /** Whether this process saw the agent since `sinceMs` or serves it now (the sweep's last look before it suspends). */
     activeSince(agentId: string, sinceMs: number): boolean {
-      return open.has(agentId) || (lastSeen.get(agentId) ?? 0) >= sinceMs;
+      return open.count(agentId) > 0 || (lastSeen.get(agentId) ?? 0) >= sinceMs;
     },
     flush,
     /** Stops the timer and writes what is left (the platform's close). */

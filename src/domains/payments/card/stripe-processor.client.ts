@@ -32,23 +32,31 @@ export function createStripeProcessor(options: {
     });
     return client;
   };
+  /** A hosted checkout page for one line item, back to the caller's URLs, `metadata` on the session. */
+  const checkout = async (
+    input: Pick<CheckoutInput, 'successUrl' | 'cancelUrl' | 'metadata'>,
+    params: Omit<Stripe.Checkout.SessionCreateParams, 'success_url' | 'cancel_url' | 'metadata'>,
+  ) => {
+    const session = await sdk().checkout.sessions.create({
+      ...params,
+      success_url: input.successUrl,
+      cancel_url: input.cancelUrl,
+      metadata: input.metadata,
+    });
+    if (!session.url) throw new Error('checkout session without a url');
+    return { id: session.id, url: session.url };
+  };
   return {
-    async createCheckout(input: CheckoutInput) {
-      const session = await sdk().checkout.sessions.create({
+    createCheckout: (input: CheckoutInput) =>
+      checkout(input, {
         mode: 'payment',
         line_items: [
           { quantity: 1, price_data: { currency: 'usd', unit_amount: input.amountCents, product_data: { name: input.description } } },
         ],
-        success_url: input.successUrl,
-        cancel_url: input.cancelUrl,
-        metadata: input.metadata,
         payment_intent_data: { metadata: input.metadata },
-      });
-      if (!session.url) throw new Error('checkout session without a url');
-      return { id: session.id, url: session.url };
-    },
-    async createSubscriptionCheckout(input: SubscriptionCheckoutInput) {
-      const session = await sdk().checkout.sessions.create({
+      }),
+    createSubscriptionCheckout: (input: SubscriptionCheckoutInput) =>
+      checkout(input, {
         mode: 'subscription',
         customer_email: input.customerEmail,
         line_items: [
@@ -62,14 +70,8 @@ export function createStripeProcessor(options: {
             },
           },
         ],
-        success_url: input.successUrl,
-        cancel_url: input.cancelUrl,
-        metadata: input.metadata,
         subscription_data: { metadata: input.metadata },
-      });
-      if (!session.url) throw new Error('checkout session without a url');
-      return { id: session.id, url: session.url };
-    },
+      }),
     verifyWebhook(rawBody, signature) {
       if (!options.webhookSecret) return { ok: false, reason: 'STRIPE_WEBHOOK_SECRET is not set' };
       try {

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { AgentCallbacks } from '../../../domains/agents/index.ts';
 import { callingAgent } from '../../shared/agent-key-auth.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { errorResponses, jsonBody } from '../../shared/schemas.ts';
 
 /** §4.7 logs/messages listing caps at 100; one report carries one turn, so 20 is generous. */
 const MAX_MESSAGES_PER_REPORT = 20;
@@ -42,7 +42,7 @@ export const agentCallbackRoutes = (deps: { callbacks: Pick<AgentCallbacks, 'rec
             .min(1, { error: 'messages required' })
             .max(MAX_MESSAGES_PER_REPORT, { error: `at most ${MAX_MESSAGES_PER_REPORT} messages per call` }),
         }),
-        response: { 201: z.object({ agentId: z.string(), stored: z.number() }), 400: errorSchema, 401: errorSchema },
+        response: { 201: z.object({ agentId: z.string(), stored: z.number() }), ...errorResponses(400, 401) },
       },
       handler: async (request, reply) =>
         reply.code(201).send(await deps.callbacks.recordAgentMessages(callingAgent(request), request.body.messages)),

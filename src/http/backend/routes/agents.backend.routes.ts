@@ -34,7 +34,7 @@ import {
 import { type WatchdogService, watchdogStateSchema } from '../../../domains/watchdog/index.ts';
 import { UUID_PATTERN } from '../../../lib/ids.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { documentedHeaders, errorSchema } from '../../shared/schemas.ts';
+import { documentedHeaders, errorResponses, errorSchema } from '../../shared/schemas.ts';
 import { actingUser, namesUser, OPERATOR_USER_ID } from '../acting-user.ts';
 
 const userHeaderDoc =
@@ -44,7 +44,7 @@ const userHeaderDoc =
 const headers = documentedHeaders({ 'x-user-id': 'Acting user (user id, UUID_PATTERN); absent: the operator account' });
 
 const agentObject = agentRecord.extend({ watchdog: watchdogStateSchema.optional() });
-const common = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 500: errorSchema };
+const common = { ...errorResponses(400, 401, 403, 404, 500) };
 
 export const backendAgentsRoutes = (deps: {
   agents: AgentsService;
@@ -192,7 +192,7 @@ export const backendAgentsRoutes = (deps: {
             'commit before the agent reads `running` (docs/agents.md "A repository from the start"); 503 `GIT_UNAVAILABLE`, and nothing made, where git cannot run in the agent\'s sandbox.',
           headers,
           body: deploymentBody,
-          response: { 202: z.object({ deployment: deploymentJob, agent: agentObject }), 402: errorSchema, 503: errorSchema, ...common },
+          response: { 202: z.object({ deployment: deploymentJob, agent: agentObject }), ...common, ...errorResponses(402, 503) },
         },
         handler: async (request, reply) => {
           const userId = actingUser(request, request.body.userId);

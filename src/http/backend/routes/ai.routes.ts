@@ -40,7 +40,7 @@ import {
 import { AppError, isAppError } from '../../../lib/errors.ts';
 import { addDocumentedHook } from '../../shared/openapi.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { documentedHeaders, errorSchema } from '../../shared/schemas.ts';
+import { documentedHeaders, errorResponses, errorSchema } from '../../shared/schemas.ts';
 import { disconnectSignal, writeEventStream } from '../../shared/sse.ts';
 import { namedUser } from '../acting-user.ts';
 import { chatValidatorCompiler } from './fast-validation.ts';
@@ -160,12 +160,7 @@ export const aiRoutes = (deps: {
           '404 when no model is available (router not configured).',
         headers: planHeaders,
         body: selectBody,
-        response: {
-          200: selectedModel,
-          400: errorSchema,
-          402: planError,
-          404: errorSchema,
-        },
+        response: { 200: selectedModel, 402: planError, ...errorResponses(400, 404) },
       },
       handler: (request) => ai.select(actorOf(request), request.body?.taskType ?? 'general'),
     });
@@ -203,16 +198,7 @@ export const aiRoutes = (deps: {
           "model's provider has no key. 500 when every attempt failed.",
         headers: planHeaders,
         body: chatBody,
-        response: {
-          200: chatResponse,
-          400: errorSchema,
-          402: chatPaymentError,
-          403: restrictedError,
-          404: errorSchema,
-          429: errorSchema,
-          500: errorSchema,
-          503: errorSchema,
-        },
+        response: { 200: chatResponse, 402: chatPaymentError, 403: restrictedError, ...errorResponses(400, 404, 429, 500, 503) },
       },
       // the hot path (docs/benchmarks.md "AI proxy"): a body and headers zod would pass unchanged
       // are not copied by zod; everything else is validated by zod as before

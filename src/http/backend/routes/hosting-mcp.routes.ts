@@ -9,9 +9,9 @@ import {
   VALIDATE_ERRORS,
 } from '../../../domains/hosting-mcp/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { errorResponses, errorSchema, jsonBody } from '../../shared/schemas.ts';
 
-const authErrors = { 401: errorSchema, 403: errorSchema, 500: errorSchema };
+const authErrors = { ...errorResponses(401, 403, 500) };
 const tags = ['hosting-mcp'];
 /** A 301 with an empty body; the target is in `Location`. */
 const redirect = (location: string) => z.null().describe(`Moved permanently; \`Location: ${location}\``);

@@ -15,7 +15,7 @@ import {
   type BusService,
 } from '../../../domains/underground/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { errorResponses, jsonBody } from '../../shared/schemas.ts';
 
 const agentId = (field: string) =>
   z
@@ -101,11 +101,7 @@ export const undergroundBusRoutes = (deps: { bus: BusService }): RouteModule<'pu
             replayed: z.boolean().describe('true: this messageId was accepted before; acknowledged, not delivered again'),
             deliveries: z.number().describe('delivery jobs written for this message (0 for a replay)'),
           }),
-          400: errorSchema,
-          401: errorSchema,
-          409: errorSchema,
-          429: errorSchema,
-          500: errorSchema,
+          ...errorResponses(400, 401, 409, 429, 500),
         },
       },
       handler: async (request) => deps.bus.send(request.body as Parameters<BusService['send']>[0]),

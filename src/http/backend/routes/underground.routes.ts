@@ -20,14 +20,14 @@ import {
 import { badRequest, unauthorized } from '../../../lib/errors.ts';
 import { callingAgent } from '../../shared/agent-key-auth.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { documentedHeaders, errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { documentedHeaders, errorResponses, jsonBody } from '../../shared/schemas.ts';
 import { actingUser, namesUser } from '../acting-user.ts';
 
 const userHeaders = {
   'x-user-id': 'Required: the acting user (UUID); ownership is checked against it',
   'x-user-email': "The acting user's email (context only; ownership uses x-user-id)",
 };
-const errors = { 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 500: errorSchema };
+const errors = { ...errorResponses(400, 401, 403, 404, 500) };
 const CONTEXT =
   'Bearer key plus user context (§5): `x-user-id` is required (401 `User context required` without it, 400 for a malformed one). ';
 
@@ -86,7 +86,7 @@ export const undergroundRoutes = (deps: {
         summary: 'Sign a bus message as the calling agent',
         description: SIGN_DESCRIPTION,
         body: signBody,
-        response: { 200: signedMessage, 400: errorSchema, 401: errorSchema, 404: errorSchema },
+        response: { 200: signedMessage, ...errorResponses(400, 401, 404) },
       },
       handler: async (request) => deps.signer.sign(callingAgent(request), request.body),
     });
@@ -168,7 +168,7 @@ export const undergroundRoutes = (deps: {
           'with a different request is 409. `userId` and `fromAddress` in the body are ignored.',
         headers: documentedHeaders({ ...userHeaders, 'idempotency-key': 'Optional: retries with the same key create one split' }),
         body: createSplitBody,
-        response: { 200: splitResultSchema, 201: splitResultSchema, 402: errorSchema, 409: errorSchema, ...errors },
+        response: { 200: splitResultSchema, 201: splitResultSchema, ...errors, ...errorResponses(402, 409) },
       },
       handler: async (request, reply) => {
         const userId = contextUser(request);

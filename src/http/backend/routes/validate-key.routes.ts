@@ -2,7 +2,7 @@
 
 import { invalidKey, type KeysService, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from '../../../domains/keys/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema } from '../../shared/schemas.ts';
+import { errorResponses } from '../../shared/schemas.ts';
 
 /** Register inside the bearer-protected scope. */
 export const backendKeysRoutes = (deps: { keys: KeysService }): RouteModule<'bearer'> => {
@@ -19,7 +19,7 @@ export const backendKeysRoutes = (deps: { keys: KeysService }): RouteModule<'bea
             VALIDATION_DESCRIPTION +
             ' Bearer-key failures answer as on every core route (401 `Unauthorized`, 403 `Forbidden`, 500 `Server misconfigured`).',
           body: validateKeyBody,
-          response: { 200: keyProfile, 400: errorSchema, 401: invalidKey, 403: errorSchema, 500: errorSchema },
+          response: { 200: keyProfile, 401: invalidKey, ...errorResponses(400, 403, 500) },
         },
         handler: async (request, reply) => {
           const result = await deps.keys.validate(request.body.apiKey);

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { type WatchdogService, watchdogHistoryLimit, watchdogViewSchema } from '../../../domains/watchdog/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { documentedHeaders, errorSchema } from '../../shared/schemas.ts';
+import { documentedHeaders, errorResponses } from '../../shared/schemas.ts';
 import { actingUser } from '../acting-user.ts';
 
 export const backendWatchdogRoutes = (deps: { watchdog: WatchdogService }): RouteModule<'bearer'> => {
@@ -31,11 +31,7 @@ export const backendWatchdogRoutes = (deps: { watchdog: WatchdogService }): Rout
               url: z.string().nullable().describe('where the gateway answers, as the driver reports it'),
               checkedAt: z.string(),
             }),
-            400: errorSchema,
-            401: errorSchema,
-            403: errorSchema,
-            404: errorSchema,
-            500: errorSchema,
+            ...errorResponses(400, 401, 403, 404, 500),
           },
         },
         handler: async (request) => deps.watchdog.containerHealth(actingUser(request), request.params.id),
@@ -51,7 +47,7 @@ export const backendWatchdogRoutes = (deps: { watchdog: WatchdogService }): Rout
           headers: documentedHeaders({ 'x-user-id': 'Acting user (user id, UUID_PATTERN)' }),
           params: z.object({ id: z.string().min(1).max(200) }),
           querystring: z.object({ limit: watchdogHistoryLimit }),
-          response: { 200: watchdogViewSchema, 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema, 500: errorSchema },
+          response: { 200: watchdogViewSchema, ...errorResponses(400, 401, 403, 404, 500) },
         },
         handler: async (request) => {
           return deps.watchdog.view(actingUser(request), request.params.id, request.query.limit);

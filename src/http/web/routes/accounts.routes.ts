@@ -3,11 +3,12 @@
  * and profile update whose paths the specification leaves "not shown" (documented here).
  */
 
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import {
   type AccountsService,
   loginBody,
+  type NewSession,
   profile,
   profileBody,
   registerBody,
@@ -15,11 +16,16 @@ import {
   walletBody,
 } from '../../../domains/accounts/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, okSchema } from '../../shared/schemas.ts';
+import { errorResponses, errorSchema, okSchema } from '../../shared/schemas.ts';
 import { currentUser, requestMeta, type SessionAuth } from '../../shared/session.ts';
 
 export const accountsRoutes = (deps: { accounts: AccountsService; session: SessionAuth }): RouteModule<'public' | 'session'> => {
   const { accounts, session } = deps;
+  /** What every sign-in answers: the session cookie, and who is signed in. */
+  const signedInAs = (reply: FastifyReply, s: NewSession) => {
+    session.setCookie(reply, s);
+    return { ok: true as const, user: s.user };
+  };
 
   const nonceRoute = {
     schema: {
@@ -39,7 +45,7 @@ export const accountsRoutes = (deps: { accounts: AccountsService; session: Sessi
       summary: 'Update the current user',
       description: 'POST or PATCH. Updatable field: `name` (1 to 64 characters after trim). Returns the updated user.',
       body: profileBody,
-      response: { 200: profile, 400: errorSchema, 401: errorSchema, 404: errorSchema },
+      response: { 200: profile, ...errorResponses(400, 401, 404) },
     },
     handler: async (request: { body: { name?: string | undefined } } & FastifyRequest) =>
       accounts.updateProfile(currentUser(request).id, request.body),
@@ -57,13 +63,7 @@ export const accountsRoutes = (deps: { accounts: AccountsService; session: Sessi
             '(REGISTER_RATE_LIMIT per hour; validated requests count). A password on the common-password list shipped by ' +
             '`@zxcvbn-ts/language-common` (compared case-insensitively) is 400 `Password is too common; choose a less guessable one`.',
           body: registerBody,
-          response: {
-            201: z.object({ id: z.string(), email: z.string(), name: z.string() }),
-            400: errorSchema,
-            403: errorSchema,
-            409: errorSchema,
-            429: errorSchema,
-          },
+          response: { 201: z.object({ id: z.string(), email: z.string(), name: z.string() }), ...errorResponses(400, 403, 409, 429) },
         },
         handler: async (request, reply) => {
           const header = request.headers['cf-turnstile-response'];
@@ -85,13 +85,10 @@ export const accountsRoutes = (deps: { accounts: AccountsService; session: Sessi
             '(LOGIN_ACCOUNT_FAILURE_LIMIT; IPs holding a live session of the account are exempt) in windows of LOGIN_FAILURE_WINDOW_MS: ' +
             'beyond them 429 `{error, retryAfter}` (seconds, also in `Retry-After`). A successful sign-in clears its account+IP count.',
           body: loginBody,
-          response: { 200: signedIn, 400: errorSchema, 401: errorSchema, 429: errorSchema },
+          response: { 200: signedIn, ...errorResponses(400, 401, 429) },
         },
-        handler: async (request, reply) => {
-          const s = await accounts.login(request.body.email, request.body.password, requestMeta(request));
-          session.setCookie(reply, s);
-          return { ok: true as const, user: s.user };
-        },
+        handler: async (request, reply) =>
+          signedInAs(reply, await accounts.login(request.body.email, request.body.password, requestMeta(request))),
       });
 
       app.get('/auth/session', {
@@ -167,13 +164,9 @@ export const accountsRoutes = (deps: { accounts: AccountsService; session: Sessi
             'result is 503 (try again), not 401. Creates the user `<address>@WALLET_EMAIL_DOMAIN` on first sign-in, or links the wallet to the ' +
             'existing user with that email. Sets the session cookie.',
           body: walletBody,
-          response: { 200: signedIn, 400: errorSchema, 401: errorSchema, 503: errorSchema },
+          response: { 200: signedIn, ...errorResponses(400, 401, 503) },
         },
-        handler: async (request, reply) => {
-          const s = await accounts.walletAuth(request.body, requestMeta(request));
-          session.setCookie(reply, s);
-          return { ok: true as const, user: s.user };
-        },
+        handler: async (request, reply) => signedInAs(reply, await accounts.walletAuth(request.body, requestMeta(request))),
       });
     },
     session: async (app) => {
@@ -182,7 +175,7 @@ export const accountsRoutes = (deps: { accounts: AccountsService; session: Sessi
           tags: ['accounts'],
           summary: 'The current user',
           description: 'Path not shown in the specification (§4.1 "Current user and profile"); chosen as /api/user.',
-          response: { 200: profile, 401: errorSchema, 404: errorSchema },
+          response: { 200: profile, ...errorResponses(401, 404) },
         },
         handler: async (request) => accounts.getProfile(currentUser(request).id),
       });

@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { ADMIN_CREDIT_MAX_USD, ADMIN_CREDIT_NOTE_MAX, type AdminService, IDEMPOTENCY_KEY } from '../../../domains/admin/index.ts';
 import { usdToMicros } from '../../../lib/money.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { errorResponses, jsonBody } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
 
 const plan = z.enum(['solo', 'collective', 'label', 'network']);
@@ -71,7 +71,7 @@ export const adminRoutes = (deps: { admin: AdminService }): RouteModule<'session
             'The signed-in account that presents the token becomes an admin. Signed out: 401. ' +
             'A used, replaced or expired token: 404 `SETUP_LINK_INVALID`.',
           querystring: z.object({ token: z.string().max(128) }),
-          response: { 200: z.object({ ok: z.literal(true), isAdmin: z.literal(true) }), 401: errorSchema, 404: errorSchema },
+          response: { 200: z.object({ ok: z.literal(true), isAdmin: z.literal(true) }), ...errorResponses(401, 404) },
         },
         handler: async (request) => {
           const user = currentUser(request);
@@ -92,8 +92,7 @@ export const adminRoutes = (deps: { admin: AdminService }): RouteModule<'session
           }),
           response: {
             200: z.object({ users: z.array(adminUser), total: z.number(), limit: z.number(), offset: z.number() }),
-            401: errorSchema,
-            403: errorSchema,
+            ...errorResponses(401, 403),
           },
         },
         handler: async (request) => {
@@ -113,7 +112,7 @@ export const adminRoutes = (deps: { admin: AdminService }): RouteModule<'session
           body: z
             .object({ plan: plan.optional(), isAdmin: z.boolean().optional() })
             .refine((b) => b.plan !== undefined || b.isAdmin !== undefined, { error: 'plan or isAdmin required' }),
-          response: { 200: z.object({ user: adminUser }), 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema },
+          response: { 200: z.object({ user: adminUser }), ...errorResponses(400, 401, 403, 404) },
         },
         handler: async (request) => {
           const user = currentUser(request);
@@ -139,11 +138,7 @@ export const adminRoutes = (deps: { admin: AdminService }): RouteModule<'session
               email: z.string().describe('the account the link is for'),
               expiresAt: z.string().describe('when the link stops working'),
             }),
-            400: errorSchema,
-            401: errorSchema,
-            403: errorSchema,
-            404: errorSchema,
-            409: errorSchema,
+            ...errorResponses(400, 401, 403, 404, 409),
           },
         },
         handler: async (request) => {
@@ -180,14 +175,7 @@ export const adminRoutes = (deps: { admin: AdminService }): RouteModule<'session
             })
             .loose(),
           body: creditBody,
-          response: {
-            200: creditView,
-            400: errorSchema,
-            401: errorSchema,
-            403: errorSchema,
-            404: errorSchema,
-            409: errorSchema,
-          },
+          response: { 200: creditView, ...errorResponses(400, 401, 403, 404, 409) },
         },
         handler: async (request, reply) => {
           const user = currentUser(request);

@@ -28,7 +28,7 @@ import type { App } from '../../shared/base-app.ts';
 import { KEY_LIMITS, tooDeepErrorSchema } from '../../shared/openai-wire.ts';
 import { CROSS_SITE_MESSAGE } from '../../shared/origin-check.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema } from '../../shared/schemas.ts';
+import { errorResponses } from '../../shared/schemas.ts';
 import { type AccountRouteConfig, currentCaller } from '../../shared/session.ts';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
@@ -156,10 +156,7 @@ export const agentProxyRoutes = (deps: AgentProxyRouteDeps): RouteModule<'accoun
             200: z.object({}).passthrough().describe("The agent's chat completion (JSON), or text/event-stream when `stream: true`"),
             400: tooDeepErrorSchema,
             ...KEY_LIMITS.responses,
-            401: errorSchema,
-            404: errorSchema,
-            502: errorSchema,
-            503: errorSchema,
+            ...errorResponses(401, 404, 502, 503),
           },
         },
         config,
@@ -186,9 +183,7 @@ export const agentProxyRoutes = (deps: AgentProxyRouteDeps): RouteModule<'accoun
               object: z.literal('list'),
               data: z.array(z.object({ id: z.string(), object: z.literal('model'), created: z.number(), owned_by: z.string() })),
             }),
-            401: errorSchema,
-            404: errorSchema,
-            503: errorSchema,
+            ...errorResponses(401, 404, 503),
           },
         },
         config,
@@ -212,7 +207,7 @@ export const agentProxyRoutes = (deps: AgentProxyRouteDeps): RouteModule<'accoun
               `${PROXY_SOCKET_LIMITS.pendingBytes / 1024 / 1024} MiB sent before the agent's socket opens closes it with 1013; signing out or ` +
               `deleting the key it was opened with closes it with 1008. 429 when the user already has ${PROXY_SOCKET_LIMITS.socketsPerUser} open.`,
             params: idParams,
-            response: { 401: errorSchema, 402: errorSchema, 403: errorSchema, 404: errorSchema, 429: errorSchema, 503: errorSchema },
+            response: { ...errorResponses(401, 402, 403, 404, 429, 503) },
           },
           config,
           preValidation: (request) => grantSocket(request, (request.params as { id: string }).id),

@@ -14,7 +14,7 @@ import {
   type UsageReportFn,
 } from '../../../domains/ai/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { errorResponses, jsonBody } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
 import { usageDaysQuery, usageReportFields } from './usage.routes.ts';
 
@@ -48,7 +48,7 @@ export const agentUsageRoutes = (deps: { report: UsageReportFn; budgets: AgentBu
           '401 without a session, 404 for an agent that is not yours.',
         params,
         querystring: usageDaysQuery,
-        response: { 200: z.object({ ...usageReportFields, budget }), 400: errorSchema, 401: errorSchema, 404: errorSchema },
+        response: { 200: z.object({ ...usageReportFields, budget }), ...errorResponses(400, 401, 404) },
       },
       handler: async (request) => {
         const userId = currentUser(request).id;
@@ -78,7 +78,7 @@ export const agentUsageRoutes = (deps: { report: UsageReportFn; budgets: AgentBu
             .max(AGENT_BUDGET_MAX_USD, { error: BUDGET_RULE })
             .nullable(),
         }),
-        response: { 200: budget, 400: errorSchema, 401: errorSchema, 404: errorSchema },
+        response: { 200: budget, ...errorResponses(400, 401, 404) },
       },
       handler: async (request) => deps.budgets.set(currentUser(request).id, request.params.id, request.body.monthlyBudgetUsd),
     });

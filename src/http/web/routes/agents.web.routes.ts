@@ -25,12 +25,12 @@ import {
 import { logLine } from '../../../domains/logs/index.ts';
 import { type WatchdogService, watchdogStateSchema } from '../../../domains/watchdog/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { errorResponses, jsonBody } from '../../shared/schemas.ts';
 import { ACCOUNT_SECURITY } from '../../shared/security.ts';
 import { type AccountRouteConfig, currentUser } from '../../shared/session.ts';
 
 const idParam = z.object({ id: z.string().min(1).max(200) });
-const errors = { 400: errorSchema, 401: errorSchema, 404: errorSchema, 500: errorSchema };
+const errors = { ...errorResponses(400, 401, 404, 500) };
 
 export const agentsRoutes = (deps: { agents: AgentsWebService; watchdog?: WatchdogService }): RouteModule<'session' | 'account'> => {
   const { agents } = deps;
@@ -51,7 +51,7 @@ export const agentsRoutes = (deps: { agents: AgentsWebService; watchdog?: Watchd
             '`KEY_RATE_LIMITED` with `Retry-After`.',
           // the caller is optional here (§4.7): documented as "cookie, key, or nothing"
           security: [...ACCOUNT_SECURITY, {}],
-          response: { 200: webAgentList, 401: errorSchema, 429: errorSchema },
+          response: { 200: webAgentList, ...errorResponses(401, 429) },
         },
         config: { callerOptional: true } satisfies AccountRouteConfig,
         handler: async (request) => {
@@ -79,7 +79,7 @@ export const agentsRoutes = (deps: { agents: AgentsWebService; watchdog?: Watchd
             '(docs/agents.md "A repository from the start"); where git cannot run in the agent\'s sandbox, 503 `GIT_UNAVAILABLE` and no agent is kept. A backend refusal (400) keeps no agent either. ' +
             'Channel tokens (§4.18: `config.channels.telegram.botToken`, `config.channels.discord.token`) are checked with their provider first (400 `CHANNEL_TOKEN_REFUSED`), become the agent\'s platform channels and are taken out of its configuration (docs/channels.md "API").',
           body: provisionBody,
-          response: { 201: provisioned, 402: errorSchema, 429: errorSchema, 503: errorSchema, ...errors },
+          response: { 201: provisioned, ...errors, ...errorResponses(402, 429, 503) },
         },
         handler: async (request, reply) => {
           const user = await me(request);

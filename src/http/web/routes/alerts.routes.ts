@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { ALERT_THRESHOLD_MAX_USD, type SpendAlerts } from '../../../domains/spend-alerts/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { errorResponses, errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
 
 const THRESHOLD_RULE = `must be a number greater than 0 and at most ${ALERT_THRESHOLD_MAX_USD} (USD), or null to remove the alert`;
@@ -58,7 +58,7 @@ export const alertsRoutes = (deps: { alerts: SpendAlerts }): RouteModule<'sessio
           TOLD +
           'It is armed again once the balance is back at or above the threshold. 400 for a bad threshold or webhook, 401 without a session.',
         body: setting,
-        response: { 200: alerts, 400: errorSchema, 401: errorSchema },
+        response: { 200: alerts, ...errorResponses(400, 401) },
       },
       handler: async (request) => ({
         alerts: await deps.alerts.set(currentUser(request).id, { kind: 'balance' }, request.body),
@@ -75,7 +75,7 @@ export const alertsRoutes = (deps: { alerts: SpendAlerts }): RouteModule<'sessio
           '404 for an agent that is not yours.',
         params: z.object({ id: z.string().min(1).max(200) }),
         body: setting,
-        response: { 200: alerts, 400: errorSchema, 401: errorSchema, 404: errorSchema },
+        response: { 200: alerts, ...errorResponses(400, 401, 404) },
       },
       handler: async (request) => ({
         alerts: await deps.alerts.set(currentUser(request).id, { kind: 'budget', agentId: request.params.id }, request.body),

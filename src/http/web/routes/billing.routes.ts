@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import type { SubscriptionsService } from '../../../domains/payments/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema } from '../../shared/schemas.ts';
+import { errorResponses } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
 
 export const billingRoutes = (deps: { subscriptions: SubscriptionsService }): RouteModule<'public' | 'session'> => ({
@@ -22,7 +22,7 @@ export const billingRoutes = (deps: { subscriptions: SubscriptionsService }): Ro
           'after payment the processor redirects to `/dashboard?subscription=success` and its webhook activates the plan. ' +
           '500 when no card processor is configured (then every account has DEFAULT_PLAN and needs no subscription).',
         body: z.object({ plan: z.string().max(32) }),
-        response: { 200: z.object({ url: z.string(), sessionId: z.string() }), 400: errorSchema, 401: errorSchema, 500: errorSchema },
+        response: { 200: z.object({ url: z.string(), sessionId: z.string() }), ...errorResponses(400, 401, 500) },
       },
       handler: async (request) => {
         return deps.subscriptions.startCheckout(currentUser(request), request.body.plan);
@@ -44,8 +44,7 @@ export const billingRoutes = (deps: { subscriptions: SubscriptionsService }): Ro
         headers: z.object({ 'stripe-signature': z.string().max(2000).optional() }),
         response: {
           200: z.object({ received: z.literal(true), applied: z.boolean(), ignored: z.string().optional() }),
-          400: errorSchema,
-          500: errorSchema,
+          ...errorResponses(400, 500),
         },
       },
       handler: async (request) => {

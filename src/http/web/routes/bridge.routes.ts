@@ -10,7 +10,7 @@ import {
   type BridgeService,
 } from '../../../domains/bridge/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { errorResponses, jsonBody } from '../../shared/schemas.ts';
 
 const list = (values: readonly string[]) => values.map((v) => `\`${v}\``).join(', ');
 const AUTH_TEXT =
@@ -54,12 +54,7 @@ export const bridgeRoutes = ({ bridge }: { bridge: BridgeService }): RouteModule
             .optional()
             .describe(`string: ${BRIDGE_PRIORITIES.join(' | ')}`),
         }),
-        response: {
-          200: z.object({ ok: z.literal(true), message: message.omit({ content: true }) }),
-          400: errorSchema,
-          401: errorSchema,
-          503: errorSchema,
-        },
+        response: { 200: z.object({ ok: z.literal(true), message: message.omit({ content: true }) }), ...errorResponses(400, 401, 503) },
       },
       handler: async (request) => ({ ok: true as const, message: await bridge.send(request.body) }),
     });
@@ -82,9 +77,7 @@ export const bridgeRoutes = ({ bridge }: { bridge: BridgeService }): RouteModule
         }),
         response: {
           200: z.object({ ok: z.literal(true), channel: z.string(), count: z.number(), messages: z.array(message) }),
-          400: errorSchema,
-          401: errorSchema,
-          503: errorSchema,
+          ...errorResponses(400, 401, 503),
         },
       },
       handler: async (request) => bridge.inbox(request.query),
@@ -106,9 +99,8 @@ export const bridgeRoutes = ({ bridge }: { bridge: BridgeService }): RouteModule
             senders: z.array(z.string()),
             timestamp: z.string(),
           }),
-          401: errorSchema,
           500: z.object({ status: z.literal('error'), error: z.string() }),
-          503: errorSchema,
+          ...errorResponses(401, 503),
         },
       },
       handler: async (request, reply) => {

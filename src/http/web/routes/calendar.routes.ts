@@ -25,7 +25,7 @@ import {
 } from '../../../domains/calendar/index.ts';
 import { AppError, badRequest } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema } from '../../shared/schemas.ts';
+import { errorResponses } from '../../shared/schemas.ts';
 import { currentUser, type SessionAuth, type SessionRouteConfig } from '../../shared/session.ts';
 
 const CALENDAR_PAGE = '/dashboard/calendar';
@@ -79,10 +79,7 @@ export const calendarRoutes = (deps: {
           response: {
             200: z.union([responses.status, responses.list, responses.availability]),
             302: z.null().describe('auth: Location is the consent page (or /login)'),
-            400: errorSchema,
-            401: errorSchema,
-            502: errorSchema,
-            503: errorSchema,
+            ...errorResponses(400, 401, 502, 503),
           },
         },
         config: { sessionOptional: true } satisfies SessionRouteConfig,
@@ -129,11 +126,7 @@ export const calendarRoutes = (deps: {
           response: {
             // most fields first: the serializer keeps the first member that fits, and strips the rest
             200: z.union([responses.createEvent, responses.updateEvent, responses.quickAdd, responses.connect, responses.deleteEvent]),
-            400: errorSchema,
-            401: errorSchema,
-            404: errorSchema,
-            502: errorSchema,
-            503: errorSchema,
+            ...errorResponses(400, 401, 404, 502, 503),
           },
         },
         handler: async (request, reply) => {

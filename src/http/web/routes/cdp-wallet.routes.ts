@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import type { CdpWalletsService } from '../../../domains/wallet/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema } from '../../shared/schemas.ts';
+import { errorResponses, errorSchema } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
 
 const providerError = errorSchema
@@ -38,9 +38,8 @@ export const cdpWalletRoutes = (deps: { wallets: CdpWalletsService }): RouteModu
           body: z.object({ email: z.string().max(320).optional() }),
           response: {
             200: z.object({ success: z.literal(true), walletAddress: z.string(), walletId: z.string(), networks: z.array(z.string()) }),
-            400: errorSchema,
-            401: errorSchema,
             500: providerError,
+            ...errorResponses(400, 401),
           },
         },
         handler: async (request) => wallets.create(currentUser(request).id, request.body.email),
@@ -57,10 +56,8 @@ export const cdpWalletRoutes = (deps: { wallets: CdpWalletsService }): RouteModu
           body: z.object({ privateKey: z.string().max(200).optional() }).optional(),
           response: {
             200: z.object({ success: z.literal(true), address: z.string(), network: z.literal('base-sepolia') }),
-            400: errorSchema,
-            401: errorSchema,
-            409: errorSchema,
             500: providerError,
+            ...errorResponses(400, 401, 409),
           },
         },
         handler: async (request) => wallets.createOrImport(currentUser(request).id, request.body?.privateKey),

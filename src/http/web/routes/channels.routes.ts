@@ -16,10 +16,10 @@ import {
   pairingParams,
 } from '../../../domains/channels/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema } from '../../shared/schemas.ts';
+import { errorResponses, errorSchema } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
 
-const errors = { 400: errorSchema, 401: errorSchema, 404: errorSchema };
+const errors = { ...errorResponses(400, 401, 404) };
 const OWNER = "Owner only: another user's agent is 404 like a missing one.";
 const SECRETS =
   'The token is checked with the provider (Telegram `getMe`, Discord `GET /users/@me`) before anything is stored, sealed at rest ' +
@@ -100,7 +100,7 @@ export const channelsRoutes = (deps: { channels: Channels; agents: AgentsWebServ
             OWNER,
           params: channelParams,
           body: channelBody,
-          response: { 200: channel, ...errors, 502: errorSchema, 503: errorSchema },
+          response: { 200: channel, ...errors, ...errorResponses(502, 503) },
         },
         handler: async (request) => channels.put(currentUser(request).id, request.params.id, request.params.kind, request.body),
       });
@@ -126,16 +126,7 @@ export const channelsRoutes = (deps: { channels: Channels; agents: AgentsWebServ
             "with the provider's reason and no agent is made. The tokens become the agent's channels (GET /api/agents/{id}/channels lists them without " +
             "the tokens), sealed at rest, and never enter the agent's configuration, environment or sandbox (docs/channels.md).",
           body: provisionWithChannels,
-          response: {
-            201: provisioned,
-            400: errorSchema,
-            401: errorSchema,
-            402: errorSchema,
-            429: errorSchema,
-            500: errorSchema,
-            502: errorSchema,
-            503: errorSchema,
-          },
+          response: { 201: provisioned, ...errorResponses(400, 401, 402, 429, 500, 502, 503) },
         },
         handler: async (request, reply) => {
           const { channels, config, name, model, tier, gitInit } = request.body;

@@ -10,7 +10,7 @@ import type { ChatInput, ChatService } from '../../../domains/chat/index.ts';
 import type { Sessions } from '../../../domains/sessions/index.ts';
 import { AppError, badRequest, isAppError } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema } from '../../shared/schemas.ts';
+import { errorResponses, errorSchema } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
 import { startEventStream } from '../../shared/sse.ts';
 
@@ -44,11 +44,7 @@ const chatResult = z.object({ reply: z.string(), agentId: z.string(), agentName:
 const REFUSALS =
   '403 `MODEL_RESTRICTED` (with `allowedModels`) for a model your plan does not include, 429 `AGENT_BUDGET_EXCEEDED`, ' +
   "`QUOTA_EXCEEDED` or a rate limit (the agent's calls per minute, or the agent busy), 402 `SUBSCRIPTION_REQUIRED`, each with the sentence that says why";
-const refusalResponses = {
-  402: errorSchema,
-  403: errorSchema.extend({ allowedModels: z.array(z.string()).optional() }),
-  429: errorSchema,
-};
+const refusalResponses = { 403: errorSchema.extend({ allowedModels: z.array(z.string()).optional() }), ...errorResponses(402, 429) };
 
 export const chatRoutes = (deps: { chat: ChatService; sessions: Sessions }): RouteModule<'session'> => {
   const { chat, sessions } = deps;
@@ -70,12 +66,8 @@ export const chatRoutes = (deps: { chat: ChatService; sessions: Sessions }): Rou
           body: gatewayChatBody,
           response: {
             200: z.object({ success: z.literal(true), reply: z.string(), agentId: z.string(), agentName: z.string() }),
-            400: errorSchema,
-            401: errorSchema,
             ...refusalResponses,
-            404: errorSchema,
-            500: errorSchema,
-            503: errorSchema,
+            ...errorResponses(400, 401, 404, 500, 503),
           },
         },
         handler: async (request) => {
@@ -93,7 +85,7 @@ export const chatRoutes = (deps: { chat: ChatService; sessions: Sessions }): Rou
             'earlier turns of your `dashboard` session are no longer sent to the agent (they stay in GET /api/agents/:id/messages). ' +
             'Works whatever the agent\'s status; 404 for an agent that is not yours (docs/channels.md "Sessions").',
           body: z.object({ agentId: z.string().min(1).max(64) }),
-          response: { 200: z.object({ success: z.literal(true) }), 400: errorSchema, 401: errorSchema, 404: errorSchema },
+          response: { 200: z.object({ success: z.literal(true) }), ...errorResponses(400, 401, 404) },
         },
         handler: async (request) => {
           await sessions.reset(currentUser(request).id, request.body.agentId, 'dashboard');
@@ -120,13 +112,8 @@ export const chatRoutes = (deps: { chat: ChatService; sessions: Sessions }): Rou
           body: chatBody,
           response: {
             200: chatResult.describe('JSON, or text/event-stream when asked (see description)'),
-            400: errorSchema,
-            401: errorSchema,
             ...refusalResponses,
-            404: errorSchema,
-            409: errorSchema,
-            502: errorSchema,
-            503: errorSchema,
+            ...errorResponses(400, 401, 404, 409, 502, 503),
           },
         },
         handler: async (request, reply) => {

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import { type ConfigService, INITIAL_BACKUP_ID } from '../../../domains/agent-config/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { errorResponses, errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
 
 const configObject = z.record(z.string(), z.unknown()).describe('The agent configuration: any JSON object (§2 default shape)');
@@ -66,8 +66,7 @@ export const configRoutes = (deps: { config: ConfigService }): RouteModule<'sess
           body: saveBody,
           response: {
             200: z.object({ success: z.literal(true), config: configObject, backupId: z.string(), backups }),
-            400: errorSchema,
-            401: errorSchema,
+            ...errorResponses(400, 401),
           },
         },
         handler: async (request) => deps.config.save(actor(request), request.body.config),
@@ -85,9 +84,7 @@ export const configRoutes = (deps: { config: ConfigService }): RouteModule<'sess
           body: restoreBody,
           response: {
             200: z.object({ success: z.literal(true), config: configObject, restoredFrom: z.string(), backupId: z.string(), backups }),
-            400: errorSchema,
-            401: errorSchema,
-            404: errorSchema,
+            ...errorResponses(400, 401, 404),
           },
         },
         handler: async (request) => deps.config.restore(actor(request), request.body.backupId),

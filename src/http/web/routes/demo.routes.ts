@@ -7,7 +7,7 @@ import { LIMITS } from '../../../config/limits.ts';
 import { type AiService, DEMO_UNAVAILABLE } from '../../../domains/ai/index.ts';
 import { AppError, isAppError } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema } from '../../shared/schemas.ts';
+import { errorResponses } from '../../shared/schemas.ts';
 
 const MESSAGE_REQUIRED = 'Message required';
 
@@ -77,10 +77,7 @@ export const demoRoutes = (deps: { ai: AiService }): RouteModule<'public'> => {
               usage: z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number() }),
               done: z.literal(true),
             }),
-            400: errorSchema,
-            429: errorSchema,
-            500: errorSchema,
-            503: errorSchema,
+            ...errorResponses(400, 429, 500, 503),
           },
         },
         handler: async (request, reply) => {

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import type { HealthService } from '../../../domains/health/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema } from '../../shared/schemas.ts';
+import { errorResponses } from '../../shared/schemas.ts';
 
 const healthValue = z.enum(['healthy', 'degraded', 'unhealthy']);
 
@@ -70,8 +70,7 @@ export const webHealthRoutes = (deps: { health: HealthService }): RouteModule<'p
               }),
               system: z.object({ platform: z.string(), arch: z.string(), uptimeSeconds: z.number() }),
             }),
-            401: errorSchema,
-            403: errorSchema,
+            ...errorResponses(401, 403),
           },
         },
         handler: async () => ({ ...deps.health.detail(), status: 'ok' as const }),

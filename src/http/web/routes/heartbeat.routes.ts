@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import type { HeartbeatService } from '../../../domains/heartbeat/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { errorResponses, jsonBody } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
 
 // agentId and frequency are checked by the service so a missing or mistyped value answers with
@@ -33,7 +33,7 @@ export const heartbeatRoutes = (deps: { heartbeat: HeartbeatService }): RouteMod
             "The caller's saved settings for `agentId`, or the defaults (`3h`, enabled, null times) when none are saved. " +
             "Settings are per user, so this never reveals another user's settings.",
           querystring: z.object({ agentId: agentId.optional() }),
-          response: { 200: z.object({ heartbeat }), 400: errorSchema, 401: errorSchema },
+          response: { 200: z.object({ heartbeat }), ...errorResponses(400, 401) },
         },
         handler: async (request) => {
           const user = currentUser(request);
@@ -60,9 +60,7 @@ export const heartbeatRoutes = (deps: { heartbeat: HeartbeatService }): RouteMod
               success: z.literal(true),
               heartbeat: heartbeat.extend({ agentId: z.string(), lastUpdated: z.string() }),
             }),
-            400: errorSchema,
-            401: errorSchema,
-            404: errorSchema,
+            ...errorResponses(400, 401, 404),
           },
         },
         handler: async (request) => {
@@ -81,7 +79,7 @@ export const heartbeatRoutes = (deps: { heartbeat: HeartbeatService }): RouteMod
           querystring: z.object({ agentId: agentId.optional() }),
           // a DELETE usually has no body (Fastify gives null): then the query string is used
           body: jsonBody({ agentId: agentId.optional() }).nullish(),
-          response: { 200: z.object({ success: z.literal(true) }), 400: errorSchema, 401: errorSchema },
+          response: { 200: z.object({ success: z.literal(true) }), ...errorResponses(400, 401) },
         },
         handler: async (request) => {
           const user = currentUser(request);

@@ -12,7 +12,7 @@ import type { HostingStatusService } from '../../../domains/hosting-status/index
 import { AppError, badRequest, unauthorized } from '../../../lib/errors.ts';
 import type { App } from '../../shared/base-app.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema } from '../../shared/schemas.ts';
+import { errorResponses, errorSchema } from '../../shared/schemas.ts';
 
 const record = z.object({
   status: z.string(),
@@ -57,7 +57,7 @@ export const hostingWebhookRoutes = ({ hostingStatus }: { hostingStatus: Hosting
           'and KV_REST_API_TOKEN are set, stored under key `hosting-status:latest` with a 7-day TTL; a key-value store failure is logged ' +
           'and the webhook still answers 200.',
         querystring: z.object({ secret: z.string().optional() }).loose(),
-        response: { 200: z.object({ received: z.literal(true), record }), 400: errorSchema, 401: errorSchema, 503: errorSchema },
+        response: { 200: z.object({ received: z.literal(true), record }), ...errorResponses(400, 401, 503) },
       },
       handler: async (request) => {
         let payload: unknown;

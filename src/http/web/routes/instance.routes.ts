@@ -10,7 +10,7 @@
 import { z } from 'zod';
 import type { AgentsWebService } from '../../../domains/agents/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema } from '../../shared/schemas.ts';
+import { errorResponses } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
 
 export const instanceRoutes = (deps: { agents: AgentsWebService }): RouteModule<'session'> => {
@@ -40,10 +40,7 @@ export const instanceRoutes = (deps: { agents: AgentsWebService }): RouteModule<
                 userId: z.string(),
                 agents: z.array(z.object({ id: z.string(), status: z.string() })),
               }),
-              400: errorSchema,
-              401: errorSchema,
-              404: errorSchema,
-              500: errorSchema,
+              ...errorResponses(400, 401, 404, 500),
             },
           },
           handler: async (request) => {

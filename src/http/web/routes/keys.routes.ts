@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import { invalidKey, type KeysService, keyProfile, VALIDATION_DESCRIPTION, validateKeyBody } from '../../../domains/keys/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { errorResponses, errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
 
 const keySummary = z.object({
@@ -131,7 +131,7 @@ export const keysRoutes = ({ keys }: { keys: KeysService }): RouteModule<'sessio
           '(docs/payments.md "API keys"): `agentIds` (only those agents), `monthlyBudgetUsd`, `rateLimitPerMinute`, `expiresAt`; ' +
           '400 with the field named for a limit that is not valid or an agent that is not yours.',
         body: createBody,
-        response: { 201: withSecret, 400: errorSchema, 401: errorSchema },
+        response: { 201: withSecret, ...errorResponses(400, 401) },
       },
       handler: async (request, reply) => {
         const { name, ...limits } = request.body;
@@ -149,7 +149,7 @@ export const keysRoutes = ({ keys }: { keys: KeysService }): RouteModule<'sessio
           "400 for an invalid field, 404 for an unknown id and for another user's key alike.",
         params: idParams,
         body: updateBody,
-        response: { 200: keySummary, 400: errorSchema, 401: errorSchema, 404: errorSchema },
+        response: { 200: keySummary, ...errorResponses(400, 401, 404) },
       },
       handler: async (request) => keys.update(currentUser(request).id, request.params.id, request.body),
     });
@@ -166,7 +166,7 @@ export const keysRoutes = ({ keys }: { keys: KeysService }): RouteModule<'sessio
           "back only). 404 for an unknown id and for another user's key alike.",
         params: idParams,
         body: rollBody,
-        response: { 200: withSecret, 400: errorSchema, 401: errorSchema, 404: errorSchema },
+        response: { 200: withSecret, ...errorResponses(400, 401, 404) },
       },
       handler: async (request) => keys.roll(currentUser(request).id, request.params.id, request.body?.graceSeconds),
     });
@@ -194,7 +194,7 @@ export const keysRoutes = ({ keys }: { keys: KeysService }): RouteModule<'sessio
         summary: 'One of my API keys',
         description: "404 for an unknown id and for another user's key alike.",
         params: idParams,
-        response: { 200: keySummary, 401: errorSchema, 404: errorSchema },
+        response: { 200: keySummary, ...errorResponses(401, 404) },
       },
       handler: async (request) => keys.get(currentUser(request).id, request.params.id),
     });
@@ -206,7 +206,7 @@ export const keysRoutes = ({ keys }: { keys: KeysService }): RouteModule<'sessio
         description:
           "The key stops validating at once; streams and sockets opened with it end. 404 for an unknown id and for another user's key alike.",
         params: idParams,
-        response: { 200: z.object({ success: z.literal(true) }), 401: errorSchema, 404: errorSchema },
+        response: { 200: z.object({ success: z.literal(true) }), ...errorResponses(401, 404) },
       },
       handler: async (request) => {
         await keys.remove(currentUser(request).id, request.params.id);

@@ -8,12 +8,12 @@ import type { AgentsWebService } from '../../../domains/agents/index.ts';
 import { type LiveLogs, logLine } from '../../../domains/logs/index.ts';
 import type { StreamRevoker } from '../../../lib/eviction-bus.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema } from '../../shared/schemas.ts';
+import { errorResponses, errorSchema } from '../../shared/schemas.ts';
 import { currentUser, type SessionAuth } from '../../shared/session.ts';
 import { startEventStream } from '../../shared/sse.ts';
 
 const params = z.object({ agentId: z.string().min(1).max(64) });
-const errors = { 401: errorSchema, 404: errorSchema, 500: errorSchema };
+const errors = { ...errorResponses(401, 404, 500) };
 /** a comment line now and then keeps proxies from closing a quiet stream */
 const KEEPALIVE_MS = 15_000;
 

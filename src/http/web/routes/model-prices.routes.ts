@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { AiService } from '../../../domains/ai/index.ts';
 import { MODEL_PRICE_MAX } from '../../../domains/ai/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { errorResponses, errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
 
 const PRICE_RULE = `a number of USD per million tokens, 0 to ${MODEL_PRICE_MAX}`;
@@ -52,7 +52,7 @@ const pricesView = z.object({
     )
     .describe('the newest 20 changes made on this page, newest first (all of them: table model_price_changes)'),
 });
-const adminErrors = { 401: errorSchema, 403: errorSchema };
+const adminErrors = { ...errorResponses(401, 403) };
 
 export const modelPricesRoutes = (deps: { ai: Pick<AiService, 'prices'>; billing: 'off' | 'balance' }): RouteModule<'admin'> => {
   const { prices } = deps.ai;
@@ -103,7 +103,7 @@ export const modelPricesRoutes = (deps: { ai: Pick<AiService, 'prices'>; billing
             "Removes this page's price of `modelId`: MODEL_PRICES' or the catalogue's applies again, else the model is unpriced. " +
             'Applies as PUT does and is recorded likewise. Answers the list as GET does. 404 when this page sets no price for it.',
           querystring: z.object({ modelId }),
-          response: { 200: pricesView, 400: errorSchema, ...adminErrors, 404: errorSchema },
+          response: { 200: pricesView, ...adminErrors, ...errorResponses(400, 404) },
         },
         handler: async (request) => {
           const user = currentUser(request);

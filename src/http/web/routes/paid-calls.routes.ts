@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { PaidCallAccount, PaidCallsService } from '../../../domains/payments/index.ts';
 import { ERROR_CODES } from '../../../lib/error-codes.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { documentedHeaders, errorSchema, headerText, jsonBody } from '../../shared/schemas.ts';
+import { documentedHeaders, errorResponses, headerText, jsonBody } from '../../shared/schemas.ts';
 import type { AccountRouteConfig } from '../../shared/session.ts';
 import { writeEventStream } from '../../shared/sse.ts';
 
@@ -70,15 +70,7 @@ export const paidCallsRoutes = (deps: { gateway: PaidCallsService }): RouteModul
           body: jsonBody({ plugin: z.string().max(100, { error: 'Invalid plugin' }).optional() }).loose(),
           // documented as before: anyone may call (the account scope only learns who, when a key or cookie is sent)
           security: [],
-          response: {
-            200: gatewayResponse,
-            400: errorSchema,
-            401: errorSchema,
-            402: errorSchema,
-            404: errorSchema,
-            500: errorSchema,
-            502: errorSchema,
-          },
+          response: { 200: gatewayResponse, ...errorResponses(400, 401, 402, 404, 500, 502) },
         },
         config: { callerOptional: true } satisfies AccountRouteConfig,
         handler: async (request, reply) => {

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import { type PasswordResetService, RESET_REQUESTED } from '../../../domains/accounts/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, jsonBody, okSchema } from '../../shared/schemas.ts';
+import { errorResponses, errorSchema, jsonBody, okSchema } from '../../shared/schemas.ts';
 import { requestMeta } from '../../shared/session.ts';
 
 const EMAIL_REQUIRED = 'Email is required';
@@ -55,12 +55,7 @@ export const passwordResetRoutes = (deps: { passwordReset: PasswordResetService 
           'retryAfter}` beyond. 503 with a sentence when this server sends no mail (no SMTP_URL; GET /api/features ' +
           '`passwordReset` says so up front).',
         body: requestBody,
-        response: {
-          200: z.object({ ok: z.literal(true), message: z.string() }),
-          400: errorSchema,
-          429: errorSchema,
-          503: errorSchema,
-        },
+        response: { 200: z.object({ ok: z.literal(true), message: z.string() }), ...errorResponses(400, 429, 503) },
       },
       handler: async (request) => {
         await deps.passwordReset.request(request.body.email, requestMeta(request));

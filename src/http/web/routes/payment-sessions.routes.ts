@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { PaymentSessionsService } from '../../../domains/payments/index.ts';
 import { badRequest, notFound } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { documentedHeaders, errorSchema, headerText, jsonBody } from '../../shared/schemas.ts';
+import { documentedHeaders, errorResponses, headerText, jsonBody } from '../../shared/schemas.ts';
 import type { SessionRouteConfig } from '../../shared/session.ts';
 
 const sessionView = z.object({
@@ -27,6 +27,14 @@ export const paymentSessionsRoutes = (deps: { sessions: PaymentSessionsService }
   const { sessions } = deps;
 
   const bySessionHeader = { headers: documentedHeaders({ [SESSION_HEADER]: 'the payment session id' }) };
+  /** What `read` finds of the session X-Session-Id names: 400 without the header, 404 when there is no such session. */
+  const ofNamedSession = async <T>(request: Parameters<typeof headerText>[0], read: (id: string) => Promise<T | undefined>): Promise<T> => {
+    const id = headerText(request, SESSION_HEADER);
+    if (!id) throw badRequest('X-Session-Id required');
+    const found = await read(id);
+    if (!found) throw notFound('Session not found');
+    return found;
+  };
 
   return {
     prefix: '/api',
@@ -62,10 +70,7 @@ export const paymentSessionsRoutes = (deps: { sessions: PaymentSessionsService }
             201: sessionView.extend({
               sessionId: z.string().optional().describe('signed-in opens only: the bearer id, shown once'),
             }),
-            400: errorSchema,
-            401: errorSchema,
-            402: errorSchema,
-            403: errorSchema,
+            ...errorResponses(400, 401, 402, 403),
           },
         },
         // a signed-in caller opens for its own wallet; anyone may open with a signature (sessionOptional)
@@ -83,15 +88,9 @@ export const paymentSessionsRoutes = (deps: { sessions: PaymentSessionsService }
           summary: 'Read a payment session',
           description: 'The session named by the `X-Session-Id` header (the id is the bearer secret). 400 without the header, 404 unknown.',
           ...bySessionHeader,
-          response: { 200: sessionView, 400: errorSchema, 404: errorSchema },
+          response: { 200: sessionView, ...errorResponses(400, 404) },
         },
-        handler: async (request) => {
-          const id = headerText(request, SESSION_HEADER);
-          if (!id) throw badRequest('X-Session-Id required');
-          const view = await sessions.get(id);
-          if (!view) throw notFound('Session not found');
-          return view;
-        },
+        handler: (request) => ofNamedSession(request, (id) => sessions.get(id)),
       });
 
       app.get('/wallet/sessions/receipts', {
@@ -115,17 +114,10 @@ export const paymentSessionsRoutes = (deps: { sessions: PaymentSessionsService }
                 }),
               ),
             }),
-            400: errorSchema,
-            404: errorSchema,
+            ...errorResponses(400, 404),
           },
         },
-        handler: async (request) => {
-          const id = headerText(request, SESSION_HEADER);
-          if (!id) throw badRequest('X-Session-Id required');
-          const receipts = await sessions.receipts(id);
-          if (!receipts) throw notFound('Session not found');
-          return { receipts };
-        },
+        handler: async (request) => ({ receipts: await ofNamedSession(request, (id) => sessions.receipts(id)) }),
       });
 
       app.delete('/wallet/sessions', {
@@ -135,15 +127,9 @@ export const paymentSessionsRoutes = (deps: { sessions: PaymentSessionsService }
           description:
             "Closes the session named by `X-Session-Id`; its remainder returns to the wallet's balance (`returned`, USD). Closing twice returns nothing more.",
           ...bySessionHeader,
-          response: { 200: sessionView.extend({ returned: z.string() }), 400: errorSchema, 404: errorSchema },
+          response: { 200: sessionView.extend({ returned: z.string() }), ...errorResponses(400, 404) },
         },
-        handler: async (request) => {
-          const id = headerText(request, SESSION_HEADER);
-          if (!id) throw badRequest('X-Session-Id required');
-          const view = await sessions.close(id);
-          if (!view) throw notFound('Session not found');
-          return view;
-        },
+        handler: (request) => ofNamedSession(request, (id) => sessions.close(id)),
       });
 
       app.get('/payments/receipt-signer', {

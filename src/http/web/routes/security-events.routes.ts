@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { EVENTS_SUPPORTED, type SecurityEventsService } from '../../../domains/security-events/index.ts';
 import type { App } from '../../shared/base-app.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema } from '../../shared/schemas.ts';
+import { errorResponses } from '../../shared/schemas.ts';
 
 const RISC_PATH = '/api/security/risc' as const;
 
@@ -34,11 +34,7 @@ export const securityEventsRoutes = ({ events }: { events: SecurityEventsService
           'under its `jti` before the answer and acted on by a background job (sessions revoked, identity-provider sign-in ' +
           'disabled or enabled, stored refresh tokens dropped, as §6 lists). A `jti` already received is acknowledged (202) and ' +
           "not acted on again. 400 `{error}` for an empty body or any invalid token; 503 when the provider's keys cannot be fetched.",
-        response: {
-          202: z.null().describe('Empty body: the event is recorded and will be acted on'),
-          400: errorSchema,
-          503: errorSchema,
-        },
+        response: { 202: z.null().describe('Empty body: the event is recorded and will be acted on'), ...errorResponses(400, 503) },
       },
       handler: async (request, reply) => {
         await events.receive(tokenOf(request.body));
@@ -84,7 +80,7 @@ export const securityEventsRoutes = ({ events }: { events: SecurityEventsService
           'email), `events`. account-compromised, account-disabled, sessions-revoked and identifier-changed revoke every session ' +
           'of the user with that email; account-enabled does nothing. Answers `{ok:true}` (acknowledged; acted on by a background ' +
           'job, a repeated `jti` or identical token only once).',
-        response: { 200: z.object({ ok: z.literal(true) }), 400: errorSchema, 503: errorSchema },
+        response: { 200: z.object({ ok: z.literal(true) }), ...errorResponses(400, 503) },
       },
       handler: async (request) => {
         await events.receiveLegacy(tokenOf(request.body));

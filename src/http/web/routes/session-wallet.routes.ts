@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { JOURNAL_PAGE_MAX, type SessionWalletService } from '../../../domains/session-wallet/index.ts';
 import { AppError, badRequest } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { errorResponses, jsonBody } from '../../shared/schemas.ts';
 import { SESSION_SECURITY } from '../../shared/security.ts';
 import { currentUser, type SessionRouteConfig } from '../../shared/session.ts';
 
@@ -110,7 +110,7 @@ export const sessionWalletRoutes = (deps: {
           querystring: z.object({ address: z.string().optional().describe('Stablecoin balance lookup (see above)') }),
           // documented as public: two of the three answers need no session
           security: [],
-          response: { 200: z.union([walletView, stablecoinBalances]), 400: errorSchema, 401: errorSchema, 500: errorSchema },
+          response: { 200: z.union([walletView, stablecoinBalances]), ...errorResponses(400, 401, 500) },
         },
         config: { sessionOptional: true } satisfies SessionRouteConfig,
         handler: async (request) => {
@@ -164,7 +164,7 @@ export const sessionWalletRoutes = (deps: {
             limit: z.coerce.number().int().min(1).max(JOURNAL_PAGE_MAX).default(50),
             before: z.coerce.number().int().min(1).optional(),
           }),
-          response: { 200: journalView, 400: errorSchema, 401: errorSchema },
+          response: { 200: journalView, ...errorResponses(400, 401) },
         },
         handler: async (request) => sessionWallet.journal(currentUser(request).id, request.query),
       });
@@ -179,7 +179,7 @@ export const sessionWalletRoutes = (deps: {
             '(404 without a wallet); no key material is ever returned. `export_seed` always answers 403. Any other action: 400. ' +
             'The private key is stored AES-256-GCM encrypted with WALLET_ENCRYPTION_KEY.',
           body: actionBody,
-          response: { 200: actionResult, 400: errorSchema, 401: errorSchema, 403: errorSchema, 404: errorSchema },
+          response: { 200: actionResult, ...errorResponses(400, 401, 403, 404) },
         },
         handler: async (request) => {
           const user = currentUser(request);

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { TopUpService } from '../../../domains/payments/index.ts';
 import type { App } from '../../shared/base-app.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema } from '../../shared/schemas.ts';
+import { errorResponses } from '../../shared/schemas.ts';
 
 export const topUpRoutes = (deps: { topUp: TopUpService }): RouteModule<'public'> => ({
   prefix: '/api/wallet/top-up',
@@ -22,7 +22,7 @@ export const topUpRoutes = (deps: { topUp: TopUpService }): RouteModule<'public'
           '(cancel: `?top_up=cancelled`) and its completed-checkout webhook credits the wallet. 500 when no card processor is configured.',
         security: [],
         querystring: z.object({ amount: z.string().max(12).optional(), address: z.string().max(100).optional() }),
-        response: { 200: z.object({ url: z.string(), sessionId: z.string() }), 400: errorSchema, 500: errorSchema },
+        response: { 200: z.object({ url: z.string(), sessionId: z.string() }), ...errorResponses(400, 500) },
       },
       handler: async (request) => deps.topUp.startCheckout(request.query),
     });
@@ -45,8 +45,7 @@ export const topUpRoutes = (deps: { topUp: TopUpService }): RouteModule<'public'
               z.object({ received: z.literal(true), credited: z.boolean(), walletAddress: z.string(), amountCents: z.number() }),
               z.object({ received: z.literal(true), ignored: z.string() }),
             ]),
-            400: errorSchema,
-            500: errorSchema,
+            ...errorResponses(400, 500),
           },
         },
         handler: async (request) => {

@@ -6,7 +6,7 @@ import { LIMITS } from '../../../config/limits.ts';
 import { isTradingJobId, type TradingService } from '../../../domains/trading/index.ts';
 import { badRequest } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { errorResponses, errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
 
 const success = z.object({ success: z.literal(true) });
@@ -98,7 +98,7 @@ export const tradingRoutes = (deps: { trading: TradingService }): RouteModule<'s
           summary: 'Save the personal trading key',
           description: `\`apiKey\`: non-empty after trim, at most ${LIMITS.tradingKeyMax} characters (§8). Replaces an existing key. Encrypted at rest; never returned.`,
           body: keyBody,
-          response: { 200: success, 400: errorSchema, 401: errorSchema },
+          response: { 200: success, ...errorResponses(400, 401) },
         },
         handler: async (request) => {
           await trading.saveKey(await userId(request), request.body.apiKey);
@@ -125,7 +125,7 @@ export const tradingRoutes = (deps: { trading: TradingService }): RouteModule<'s
           summary: 'Balances from the trading service',
           description: `Calls \`GET {TRADING_API_URL}/balances?chains=<list>\`. ${PASSTHROUGH_NOTE}`,
           querystring: balancesQuery,
-          response: { 200: passthrough, 400: errorSchema, 401: errorSchema, 500: upstreamError, 503: needsKeyError },
+          response: { 200: passthrough, 500: upstreamError, 503: needsKeyError, ...errorResponses(400, 401) },
         },
         handler: async (request, reply) => {
           const chains = parseChains(request.query.chains);
@@ -140,7 +140,7 @@ export const tradingRoutes = (deps: { trading: TradingService }): RouteModule<'s
           summary: 'Send a prompt to the trading agent',
           description: `Calls \`POST {TRADING_API_URL}/prompt\` with \`{prompt, threadId?}\`; the answer (typically a job id) is passed through. ${PASSTHROUGH_NOTE}`,
           body: promptBody,
-          response: { 200: passthrough, 400: errorSchema, 401: errorSchema, 500: upstreamError, 503: needsKeyError },
+          response: { 200: passthrough, 500: upstreamError, 503: needsKeyError, ...errorResponses(400, 401) },
         },
         handler: async (request, reply) => {
           const r = await trading.submitPrompt(await userId(request), { prompt: request.body.prompt, threadId: request.body.threadId });
@@ -154,7 +154,7 @@ export const tradingRoutes = (deps: { trading: TradingService }): RouteModule<'s
           summary: 'Status of a trading prompt job',
           description: `Calls \`GET {TRADING_API_URL}/prompt/<jobId>\`. 400 \`jobId required\` without a jobId. ${PASSTHROUGH_NOTE}`,
           querystring: jobQuery,
-          response: { 200: passthrough, 400: errorSchema, 401: errorSchema, 500: upstreamError, 503: needsKeyError },
+          response: { 200: passthrough, 500: upstreamError, 503: needsKeyError, ...errorResponses(400, 401) },
         },
         handler: async (request, reply) => {
           const jobId = request.query.jobId?.trim();

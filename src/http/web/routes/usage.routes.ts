@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { USAGE_DAYS_MAX, type UsageReportFn } from '../../../domains/ai/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema } from '../../shared/schemas.ts';
+import { errorResponses } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
 
 const totals = {
@@ -71,8 +71,7 @@ export const usageRoutes = (deps: { report: UsageReportFn }): RouteModule<'sessi
               byAgent: z.array(z.object({ agentId: z.string(), name: z.string().nullable(), ...totals })),
               byKey: z.array(z.object({ keyId: z.string(), name: z.string().nullable(), ...totals })),
             }),
-            400: errorSchema,
-            401: errorSchema,
+            ...errorResponses(400, 401),
           },
         },
         handler: async (request) => deps.report(currentUser(request).id, request.query.days),

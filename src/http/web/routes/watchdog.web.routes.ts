@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { type WatchdogService, watchdogHistoryLimit, watchdogViewSchema } from '../../../domains/watchdog/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema } from '../../shared/schemas.ts';
+import { errorResponses } from '../../shared/schemas.ts';
 import { currentUser } from '../../shared/session.ts';
 
 export const webWatchdogRoutes = (deps: { watchdog: WatchdogService }): RouteModule<'session'> => {
@@ -23,7 +23,7 @@ export const webWatchdogRoutes = (deps: { watchdog: WatchdogService }): RouteMod
             'crashes and repair attempts with their outcome. `state` is null while the agent has never been watched. 401 without a session, 404 for an agent that is not yours.',
           params: z.object({ id: z.string().min(1).max(200) }),
           querystring: z.object({ limit: watchdogHistoryLimit }),
-          response: { 200: watchdogViewSchema, 400: errorSchema, 401: errorSchema, 404: errorSchema, 500: errorSchema },
+          response: { 200: watchdogViewSchema, ...errorResponses(400, 401, 404, 500) },
         },
         handler: async (request) => {
           const user = currentUser(request);

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { LIMITS } from '../../../config/limits.ts';
 import { NODE_TYPES, type WorkflowsService } from '../../../domains/workflows/index.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema, jsonBody } from '../../shared/schemas.ts';
+import { errorResponses, errorSchema, jsonBody } from '../../shared/schemas.ts';
 import { currentUser, type SessionRouteConfig } from '../../shared/session.ts';
 
 /**
@@ -101,7 +101,7 @@ export const workflowsRoutes = (deps: { workflows: WorkflowsService }): RouteMod
           summary: 'Create a workflow',
           description: `\`name\` required (400 \`Name required\`); \`description\` string or null; \`nodes[]\` each with \`type\` (trigger, action, condition, output), \`config\` object, \`position\` object. ${LIMITS_TEXT}`,
           body: jsonBody({ name, description: description.optional(), nodes: nodes.optional() }),
-          response: { 201: z.object({ workflow: workflowOut }), 400: errorSchema, 401: errorSchema },
+          response: { 201: z.object({ workflow: workflowOut }), ...errorResponses(400, 401) },
         },
         handler: async (request, reply) => {
           const user = currentUser(request);
@@ -115,7 +115,7 @@ export const workflowsRoutes = (deps: { workflows: WorkflowsService }): RouteMod
           summary: 'One workflow',
           description: "Nodes by creation time, each with `createdAt`. 404 when it does not exist or is another user's.",
           params,
-          response: { 200: z.object({ workflow: workflowOut }), 401: errorSchema, 404: errorSchema },
+          response: { 200: z.object({ workflow: workflowOut }), ...errorResponses(401, 404) },
         },
         handler: async (request) => {
           const user = currentUser(request);
@@ -138,7 +138,7 @@ export const workflowsRoutes = (deps: { workflows: WorkflowsService }): RouteMod
             enabled: z.boolean({ error: 'Enabled must be a boolean' }).optional(),
             nodes: nodes.optional(),
           }),
-          response: { 200: z.object({ workflow: workflowOut }), 400: errorSchema, 401: errorSchema, 404: errorSchema },
+          response: { 200: z.object({ workflow: workflowOut }), ...errorResponses(400, 401, 404) },
         },
         handler: async (request) => {
           const user = currentUser(request);
@@ -152,7 +152,7 @@ export const workflowsRoutes = (deps: { workflows: WorkflowsService }): RouteMod
           summary: 'Delete a workflow',
           description: "Deletes the workflow and its nodes. 404 when it does not exist or is another user's.",
           params,
-          response: { 200: z.object({ deleted: z.literal(true) }), 401: errorSchema, 404: errorSchema },
+          response: { 200: z.object({ deleted: z.literal(true) }), ...errorResponses(401, 404) },
         },
         handler: async (request) => {
           const user = currentUser(request);

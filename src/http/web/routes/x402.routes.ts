@@ -16,7 +16,7 @@ import {
 } from '../../../domains/x402/index.ts';
 import { unauthorized } from '../../../lib/errors.ts';
 import type { RouteModule } from '../../shared/routes.ts';
-import { errorSchema } from '../../shared/schemas.ts';
+import { errorResponses, errorSchema } from '../../shared/schemas.ts';
 import type { SessionRouteConfig } from '../../shared/session.ts';
 
 const field = (text: string) => z.unknown().optional().describe(text);
@@ -102,8 +102,6 @@ export const x402Routes = (deps: { x402: X402Service }): RouteModule<'public' | 
         security: [],
         response: {
           200: z.unknown().describe("The gateway's JSON answer, unchanged"),
-          400: errorSchema,
-          401: errorSchema,
           404: errorSchema.describe(`\`${X402_ERRORS.agentNotFound}\`: \`agentId\` is not one of the caller's agents`),
           402: errorSchema.describe(
             'join-colony: the gateway answered 402; pay: the wallet balance does not cover `amount` (`insufficient_balance`)',
@@ -112,6 +110,7 @@ export const x402Routes = (deps: { x402: X402Service }): RouteModule<'public' | 
           500: errorSchema.describe(`\`${X402_ERRORS.gatewayError}\``),
           502: errorSchema.describe('join-colony refused by the gateway, or an x402 payment that could not be made'),
           503: errorSchema.describe('X402_GATEWAY_URL unset, or (join-colony) the gateway did not answer in time'),
+          ...errorResponses(400, 401),
         },
       },
       // a session is optional here: `endpoints` answers without one, the other actions need it (§4.11)

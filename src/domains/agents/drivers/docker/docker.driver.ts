@@ -21,12 +21,10 @@ import Docker from 'dockerode';
 import {
   type AgentDeploySpec,
   AgentNotDeployedError,
-  type AgentStats,
   type Deployment,
   type HostingDriver,
   HostingUnavailableError,
   idleStats,
-  type LogLine,
 } from '../driver.contract.ts';
 import { logLines, publishedPort, statsOf, statusOf } from './docker-observe.service.ts';
 import { AGENT_ID_LABEL, type CreateBody, containerCreateBody, GATEWAY_PORT_KEY, SPEC_HASH_LABEL, specHash } from './docker-spec.rules.ts';
@@ -180,7 +178,7 @@ export function createDockerDriver(options: DockerDriverOptions): HostingDriver 
   return {
     kind: 'docker',
 
-    async deploy(spec: AgentDeploySpec): Promise<Deployment> {
+    async deploy(spec: AgentDeploySpec) {
       const body = containerCreateBody(spec, { image: options.image, publishIp });
       const hash = specHash(body);
       const found = await list(spec.agentId);
@@ -244,7 +242,7 @@ export function createDockerDriver(options: DockerDriverOptions): HostingDriver 
       for (const c of await list(agentId)) await remove(c.Id);
     },
 
-    async logs(agentId: string, opts: { limit: number; level?: string }): Promise<LogLine[]> {
+    async logs(agentId: string, opts: { limit: number; level?: string }) {
       const limit = Math.max(0, Math.floor(opts.limit));
       const info = await find(agentId);
       if (!info || limit === 0) return [];
@@ -261,7 +259,7 @@ export function createDockerDriver(options: DockerDriverOptions): HostingDriver 
       return (level ? lines.filter((l) => l.level === level) : lines).slice(-limit);
     },
 
-    async stats(agentId: string): Promise<AgentStats> {
+    async stats(agentId: string) {
       const info = await find(agentId);
       if (!info) return idleStats('not_found');
       const status = statusOf(info);

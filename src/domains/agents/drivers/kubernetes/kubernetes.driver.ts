@@ -17,16 +17,7 @@
  */
 import type { V1Deployment, V1ObjectMeta } from '@kubernetes/client-node';
 import { LIMITS } from '../../../../config/limits.ts';
-import {
-  type AgentDeploySpec,
-  AgentNotDeployedError,
-  type AgentStats,
-  type Deployment,
-  type HostingDriver,
-  HostingUnavailableError,
-  idleStats,
-  type LogLine,
-} from '../driver.contract.ts';
+import { type AgentDeploySpec, AgentNotDeployedError, type HostingDriver, HostingUnavailableError, idleStats } from '../driver.contract.ts';
 import { type ClusterOptions, call, createKubernetesApis, KubernetesConflict, loadKubeConfig } from './kubernetes.client.ts';
 import {
   agentObjects,
@@ -106,7 +97,7 @@ export function createKubernetesDriver(options: KubernetesDriverOptions): Hostin
   return {
     kind: 'kubernetes',
 
-    async deploy(spec: AgentDeploySpec): Promise<Deployment> {
+    async deploy(spec: AgentDeploySpec) {
       const objects = agentObjects(spec, { namespace, image: options.image });
       const at = { name: objects.name, namespace };
       // the Secret first and the Deployment last: no pod ever starts without its credentials
@@ -194,7 +185,7 @@ export function createKubernetesDriver(options: KubernetesDriverOptions): Hostin
       await call('delete Secret', () => core.deleteNamespacedSecret(at, apis.options), 'undefined');
     },
 
-    async logs(agentId: string, opts: { limit: number; level?: string }): Promise<LogLine[]> {
+    async logs(agentId: string, opts: { limit: number; level?: string }) {
       const limit = Math.max(0, Math.floor(opts.limit));
       if (limit === 0) return [];
       const pods = await call('list Pods', () =>
@@ -220,7 +211,7 @@ export function createKubernetesDriver(options: KubernetesDriverOptions): Hostin
       return filtered.slice(-limit);
     },
 
-    async stats(agentId: string): Promise<AgentStats> {
+    async stats(agentId: string) {
       const d = await readDeployment(agentId);
       if (!d) return idleStats('not_found');
       const status = deploymentStatus(d);

@@ -185,24 +185,3 @@ export async function portIsFree(port: number): Promise<boolean> {
     srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
   });
 }
-
-/**
- * Lifecycle calls on one agent run one after another (deploy, restart, suspend, resume, delete):
- * interleaved, two of them could each see "no live process" and each start one, leaving a process
- * that no state file names and so no delete stops. Different agents still run in parallel.
- */
-export function createSerialQueue() {
-  const queues = new Map<string, Promise<unknown>>();
-  return function serial<T>(agentId: string, fn: () => Promise<T>): Promise<T> {
-    const run = (queues.get(agentId) ?? Promise.resolve()).then(fn, fn);
-    const tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    queues.set(agentId, tail);
-    void tail.then(() => {
-      if (queues.get(agentId) === tail) queues.delete(agentId);
-    });
-    return run;
-  };
-}

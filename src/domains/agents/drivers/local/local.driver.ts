@@ -56,6 +56,7 @@ import { freePort } from '../../../../db/embedded.ts';
 import type { Confinement } from '../../../../lib/confined-fs.ts';
 import { sha256Hex } from '../../../../lib/crypto.ts';
 import { AppError } from '../../../../lib/errors.ts';
+import { createKeyedQueue } from '../../../../lib/keyed-queue.ts';
 import { probeHealthz } from '../../agent-client/health-probe.client.ts';
 import {
   type AgentDeploySpec,
@@ -78,15 +79,7 @@ import { agentProcesses, isAlive, processesOfUid, stopProcess } from './containm
 import { detectSandbox, FIRST_AGENT_UID, runInSandbox, type SandboxReport } from './containment/sandbox.service.ts';
 import { createLauncher, movePort } from './local-launch.service.ts';
 import { createStatsReader, readAgentLogs } from './local-observe.service.ts';
-import {
-  type AgentState,
-  createSerialQueue,
-  createStateStore,
-  type LocalDriverOptions,
-  liveAgentPid,
-  type Owned,
-  portIsFree,
-} from './local-state.service.ts';
+import { type AgentState, createStateStore, type LocalDriverOptions, liveAgentPid, type Owned, portIsFree } from './local-state.service.ts';
 
 /** The name a deleted agent's folder has while its files are removed (agent ids never start with a dot). */
 const DELETED_PREFIX = '.deleted-';
@@ -114,7 +107,10 @@ export function createLocalDriver(options: LocalDriverOptions): HostingDriver {
   const statsReader = createStatsReader();
   const bridges = createLoopbackBridges(options.log);
 
-  const serial = createSerialQueue();
+  // Lifecycle calls on one agent run one after another (deploy, restart, suspend, resume, delete):
+  // interleaved, two of them could each see "no live process" and each start one, leaving a process
+  // that no state file names and so no delete stops. Different agents still run in parallel.
+  const serial = createKeyedQueue();
   const store = createStateStore(root);
   /** Deleted agents' folders being removed (deleteNow); shutdown waits for them. */
   const removing = new Set<Promise<void>>();

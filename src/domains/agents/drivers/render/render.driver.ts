@@ -20,9 +20,7 @@ import { agentEnvironment, planResources } from '../agent-env.rules.ts';
 import {
   type AgentDeploySpec,
   AgentNotDeployedError,
-  type AgentStats,
   type ContainerStatus,
-  type Deployment,
   type HostingDriver,
   HostingUnavailableError,
   idleStats,
@@ -138,7 +136,7 @@ export function createRenderDriver(options: RenderDriverOptions): HostingDriver 
   return {
     kind: 'render',
 
-    async deploy(spec: AgentDeploySpec): Promise<Deployment> {
+    async deploy(spec: AgentDeploySpec) {
       const resources = planResources(spec.plan);
       const existing = await findService(spec.agentId);
       if (existing) {
@@ -211,7 +209,7 @@ export function createRenderDriver(options: RenderDriverOptions): HostingDriver 
       await api('DELETE', `/services/${encodeURIComponent(service.id)}`, undefined, [404]);
     },
 
-    async logs(agentId: string, opts: { limit: number; level?: string }): Promise<LogLine[]> {
+    async logs(agentId: string, opts: { limit: number; level?: string }) {
       const service = await findService(agentId);
       if (!service || !options.ownerId) return [];
       const q = new URLSearchParams({
@@ -240,7 +238,7 @@ export function createRenderDriver(options: RenderDriverOptions): HostingDriver 
       return filtered.slice(0, opts.limit).reverse();
     },
 
-    async stats(agentId: string): Promise<AgentStats> {
+    async stats(agentId: string) {
       const service = await findService(agentId);
       if (!service) return idleStats('not_found');
       const deploy = service.suspended === 'suspended' ? undefined : await latestDeploy(service.id);
