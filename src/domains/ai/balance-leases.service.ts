@@ -10,9 +10,11 @@
  * usage write releases it from the same row and pays the real cost. So the balance can never pay
  * more than it holds, and a call is still admitted only on what the database granted.
  *
- * What a block changes for others: up to one block per wallet and process is held and not yet
- * spent, so near an empty balance another process's call may be refused while this one's block is
- * unspent. A block is small (BLOCK_CALLS calls' holds), is given back after IDLE_MS without a call
+ * The next block is asked for when half of one is left, so calls do not wait for it.
+ *
+ * What a block changes for others: up to one and a half blocks per wallet and process are held and
+ * not yet spent, so near an empty balance another process's call may be refused while this one's
+ * block is unspent. A block is small (BLOCK_CALLS calls' holds), is given back after IDLE_MS without a call
  * and when the process closes, and a call the block cannot cover and the balance refuses a new
  * block for is asked for on its own (the guard's exact path), which counts the given-back
  * remainder once the usage write has released it.
@@ -98,19 +100,22 @@ export function createBalanceLeases(deps: {
         leases.set(scope, lease);
       }
       const current = lease;
+      const refillNow = () =>
+        (current.refill ??= refill(scope, current, units).finally(() => {
+          current.refill = undefined;
+        }));
       // a few rounds at most: calls that arrive during a refill share it, and may find it taken by the others
       for (let round = 0; round < 4; round++) {
         if (current.free >= units) {
           current.free -= units;
           current.lastUse = Date.now();
           watchIdle(scope, current);
+          // half a block left: the next is asked for now, so the calls after these do not wait for it
+          if (current.free < (units * BLOCK_CALLS) / 2 && !current.refill && Date.now() >= current.noneUntil) refillNow().catch(() => {});
           return [{ scope, period, units }];
         }
         if (Date.now() < current.noneUntil) return undefined;
-        current.refill ??= refill(scope, current, units).finally(() => {
-          current.refill = undefined;
-        });
-        if (!(await current.refill)) return undefined;
+        if (!(await refillNow())) return undefined;
       }
       return undefined;
     },
