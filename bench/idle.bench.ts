@@ -246,15 +246,17 @@ export async function run(): Promise<BenchOutput> {
       const ids: string[] = [];
       for (let i = 0; i < awake; i++) ids.push(await q.provision(`Awake ${i}`));
       for (const id of ids) await q.until(id, 'running', 120_000);
-      const suspended = Number(
-        (
-          await q.db.kysely
-            .selectFrom('agents')
-            .select((eb) => eb.fn.countAll<number>().as('n'))
-            .where('status', '=', 'suspended')
-            .executeTakeFirstOrThrow()
-        ).n,
-      );
+      const countSuspended = async () =>
+        Number(
+          (
+            await q.db.kysely
+              .selectFrom('agents')
+              .select((eb) => eb.fn.countAll<number>().as('n'))
+              .where('status', '=', 'suspended')
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
+      const suspended = await countSuspended();
       if (suspended !== sleepers) throw new Error(`${suspended} agents suspended, not ${sleepers}`);
       await sleep(10_000);
       const rssIdle = process.memoryUsage().rss;
@@ -288,12 +290,8 @@ export async function run(): Promise<BenchOutput> {
       }
       const passMs = performance.now() - t0;
       // the pass woke nothing: a sleeping agent is not the watchdog's to repair
-      const stillAsleep = await q.db.kysely
-        .selectFrom('agents')
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where('status', '=', 'suspended')
-        .executeTakeFirstOrThrow();
-      if (Number(stillAsleep.n) !== sleepers) throw new Error(`${stillAsleep.n} agents suspended after the watchdog pass, not ${sleepers}`);
+      const stillAsleep = await countSuspended();
+      if (stillAsleep !== sleepers) throw new Error(`${stillAsleep} agents suspended after the watchdog pass, not ${sleepers}`);
       // the idle sweep's look over every record (nothing is idle for an hour: it claims none)
       const s0 = performance.now();
       await q.db.kysely

@@ -67,6 +67,19 @@ const upgrade = (agentId: string, key: string) =>
     socket.on('error', reject);
   });
 
+/** $1.00 on the owner's balance, which the paid gateway's plugin calls are charged to */
+async function creditOneDollar(userId: string) {
+  const { ledger, sessionWallet } = p.t.platform.services;
+  await ledger.credit({
+    address: await sessionWallet.ensureAddress(userId),
+    amountMicros: 1_000_000,
+    eventId: `test:${userId}`,
+    source: 'test',
+  });
+}
+const walletBalance = async (cookie: string) =>
+  ((await (await api('GET', '/api/wallet', { cookie })).json()) as { balance: string }).balance;
+
 const usageByKey = async () => {
   await p.t.platform.services.ai.usage.flush();
   const res = await api('GET', '/api/usage?days=1', { cookie: owner.cookie });
@@ -145,18 +158,10 @@ describe('a key limited to some agents on the paid gateway (POST /api/v1/gateway
     const byAgent = ((await res.json()) as { byAgent: { agentId: string; requests: number }[] }).byAgent;
     return (id: string) => byAgent.find((a) => a.agentId === id)?.requests ?? 0;
   };
-  const balance = async (cookie: string) => ((await (await api('GET', '/api/wallet', { cookie })).json()) as { balance: string }).balance;
-
   it("reaches only the key's agent, never the owner's other running agent; none of its agents running is 404 and costs nothing", async () => {
     const o = await p.owner(2);
     const [oldest, newest] = o.agentIds as [string, string];
-    const { ledger, sessionWallet } = p.t.platform.services;
-    await ledger.credit({
-      address: await sessionWallet.ensureAddress(o.id),
-      amountMicros: 1_000_000,
-      eventId: `test:${o.id}`,
-      source: 'test',
-    });
+    await creditOneDollar(o.id);
 
     // an unlimited key reaches the plugin's usual choice (the oldest running agent)
     const all = await createKeyFor(o.cookie, { name: 'all' });
@@ -171,7 +176,7 @@ describe('a key limited to some agents on the paid gateway (POST /api/v1/gateway
     expect(((await res.json()) as { via?: string }).via).toBe('agent');
     calls = await callsByAgent(o.cookie);
     expect([calls(oldest), calls(newest)]).toEqual([1, 1]);
-    expect(await balance(o.cookie)).toBe('0.90');
+    expect(await walletBalance(o.cookie)).toBe('0.90');
     // the agent is told the key (as the proxy does), so its model call is the key's
     const byKey = ((await (await api('GET', '/api/usage?days=1', { cookie: o.cookie })).json()) as { byKey: { keyId: string }[] }).byKey;
     expect(byKey.map((k) => k.keyId).sort()).toEqual([all.id, scoped.id].sort());
@@ -185,7 +190,7 @@ describe('a key limited to some agents on the paid gateway (POST /api/v1/gateway
     expect(p.router.requests.length).toBe(before);
     calls = await callsByAgent(o.cookie);
     expect([calls(oldest), calls(newest)]).toEqual([1, 1]);
-    expect(await balance(o.cookie)).toBe('0.90');
+    expect(await walletBalance(o.cookie)).toBe('0.90');
   });
 });
 
@@ -237,14 +242,8 @@ describe("a key's monthly budget (monthlyBudgetUsd)", () => {
 
   it("stops the key's paid gateway model calls too (plugin generate-text): counted for the key, refused past it with the charge given back", async () => {
     const o = await p.owner(1);
-    const { ledger, sessionWallet } = p.t.platform.services;
-    await ledger.credit({
-      address: await sessionWallet.ensureAddress(o.id),
-      amountMicros: 1_000_000,
-      eventId: `test:${o.id}`,
-      source: 'test',
-    });
-    const balance = async () => ((await (await api('GET', '/api/wallet', { cookie: o.cookie })).json()) as { balance: string }).balance;
+    await creditOneDollar(o.id);
+    const balance = () => walletBalance(o.cookie);
     const generate = (key: string) =>
       api('POST', '/api/v1/gateway', { key, body: { plugin: 'generate-text', prompt: 'hi', model: 'openai/gpt-4o-mini' } });
     const budgeted = await createKeyFor(o.cookie, { name: 'plugin budget', monthlyBudgetUsd: 0.000002 });
