@@ -6,9 +6,12 @@ import { defineConfig } from 'vitest/config';
  * Two groups (docs/architecture.md "Tests"). Files that hold what the host has one of — agents
  * under the local driver (their uids, cgroups and sandbox), a whole platform started as `npm start`
  * does (its ports, its DATA_DIR), Chromium — run one at a time, after the others.
- * Every other file works in a database of its own (cloned from the run's template) inside its own
- * process, so those run side by side: on a 2-core machine vitest's default is one worker, and most
- * of their time is spent waiting on PostgreSQL. What puts a file in the one-at-a-time group is read from the
+ * Every other file works in a database of its own (cloned from the run's template), so those run
+ * side by side: on a 2-core machine vitest's default is one worker, and most of their time is spent
+ * waiting on PostgreSQL. They also share their worker's process (isolate: false): each file used to
+ * load the whole platform's modules afresh, two thirds of their CPU time; the one-at-a-time
+ * files keep a process each, since what they hold (the sandbox probe, PATH, child processes) is
+ * process-wide. What puts a file in the one-at-a-time group is read from the
  * file itself (SERIAL_MARKERS), so a new test that starts agents lands there without a list to keep.
  */
 const SERIAL_MARKERS =
@@ -50,6 +53,7 @@ export default defineConfig({
           exclude: serial,
           // TEST_WORKERS: how many of these files at once (default 3: they mostly wait on PostgreSQL)
           maxWorkers: Number(process.env.TEST_WORKERS ?? 3),
+          isolate: false,
           sequence: { groupOrder: 0 },
         },
       },

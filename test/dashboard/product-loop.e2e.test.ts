@@ -44,7 +44,9 @@ let dashboard: { dir: string; remove: () => void } | undefined;
 /** carried from one step to the next (the steps run in order) */
 const state: { agentUrl?: string; agentId?: string; key?: string } = {};
 
-const newPage = (width: number) => openPage(browser, live.webUrl, { width, clipboard: true });
+// realPolling: for the case that waits for the network to be idle, which frequent polls never are
+const newPage = (width: number, options: { realPolling?: boolean } = {}) =>
+  openPage(browser, live.webUrl, { width, clipboard: true, ...options });
 
 async function signIn(page: Page) {
   await page.goto('/login');
@@ -325,7 +327,7 @@ describe.skipIf(!available)('the product loop in Chromium', () => {
   }, 120_000);
 
   it('at 390 px no page of the loop scrolls sideways', async () => {
-    const { page, errors } = await newPage(390);
+    const { page, errors } = await newPage(390, { realPolling: true });
     await signIn(page);
     for (const [path, name] of [
       ['/dashboard', 'agents'],

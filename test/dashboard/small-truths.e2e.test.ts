@@ -31,7 +31,8 @@ let browser: Browser;
 let dashboard: { dir: string; remove: () => void } | undefined;
 const state: { agentUrl?: string; gitAgentUrl?: string } = {};
 
-const newPage = () => openPage(browser, live.webUrl, { width: 1440, clipboard: true });
+// realPolling: for the case that tells a header updated at once from one updated at its next poll
+const newPage = (options: { realPolling?: boolean } = {}) => openPage(browser, live.webUrl, { width: 1440, clipboard: true, ...options });
 
 async function signIn(page: Page, email = ADMIN, password = PASSWORD) {
   await page.goto('/login');
@@ -207,7 +208,7 @@ describe.skipIf(!available)('the dashboard tells the truth', () => {
   }, 180_000);
 
   it('the model shown on every page is the one GET /api/agents/:id names, before and after a change on the Configuration tab', async () => {
-    const { page, errors } = await newPage();
+    const { page, errors } = await newPage({ realPolling: true });
     await signIn(page);
     const id = decodeURIComponent(state.agentUrl!.split('/').pop()!);
     const apiModel = async () => ((await (await page.request.get(`/api/agents/${id}`)).json()) as { agent: { model: string } }).agent.model;

@@ -50,11 +50,17 @@ export async function buildDashboardForTest(): Promise<{ dir: string; remove: ()
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** A page in a context of its own at `width` px, with the page's uncaught errors collected. */
+/**
+ * A page in a context of its own at `width` px, with the page's uncaught errors collected.
+ * The dashboard polls what can change behind it (an agent's status, the agents list, channels)
+ * every 5 or 10 s; in these pages a poll of a second or more comes ten times as often, so a test
+ * waits for the change itself rather than for the next poll. `realPolling` keeps the page's own
+ * periods, for a test that tells an update at once from one at the next poll.
+ */
 export async function openPage(
   browser: Browser,
   baseURL: string,
-  options: { width: number; height?: number; clipboard?: boolean },
+  options: { width: number; height?: number; clipboard?: boolean; realPolling?: boolean },
 ): Promise<{ page: Page; errors: string[] }> {
   const { width } = options;
   // bypassCSP only so the test can inject axe-core: the page's own policy forbids inline scripts
@@ -64,6 +70,13 @@ export async function openPage(
     bypassCSP: true,
   });
   if (options.clipboard) await context.grantPermissions(['clipboard-read', 'clipboard-write']);
+  if (!options.realPolling) {
+    await context.addInitScript(() => {
+      const w = window as unknown as { setInterval: (fn: () => void, ms?: number) => number };
+      const setInterval = w.setInterval.bind(window);
+      w.setInterval = (fn, ms) => setInterval(fn, ms !== undefined && ms >= 1000 ? ms / 10 : ms);
+    });
+  }
   const page = await context.newPage();
   page.setDefaultTimeout(20_000);
   const errors: string[] = [];

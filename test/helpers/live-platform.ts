@@ -35,33 +35,35 @@ export async function startLivePlatform(env: Record<string, string> = {}): Promi
   const database = await createTestDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), 'live-platform-'));
   const upstream = await startFakeOpenAi({ apiKey: 'router-test-key' });
-  const [webPort, backendPort] = [await freePort(), await freePort()];
-  const config = loadConfig(
-    {
-      LOG_LEVEL: 'silent',
-      DATA_DIR: dataDir,
-      WEB_PORT: String(webPort),
-      BACKEND_PORT: String(backendPort),
-      PUBLIC_URL: `http://127.0.0.1:${webPort}`,
-      INTERNAL_API_KEY: 'e2e-internal-key',
-      HOSTING_DRIVER: 'local',
-      AGENT_RUNTIME: 'builtin',
-      AGENT_SANDBOX: testAgentSandbox(),
-      ROUTER_BASE_URL: upstream.baseUrl,
-      ROUTER_API_KEY: 'router-test-key',
-      ...env,
-    },
-    { readDotEnv: false },
-  );
+  const configFor = (webPort: number, backendPort: number) =>
+    loadConfig(
+      {
+        LOG_LEVEL: 'silent',
+        DATA_DIR: dataDir,
+        WEB_PORT: String(webPort),
+        BACKEND_PORT: String(backendPort),
+        PUBLIC_URL: `http://127.0.0.1:${webPort}`,
+        INTERNAL_API_KEY: 'e2e-internal-key',
+        HOSTING_DRIVER: 'local',
+        AGENT_RUNTIME: 'builtin',
+        AGENT_SANDBOX: testAgentSandbox(),
+        ROUTER_BASE_URL: upstream.baseUrl,
+        ROUTER_API_KEY: 'router-test-key',
+        ...env,
+      },
+      { readDotEnv: false },
+    );
+  const config = configFor(await freePort(), await freePort());
   let current: { platform: Platform; web: App; backend: App } | undefined;
 
   const live: LivePlatform = {
     config,
     database,
     upstream,
-    webUrl: `http://127.0.0.1:${webPort}`,
+    webUrl: `http://127.0.0.1:${config.WEB_PORT}`,
     running: () => current,
     async start() {
+      const { config } = live;
       const platform = createPlatform({
         config,
         db: database.db,
@@ -71,8 +73,14 @@ export async function startLivePlatform(env: Record<string, string> = {}): Promi
       });
       const web = await platform.buildWebApp();
       const backend = await platform.buildBackendApp();
-      await web.listen({ host: '127.0.0.1', port: config.WEB_PORT });
-      await backend.listen({ host: '127.0.0.1', port: config.BACKEND_PORT });
+      try {
+        await web.listen({ host: '127.0.0.1', port: config.WEB_PORT });
+        await backend.listen({ host: '127.0.0.1', port: config.BACKEND_PORT });
+      } catch (err) {
+        await Promise.allSettled([web.close(), backend.close()]);
+        await platform.close();
+        throw err;
+      }
       await platform.startWorkers();
       await platform.startChannels({ servesWeb: true }); // as src/main.ts does for `npm start`
       current = { platform, web, backend };
@@ -91,8 +99,22 @@ export async function startLivePlatform(env: Record<string, string> = {}): Promi
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
-  await live.start();
-  return live;
+  // freePort() only names a port that was free a moment ago: another process (a test's client
+  // socket, another test file) can take it before the platform binds it. The first start then
+  // picks two new ports; a restart (stop, start) keeps the ones the test has seen.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await live.start();
+      return live;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt === 5) {
+        await live.close();
+        throw err;
+      }
+      live.config = configFor(await freePort(), await freePort());
+      live.webUrl = `http://127.0.0.1:${live.config.WEB_PORT}`;
+    }
+  }
 }
 
 /**
