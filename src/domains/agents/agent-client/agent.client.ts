@@ -76,12 +76,9 @@ export type AgentClientDeps = {
   traffic?: AgentTrafficRecorder;
 };
 
-/**
- * undici's connector, except for an origin `localSocket` names: a Unix socket connection to it.
- */
+/** undici's connector (undici calls this, so it is loaded by then), except for an origin `localSocket` names: a Unix socket connection to it. */
 function connectorFor(localSocket: ((origin: string) => string | undefined) | undefined): buildConnector.connector | undefined {
   if (!localSocket) return undefined;
-  // undici calls this, so it is loaded by then
   let tcp: buildConnector.connector | undefined;
   return (opts, callback) => {
     const path = opts.protocol === 'http:' ? localSocket(`http://${opts.hostname}:${opts.port}`) : undefined;
