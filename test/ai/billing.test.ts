@@ -8,10 +8,14 @@
  * MODEL_PRICES price makes it billable. Real sockets, the official `openai` client, the fake provider.
  */
 import OpenAI, { APIError } from 'openai';
+import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MODEL_GATEWAY_PATH } from '../../src/config/env.ts';
+import { createMemoryRateLimiter } from '../../src/lib/rate-limiter.ts';
+import { createPlatform } from '../../src/platform.ts';
 import { type AgentsTestPlatform, bearer, eventually, startAgentsPlatform, subscriber } from '../agents/helpers.ts';
 import { FAKE_USAGE, type FakeOpenAi, startFakeOpenAi } from '../fakes/openai-upstream.ts';
+import { TEST_SECRETS } from '../helpers/platform.ts';
 
 const ROUTER_KEY = 'router-secret-key-of-the-operator';
 /** openai/gpt-4o-mini: $0.15 and $0.60 per million tokens: $0.0000045 per fake call */
@@ -181,6 +185,58 @@ describe('a model call is paid from the balance', () => {
     const rows = await t.database.db.kysely.selectFrom('ai_usage').select(['cost', 'requests']).where('user_id', '=', u.id).execute();
     expect(rows.reduce((n, r) => n + r.requests, 0)).toBe(ok);
     expect(Math.abs((50 - balance) / 1e6 - rows.reduce((s, r) => s + Number(r.cost), 0))).toBeLessThan(1e-6);
+  });
+
+  it('two platform processes calling for one wallet at once: their blocks of the balance never let it pay more than it has', async () => {
+    // a second process over the same database: its own holder, its own blocks (balance-leases.service.ts)
+    const other = createPlatform({
+      config: t.config,
+      db: t.database.db,
+      secrets: TEST_SECRETS,
+      logger: pino({ level: 'silent' }),
+      rateLimiter: createMemoryRateLimiter(),
+      driver: t.driver,
+    });
+    const otherBackend = await other.buildBackendApp();
+    await otherBackend.listen({ host: '127.0.0.1', port: 0 });
+    try {
+      const otherGateway = `http://127.0.0.1:${(otherBackend.server.address() as { port: number }).port}${MODEL_GATEWAY_PATH}`;
+      const askOther = (key: string) =>
+        new OpenAI({ apiKey: key, baseURL: otherGateway, maxRetries: 0 }).chat.completions.create({
+          model: 'openai/gpt-4o-mini',
+          messages: [{ role: 'user', content: 'hi' }],
+          max_tokens: 5,
+        });
+      const u = await subscriber(t, 'network');
+      const a = await deploy(u.id);
+      // the agent known to have no budget in both processes (a first refused call each), so both take blocks
+      await t.platform.services.sessionWallet.ensureAddress(u.id);
+      await ask(a.key, { max_tokens: 5 }).catch(() => undefined);
+      await askOther(a.key).catch(() => undefined);
+      // room for about 40 holds (~$0.0000047 each): two blocks of 16 and a few more, not the 80 calls
+      const address = await credit(u.id, 0.0002);
+      router.delayMs = 20;
+      const results = await Promise.allSettled([
+        ...Array.from({ length: 40 }, () => ask(a.key, { max_tokens: 5 })),
+        ...Array.from({ length: 40 }, () => askOther(a.key)),
+      ]);
+      router.delayMs = 0;
+      const ok = results.filter((r) => r.status === 'fulfilled').length;
+      const refused = results.filter((r) => r.status === 'rejected' && (r.reason as APIError).status === 402).length;
+      expect(ok + refused).toBe(80);
+      expect(ok).toBeGreaterThan(0);
+      expect(refused).toBeGreaterThan(0);
+      await Promise.all([t.platform.services.ai.usage.flush(), other.services.ai.usage.flush()]);
+      const balance = await balanceOf(address);
+      expect(balance).toBeGreaterThanOrEqual(0);
+      const rows = await t.database.db.kysely.selectFrom('ai_usage').select(['cost', 'requests']).where('user_id', '=', u.id).execute();
+      // every call that ran was paid, and from what was there: the journal and the usage agree
+      expect(rows.reduce((n, r) => n + r.requests, 0)).toBe(ok);
+      expect(Math.abs((200 - balance) / 1e6 - rows.reduce((s, r) => s + Number(r.cost), 0))).toBeLessThan(1e-6);
+    } finally {
+      await otherBackend.close();
+      await other.close();
+    }
   });
 
   it('16 callers at once, for a while: every call runs and is paid, no hold waits on a usage write nor the other way', async () => {
