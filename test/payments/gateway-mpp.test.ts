@@ -212,6 +212,32 @@ describe.skipIf(!anvilAvailable)('§4.8 MPP on anvil', () => {
     expect(own.json().payment).toEqual({ method: 'mpp', receipt: hash });
   });
 
+  it("a transfer mined before the challenge is refused; one the chain's clock dates a moment before it counts", async () => {
+    let clock = Date.now() + 60_000;
+    const mpp = createMppMethod({
+      db: t.database.db.kysely,
+      secret: Buffer.alloc(32, 7),
+      recipient: RECIPIENT,
+      currency: TOKEN,
+      rpcUrl,
+      challengeTtlMs: 300_000,
+      confirmations: 1,
+      now: () => clock,
+    });
+    // a challenge a minute after the transfer (the server's clock ahead of the chain's by a minute)
+    const late = mpp.challenge(10_000, 'generate-text')!;
+    const hash = await transfer(RECIPIENT, 10_000n);
+    expect(await mpp.verify(await credential(String(late.mpp.nonce), hash), 10_000, 'generate-text')).toEqual({
+      ok: false,
+      reason: 'transaction predates the challenge',
+    });
+    // a challenge the chain dates up to a few seconds after the block (whole seconds, its producer's clock) is paid
+    clock = Date.now() + 3_000;
+    const close = mpp.challenge(10_000, 'generate-text')!;
+    const next = await transfer(RECIPIENT, 10_000n);
+    expect(await mpp.verify(await credential(String(close.mpp.nonce), next), 10_000, 'generate-text')).toMatchObject({ ok: true });
+  });
+
   it('an expired challenge nonce is refused', async () => {
     let clock = Date.now();
     const mpp = createMppMethod({

@@ -25,6 +25,15 @@ import { microsToUsd } from '../../../lib/money.ts';
 import { viem } from '../../../lib/viem.ts';
 import type { MppMethod } from '../paid-calls/paid-calls.service.ts';
 
+/**
+ * How far a block's timestamp may lie before the challenge it pays (ms). A block's time is the
+ * chain's, in whole seconds, set by its producer (a slot's start on Ethereum-like chains, seconds
+ * before the transactions in it arrived; anvil floors its elapsed time), not this server's clock:
+ * a transfer sent after the challenge was read as mined a second before it. A transfer still pays
+ * once (its hash is UNIQUE) and only for the payer who signed the nonce with it.
+ */
+const CHAIN_CLOCK_SKEW_MS = 15_000;
+
 // event Transfer(address indexed from, address indexed to, uint256 value), as the ABI item viem's parseAbiItem makes of it
 const transferEvent = {
   type: 'event',
@@ -171,8 +180,8 @@ export function createMppMethod(deps: {
         const head = await client.getBlockNumber();
         if (head - receipt.blockNumber + 1n < BigInt(deps.confirmations)) return { ok: false, reason: 'transaction not confirmed yet' };
         const block = await client.getBlock({ blockNumber: receipt.blockNumber });
-        // bound to the challenge: mined after it was issued (block times are whole seconds)
-        if (Number(block.timestamp) * 1000 < Math.floor(terms.iat / 1000) * 1000)
+        // bound to the challenge: mined after it was issued, as far as the chain's clock can tell
+        if (Number(block.timestamp) * 1000 < terms.iat - CHAIN_CLOCK_SKEW_MS)
           return { ok: false, reason: 'transaction predates the challenge' };
         // only what the signer itself sent counts
         let paid = 0n;
