@@ -74,6 +74,19 @@ async function challenge(plugin = 'generate-text') {
   return res.json().mpp as { nonce: string; amount: string; expiresAt: number };
 }
 
+/** An MPP method of its own over the test chain, on the clock `now`. */
+const mppAt = (now: () => number, challengeTtlMs: number) =>
+  createMppMethod({
+    db: t.database.db.kysely,
+    secret: Buffer.alloc(32, 9),
+    recipient: RECIPIENT,
+    currency: TOKEN,
+    rpcUrl,
+    challengeTtlMs,
+    confirmations: 1,
+    now,
+  });
+
 describe.skipIf(!anvilAvailable)('§4.8 MPP on anvil', () => {
   it('the test token is an ERC-20 (balanceOf, transfer with a balance check)', async () => {
     const receipt = await send(PAYER, encodeFunctionData({ abi: erc20, functionName: 'transfer', args: [RECIPIENT, 5n] }));
@@ -214,16 +227,7 @@ describe.skipIf(!anvilAvailable)('§4.8 MPP on anvil', () => {
 
   it("a transfer mined before the challenge is refused; one the chain's clock dates a moment before it counts", async () => {
     let clock = Date.now() + 60_000;
-    const mpp = createMppMethod({
-      db: t.database.db.kysely,
-      secret: Buffer.alloc(32, 7),
-      recipient: RECIPIENT,
-      currency: TOKEN,
-      rpcUrl,
-      challengeTtlMs: 300_000,
-      confirmations: 1,
-      now: () => clock,
-    });
+    const mpp = mppAt(() => clock, 300_000);
     // a challenge a minute after the transfer (the server's clock ahead of the chain's by a minute)
     const late = mpp.challenge(10_000, 'generate-text')!;
     const hash = await transfer(RECIPIENT, 10_000n);
@@ -240,16 +244,7 @@ describe.skipIf(!anvilAvailable)('§4.8 MPP on anvil', () => {
 
   it('an expired challenge nonce is refused', async () => {
     let clock = Date.now();
-    const mpp = createMppMethod({
-      db: t.database.db.kysely,
-      secret: Buffer.alloc(32, 9),
-      recipient: RECIPIENT,
-      currency: TOKEN,
-      rpcUrl,
-      challengeTtlMs: 1000,
-      confirmations: 1,
-      now: () => clock,
-    });
+    const mpp = mppAt(() => clock, 1000);
     const c = mpp.challenge(10_000, 'generate-text')!;
     const hash = await transfer(RECIPIENT, 10_000n);
     clock += 1001;
