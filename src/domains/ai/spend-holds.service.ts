@@ -170,20 +170,20 @@ export function createSpendGuard(deps: {
       void drain(lane, fresh, ask);
     });
 
+  /** `hold_spend` for `units` (1e-10 USD) under this process's holder */
+  const holdStatement = (
+    o: { agentId: string | null; keyId: string | null; userId: string | null; address: string | null; period: string },
+    units: number,
+  ) => spendHoldsRepo.hold(db.pool, { ...o, holder: holds.holder, amount: unitsToDecimal(units), ttlMs: holds.ttlMs });
+
   /** blocks of balances held ahead, for the calls of a wallet that no budget caps (balance-leases.service.ts) */
   const leases = billing
     ? createBalanceLeases({
         ask: async (scope, period, units) => {
-          const row = await spendHoldsRepo.hold(db.pool, {
-            agentId: null,
-            keyId: null,
-            userId: null,
-            address: scope.slice('balance:'.length),
-            period,
-            holder: holds.holder,
-            amount: unitsToDecimal(units),
-            ttlMs: holds.ttlMs,
-          });
+          const row = await holdStatement(
+            { agentId: null, keyId: null, userId: null, address: scope.slice('balance:'.length), period },
+            units,
+          );
           return row.refused === null;
         },
         holds,
@@ -211,17 +211,7 @@ export function createSpendGuard(deps: {
     const keyScope = keyId ? `key:${keyId}` : undefined;
     const balanceScope = address ? `balance:${address}` : undefined;
     const period = monthOf(now());
-    const ask = (amount: number) =>
-      spendHoldsRepo.hold(db.pool, {
-        agentId,
-        keyId,
-        userId: caller.userId,
-        address,
-        period,
-        holder: holds.holder,
-        amount: unitsToDecimal(amount),
-        ttlMs: holds.ttlMs,
-      });
+    const ask = (amount: number) => holdStatement({ agentId, keyId, userId: caller.userId, address, period }, amount);
     const attempt = () => ask(units);
     const together = address !== null && knownFree(noBudget, agentId) && knownFree(noKeyBudget, keyId);
     if (together && leases) {
