@@ -11,16 +11,6 @@ import type { ChannelProviders } from './channel-connections.service.ts';
 import { type ChannelConnector, type ChannelKind, type ChannelProvider, MAX_MESSAGE_CHARS } from './connector.ts';
 import type { TelegramProvider } from './telegram.connector.ts';
 
-/** `load` run once, on the first call; a failed load is tried again on the next. */
-function once<T>(load: () => Promise<T>): () => Promise<T> {
-  let loading: Promise<T> | undefined;
-  return () =>
-    (loading ??= load().catch((err: unknown) => {
-      loading = undefined;
-      throw err;
-    }));
-}
-
 /** A provider whose library is imported on its first use. */
 function deferred<P extends ChannelProvider>(kind: ChannelKind, load: () => Promise<P>): ChannelProvider {
   return {
@@ -53,18 +43,20 @@ export function createChannelProviders(o: {
   webhookBaseUrl?: string | undefined;
 }) {
   let telegramLoaded: TelegramProvider | undefined;
-  const loadTelegram = once(async () => {
-    const { createTelegramProvider } = await import('./telegram.connector.ts');
-    telegramLoaded = createTelegramProvider({
-      apiUrl: o.telegramApiUrl,
-      webhook: o.webhookBaseUrl ? { baseUrl: o.webhookBaseUrl } : undefined,
-    });
-    return telegramLoaded;
-  });
-  const loadDiscord = once(async () => {
-    const { createDiscordProvider } = await import('./discord.connector.ts');
-    return createDiscordProvider({ apiUrl: o.discordApiUrl, gatewayUrl: o.discordGatewayUrl });
-  });
+  let telegramLoading: Promise<TelegramProvider> | undefined;
+  let discordLoading: Promise<ChannelProvider> | undefined;
+  const loadTelegram = () =>
+    (telegramLoading ??= import('./telegram.connector.ts').then(({ createTelegramProvider }) => {
+      telegramLoaded = createTelegramProvider({
+        apiUrl: o.telegramApiUrl,
+        webhook: o.webhookBaseUrl ? { baseUrl: o.webhookBaseUrl } : undefined,
+      });
+      return telegramLoaded;
+    }));
+  const loadDiscord = () =>
+    (discordLoading ??= import('./discord.connector.ts').then(({ createDiscordProvider }) =>
+      createDiscordProvider({ apiUrl: o.discordApiUrl, gatewayUrl: o.discordGatewayUrl }),
+    ));
   const telegram: Pick<TelegramProvider, 'handleWebhook'> = {
     // no bot connected in this process before grammY is loaded: the route answers 404
     handleWebhook: (path, secret, update) => telegramLoaded?.handleWebhook(path, secret, update) ?? Promise.resolve(false),
