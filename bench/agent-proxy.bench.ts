@@ -14,7 +14,6 @@
  * later (flat).
  */
 import { spawn } from 'node:child_process';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config/env.ts';
 import { resolveSecrets } from '../src/config/secrets.ts';
@@ -29,6 +28,7 @@ import { type ClientResult, load, median, startUpstream, type Target } from './a
 import { type BenchDatabase, startBenchDatabase, stopProcess } from './lib/bench-db.ts';
 import { loadSettings } from './lib/load.ts';
 import { describeMachine, machineLine } from './lib/machine.ts';
+import { servePlatform, signUp } from './lib/platform-api.ts';
 import { startFloorProcess } from './lib/proxy-processes.ts';
 import { type BenchOutput, round } from './lib/report.ts';
 
@@ -101,23 +101,10 @@ export async function run(): Promise<BenchOutput> {
       extraEnv: { AGENT_MAX_CONCURRENT_MODEL_CALLS: '128', AGENT_MODEL_QUEUE: '128' },
     });
     platform = createPlatform({ config, db, secrets, driver });
-    web = await platform.buildWebApp();
-    backend = await platform.buildBackendApp();
-    await web.listen({ host: '127.0.0.1', port: webPort });
-    await backend.listen({ host: '127.0.0.1', port: backendPort });
-    await platform.startWorkers();
-    const base = `http://127.0.0.1:${(web.server.address() as AddressInfo).port}`;
-    const call = (method: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
-      fetch(`${base}${path}`, {
-        method,
-        headers: { 'content-type': 'application/json', ...headers },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-
-    const email = `bench${Date.now()}@example.com`;
-    await call('POST', '/api/register', { email, password: 'bench-password-long', name: 'Bench' });
-    const login = await call('POST', '/api/auth/login', { email, password: 'bench-password-long' });
-    const cookie = /service-session=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
+    const served = await servePlatform(platform, { web: webPort, backend: backendPort });
+    ({ web, backend } = served);
+    const { base, call } = served;
+    const cookie = await signUp(call, `bench${Date.now()}@example.com`);
     const key = ((await (await call('POST', '/api/keys', { name: 'bench' }, { cookie })).json()) as { key: string }).key;
     const agentId = (
       (await (await call('POST', '/api/agents/provision', { name: 'Bench' }, { cookie })).json()) as { agent: { id: string } }

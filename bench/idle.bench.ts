@@ -21,18 +21,18 @@
  * BENCH_WAKE_ROUNDS (40), BENCH_IDLE_AGENTS (1000) and BENCH_IDLE_AWAKE (50) set the sizes.
  */
 import { readFileSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { buildServer } from '../scripts/build-server.ts';
 import { freePort } from '../src/db/embedded.ts';
-import { processTree } from '../src/domains/agents/drivers/local/containment/proc.service.ts';
+import { isAlive, processTree } from '../src/domains/agents/drivers/local/containment/proc.service.ts';
 import type { Platform } from '../src/platform.ts';
 import { startUpstream } from './ai-proxy.bench.ts';
-import { startBenchDatabase, stopProcess } from './lib/bench-db.ts';
+import { type BenchDatabase, startBenchDatabase, stopProcess } from './lib/bench-db.ts';
 import { describeMachine, machineLine } from './lib/machine.ts';
+import { servePlatform, signUp } from './lib/platform-api.ts';
 import { type BenchOutput, round } from './lib/report.ts';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -46,14 +46,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)]!;
-};
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 };
 const statusKb = (pid: number, field: string) => {
   try {
@@ -89,8 +81,6 @@ async function loadCompiled(out: string): Promise<Compiled> {
   };
 }
 
-type BenchDatabase = Awaited<ReturnType<typeof startBenchDatabase>>;
-
 /**
  * A platform of the compiled tree, listening, on a fresh database and DATA_DIR, or on `shared`'s
  * (left running at close, for the next platform); `env` on top of the bench's.
@@ -118,25 +108,13 @@ async function startPlatform(c: Compiled, modelBase: string, env: Record<string,
   );
   const db = c.createDb(database.url, { poolSize: config.DATABASE_POOL_SIZE });
   const platform: Platform = c.createPlatform({ config, db, secrets: c.resolveSecrets(config) });
-  const web = await platform.buildWebApp();
-  const backend = await platform.buildBackendApp();
-  await web.listen({ host: '127.0.0.1', port: webPort });
-  await backend.listen({ host: '127.0.0.1', port: backendPort });
-  await platform.startWorkers();
-  const base = `http://127.0.0.1:${(web.server.address() as AddressInfo).port}`;
-  const call = (method: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
-    fetch(`${base}${path}`, {
-      method,
-      headers: { 'content-type': 'application/json', ...headers },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
+  const { web, backend, base, call } = await servePlatform(platform, { web: webPort, backend: backendPort });
   /** a new owner on the plan with the most agents (up to 100 each), signed in: their session cookie */
-  const newOwner = async () => {
+  const newOwner = () => {
     const email = `bench-${Date.now()}-${Math.random().toString(36).slice(2, 8)}@example.com`;
-    await call('POST', '/api/register', { email, password: 'bench-password-long', name: 'Bench' });
-    await db.kysely.updateTable('users').set({ subscription_status: 'active', plan: 'network' }).where('email', '=', email).execute();
-    const login = await call('POST', '/api/auth/login', { email, password: 'bench-password-long' });
-    return /service-session=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
+    return signUp(call, email, () =>
+      db.kysely.updateTable('users').set({ subscription_status: 'active', plan: 'network' }).where('email', '=', email).execute(),
+    );
   };
   const cookie = await newOwner();
   const key = ((await (await call('POST', '/api/keys', { name: 'bench' }, { cookie })).json()) as { key: string }).key;
@@ -332,7 +310,7 @@ export async function run(): Promise<BenchOutput> {
       for (let i = 0; i < rounds; i++) {
         const processes = tree(p.statePid(agentId));
         await p.until(agentId, 'suspended', 30_000);
-        while (processes.some(alive)) await sleep(10);
+        while (processes.some(isAlive)) await sleep(10);
         if (i === 0) {
           let cgroupMb: number | undefined;
           try {
@@ -340,7 +318,7 @@ export async function run(): Promise<BenchOutput> {
           } catch {
             cgroupMb = undefined; // its cgroup is removed with its processes
           }
-          suspendedHolds = { processes: processes.filter(alive).length, cgroupMb };
+          suspendedHolds = { processes: processes.filter(isAlive).length, cgroupMb };
         }
         await sleep(100); // settled: nothing of the suspend still running
         wakes.push(await firstByteMs(p.base, p.key, agentId));
